@@ -1,0 +1,955 @@
+//! The ledger: turns reassembled TCP byte streams into HTTP/2 frames and hands each frame,
+//! classified and attributed to a side and a write, to an [`Observer`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+
+use h2_frame_parser::hpack::Decoder;
+use h2_frame_parser::{raw_frame, Frame, Head, Kind, RawFrame, SettingId, HEAD_LEN};
+use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
+
+use crate::detect::{Found, Scanner};
+use crate::headers::HeaderList;
+use crate::model::{FrameClass, Side};
+
+/// Bytes kept while looking for the first frame boundary of a direction before giving up on it.
+pub const MAX_DETECT_BYTES: usize = 1 << 20;
+/// The largest header block (HEADERS or PUSH_PROMISE plus CONTINUATIONs) that is decoded.
+pub const MAX_HEADER_BLOCK: usize = 1 << 20;
+/// GOAWAY debug data kept per frame.
+const MAX_GOAWAY_DEBUG: u32 = 1024;
+/// Streams tracked per connection (for HEADERS vs TRAILERS) before new ones are no longer tracked.
+pub const MAX_STREAMS: usize = 1 << 20;
+/// Warnings kept as text; later ones are only counted.
+pub const MAX_WARNINGS: usize = 200;
+/// Default SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
+const DEFAULT_MAX_FRAME: u32 = 16_384;
+/// SETTINGS frames waiting for their ACK, per direction.
+const MAX_PENDING_SETTINGS: usize = 16;
+
+/// One frame, as the ledger saw it.
+pub struct FrameEvent<'a> {
+    pub conn: ConnId,
+    pub dir: Dir,
+    /// The side that sent the frame, as known when it was seen (see docs/ledger.md).
+    pub side: Side,
+    /// Time of the write that carried the frame's last byte.
+    pub ts: Nanos,
+    /// Index (per connection and direction) of the write that carried the frame's last byte.
+    pub write: u64,
+    pub head: Head,
+    pub class: FrameClass,
+    /// The decoded frame; `None` for DATA (its payload is not kept) and frames that did not load.
+    pub frame: Option<&'a Frame<'a>>,
+    /// On the frame that completes a header block: the decoded fields.
+    pub headers: Option<&'a HeaderList>,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+}
+
+/// What the ledger feeds. Every method has an empty default.
+pub trait Observer {
+    fn open(&mut self, _meta: &ConnMeta) {}
+    fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
+    fn frame(&mut self, _ev: &FrameEvent<'_>) {}
+}
+
+impl Observer for () {}
+
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn open(&mut self, meta: &ConnMeta) {
+        self.0.open(meta);
+        self.1.open(meta);
+    }
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.0.write(conn, dir, w);
+        self.1.write(conn, dir, w);
+    }
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        self.0.frame(ev);
+        self.1.frame(ev);
+    }
+}
+
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn open(&mut self, meta: &ConnMeta) {
+        (**self).open(meta)
+    }
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        (**self).write(conn, dir, w)
+    }
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        (**self).frame(ev)
+    }
+}
+
+/// How the client of a connection was identified, strongest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientBy {
+    Syn,
+    Preface,
+    OddStreams,
+    EphemeralPort,
+}
+
+impl ClientBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientBy::Syn => "syn",
+            ClientBy::Preface => "preface",
+            ClientBy::OddStreams => "odd-streams",
+            ClientBy::EphemeralPort => "ephemeral-port",
+        }
+    }
+}
+
+/// What the ledger knows of a connection once the input is done.
+#[derive(Clone, Debug)]
+pub struct ConnSummary {
+    pub id: ConnId,
+    pub http2: bool,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub client_dir: Dir,
+    pub client_by: ClientBy,
+    /// The capture did not hold the start of at least one direction.
+    pub mid_stream: bool,
+    pub start: Nanos,
+}
+
+/// Warnings: the first [`MAX_WARNINGS`] as text, all counted by kind.
+#[derive(Debug, Default)]
+pub struct Warnings {
+    pub messages: Vec<String>,
+    pub counts: BTreeMap<&'static str, u64>,
+}
+
+impl Warnings {
+    pub fn add(&mut self, kind: &'static str, msg: impl FnOnce() -> String) {
+        *self.counts.entry(kind).or_default() += 1;
+        if self.messages.len() < MAX_WARNINGS {
+            self.messages.push(msg());
+        } else if self.messages.len() == MAX_WARNINGS {
+            self.messages
+                .push("further warnings are only counted (see \"anomalies\")".to_string());
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Looking for the first frame boundary (or the preface).
+    Detect,
+    /// Framed: `head_have` bytes of the next head, or inside `cur`'s payload.
+    Frames,
+    /// After a gap that left us outside any known frame: looking for a boundary again.
+    Resync,
+    /// Not HTTP/2 (no boundary found within [`MAX_DETECT_BYTES`]).
+    Dead,
+}
+
+struct Payload {
+    head: Head,
+    remaining: u32,
+    keep: u32,
+    lossy: bool,
+}
+
+struct DirState {
+    mode: Mode,
+    at_start: bool,
+    scan: Scanner,
+    pending: Vec<u8>,
+    pending_writes: Vec<(usize, Write)>,
+    head_buf: [u8; HEAD_LEN],
+    head_have: usize,
+    cur: Option<Payload>,
+    carry: Vec<u8>,
+    block: Vec<u8>,
+    block_stream: Option<u32>,
+    block_overflow: bool,
+    hpack: Decoder,
+    headers: HeaderList,
+    settings_sent: VecDeque<(Option<u32>, Option<u32>)>,
+    max_frame: u32,
+    mid_stream: bool,
+    synced: bool,
+}
+
+impl DirState {
+    fn new(at_start: bool) -> Self {
+        DirState {
+            mode: Mode::Detect,
+            at_start,
+            scan: Scanner::default(),
+            pending: Vec::new(),
+            pending_writes: Vec::new(),
+            head_buf: [0; HEAD_LEN],
+            head_have: 0,
+            cur: None,
+            carry: Vec::new(),
+            block: Vec::new(),
+            block_stream: None,
+            block_overflow: false,
+            hpack: Decoder::new(),
+            headers: HeaderList::default(),
+            settings_sent: VecDeque::new(),
+            max_frame: DEFAULT_MAX_FRAME,
+            mid_stream: !at_start,
+            synced: false,
+        }
+    }
+
+    /// The frame-size bound used to prove boundaries: what SETTINGS allowed, or, on a stream
+    /// whose SETTINGS we never saw, the default (larger frames then break the chain and the
+    /// next boundary is used).
+    fn scan_limit(&self) -> u32 {
+        self.max_frame.max(DEFAULT_MAX_FRAME)
+    }
+
+    fn lose_hpack_sync(&mut self) {
+        self.hpack = mid_stream_decoder();
+        self.block_stream = None;
+        self.block.clear();
+    }
+}
+
+fn mid_stream_decoder() -> Decoder {
+    let mut d = Decoder::new_mid_stream();
+    // We never saw the SETTINGS that bound this table: accept any size update a real peer
+    // sends (1 MiB is far above what implementations use) rather than fail on it.
+    d.set_max_size_limit(1 << 20);
+    d
+}
+
+struct Conn {
+    meta: ConnMeta,
+    http2: bool,
+    client: Option<(Dir, ClientBy)>,
+    dirs: [DirState; 2],
+    streams: HashMap<u32, u8>,
+    streams_full: bool,
+}
+
+fn di(d: Dir) -> usize {
+    match d {
+        Dir::Fwd => 0,
+        Dir::Rev => 1,
+    }
+}
+
+fn dir_of(i: usize) -> Dir {
+    if i == 0 {
+        Dir::Fwd
+    } else {
+        Dir::Rev
+    }
+}
+
+impl Conn {
+    fn addrs(&self, d: Dir) -> (SocketAddr, SocketAddr) {
+        match d {
+            Dir::Fwd => (self.meta.first_src, self.meta.first_dst),
+            Dir::Rev => (self.meta.first_dst, self.meta.first_src),
+        }
+    }
+
+    fn client(&self) -> (Dir, ClientBy) {
+        if let Some(c) = self.client {
+            return c;
+        }
+        // The client's port is the ephemeral one: the higher, usually.
+        let d = if self.meta.first_dst.port() > self.meta.first_src.port() {
+            Dir::Rev
+        } else {
+            Dir::Fwd
+        };
+        (d, ClientBy::EphemeralPort)
+    }
+
+    fn side(&self, d: Dir) -> Side {
+        if self.client().0 == d {
+            Side::Client
+        } else {
+            Side::Server
+        }
+    }
+
+    fn set_client(&mut self, d: Dir, by: ClientBy) {
+        if self.client.is_none() {
+            self.client = Some((d, by));
+        }
+    }
+}
+
+/// The ledger over every connection of a capture. Feed it through [`Sink`] (usually from an
+/// [`h2ledger_tcp::Reassembler`]); read the summary with [`Ledger::connections`].
+pub struct Ledger<O> {
+    conns: Vec<Conn>,
+    pub observer: O,
+    pub warnings: Warnings,
+}
+
+impl<O: Observer> Ledger<O> {
+    pub fn new(observer: O) -> Self {
+        Ledger {
+            conns: Vec::new(),
+            observer,
+            warnings: Warnings::default(),
+        }
+    }
+
+    pub fn connections(&self) -> Vec<ConnSummary> {
+        self.conns
+            .iter()
+            .map(|c| {
+                let (client_dir, client_by) = c.client();
+                let (client, server) = c.addrs(client_dir);
+                ConnSummary {
+                    id: c.meta.id,
+                    http2: c.http2,
+                    client,
+                    server,
+                    client_dir,
+                    client_by,
+                    mid_stream: c.dirs.iter().any(|d| d.synced && d.mid_stream),
+                    start: c.meta.start,
+                }
+            })
+            .collect()
+    }
+
+    fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
+        self.conns.get_mut(id.0 as usize)
+    }
+
+    fn detect(&mut self, id: ConnId, dir: Dir, w: &Write, bytes: &[u8], closing: bool) {
+        let Some(c) = self.conns.get_mut(id.0 as usize) else {
+            return;
+        };
+        let d = di(dir);
+        let ds = &mut c.dirs[d];
+        if !bytes.is_empty() {
+            ds.pending.extend_from_slice(bytes);
+            ds.pending_writes.push((ds.pending.len(), *w));
+        }
+        let limit = ds.scan_limit();
+        let found = ds.scan.scan(&ds.pending, ds.at_start, closing, limit);
+        let (skip, preface) = match found {
+            Found::Wait => {
+                if ds.pending.len() > MAX_DETECT_BYTES {
+                    let resync = ds.mode == Mode::Resync;
+                    ds.mode = Mode::Dead;
+                    ds.pending = Vec::new();
+                    ds.pending_writes = Vec::new();
+                    let (src, dst) = c.addrs(dir);
+                    self.warnings.add("no-http2-boundary", || {
+                        format!(
+                            "connection {} {src} -> {dst}: no HTTP/2 frame boundary in the first {} bytes{}; this direction is not counted further",
+                            id.0,
+                            MAX_DETECT_BYTES,
+                            if resync { " after a gap" } else { "" }
+                        )
+                    });
+                }
+                return;
+            }
+            Found::Preface(at) => (at, true),
+            Found::Frames(at) => (at, false),
+        };
+        let was_resync = ds.mode == Mode::Resync;
+        let pending = std::mem::take(&mut ds.pending);
+        let writes = std::mem::take(&mut ds.pending_writes);
+        ds.mode = Mode::Frames;
+        ds.head_have = 0;
+        ds.cur = None;
+        ds.scan = Scanner::default();
+        if !ds.synced {
+            ds.synced = true;
+            // Mid-stream unless the frames start exactly where the stream did.
+            ds.mid_stream = !(ds.at_start && (preface || skip == 0));
+            if ds.mid_stream {
+                ds.hpack = mid_stream_decoder();
+            }
+        }
+        let mid_stream = ds.mid_stream;
+        if preface {
+            c.set_client(dir, ClientBy::Preface);
+        }
+        if !c.http2 {
+            c.http2 = true;
+        }
+        if skip > 0 && !preface {
+            let (src, dst) = c.addrs(dir);
+            let what = if was_resync {
+                "after a gap, resynchronised"
+            } else if mid_stream {
+                "capture starts mid-frame, skipped"
+            } else {
+                "skipped"
+            };
+            self.warnings.add("skipped-bytes", || {
+                format!(
+                    "connection {} {src} -> {dst}: {what} {skip} bytes before the first proven frame boundary",
+                    id.0
+                )
+            });
+        } else if mid_stream && !was_resync {
+            let (src, dst) = c.addrs(dir);
+            self.warnings.add("mid-stream", || {
+                format!(
+                    "connection {} {src} -> {dst}: capture starts mid-connection; HPACK references to entries never seen decode as placeholders",
+                    id.0
+                )
+            });
+        }
+        // Replay the buffered bytes, each chunk with the write that carried it.
+        let mut start = 0;
+        for (end, w) in &writes {
+            if *end > skip {
+                let from = start.max(skip);
+                self.frames(id, dir, w, &pending[from..*end]);
+            }
+            start = *end;
+        }
+        if let Some(c) = self.conns.get_mut(id.0 as usize) {
+            let ds = &mut c.dirs[d];
+            if ds.pending.is_empty() {
+                // Keep the allocation for a later resync.
+                let mut p = pending;
+                p.clear();
+                ds.pending = p;
+                let mut pw = writes;
+                pw.clear();
+                ds.pending_writes = pw;
+            }
+        }
+    }
+
+    /// Framing: split `bytes` into frames, completing the one in progress first.
+    fn frames(&mut self, id: ConnId, dir: Dir, w: &Write, mut bytes: &[u8]) {
+        let d = di(dir);
+        while !bytes.is_empty() {
+            let Some(c) = self.conns.get_mut(id.0 as usize) else {
+                return;
+            };
+            let ds = &mut c.dirs[d];
+            if ds.mode != Mode::Frames {
+                // A malformed head sent us back to resync: the rest goes to detection.
+                self.detect(id, dir, w, bytes, false);
+                return;
+            }
+            if let Some(p) = ds.cur.as_mut() {
+                let n = (p.remaining as usize).min(bytes.len());
+                let consumed_before = p.head.length - p.remaining;
+                if consumed_before < p.keep {
+                    let want = (p.keep - consumed_before) as usize;
+                    ds.carry.extend_from_slice(&bytes[..n.min(want)]);
+                }
+                p.remaining -= n as u32;
+                bytes = &bytes[n..];
+                if p.remaining == 0 {
+                    let p = ds.cur.take().expect("checked above");
+                    let carry = std::mem::take(&mut ds.carry);
+                    let complete = !p.lossy && carry.len() as u32 == p.head.length;
+                    self.frame(id, dir, w, p.head, &carry, complete);
+                    if let Some(c) = self.conns.get_mut(id.0 as usize) {
+                        let mut carry = carry;
+                        carry.clear();
+                        c.dirs[d].carry = carry;
+                    }
+                }
+                continue;
+            }
+            // A frame head: straight from the input when we have all of it.
+            let head = if ds.head_have == 0 && bytes.len() >= HEAD_LEN {
+                match raw_frame(bytes) {
+                    Ok((rest, raw)) => {
+                        // The whole frame is here: no copy at all.
+                        let consumed = bytes.len() - rest.len();
+                        let head = raw.head;
+                        if !self.sane(id, dir, &head) {
+                            continue;
+                        }
+                        self.frame(id, dir, w, head, raw.payload, true);
+                        bytes = &bytes[consumed..];
+                        continue;
+                    }
+                    Err(_) => match Head::parse(bytes) {
+                        Ok((_, h)) => {
+                            bytes = &bytes[HEAD_LEN..];
+                            h
+                        }
+                        Err(_) => return,
+                    },
+                }
+            } else {
+                let n = (HEAD_LEN - ds.head_have).min(bytes.len());
+                ds.head_buf[ds.head_have..ds.head_have + n].copy_from_slice(&bytes[..n]);
+                ds.head_have += n;
+                bytes = &bytes[n..];
+                if ds.head_have < HEAD_LEN {
+                    return;
+                }
+                ds.head_have = 0;
+                match Head::parse(&ds.head_buf) {
+                    Ok((_, h)) => h,
+                    Err(_) => return,
+                }
+            };
+            if !self.sane(id, dir, &head) {
+                continue;
+            }
+            if head.length == 0 {
+                self.frame(id, dir, w, head, &[], true);
+                continue;
+            }
+            let keep = keep_len(&head);
+            let ds = &mut self.conns[id.0 as usize].dirs[d];
+            ds.carry.clear();
+            ds.cur = Some(Payload {
+                head,
+                remaining: head.length,
+                keep,
+                lossy: false,
+            });
+        }
+    }
+
+    /// A head that no implementation would send (reserved bit, a length beyond anything
+    /// allowed) means we lost framing: count it and look for a boundary again.
+    fn sane(&mut self, id: ConnId, dir: Dir, head: &Head) -> bool {
+        let c = &mut self.conns[id.0 as usize];
+        let ds = &mut c.dirs[di(dir)];
+        let limit = if ds.mid_stream {
+            crate::detect::MAX_FRAME_LEN
+        } else {
+            ds.max_frame
+        };
+        if head.length <= limit {
+            return true;
+        }
+        ds.mode = Mode::Resync;
+        ds.scan = Scanner::default();
+        ds.pending.clear();
+        ds.pending_writes.clear();
+        ds.at_start = false;
+        ds.lose_hpack_sync();
+        let (src, dst) = c.addrs(dir);
+        let len = head.length;
+        self.warnings.add("bad-frame-head", || {
+            format!(
+                "connection {} {src} -> {dst}: frame header with length {len} above the allowed maximum {limit}: framing lost, resynchronising",
+                id.0
+            )
+        });
+        false
+    }
+
+    fn frame(&mut self, id: ConnId, dir: Dir, w: &Write, head: Head, payload: &[u8], complete: bool) {
+        let d = di(dir);
+        let c = &mut self.conns[id.0 as usize];
+        let (src, dst) = c.addrs(dir);
+        let loaded = if complete && head.kind != Kind::Data {
+            match Frame::load(RawFrame { head, payload }) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    self.warnings.add("malformed-frame", || {
+                        format!(
+                            "connection {} {src} -> {dst}: malformed {} frame on stream {}: {e}",
+                            id.0,
+                            head.kind.name(),
+                            head.stream_id
+                        )
+                    });
+                    None
+                }
+            }
+        } else if head.kind == Kind::GoAway && payload.len() >= 8 {
+            // GOAWAY whose debug data was cut at MAX_GOAWAY_DEBUG: load what we kept.
+            let mut h = head;
+            h.length = payload.len() as u32;
+            Frame::load(RawFrame { head: h, payload }).ok()
+        } else {
+            None
+        };
+        let class = classify(c, d, &head, loaded.as_ref());
+        if class == FrameClass::Headers && head.stream_id % 2 == 1 {
+            c.set_client(dir, ClientBy::OddStreams);
+        }
+        // Settings: remember ours until the peer ACKs; apply the peer's on our ACK.
+        match &loaded {
+            Some(Frame::Settings(s)) if !s.is_ack() => {
+                let mut table = None;
+                let mut frame_size = None;
+                for (id, v) in s.iter() {
+                    if id == SettingId::HEADER_TABLE_SIZE {
+                        table = Some(v);
+                    } else if id == SettingId::MAX_FRAME_SIZE {
+                        frame_size = Some(v);
+                    }
+                }
+                let q = &mut c.dirs[d].settings_sent;
+                if q.len() < MAX_PENDING_SETTINGS {
+                    q.push_back((table, frame_size));
+                }
+            }
+            Some(Frame::Settings(_)) => {
+                if let Some((table, frame_size)) = c.dirs[1 - d].settings_sent.pop_front() {
+                    let ds = &mut c.dirs[d];
+                    if let Some(t) = table {
+                        if !ds.mid_stream {
+                            ds.hpack.set_max_size_limit(t);
+                        }
+                    }
+                    if let Some(f) = frame_size {
+                        ds.max_frame = f.clamp(DEFAULT_MAX_FRAME, crate::detect::MAX_FRAME_LEN);
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Header blocks.
+        let ds = &mut c.dirs[d];
+        let mut decoded = false;
+        let fragment = match &loaded {
+            Some(Frame::Headers(h)) => Some((h.fragment, true)),
+            Some(Frame::PushPromise(p)) => Some((p.fragment, true)),
+            Some(Frame::Continuation(k)) => Some((k.fragment, false)),
+            _ => None,
+        };
+        let header_kind = matches!(
+            head.kind,
+            Kind::Headers | Kind::PushPromise | Kind::Continuation
+        );
+        if header_kind {
+            let end = head.flags.is_end_headers();
+            match fragment {
+                Some((frag, true)) => {
+                    if ds.block_stream.is_some() {
+                        self.warnings.add("header-block", || {
+                            format!(
+                                "connection {} {src} -> {dst}: {} on stream {} while a header block on stream {} awaits CONTINUATION",
+                                id.0, head.kind.name(), head.stream_id, ds.block_stream.unwrap_or(0)
+                            )
+                        });
+                    }
+                    ds.block_stream = None;
+                    if end {
+                        decoded = decode_block(ds, frag, &mut self.warnings, id, src, dst);
+                    } else {
+                        ds.block.clear();
+                        ds.block_overflow = false;
+                        ds.block.extend_from_slice(frag);
+                        ds.block_stream = Some(head.stream_id);
+                    }
+                }
+                Some((frag, false)) => {
+                    if ds.block_stream == Some(head.stream_id) {
+                        if ds.block.len() + frag.len() > MAX_HEADER_BLOCK {
+                            ds.block_overflow = true;
+                        } else {
+                            ds.block.extend_from_slice(frag);
+                        }
+                        if end {
+                            ds.block_stream = None;
+                            if ds.block_overflow {
+                                ds.lose_hpack_sync();
+                                self.warnings.add("header-block", || {
+                                    format!("connection {} {src} -> {dst}: header block on stream {} larger than {MAX_HEADER_BLOCK} bytes: not decoded, HPACK state lost", id.0, head.stream_id)
+                                });
+                            } else {
+                                let block = std::mem::take(&mut ds.block);
+                                decoded = decode_block(
+                                    ds,
+                                    &block,
+                                    &mut self.warnings,
+                                    id,
+                                    src,
+                                    dst,
+                                );
+                                ds.block = block;
+                            }
+                        }
+                    } else {
+                        self.warnings.add("header-block", || {
+                            format!("connection {} {src} -> {dst}: CONTINUATION on stream {} without a header block in progress", id.0, head.stream_id)
+                        });
+                    }
+                }
+                None => {
+                    // The frame did not load (or was cut by a gap): its fragment is lost.
+                    ds.lose_hpack_sync();
+                    self.warnings.add("hpack-sync", || {
+                        format!("connection {} {src} -> {dst}: {} frame on stream {} could not be read; HPACK state reset (later references may show placeholders)", id.0, head.kind.name(), head.stream_id)
+                    });
+                }
+            }
+        }
+        let side = c.side(dir);
+        let ds = &c.dirs[d];
+        let ev = FrameEvent {
+            conn: id,
+            dir,
+            side,
+            ts: w.ts,
+            write: w.index,
+            head,
+            class,
+            frame: loaded.as_ref(),
+            headers: decoded.then_some(&ds.headers),
+            src,
+            dst,
+        };
+        self.observer.frame(&ev);
+    }
+}
+
+fn decode_block(
+    ds: &mut DirState,
+    block: &[u8],
+    warnings: &mut Warnings,
+    id: ConnId,
+    src: SocketAddr,
+    dst: SocketAddr,
+) -> bool {
+    ds.headers.clear();
+    let headers = &mut ds.headers;
+    match ds.hpack.decode(block, |h| headers.push(&h)) {
+        Ok(()) => true,
+        Err(e) => {
+            ds.lose_hpack_sync();
+            warnings.add("hpack-error", || {
+                format!("connection {} {src} -> {dst}: HPACK error: {e}; decoder reset (later references may show placeholders)", id.0)
+            });
+            false
+        }
+    }
+}
+
+/// Payload bytes worth keeping: all of a control frame or header block, none of DATA.
+fn keep_len(head: &Head) -> u32 {
+    match head.kind {
+        Kind::Data | Kind::Unknown(_) => 0,
+        Kind::GoAway => head.length.min(8 + MAX_GOAWAY_DEBUG),
+        Kind::Headers | Kind::PushPromise | Kind::Continuation => {
+            head.length.min(MAX_HEADER_BLOCK as u32)
+        }
+        _ => head.length.min(64 * 1024),
+    }
+}
+
+fn classify(c: &mut Conn, d: usize, head: &Head, frame: Option<&Frame<'_>>) -> FrameClass {
+    let bit = 1u8 << d;
+    let end_bit = 4u8 << d;
+    match head.kind {
+        Kind::Data => {
+            if head.flags.is_end_stream() {
+                end_stream(c, head.stream_id, end_bit);
+            }
+            FrameClass::Data
+        }
+        Kind::Headers => {
+            let s = head.stream_id;
+            let seen = match c.streams.get_mut(&s) {
+                Some(bits) => {
+                    let seen = *bits & bit != 0;
+                    *bits |= bit;
+                    seen
+                }
+                None => {
+                    if c.streams.len() < MAX_STREAMS {
+                        c.streams.insert(s, bit);
+                    } else {
+                        c.streams_full = true;
+                    }
+                    false
+                }
+            };
+            if head.flags.is_end_stream() {
+                end_stream(c, s, end_bit);
+            }
+            if seen {
+                FrameClass::Trailers
+            } else {
+                FrameClass::Headers
+            }
+        }
+        Kind::Ping => {
+            let ack = match frame {
+                Some(Frame::Ping(p)) => p.is_ack(),
+                _ => head.flags.is_ack(),
+            };
+            if ack {
+                FrameClass::PingAck
+            } else {
+                FrameClass::Ping
+            }
+        }
+        Kind::Settings => {
+            if head.flags.is_ack() {
+                FrameClass::SettingsAck
+            } else {
+                FrameClass::Settings
+            }
+        }
+        Kind::RstStream => {
+            c.streams.remove(&head.stream_id);
+            FrameClass::RstStream
+        }
+        Kind::WindowUpdate => FrameClass::WindowUpdate,
+        Kind::GoAway => FrameClass::GoAway,
+        Kind::Priority => FrameClass::Priority,
+        Kind::PushPromise => FrameClass::PushPromise,
+        Kind::Continuation => FrameClass::Continuation,
+        Kind::Unknown(_) => FrameClass::Unknown,
+    }
+}
+
+fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
+    if let Some(bits) = c.streams.get_mut(&s) {
+        *bits |= end_bit;
+        if *bits & 0b1100 == 0b1100 {
+            c.streams.remove(&s);
+        }
+    }
+}
+
+impl<O: Observer> Sink for Ledger<O> {
+    fn open(&mut self, meta: &ConnMeta) {
+        let idx = meta.id.0 as usize;
+        // ConnIds are dense and in order; tolerate anything else without panicking.
+        while self.conns.len() < idx {
+            let n = self.conns.len() as u32;
+            let mut m = meta.clone();
+            m.id = ConnId(n);
+            self.conns.push(new_conn(m));
+        }
+        let conn = new_conn(meta.clone());
+        if idx < self.conns.len() {
+            self.conns[idx] = conn;
+        } else {
+            self.conns.push(conn);
+        }
+        self.observer.open(meta);
+    }
+
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.observer.write(conn, dir, w);
+    }
+
+    fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
+        let Some(c) = self.conn_mut(conn) else {
+            return;
+        };
+        match c.dirs[di(dir)].mode {
+            Mode::Dead => {}
+            Mode::Detect | Mode::Resync => self.detect(conn, dir, w, bytes, false),
+            Mode::Frames => self.frames(conn, dir, w, bytes),
+        }
+    }
+
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64) {
+        let Some(c) = self.conns.get_mut(conn.0 as usize) else {
+            return;
+        };
+        let (src, dst) = c.addrs(dir);
+        let ds = &mut c.dirs[di(dir)];
+        let what = match ds.mode {
+            Mode::Dead => return,
+            Mode::Frames => {
+                match ds.cur.as_mut() {
+                    Some(p) if len <= p.remaining as u64 && ds.head_have == 0 => {
+                        // The gap falls inside the current frame: framing survives.
+                        let consumed = p.head.length - p.remaining;
+                        if consumed < p.keep {
+                            p.lossy = true;
+                        }
+                        p.remaining -= len as u32;
+                        "inside a frame; framing kept"
+                    }
+                    _ => {
+                        ds.cur = None;
+                        ds.head_have = 0;
+                        ds.mode = Mode::Resync;
+                        ds.scan = Scanner::default();
+                        ds.pending.clear();
+                        ds.pending_writes.clear();
+                        ds.at_start = false;
+                        ds.lose_hpack_sync();
+                        "framing lost; resynchronising, HPACK state reset"
+                    }
+                }
+            }
+            Mode::Detect | Mode::Resync => {
+                ds.pending.clear();
+                ds.pending_writes.clear();
+                ds.scan = Scanner::default();
+                ds.at_start = false;
+                "before the first frame boundary"
+            }
+        };
+        let _ = ts;
+        self.warnings.add("gap", || {
+            format!(
+                "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what})",
+                conn.0
+            )
+        });
+    }
+
+    fn close(&mut self, conn: ConnId, _ts: Nanos, _kind: CloseKind) {
+        // Directions still looking for a boundary get a last, shorter proof.
+        for dir in [Dir::Fwd, Dir::Rev] {
+            let Some(c) = self.conns.get(conn.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
+                    index: 0,
+                    ts: 0,
+                    len: 0,
+                });
+                self.detect(conn, dir, &w, &[], true);
+            }
+        }
+        if let Some(c) = self.conns.get_mut(conn.0 as usize) {
+            let unfinished = c
+                .dirs
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.mode == Mode::Frames && (d.cur.is_some() || d.head_have > 0))
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>();
+            for i in unfinished {
+                let (src, dst) = c.addrs(dir_of(i));
+                let ds = &mut c.dirs[i];
+                ds.cur = None;
+                ds.head_have = 0;
+                if c.http2 {
+                    self.warnings.add("truncated-frame", || {
+                        format!(
+                            "connection {} {src} -> {dst}: the capture ends inside a frame (not counted)",
+                            conn.0
+                        )
+                    });
+                }
+            }
+            c.streams = HashMap::new();
+        }
+    }
+}
+
+fn new_conn(meta: ConnMeta) -> Conn {
+    let at_start = meta.syn_sender.is_some();
+    let client = meta.syn_sender.map(|d| (d, ClientBy::Syn));
+    Conn {
+        meta,
+        http2: false,
+        client,
+        dirs: [DirState::new(at_start), DirState::new(at_start)],
+        streams: HashMap::new(),
+        streams_full: false,
+    }
+}

@@ -1,0 +1,47 @@
+//! The h2ledger ledger: HTTP/2 on reassembled TCP streams, counted per side.
+//!
+//! [`Ledger`] is a [`h2ledger_tcp::Sink`]: feed it from an [`h2ledger_tcp::Reassembler`]. It
+//! finds HTTP/2 on any port (the client preface, or a proven run of frame headers when the
+//! capture started mid-connection or mid-frame), splits each direction into frames, decodes
+//! header blocks with one HPACK decoder per direction, tells the client from the server and
+//! hands every frame to an [`Observer`]. [`Tally`] is the observer that counts the ledger;
+//! [`LedgerReport`] is its serializable result. docs/ledger.md defines every term.
+//!
+//! The crate is pure: no pcap, no tokio, no unsafe. Memory per connection is bounded by the
+//! constants in [`ledger`] (detection buffer, header block, tracked streams).
+//!
+//! ```
+//! use h2ledger_core::{Ledger, LedgerReport, Tally};
+//! use h2ledger_tcp::{ConnId, ConnMeta, Dir, Sink, Write};
+//!
+//! let mut ledger = Ledger::new(Tally::new());
+//! let meta = ConnMeta {
+//!     id: ConnId(0),
+//!     first_src: "127.0.0.1:50000".parse().unwrap(),
+//!     first_dst: "127.0.0.1:50051".parse().unwrap(),
+//!     syn_sender: Some(Dir::Fwd),
+//!     start: 0,
+//! };
+//! ledger.open(&meta);
+//! let mut bytes = h2_frame_parser::PREFACE.to_vec();
+//! bytes.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]); // empty SETTINGS
+//! let w = Write { index: 0, ts: 1, len: bytes.len() as u32 };
+//! ledger.write(ConnId(0), Dir::Fwd, &w);
+//! ledger.data(ConnId(0), Dir::Fwd, &w, &bytes);
+//! let report = LedgerReport::build(&ledger.connections(), &ledger.observer);
+//! assert_eq!(report.connections, 1);
+//! assert_eq!(report.sides.client.frames.get(h2ledger_core::FrameClass::Settings), 1);
+//! assert_eq!(report.sides.client.writes, 1);
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod detect;
+pub mod headers;
+pub mod ledger;
+pub mod model;
+pub mod tally;
+
+pub use headers::{Header, HeaderList};
+pub use ledger::{ClientBy, ConnSummary, FrameEvent, Ledger, Observer, Warnings};
+pub use model::{FrameClass, FrameCounts, Side};
+pub use tally::{ConnLedger, LedgerReport, SideTally, Sides, Tally};

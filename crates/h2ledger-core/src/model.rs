@@ -1,0 +1,146 @@
+//! The ledger's vocabulary: sides and the frame classes it counts.
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+/// Which end of a connection sent a frame. See docs/ledger.md for how the client is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    pub const ALL: [Side; 2] = [Side::Client, Side::Server];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Server => "server",
+        }
+    }
+
+    pub fn other(self) -> Side {
+        match self {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
+}
+
+/// The rows of the ledger. HEADERS and TRAILERS split the HEADERS frame type by position on the
+/// stream; PING/PING_ACK and SETTINGS/SETTINGS_ACK split by the ACK flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameClass {
+    Headers,
+    Trailers,
+    Data,
+    WindowUpdate,
+    Ping,
+    PingAck,
+    Settings,
+    SettingsAck,
+    RstStream,
+    GoAway,
+    Priority,
+    PushPromise,
+    Continuation,
+    Unknown,
+}
+
+impl FrameClass {
+    pub const COUNT: usize = 14;
+    pub const ALL: [FrameClass; FrameClass::COUNT] = [
+        FrameClass::Headers,
+        FrameClass::Trailers,
+        FrameClass::Data,
+        FrameClass::WindowUpdate,
+        FrameClass::Ping,
+        FrameClass::PingAck,
+        FrameClass::Settings,
+        FrameClass::SettingsAck,
+        FrameClass::RstStream,
+        FrameClass::GoAway,
+        FrameClass::Priority,
+        FrameClass::PushPromise,
+        FrameClass::Continuation,
+        FrameClass::Unknown,
+    ];
+
+    /// The JSON key and table row name (a public contract: never rename).
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameClass::Headers => "HEADERS",
+            FrameClass::Trailers => "TRAILERS",
+            FrameClass::Data => "DATA",
+            FrameClass::WindowUpdate => "WINDOW_UPDATE",
+            FrameClass::Ping => "PING",
+            FrameClass::PingAck => "PING_ACK",
+            FrameClass::Settings => "SETTINGS",
+            FrameClass::SettingsAck => "SETTINGS_ACK",
+            FrameClass::RstStream => "RST_STREAM",
+            FrameClass::GoAway => "GOAWAY",
+            FrameClass::Priority => "PRIORITY",
+            FrameClass::PushPromise => "PUSH_PROMISE",
+            FrameClass::Continuation => "CONTINUATION",
+            FrameClass::Unknown => "UNKNOWN",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<FrameClass> {
+        FrameClass::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(name))
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Frames that carry no call payload: everything but HEADERS, TRAILERS, DATA and CONTINUATION.
+    pub fn is_control(self) -> bool {
+        !matches!(
+            self,
+            FrameClass::Headers | FrameClass::Trailers | FrameClass::Data | FrameClass::Continuation
+        )
+    }
+}
+
+/// Frame counts by class, serialized as an object with the fourteen class names as keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameCounts(pub [u64; FrameClass::COUNT]);
+
+impl FrameCounts {
+    pub fn get(&self, c: FrameClass) -> u64 {
+        self.0[c.index()]
+    }
+
+    pub fn add(&mut self, c: FrameClass, n: u64) {
+        self.0[c.index()] += n;
+    }
+
+    pub fn merge(&mut self, other: &FrameCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a += b;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub fn control(&self) -> u64 {
+        FrameClass::ALL
+            .iter()
+            .filter(|c| c.is_control())
+            .map(|c| self.get(*c))
+            .sum()
+    }
+}
+
+impl Serialize for FrameCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(FrameClass::COUNT))?;
+        for c in FrameClass::ALL {
+            m.serialize_entry(c.name(), &self.get(c))?;
+        }
+        m.end()
+    }
+}

@@ -1,0 +1,74 @@
+//! Packets in, ledger out: link decode, TCP reassembly, the ledger.
+
+use h2ledger_core::{Ledger, Observer};
+use h2ledger_tcp::{link, Config, Nanos, Reassembler};
+use serde::Serialize;
+
+/// Packet-level counts of one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CaptureStats {
+    pub packets: u64,
+    pub tcp_segments: u64,
+    pub not_tcp: u64,
+    pub undecodable: u64,
+    /// First and last packet time (seconds since the epoch).
+    pub first: Option<f64>,
+    pub last: Option<f64>,
+}
+
+pub struct Pipeline<O> {
+    pub reasm: Reassembler,
+    pub ledger: Ledger<O>,
+    pub stats: CaptureStats,
+    first: Option<Nanos>,
+    last: Nanos,
+}
+
+impl<O: Observer> Pipeline<O> {
+    pub fn new(observer: O) -> Self {
+        Pipeline {
+            reasm: Reassembler::new(Config::default()),
+            ledger: Ledger::new(observer),
+            stats: CaptureStats::default(),
+            first: None,
+            last: 0,
+        }
+    }
+
+    pub fn packet(&mut self, linktype: i32, ts: Nanos, data: &[u8]) {
+        self.stats.packets += 1;
+        if self.first.is_none() {
+            self.first = Some(ts);
+        }
+        self.last = self.last.max(ts);
+        match link::decode(linktype, data) {
+            Ok(Some(seg)) => {
+                self.stats.tcp_segments += 1;
+                self.reasm.push(ts, &seg, &mut self.ledger);
+            }
+            Ok(None) => self.stats.not_tcp += 1,
+            Err(e) => {
+                self.stats.undecodable += 1;
+                let n = self.stats.packets;
+                self.ledger.warnings.add("undecodable-packet", || {
+                    format!("packet {n}: cannot decode (link type {linktype}): {e}")
+                });
+            }
+        }
+    }
+
+    /// End of input: flush reassembly (declaring what never arrived as gaps).
+    pub fn finish(&mut self) {
+        self.reasm.finish(self.last, &mut self.ledger);
+        self.stats.first = self.first.map(secs);
+        self.stats.last = self.first.map(|_| secs(self.last));
+    }
+
+    pub fn first_ts(&self) -> Option<Nanos> {
+        self.first
+    }
+}
+
+pub fn secs(ns: Nanos) -> f64 {
+    ns as f64 / 1e9
+}
