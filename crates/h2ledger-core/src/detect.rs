@@ -73,12 +73,19 @@ pub enum Found {
     Wait,
 }
 
-/// Incremental search for the first frame boundary in a growing buffer. Offsets that were
-/// proven not to be boundaries are never looked at again, so the total work stays linear in
-/// practice.
+/// Most undecided offsets remembered while scanning; beyond that, new ones are not followed.
+const MAX_CANDIDATES: usize = 4096;
+
+/// Incremental search for the first frame boundary in a growing buffer. Each offset is looked
+/// at once when its bytes arrive; offsets whose chain of headers runs past the end of the
+/// buffer stay candidates and are looked at again as bytes come in. Offsets proven not to be
+/// boundaries are never looked at again, so the work stays linear in the bytes scanned.
 #[derive(Debug, Default)]
 pub struct Scanner {
-    from: usize,
+    /// Offsets below this one have been looked at.
+    next: usize,
+    /// Offsets looked at that were neither proven nor broken, ascending.
+    candidates: Vec<usize>,
 }
 
 impl Scanner {
@@ -90,7 +97,7 @@ impl Scanner {
         if let Some(found) = self.preface(buf, at_start) {
             return found;
         }
-        if at_start && self.from == 0 {
+        if at_start && self.next == 0 {
             if let Some(h) = head_at(buf, 0) {
                 if h.plausible(max_frame)
                     && h.kind == h2_frame_parser::Kind::Settings
@@ -100,27 +107,45 @@ impl Scanner {
                 }
             }
         }
-        let last = buf.len().saturating_sub(HEAD_LEN);
-        let mut at = self.from;
-        while at <= last {
-            match chain(buf, at, CHAIN_PROOF, max_frame) {
-                Chain::Broken(_) => {
-                    if at == self.from {
-                        self.from += 1;
+        // Old candidates first (they are the earlier offsets), then the new bytes.
+        let mut best = None;
+        let mut exact_at_close = None;
+        self.candidates
+            .retain(|&at| match chain(buf, at, CHAIN_PROOF, max_frame) {
+                Chain::Broken(_) => false,
+                c => {
+                    if c.heads() >= CHAIN_PROOF {
+                        best = best.or(Some(at));
+                    } else if matches!(c, Chain::Exact(n) if n >= 1) {
+                        exact_at_close = exact_at_close.or(Some(at));
                     }
+                    true
                 }
+            });
+        if let Some(at) = best {
+            return Found::Frames(at);
+        }
+        let last = buf.len().saturating_sub(HEAD_LEN);
+        while self.next <= last && buf.len() >= HEAD_LEN {
+            let at = self.next;
+            self.next += 1;
+            match chain(buf, at, CHAIN_PROOF, max_frame) {
+                Chain::Broken(_) => {}
                 c if c.heads() >= CHAIN_PROOF => return Found::Frames(at),
-                Chain::Exact(n) if closing && n >= 1 => return Found::Frames(at),
-                _ => {
-                    if !closing {
-                        // The earliest candidate needs more bytes before it can be decided.
-                        return Found::Wait;
+                c => {
+                    if matches!(c, Chain::Exact(n) if n >= 1) {
+                        exact_at_close = exact_at_close.or(Some(at));
+                    }
+                    if self.candidates.len() < MAX_CANDIDATES {
+                        self.candidates.push(at);
                     }
                 }
             }
-            at += 1;
         }
-        Found::Wait
+        match exact_at_close {
+            Some(at) if closing => Found::Frames(at),
+            _ => Found::Wait,
+        }
     }
 
     /// An h2c upgrade or prior-knowledge client: the preface, at the start or after an
@@ -213,7 +238,10 @@ mod tests {
     fn closing_accepts_a_short_exact_chain() {
         let mut buf = vec![1, 2, 3];
         buf.extend(frame(6, 1, 0, &[7; 8]));
-        assert_eq!(Scanner::default().scan(&buf, false, false, 16384), Found::Wait);
+        assert_eq!(
+            Scanner::default().scan(&buf, false, false, 16384),
+            Found::Wait
+        );
         assert_eq!(
             Scanner::default().scan(&buf, false, true, 16384),
             Found::Frames(3)

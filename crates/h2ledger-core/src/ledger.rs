@@ -88,6 +88,8 @@ impl<O: Observer + ?Sized> Observer for &mut O {
 pub enum ClientBy {
     Syn,
     Preface,
+    /// A request (`:method`) or response (`:status`) header block.
+    PseudoHeaders,
     OddStreams,
     EphemeralPort,
 }
@@ -97,6 +99,7 @@ impl ClientBy {
         match self {
             ClientBy::Syn => "syn",
             ClientBy::Preface => "preface",
+            ClientBy::PseudoHeaders => "pseudo-headers",
             ClientBy::OddStreams => "odd-streams",
             ClientBy::EphemeralPort => "ephemeral-port",
         }
@@ -167,6 +170,7 @@ struct DirState {
     carry: Vec<u8>,
     block: Vec<u8>,
     block_stream: Option<u32>,
+    block_push: bool,
     block_overflow: bool,
     hpack: Decoder,
     headers: HeaderList,
@@ -190,6 +194,7 @@ impl DirState {
             carry: Vec::new(),
             block: Vec::new(),
             block_stream: None,
+            block_push: false,
             block_overflow: false,
             hpack: Decoder::new(),
             headers: HeaderList::default(),
@@ -229,6 +234,8 @@ struct Conn {
     dirs: [DirState; 2],
     streams: HashMap<u32, u8>,
     streams_full: bool,
+    /// HEADERS on odd streams seen from each direction while the client was unknown.
+    odd_streams: [u64; 2],
 }
 
 fn di(d: Dir) -> usize {
@@ -257,6 +264,14 @@ impl Conn {
     fn client(&self) -> (Dir, ClientBy) {
         if let Some(c) = self.client {
             return c;
+        }
+        if self.odd_streams[0] != self.odd_streams[1] {
+            let d = if self.odd_streams[0] > self.odd_streams[1] {
+                Dir::Fwd
+            } else {
+                Dir::Rev
+            };
+            return (d, ClientBy::OddStreams);
         }
         // The client's port is the ephemeral one: the higher, usually.
         let d = if self.meta.first_dst.port() > self.meta.first_src.port() {
@@ -546,7 +561,15 @@ impl<O: Observer> Ledger<O> {
         false
     }
 
-    fn frame(&mut self, id: ConnId, dir: Dir, w: &Write, head: Head, payload: &[u8], complete: bool) {
+    fn frame(
+        &mut self,
+        id: ConnId,
+        dir: Dir,
+        w: &Write,
+        head: Head,
+        payload: &[u8],
+        complete: bool,
+    ) {
         let d = di(dir);
         let c = &mut self.conns[id.0 as usize];
         let (src, dst) = c.addrs(dir);
@@ -574,9 +597,6 @@ impl<O: Observer> Ledger<O> {
             None
         };
         let class = classify(c, d, &head, loaded.as_ref());
-        if class == FrameClass::Headers && head.stream_id % 2 == 1 {
-            c.set_client(dir, ClientBy::OddStreams);
-        }
         // Settings: remember ours until the peer ACKs; apply the peer's on our ACK.
         match &loaded {
             Some(Frame::Settings(s)) if !s.is_ack() => {
@@ -635,6 +655,7 @@ impl<O: Observer> Ledger<O> {
                         });
                     }
                     ds.block_stream = None;
+                    ds.block_push = head.kind == Kind::PushPromise;
                     if end {
                         decoded = decode_block(ds, frag, &mut self.warnings, id, src, dst);
                     } else {
@@ -660,14 +681,8 @@ impl<O: Observer> Ledger<O> {
                                 });
                             } else {
                                 let block = std::mem::take(&mut ds.block);
-                                decoded = decode_block(
-                                    ds,
-                                    &block,
-                                    &mut self.warnings,
-                                    id,
-                                    src,
-                                    dst,
-                                );
+                                decoded =
+                                    decode_block(ds, &block, &mut self.warnings, id, src, dst);
                                 ds.block = block;
                             }
                         }
@@ -685,6 +700,26 @@ impl<O: Observer> Ledger<O> {
                     });
                 }
             }
+        }
+        if c.client.is_none() && header_kind {
+            // Who asks and who answers: requests carry :method, responses :status (RFC 9113
+            // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
+            let ds = &c.dirs[d];
+            let first = if decoded && !ds.block_push {
+                ds.headers.iter().next().map(|h| h.name)
+            } else {
+                None
+            };
+            match first {
+                Some(b":method") => c.set_client(dir, ClientBy::PseudoHeaders),
+                Some(b":status") => c.set_client(dir_of(1 - d), ClientBy::PseudoHeaders),
+                _ => {}
+            }
+        }
+        if c.client.is_none() && class == FrameClass::Headers && head.stream_id % 2 == 1 {
+            // No readable pseudo-header: the client opens odd-numbered streams (RFC 9113
+            // §5.1.1). Weaker, as a response on an odd stream looks the same.
+            c.odd_streams[d] += 1;
         }
         let side = c.side(dir);
         let ds = &c.dirs[d];
@@ -951,5 +986,6 @@ fn new_conn(meta: ConnMeta) -> Conn {
         dirs: [DirState::new(at_start), DirState::new(at_start)],
         streams: HashMap::new(),
         streams_full: false,
+        odd_streams: [0; 2],
     }
 }

@@ -87,7 +87,9 @@ impl FrameClass {
     }
 
     pub fn from_name(name: &str) -> Option<FrameClass> {
-        FrameClass::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(name))
+        FrameClass::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name))
     }
 
     pub fn index(self) -> usize {
@@ -98,7 +100,10 @@ impl FrameClass {
     pub fn is_control(self) -> bool {
         !matches!(
             self,
-            FrameClass::Headers | FrameClass::Trailers | FrameClass::Data | FrameClass::Continuation
+            FrameClass::Headers
+                | FrameClass::Trailers
+                | FrameClass::Data
+                | FrameClass::Continuation
         )
     }
 }

@@ -41,6 +41,7 @@ impl SideTally {
 pub struct Tally {
     conns: Vec<[SideTally; 2]>,
     window: Option<(Nanos, Nanos)>,
+    frames: u64,
 }
 
 impl Tally {
@@ -53,7 +54,13 @@ impl Tally {
         Tally {
             conns: Vec::new(),
             window: Some((from, to)),
+            frames: 0,
         }
+    }
+
+    /// Frames counted so far, every connection and side.
+    pub fn frames(&self) -> u64 {
+        self.frames
     }
 
     fn inside(&self, ts: Nanos) -> bool {
@@ -113,6 +120,7 @@ impl Observer for Tally {
         if !self.inside(ev.ts) {
             return;
         }
+        self.frames += 1;
         let t = self.slot(ev.conn, ev.dir);
         t.frames.add(ev.class, 1);
         if ev.class == FrameClass::Ping {

@@ -40,7 +40,9 @@ impl SavedCapture {
             let p = Path::new(path);
             match std::fs::metadata(p) {
                 Err(e) => return Err(anyhow!("{name}: cannot open: {}", io_reason(&e))),
-                Ok(m) if m.is_dir() => return Err(anyhow!("{name}: is a directory, not a capture file")),
+                Ok(m) if m.is_dir() => {
+                    return Err(anyhow!("{name}: is a directory, not a capture file"))
+                }
                 Ok(m) if m.len() == 0 => {
                     return Err(anyhow!(
                         "{name}: empty file, not a capture (make one with: tcpdump -i lo -w FILE)"
@@ -52,12 +54,8 @@ impl SavedCapture {
                 return Err(anyhow!("{name}: cannot open: {}", io_reason(&e)));
             }
         }
-        let mut cap = Capture::from_file_with_precision(path, Precision::Nano).map_err(|e| {
-            anyhow!(
-                "{name}: not a pcap or pcapng capture ({})",
-                pcap_reason(&e)
-            )
-        })?;
+        let mut cap = Capture::from_file_with_precision(path, Precision::Nano)
+            .map_err(|e| anyhow!("{name}: not a pcap or pcapng capture ({})", pcap_reason(&e)))?;
         if let Some(f) = filter {
             cap.filter(f, true)
                 .map_err(|e| anyhow!("bad filter expression \"{f}\": {}", pcap_reason(&e)))?;

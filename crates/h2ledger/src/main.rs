@@ -1,8 +1,10 @@
 //! h2ledger: what your RPCs really cost on the wire. See README.md and docs/.
 
 mod input;
+mod live;
 mod pipeline;
 mod render;
+mod sniff;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -35,22 +37,28 @@ struct Cli {
 enum Cmd {
     /// Read a saved capture and print the per-side HTTP/2 frame ledger
     Replay(ReplayArgs),
+    /// Capture live (loopback by default) and print the ledger on Ctrl-C, SIGTERM, --duration or --count
+    Sniff(sniff::SniffArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
+pub enum Format {
     Table,
     Json,
 }
 
 #[derive(Args)]
-struct FilterArgs {
+pub struct FilterArgs {
     /// Only TCP port N (repeatable); HTTP/2 is detected on any port without it
     #[arg(short, long = "port", value_name = "N")]
-    ports: Vec<u16>,
+    pub ports: Vec<u16>,
     /// A tcpdump-style BPF filter expression, e.g. `host 127.0.0.1 and tcp port 50051`
-    #[arg(value_name = "EXPRESSION", trailing_var_arg = true, allow_hyphen_values = true)]
-    expression: Vec<String>,
+    #[arg(
+        value_name = "EXPRESSION",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub expression: Vec<String>,
 }
 
 #[derive(Args)]
@@ -80,6 +88,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Replay(a) => replay(a),
+        Cmd::Sniff(a) => sniff::sniff(a),
     }
 }
 
@@ -90,8 +99,23 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let mut p = Pipeline::new(Tally::new());
     let read = cap.for_each(|ts, data| p.packet(linktype, ts, data));
     p.finish();
+    let mut report = report_of(&p);
+    let mut code = ExitCode::SUCCESS;
+    if let Err(e) = &read {
+        report.warnings.push(format!(
+            "{e:#}; the ledger covers the packets before that point"
+        ));
+        code = ExitCode::from(1);
+    }
+    note_empty(&mut report, &p, filter.as_deref());
+    print_ledger(a.format, &cap.name, &report, &p, None);
+    Ok(code)
+}
+
+/// The ledger report of a pipeline, with its warnings.
+pub fn report_of(p: &Pipeline<Tally>) -> LedgerReport {
     let mut report = LedgerReport::build(&p.ledger.connections(), &p.ledger.observer);
-    report.warnings = std::mem::take(&mut p.ledger.warnings.messages);
+    report.warnings = p.ledger.warnings.messages.clone();
     report.anomalies = p
         .ledger
         .warnings
@@ -99,39 +123,44 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         .iter()
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
-    let mut code = ExitCode::SUCCESS;
-    if let Err(e) = &read {
-        report
-            .warnings
-            .push(format!("{e:#}; the ledger covers the packets before that point"));
-        code = ExitCode::from(1);
-    }
+    report
+}
+
+/// Says why a ledger is empty.
+pub fn note_empty(report: &mut LedgerReport, p: &Pipeline<Tally>, filter: Option<&str>) {
     if p.stats.packets > 0 && report.connections == 0 {
         report.warnings.push(format!(
             "no HTTP/2 connection among {} packets ({} TCP segments){}",
             p.stats.packets,
             p.stats.tcp_segments,
             filter
-                .as_deref()
                 .map(|f| format!(" matching \"{f}\""))
                 .unwrap_or_default()
         ));
     } else if p.stats.packets == 0 {
-        report.warnings.push(match &filter {
+        report.warnings.push(match filter {
             Some(f) => format!("no packets matched \"{f}\""),
             None => "the capture holds no packets".to_string(),
         });
     }
-    print_ledger(a.format, &cap.name, &report, &p);
-    Ok(code)
 }
 
-fn print_ledger<O>(format: Format, source: &str, report: &LedgerReport, p: &Pipeline<O>) {
+/// Prints a ledger in the chosen format (`drops`: live capture counters).
+pub fn print_ledger<O>(
+    format: Format,
+    source: &str,
+    report: &LedgerReport,
+    p: &Pipeline<O>,
+    drops: Option<&live::Drops>,
+) {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match format {
         Format::Json => {
-            let v = render::ledger_json(report, Some(&p.stats), Some(&p.reasm.stats()));
+            let mut v = render::ledger_json(report, Some(&p.stats), Some(&p.reasm.stats()));
+            if let (Some(d), serde_json::Value::Object(m)) = (drops, &mut v) {
+                m.insert("drops".into(), serde_json::to_value(d).expect("json"));
+            }
             let _ = writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"));
         }
         Format::Table => {
@@ -142,6 +171,7 @@ fn print_ledger<O>(format: Format, source: &str, report: &LedgerReport, p: &Pipe
                     let _ = writeln!(out, "{t}");
                 }
             }
+            let _ = writeln!(out, "{}", render::footer(&p.stats, &p.reasm.stats(), drops));
             let _ = out.flush();
             for w in &report.warnings {
                 eprintln!("warning: {w}");

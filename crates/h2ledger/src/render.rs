@@ -10,11 +10,18 @@ use crate::pipeline::CaptureStats;
 use h2ledger_tcp::Stats as TcpStats;
 
 /// The JSON object of one ledger: the report plus capture and TCP facts.
-pub fn ledger_json(r: &LedgerReport, capture: Option<&CaptureStats>, tcp: Option<&TcpStats>) -> Value {
+pub fn ledger_json(
+    r: &LedgerReport,
+    capture: Option<&CaptureStats>,
+    tcp: Option<&TcpStats>,
+) -> Value {
     let mut v = serde_json::to_value(r).expect("a ledger always serializes");
     if let Value::Object(m) = &mut v {
         if let Some(c) = capture {
-            m.insert("capture".into(), serde_json::to_value(c).expect("serializes"));
+            m.insert(
+                "capture".into(),
+                serde_json::to_value(c).expect("serializes"),
+            );
         }
         if let Some(t) = tcp {
             m.insert("tcp".into(), tcp_json(t));
@@ -78,13 +85,17 @@ pub fn ledger_table(columns: &[(&str, &LedgerReport)]) -> String {
             .iter()
             .any(|(_, r)| r.sides.client.frames.get(c) + r.sides.server.frames.get(c) > 0);
         if always || any {
-            b.push_record(row(c.name(), &|r, s| r.sides.get(s).frames.get(c).to_string()));
+            b.push_record(row(c.name(), &|r, s| {
+                r.sides.get(s).frames.get(c).to_string()
+            }));
         }
     }
     b.push_record(row("  of which bdpPing", &|r, s| {
         r.sides.get(s).bdp_pings.to_string()
     }));
-    b.push_record(row("frames", &|r, s| r.sides.get(s).frames.total().to_string()));
+    b.push_record(row("frames", &|r, s| {
+        r.sides.get(s).frames.total().to_string()
+    }));
     b.push_record(row("control frames", &|r, s| {
         r.sides.get(s).frames.control().to_string()
     }));
@@ -118,7 +129,10 @@ fn per(n: u64, calls: u64) -> String {
 pub fn headline(source: &str, r: &LedgerReport) -> String {
     let conns = r.connections;
     let plural = if conns == 1 { "" } else { "s" };
-    let mut s = format!("{source}: {conns} HTTP/2 connection{plural}, {} calls", r.calls);
+    let mut s = format!(
+        "{source}: {conns} HTTP/2 connection{plural}, {} calls",
+        r.calls
+    );
     if conns == 0 {
         s.push_str(" (no HTTP/2 seen: check --port / the filter, or that the capture holds HTTP/2 over cleartext TCP)");
     }
@@ -131,7 +145,19 @@ pub fn connections_table(r: &LedgerReport) -> Option<String> {
         return None;
     }
     let mut b = Builder::default();
-    b.push_record(["conn", "client", "server", "calls", "client frames", "server frames", "client writes", "server writes"].map(String::from));
+    b.push_record(
+        [
+            "conn",
+            "client",
+            "server",
+            "calls",
+            "client frames",
+            "server frames",
+            "client writes",
+            "server writes",
+        ]
+        .map(String::from),
+    );
     for c in &r.per_connection {
         b.push_record([
             c.id.to_string(),
@@ -147,4 +173,19 @@ pub fn connections_table(r: &LedgerReport) -> Option<String> {
     let mut t = b.build();
     t.with(Style::sharp());
     Some(t.to_string())
+}
+
+/// The capture facts under the table: packets, drops, reassembly gaps.
+pub fn footer(c: &CaptureStats, t: &TcpStats, drops: Option<&crate::live::Drops>) -> String {
+    let mut s = format!(
+        "{} packets, {} TCP segments; {} retransmissions; {} reassembly gaps ({} bytes)",
+        c.packets, c.tcp_segments, t.retransmissions, t.gaps, t.gap_bytes
+    );
+    if let Some(d) = drops {
+        s.push_str(&format!(
+            "; dropped by the kernel: {}, by the interface: {}",
+            d.kernel, d.interface
+        ));
+    }
+    s
 }

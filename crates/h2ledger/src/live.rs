@@ -1,0 +1,220 @@
+//! Live capture through libpcap: open the device, give up root, stream packets through tokio.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use futures::StreamExt;
+use h2ledger_tcp::Nanos;
+use pcap::{Active, Capture, Device, Packet, PacketCodec, PacketStream, Precision, Savefile};
+use serde::Serialize;
+
+/// A snap length that holds a whole 64 KiB loopback segment with its headers.
+pub const DEFAULT_SNAPLEN: i32 = 262_144;
+/// Kernel buffer, in KiB (tcpdump -B); large enough for loopback bursts.
+pub const DEFAULT_BUFFER_KIB: i32 = 32 * 1024;
+
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    pub device: String,
+    pub filter: Option<String>,
+    pub snaplen: i32,
+    pub buffer_kib: i32,
+    /// Save every packet to this file (pcap, nanosecond timestamps), like tcpdump -w.
+    pub write: Option<PathBuf>,
+    /// When started as root: the user to switch to once the capture is open (tcpdump -Z).
+    pub user: Option<String>,
+}
+
+/// One captured packet, owned.
+pub struct Pkt {
+    pub ts: Nanos,
+    pub data: Vec<u8>,
+}
+
+struct Codec {
+    save: Option<Savefile>,
+}
+
+impl PacketCodec for Codec {
+    type Item = Pkt;
+    fn decode(&mut self, p: Packet<'_>) -> Pkt {
+        if let Some(s) = self.save.as_mut() {
+            s.write(&p);
+        }
+        Pkt {
+            // Opened with nanosecond precision: tv_usec holds nanoseconds.
+            ts: p.header.ts.tv_sec as i64 * 1_000_000_000 + p.header.ts.tv_usec as i64,
+            data: p.data.to_vec(),
+        }
+    }
+}
+
+/// Drop counts from libpcap (`pcap_stats`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Drops {
+    /// Packets the filter accepted (as libpcap counts them).
+    pub received: u64,
+    /// Dropped by the kernel: the buffer was full (raise --buffer-size).
+    pub kernel: u64,
+    /// Dropped by the interface or its driver.
+    pub interface: u64,
+}
+
+pub struct Live {
+    stream: PacketStream<Active, Codec>,
+    pub linktype: i32,
+    pub device: String,
+    /// Who we run as after opening, when we gave root up.
+    pub dropped_to: Option<String>,
+}
+
+fn exe() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "h2ledger".to_string())
+}
+
+/// The one-line error for a capture that is not permitted.
+pub fn permission_error(device: &str) -> anyhow::Error {
+    anyhow!(
+        "cannot capture on {device}: permission denied. Run as root, or: sudo setcap cap_net_raw,cap_net_admin=eip {}",
+        exe()
+    )
+}
+
+impl Live {
+    /// Opens the device (must be called in a tokio runtime).
+    pub fn open(o: &LiveOptions) -> Result<Live> {
+        let devices = Device::list().map_err(|e| {
+            anyhow!(
+                "cannot list capture devices: {}",
+                crate::input::pcap_reason(&e)
+            )
+        })?;
+        let Some(dev) = devices.iter().find(|d| d.name == o.device).cloned() else {
+            let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+            bail!(
+                "no capture device \"{}\"; devices here: {}",
+                o.device,
+                if names.is_empty() {
+                    "none visible (are you allowed to capture? run as root)".to_string()
+                } else {
+                    names.join(", ")
+                }
+            );
+        };
+        let cap = Capture::from_device(dev)
+            .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?
+            .immediate_mode(true)
+            .snaplen(o.snaplen)
+            .buffer_size(o.buffer_kib.saturating_mul(1024))
+            .precision(Precision::Nano)
+            .promisc(false)
+            .timeout(100);
+        let mut cap = match cap.open() {
+            Ok(c) => c,
+            Err(e) => {
+                let msg = crate::input::pcap_reason(&e);
+                if msg.contains("ermission") || msg.contains("not permitted") {
+                    return Err(permission_error(&o.device));
+                }
+                bail!("cannot capture on {}: {msg}", o.device);
+            }
+        };
+        if let Some(f) = &o.filter {
+            cap.filter(f, true).map_err(|e| {
+                anyhow!(
+                    "bad filter expression \"{f}\": {}",
+                    crate::input::pcap_reason(&e)
+                )
+            })?;
+        }
+        let save = match &o.write {
+            Some(p) => Some(cap.savefile(p).map_err(|e| {
+                anyhow!(
+                    "{}: cannot write the capture: {}",
+                    p.display(),
+                    crate::input::pcap_reason(&e)
+                )
+            })?),
+            None => None,
+        };
+        let linktype = cap.get_datalink().0;
+        // The device and the output file are open: nothing below needs root.
+        let dropped_to = drop_privileges(o.user.as_deref())?;
+        let cap = cap
+            .setnonblock()
+            .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?;
+        let stream = cap
+            .stream(Codec { save })
+            .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?;
+        Ok(Live {
+            stream,
+            linktype,
+            device: o.device.clone(),
+            dropped_to,
+        })
+    }
+
+    /// The next packet; `None` when the capture ended.
+    pub async fn next(&mut self) -> Option<Result<Pkt>> {
+        self.stream
+            .next()
+            .await
+            .map(|r| r.map_err(|e| anyhow!("{}: {}", self.device, crate::input::pcap_reason(&e))))
+    }
+
+    /// Packets that were already captured when we decided to stop: read them for up to
+    /// `quiet` without a new one arriving.
+    pub async fn drain(&mut self, quiet: std::time::Duration, mut f: impl FnMut(Pkt)) {
+        while let Ok(Some(Ok(p))) = tokio::time::timeout(quiet, self.next()).await {
+            f(p);
+        }
+    }
+
+    pub fn drops(&mut self) -> Drops {
+        match self.stream.capture_mut().stats() {
+            Ok(s) => Drops {
+                received: s.received.into(),
+                kernel: s.dropped.into(),
+                interface: s.if_dropped.into(),
+            },
+            Err(_) => Drops::default(),
+        }
+    }
+}
+
+/// Switches from root to `user` (default `nobody`) after the capture is open, as tcpdump -Z
+/// does, so that no packet is parsed with privileges. Returns the user switched to, or `None`
+/// when not running as root. Capabilities granted with setcap are not dropped.
+fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
+    // SAFETY: plain libc calls with valid, NUL-terminated arguments; getpwnam's result is read
+    // before any other call could overwrite it.
+    unsafe {
+        if libc::geteuid() != 0 {
+            return Ok(None);
+        }
+        let name = user.unwrap_or("nobody");
+        if name == "root" {
+            return Ok(None);
+        }
+        let cname = std::ffi::CString::new(name).context("user name")?;
+        let pw = libc::getpwnam(cname.as_ptr());
+        if pw.is_null() {
+            bail!("cannot drop root: no user \"{name}\" (choose one with --user)");
+        }
+        let (uid, gid) = ((*pw).pw_uid, (*pw).pw_gid);
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setgid(gid) != 0
+            || libc::setuid(uid) != 0
+        {
+            bail!(
+                "cannot drop root to \"{name}\": {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(Some(name.to_string()))
+    }
+}
