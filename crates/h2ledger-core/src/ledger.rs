@@ -27,6 +27,9 @@ const DEFAULT_MAX_FRAME: u32 = 16_384;
 /// SETTINGS frames waiting for their ACK, per direction.
 const MAX_PENDING_SETTINGS: usize = 16;
 
+/// [`FrameEvent::write`] of a frame whose end was lost in a capture gap: no write carried it.
+pub const NO_WRITE: u64 = u64::MAX;
+
 /// One frame, as the ledger saw it.
 pub struct FrameEvent<'a> {
     pub conn: ConnId,
@@ -35,7 +38,8 @@ pub struct FrameEvent<'a> {
     pub side: Side,
     /// Time of the write that carried the frame's last byte.
     pub ts: Nanos,
-    /// Index (per connection and direction) of the write that carried the frame's last byte.
+    /// Index (per connection and direction) of the write that carried the frame's last byte;
+    /// [`NO_WRITE`] when that byte was lost in a gap (the frame is counted from its head).
     pub write: u64,
     pub head: Head,
     pub class: FrameClass,
@@ -890,6 +894,7 @@ impl<O: Observer> Sink for Ledger<O> {
         };
         let (src, dst) = c.addrs(dir);
         let ds = &mut c.dirs[di(dir)];
+        let mut cut_short = None;
         let what = match ds.mode {
             Mode::Dead => return,
             Mode::Frames => {
@@ -904,7 +909,10 @@ impl<O: Observer> Sink for Ledger<O> {
                         "inside a frame; framing kept"
                     }
                     _ => {
-                        ds.cur = None;
+                        // A frame whose head we saw existed on the wire: count it, unread.
+                        if let Some(p) = ds.cur.take() {
+                            cut_short = Some(p.head);
+                        }
                         ds.head_have = 0;
                         ds.mode = Mode::Resync;
                         ds.scan = Scanner::default();
@@ -924,7 +932,17 @@ impl<O: Observer> Sink for Ledger<O> {
                 "before the first frame boundary"
             }
         };
-        let _ = ts;
+        if let Some(head) = cut_short {
+            let w = Write {
+                index: NO_WRITE,
+                ts,
+                len: 0,
+            };
+            self.frame(conn, dir, &w, head, &[], false);
+            if let Some(c) = self.conns.get_mut(conn.0 as usize) {
+                c.dirs[di(dir)].carry.clear();
+            }
+        }
         self.warnings.add("gap", || {
             format!(
                 "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what})",
@@ -987,5 +1005,17 @@ fn new_conn(meta: ConnMeta) -> Conn {
         streams: HashMap::new(),
         streams_full: false,
         odd_streams: [0; 2],
+    }
+}
+
+impl<O: Observer> Observer for Vec<O> {
+    fn open(&mut self, meta: &ConnMeta) {
+        self.iter_mut().for_each(|o| o.open(meta));
+    }
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.iter_mut().for_each(|o| o.write(conn, dir, w));
+    }
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        self.iter_mut().for_each(|o| o.frame(ev));
     }
 }

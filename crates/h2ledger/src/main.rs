@@ -1,5 +1,6 @@
 //! h2ledger: what your RPCs really cost on the wire. See README.md and docs/.
 
+mod demo;
 mod input;
 mod live;
 mod pipeline;
@@ -39,6 +40,9 @@ enum Cmd {
     Replay(ReplayArgs),
     /// Capture live (loopback by default) and print the ledger on Ctrl-C, SIGTERM, --duration or --count
     Sniff(sniff::SniffArgs),
+    /// The article's experiment, sniffed live: a gRPC health server and client on loopback,
+    /// 1 caller x 24 calls/s then 8 callers x 3 calls/s, each phase's ledger side by side
+    Demo(demo::DemoArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -89,6 +93,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Replay(a) => replay(a),
         Cmd::Sniff(a) => sniff::sniff(a),
+        Cmd::Demo(a) => demo::demo(a),
     }
 }
 

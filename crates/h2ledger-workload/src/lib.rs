@@ -1,0 +1,269 @@
+//! gRPC health-check workload used to generate captures and to drive the live demo.
+//!
+//! One server ([`serve`]) exposing the stock `grpc.health.v1.Health` service
+//! (tonic-health), and a client driver ([`run_phases`]) that issues
+//! `Health/Check` calls over **one** HTTP/2 connection (a single tonic
+//! `Channel`) from N concurrent callers per phase, each paced at a fixed rate.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Channel, Endpoint, Server};
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::HealthCheckRequest;
+
+/// One phase of the client workload: `callers` concurrent callers, each
+/// issuing `rate_per_caller` calls per second for `seconds` seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub callers: usize,
+    pub rate_per_caller: f64,
+    pub seconds: f64,
+}
+
+impl Phase {
+    pub fn new(
+        name: impl Into<String>,
+        callers: usize,
+        rate_per_caller: f64,
+        seconds: f64,
+    ) -> Self {
+        Phase {
+            name: name.into(),
+            callers,
+            rate_per_caller,
+            seconds,
+        }
+    }
+
+    /// Parse `name:callers:rate:seconds`.
+    pub fn parse(s: &str) -> Result<Phase, String> {
+        let parts: Vec<&str> = s.split(':').collect();
+        if parts.len() != 4 {
+            return Err(format!("phase {s:?}: expected name:callers:rate:seconds"));
+        }
+        let callers = parts[1]
+            .parse::<usize>()
+            .map_err(|e| format!("phase {s:?}: callers: {e}"))?;
+        let rate = parts[2]
+            .parse::<f64>()
+            .map_err(|e| format!("phase {s:?}: rate: {e}"))?;
+        let seconds = parts[3]
+            .parse::<f64>()
+            .map_err(|e| format!("phase {s:?}: seconds: {e}"))?;
+        if !(rate > 0.0) || !(seconds >= 0.0) || !rate.is_finite() || !seconds.is_finite() {
+            return Err(format!("phase {s:?}: rate must be > 0 and seconds >= 0"));
+        }
+        Ok(Phase::new(parts[0], callers, rate, seconds))
+    }
+}
+
+/// Options shared by server and client.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// hyper/h2 adaptive flow-control window (BDP estimation with PINGs).
+    pub adaptive_window: bool,
+    /// The `service` field of each `HealthCheckRequest` ("" = overall server health).
+    pub service: String,
+    /// Per-call timeout.
+    pub call_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            adaptive_window: true,
+            service: String::new(),
+            call_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Result of one phase.
+#[derive(Debug, Clone)]
+pub struct PhaseResult {
+    pub name: String,
+    pub calls_made: u64,
+    pub calls_ok: u64,
+    pub start: SystemTime,
+    pub end: SystemTime,
+}
+
+impl PhaseResult {
+    /// Compact JSON object (no serde dependency needed).
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"name\":{},\"calls_made\":{},\"calls_ok\":{},\"start\":{:.6},\"end\":{:.6}}}",
+            json_str(&self.name),
+            self.calls_made,
+            self.calls_ok,
+            epoch(self.start),
+            epoch(self.end)
+        )
+    }
+}
+
+fn epoch(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Minimal JSON string escaping.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A running server. Dropping it does not stop the server; call [`ServerHandle::shutdown`].
+pub struct ServerHandle {
+    pub local_addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl ServerHandle {
+    /// Graceful shutdown (GOAWAY to connected clients), then wait for the server task.
+    pub async fn shutdown(mut self) -> Result<(), String> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match self.task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("server error: {e}")),
+            Err(e) => Err(format!("server task: {e}")),
+        }
+    }
+
+    /// Wait for the server to end on its own (e.g. never, for `--listen`).
+    pub async fn wait(mut self) -> Result<(), String> {
+        let _keep = self.shutdown.take();
+        match self.task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("server error: {e}")),
+            Err(e) => Err(format!("server task: {e}")),
+        }
+    }
+}
+
+/// Serve the stock health service on a listener the caller already bound.
+pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
+    let local_addr = listener.local_addr().expect("listener local_addr");
+    let (reporter, health_service) = tonic_health::server::health_reporter();
+    // The overall ("") service is SERVING by default; also register a named one.
+    reporter
+        .set_service_status("h2ledger.Workload", tonic_health::ServingStatus::Serving)
+        .await;
+    let (tx, rx) = oneshot::channel::<()>();
+    let mut builder = Server::builder().http2_adaptive_window(Some(opts.adaptive_window));
+    let task = tokio::spawn(async move {
+        let _reporter = reporter; // keep statuses alive while serving
+        builder
+            .add_service(health_service)
+            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+                let _ = rx.await;
+            })
+            .await
+    });
+    ServerHandle {
+        local_addr,
+        shutdown: Some(tx),
+        task,
+    }
+}
+
+/// Connect one channel (= one HTTP/2 connection) to `addr`.
+pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic::transport::Error> {
+    Endpoint::from_shared(format!("http://{addr}"))
+        .expect("valid uri")
+        .http2_adaptive_window(opts.adaptive_window)
+        .tcp_nodelay(true)
+        .connect()
+        .await
+}
+
+/// Run the phases one after the other over a single connection.
+///
+/// Each caller of a phase owns a clone of the one `Channel` (clones share the
+/// connection) and issues `Check` on a `tokio::time::interval` of
+/// `1/rate_per_caller` seconds with `MissedTickBehavior::Delay` (paced, no
+/// burst catch-up). All callers of a phase start at the same instant, so with
+/// several callers the calls arrive in waves. A phase ends after `seconds`;
+/// calls still in flight then are awaited (and counted in that phase).
+///
+/// If the connection cannot be established, every phase reports 0 calls.
+pub async fn run_phases(addr: SocketAddr, phases: &[Phase], opts: &Options) -> Vec<PhaseResult> {
+    let channel = match connect(addr, opts).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("h2ledger-workload: connect {addr}: {e}");
+            None
+        }
+    };
+    let mut results = Vec::with_capacity(phases.len());
+    for phase in phases {
+        let start = SystemTime::now();
+        let made = Arc::new(AtomicU64::new(0));
+        let ok = Arc::new(AtomicU64::new(0));
+        if let Some(channel) = &channel {
+            let t0 = Instant::now();
+            let deadline = t0 + Duration::from_secs_f64(phase.seconds);
+            let period = Duration::from_secs_f64(1.0 / phase.rate_per_caller);
+            let mut tasks = Vec::with_capacity(phase.callers);
+            for _ in 0..phase.callers {
+                let mut client = HealthClient::new(channel.clone());
+                let made = made.clone();
+                let ok = ok.clone();
+                let service = opts.service.clone();
+                let timeout = opts.call_timeout;
+                tasks.push(tokio::spawn(async move {
+                    let mut tick = tokio::time::interval_at(t0, period);
+                    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                    loop {
+                        let at = tick.tick().await;
+                        if at >= deadline || Instant::now() >= deadline {
+                            break;
+                        }
+                        made.fetch_add(1, Ordering::Relaxed);
+                        let mut req = tonic::Request::new(HealthCheckRequest {
+                            service: service.clone(),
+                        });
+                        req.set_timeout(timeout);
+                        if client.check(req).await.is_ok() {
+                            ok.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }));
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+        }
+        results.push(PhaseResult {
+            name: phase.name.clone(),
+            calls_made: made.load(Ordering::Relaxed),
+            calls_ok: ok.load(Ordering::Relaxed),
+            start,
+            end: SystemTime::now(),
+        });
+    }
+    results
+}
