@@ -103,7 +103,8 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         user: Some(a.user.clone()),
     };
     let mut live = Live::open(&opts)?;
-    if a.format == Format::Table {
+    // Always said (like tcpdump's "listening on"): scripts wait for this line.
+    {
         eprintln!(
             "h2ledger: listening on {}{}{}; Ctrl-C to stop",
             live.device,
