@@ -1,0 +1,239 @@
+//! Golden ledgers: every real capture in captures/, replayed with no port hint (HTTP/2 is
+//! found on any port), must equal its reference `<name>.tshark.json`, which
+//! scripts/tshark-ledger.py made from Wireshark's dissector (commands in captures/README.md).
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// `golden!(test, "capture", "reference")`: the capture's ledger equals the reference exactly.
+macro_rules! golden {
+    ($name:ident, $capture:literal, $reference:literal) => {
+        #[test]
+        fn $name() {
+            let actual = replay_json(capture($capture).to_str().unwrap(), &[]);
+            let expected = read_json(&capture($reference));
+            assert_ledger_eq($capture, &expected, &actual);
+        }
+    };
+}
+
+golden!(
+    grpcgo_article_ethernet,
+    "grpcgo-article.pcap",
+    "grpcgo-article.tshark.json"
+);
+golden!(
+    grpcgo_article_sll2_pcapng_nanoseconds,
+    "grpcgo-article-any.pcapng",
+    "grpcgo-article-any.tshark.json"
+);
+golden!(
+    grpcgo_article_sll_v1,
+    "grpcgo-article-sll.pcap",
+    "grpcgo-article-sll.tshark.json"
+);
+golden!(
+    tonic_adaptive_window,
+    "tonic-adaptive.pcap",
+    "tonic-adaptive.tshark.json"
+);
+golden!(
+    tonic_fixed_window,
+    "tonic-fixed.pcap",
+    "tonic-fixed.tshark.json"
+);
+golden!(
+    nghttp_and_h2load_five_connections,
+    "nghttp-nghttpd.pcap",
+    "nghttp-nghttpd.tshark.json"
+);
+golden!(
+    python_grpcio_ipv6,
+    "python-grpcio-ipv6.pcap",
+    "python-grpcio-ipv6.tshark.json"
+);
+golden!(
+    frames_spanning_segments_mtu1500,
+    "spanning-mtu1500.pcap",
+    "spanning-mtu1500.tshark.json"
+);
+golden!(
+    capture_starts_mid_connection,
+    "midconn.pcap",
+    "midconn.tshark.json"
+);
+golden!(
+    snaplen_reference_uncut,
+    "snaplen-cut.full.pcap",
+    "snaplen-cut.full.tshark.json"
+);
+
+/// The programs' own counts agree with the wire: one request HEADERS per call made, and for
+/// gRPC one TRAILERS per call; every PING of one side is ACKed by the other.
+#[test]
+fn workload_counts_equal_the_wire() {
+    for (cap, grpc) in [
+        ("grpcgo-article.pcap", true),
+        ("tonic-adaptive.pcap", true),
+        ("tonic-fixed.pcap", true),
+        ("python-grpcio-ipv6.pcap", true),
+        ("nghttp-nghttpd.pcap", false),
+        ("spanning-mtu1500.pcap", false),
+    ] {
+        let workload = read_json(&capture(&cap.replace(".pcap", ".workload.json")));
+        let made = n(&workload["calls_made"]);
+        let v = replay_json(capture(cap).to_str().unwrap(), &[]);
+        let client = &v["sides"]["client"]["frames"];
+        let server = &v["sides"]["server"]["frames"];
+        assert_eq!(n(&v["calls"]), made, "{cap}: calls");
+        assert_eq!(n(&client["HEADERS"]), made, "{cap}: client HEADERS");
+        if grpc {
+            assert_eq!(n(&server["TRAILERS"]), made, "{cap}: server TRAILERS");
+        }
+        assert_eq!(
+            n(&client["PING"]),
+            n(&server["PING_ACK"]),
+            "{cap}: client PINGs ACKed"
+        );
+        assert_eq!(
+            n(&server["PING"]),
+            n(&client["PING_ACK"]),
+            "{cap}: server PINGs ACKed"
+        );
+    }
+}
+
+/// The grpc-go capture shows the article's mechanism: grpc-go's BDP PING on both sides, each
+/// preceded by a WINDOW_UPDATE, and every PING a BDP PING.
+#[test]
+fn grpcgo_pings_are_bdp_pings() {
+    let v = replay_json(capture("grpcgo-article.pcap").to_str().unwrap(), &[]);
+    for side in ["client", "server"] {
+        let s = &v["sides"][side];
+        let pings = n(&s["frames"]["PING"]);
+        assert!(pings > 10, "{side}: {pings} PINGs");
+        assert_eq!(
+            n(&s["bdp_pings"]),
+            pings,
+            "{side}: every PING is grpc-go's bdpPing"
+        );
+        assert_eq!(
+            n(&s["frames"]["WINDOW_UPDATE"]),
+            pings,
+            "{side}: one WINDOW_UPDATE per BDP PING"
+        );
+    }
+    // tonic (hyper/h2) uses its own payload: never counted as grpc-go's.
+    let t = replay_json(capture("tonic-adaptive.pcap").to_str().unwrap(), &[]);
+    assert!(n(&t["sides"]["server"]["frames"]["PING"]) > 0);
+    assert_eq!(n(&t["sides"]["server"]["bdp_pings"]), 0);
+    assert!(n(&t["sides"]["server"]["ping_labels"]["h2-user"]) > 0);
+}
+
+/// A capture that starts inside a DATA frame: Wireshark loses the client direction
+/// entirely; we resynchronise at the first proven frame boundary. The reference is what
+/// Wireshark decodes of the same packets in the uncut capture
+/// (midframe.uncut-after.tshark.json), less the one DATA frame whose head was cut off.
+#[test]
+fn capture_starts_mid_frame() {
+    let v = replay_json(capture("midframe.pcap").to_str().unwrap(), &[]);
+    let mut expected = read_json(&capture("midframe.uncut-after.tshark.json"));
+    let data = &mut expected["sides"]["client"]["frames"]["DATA"];
+    *data = Value::from(n(data) - 1);
+    // Writes and bytes: exactly what the cut capture holds (Wireshark agrees on those).
+    let cut = read_json(&capture("midframe.tshark.json"));
+    for side in ["client", "server"] {
+        for k in ["writes", "bytes"] {
+            expected["sides"][side][k] = cut["sides"][side][k].clone();
+        }
+    }
+    assert_ledger_eq("midframe.pcap", &expected, &v);
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("mid-frame"), "{warnings}");
+}
+
+/// Every segment cut to 120 bytes by the snap length: gaps everywhere. Writes and bytes stay
+/// exact (they come from the IP header), every frame count is at most the truth (the same
+/// traffic captured uncut), gaps are reported, and frames survive between the gaps.
+#[test]
+fn snaplen_cut_capture_reports_gaps() {
+    let v = replay_json(capture("snaplen-cut.pcap").to_str().unwrap(), &[]);
+    let truth = read_json(&capture("snaplen-cut.full.tshark.json"));
+    for side in ["client", "server"] {
+        for k in ["writes", "bytes"] {
+            assert_eq!(v["sides"][side][k], truth["sides"][side][k], "{side} {k}");
+        }
+        for k in FRAME_KEYS {
+            let (got, max) = (
+                n(&v["sides"][side]["frames"][k]),
+                n(&truth["sides"][side]["frames"][k]),
+            );
+            assert!(got <= max, "{side} {k}: {got} > {max} in the uncut capture");
+        }
+    }
+    assert!(n(&v["tcp"]["gaps"]) > 0);
+    assert!(n(&v["tcp"]["truncated"]) > 0);
+    assert!(
+        n(&v["calls"]) * 10 >= n(&truth["calls"]) * 8,
+        "most calls survive: {}",
+        v["calls"]
+    );
+    assert!(v["warnings"]
+        .to_string()
+        .contains("missing from the capture"));
+}
+
+/// Standard input works like a file.
+#[test]
+fn replay_from_stdin() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let bytes = std::fs::read(capture("grpcgo-article.pcap")).unwrap();
+    let mut child = Command::new(bin())
+        .args(["replay", "-", "--format", "json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ledger_eq(
+        "stdin",
+        &read_json(&capture("grpcgo-article.tshark.json")),
+        &v,
+    );
+}
+
+/// --port and a BPF expression select, like tcpdump.
+#[test]
+fn port_and_bpf_filters() {
+    let all = replay_json(capture("nghttp-nghttpd.pcap").to_str().unwrap(), &[]);
+    let port = replay_json(
+        capture("nghttp-nghttpd.pcap").to_str().unwrap(),
+        &["--port", "60767"],
+    );
+    assert_ledger_eq("--port", &all, &port);
+    let none = replay_json(
+        capture("nghttp-nghttpd.pcap").to_str().unwrap(),
+        &["--port", "1"],
+    );
+    assert_eq!(n(&none["connections"]), 0);
+    assert!(none["warnings"].to_string().contains("no packets matched"));
+    // One connection by its client port, as a BPF expression.
+    let conns = all["per_connection"].as_array().unwrap();
+    let first_client_port = conns[0]["client"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap();
+    let one = replay_json(
+        capture("nghttp-nghttpd.pcap").to_str().unwrap(),
+        &["tcp", "port", first_client_port],
+    );
+    assert_eq!(n(&one["connections"]), 1);
+    assert_eq!(one["calls"], conns[0]["calls"]);
+}

@@ -1,0 +1,73 @@
+//! Differential test against Wireshark's dissector, computed now: for every capture tshark
+//! decodes completely, scripts/tshark-ledger.py (tshark + a few lines of aggregation) and
+//! h2ledger must give the same ledger. Skipped, saying so, when tshark is not installed.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+const CAPTURES: &[(&str, u16)] = &[
+    ("grpcgo-article.pcap", 44427),
+    ("grpcgo-article-any.pcapng", 44427),
+    ("grpcgo-article-sll.pcap", 44427),
+    ("tonic-adaptive.pcap", 42951),
+    ("tonic-fixed.pcap", 46809),
+    ("nghttp-nghttpd.pcap", 60767),
+    ("python-grpcio-ipv6.pcap", 45261),
+    ("spanning-mtu1500.pcap", 8080),
+    ("midconn.pcap", 44427),
+    ("snaplen-cut.full.pcap", 35855),
+];
+
+fn tshark_ledger(file: &str, port: u16) -> Value {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/tshark-ledger.py"))
+        .arg(file)
+        .args(["--port", &port.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "tshark-ledger.py {file}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("tshark-ledger.py prints JSON")
+}
+
+#[test]
+fn every_capture_equals_wireshark() {
+    if !have("tshark") {
+        eprintln!("SKIPPED: tshark is not installed (apt-get install tshark); CI installs it");
+        return;
+    }
+    for (name, port) in CAPTURES {
+        let file = capture(name);
+        let file = file.to_str().unwrap();
+        let reference = tshark_ledger(file, *port);
+        let ours = replay_json(file, &[]);
+        assert_ledger_eq(&format!("{name} vs tshark"), &reference, &ours);
+    }
+}
+
+/// The golden files still are what tshark says (so a regenerated capture without a
+/// regenerated reference is caught).
+#[test]
+fn golden_files_are_current() {
+    if !have("tshark") {
+        eprintln!("SKIPPED: tshark is not installed");
+        return;
+    }
+    for (name, port) in CAPTURES {
+        let file = capture(name);
+        let reference = tshark_ledger(file.to_str().unwrap(), *port);
+        let stem = name.trim_end_matches(".pcapng").trim_end_matches(".pcap");
+        let golden = read_json(&capture(&format!("{stem}.tshark.json")));
+        assert_ledger_eq(
+            &format!("{name}: golden file vs tshark now"),
+            &golden,
+            &reference,
+        );
+    }
+}

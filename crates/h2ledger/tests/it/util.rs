@@ -1,0 +1,139 @@
+//! Running the binary and comparing ledgers.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_h2ledger")
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn capture(name: &str) -> PathBuf {
+    repo().join("captures").join(name)
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("the h2ledger binary runs")
+}
+
+/// `h2ledger replay FILE --format json ARGS...`, parsed; the command must succeed.
+pub fn replay_json(file: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["replay", file, "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "h2ledger {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("replay prints one JSON object")
+}
+
+pub const FRAME_KEYS: [&str; 14] = [
+    "HEADERS",
+    "TRAILERS",
+    "DATA",
+    "WINDOW_UPDATE",
+    "PING",
+    "PING_ACK",
+    "SETTINGS",
+    "SETTINGS_ACK",
+    "RST_STREAM",
+    "GOAWAY",
+    "PRIORITY",
+    "PUSH_PROMISE",
+    "CONTINUATION",
+    "UNKNOWN",
+];
+
+/// The public-contract part of a ledger: exactly the keys the issue spells out.
+pub fn contract(v: &Value) -> Value {
+    let side = |s: &str| {
+        let side = &v["sides"][s];
+        let frames: serde_json::Map<String, Value> = FRAME_KEYS
+            .iter()
+            .map(|k| (k.to_string(), side["frames"][k].clone()))
+            .collect();
+        json!({
+            "frames": frames,
+            "bdp_pings": side["bdp_pings"],
+            "writes": side["writes"],
+            "bytes": side["bytes"],
+        })
+    };
+    json!({
+        "connections": v["connections"],
+        "calls": v["calls"],
+        "sides": {"client": side("client"), "server": side("server")},
+    })
+}
+
+/// Asserts two ledgers are equal on the contract keys; on failure prints both and the
+/// differing keys.
+pub fn assert_ledger_eq(what: &str, expected: &Value, actual: &Value) {
+    let (e, a) = (contract(expected), contract(actual));
+    if e != a {
+        let mut diffs = Vec::new();
+        diff("", &e, &a, &mut diffs);
+        panic!(
+            "{what}: ledgers differ\n  {}\nexpected:\n{}\nactual:\n{}",
+            diffs.join("\n  "),
+            serde_json::to_string_pretty(&e).unwrap(),
+            serde_json::to_string_pretty(&a).unwrap()
+        );
+    }
+}
+
+fn diff(path: &str, e: &Value, a: &Value, out: &mut Vec<String>) {
+    match (e, a) {
+        (Value::Object(me), Value::Object(ma)) => {
+            for (k, ve) in me {
+                diff(
+                    &format!("{path}.{k}"),
+                    ve,
+                    ma.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        _ if e != a => out.push(format!("{path}: expected {e}, got {a}")),
+        _ => {}
+    }
+}
+
+pub fn read_json(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+pub fn is_root() -> bool {
+    // SAFETY-free: ask the kernel through /proc instead of libc.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+pub fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd} >/dev/null 2>&1")])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
