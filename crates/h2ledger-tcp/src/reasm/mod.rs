@@ -1,0 +1,512 @@
+//! TCP reassembly: connections by 4-tuple, two ordered byte streams each.
+//!
+//! The rules (what is a write, when bytes are declared lost, when a connection closes)
+//! are stated once, in the crate README; [`half`] implements one direction.
+
+mod half;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use self::half::{Bounds, Half, Out};
+use crate::seq::SeqNumber;
+use crate::{Nanos, TcpSegment};
+
+/// Connection id, in order of first appearance, from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(pub u32);
+
+/// A direction of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dir {
+    /// From the sender of the first packet seen on the connection.
+    Fwd,
+    /// Towards the sender of the first packet seen.
+    Rev,
+}
+
+impl Dir {
+    /// The other direction.
+    pub fn other(self) -> Dir {
+        match self {
+            Dir::Fwd => Dir::Rev,
+            Dir::Rev => Dir::Fwd,
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Dir::Fwd => 0,
+            Dir::Rev => 1,
+        }
+    }
+}
+
+/// What is known about a connection when it opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnMeta {
+    /// Its id.
+    pub id: ConnId,
+    /// Source of the first packet seen ([`Dir::Fwd`] sender).
+    pub first_src: SocketAddr,
+    /// Destination of the first packet seen.
+    pub first_dst: SocketAddr,
+    /// The side that sent the SYN without ACK, if seen; if only the SYN-ACK was seen, the
+    /// other side. At [`Sink::open`] this reflects the first packet only; see
+    /// [`Reassembler::meta`] for the value learned later.
+    pub syn_sender: Option<Dir>,
+    /// Timestamp of the first packet seen.
+    pub start: Nanos,
+}
+
+/// A segment that carried new payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Write {
+    /// Per connection and direction, from 0, in order of capture.
+    pub index: u64,
+    /// Capture timestamp of the segment.
+    pub ts: Nanos,
+    /// Bytes of the segment not seen before in this direction (including bytes cut off by
+    /// the snapshot length, which become a gap).
+    pub len: u32,
+}
+
+/// Why a connection closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseKind {
+    /// Both FINs seen; the direction is the one whose FIN came first (the active closer).
+    Fin(Dir),
+    /// A RST sent in this direction.
+    Rst(Dir),
+    /// [`Reassembler::finish`] with the connection still open.
+    EndOfCapture,
+    /// Dropped to make room ([`Config::max_connections`]), or superseded by a new SYN on
+    /// the same 4-tuple before it closed.
+    Evicted,
+}
+
+/// Receives what reassembly finds. Calls for one connection come in this order: `open`,
+/// then `write`/`data`/`gap` per direction, then `close` exactly once.
+pub trait Sink {
+    /// A new connection.
+    fn open(&mut self, meta: &ConnMeta);
+    /// A segment with new payload was seen (not a retransmission). Called before any of
+    /// its bytes are delivered, even when they are buffered.
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write);
+    /// In-order bytes, tagged with the write that carried them.
+    fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]);
+    /// `len` bytes at this point of the stream will never be delivered.
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64);
+    /// The connection is over; nothing more will be reported for it.
+    fn close(&mut self, conn: ConnId, ts: Nanos, kind: CloseKind);
+}
+
+/// Memory bounds. See the crate README for what each one costs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Out-of-order bytes buffered per direction, plus 64 bytes per buffered piece.
+    pub max_buffered_per_dir: usize,
+    /// Holes (missing runs before buffered data) per direction.
+    pub max_holes_per_dir: usize,
+    /// Connections tracked at once (closed ones included, until evicted). At least 1.
+    pub max_connections: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_buffered_per_dir: 4 << 20,
+            max_holes_per_dir: 256,
+            max_connections: 65536,
+        }
+    }
+}
+
+/// Counters, all since [`Reassembler::new`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Segments pushed.
+    pub packets: u64,
+    /// Segments pushed that carry payload (`wire_payload_len > 0`).
+    pub tcp_segments: u64,
+    /// Payload segments with no new byte (whole duplicates), including payload segments
+    /// on a connection already closed by FINs.
+    pub retransmissions: u64,
+    /// Writes that also carried bytes already seen (partial overlaps).
+    pub overlaps: u64,
+    /// Writes that had to be buffered (some new byte after a hole).
+    pub out_of_order: u64,
+    /// `Sink::gap` calls.
+    pub gaps: u64,
+    /// Bytes reported by `Sink::gap`.
+    pub gap_bytes: u64,
+    /// Segments cut by the snapshot length (`payload.len() < wire_payload_len`).
+    pub truncated: u64,
+    /// Holes declared lost because a direction hit `max_buffered_per_dir` or
+    /// `max_holes_per_dir`.
+    pub bound_hits: u64,
+    /// Open connections closed with [`CloseKind::Evicted`] because of `max_connections`.
+    pub evicted: u64,
+    /// Payload segments on a connection after its RST (ignored).
+    pub data_after_rst: u64,
+}
+
+/// Largest payload length believed from one segment: far above any IP packet.
+const MAX_SEGMENT: usize = 1 << 24;
+const NIL: usize = usize::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    Closed { by_rst: bool },
+}
+
+struct Conn {
+    meta: ConnMeta,
+    key: Key,
+    halves: [Half; 2],
+    state: State,
+    first_fin: Option<Dir>,
+    /// LRU list neighbours (slab indices): `newer` towards the most recently active.
+    newer: usize,
+    older: usize,
+}
+
+/// A 4-tuple, the same for both directions.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Key(SocketAddr, SocketAddr);
+
+impl Key {
+    fn new(a: SocketAddr, b: SocketAddr) -> Key {
+        if a <= b {
+            Key(a, b)
+        } else {
+            Key(b, a)
+        }
+    }
+}
+
+/// Reassembles TCP streams; see the crate docs for the reporting contract.
+pub struct Reassembler {
+    cfg: Config,
+    stats: Stats,
+    next_id: u32,
+    map: HashMap<Key, usize>,
+    slab: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    /// Most and least recently active connections.
+    newest: usize,
+    oldest: usize,
+}
+
+impl Reassembler {
+    /// A reassembler with these bounds.
+    pub fn new(cfg: Config) -> Reassembler {
+        Reassembler {
+            cfg,
+            stats: Stats::default(),
+            next_id: 0,
+            map: HashMap::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            newest: NIL,
+            oldest: NIL,
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> Stats {
+        self.stats.clone()
+    }
+
+    /// The current metadata of a tracked connection (with `syn_sender` as learned so
+    /// far), or `None` once it is no longer tracked.
+    pub fn meta(&self, id: ConnId) -> Option<&ConnMeta> {
+        self.slab
+            .iter()
+            .flatten()
+            .map(|c| &c.meta)
+            .find(|m| m.id == id)
+    }
+
+    /// Feeds one segment captured at `ts`.
+    pub fn push<S: Sink>(&mut self, ts: Nanos, seg: &TcpSegment<'_>, sink: &mut S) {
+        self.stats.packets += 1;
+        let payload = &seg.payload[..seg.payload.len().min(MAX_SEGMENT)];
+        let wire = (seg.wire_payload_len as usize)
+            .max(payload.len())
+            .min(MAX_SEGMENT) as u32;
+        if wire > 0 {
+            self.stats.tcp_segments += 1;
+        }
+        if payload.len() < wire as usize {
+            self.stats.truncated += 1;
+        }
+
+        let key = Key::new(seg.src, seg.dst);
+        let mut slot = self.map.get(&key).copied();
+        if let Some(i) = slot {
+            if self.conn(i).starts_new(seg) {
+                self.remove(i, ts, sink, CloseKind::Evicted);
+                slot = None;
+            }
+        }
+        let i = match slot {
+            Some(i) => i,
+            // A RST for a connection never seen: nothing to open or close.
+            None if seg.flags.rst => return,
+            None => self.open(ts, seg, key, sink),
+        };
+        self.touch(i);
+
+        let bounds = Bounds {
+            max_buffered: self.cfg.max_buffered_per_dir,
+            max_holes: self.cfg.max_holes_per_dir,
+        };
+        let conn = self.slab[i].as_mut().expect("live slot");
+        conn.segment(ts, seg, payload, wire, bounds, &mut self.stats, sink);
+    }
+
+    /// End of input: flushes every open connection (declaring its holes lost) and closes
+    /// it with [`CloseKind::EndOfCapture`], in [`ConnId`] order. Then forgets them all.
+    pub fn finish<S: Sink>(&mut self, ts: Nanos, sink: &mut S) {
+        let mut open: Vec<(ConnId, usize)> = self
+            .slab
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (c, i)))
+            .filter(|(c, _)| c.state == State::Open)
+            .map(|(c, i)| (c.meta.id, i))
+            .collect();
+        open.sort_unstable();
+        for (_, i) in open {
+            let conn = self.slab[i].as_mut().expect("live slot");
+            conn.close(ts, CloseKind::EndOfCapture, &mut self.stats, sink);
+        }
+        self.map.clear();
+        self.slab.clear();
+        self.free.clear();
+        self.newest = NIL;
+        self.oldest = NIL;
+    }
+
+    fn conn(&self, i: usize) -> &Conn {
+        self.slab[i].as_ref().expect("live slot")
+    }
+
+    fn conn_mut(&mut self, i: usize) -> &mut Conn {
+        self.slab[i].as_mut().expect("live slot")
+    }
+
+    fn open<S: Sink>(&mut self, ts: Nanos, seg: &TcpSegment<'_>, key: Key, sink: &mut S) -> usize {
+        if self.map.len() >= self.cfg.max_connections.max(1) && self.oldest != NIL {
+            let was_open = self.conn(self.oldest).state == State::Open;
+            self.remove(self.oldest, ts, sink, CloseKind::Evicted);
+            if was_open {
+                self.stats.evicted += 1;
+            }
+        }
+        let syn_sender = match (seg.flags.syn, seg.flags.ack) {
+            (true, false) => Some(Dir::Fwd),
+            (true, true) => Some(Dir::Rev),
+            _ => None,
+        };
+        let meta = ConnMeta {
+            id: ConnId(self.next_id),
+            first_src: seg.src,
+            first_dst: seg.dst,
+            syn_sender,
+            start: ts,
+        };
+        self.next_id = self.next_id.wrapping_add(1);
+        sink.open(&meta);
+        let conn = Conn {
+            meta,
+            key,
+            halves: [Half::default(), Half::default()],
+            state: State::Open,
+            first_fin: None,
+            newer: NIL,
+            older: NIL,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slab[i] = Some(conn);
+                i
+            }
+            None => {
+                self.slab.push(Some(conn));
+                self.slab.len() - 1
+            }
+        };
+        self.map.insert(key, i);
+        self.link_newest(i);
+        i
+    }
+
+    /// Stops tracking slot `i`, closing the connection first if it is still open.
+    fn remove<S: Sink>(&mut self, i: usize, ts: Nanos, sink: &mut S, kind: CloseKind) {
+        self.unlink(i);
+        let mut conn = self.slab[i].take().expect("live slot");
+        if conn.state == State::Open {
+            conn.close(ts, kind, &mut self.stats, sink);
+        }
+        self.map.remove(&conn.key);
+        self.free.push(i);
+    }
+
+    fn touch(&mut self, i: usize) {
+        if self.newest != i {
+            self.unlink(i);
+            self.link_newest(i);
+        }
+    }
+
+    fn link_newest(&mut self, i: usize) {
+        let old_newest = self.newest;
+        {
+            let c = self.conn_mut(i);
+            c.newer = NIL;
+            c.older = old_newest;
+        }
+        if old_newest != NIL {
+            self.conn_mut(old_newest).newer = i;
+        } else {
+            self.oldest = i;
+        }
+        self.newest = i;
+    }
+
+    fn unlink(&mut self, i: usize) {
+        let (newer, older) = {
+            let c = self.conn(i);
+            (c.newer, c.older)
+        };
+        if newer != NIL {
+            self.conn_mut(newer).older = older;
+        } else {
+            self.newest = older;
+        }
+        if older != NIL {
+            self.conn_mut(older).newer = newer;
+        } else {
+            self.oldest = newer;
+        }
+        let c = self.conn_mut(i);
+        c.newer = NIL;
+        c.older = NIL;
+    }
+}
+
+impl Conn {
+    fn dir_of(&self, seg: &TcpSegment<'_>) -> Dir {
+        if seg.src == self.meta.first_src && seg.dst == self.meta.first_dst {
+            Dir::Fwd
+        } else {
+            Dir::Rev
+        }
+    }
+
+    /// A SYN without ACK on a tracked 4-tuple starts a new connection when the old one
+    /// is closed, or when that direction already has a stream that did not start with
+    /// this same SYN (a retransmitted SYN carries the same ISN).
+    fn starts_new(&self, seg: &TcpSegment<'_>) -> bool {
+        if !seg.flags.syn || seg.flags.ack {
+            return false;
+        }
+        if self.state != State::Open {
+            return true;
+        }
+        let half = &self.halves[self.dir_of(seg).index()];
+        half.started() && half.isn() != Some(SeqNumber(seg.seq))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn segment<S: Sink>(
+        &mut self,
+        ts: Nanos,
+        seg: &TcpSegment<'_>,
+        payload: &[u8],
+        wire: u32,
+        bounds: Bounds,
+        stats: &mut Stats,
+        sink: &mut S,
+    ) {
+        if let State::Closed { by_rst } = self.state {
+            if wire > 0 {
+                if by_rst {
+                    stats.data_after_rst += 1;
+                } else {
+                    stats.retransmissions += 1;
+                }
+            }
+            return;
+        }
+        let dir = self.dir_of(seg);
+        if seg.flags.rst {
+            // Payload on a RST is diagnostic text, not stream data.
+            self.close(ts, CloseKind::Rst(dir), stats, sink);
+            return;
+        }
+        if seg.flags.syn && self.meta.syn_sender.is_none() {
+            self.meta.syn_sender = Some(if seg.flags.ack { dir.other() } else { dir });
+        }
+        let seq = SeqNumber(seg.seq);
+        let (d, o) = (dir.index(), dir.other().index());
+        if !self.halves[d].started() {
+            self.halves[d].start(seq, seg.flags.syn);
+        }
+        // SYN occupies one sequence number before the data (RFC 9293 §3.4).
+        let data_seq = seq + u32::from(seg.flags.syn);
+        let id = self.meta.id;
+        if seg.flags.ack {
+            let mut out = Out {
+                sink: &mut *sink,
+                stats: &mut *stats,
+                conn: id,
+                dir: dir.other(),
+            };
+            self.halves[o].on_ack(&mut out, ts, SeqNumber(seg.ack));
+        }
+        if wire > 0 {
+            let mut out = Out {
+                sink: &mut *sink,
+                stats: &mut *stats,
+                conn: id,
+                dir,
+            };
+            self.halves[d].segment(&mut out, ts, data_seq, payload, wire, bounds);
+        }
+        if seg.flags.fin {
+            self.halves[d].on_fin(data_seq + wire);
+            self.first_fin.get_or_insert(dir);
+        }
+        if let (true, true, Some(first)) = (
+            self.halves[0].fin_seen(),
+            self.halves[1].fin_seen(),
+            self.first_fin,
+        ) {
+            self.close(ts, CloseKind::Fin(first), stats, sink);
+        }
+    }
+
+    /// Flushes both directions, then reports the close.
+    fn close<S: Sink>(&mut self, ts: Nanos, kind: CloseKind, stats: &mut Stats, sink: &mut S) {
+        let id = self.meta.id;
+        for dir in [Dir::Fwd, Dir::Rev] {
+            let mut out = Out {
+                sink: &mut *sink,
+                stats: &mut *stats,
+                conn: id,
+                dir,
+            };
+            self.halves[dir.index()].flush(&mut out, ts);
+        }
+        sink.close(id, ts, kind);
+        self.state = State::Closed {
+            by_rst: matches!(kind, CloseKind::Rst(_)),
+        };
+    }
+}
