@@ -30,6 +30,9 @@ EXERCISES = {
                         "frame spans ~12 TCP segments of 1448 bytes",
     "midconn": "capture starting after handshake/preface/SETTINGS: no SYN (client side must come from "
                "the port), a PING_ACK or response whose request was sent before the cut can appear first",
+    "midconn-trailers-ipv6": "mid-connection and mid-frame at once, IPv6: the first server bytes are "
+                             "the tail of a 100 KiB DATA frame, then the trailers of a stream that "
+                             "began before the cut",
     "midframe": "capture whose first packet starts inside a DATA frame (client->server): a parser must "
                 "resynchronise; tshark does NOT (see note)",
     "snaplen-cut": "tcpdump -s 120: every segment is cut to 120 bytes (54 bytes of TCP payload), "
@@ -52,6 +55,14 @@ NOTES = {
     "midconn": "tshark decodes it fully (it starts on a frame boundary); midconn.tshark.json equals "
                "midconn.uncut-after.tshark.json (`tshark-ledger.py grpcgo-article.pcap --after-frame {mc}`). "
                "Without a SYN the client side is the side whose peer port is the --port.",
+    "midconn-trailers-ipv6": "tshark loses the server direction entirely (it starts mid-frame). "
+                             "midconn-trailers-ipv6.uncut-after.tshark.json is what tshark decodes of "
+                             "the same packets in the uncut capture; its script never saw the stream's "
+                             "response HEADERS (before the cut), so it counts that stream's trailers as "
+                             "HEADERS. The true ledger, which the tests assert: the uncut-after values "
+                             "with server HEADERS - 1, TRAILERS + 1 (that trailer block has no "
+                             "pseudo-header field) and DATA - 1 (the DATA frame whose head was before "
+                             "the cut is not seen).",
     "snaplen-cut": "tshark cannot fully decode it: after each cut segment the TCP reassembly has a "
                    "gap, frames are lost (fewer HEADERS/TRAILERS/DATA/PING) and "
                    "garbage is decoded as frames (UNKNOWN types). snaplen-cut.tshark.json is what tshark makes of the cut file; the "

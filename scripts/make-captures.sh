@@ -273,6 +273,23 @@ PORT[$n]=$P
 MIDCONN_FIRST=$FIRST
 HOWMADE[$n]="editcap -r grpcgo-article.pcap midconn.pcap $FIRST-LAST (starts at the packet with the client's HEADERS of stream 21, i.e. call 11 of phase 1; no SYN, preface or SETTINGS)"
 
+# midconn-trailers-ipv6: python-grpcio-ipv6 from the packet after the server's
+# response HEADERS of a big (100 KiB) call: the capture starts inside that
+# response's DATA and holds its trailers, whose stream began before the cut.
+n=midconn-trailers-ipv6
+log "$n"
+rm -f "$CAP/$n".*
+P=${PORT[python-grpcio-ipv6]}
+HDR=$(tshark -r "$CAP/python-grpcio-ipv6.pcap" -d tcp.port==$P,http2 --disable-protocol grpc \
+          -Y "tcp.srcport==$P && http2.type==1" -T fields -e frame.number -e http2.type 2>/dev/null \
+      | awk '$2=="1" {print $1; exit}')
+[ -n "$HDR" ] || { echo "make-captures.sh: no lone response HEADERS in python-grpcio-ipv6.pcap" >&2; exit 1; }
+FIRST=$((HDR + 1))
+keep_from "$CAP/python-grpcio-ipv6.pcap" "$CAP/$n.pcap" "$FIRST"
+PORT[$n]=$P
+TRAILERS_FIRST=$FIRST
+HOWMADE[$n]="editcap -r python-grpcio-ipv6.pcap $n.pcap $FIRST-LAST (starts right after the server's response HEADERS of a 100 KiB call: inside its DATA, before its trailers)"
+
 # ---------------------------------------------------------------- snaplen 120
 n=snaplen-cut
 log "$n"
@@ -291,7 +308,7 @@ HOWMADE[$n.full]="second tcpdump -s 0 -i lo running during the snaplen-cut run (
 
 # ---------------------------------------------------------------- golden ledgers
 NAMES=(grpcgo-article grpcgo-article-any grpcgo-article-sll tonic-adaptive tonic-fixed nghttp-nghttpd
-       python-grpcio-ipv6 spanning-mtu1500 midconn midframe snaplen-cut snaplen-cut.full)
+       python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full)
 capfile() { if [ -f "$CAP/$1.pcapng" ]; then echo "$1.pcapng"; else echo "$1.pcap"; fi; }
 for n in "${NAMES[@]}"; do
   f=$(capfile "$n")
@@ -303,6 +320,7 @@ done
 # uncut capture says about packets after the cut, for comparison:
 "$PY" "$LEDGER" "$CAP/spanning-mtu1500.pcap" --port 8080 --after-frame $((MIDFRAME_FIRST - 1)) >"$CAP/midframe.uncut-after.tshark.json"
 "$PY" "$LEDGER" "$CAP/grpcgo-article.pcap" --port "${PORT[midconn]}" --after-frame $((MIDCONN_FIRST - 1)) >"$CAP/midconn.uncut-after.tshark.json"
+"$PY" "$LEDGER" "$CAP/python-grpcio-ipv6.pcap" --port "${PORT[midconn-trailers-ipv6]}" --after-frame $((TRAILERS_FIRST - 1)) >"$CAP/midconn-trailers-ipv6.uncut-after.tshark.json"
 
 # ---------------------------------------------------------------- README
 {
@@ -316,5 +334,6 @@ done
   done
   echo; echo "}"
 } >"$WORK/meta.json"
+cp "$WORK/meta.json" "$CAP/manifest.json"   # file, port and recipe of each capture (read by the tests)
 "$PY" "$SCRIPTS/captures-readme.py" "$CAP" "$WORK/meta.json" "$SECS" "$MIDFRAME_FIRST" "$MIDCONN_FIRST" >"$CAP/README.md"
 log "done"; du -ch "$CAP"/*.pcap* | tail -1 >&2

@@ -600,7 +600,6 @@ impl<O: Observer> Ledger<O> {
         } else {
             None
         };
-        let class = classify(c, d, &head, loaded.as_ref());
         // Settings: remember ours until the peer ACKs; apply the peer's on our ACK.
         match &loaded {
             Some(Frame::Settings(s)) if !s.is_ack() => {
@@ -705,6 +704,23 @@ impl<O: Observer> Ledger<O> {
                 }
             }
         }
+        let pseudo = if decoded && head.kind == Kind::Headers {
+            let ds = &c.dirs[d];
+            if ds
+                .headers
+                .iter()
+                .any(|h| !h.unseen && h.name.starts_with(b":"))
+            {
+                BlockKind::Pseudo
+            } else if ds.headers.iter().any(|h| h.unseen) {
+                BlockKind::Unknown
+            } else {
+                BlockKind::NoPseudo
+            }
+        } else {
+            BlockKind::Unknown
+        };
+        let class = classify(c, d, &head, loaded.as_ref(), pseudo);
         if c.client.is_none() && header_kind {
             // Who asks and who answers: requests carry :method, responses :status (RFC 9113
             // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
@@ -778,7 +794,23 @@ fn keep_len(head: &Head) -> u32 {
     }
 }
 
-fn classify(c: &mut Conn, d: usize, head: &Head, frame: Option<&Frame<'_>>) -> FrameClass {
+/// What a decoded header block says about its place on the stream (RFC 9113 §8.1: request and
+/// response header blocks start with pseudo-header fields, trailers have none).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Pseudo,
+    NoPseudo,
+    Unknown,
+}
+
+fn classify(
+    c: &mut Conn,
+    d: usize,
+    head: &Head,
+    frame: Option<&Frame<'_>>,
+    block: BlockKind,
+) -> FrameClass {
+    let mid_stream = c.dirs.iter().any(|x| x.mid_stream);
     let bit = 1u8 << d;
     let end_bit = 4u8 << d;
     match head.kind {
@@ -802,7 +834,16 @@ fn classify(c: &mut Conn, d: usize, head: &Head, frame: Option<&Frame<'_>>) -> F
                     } else {
                         c.streams_full = true;
                     }
-                    false
+                    // A stream we never saw open, on a connection captured mid-way, may have
+                    // begun before the capture: its first block here may be trailers. Read the
+                    // block itself; without readable fields, trailers are the block that ends
+                    // the stream.
+                    mid_stream
+                        && match block {
+                            BlockKind::Pseudo => false,
+                            BlockKind::NoPseudo => true,
+                            BlockKind::Unknown => head.flags.is_end_stream(),
+                        }
                 }
             };
             if head.flags.is_end_stream() {

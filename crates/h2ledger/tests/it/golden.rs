@@ -153,6 +153,34 @@ fn capture_starts_mid_frame() {
     assert!(warnings.contains("mid-frame"), "{warnings}");
 }
 
+/// Mid-connection and mid-frame at once, over IPv6: the server's first captured bytes are the
+/// tail of a 100 KiB DATA frame, then the trailers of a stream whose request and response
+/// HEADERS came before the cut. The reference is what Wireshark decodes of the same packets in
+/// the uncut capture, corrected for what no tool can know from the cut file alone and for what
+/// the reference script cannot know: that stream's trailer block (no pseudo-header field, RFC
+/// 9113 §8.1) is TRAILERS, not HEADERS; and its DATA frame, whose head was before the cut, is
+/// not seen.
+#[test]
+fn capture_starts_mid_connection_before_trailers() {
+    let v = replay_json(capture("midconn-trailers-ipv6.pcap").to_str().unwrap(), &[]);
+    let mut expected = read_json(&capture("midconn-trailers-ipv6.uncut-after.tshark.json"));
+    let server = &mut expected["sides"]["server"]["frames"];
+    for (k, delta) in [("HEADERS", -1i64), ("TRAILERS", 1), ("DATA", -1)] {
+        server[k] = Value::from(n(&server[k]) as i64 + delta);
+    }
+    let cut = read_json(&capture("midconn-trailers-ipv6.tshark.json"));
+    for side in ["client", "server"] {
+        for k in ["writes", "bytes"] {
+            expected["sides"][side][k] = cut["sides"][side][k].clone();
+        }
+    }
+    assert_ledger_eq("midconn-trailers-ipv6.pcap", &expected, &v);
+    assert!(v["per_connection"][0]["client"]
+        .as_str()
+        .unwrap()
+        .starts_with("[::1]:"));
+}
+
 /// Every segment cut to 120 bytes by the snap length: gaps everywhere. Writes and bytes stay
 /// exact (they come from the IP header), every frame count is at most the truth (the same
 /// traffic captured uncut), gaps are reported, and frames survive between the gaps.
