@@ -2,7 +2,7 @@
 """Reference HTTP/2 frame ledger computed by Wireshark (tshark).
 
 usage: tshark-ledger.py CAPTURE [--port P ...] [--tshark PATH] [--after-frame N]
-                        [--details]
+                        [--from T] [--to T] [--details]
 
 Runs tshark on CAPTURE, decoding every TCP port P as HTTP/2 (ports given with
 --port, repeatable, or auto-detected from SYNs / the client preface / the
@@ -40,7 +40,10 @@ Definitions (see captures/README.md):
 Only frames that tshark actually dissects are counted (e.g. nothing after a
 snaplen gap in a TCP stream, nothing when a capture starts mid-frame and the
 dissector loses frame sync).  --after-frame N ignores capture packets 1..N
-(their frames and writes), after dissecting them normally.
+(their frames and writes), after dissecting them normally.  --from/--to T
+(epoch seconds) likewise keep only the frames and writes of packets with
+from <= frame.time_epoch < to (one phase of a run); calls are then the client
+HEADERS in that range.
 
 Stdlib only; works with any python3 >= 3.6.
 """
@@ -139,7 +142,7 @@ def detect_ports(tshark, capture):
     return sorted(ports)
 
 
-def ledger(tshark, capture, ports, after_frame=0, details=False):
+def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_to=None):
     args = ["-r", capture]
     for p in ports:
         args += ["-d", "tcp.port==%d,http2" % p]
@@ -203,6 +206,7 @@ def ledger(tshark, capture, ports, after_frame=0, details=False):
         seq = g("tcp.seq_raw")
         c["packets"].append({
             "frame": int(first(g("frame.number"))), "src": me, "dport": dport,
+            "time": float(first(g("frame.time_epoch")) or "0"),
             "len": int(first(g("tcp.len")) or "0"), "seq": int(first(seq)) if seq else None,
             "retrans": retrans, "frames": list(zip(types, hflags, sids)), "pings": pings,
         })
@@ -255,6 +259,10 @@ def ledger(tshark, capture, ports, after_frame=0, details=False):
                 if end is not None and (prev is None or ((end - prev) & 0xFFFFFFFF) < 0x80000000):
                     max_end[side] = end
             if pkt["frame"] <= after_frame:
+                continue
+            if t_from is not None and pkt["time"] < t_from:
+                continue
+            if t_to is not None and pkt["time"] >= t_to:
                 continue
             s = cl[side]
             if is_write:
@@ -309,12 +317,16 @@ def main():
                     help="ignore frames/writes of capture packets 1..N")
     ap.add_argument("--details", action="store_true",
                     help="add a 'details' key (per-connection ledgers, ports, warnings)")
+    ap.add_argument("--from", dest="t_from", type=float, default=None,
+                    help="only packets at or after this time (epoch seconds)")
+    ap.add_argument("--to", dest="t_to", type=float, default=None,
+                    help="only packets before this time (epoch seconds)")
     a = ap.parse_args()
     ports = a.port or detect_ports(a.tshark, a.capture)
     if not ports:
         sys.stderr.write("tshark-ledger: no TCP port found in %s\n" % a.capture)
         sys.exit(1)
-    res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details)
+    res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details, a.t_from, a.t_to)
     json.dump(res, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

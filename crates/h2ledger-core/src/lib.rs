@@ -35,12 +35,14 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 pub mod detect;
 pub mod headers;
 pub mod ledger;
 pub mod model;
 pub mod tally;
 
+pub use analysis::{Analysis, AnalysisReport, Splitter, Timeline};
 pub use headers::{Header, HeaderList};
 pub use ledger::{ClientBy, ConnSummary, FrameEvent, Ledger, Observer, Warnings};
 pub use model::{FrameClass, FrameCounts, Side};

@@ -59,7 +59,8 @@ impl Phase {
         let seconds = parts[3]
             .parse::<f64>()
             .map_err(|e| format!("phase {s:?}: seconds: {e}"))?;
-        if !(rate > 0.0) || !(seconds >= 0.0) || !rate.is_finite() || !seconds.is_finite() {
+        let valid = rate.is_finite() && seconds.is_finite() && rate > 0.0 && seconds >= 0.0;
+        if !valid {
             return Err(format!("phase {s:?}: rate must be > 0 and seconds >= 0"));
         }
         Ok(Phase::new(parts[0], callers, rate, seconds))

@@ -74,9 +74,7 @@ impl SavedCapture {
         loop {
             match self.cap.next_packet() {
                 Ok(p) => {
-                    // Opened with nanosecond precision: tv_usec holds nanoseconds.
-                    let ts = p.header.ts.tv_sec as i64 * 1_000_000_000 + p.header.ts.tv_usec as i64;
-                    f(ts, p.data);
+                    f(crate::pipeline::ts_nanos(&p.header.ts), p.data);
                 }
                 Err(pcap::Error::NoMorePackets) => return Ok(()),
                 Err(e) => return Err(anyhow!("{}: {}", self.name, pcap_reason(&e))),

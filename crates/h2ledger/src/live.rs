@@ -42,8 +42,7 @@ impl PacketCodec for Codec {
             s.write(&p);
         }
         Pkt {
-            // Opened with nanosecond precision: tv_usec holds nanoseconds.
-            ts: p.header.ts.tv_sec as i64 * 1_000_000_000 + p.header.ts.tv_usec as i64,
+            ts: crate::pipeline::ts_nanos(&p.header.ts),
             data: p.data.to_vec(),
         }
     }

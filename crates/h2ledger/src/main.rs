@@ -1,9 +1,13 @@
 //! h2ledger: what your RPCs really cost on the wire. See README.md and docs/.
 
+mod calls;
 mod demo;
+mod frames;
 mod input;
 mod live;
+mod phases;
 mod pipeline;
+mod plot;
 mod render;
 mod sniff;
 
@@ -12,9 +16,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use h2ledger_core::{LedgerReport, Tally};
+use h2ledger_core::analysis::Splitter;
+use h2ledger_core::{LedgerReport, Side, Tally};
 
 use crate::input::SavedCapture;
+use crate::phases::{Full, Obs, Wanted};
 use crate::pipeline::Pipeline;
 
 #[derive(Parser)]
@@ -40,6 +46,10 @@ enum Cmd {
     Replay(ReplayArgs),
     /// Capture live (loopback by default) and print the ledger on Ctrl-C, SIGTERM, --duration or --count
     Sniff(sniff::SniffArgs),
+    /// List every call (HTTP/2 stream): method, status, frames and writes per side, latency
+    Calls(CallsArgs),
+    /// Print every frame as it is seen, one line each (like `nghttp -v`)
+    Frames(FramesArgs),
     /// The article's experiment, sniffed live: a gRPC health server and client on loopback,
     /// 1 caller x 24 calls/s then 8 callers x 3 calls/s, each phase's ledger side by side
     Demo(demo::DemoArgs),
@@ -65,6 +75,39 @@ pub struct FilterArgs {
     pub expression: Vec<String>,
 }
 
+/// Analysis options shared by `replay` and `sniff`.
+#[derive(Args, Clone, Default)]
+pub struct AnalysisArgs {
+    /// Add the analysis: what each write carried, PING round trips and BDP rounds, calls in
+    /// flight, latency percentiles, per-method totals (costs ~64 bytes per call)
+    #[arg(short = 'a', long)]
+    pub analyze: bool,
+    /// Cut the capture into phases at these times (comma separated): RFC 3339
+    /// (2026-11-30T12:10:24.664Z), @EPOCH seconds, or offsets from the first packet (30s);
+    /// implies --analyze
+    #[arg(long, value_name = "T[,T...]", value_parser = phases::parse_cuts)]
+    pub split_at: Option<std::vec::Vec<h2ledger_core::analysis::Cut>>,
+    /// Draw frames per second by kind and side over time as SVG into FILE
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+}
+
+impl AnalysisArgs {
+    /// What to attach, given `--every`-style phases of `every` (if any).
+    pub fn wanted(&self, every: Option<std::time::Duration>) -> Wanted {
+        let splitter = match (&self.split_at, every) {
+            (Some(c), _) => Some(Splitter::at(c.clone())),
+            (None, Some(d)) => Some(Splitter::every(d.as_nanos() as i64)),
+            _ => None,
+        };
+        Wanted {
+            analysis: self.analyze || splitter.is_some(),
+            splitter,
+            timeline: self.plot.as_ref().map(|_| 100_000_000),
+        }
+    }
+}
+
 #[derive(Args)]
 struct ReplayArgs {
     /// The capture file (.pcap or .pcapng); `-` reads standard input
@@ -74,7 +117,62 @@ struct ReplayArgs {
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     format: Format,
     #[command(flatten)]
+    analysis: AnalysisArgs,
+    /// Cut the capture into phases of this length from the first packet (30s, 500ms);
+    /// implies --analyze
+    #[arg(long, value_name = "D", value_parser = sniff::parse_duration, conflicts_with = "split_at")]
+    every: Option<std::time::Duration>,
+    #[command(flatten)]
     filter: FilterArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LineFormat {
+    Table,
+    Jsonl,
+}
+
+#[derive(Args)]
+struct CallsArgs {
+    /// The capture file (.pcap or .pcapng); `-` reads standard input
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// A table, or one JSON object per call
+    #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
+    format: LineFormat,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+#[derive(Args)]
+struct FramesArgs {
+    /// The capture file (.pcap or .pcapng); `-` reads standard input
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// One line per frame, or one JSON object per frame
+    #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
+    format: LineFormat,
+    /// Only connection N (repeatable; numbered from 0 in order of appearance)
+    #[arg(long = "conn", value_name = "N")]
+    conns: Vec<u32>,
+    /// Only stream N (repeatable)
+    #[arg(long = "stream", value_name = "N")]
+    streams: Vec<u32>,
+    /// Only frames of this wire type (HEADERS, DATA, PING, ...) or ledger class (TRAILERS,
+    /// PING_ACK, SETTINGS_ACK); repeatable, case-insensitive
+    #[arg(short = 't', long = "type", value_name = "TYPE")]
+    types: Vec<String>,
+    /// Only frames sent by this side
+    #[arg(long, value_enum)]
+    side: Option<SideArg>,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SideArg {
+    Client,
+    Server,
 }
 
 fn main() -> ExitCode {
@@ -93,6 +191,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Replay(a) => replay(a),
         Cmd::Sniff(a) => sniff::sniff(a),
+        Cmd::Calls(a) => calls_cmd(a),
+        Cmd::Frames(a) => frames_cmd(a),
         Cmd::Demo(a) => demo::demo(a),
     }
 }
@@ -101,10 +201,14 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let filter = input::bpf(&a.filter.ports, &a.filter.expression);
     let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
     let linktype = cap.linktype;
-    let mut p = Pipeline::new(Tally::new());
-    let read = cap.for_each(|ts, data| p.packet(linktype, ts, data));
+    let wanted = a.analysis.wanted(a.every);
+    let mut p = Pipeline::new(Obs::new(&wanted));
+    let read = cap.for_each(|ts, data| {
+        p.ledger.observer.set_origin(ts);
+        p.packet(linktype, ts, data)
+    });
     p.finish();
-    let mut report = report_of(&p);
+    let mut report = ledger_report(&p, &p.ledger.observer.tally);
     let mut code = ExitCode::SUCCESS;
     if let Err(e) = &read {
         report.warnings.push(format!(
@@ -113,13 +217,129 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         code = ExitCode::from(1);
     }
     note_empty(&mut report, &p, filter.as_deref());
-    print_ledger(a.format, &cap.name, &report, &p, None);
+    let (whole, phases) = phases::build(&mut p, report);
+    if let Some(path) = &a.analysis.plot {
+        write_plot(path, &p, &phases, &cap.name)?;
+    }
+    print_full(a.format, &cap.name, &whole, &phases, &p, None);
     Ok(code)
 }
 
-/// The ledger report of a pipeline, with its warnings.
+/// Writes the `--plot` SVG.
+pub fn write_plot(
+    path: &std::path::Path,
+    p: &Pipeline<Obs>,
+    phases: &[Full],
+    source: &str,
+) -> Result<()> {
+    let Some(t) = &p.ledger.observer.timeline else {
+        return Ok(());
+    };
+    let origin = t.origin.unwrap_or(0) as f64 / 1e9;
+    let cuts: Vec<f64> = phases
+        .iter()
+        .skip(1)
+        .filter_map(|f| f.start)
+        .map(|s| s - origin)
+        .collect();
+    let svg = plot::svg(t, &cuts, &format!("{source}: HTTP/2 frames per second"));
+    std::fs::write(path, svg)
+        .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))
+}
+
+fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
+    let filter = input::bpf(&a.filter.ports, &a.filter.expression);
+    let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
+    let linktype = cap.linktype;
+    let wanted = Wanted {
+        analysis: true,
+        ..Wanted::default()
+    };
+    let mut p = Pipeline::new(Obs::new(&wanted));
+    let read = cap.for_each(|ts, data| p.packet(linktype, ts, data));
+    p.finish();
+    let conns = p.ledger.connections();
+    let Some(an) = p.ledger.observer.analysis.as_mut() else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    an.flush();
+    match a.format {
+        LineFormat::Jsonl => calls::print_jsonl(an.calls(&conns)),
+        LineFormat::Table => calls::print_table(an.calls(&conns), p.stats.first.unwrap_or(0.0)),
+    }
+    for w in &p.ledger.warnings.messages {
+        eprintln!("warning: {w}");
+    }
+    if let Err(e) = read {
+        eprintln!("warning: {e:#}; the calls listed are those before that point");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
+    let filter = input::bpf(&a.filter.ports, &a.filter.expression);
+    let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
+    let linktype = cap.linktype;
+    let ff = frames::FrameFilter {
+        conns: a.conns,
+        streams: a.streams,
+        types: a.types.iter().map(|t| t.to_ascii_uppercase()).collect(),
+        side: a.side.map(|s| match s {
+            SideArg::Client => Side::Client,
+            SideArg::Server => Side::Server,
+        }),
+    };
+    let mut p = Pipeline::new(frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff));
+    let read = cap.for_each(|ts, data| {
+        p.ledger.observer.set_origin(ts);
+        p.packet(linktype, ts, data);
+        if p.ledger.observer.broken {
+            // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
+            std::process::exit(0);
+        }
+    });
+    p.finish();
+    p.ledger.observer.flush();
+    if p.ledger.observer.broken {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for w in &p.ledger.warnings.messages {
+        eprintln!("warning: {w}");
+    }
+    if let Err(e) = read {
+        eprintln!("warning: {e:#}; the frames printed are those before that point");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The ledger report of a plain pipeline, with its warnings.
 pub fn report_of(p: &Pipeline<Tally>) -> LedgerReport {
-    let mut report = LedgerReport::build(&p.ledger.connections(), &p.ledger.observer);
+    ledger_report(p, &p.ledger.observer)
+}
+
+/// Prints a plain ledger (no analysis, no phases).
+pub fn print_ledger<O>(
+    format: Format,
+    source: &str,
+    report: &LedgerReport,
+    p: &Pipeline<O>,
+    drops: Option<&live::Drops>,
+) {
+    let whole = Full {
+        name: String::new(),
+        ledger: report.clone(),
+        analysis: None,
+        start: p.stats.first,
+        end: p.stats.last,
+    };
+    print_full(format, source, &whole, &[], p, drops);
+}
+
+/// The ledger report of a pipeline (from `tally`), with its warnings.
+pub fn ledger_report<O: h2ledger_core::Observer>(p: &Pipeline<O>, tally: &Tally) -> LedgerReport {
+    let mut report = LedgerReport::build(&p.ledger.connections(), tally);
     report.warnings = p.ledger.warnings.messages.clone();
     report.anomalies = p
         .ledger
@@ -132,7 +352,7 @@ pub fn report_of(p: &Pipeline<Tally>) -> LedgerReport {
 }
 
 /// Says why a ledger is empty.
-pub fn note_empty(report: &mut LedgerReport, p: &Pipeline<Tally>, filter: Option<&str>) {
+pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<&str>) {
     if p.stats.packets > 0 && report.connections == 0 {
         report.warnings.push(format!(
             "no HTTP/2 connection among {} packets ({} TCP segments){}",
@@ -150,36 +370,97 @@ pub fn note_empty(report: &mut LedgerReport, p: &Pipeline<Tally>, filter: Option
     }
 }
 
-/// Prints a ledger in the chosen format (`drops`: live capture counters).
-pub fn print_ledger<O>(
+/// Prints a ledger (and its phases) in the chosen format (`drops`: live capture counters).
+pub fn print_full<O>(
     format: Format,
     source: &str,
-    report: &LedgerReport,
+    whole: &Full,
+    phases: &[Full],
     p: &Pipeline<O>,
     drops: Option<&live::Drops>,
 ) {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let report = &whole.ledger;
     match format {
         Format::Json => {
-            let mut v = render::ledger_json(report, Some(&p.stats), Some(&p.reasm.stats()));
-            if let (Some(d), serde_json::Value::Object(m)) = (drops, &mut v) {
-                m.insert("drops".into(), serde_json::to_value(d).expect("json"));
+            let mut v = render::full_json(whole, Some(&p.stats), Some(&p.reasm.stats()));
+            if let serde_json::Value::Object(m) = &mut v {
+                if let Some(d) = drops {
+                    m.insert("drops".into(), serde_json::to_value(d).expect("json"));
+                }
+                if !phases.is_empty() {
+                    m.insert(
+                        "phases".into(),
+                        serde_json::Value::Array(
+                            phases
+                                .iter()
+                                .map(|f| render::full_json(f, None, None))
+                                .collect(),
+                        ),
+                    );
+                }
             }
             let _ = writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"));
         }
         Format::Table => {
             let _ = writeln!(out, "{}", render::headline(source, report));
+            let mut cols: Vec<(String, &Full)> = vec![(
+                if phases.is_empty() {
+                    String::new()
+                } else {
+                    "all".to_string()
+                },
+                whole,
+            )];
+            for f in phases {
+                cols.push((
+                    format!(
+                        "{} ({:.3}-{:.3} s)",
+                        f.name,
+                        f.start.unwrap_or(0.0) - whole.start.unwrap_or(0.0),
+                        f.end.unwrap_or(0.0) - whole.start.unwrap_or(0.0)
+                    ),
+                    f,
+                ));
+            }
             if report.connections > 0 {
-                let _ = writeln!(out, "{}", render::ledger_table(&[("", report)]));
+                let lcols: Vec<(&str, &LedgerReport)> =
+                    cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
+                let _ = writeln!(out, "{}", render::ledger_table(&lcols));
+                let acols: Vec<(&str, &Full)> =
+                    cols.iter().map(|(n, f)| (n.as_str(), *f)).collect();
+                if let Some(t) = render::analysis_table(&acols) {
+                    let _ = writeln!(out, "{t}");
+                }
+                if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
+                    let _ = writeln!(out, "{t}");
+                }
                 if let Some(t) = render::connections_table(report) {
                     let _ = writeln!(out, "{t}");
+                }
+                for f in phases {
+                    let _ = writeln!(
+                        out,
+                        "{}: {} to {}",
+                        f.name,
+                        phases::fmt_rfc3339(f.start.unwrap_or(0.0)),
+                        phases::fmt_rfc3339(f.end.unwrap_or(0.0))
+                    );
                 }
             }
             let _ = writeln!(out, "{}", render::footer(&p.stats, &p.reasm.stats(), drops));
             let _ = out.flush();
             for w in &report.warnings {
                 eprintln!("warning: {w}");
+            }
+            if let Some(a) = &whole.analysis {
+                for g in a.goaways.iter().filter(|g| g.too_many_pings) {
+                    eprintln!(
+                        "warning: connection {}: the {} sent GOAWAY ENHANCE_YOUR_CALM (debug \"{}\"): too many pings",
+                        g.conn, g.side, g.debug
+                    );
+                }
             }
         }
     }

@@ -69,6 +69,12 @@ impl<O: Observer> Pipeline<O> {
     }
 }
 
+/// A libpcap timestamp in nanoseconds. Captures are opened with nanosecond precision, so
+/// `tv_usec` holds nanoseconds.
+pub fn ts_nanos(ts: &libc::timeval) -> Nanos {
+    ts.tv_sec * 1_000_000_000 + ts.tv_usec
+}
+
 pub fn secs(ns: Nanos) -> f64 {
     ns as f64 / 1e9
 }

@@ -6,7 +6,9 @@ use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
+use crate::phases::Full;
 use crate::pipeline::CaptureStats;
+use h2ledger_core::analysis::Percentiles;
 use h2ledger_tcp::Stats as TcpStats;
 
 /// The JSON object of one ledger: the report plus capture and TCP facts.
@@ -111,6 +113,9 @@ pub fn ledger_table(columns: &[(&str, &LedgerReport)]) -> String {
     b.push_record(row("frames per call", &|r, s| {
         per(r.sides.get(s).frames.total(), r.calls)
     }));
+    b.push_record(row("control frames per call", &|r, s| {
+        per(r.sides.get(s).frames.control(), r.calls)
+    }));
     let mut t = b.build();
     t.with(Style::sharp());
     t.modify(Columns::new(1..), Alignment::right());
@@ -188,4 +193,251 @@ pub fn footer(c: &CaptureStats, t: &TcpStats, drops: Option<&crate::live::Drops>
         ));
     }
     s
+}
+
+/// The JSON of a ledger with its analysis: the ledger's keys, each side extended with the
+/// analysis of that side and per-call averages, and the analysis' other keys at the top.
+pub fn full_json(f: &Full, capture: Option<&CaptureStats>, tcp: Option<&TcpStats>) -> Value {
+    let mut v = ledger_json(&f.ledger, capture, tcp);
+    let Value::Object(m) = &mut v else {
+        return v;
+    };
+    if let Some(Value::Object(sides)) = m.get_mut("sides") {
+        for s in Side::ALL {
+            if let Some(Value::Object(side)) = sides.get_mut(s.name()) {
+                let t = f.ledger.sides.get(s);
+                let per = |n: u64| {
+                    if f.ledger.calls == 0 {
+                        Value::Null
+                    } else {
+                        json!(n as f64 / f.ledger.calls as f64)
+                    }
+                };
+                side.insert(
+                    "per_call".into(),
+                    json!({
+                        "frames": per(t.frames.total()),
+                        "control_frames": per(t.frames.control()),
+                        "writes": per(t.writes),
+                    }),
+                );
+                if let Some(a) = &f.analysis {
+                    if let Value::Object(extra) =
+                        serde_json::to_value(a.sides.get(s)).expect("serializes")
+                    {
+                        side.extend(extra);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(a) = &f.analysis {
+        if let Value::Object(extra) = serde_json::to_value(a).expect("serializes") {
+            for (k, val) in extra {
+                if k != "sides" {
+                    m.insert(k, val);
+                }
+            }
+        }
+    }
+    if f.start.is_some() && !f.name.is_empty() {
+        m.insert("name".into(), json!(f.name));
+        m.insert("start".into(), json!(f.start));
+        m.insert("end".into(), json!(f.end));
+    }
+    v
+}
+
+/// Analysis rows per side, columns side by side (phases, or just one).
+pub fn analysis_table(columns: &[(&str, &Full)]) -> Option<String> {
+    let cols: Vec<(&str, &h2ledger_core::AnalysisReport)> = columns
+        .iter()
+        .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (*n, a)))
+        .collect();
+    if cols.is_empty() {
+        return None;
+    }
+    let mut b = Builder::default();
+    let mut header = vec![String::new()];
+    for (name, _) in &cols {
+        for s in Side::ALL {
+            header.push(if name.is_empty() {
+                s.name().to_string()
+            } else {
+                format!("{name} {}", s.name())
+            });
+        }
+    }
+    b.push_record(header);
+    type Cell<'a> = &'a dyn Fn(&h2ledger_core::AnalysisReport, Side) -> String;
+    let row = |label: &str, f: Cell<'_>| {
+        let mut r = vec![label.to_string()];
+        for (_, a) in &cols {
+            for s in Side::ALL {
+                r.push(f(a, s));
+            }
+        }
+        r
+    };
+    let max_calls = cols
+        .iter()
+        .flat_map(|(_, a)| {
+            [
+                a.sides.client.writes_by_calls.0.len(),
+                a.sides.server.writes_by_calls.0.len(),
+            ]
+        })
+        .max()
+        .unwrap_or(0);
+    b.push_record(row("writes in which no frame ends", &|a, s| {
+        a.sides.get(s).writes_without_frame_end.to_string()
+    }));
+    for k in 0..max_calls {
+        let label = match k {
+            0 => "writes carrying 0 calls (control only)".to_string(),
+            1 => "writes carrying 1 call".to_string(),
+            _ => format!("writes carrying {k} calls"),
+        };
+        b.push_record(row(&label, &|a, s| {
+            a.sides
+                .get(s)
+                .writes_by_calls
+                .0
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+                .to_string()
+        }));
+    }
+    b.push_record(row("frames per write (mean)", &|a, s| {
+        opt(a.sides.get(s).frames_per_write.mean)
+    }));
+    b.push_record(row("bytes per write (mean)", &|a, s| {
+        opt(a.sides.get(s).bytes_per_write.mean)
+    }));
+    b.push_record(row("PINGs sent / acked", &|a, s| {
+        let p = &a.sides.get(s).pings;
+        format!("{} / {}", p.sent, p.acked)
+    }));
+    b.push_record(row("BDP rounds (PING to ACK)", &|a, s| {
+        a.sides.get(s).rounds.rounds.to_string()
+    }));
+    b.push_record(row("calls per round", &|a, s| {
+        opt(a.sides.get(s).rounds.calls_per_round)
+    }));
+    b.push_record(row("calls that opened a round", &|a, s| {
+        let r = &a.sides.get(s).rounds;
+        match r.share_of_calls_opening {
+            Some(x) => format!("{} ({:.0}%)", r.calls_opening, x * 100.0),
+            None => "-".into(),
+        }
+    }));
+    let mut t = b.build();
+    t.with(Style::sharp());
+    t.modify(Columns::new(1..), Alignment::right());
+    let mut out = t.to_string();
+    // Calls: concurrency and latency, one column per scope.
+    let mut b = Builder::default();
+    let mut header = vec![String::new()];
+    header.extend(cols.iter().map(|(n, _)| {
+        if n.is_empty() {
+            "all".to_string()
+        } else {
+            n.to_string()
+        }
+    }));
+    b.push_record(header);
+    let crow = |label: &str, f: &dyn Fn(&h2ledger_core::AnalysisReport) -> String| {
+        let mut r = vec![label.to_string()];
+        r.extend(cols.iter().map(|(_, a)| f(a)));
+        r
+    };
+    b.push_record(crow("calls", &|a| a.concurrency.calls.to_string()));
+    b.push_record(crow("calls in flight at start (mean)", &|a| {
+        opt(a.concurrency.mean_in_flight)
+    }));
+    b.push_record(crow("calls in flight at start (max)", &|a| {
+        a.concurrency.max_in_flight.to_string()
+    }));
+    let pct = |label: &str, p: &dyn Fn(&h2ledger_core::AnalysisReport) -> &Percentiles| {
+        let mut rows = Vec::new();
+        for (i, name) in ["p1", "p25", "p50", "p75", "p90", "p95", "p99"]
+            .iter()
+            .enumerate()
+        {
+            rows.push(crow(&format!("{label} {name} (us)"), &|a| {
+                opt(p(a).values()[i])
+            }));
+        }
+        rows
+    };
+    for r in pct("call", &|a| &a.latency_us.call) {
+        b.push_record(r);
+    }
+    for r in pct("first byte", &|a| &a.latency_us.first_byte) {
+        b.push_record(r);
+    }
+    for r in pct("PING rtt", &|a| &a.latency_us.ping_rtt) {
+        b.push_record(r);
+    }
+    b.push_record(crow("GOAWAY ENHANCE_YOUR_CALM", &|a| {
+        a.too_many_pings.to_string()
+    }));
+    let mut t = b.build();
+    t.with(Style::sharp());
+    t.modify(Columns::new(1..), Alignment::right());
+    out.push('\n');
+    out.push_str(&t.to_string());
+    Some(out)
+}
+
+/// Per-method totals of one report.
+pub fn methods_table(a: &h2ledger_core::AnalysisReport) -> Option<String> {
+    if a.methods.is_empty() {
+        return None;
+    }
+    let mut b = Builder::default();
+    b.push_record(
+        [
+            "method",
+            "calls",
+            "status",
+            "client frames/call",
+            "server frames/call",
+            "client writes/call",
+            "server writes/call",
+            "call p50 us",
+            "call p99 us",
+        ]
+        .map(String::from),
+    );
+    for m in &a.methods {
+        b.push_record([
+            m.method.clone(),
+            m.calls.to_string(),
+            m.status
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            opt(m.client.frames_per_call),
+            opt(m.server.frames_per_call),
+            opt(m.client.writes_per_call),
+            opt(m.server.writes_per_call),
+            opt(m.latency_us.p50),
+            opt(m.latency_us.p99),
+        ]);
+    }
+    let mut t = b.build();
+    t.with(Style::sharp());
+    t.modify(Columns::new(1..), Alignment::right());
+    Some(t.to_string())
+}
+
+fn opt(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e12 => format!("{x:.0}"),
+        Some(x) => format!("{x:.2}"),
+        None => "-".to_string(),
+    }
 }

@@ -7,11 +7,15 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use h2ledger_core::Tally;
+use h2ledger_core::LedgerReport;
 
 use crate::live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
+use crate::phases::{self, Obs};
 use crate::pipeline::Pipeline;
-use crate::{input, note_empty, print_ledger, render, report_of, FilterArgs, Format};
+use crate::{
+    input, ledger_report, note_empty, print_full, render, write_plot, AnalysisArgs, FilterArgs,
+    Format,
+};
 
 #[derive(Args)]
 pub struct SniffArgs {
@@ -29,9 +33,10 @@ pub struct SniffArgs {
     /// Stop after N HTTP/2 frames
     #[arg(short = 'c', long, value_name = "N")]
     pub count: Option<u64>,
-    /// Reprint the running ledger every D (redrawn in place on a terminal, appended otherwise;
-    /// with --format json one compact object per line)
-    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    /// Reprint the running ledger every D, the last D beside the total (redrawn in place on a
+    /// terminal, appended otherwise; with --format json one compact object per line); the final
+    /// ledger is then cut into phases of D, like `replay --every`
+    #[arg(long, value_parser = parse_duration, value_name = "D", conflicts_with = "split_at")]
     pub every: Option<Duration>,
     /// Also save the packets to FILE (pcap, nanosecond timestamps), like tcpdump -w
     #[arg(short = 'w', long, value_name = "FILE")]
@@ -53,6 +58,8 @@ pub struct SniffArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
 }
@@ -119,15 +126,15 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         );
     }
     let linktype = live.linktype;
-    let mut p = Pipeline::new(Tally::new());
+    let mut p = Pipeline::new(Obs::new(&a.analysis.wanted(a.every)));
     let stop = run_until_stopped(&mut live, &mut p, linktype, &a).await?;
     live.drain(Duration::from_millis(100), |pkt| {
-        p.packet(linktype, pkt.ts, &pkt.data)
+        packet(&mut p, linktype, &pkt)
     })
     .await;
     let drops = live.drops();
     p.finish();
-    let mut report = report_of(&p);
+    let mut report = ledger_report(&p, &p.ledger.observer.tally);
     note_empty(&mut report, &p, filter.as_deref());
     if drops.kernel + drops.interface > 0 {
         report.warnings.push(format!(
@@ -139,14 +146,23 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         eprintln!("h2ledger: stopped ({stop})");
     }
     let source = format!("{} (live)", live.device);
-    print_ledger(a.format, &source, &report, &p, Some(&drops));
+    let (whole, phases) = phases::build(&mut p, report);
+    if let Some(path) = &a.analysis.plot {
+        write_plot(path, &p, &phases, &source)?;
+    }
+    print_full(a.format, &source, &whole, &phases, &p, Some(&drops));
     drop(live);
     Ok(ExitCode::SUCCESS)
 }
 
+fn packet(p: &mut Pipeline<Obs>, linktype: i32, pkt: &crate::live::Pkt) {
+    p.ledger.observer.set_origin(pkt.ts);
+    p.packet(linktype, pkt.ts, &pkt.data);
+}
+
 async fn run_until_stopped(
     live: &mut Live,
-    p: &mut Pipeline<Tally>,
+    p: &mut Pipeline<Obs>,
     linktype: i32,
     a: &SniffArgs,
 ) -> Result<&'static str> {
@@ -162,7 +178,7 @@ async fn run_until_stopped(
         tokio::select! {
             pkt = live.next() => match pkt {
                 Some(Ok(pkt)) => {
-                    p.packet(linktype, pkt.ts, &pkt.data);
+                    packet(p, linktype, &pkt);
                     if a.count.is_some_and(|n| p.ledger.observer.frames() >= n) {
                         return Ok("--count reached");
                     }
@@ -182,9 +198,17 @@ async fn run_until_stopped(
     }
 }
 
-/// The running ledger for --every.
-fn running(p: &Pipeline<Tally>, format: Format, drops: &mut crate::live::Drops) {
-    let report = report_of(p);
+/// The running ledger for --every: the total so far, and the last complete period.
+fn running(p: &Pipeline<Obs>, format: Format, drops: &mut crate::live::Drops) {
+    let o = &p.ledger.observer;
+    let report = ledger_report(p, &o.tally);
+    let conns = p.ledger.connections();
+    let last = o
+        .phases
+        .len()
+        .checked_sub(2)
+        .and_then(|i| o.phases.get(i))
+        .map(|t| LedgerReport::build(&conns, t));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match format {
@@ -192,6 +216,9 @@ fn running(p: &Pipeline<Tally>, format: Format, drops: &mut crate::live::Drops) 
             let mut v = render::ledger_json(&report, Some(&p.stats), Some(&p.reasm.stats()));
             if let serde_json::Value::Object(m) = &mut v {
                 m.insert("drops".into(), serde_json::to_value(*drops).expect("json"));
+                if let Some(l) = &last {
+                    m.insert("last".into(), render::ledger_json(l, None, None));
+                }
             }
             let _ = writeln!(out, "{v}");
         }
@@ -203,7 +230,11 @@ fn running(p: &Pipeline<Tally>, format: Format, drops: &mut crate::live::Drops) 
                 let _ = writeln!(out, "---");
             }
             let _ = writeln!(out, "{}", render::headline("running", &report));
-            let _ = writeln!(out, "{}", render::ledger_table(&[("", &report)]));
+            let mut cols = vec![("total", &report)];
+            if let Some(l) = &last {
+                cols.push(("last period", l));
+            }
+            let _ = writeln!(out, "{}", render::ledger_table(&cols));
             let _ = writeln!(
                 out,
                 "{}",

@@ -165,6 +165,7 @@ fn sniff_grpcgo_program() {
     std::thread::sleep(Duration::from_millis(300));
     let v = stop(sniff);
     let _ = server.kill();
+    let _ = server.wait();
     let made = n(&report["calls_made"]);
     assert!(made >= 60, "{made}");
     assert_matches_workload("grpc-go live", &v, made, true);

@@ -5,11 +5,14 @@
 //! * `tshark`: the same comparison, with the reference recomputed from tshark now (when
 //!   tshark is installed; CI installs it).
 //! * `bad_input`: broken, empty, foreign and truncated inputs: one clear line, never a panic.
+//! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
+//!   against the workloads' own counts and tshark's per-frame timestamps.
 //! * `live`: (root) `sniff` on real gRPC workloads (tonic; grpc-go when Go is installed),
 //!   `sniff --write` then `replay`, and the demo's JSON.
 
 mod util;
 
+mod analysis;
 mod bad_input;
 mod golden;
 mod live;

@@ -1,0 +1,160 @@
+//! `--plot FILE.svg`: frames per second by kind, per side, over time; phase cuts as dashed
+//! lines. Hand-written SVG, no dependency.
+
+use std::fmt::Write as _;
+
+use h2ledger_core::{FrameClass, Timeline};
+
+/// The classes drawn, with their colours.
+const SERIES: [(FrameClass, &str); 6] = [
+    (FrameClass::Headers, "#1f77b4"),
+    (FrameClass::Trailers, "#9467bd"),
+    (FrameClass::Data, "#2ca02c"),
+    (FrameClass::WindowUpdate, "#ff7f0e"),
+    (FrameClass::Ping, "#d62728"),
+    (FrameClass::PingAck, "#8c564b"),
+];
+
+/// At least this wide a bin, and at most this many bins.
+const MIN_BIN_NS: i64 = 250_000_000;
+const MAX_BINS: usize = 200;
+
+/// Renders the timeline. `cuts`: phase boundaries in seconds from the timeline's origin.
+pub fn svg(t: &Timeline, cuts: &[f64], title: &str) -> String {
+    let n = t.counts.len().max(1);
+    let factor = (n.div_ceil(MAX_BINS)).max((MIN_BIN_NS as usize).div_ceil(t.bucket as usize));
+    let bins = n.div_ceil(factor);
+    let bin_s = (t.bucket as f64 * factor as f64) / 1e9;
+    // rates[side][series][bin]
+    let mut rates = vec![vec![vec![0f64; bins]; SERIES.len()]; 2];
+    for (b, c) in t.counts.iter().enumerate() {
+        for side in 0..2 {
+            for (k, (class, _)) in SERIES.iter().enumerate() {
+                rates[side][k][b / factor] += f64::from(c[side][class.index()]) / bin_s;
+            }
+        }
+    }
+    let span = bins as f64 * bin_s;
+    let ymax = rates
+        .iter()
+        .flatten()
+        .flatten()
+        .fold(1.0f64, |a, &b| a.max(b));
+    let ymax = nice(ymax);
+    let (w, ph, left, top, gap) = (900.0, 220.0, 60.0, 40.0, 50.0);
+    let pw = w - left - 160.0;
+    let h = top + 2.0 * ph + gap + 50.0;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{left}" y="20" font-size="14">{}</text>"#,
+        xml(title)
+    );
+    for (side, name) in ["client", "server"].iter().enumerate() {
+        let y0 = top + side as f64 * (ph + gap);
+        let _ = writeln!(
+            s,
+            r##"<rect x="{left}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" font-weight="bold">{name} sends (frames/s, {bin_s:.2} s bins)</text>"#,
+            left + 5.0,
+            y0 - 6.0
+        );
+        for i in 0..=4 {
+            let v = ymax * f64::from(i) / 4.0;
+            let y = y0 + ph - ph * f64::from(i) / 4.0;
+            let _ = writeln!(
+                s,
+                r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
+                left + pw,
+                left - 4.0,
+                y + 4.0
+            );
+        }
+        for c in cuts {
+            let x = left + pw * c / span;
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{:.1}" stroke="#000" stroke-dasharray="5,4"/>"##,
+                y0 + ph
+            );
+        }
+        for (k, (class, colour)) in SERIES.iter().enumerate() {
+            let pts: Vec<String> = rates[side][k]
+                .iter()
+                .enumerate()
+                .map(|(b, r)| {
+                    let x = left + pw * (b as f64 + 0.5) * bin_s / span;
+                    let y = y0 + ph - ph * r / ymax;
+                    format!("{x:.1},{y:.1}")
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{}"><title>{name} {}</title></polyline>"#,
+                pts.join(" "),
+                class.name()
+            );
+        }
+    }
+    // x axis
+    let yb = top + 2.0 * ph + gap;
+    let step = nice(span / 8.0);
+    let mut x = 0.0;
+    while x <= span + 1e-9 {
+        let px = left + pw * x / span;
+        let _ = writeln!(
+            s,
+            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{x:.1}</text>"#,
+            yb + 15.0
+        );
+        x += step;
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">seconds since the first packet (dashed: phase boundaries)</text>"#,
+        left + pw / 2.0,
+        yb + 32.0
+    );
+    for (k, (class, colour)) in SERIES.iter().enumerate() {
+        let y = top + 20.0 * k as f64;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            left + pw + 15.0,
+            left + pw + 40.0,
+            left + pw + 45.0,
+            y + 4.0,
+            class.name()
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A round number at or above `v` (1, 2, 5 times a power of ten).
+fn nice(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * p >= v {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
