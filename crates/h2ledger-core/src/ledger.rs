@@ -216,6 +216,18 @@ impl DirState {
         self.max_frame.max(DEFAULT_MAX_FRAME)
     }
 
+    /// Framing is lost: look for a proven frame boundary again; HPACK state is gone too.
+    fn lose_framing(&mut self) {
+        self.cur = None;
+        self.head_have = 0;
+        self.mode = Mode::Resync;
+        self.scan = Scanner::default();
+        self.pending.clear();
+        self.pending_writes.clear();
+        self.at_start = false;
+        self.lose_hpack_sync();
+    }
+
     fn lose_hpack_sync(&mut self) {
         self.hpack = mid_stream_decoder();
         self.block_stream = None;
@@ -353,7 +365,18 @@ impl<O: Observer> Ledger<O> {
             ds.pending_writes.push((ds.pending.len(), *w));
         }
         let limit = ds.scan_limit();
-        let found = ds.scan.scan(&ds.pending, ds.at_start, closing, limit);
+        // The other direction already proved HTTP/2 and we hold this one from its first byte:
+        // that byte starts a frame (a server that skipped its SETTINGS still frames; the
+        // client preface is never a plausible head).
+        let first_is_frame = ds.at_start
+            && c.http2
+            && ds.pending.len() >= HEAD_LEN
+            && Head::parse(&ds.pending).is_ok_and(|(_, h)| h.plausible(limit));
+        let found = if first_is_frame {
+            Found::Frames(0)
+        } else {
+            ds.scan.scan(&ds.pending, ds.at_start, closing, limit)
+        };
         let (skip, preface) = match found {
             Found::Wait => {
                 if ds.pending.len() > MAX_DETECT_BYTES {
@@ -548,12 +571,7 @@ impl<O: Observer> Ledger<O> {
         if head.length <= limit {
             return true;
         }
-        ds.mode = Mode::Resync;
-        ds.scan = Scanner::default();
-        ds.pending.clear();
-        ds.pending_writes.clear();
-        ds.at_start = false;
-        ds.lose_hpack_sync();
+        ds.lose_framing();
         let (src, dst) = c.addrs(dir);
         let len = head.length;
         self.warnings.add("bad-frame-head", || {
@@ -951,16 +969,8 @@ impl<O: Observer> Sink for Ledger<O> {
                     }
                     _ => {
                         // A frame whose head we saw existed on the wire: count it, unread.
-                        if let Some(p) = ds.cur.take() {
-                            cut_short = Some(p.head);
-                        }
-                        ds.head_have = 0;
-                        ds.mode = Mode::Resync;
-                        ds.scan = Scanner::default();
-                        ds.pending.clear();
-                        ds.pending_writes.clear();
-                        ds.at_start = false;
-                        ds.lose_hpack_sync();
+                        cut_short = ds.cur.take().map(|p| p.head);
+                        ds.lose_framing();
                         "framing lost; resynchronising, HPACK state reset"
                     }
                 }
