@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# Speed of `h2ledger replay` against tcpdump's read floor and tshark's HTTP/2 dissector, on a
+# large generated capture, plus peak memory, a frame-count cross-check against tshark, and the
+# HPACK decoder benchmark (crates/h2ledger-bench). Method and results: docs/performance.md.
+#
+# usage: scripts/bench.sh [--quick | --full] [--regen] [--runs N] [--tshark-runs N]
+#                         [--no-tshark] [--no-hpack]
+#
+#   --quick        the 100k-request capture
+#   --full         the 1M-request capture, however long tshark takes on it
+#   (neither)      auto: the 1M capture if tshark's time on the 100k capture, scaled by 10,
+#                  says the whole run fits in BENCH_BUDGET seconds (default 600), else 100k
+#   --regen        remake the capture even if BENCH_DIR already holds it
+#   --runs N       timed runs of tcpdump and h2ledger (default 5, plus 1 warm-up)
+#   --tshark-runs N  timed runs of tshark (default 3, no warm-up)
+#   --no-tshark    skip tshark (and the frame-count cross-check)
+#   --no-hpack     skip the HPACK decoder benchmark
+#
+# Environment: BENCH_DIR (default /tmp/h2ledger-bench) holds captures and results, outside the
+# repository; BENCH_BUDGET (seconds, default 600) for the auto choice.
+#
+# Timing is noisy on a shared machine, so every number that matters is a ratio to a baseline
+# measured in the same run: `tcpdump -r F -w /dev/null`, the cost of reading the file.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_DIR=${BENCH_DIR:-/tmp/h2ledger-bench}
+BENCH_BUDGET=${BENCH_BUDGET:-600}
+MODE=auto
+REGEN=0
+RUNS=5
+TSHARK_RUNS=3
+DO_TSHARK=1
+DO_HPACK=1
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) MODE=quick ;;
+        --full) MODE=full ;;
+        --regen) REGEN=1 ;;
+        --runs) RUNS=$2; shift ;;
+        --tshark-runs) TSHARK_RUNS=$2; shift ;;
+        --no-tshark) DO_TSHARK=0 ;;
+        --no-hpack) DO_HPACK=0 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "bench.sh: $*"; exit 1; }
+
+for t in tcpdump h2load nghttpd python3 cargo; do
+    command -v "$t" >/dev/null || die "$t not found (just bench installs: libpcap-dev tshark tcpdump nghttp2-client nghttp2-server)"
+done
+[ "$DO_TSHARK" = 0 ] || command -v tshark >/dev/null || die "tshark not found"
+[ "$(id -u)" -eq 0 ] || die "tcpdump on lo needs root (run as root or with sudo)"
+if [ ! -x /usr/bin/time ]; then
+    say "installing GNU time (for peak RSS)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
+fi
+HYPERFINE=$(command -v hyperfine || true)
+
+mkdir -p "$BENCH_DIR"
+WORK="$BENCH_DIR/run"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# make_capture NAME REQUESTS: BENCH_DIR/NAME.pcap and NAME.port, NAME.meta. nghttpd serves a
+# small file without TLS on a free loopback port; tcpdump records h2load's REQUESTS requests
+# (10 connections x 10 concurrent streams). Retried with a 4x larger buffer if the kernel
+# dropped packets, and on a new port if nghttpd could not bind.
+make_capture() {
+    local name=$1 n=$2 pcap="$BENCH_DIR/$1.pcap" buf=65536 attempt port srv td drops
+    local docroot="$BENCH_DIR/docroot"
+    mkdir -p "$docroot"
+    printf 'h2ledger bench payload: %s\n' "$(printf 'x%.0s' {1..40})" >"$docroot/file"
+    for attempt in 1 2 3 4; do
+        port=$(free_port)
+        nghttpd --no-tls -a 127.0.0.1 -d "$docroot" "$port" >"$WORK/nghttpd.log" 2>&1 &
+        srv=$!
+        PIDS+=("$srv")
+        local up=0
+        for _ in $(seq 50); do
+            if ! kill -0 "$srv" 2>/dev/null; then break; fi
+            if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null; then
+                up=1; break
+            fi
+            sleep 0.1
+        done
+        if [ "$up" = 0 ]; then
+            say "nghttpd did not come up on port $port, retrying: $(tail -1 "$WORK/nghttpd.log")"
+            kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true
+            continue
+        fi
+        say "capturing $n requests on 127.0.0.1:$port (tcpdump -B $buf)"
+        tcpdump -i lo -w "$pcap" -B "$buf" --immediate-mode "tcp port $port" 2>"$WORK/tcpdump.log" &
+        td=$!
+        PIDS+=("$td")
+        for _ in $(seq 100); do grep -q "listening on" "$WORK/tcpdump.log" && break; sleep 0.1; done
+        local t0 t1
+        t0=$(date +%s.%N)
+        h2load -n "$n" -c 10 -m 10 "http://127.0.0.1:$port/file" >"$WORK/h2load.log" 2>&1 \
+            || { cat "$WORK/h2load.log" >&2; die "h2load failed"; }
+        t1=$(date +%s.%N)
+        sleep 1
+        kill -INT "$td"; wait "$td" || true
+        kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true
+        drops=$(sed -n 's/^\([0-9]*\) packets\{0,1\} dropped by kernel.*/\1/p' "$WORK/tcpdump.log")
+        say "  $(grep -E '^requests:' "$WORK/h2load.log")"
+        say "  tcpdump: $(tr '\n' ' ' <"$WORK/tcpdump.log" | sed 's/.*listening[^)]*)[^0-9]*//')"
+        say "  dropped by kernel: ${drops:-?}"
+        if [ "${drops:-1}" = 0 ] && grep -q "succeeded, 0 failed, 0 errored" "$WORK/h2load.log"; then
+            echo "$port" >"$BENCH_DIR/$name.port"
+            {
+                echo "requests=$n"
+                echo "port=$port"
+                echo "tcpdump_buffer_kib=$buf"
+                echo "drops=$drops"
+                echo "h2load_seconds=$(echo "$t1 - $t0" | bc -l 2>/dev/null || python3 -c "print($t1 - $t0)")"
+                echo "h2load_requests=\"$(grep -E '^requests:' "$WORK/h2load.log")\""
+                echo "made=\"$(date -u +%FT%TZ)\""
+            } >"$BENCH_DIR/$name.meta"
+            return 0
+        fi
+        say "  retrying (drops or failed requests)"
+        buf=$((buf * 4))
+    done
+    die "could not make $name without drops"
+}
+
+ensure_capture() {
+    local name=$1 n=$2
+    if [ "$REGEN" = 1 ] || [ ! -s "$BENCH_DIR/$name.pcap" ] || [ ! -s "$BENCH_DIR/$name.port" ]; then
+        make_capture "$name" "$n"
+    else
+        say "reusing $BENCH_DIR/$name.pcap (--regen to remake)"
+    fi
+}
+
+# median_seconds NAME RUNS WARMUP COMMAND: runs COMMAND through hyperfine (or a date loop) and
+# prints the median wall-clock seconds. Output goes to /dev/null unless COMMAND redirects it.
+median_seconds() {
+    local name=$1 runs=$2 warmup=$3 cmd=$4
+    if [ -n "$HYPERFINE" ]; then
+        "$HYPERFINE" --style none --runs "$runs" --warmup "$warmup" \
+            --export-json "$WORK/$name.hyperfine.json" "$cmd" >/dev/null 2>"$WORK/$name.hyperfine.err" \
+            || { cat "$WORK/$name.hyperfine.err" >&2; die "$name failed"; }
+        python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["median"])' \
+            "$WORK/$name.hyperfine.json"
+    else
+        local i t0 t1
+        for ((i = 0; i < warmup; i++)); do bash -c "$cmd" >/dev/null 2>&1; done
+        for ((i = 0; i < runs; i++)); do
+            t0=$(date +%s.%N)
+            bash -c "$cmd" >/dev/null 2>&1
+            t1=$(date +%s.%N)
+            python3 -c "print($t1 - $t0)"
+        done >"$WORK/$name.times"
+        sort -g "$WORK/$name.times" | python3 -c 'import sys,statistics; print(statistics.median(float(l) for l in sys.stdin))'
+    fi
+}
+
+# peak_rss_kib COMMAND...: GNU time's "Maximum resident set size" (KiB), output discarded.
+peak_rss_kib() {
+    /usr/bin/time -v "$@" >/dev/null 2>"$WORK/time.out" || true
+    sed -n 's/.*Maximum resident set size (kbytes): //p' "$WORK/time.out"
+}
+
+# --- Build ------------------------------------------------------------------------------
+cd "$ROOT"
+say "building h2ledger (release)"
+cargo build --release -p h2ledger --quiet
+H2L="$ROOT/target/release/h2ledger"
+
+# --- Which capture ----------------------------------------------------------------------
+TSHARK_100K=""
+if [ "$MODE" = quick ] || [ "$MODE" = auto ]; then
+    ensure_capture h2load-100k 100000
+fi
+if [ "$MODE" = auto ]; then
+    if [ "$DO_TSHARK" = 1 ]; then
+        p=$(cat "$BENCH_DIR/h2load-100k.port")
+        say "auto: timing tshark once on the 100k capture"
+        t0=$(date +%s.%N)
+        tshark -r "$BENCH_DIR/h2load-100k.pcap" -d "tcp.port==$p,http2" -q -z http2,tree >/dev/null 2>&1
+        t1=$(date +%s.%N)
+        TSHARK_100K=$(python3 -c "print(round($t1 - $t0, 2))")
+        # Full run ~ tshark 10x, TSHARK_RUNS timed runs + 1 for its RSS, plus about a minute
+        # for the capture (if missing), tcpdump and h2ledger.
+        est=$(python3 -c "print(int(10 * $TSHARK_100K * ($TSHARK_RUNS) + 60 + (0 if __import__('os').path.exists('$BENCH_DIR/h2load-1M.pcap') else 60)))")
+        if [ "$est" -le "$BENCH_BUDGET" ]; then MODE=full; else MODE=quick; fi
+        say "auto: tshark took ${TSHARK_100K}s on 100k requests; estimated full run ${est}s (budget ${BENCH_BUDGET}s): using --$MODE"
+    else
+        MODE=full
+    fi
+fi
+if [ "$MODE" = full ]; then
+    NAME=h2load-1M; ensure_capture "$NAME" 1000000
+else
+    NAME=h2load-100k
+fi
+F="$BENCH_DIR/$NAME.pcap"
+P=$(cat "$BENCH_DIR/$NAME.port")
+[ -s "$BENCH_DIR/$NAME.meta" ] && DROPS=$(sed -n 's/^drops=//p' "$BENCH_DIR/$NAME.meta") || DROPS="?"
+
+# --- Ledger once: packets for throughput, frames for the cross-check -------------------
+"$H2L" replay "$F" --format json --port "$P" >"$WORK/ledger.json"
+PACKETS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["capture"]["packets"])' "$WORK/ledger.json")
+FILE_BYTES=$(stat -c %s "$F")
+
+say "capture: $F ($FILE_BYTES bytes, $PACKETS packets, port $P, tcpdump drops: $DROPS)"
+say "timing: ${HYPERFINE:-bash date loop}; $RUNS runs (+1 warm-up) for tcpdump and h2ledger, $TSHARK_RUNS for tshark"
+
+# --- Time -------------------------------------------------------------------------------
+T_TCPDUMP=$(median_seconds tcpdump "$RUNS" 1 "tcpdump -r $F -w /dev/null")
+T_H2L=$(median_seconds h2ledger "$RUNS" 1 "$H2L replay $F --format json > /dev/null")
+T_H2LP=$(median_seconds h2ledger-port "$RUNS" 1 "$H2L replay $F --format json --port $P > /dev/null")
+T_TSHARK=""
+if [ "$DO_TSHARK" = 1 ]; then
+    # The last timed run's output is kept for the cross-check; GNU time around it records the
+    # peak RSS (a fork+exec, negligible next to tshark's seconds).
+    T_TSHARK=$(median_seconds tshark "$TSHARK_RUNS" 0 \
+        "/usr/bin/time -f %M -o $WORK/tshark.rss tshark -r $F -d tcp.port==$P,http2 -q -z http2,tree > $WORK/tshark-tree.txt 2>/dev/null")
+fi
+
+# --- Memory -----------------------------------------------------------------------------
+RSS_TCPDUMP=$(peak_rss_kib tcpdump -r "$F" -w /dev/null)
+RSS_H2L=$(peak_rss_kib "$H2L" replay "$F" --format json)
+RSS_H2LP=$(peak_rss_kib "$H2L" replay "$F" --format json --port "$P")
+RSS_TSHARK=$([ -s "$WORK/tshark.rss" ] && tail -1 "$WORK/tshark.rss" || echo "")
+
+# --- Report -----------------------------------------------------------------------------
+python3 - "$WORK/ledger.json" "$WORK/tshark-tree.txt" <<EOF
+import json, re, sys
+runs = {"tcpdump": "$T_TCPDUMP", "h2ledger": "$T_H2L", "h2ledger --port": "$T_H2LP", "tshark": "$T_TSHARK"}
+rss = {"tcpdump": "$RSS_TCPDUMP", "h2ledger": "$RSS_H2L", "h2ledger --port": "$RSS_H2LP", "tshark": "$RSS_TSHARK"}
+cmds = {
+    "tcpdump": "tcpdump -r F -w /dev/null",
+    "h2ledger": "h2ledger replay F --format json",
+    "h2ledger --port": "h2ledger replay F --format json --port $P",
+    "tshark": "tshark -r F -d tcp.port==$P,http2 -q -z http2,tree",
+}
+packets, size = $PACKETS, $FILE_BYTES
+base = float(runs["tcpdump"])
+print()
+print("capture: $F")
+print(f"  {size} bytes, {packets} packets, mode --$MODE, tcpdump drops while capturing: $DROPS")
+print()
+print(f"{'tool':<17} {'median s':>9} {'/ tcpdump':>10} {'packets/s':>11} {'MB/s':>8} {'peak RSS MiB':>13}")
+for k in ["tcpdump", "h2ledger", "h2ledger --port", "tshark"]:
+    if not runs[k]:
+        continue
+    t = float(runs[k])
+    r = f"{int(rss[k]) / 1024:.1f}" if rss[k] else "-"
+    print(f"{k:<17} {t:>9.3f} {t / base:>9.2f}x {packets / t:>11.0f} {size / t / 1e6:>8.1f} {r:>13}")
+if runs["tshark"]:
+    t = float(runs["tshark"])
+    print(f"\nh2ledger / tshark: {float(runs['h2ledger']) / t:.4f} (tshark is {t / float(runs['h2ledger']):.1f}x slower)")
+print(f"h2ledger peak RSS / tcpdump peak RSS: {int(rss['h2ledger']) / int(rss['tcpdump']):.2f}")
+print("\ncommands (F = the capture):")
+for k, c in cmds.items():
+    if runs[k]:
+        print(f"  {k:<16} {c}")
+
+if not runs["tshark"]:
+    sys.exit(0)
+# Cross-check: tshark's http2,tree counts frames by type over both sides; fold the ledger's
+# per-side split (HEADERS/TRAILERS, PING/PING_ACK, SETTINGS/SETTINGS_ACK) the same way.
+ledger = json.load(open(sys.argv[1]))
+s = ledger["sides"]
+fold = {"HEADERS": ["HEADERS", "TRAILERS"], "PING": ["PING", "PING_ACK"],
+        "SETTINGS": ["SETTINGS", "SETTINGS_ACK"]}
+ours = {}
+for side in ("client", "server"):
+    for k, v in s[side]["frames"].items():
+        t = next((t for t, ks in fold.items() if k in ks), k)
+        ours[t] = ours.get(t, 0) + int(v)
+tree = {}
+for line in open(sys.argv[2]):
+    m = re.match(r"^  ([A-Z_]+)\s+(\d+)\s", line)
+    if m:
+        tree[m.group(1)] = int(m.group(2))
+ok = True
+print("\nframe counts, both sides (h2ledger vs tshark -z http2,tree):")
+for t in sorted(set(ours) | set(tree)):
+    a, b = ours.get(t, 0), tree.get(t, 0)
+    if a == 0 and b == 0:
+        continue
+    same = a == b
+    ok &= same
+    print(f"  {t:<14} {a:>10} {b:>10}  {'OK' if same else 'MISMATCH'}")
+print("frame counts:", "OK" if ok else "MISMATCH")
+EOF
+
+# --- HPACK --------------------------------------------------------------------------------
+if [ "$DO_HPACK" = 1 ]; then
+    echo
+    echo "HPACK decoders (cargo run --release -p h2ledger-bench --bin hpack-bench):"
+    cargo run --release --quiet -p h2ledger-bench --bin hpack-bench
+fi
