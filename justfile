@@ -19,8 +19,13 @@ demo *ARGS: (deps build_pkgs)
 
 # Every test: unit, HPACK stories, golden captures, tshark differential, live capture (as root).
 test: (deps test_pkgs)
-    cargo test --workspace --all-targets
-    cargo test --workspace --doc
+    #!/usr/bin/env bash
+    set -euo pipefail
+    log=$(mktemp)
+    trap 'rm -f "$log"' EXIT
+    { cargo test --workspace --all-targets && cargo test --workspace --doc; } 2>&1 | tee "$log"
+    # One closing line for all the test binaries above.
+    awk '/^test result:/ { p += $4; f += $6 } END { printf "summary: %d passed, %d failed\n", p, f }' "$log"
 
 # fmt and clippy, as CI runs them.
 lint: (deps build_pkgs)
