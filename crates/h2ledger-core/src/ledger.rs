@@ -2,6 +2,7 @@
 //! classified and attributed to a side and a write, to an [`Observer`].
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
 
 use h2_frame_parser::hpack::Decoder;
@@ -53,14 +54,27 @@ pub struct FrameEvent<'a> {
 
 /// What the ledger feeds. Every method has an empty default.
 pub trait Observer {
+    /// Whether [`FrameEvent::headers`] is wanted. Decoding always runs (the HPACK table must
+    /// follow the peer); copying the fields out costs time, so observers that never read them
+    /// say no.
+    fn wants_headers(&self) -> bool {
+        true
+    }
     fn open(&mut self, _meta: &ConnMeta) {}
     fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
     fn frame(&mut self, _ev: &FrameEvent<'_>) {}
 }
 
-impl Observer for () {}
+impl Observer for () {
+    fn wants_headers(&self) -> bool {
+        false
+    }
+}
 
 impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn wants_headers(&self) -> bool {
+        self.0.wants_headers() || self.1.wants_headers()
+    }
     fn open(&mut self, meta: &ConnMeta) {
         self.0.open(meta);
         self.1.open(meta);
@@ -76,6 +90,9 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
+    fn wants_headers(&self) -> bool {
+        (**self).wants_headers()
+    }
     fn open(&mut self, meta: &ConnMeta) {
         (**self).open(meta)
     }
@@ -178,6 +195,7 @@ struct DirState {
     block_overflow: bool,
     hpack: Decoder,
     headers: HeaderList,
+    summary: BlockSummary,
     settings_sent: VecDeque<(Option<u32>, Option<u32>)>,
     max_frame: u32,
     mid_stream: bool,
@@ -202,6 +220,7 @@ impl DirState {
             block_overflow: false,
             hpack: Decoder::new(),
             headers: HeaderList::default(),
+            summary: BlockSummary::default(),
             settings_sent: VecDeque::new(),
             max_frame: DEFAULT_MAX_FRAME,
             mid_stream: !at_start,
@@ -248,10 +267,35 @@ struct Conn {
     http2: bool,
     client: Option<(Dir, ClientBy)>,
     dirs: [DirState; 2],
-    streams: HashMap<u32, u8>,
+    streams: StreamMap,
     streams_full: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: [u64; 2],
+}
+
+/// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id.
+type StreamMap = HashMap<u32, u8, BuildHasherDefault<StreamIdHasher>>;
+
+/// Stream ids are 31-bit integers: one multiplication spreads them, and taking the product's
+/// high half as the low bits (which pick the bucket) makes every bit of the id count. SipHash's
+/// protection against chosen keys buys little here: the map is bounded by [`MAX_STREAMS`].
+#[derive(Default, Clone, Copy)]
+struct StreamIdHasher(u64);
+
+impl Hasher for StreamIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(u32::from(b) ^ (self.0 as u32));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (u64::from(n) ^ self.0)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(32);
+    }
 }
 
 fn di(d: Dir) -> usize {
@@ -593,6 +637,7 @@ impl<O: Observer> Ledger<O> {
         complete: bool,
     ) {
         let d = di(dir);
+        let keep = self.observer.wants_headers();
         let c = &mut self.conns[id.0 as usize];
         let (src, dst) = c.addrs(dir);
         let loaded = if complete && head.kind != Kind::Data {
@@ -678,7 +723,7 @@ impl<O: Observer> Ledger<O> {
                     ds.block_stream = None;
                     ds.block_push = head.kind == Kind::PushPromise;
                     if end {
-                        decoded = decode_block(ds, frag, &mut self.warnings, id, src, dst);
+                        decoded = decode_block(ds, frag, keep, &mut self.warnings, id, src, dst);
                     } else {
                         ds.block.clear();
                         ds.block_overflow = false;
@@ -702,8 +747,15 @@ impl<O: Observer> Ledger<O> {
                                 });
                             } else {
                                 let block = std::mem::take(&mut ds.block);
-                                decoded =
-                                    decode_block(ds, &block, &mut self.warnings, id, src, dst);
+                                decoded = decode_block(
+                                    ds,
+                                    &block,
+                                    keep,
+                                    &mut self.warnings,
+                                    id,
+                                    src,
+                                    dst,
+                                );
                                 ds.block = block;
                             }
                         }
@@ -723,14 +775,10 @@ impl<O: Observer> Ledger<O> {
             }
         }
         let pseudo = if decoded && head.kind == Kind::Headers {
-            let ds = &c.dirs[d];
-            if ds
-                .headers
-                .iter()
-                .any(|h| !h.unseen && h.name.starts_with(b":"))
-            {
+            let sum = c.dirs[d].summary;
+            if sum.pseudo {
                 BlockKind::Pseudo
-            } else if ds.headers.iter().any(|h| h.unseen) {
+            } else if sum.unseen {
                 BlockKind::Unknown
             } else {
                 BlockKind::NoPseudo
@@ -743,15 +791,12 @@ impl<O: Observer> Ledger<O> {
             // Who asks and who answers: requests carry :method, responses :status (RFC 9113
             // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
             let ds = &c.dirs[d];
-            let first = if decoded && !ds.block_push {
-                ds.headers.iter().next().map(|h| h.name)
-            } else {
-                None
-            };
-            match first {
-                Some(b":method") => c.set_client(dir, ClientBy::PseudoHeaders),
-                Some(b":status") => c.set_client(dir_of(1 - d), ClientBy::PseudoHeaders),
-                _ => {}
+            if decoded && !ds.block_push {
+                if ds.summary.request {
+                    c.set_client(dir, ClientBy::PseudoHeaders);
+                } else if ds.summary.response {
+                    c.set_client(dir_of(1 - d), ClientBy::PseudoHeaders);
+                }
             }
         }
         if c.client.is_none() && class == FrameClass::Headers && head.stream_id % 2 == 1 {
@@ -770,7 +815,7 @@ impl<O: Observer> Ledger<O> {
             head,
             class,
             frame: loaded.as_ref(),
-            headers: decoded.then_some(&ds.headers),
+            headers: (decoded && keep).then_some(&ds.headers),
             src,
             dst,
         };
@@ -778,9 +823,22 @@ impl<O: Observer> Ledger<O> {
     }
 }
 
+/// What the ledger itself needs of a header block, gathered while decoding it.
+#[derive(Clone, Copy, Debug, Default)]
+struct BlockSummary {
+    /// The first field is `:method` (a request) or `:status` (a response).
+    request: bool,
+    response: bool,
+    /// Some field we can read is a pseudo-header; some field is a placeholder.
+    pseudo: bool,
+    unseen: bool,
+}
+
+/// Decodes a header block, keeping the fields in `ds.headers` only when an observer wants them.
 fn decode_block(
     ds: &mut DirState,
     block: &[u8],
+    keep: bool,
     warnings: &mut Warnings,
     id: ConnId,
     src: SocketAddr,
@@ -788,7 +846,23 @@ fn decode_block(
 ) -> bool {
     ds.headers.clear();
     let headers = &mut ds.headers;
-    match ds.hpack.decode(block, |h| headers.push(&h)) {
+    let mut sum = BlockSummary::default();
+    let mut first = true;
+    let result = ds.hpack.decode(block, |h| {
+        let unseen = h.name_unseen || h.value_unseen;
+        if first {
+            first = false;
+            sum.request = !h.name_unseen && h.name == b":method";
+            sum.response = !h.name_unseen && h.name == b":status";
+        }
+        sum.pseudo |= !unseen && h.name.starts_with(b":");
+        sum.unseen |= unseen;
+        if keep {
+            headers.push(&h);
+        }
+    });
+    ds.summary = sum;
+    match result {
         Ok(()) => true,
         Err(e) => {
             ds.lose_hpack_sync();
@@ -1040,7 +1114,7 @@ impl<O: Observer> Sink for Ledger<O> {
                     });
                 }
             }
-            c.streams = HashMap::new();
+            c.streams = StreamMap::default();
         }
     }
 }
@@ -1053,13 +1127,16 @@ fn new_conn(meta: ConnMeta) -> Conn {
         http2: false,
         client,
         dirs: [DirState::new(at_start), DirState::new(at_start)],
-        streams: HashMap::new(),
+        streams: StreamMap::default(),
         streams_full: false,
         odd_streams: [0; 2],
     }
 }
 
 impl<O: Observer> Observer for Vec<O> {
+    fn wants_headers(&self) -> bool {
+        self.iter().any(|o| o.wants_headers())
+    }
     fn open(&mut self, meta: &ConnMeta) {
         self.iter_mut().for_each(|o| o.open(meta));
     }

@@ -104,6 +104,10 @@ impl Tally {
 }
 
 impl Observer for Tally {
+    fn wants_headers(&self) -> bool {
+        false
+    }
+
     fn open(&mut self, meta: &ConnMeta) {
         self.slot(meta.id, Dir::Fwd);
     }

@@ -78,6 +78,10 @@ impl Obs {
 }
 
 impl Observer for Obs {
+    fn wants_headers(&self) -> bool {
+        self.analysis.is_some()
+    }
+
     fn open(&mut self, meta: &ConnMeta) {
         self.tally.open(meta);
         if let Some(a) = &mut self.analysis {

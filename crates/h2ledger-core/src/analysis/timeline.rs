@@ -33,6 +33,10 @@ impl Timeline {
 }
 
 impl Observer for Timeline {
+    fn wants_headers(&self) -> bool {
+        false
+    }
+
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         let o = *self.origin.get_or_insert(ev.ts);
         let b = ((ev.ts - o).max(0) / self.bucket) as usize;
