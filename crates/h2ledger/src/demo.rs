@@ -184,7 +184,8 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
                 .map(|r| r.name.as_str())
                 .zip(reports.iter())
                 .collect();
-            writeln!(out, "{}", render::ledger_table(&cols))?;
+            let made: Vec<u64> = results.iter().map(|r| r.calls_made).collect();
+            writeln!(out, "{}", render::ledger_table_with(&cols, Some(&made)))?;
             for (r, rep) in results.iter().zip(&reports) {
                 writeln!(
                     out,

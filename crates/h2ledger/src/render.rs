@@ -49,6 +49,11 @@ pub fn tcp_json(t: &TcpStats) -> Value {
 
 /// Rows of the ledger table for one or more ledgers side by side (phases, or just one).
 pub fn ledger_table(columns: &[(&str, &LedgerReport)]) -> String {
+    ledger_table_with(columns, None)
+}
+
+/// [`ledger_table`], with a row of the calls a workload says it made (one per column).
+pub fn ledger_table_with(columns: &[(&str, &LedgerReport)], calls_made: Option<&[u64]>) -> String {
     let mut b = Builder::default();
     let mut header = vec![String::new()];
     for (name, _) in columns {
@@ -95,6 +100,29 @@ pub fn ledger_table(columns: &[(&str, &LedgerReport)]) -> String {
     b.push_record(row("  of which bdpPing", &|r, s| {
         r.sides.get(s).bdp_pings.to_string()
     }));
+    // Other PING payloads by label (hyper's own BDP/keepalive payload, keepalive zeros, ...).
+    let mut labels: Vec<&str> = columns
+        .iter()
+        .flat_map(|(_, r)| [&r.sides.client, &r.sides.server])
+        .flat_map(|t| t.ping_labels.keys().copied())
+        .filter(|l| {
+            *l != h2_frame_parser::ping::classify(&h2_frame_parser::ping::GRPC_GO_BDP)
+                .map_or("", |k| k.label)
+        })
+        .collect();
+    labels.sort_unstable();
+    labels.dedup();
+    for l in labels {
+        b.push_record(row(&format!("  of which {l}"), &|r, s| {
+            r.sides
+                .get(s)
+                .ping_labels
+                .get(l)
+                .copied()
+                .unwrap_or(0)
+                .to_string()
+        }));
+    }
     b.push_record(row("frames", &|r, s| {
         r.sides.get(s).frames.total().to_string()
     }));
@@ -107,6 +135,14 @@ pub fn ledger_table(columns: &[(&str, &LedgerReport)]) -> String {
         Side::Client => r.calls.to_string(),
         Side::Server => String::new(),
     }));
+    if let Some(made) = calls_made {
+        let mut r = vec!["calls made (workload)".to_string()];
+        for (i, _) in columns.iter().enumerate() {
+            r.push(made.get(i).map(|n| n.to_string()).unwrap_or_default());
+            r.push(String::new());
+        }
+        b.push_record(r);
+    }
     b.push_record(row("writes per call", &|r, s| {
         per(r.sides.get(s).writes, r.calls)
     }));
