@@ -1,0 +1,19 @@
+//! The ledger fuzz harness (crates/h2ledger-core/fuzz), run here on every input kept in
+//! fuzz/regressions/ and on a few hand-made hostile streams, so a crash found once stays fixed.
+
+#[path = "../fuzz/harness.rs"]
+mod harness;
+
+#[test]
+fn regressions_and_hostile_streams() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "bin") {
+            harness::run(&std::fs::read(&p).unwrap());
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no regression inputs in {}", dir.display());
+}
