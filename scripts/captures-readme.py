@@ -146,7 +146,8 @@ def main():
       "The script runs exactly this tshark command (Wireshark 4.0.17) and aggregates it; HTTP/2 "
       "fields repeat per frame within a packet and are zipped in order (PING payloads pair with the "
       "non-ACK PING frames: ACK payloads are `http2.pong`):\n\n```\n%s\n```\n\n" % LEDGER_TSHARK)
-    w("`<name>.workload.json` is what the workload itself printed (calls made per phase).\n\n")
+    w("`<name>.workload.json` is what the workload itself printed (calls made per phase). "
+      "`manifest.json` lists each capture's file, port and recipe; the tests read the ports from it.\n\n")
     w("| capture | bytes | packets | linktype | ts precision | snaplen | port |\n|---|---|---|---|---|---|---|\n")
     rows = []
     for name, m in meta.items():
