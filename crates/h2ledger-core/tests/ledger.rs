@@ -28,10 +28,13 @@ const SETTINGS: u8 = 4;
 const PING: u8 = 6;
 const CONTINUATION: u8 = 9;
 
+/// One frame as seen: direction, class, stream, write index, decoded header fields.
+type Seen = (Dir, FrameClass, u32, u64, Vec<(String, String)>);
+
 /// Records every frame event for inspection.
 #[derive(Default)]
 struct Log {
-    frames: Vec<(Dir, FrameClass, u32, u64, Vec<(String, String)>)>,
+    frames: Vec<Seen>,
 }
 
 impl Observer for Log {
