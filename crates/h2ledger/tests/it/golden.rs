@@ -265,3 +265,64 @@ fn port_and_bpf_filters() {
     assert_eq!(n(&one["connections"]), 1);
     assert_eq!(one["calls"], conns[0]["calls"]);
 }
+
+/// Rewrites a little-endian pcap of Ethernet frames to another link type: each frame's 14-byte
+/// Ethernet header is replaced by `header(ethertype)`.
+fn relink(pcap: &[u8], linktype: u32, header: impl Fn(u16) -> Vec<u8>) -> Vec<u8> {
+    assert_eq!(
+        &pcap[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "a little-endian pcap"
+    );
+    assert_eq!(
+        u32::from_le_bytes(pcap[20..24].try_into().unwrap()),
+        1,
+        "Ethernet"
+    );
+    let mut out = pcap[..24].to_vec();
+    out[20..24].copy_from_slice(&linktype.to_le_bytes());
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let rec = &pcap[at..at + 16];
+        let caplen = u32::from_le_bytes(rec[8..12].try_into().unwrap()) as usize;
+        let len = u32::from_le_bytes(rec[12..16].try_into().unwrap()) as usize;
+        let frame = &pcap[at + 16..at + 16 + caplen];
+        let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+        let h = header(ethertype);
+        let mut r = rec.to_vec();
+        r[8..12].copy_from_slice(&((caplen - 14 + h.len()) as u32).to_le_bytes());
+        r[12..16].copy_from_slice(&((len - 14 + h.len()) as u32).to_le_bytes());
+        out.extend_from_slice(&r);
+        out.extend_from_slice(&h);
+        out.extend_from_slice(&frame[14..]);
+        at += 16 + caplen;
+    }
+    out
+}
+
+/// The same real traffic (IPv4 and IPv6) as macOS's `lo0` (BSD NULL, host byte order; LOOP,
+/// network byte order) and as raw IP records: the ledger must not change.
+#[test]
+fn bsd_loopback_and_raw_ip_link_types() {
+    let dir = std::env::temp_dir().join(format!("h2ledger-relink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // AF_INET is 2 everywhere; AF_INET6 is 30 on macOS.
+    let af = |e: u16| if e == 0x86dd { 30u32 } else { 2 };
+    type Header = Box<dyn Fn(u16) -> Vec<u8>>;
+    for cap in ["grpcgo-article", "python-grpcio-ipv6"] {
+        let pcap = std::fs::read(capture(&format!("{cap}.pcap"))).unwrap();
+        let expected = read_json(&capture(&format!("{cap}.tshark.json")));
+        let kinds: [(&str, u32, Header); 3] = [
+            ("null", 0, Box::new(move |e| af(e).to_le_bytes().to_vec())),
+            ("loop", 108, Box::new(move |e| af(e).to_be_bytes().to_vec())),
+            ("raw", 101, Box::new(|_| Vec::new())),
+        ];
+        for (name, linktype, header) in kinds {
+            let p = dir.join(format!("{cap}-{name}.pcap"));
+            std::fs::write(&p, relink(&pcap, linktype, header)).unwrap();
+            let v = replay_json(p.to_str().unwrap(), &[]);
+            assert_ledger_eq(&format!("{cap} as linktype {name}"), &expected, &v);
+            assert_eq!(n(&v["capture"]["undecodable"]), 0);
+        }
+    }
+}
