@@ -32,14 +32,8 @@ pub struct DemoArgs {
     /// Also save the demo's packets to FILE (pcap), to replay later
     #[arg(short = 'w', long, value_name = "FILE")]
     pub write: Option<PathBuf>,
-    /// When started as root, switch to this user once the capture is open
-    #[arg(
-        short = 'Z',
-        long = "user",
-        default_value = "nobody",
-        value_name = "USER"
-    )]
-    pub user: String,
+    #[command(flatten)]
+    pub user: crate::live::UserArg,
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -76,7 +70,7 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
         snaplen: DEFAULT_SNAPLEN,
         buffer_kib: DEFAULT_BUFFER_KIB,
         write: a.write.clone(),
-        user: Some(a.user.clone()),
+        user: Some(a.user.user.clone()),
     })?;
     let linktype = live.linktype;
     let opts = Options {

@@ -25,6 +25,20 @@ pub struct LiveOptions {
     pub user: Option<String>,
 }
 
+/// `-Z USER`, shared by the commands that capture live.
+#[derive(clap::Args, Clone, Debug)]
+pub struct UserArg {
+    /// When started as root, switch to this user once the capture is open (tcpdump -Z);
+    /// `-Z root` keeps root
+    #[arg(
+        short = 'Z',
+        long = "user",
+        default_value = "nobody",
+        value_name = "USER"
+    )]
+    pub user: String,
+}
+
 /// One captured packet, owned.
 pub struct Pkt {
     pub ts: Nanos,

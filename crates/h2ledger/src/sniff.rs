@@ -47,14 +47,8 @@ pub struct SniffArgs {
     /// Snap length: bytes kept of each packet
     #[arg(short = 's', long, default_value_t = DEFAULT_SNAPLEN, value_name = "BYTES")]
     pub snaplen: i32,
-    /// When started as root, switch to this user once the capture is open (tcpdump -Z)
-    #[arg(
-        short = 'Z',
-        long = "user",
-        default_value = "nobody",
-        value_name = "USER"
-    )]
-    pub user: String,
+    #[command(flatten)]
+    pub user: crate::live::UserArg,
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -107,7 +101,7 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         snaplen: a.snaplen,
         buffer_kib: a.buffer_kib,
         write: a.write.clone(),
-        user: Some(a.user.clone()),
+        user: Some(a.user.user.clone()),
     };
     let mut live = Live::open(&opts)?;
     // Always said (like tcpdump's "listening on"): scripts wait for this line.
