@@ -231,3 +231,28 @@ fn unknown_link_type() {
         v["warnings"]
     );
 }
+
+/// A capture the user may not read: says so, names the file. (Run as `nobody` through
+/// setpriv, so it needs root to set up; as another user it is skipped.)
+#[test]
+fn unreadable_file() {
+    if !is_root() || !have("setpriv") {
+        eprintln!("SKIPPED unreadable_file: needs root to switch to nobody");
+        return;
+    }
+    let p = tmp(
+        "secret.pcap",
+        &std::fs::read(capture("midconn.pcap")).unwrap(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // The directory must be searchable by nobody.
+    std::fs::set_permissions(p.parent().unwrap(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(bin_for_nobody())
+        .args(["replay", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_one_line_error(&o, p.to_str().unwrap(), "permission denied");
+}

@@ -225,7 +225,7 @@ fn unprivileged_sniff_says_how_to_fix_it() {
             "--clear-groups",
             "--inh-caps=-all",
         ])
-        .arg(bin())
+        .arg(bin_for_nobody())
         .args(["sniff", "-i", "lo", "--duration", "1"])
         .output()
         .unwrap();

@@ -137,3 +137,20 @@ pub fn have(cmd: &str) -> bool {
         .map(|s| s.success())
         .unwrap_or(false)
 }
+
+/// A copy of the binary that an unprivileged user can run whatever the checkout's location
+/// (a clone under /root is not reachable by `nobody`).
+pub fn bin_for_nobody() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("h2ledger-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let to = dir.join("h2ledger");
+    if !to.exists() {
+        let tmp = dir.join(format!("h2ledger.{:?}", std::thread::current().id()));
+        std::fs::copy(bin(), &tmp).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let _ = std::fs::rename(&tmp, &to);
+    }
+    to
+}
