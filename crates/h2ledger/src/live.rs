@@ -10,8 +10,9 @@ use serde::Serialize;
 
 /// A snap length that holds a whole 64 KiB loopback segment with its headers.
 pub const DEFAULT_SNAPLEN: i32 = 262_144;
-/// Kernel buffer, in KiB (tcpdump -B); large enough for loopback bursts.
-pub const DEFAULT_BUFFER_KIB: i32 = 32 * 1024;
+/// Kernel buffer, in KiB (tcpdump -B): 128 MiB holds a full-speed loopback burst while the
+/// load generator keeps every core busy (docs/performance.md).
+pub const DEFAULT_BUFFER_KIB: i32 = 128 * 1024;
 
 #[derive(Clone, Debug)]
 pub struct LiveOptions {
