@@ -9,7 +9,7 @@ use anyhow::{anyhow, Result};
 use clap::Args;
 use h2ledger_core::LedgerReport;
 
-use crate::live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
+use crate::live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN, DELIVERY_TIMEOUT_MS};
 use crate::phases::{self, Obs};
 use crate::pipeline::Pipeline;
 use crate::{
@@ -122,9 +122,11 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     let linktype = live.linktype;
     let mut p = Pipeline::new(Obs::new(&a.analysis.wanted(a.every)));
     let stop = run_until_stopped(&mut live, &mut p, linktype, &a).await?;
-    live.drain(Duration::from_millis(100), |pkt| {
-        packet(&mut p, linktype, &pkt)
-    })
+    // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
+    live.drain(
+        Duration::from_millis(4 * DELIVERY_TIMEOUT_MS as u64),
+        |pkt| packet(&mut p, linktype, &pkt),
+    )
     .await;
     let drops = live.drops();
     p.finish();

@@ -251,3 +251,62 @@ fn unknown_device_lists_devices() {
     assert!(err.contains("no capture device \"nosuchdev0\""), "{err}");
     assert!(err.contains("lo"), "{err}");
 }
+
+/// h2load at full speed against nghttpd, 10 connections: every call is seen and the kernel
+/// drops nothing at the default settings.
+#[test]
+fn sniff_h2load_full_speed_drops_nothing() {
+    if skip_unless_root("sniff_h2load") {
+        return;
+    }
+    if !have("nghttpd") || !have("h2load") {
+        eprintln!("SKIPPED sniff_h2load: needs nghttp2-server and nghttp2-client");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("h2ledger-h2load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("file"), vec![b'x'; 2000]).unwrap();
+    // nghttpd cannot bind port 0: take a free port and retry if someone else grabs it.
+    let mut server = None;
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new("nghttpd")
+            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
+            .arg(&dir)
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        if child.try_wait().unwrap().is_none() {
+            server = Some((child, port));
+            break;
+        }
+    }
+    let (mut server, port) = server.expect("nghttpd started");
+    let sniff = start_sniff(&["--port", &port.to_string(), "--format", "json"]);
+    let requests = 100_000u64;
+    let load = Command::new("h2load")
+        .args(["-n", &requests.to_string(), "-c", "10", "-m", "10"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .output()
+        .unwrap();
+    assert!(load.status.success());
+    let text = String::from_utf8_lossy(&load.stdout);
+    assert!(text.contains(&format!("{requests} succeeded")), "{text}");
+    std::thread::sleep(Duration::from_millis(500));
+    let v = stop(sniff);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(n(&v["drops"]["kernel"]), 0, "kernel drops");
+    assert_eq!(n(&v["drops"]["interface"]), 0);
+    assert_eq!(n(&v["connections"]), 10);
+    assert_eq!(n(&v["calls"]), requests);
+    assert_eq!(n(&v["sides"]["server"]["frames"]["HEADERS"]), requests);
+    assert_eq!(n(&v["tcp"]["gaps"]), 0);
+}
