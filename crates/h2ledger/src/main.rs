@@ -10,6 +10,7 @@ mod pipeline;
 mod plot;
 mod render;
 mod sniff;
+mod source;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -135,8 +136,10 @@ pub enum LineFormat {
 #[derive(Args)]
 struct CallsArgs {
     /// The capture file (.pcap or .pcapng); `-` reads standard input
-    #[arg(value_name = "FILE")]
-    file: String,
+    #[arg(value_name = "FILE", required_unless_present = "interface")]
+    file: Option<String>,
+    #[command(flatten)]
+    live: source::LiveSourceArgs,
     /// A table, or one JSON object per call
     #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
@@ -147,8 +150,10 @@ struct CallsArgs {
 #[derive(Args)]
 struct FramesArgs {
     /// The capture file (.pcap or .pcapng); `-` reads standard input
-    #[arg(value_name = "FILE")]
-    file: String,
+    #[arg(value_name = "FILE", required_unless_present = "interface")]
+    file: Option<String>,
+    #[command(flatten)]
+    live: source::LiveSourceArgs,
     /// One line per frame, or one JSON object per frame
     #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
@@ -248,15 +253,17 @@ pub fn write_plot(
 }
 
 fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
-    let filter = input::bpf(&a.filter.ports, &a.filter.expression);
-    let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
-    let linktype = cap.linktype;
     let wanted = Wanted {
         analysis: true,
         ..Wanted::default()
     };
     let mut p = Pipeline::new(Obs::new(&wanted));
-    let read = cap.for_each(|ts, data| p.packet(linktype, ts, data));
+    let read = source::feed(
+        a.file.as_deref(),
+        &a.live,
+        &a.filter,
+        |linktype, ts, data| p.packet(linktype, ts, data),
+    )?;
     p.finish();
     let conns = p.ledger.connections();
     let Some(an) = p.ledger.observer.analysis.as_mut() else {
@@ -270,7 +277,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
     for w in &p.ledger.warnings.messages {
         eprintln!("warning: {w}");
     }
-    if let Err(e) = read {
+    if let Some(e) = read.error {
         eprintln!("warning: {e:#}; the calls listed are those before that point");
         return Ok(ExitCode::from(1));
     }
@@ -278,9 +285,6 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
 }
 
 fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
-    let filter = input::bpf(&a.filter.ports, &a.filter.expression);
-    let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
-    let linktype = cap.linktype;
     let ff = frames::FrameFilter {
         conns: a.conns,
         streams: a.streams,
@@ -290,15 +294,23 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
             SideArg::Server => Side::Server,
         }),
     };
-    let mut p = Pipeline::new(frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff));
-    let read = cap.for_each(|ts, data| {
-        p.ledger.observer.set_origin(ts);
-        p.packet(linktype, ts, data);
-        if p.ledger.observer.broken {
-            // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
-            std::process::exit(0);
-        }
-    });
+    let mut printer = frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff);
+    // Live: each frame as soon as it is seen.
+    printer.flush_each = a.live.interface.is_some();
+    let mut p = Pipeline::new(printer);
+    let read = source::feed(
+        a.file.as_deref(),
+        &a.live,
+        &a.filter,
+        |linktype, ts, data| {
+            p.ledger.observer.set_origin(ts);
+            p.packet(linktype, ts, data);
+            if p.ledger.observer.broken {
+                // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
+                std::process::exit(0);
+            }
+        },
+    )?;
     p.finish();
     p.ledger.observer.flush();
     if p.ledger.observer.broken {
@@ -307,7 +319,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     for w in &p.ledger.warnings.messages {
         eprintln!("warning: {w}");
     }
-    if let Err(e) = read {
+    if let Some(e) = read.error {
         eprintln!("warning: {e:#}; the frames printed are those before that point");
         return Ok(ExitCode::from(1));
     }

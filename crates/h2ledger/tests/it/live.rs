@@ -20,8 +20,13 @@ fn skip_unless_root(test: &str) -> bool {
 
 /// Starts `h2ledger sniff ARGS` and waits until it is listening.
 fn start_sniff(args: &[&str]) -> Child {
+    start("sniff", args)
+}
+
+/// Starts `h2ledger COMMAND ARGS` on a live device and waits until it is listening.
+fn start(command: &str, args: &[&str]) -> Child {
     let mut child = Command::new(bin())
-        .arg("sniff")
+        .arg(command)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -309,4 +314,64 @@ fn sniff_h2load_full_speed_drops_nothing() {
     assert_eq!(n(&v["calls"]), requests);
     assert_eq!(n(&v["sides"]["server"]["frames"]["HEADERS"]), requests);
     assert_eq!(n(&v["tcp"]["gaps"]), 0);
+}
+
+/// `frames -i lo` and `calls -i lo`: the per-frame and per-call listings on live traffic.
+#[test]
+fn frames_and_calls_live() {
+    if skip_unless_root("frames_and_calls_live") {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (made, frames, calls) = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let opts = Options::default();
+        let server = h2ledger_workload::serve(listener, &opts).await;
+        let port = addr.port().to_string();
+        let live = ["-i", "lo", "--format", "jsonl", "--port", &port];
+        let frames = start("frames", &live);
+        let calls = start("calls", &live);
+        let results =
+            h2ledger_workload::run_phases(addr, &[Phase::new("one", 2, 10.0, 1.0)], &opts).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (frames, calls) = (stop_lines(frames), stop_lines(calls));
+        let _ = server.shutdown().await;
+        (results[0].calls_made, frames, calls)
+    });
+    assert!(made >= 10, "{made}");
+    let requests = frames
+        .iter()
+        .filter(|f| f["class"] == "HEADERS" && f["side"] == "client")
+        .count() as u64;
+    assert_eq!(requests, made, "request HEADERS among the live frames");
+    let paths: Vec<&Value> = frames
+        .iter()
+        .filter_map(|f| f["headers"].as_array())
+        .flat_map(|h| h.iter())
+        .filter(|kv| kv[0] == ":path")
+        .map(|kv| &kv[1])
+        .collect();
+    assert!(
+        paths.iter().all(|p| *p == "/grpc.health.v1.Health/Check"),
+        "{paths:?}"
+    );
+    assert_eq!(calls.len() as u64, made, "one line per call");
+    assert!(calls.iter().all(|c| c["grpc_status"] == 0), "{calls:?}");
+}
+
+/// SIGTERM, then every JSON line the command printed.
+fn stop_lines(child: Child) -> Vec<Value> {
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "exit status {:?}", out.status);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
 }
