@@ -274,14 +274,21 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         LineFormat::Jsonl => calls::print_jsonl(an.calls(&conns)),
         LineFormat::Table => calls::print_table(an.calls(&conns), p.stats.first.unwrap_or(0.0)),
     }
-    for w in &p.ledger.warnings.messages {
+    Ok(listing_done(&p.ledger.warnings.messages, read, "calls"))
+}
+
+/// After `calls` or `frames`: warnings on stderr, and exit status 1 when the input ended early.
+fn listing_done(warnings: &[String], read: source::Read, what: &str) -> ExitCode {
+    for w in warnings {
         eprintln!("warning: {w}");
     }
-    if let Some(e) = read.error {
-        eprintln!("warning: {e:#}; the calls listed are those before that point");
-        return Ok(ExitCode::from(1));
+    match read.error {
+        Some(e) => {
+            eprintln!("warning: {e:#}; the {what} listed are those before that point");
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
@@ -316,14 +323,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     if p.ledger.observer.broken {
         return Ok(ExitCode::SUCCESS);
     }
-    for w in &p.ledger.warnings.messages {
-        eprintln!("warning: {w}");
-    }
-    if let Some(e) = read.error {
-        eprintln!("warning: {e:#}; the frames printed are those before that point");
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(listing_done(&p.ledger.warnings.messages, read, "frames"))
 }
 
 /// The ledger report of a plain pipeline, with its warnings.
