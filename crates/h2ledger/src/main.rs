@@ -135,11 +135,8 @@ pub enum LineFormat {
 
 #[derive(Args)]
 struct CallsArgs {
-    /// The capture file (.pcap or .pcapng); `-` reads standard input
-    #[arg(value_name = "FILE", required_unless_present = "interface")]
-    file: Option<String>,
     #[command(flatten)]
-    live: source::LiveSourceArgs,
+    source: source::SourceArgs,
     /// A table, or one JSON object per call
     #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
@@ -149,11 +146,8 @@ struct CallsArgs {
 
 #[derive(Args)]
 struct FramesArgs {
-    /// The capture file (.pcap or .pcapng); `-` reads standard input
-    #[arg(value_name = "FILE", required_unless_present = "interface")]
-    file: Option<String>,
     #[command(flatten)]
-    live: source::LiveSourceArgs,
+    source: source::SourceArgs,
     /// One line per frame, or one JSON object per frame
     #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
@@ -258,12 +252,9 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         ..Wanted::default()
     };
     let mut p = Pipeline::new(Obs::new(&wanted));
-    let read = source::feed(
-        a.file.as_deref(),
-        &a.live,
-        &a.filter,
-        |linktype, ts, data| p.packet(linktype, ts, data),
-    )?;
+    let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
+        p.packet(linktype, ts, data)
+    })?;
     p.finish();
     let conns = p.ledger.connections();
     let Some(an) = p.ledger.observer.analysis.as_mut() else {
@@ -303,21 +294,16 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     };
     let mut printer = frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff);
     // Live: each frame as soon as it is seen.
-    printer.flush_each = a.live.interface.is_some();
+    printer.flush_each = a.source.live.interface.is_some();
     let mut p = Pipeline::new(printer);
-    let read = source::feed(
-        a.file.as_deref(),
-        &a.live,
-        &a.filter,
-        |linktype, ts, data| {
-            p.ledger.observer.set_origin(ts);
-            p.packet(linktype, ts, data);
-            if p.ledger.observer.broken {
-                // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
-                std::process::exit(0);
-            }
-        },
-    )?;
+    let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
+        p.ledger.observer.set_origin(ts);
+        p.packet(linktype, ts, data);
+        if p.ledger.observer.broken {
+            // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
+            std::process::exit(0);
+        }
+    })?;
     p.finish();
     p.ledger.observer.flush();
     if p.ledger.observer.broken {

@@ -10,6 +10,16 @@ use crate::input::{self, SavedCapture};
 use crate::live::{Live, LiveOptions, UserArg, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
 use crate::FilterArgs;
 
+/// A saved capture FILE, or `-i DEV` to capture live.
+#[derive(Args, Clone)]
+pub struct SourceArgs {
+    /// The capture file (.pcap or .pcapng); `-` reads standard input
+    #[arg(value_name = "FILE", required_unless_present = "interface")]
+    pub file: Option<String>,
+    #[command(flatten)]
+    pub live: LiveSourceArgs,
+}
+
 #[derive(Args, Clone)]
 pub struct LiveSourceArgs {
     /// Capture live on DEV (e.g. lo) instead of reading a file; stops on Ctrl-C, SIGTERM or
@@ -31,11 +41,11 @@ pub struct Read {
 /// Calls `f(linktype, ts, data)` for every packet of FILE, or of the live device. With `-i`, a
 /// FILE word, if any, is the first word of the filter expression.
 pub fn feed(
-    file: Option<&str>,
-    live: &LiveSourceArgs,
+    source: &SourceArgs,
     filter: &FilterArgs,
     mut f: impl FnMut(i32, Nanos, &[u8]),
 ) -> Result<Read> {
+    let (file, live) = (source.file.as_deref(), &source.live);
     let Some(dev) = &live.interface else {
         let file =
             file.ok_or_else(|| anyhow!("give a capture FILE (or -i DEV to capture live)"))?;
