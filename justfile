@@ -23,9 +23,16 @@ test: (deps test_pkgs)
     set -euo pipefail
     log=$(mktemp)
     trap 'rm -f "$log"' EXIT
-    { cargo test --workspace --all-targets && cargo test --workspace --doc; } 2>&1 | tee "$log"
+    # Every test binary runs (--no-fail-fast), and the summary line is printed even when one fails.
+    set +e
+    ( cargo test --workspace --all-targets --no-fail-fast; a=$?
+      cargo test --workspace --doc --no-fail-fast; b=$?
+      exit $(( a | b )) ) 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
     # One closing line for all the test binaries above.
     awk '/^test result:/ { p += $4; f += $6 } END { printf "summary: %d passed, %d failed\n", p, f }' "$log"
+    exit "$rc"
 
 # fmt and clippy, as CI runs them.
 lint: (deps build_pkgs)
