@@ -1,6 +1,7 @@
 //! Live capture through libpcap: open the device, give up root, stream packets through tokio.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use futures::StreamExt;
@@ -49,15 +50,36 @@ pub struct Pkt {
     pub data: Vec<u8>,
 }
 
+/// The `-w` file, shared by the codec (which writes every packet) and [`Live`] (which flushes
+/// it at the end and reports a failed write).
+struct Save {
+    file: Savefile,
+    packets: u64,
+    /// The first failed flush: libpcap's writes are buffered and report nothing, so the file is
+    /// flushed every [`FLUSH_EVERY`] packets to notice a full disk early.
+    error: Option<String>,
+}
+
+const FLUSH_EVERY: u64 = 256;
+
 struct Codec {
-    save: Option<Savefile>,
+    save: Option<Arc<Mutex<Save>>>,
 }
 
 impl PacketCodec for Codec {
     type Item = Pkt;
     fn decode(&mut self, p: Packet<'_>) -> Pkt {
-        if let Some(s) = self.save.as_mut() {
-            s.write(&p);
+        if let Some(s) = self.save.as_ref() {
+            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            if s.error.is_none() {
+                s.file.write(&p);
+                s.packets += 1;
+                if s.packets % FLUSH_EVERY == 0 {
+                    if let Err(e) = s.file.flush() {
+                        s.error = Some(crate::input::pcap_reason(&e));
+                    }
+                }
+            }
         }
         Pkt {
             ts: crate::pipeline::ts_nanos(&p.header.ts),
@@ -79,6 +101,7 @@ pub struct Drops {
 
 pub struct Live {
     stream: PacketStream<Active, Codec>,
+    save: Option<(PathBuf, Arc<Mutex<Save>>)>,
     pub linktype: i32,
     pub device: String,
     /// Who we run as after opening, when we gave root up.
@@ -154,13 +177,23 @@ impl Live {
             })?;
         }
         let save = match &o.write {
-            Some(p) => Some(cap.savefile(p).map_err(|e| {
-                anyhow!(
-                    "{}: cannot write the capture: {}",
-                    p.display(),
-                    crate::input::pcap_reason(&e)
-                )
-            })?),
+            Some(p) => {
+                let file = cap.savefile(p).map_err(|e| {
+                    anyhow!(
+                        "{}: cannot write the capture: {}",
+                        p.display(),
+                        crate::input::pcap_reason(&e)
+                    )
+                })?;
+                Some((
+                    p.clone(),
+                    Arc::new(Mutex::new(Save {
+                        file,
+                        packets: 0,
+                        error: None,
+                    })),
+                ))
+            }
             None => None,
         };
         let linktype = cap.get_datalink().0;
@@ -170,10 +203,13 @@ impl Live {
             .setnonblock()
             .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?;
         let stream = cap
-            .stream(Codec { save })
+            .stream(Codec {
+                save: save.as_ref().map(|(_, s)| s.clone()),
+            })
             .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?;
         Ok(Live {
             stream,
+            save,
             linktype,
             device: o.device.clone(),
             dropped_to,
@@ -193,6 +229,26 @@ impl Live {
     pub async fn drain(&mut self, quiet: std::time::Duration, mut f: impl FnMut(Pkt)) {
         while let Ok(Some(Ok(p))) = tokio::time::timeout(quiet, self.next()).await {
             f(p);
+        }
+    }
+
+    /// Flushes the `-w` file: an error when any write to it failed (a full disk, a closed pipe).
+    pub fn finish_write(&mut self) -> Result<()> {
+        let Some((path, s)) = &self.save else {
+            return Ok(());
+        };
+        let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+        if s.error.is_none() {
+            if let Err(e) = s.file.flush() {
+                s.error = Some(crate::input::pcap_reason(&e));
+            }
+        }
+        match &s.error {
+            Some(e) => bail!(
+                "{}: cannot write the capture: {e}; the packets saved there are incomplete",
+                path.display()
+            ),
+            None => Ok(()),
         }
     }
 

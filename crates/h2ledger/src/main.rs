@@ -2,6 +2,7 @@
 
 mod calls;
 mod demo;
+mod durations;
 mod frames;
 mod input;
 mod live;
@@ -62,18 +63,31 @@ pub enum Format {
     Json,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct FilterArgs {
     /// Only TCP port N (repeatable); HTTP/2 is detected on any port without it
     #[arg(short, long = "port", value_name = "N")]
     pub ports: Vec<u16>,
-    /// A tcpdump-style BPF filter expression, e.g. `host 127.0.0.1 and tcp port 50051`
-    #[arg(
-        value_name = "EXPRESSION",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// A tcpdump-style BPF capture filter, like tshark -f: `-f "host 127.0.0.1 and tcp port 50051"`
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// The filter as trailing words, like tcpdump (`... tcp port 50051`); options may follow
+    /// them, and words after `--` are always filter words
+    #[arg(value_name = "EXPRESSION")]
     pub expression: Vec<String>,
+}
+
+impl FilterArgs {
+    /// The filter words: `-f EXPR` first, then the trailing words (joined with `and`).
+    pub fn words(&self) -> Vec<String> {
+        match (&self.filter, self.expression.is_empty()) {
+            (Some(f), true) => vec![f.clone()],
+            (Some(f), false) => {
+                vec![format!("({f}) and ({})", self.expression.join(" "))]
+            }
+            (None, _) => self.expression.clone(),
+        }
+    }
 }
 
 /// Analysis options shared by `replay` and `sniff`.
@@ -115,13 +129,13 @@ struct ReplayArgs {
     #[arg(value_name = "FILE")]
     file: String,
     /// Output format: a table (warnings on stderr) or one JSON object (warnings inside)
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
     format: Format,
     #[command(flatten)]
     analysis: AnalysisArgs,
     /// Cut the capture into phases of this length from the first packet (30s, 500ms);
     /// implies --analyze
-    #[arg(long, value_name = "D", value_parser = sniff::parse_duration, conflicts_with = "split_at")]
+    #[arg(long, value_name = "D", value_parser = durations::parse_period, conflicts_with = "split_at")]
     every: Option<std::time::Duration>,
     #[command(flatten)]
     filter: FilterArgs,
@@ -138,7 +152,7 @@ struct CallsArgs {
     #[command(flatten)]
     source: source::SourceArgs,
     /// A table, or one JSON object per call
-    #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
+    #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
     #[command(flatten)]
     filter: FilterArgs,
@@ -149,7 +163,7 @@ struct FramesArgs {
     #[command(flatten)]
     source: source::SourceArgs,
     /// One line per frame, or one JSON object per frame
-    #[arg(short, long, value_enum, default_value_t = LineFormat::Table)]
+    #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
     /// Only connection N (repeatable; numbered from 0 in order of appearance)
     #[arg(long = "conn", value_name = "N")]
@@ -159,7 +173,7 @@ struct FramesArgs {
     streams: Vec<u32>,
     /// Only frames of this wire type (HEADERS, DATA, PING, ...) or ledger class (TRAILERS,
     /// PING_ACK, SETTINGS_ACK); repeatable, case-insensitive
-    #[arg(short = 't', long = "type", value_name = "TYPE")]
+    #[arg(short = 't', long = "type", value_name = "TYPE", value_parser = frame_type)]
     types: Vec<String>,
     /// Only frames sent by this side
     #[arg(long, value_enum)]
@@ -168,10 +182,50 @@ struct FramesArgs {
     filter: FilterArgs,
 }
 
+/// `-t NAME`: a frame type or ledger class, checked, in upper case.
+fn frame_type(s: &str) -> Result<String, String> {
+    h2ledger_core::FrameClass::from_name(s.trim())
+        .map(|c| c.name().to_string())
+        .ok_or_else(|| {
+            let names: Vec<&str> = h2ledger_core::FrameClass::ALL
+                .iter()
+                .map(|c| c.name())
+                .collect();
+            format!("unknown frame type \"{s}\" (one of {})", names.join(", "))
+        })
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SideArg {
     Client,
     Server,
+}
+
+/// Set when the packets go to standard output (`sniff -w -`): the report then goes to stderr.
+static REPORT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Where reports are printed: stdout, or stderr when stdout carries the packets (`-w -`).
+pub fn report_out() -> Box<dyn std::io::Write> {
+    if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+        Box::new(std::io::stderr().lock())
+    } else {
+        Box::new(std::io::stdout().lock())
+    }
+}
+
+/// Whether the report goes to a terminal.
+pub fn report_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    }
+}
+
+/// Sends reports to stderr from now on (the packets take stdout).
+pub fn report_to_stderr() {
+    REPORT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn main() -> ExitCode {
@@ -197,7 +251,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn replay(a: ReplayArgs) -> Result<ExitCode> {
-    let filter = input::bpf(&a.filter.ports, &a.filter.expression);
+    let filter = input::bpf(&a.filter.ports, &a.filter.words());
     let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
     let linktype = cap.linktype;
     let wanted = a.analysis.wanted(a.every);
@@ -286,7 +340,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     let ff = frames::FrameFilter {
         conns: a.conns,
         streams: a.streams,
-        types: a.types.iter().map(|t| t.to_ascii_uppercase()).collect(),
+        types: a.types,
         side: a.side.map(|s| match s {
             SideArg::Client => Side::Client,
             SideArg::Server => Side::Server,
@@ -377,8 +431,7 @@ pub fn print_full<O>(
     p: &Pipeline<O>,
     drops: Option<&live::Drops>,
 ) {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = report_out();
     let report = &whole.ledger;
     match format {
         Format::Json => {

@@ -173,26 +173,28 @@ pub fn parse_cuts(s: &str) -> Result<Vec<Cut>, String> {
 
 fn parse_cut(s: &str) -> Result<Cut, String> {
     if let Some(e) = s.strip_prefix('@') {
-        let v: f64 = e
-            .parse()
-            .map_err(|_| format!("\"{s}\": @ needs epoch seconds, e.g. @1796035824.6646"))?;
-        return Ok(Cut::At(epoch_nanos(e).unwrap_or((v * 1e9) as Nanos)));
+        return epoch_nanos(e).map(Cut::At).ok_or_else(|| {
+            format!("\"{s}\": @ needs epoch seconds (at most 9 decimals), e.g. @1796035824.6646")
+        });
     }
     if s.len() >= 19 && s.as_bytes()[4] == b'-' {
         return rfc3339(s).map(Cut::At);
     }
-    crate::sniff::parse_duration(s).map(|d| Cut::Offset(d.as_nanos() as Nanos))
+    crate::durations::parse(s).map(|d| Cut::Offset(d.as_nanos() as Nanos))
 }
 
 /// Exact decimal seconds to nanoseconds ("1796035824.6646295").
 fn epoch_nanos(s: &str) -> Option<Nanos> {
     let (i, f) = s.split_once('.').unwrap_or((s, ""));
+    if i.is_empty() || !i.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let secs: i64 = i.parse().ok()?;
     if f.len() > 9 || !f.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let frac: i64 = format!("{f:0<9}").parse().ok()?;
-    Some(secs * 1_000_000_000 + frac)
+    secs.checked_mul(1_000_000_000)?.checked_add(frac)
 }
 
 /// RFC 3339 date-time to nanoseconds since the epoch.
@@ -238,7 +240,14 @@ pub fn rfc3339(s: &str) -> Result<Nanos, String> {
         }
         _ => return Err(bad()),
     };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = match mo {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if !(1..=12).contains(&mo) || !(1..=month_days).contains(&d) || h > 23 || mi > 59 || se > 60 {
         return Err(bad());
     }
     // Howard Hinnant's days_from_civil.
@@ -298,5 +307,13 @@ mod tests {
         let t = rfc3339(&fmt_rfc3339(1_796_035_824.664_63)).unwrap();
         assert_eq!(t, 1_796_035_824_664_630_000);
         assert!(rfc3339("2026-13-01T00:00:00Z").is_err());
+        assert!(rfc3339("2026-02-31T00:00:00Z").is_err());
+        assert!(rfc3339("2026-02-29T00:00:00Z").is_err());
+        assert!(rfc3339("2024-02-29T00:00:00Z").is_ok());
+        assert!(rfc3339("2026-04-31T00:00:00Z").is_err());
+        assert!(parse_cut("@99999999999999999999").is_err());
+        assert!(parse_cut("@1e30").is_err());
+        assert!(parse_cut("@-5").is_err());
+        assert!(parse_cut("99999999999999999999s").is_err());
     }
 }

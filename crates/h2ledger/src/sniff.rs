@@ -1,6 +1,6 @@
 //! `h2ledger sniff`: the replay pipeline on live packets.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -27,8 +27,8 @@ pub struct SniffArgs {
         value_name = "DEV"
     )]
     pub device: String,
-    /// Stop after this long (e.g. 30s, 500ms, 2m; a bare number is seconds)
-    #[arg(short, long, value_parser = parse_duration, value_name = "D")]
+    /// Stop after this long (e.g. 30s, 500ms, 1m30s; a bare number is seconds)
+    #[arg(short, long, value_parser = crate::durations::parse_period, value_name = "D")]
     pub duration: Option<Duration>,
     /// Stop after N HTTP/2 frames
     #[arg(short = 'c', long, value_name = "N")]
@@ -36,9 +36,10 @@ pub struct SniffArgs {
     /// Reprint the running ledger every D, the last D beside the total (redrawn in place on a
     /// terminal, appended otherwise; with --format json one compact object per line); the final
     /// ledger is then cut into phases of D, like `replay --every`
-    #[arg(long, value_parser = parse_duration, value_name = "D", conflicts_with = "split_at")]
+    #[arg(long, value_parser = crate::durations::parse_period, value_name = "D", conflicts_with = "split_at")]
     pub every: Option<Duration>,
-    /// Also save the packets to FILE (pcap, nanosecond timestamps), like tcpdump -w
+    /// Also save the packets to FILE (pcap, nanosecond timestamps), like tcpdump -w; `-w -`
+    /// writes them to standard output and the report to standard error
     #[arg(short = 'w', long, value_name = "FILE")]
     pub write: Option<PathBuf>,
     /// Kernel capture buffer in KiB, like tcpdump -B
@@ -50,39 +51,12 @@ pub struct SniffArgs {
     #[command(flatten)]
     pub user: crate::live::UserArg,
     /// Output format
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
-}
-
-/// "30s", "500ms", "2m", "1h", "1.5" (seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a duration (try 30s, 500ms, 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => {
-            return Err(format!(
-                "\"{s}\": unknown unit \"{unit}\" (use ms, s, m or h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("\"{s}\" is not a duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
@@ -94,7 +68,10 @@ pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
 }
 
 async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
-    let filter = input::bpf(&a.filter.ports, &a.filter.expression);
+    let filter = input::bpf(&a.filter.ports, &a.filter.words());
+    if a.write.as_deref() == Some(std::path::Path::new("-")) {
+        crate::report_to_stderr();
+    }
     let opts = LiveOptions {
         device: a.device.clone(),
         filter: filter.clone(),
@@ -129,6 +106,7 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     )
     .await;
     let drops = live.drops();
+    let saved = live.finish_write();
     p.finish();
     let mut report = ledger_report(&p, &p.ledger.observer.tally);
     note_empty(&mut report, &p, filter.as_deref());
@@ -148,6 +126,7 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     }
     print_full(a.format, &source, &whole, &phases, &p, Some(&drops));
     drop(live);
+    saved?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -205,8 +184,7 @@ fn running(p: &Pipeline<Obs>, format: Format, drops: &mut crate::live::Drops) {
         .checked_sub(2)
         .and_then(|i| o.phases.get(i))
         .map(|t| LedgerReport::build(&conns, t));
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::report_out();
     match format {
         Format::Json => {
             let mut v = render::ledger_json(&report, Some(&p.stats), Some(&p.reasm.stats()));
@@ -219,7 +197,7 @@ fn running(p: &Pipeline<Obs>, format: Format, drops: &mut crate::live::Drops) {
             let _ = writeln!(out, "{v}");
         }
         Format::Table => {
-            if out.is_terminal() {
+            if crate::report_is_terminal() {
                 // Redraw in place: clear the screen, cursor home.
                 let _ = write!(out, "\x1b[2J\x1b[H");
             } else {

@@ -27,7 +27,7 @@ pub struct LiveSourceArgs {
     #[arg(short = 'i', long = "interface", value_name = "DEV")]
     pub interface: Option<String>,
     /// With -i: stop after this long (30s, 500ms, 2m)
-    #[arg(short, long, value_parser = crate::sniff::parse_duration, value_name = "D", requires = "interface")]
+    #[arg(short, long, value_parser = crate::durations::parse_period, value_name = "D", requires = "interface")]
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub user: UserArg,
@@ -49,18 +49,17 @@ pub fn feed(
     let Some(dev) = &live.interface else {
         let file =
             file.ok_or_else(|| anyhow!("give a capture FILE (or -i DEV to capture live)"))?;
-        let bpf = input::bpf(&filter.ports, &filter.expression);
+        let bpf = input::bpf(&filter.ports, &filter.words());
         let mut cap = SavedCapture::open(file, bpf.as_deref())?;
         let linktype = cap.linktype;
         let error = cap.for_each(|ts, data| f(linktype, ts, data)).err();
         return Ok(Read { error });
     };
-    let expression: Vec<String> = file
-        .map(str::to_string)
-        .into_iter()
-        .chain(filter.expression.iter().cloned())
-        .collect();
-    let bpf = input::bpf(&filter.ports, &expression);
+    let mut with_file = filter.clone();
+    if let Some(f) = file {
+        with_file.expression.insert(0, f.to_string());
+    }
+    let bpf = input::bpf(&filter.ports, &with_file.words());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

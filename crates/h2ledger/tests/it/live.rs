@@ -298,7 +298,16 @@ fn sniff_h2load_drops_nothing() {
     let sniff = start_sniff(&["--port", &port.to_string(), "--format", "json"]);
     let requests = 20_000u64;
     let load = Command::new("h2load")
-        .args(["-n", &requests.to_string(), "-c", "10", "-m", "10", "--rps", "500"])
+        .args([
+            "-n",
+            &requests.to_string(),
+            "-c",
+            "10",
+            "-m",
+            "10",
+            "--rps",
+            "500",
+        ])
         .arg(format!("http://127.0.0.1:{port}/file"))
         .output()
         .unwrap();
@@ -375,4 +384,66 @@ fn stop_lines(child: Child) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
         .collect()
+}
+
+/// `sniff -w -` writes only pcap to stdout (the report goes to stderr); a `-w` file that cannot
+/// be written is an error with exit status 2, not a silent loss.
+#[test]
+fn sniff_write_to_stdout_and_a_failed_write() {
+    if skip_unless_root("sniff_write") {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let child = Command::new(bin())
+        .args(["sniff", "--duration", "2s", "-w", "-", "--port", &port])
+        .args(["--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    {
+        use std::io::Write;
+        let mut c =
+            std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        c.write_all(b"not http/2 at all").unwrap();
+        s.write_all(b"nor this").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // pcap with nanosecond timestamps, little-endian magic.
+    assert_eq!(
+        &out.stdout[..4],
+        &[0x4d, 0x3c, 0xb2, 0xa1],
+        "stdout is pcap"
+    );
+    assert!(
+        err.contains("\"connections\""),
+        "the report is on stderr: {err}"
+    );
+    let dir = std::env::temp_dir().join(format!("h2ledger-w-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("stdout.pcap");
+    std::fs::write(&saved, &out.stdout).unwrap();
+    let v = replay_json(saved.to_str().unwrap(), &[]);
+    assert!(n(&v["capture"]["packets"]) >= 6, "handshake and data: {v}");
+
+    let out = Command::new(bin())
+        .args([
+            "sniff",
+            "--duration",
+            "1s",
+            "-w",
+            "/dev/full",
+            "--port",
+            &port,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/dev/full: cannot write the capture"), "{err}");
 }

@@ -4,6 +4,7 @@
 //!   cross-checked with Wireshark's dissector (the command is in captures/README.md).
 //! * `tshark`: the same comparison, with the reference recomputed from tshark now (when
 //!   tshark is installed; CI installs it).
+//! * `cli`: option values checked when parsed, options after the filter, `-f`, `-t` names.
 //! * `bad_input`: broken, empty, foreign and truncated inputs: one clear line, never a panic.
 //! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
 //!   against the workloads' own counts and tshark's per-frame timestamps.
@@ -14,6 +15,7 @@ mod util;
 
 mod analysis;
 mod bad_input;
+mod cli;
 mod golden;
 mod live;
 mod tshark;
