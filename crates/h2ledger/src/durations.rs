@@ -99,7 +99,7 @@ fn scaled(num: &str, scale: u128) -> Option<u128> {
         return Some(u128::MAX);
     }
     let mut v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    v = v.checked_mul(scale).unwrap_or(u128::MAX);
+    v = v.saturating_mul(scale);
     let mut unit = scale;
     for d in frac.bytes().take(30) {
         unit /= 10;
