@@ -432,7 +432,7 @@ fn calls_jsonl_count() {
             );
         }
     }
-    let out = run(&["calls", &capture("grpcgo-article.pcap"), "-f", "jsonl"]);
+    let out = run(&["calls", &capture("grpcgo-article.pcap"), "--format", "jsonl"]);
     let c: Value = serde_json::from_str(out.lines().next().expect("line")).expect("json");
     assert_eq!(c["method"], "/grpc.health.v1.Health/Check");
     assert_eq!(c["status"], "grpc-status 0");

@@ -10,12 +10,19 @@
 //!   against the workloads' own counts and tshark's per-frame timestamps.
 //! * `live`: (root) `sniff` on real gRPC workloads (tonic; grpc-go when Go is installed),
 //!   `sniff --write` then `replay`, and the demo's JSON.
+//! * `snap`: insta snapshots of the table and JSON of `replay` (plain, `--analyze`,
+//!   `--split-at`), `calls` and the head of `frames` for every capture in captures/ (rewrite them
+//!   with `INSTA_UPDATE=always cargo test -p h2ledger --test it snap`).
+//! * `doc_examples`: the `$ h2ledger ...` examples of README.md and docs/*.md, run and compared
+//!   with the output the docs show (rewrite them with `H2LEDGER_BLESS_DOCS=1`).
 
 mod util;
 
 mod analysis;
 mod bad_input;
 mod cli;
+mod doc_examples;
 mod golden;
 mod live;
+mod snap;
 mod tshark;
