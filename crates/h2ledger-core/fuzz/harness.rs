@@ -11,7 +11,7 @@ pub fn run(data: &[u8]) {
     let Some((&first, mut rest)) = data.split_first() else {
         return;
     };
-    let mut ledger = Ledger::new((Tally::new(), Analysis::new(None)));
+    let mut ledger = Ledger::new((Tally::new(), Analysis::new(None).keep_finished()));
     ledger.open(&ConnMeta {
         id: ConnId(0),
         first_src: "127.0.0.1:40000".parse().unwrap(),
@@ -64,5 +64,7 @@ pub fn run(data: &[u8]) {
     let an = &mut ledger.observer.1;
     an.flush();
     let _ = an.report(&conns, None);
-    let _ = an.calls(&conns);
+    an.drain_finished(|c| {
+        let _ = c.status();
+    });
 }

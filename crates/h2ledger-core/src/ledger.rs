@@ -63,6 +63,9 @@ pub trait Observer {
     fn open(&mut self, _meta: &ConnMeta) {}
     fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
     fn frame(&mut self, _ev: &FrameEvent<'_>) {}
+    /// The connection is over (nothing more will come for it): fold what is kept per
+    /// connection into totals and free it. `summary` is final.
+    fn close(&mut self, _summary: &ConnSummary) {}
 }
 
 impl Observer for () {
@@ -87,6 +90,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.frame(ev);
         self.1.frame(ev);
     }
+    fn close(&mut self, summary: &ConnSummary) {
+        self.0.close(summary);
+        self.1.close(summary);
+    }
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
@@ -101,6 +108,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         (**self).frame(ev)
+    }
+    fn close(&mut self, summary: &ConnSummary) {
+        (**self).close(summary)
     }
 }
 
@@ -314,6 +324,21 @@ fn dir_of(i: usize) -> Dir {
 }
 
 impl Conn {
+    fn summary(&self) -> ConnSummary {
+        let (client_dir, client_by) = self.client();
+        let (client, server) = self.addrs(client_dir);
+        ConnSummary {
+            id: self.meta.id,
+            http2: self.http2,
+            client,
+            server,
+            client_dir,
+            client_by,
+            mid_stream: self.dirs.iter().any(|d| d.synced && d.mid_stream),
+            start: self.meta.start,
+        }
+    }
+
     fn addrs(&self, d: Dir) -> (SocketAddr, SocketAddr) {
         match d {
             Dir::Fwd => (self.meta.first_src, self.meta.first_dst),
@@ -357,10 +382,37 @@ impl Conn {
     }
 }
 
+/// The open connections, by [`ConnId`]. A connection is freed when it closes (its observers
+/// fold it into their totals), so memory follows what is open, not what has passed.
+#[derive(Default)]
+struct Conns(HashMap<u32, Conn, BuildHasherDefault<StreamIdHasher>>);
+
+impl Conns {
+    fn get(&self, i: usize) -> Option<&Conn> {
+        self.0.get(&(i as u32))
+    }
+    fn get_mut(&mut self, i: usize) -> Option<&mut Conn> {
+        self.0.get_mut(&(i as u32))
+    }
+}
+
+impl std::ops::Index<usize> for Conns {
+    type Output = Conn;
+    fn index(&self, i: usize) -> &Conn {
+        self.get(i).expect("open connection")
+    }
+}
+
+impl std::ops::IndexMut<usize> for Conns {
+    fn index_mut(&mut self, i: usize) -> &mut Conn {
+        self.get_mut(i).expect("open connection")
+    }
+}
+
 /// The ledger over every connection of a capture. Feed it through [`Sink`] (usually from an
 /// [`h2ledger_tcp::Reassembler`]); read the summary with [`Ledger::connections`].
 pub struct Ledger<O> {
-    conns: Vec<Conn>,
+    conns: Conns,
     pub observer: O,
     pub warnings: Warnings,
 }
@@ -368,30 +420,18 @@ pub struct Ledger<O> {
 impl<O: Observer> Ledger<O> {
     pub fn new(observer: O) -> Self {
         Ledger {
-            conns: Vec::new(),
+            conns: Conns::default(),
             observer,
             warnings: Warnings::default(),
         }
     }
 
+    /// The connections still open, in order of their ids. Closed ones were handed to
+    /// [`Observer::close`] and are gone.
     pub fn connections(&self) -> Vec<ConnSummary> {
-        self.conns
-            .iter()
-            .map(|c| {
-                let (client_dir, client_by) = c.client();
-                let (client, server) = c.addrs(client_dir);
-                ConnSummary {
-                    id: c.meta.id,
-                    http2: c.http2,
-                    client,
-                    server,
-                    client_dir,
-                    client_by,
-                    mid_stream: c.dirs.iter().any(|d| d.synced && d.mid_stream),
-                    start: c.meta.start,
-                }
-            })
-            .collect()
+        let mut v: Vec<ConnSummary> = self.conns.0.values().map(Conn::summary).collect();
+        v.sort_unstable_by_key(|c| c.id.0);
+        v
     }
 
     fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
@@ -989,20 +1029,7 @@ fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
 
 impl<O: Observer> Sink for Ledger<O> {
     fn open(&mut self, meta: &ConnMeta) {
-        let idx = meta.id.0 as usize;
-        // ConnIds are dense and in order; tolerate anything else without panicking.
-        while self.conns.len() < idx {
-            let n = self.conns.len() as u32;
-            let mut m = meta.clone();
-            m.id = ConnId(n);
-            self.conns.push(new_conn(m));
-        }
-        let conn = new_conn(meta.clone());
-        if idx < self.conns.len() {
-            self.conns[idx] = conn;
-        } else {
-            self.conns.push(conn);
-        }
+        self.conns.0.insert(meta.id.0, new_conn(meta.clone()));
         self.observer.open(meta);
     }
 
@@ -1116,6 +1143,9 @@ impl<O: Observer> Sink for Ledger<O> {
             }
             c.streams = StreamMap::default();
         }
+        if let Some(c) = self.conns.0.remove(&conn.0) {
+            self.observer.close(&c.summary());
+        }
     }
 }
 
@@ -1145,5 +1175,8 @@ impl<O: Observer> Observer for Vec<O> {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.iter_mut().for_each(|o| o.frame(ev));
+    }
+    fn close(&mut self, summary: &ConnSummary) {
+        self.iter_mut().for_each(|o| o.close(summary));
     }
 }

@@ -1,7 +1,7 @@
 //! Counting: the per-side frame ledger, writes and bytes, per connection, optionally within a
 //! time window (one phase of a run).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use h2_frame_parser::{ping, Frame};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
@@ -36,10 +36,21 @@ impl SideTally {
     }
 }
 
-/// Counts per connection and direction, for events whose time falls in `[from, to)`.
+/// Connections listed one by one in [`LedgerReport::per_connection`]; the counts of later ones
+/// are in the totals only (and `per_connection_omitted` says how many).
+pub const MAX_CONN_DETAIL: usize = 1000;
+
+/// Counts per open connection and direction, for events whose time falls in `[from, to)`;
+/// closed connections are folded into per-side totals (their side is final then) and freed.
 #[derive(Debug, Default)]
 pub struct Tally {
-    conns: Vec<[SideTally; 2]>,
+    open: HashMap<u32, [SideTally; 2]>,
+    /// The closed HTTP/2 connections: totals, and the first [`MAX_CONN_DETAIL`] one by one.
+    closed: Sides,
+    closed_conns: u64,
+    closed_calls: u64,
+    detail: Vec<ConnLedger>,
+    detail_omitted: u64,
     window: Option<(Nanos, Nanos)>,
     frames: u64,
 }
@@ -52,9 +63,8 @@ impl Tally {
     /// Only events with `from <= time < to` are counted.
     pub fn window(from: Nanos, to: Nanos) -> Self {
         Tally {
-            conns: Vec::new(),
             window: Some((from, to)),
-            frames: 0,
+            ..Tally::default()
         }
     }
 
@@ -71,17 +81,18 @@ impl Tally {
     }
 
     fn slot(&mut self, conn: ConnId, dir: Dir) -> &mut SideTally {
-        let i = conn.0 as usize;
-        if self.conns.len() <= i {
-            self.conns.resize_with(i + 1, Default::default);
-        }
-        &mut self.conns[i][match dir {
+        &mut self.open.entry(conn.0).or_default()[match dir {
             Dir::Fwd => 0,
             Dir::Rev => 1,
         }]
     }
 
-    /// The counts of one connection's side.
+    /// Whether this tally holds counts of the open connection `c`.
+    pub fn has(&self, c: &ConnSummary) -> bool {
+        self.open.contains_key(&c.id.0)
+    }
+
+    /// The counts of one open connection's side.
     pub fn side(&self, c: &ConnSummary, side: Side) -> SideTally {
         let dir = match side {
             Side::Client => c.client_dir,
@@ -90,8 +101,8 @@ impl Tally {
                 Dir::Rev => Dir::Fwd,
             },
         };
-        self.conns
-            .get(c.id.0 as usize)
+        self.open
+            .get(&c.id.0)
             .map(|t| {
                 t[match dir {
                     Dir::Fwd => 0,
@@ -103,6 +114,23 @@ impl Tally {
     }
 }
 
+/// One HTTP/2 connection's ledger from its tally.
+fn conn_ledger(c: &ConnSummary, t: &Tally) -> ConnLedger {
+    let mut sides = Sides::default();
+    for s in Side::ALL {
+        *sides.get_mut(s) = t.side(c, s);
+    }
+    ConnLedger {
+        id: c.id.0,
+        client: fmt_addr(&c.client),
+        server: fmt_addr(&c.server),
+        client_by: c.client_by.name(),
+        mid_stream: c.mid_stream,
+        calls: sides.client.frames.get(FrameClass::Headers),
+        sides,
+    }
+}
+
 impl Observer for Tally {
     fn wants_headers(&self) -> bool {
         false
@@ -110,6 +138,22 @@ impl Observer for Tally {
 
     fn open(&mut self, meta: &ConnMeta) {
         self.slot(meta.id, Dir::Fwd);
+    }
+
+    fn close(&mut self, c: &ConnSummary) {
+        if c.http2 && self.has(c) {
+            let l = conn_ledger(c, self);
+            self.closed_conns += 1;
+            self.closed_calls += l.calls;
+            self.closed.client.merge(&l.sides.client);
+            self.closed.server.merge(&l.sides.server);
+            if self.detail.len() < MAX_CONN_DETAIL {
+                self.detail.push(l);
+            } else {
+                self.detail_omitted += 1;
+            }
+        }
+        self.open.remove(&c.id.0);
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -184,36 +228,41 @@ pub struct LedgerReport {
     pub connections: u64,
     pub calls: u64,
     pub sides: Sides,
+    /// The first [`MAX_CONN_DETAIL`] connections (those that closed first, then open ones), by
+    /// id; later ones are counted in the totals only.
     pub per_connection: Vec<ConnLedger>,
+    /// HTTP/2 connections counted in the totals but not listed in `per_connection`.
+    pub per_connection_omitted: u64,
     pub warnings: Vec<String>,
     /// Warnings counted by kind (gaps, malformed frames, HPACK errors, ...).
     pub anomalies: BTreeMap<String, u64>,
 }
 
 impl LedgerReport {
-    /// Builds the report of the HTTP/2 connections among `conns` from `tally`.
+    /// Builds the report from `tally`: its closed HTTP/2 connections, and those among the open
+    /// connections `conns` (from [`crate::Ledger::connections`]) that it holds counts of.
     pub fn build(conns: &[ConnSummary], tally: &Tally) -> LedgerReport {
-        let mut r = LedgerReport::default();
-        for c in conns.iter().filter(|c| c.http2) {
-            let mut sides = Sides::default();
-            for s in Side::ALL {
-                *sides.get_mut(s) = tally.side(c, s);
-            }
-            let calls = sides.client.frames.get(FrameClass::Headers);
+        let mut r = LedgerReport {
+            connections: tally.closed_conns,
+            calls: tally.closed_calls,
+            sides: tally.closed.clone(),
+            per_connection: tally.detail.clone(),
+            per_connection_omitted: tally.detail_omitted,
+            ..LedgerReport::default()
+        };
+        for c in conns.iter().filter(|c| c.http2 && tally.has(c)) {
+            let l = conn_ledger(c, tally);
             r.connections += 1;
-            r.calls += calls;
-            r.sides.client.merge(&sides.client);
-            r.sides.server.merge(&sides.server);
-            r.per_connection.push(ConnLedger {
-                id: c.id.0,
-                client: fmt_addr(&c.client),
-                server: fmt_addr(&c.server),
-                client_by: c.client_by.name(),
-                mid_stream: c.mid_stream,
-                calls,
-                sides,
-            });
+            r.calls += l.calls;
+            r.sides.client.merge(&l.sides.client);
+            r.sides.server.merge(&l.sides.server);
+            if r.per_connection.len() < MAX_CONN_DETAIL {
+                r.per_connection.push(l);
+            } else {
+                r.per_connection_omitted += 1;
+            }
         }
+        r.per_connection.sort_by_key(|c| c.id);
         r
     }
 }

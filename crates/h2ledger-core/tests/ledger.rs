@@ -296,13 +296,17 @@ fn mid_connection_client_from_pseudo_headers() {
     req.extend(frame_bytes!(PING, 1, 0, [0; 8]));
     req.extend(frame_bytes!(DATA, 1, 7, [0; 5]));
     c.write(Dir::Rev, &[&req]);
-    c.ledger
-        .close(ConnId(0), 0, h2ledger_tcp::CloseKind::EndOfCapture);
     let conns = c.ledger.connections();
     assert_eq!(conns[0].client_dir, Dir::Rev);
     assert_eq!(conns[0].client_by.name(), "pseudo-headers");
     assert!(conns[0].mid_stream);
+    // Closed, the connection is folded into the totals by its final side, and freed.
+    c.ledger
+        .close(ConnId(0), 0, h2ledger_tcp::CloseKind::EndOfCapture);
+    assert!(c.ledger.connections().is_empty());
     let r = c.report();
+    assert_eq!(r.connections, 1);
+    assert_eq!(r.per_connection[0].client_by, "pseudo-headers");
     assert_eq!(r.sides.get(Side::Client).frames.get(FrameClass::Headers), 1);
     assert_eq!(r.sides.get(Side::Server).frames.get(FrameClass::Headers), 1);
 }

@@ -4,9 +4,6 @@ use std::io::Write as _;
 
 use h2ledger_core::analysis::{CallView, CALL_KINDS};
 use serde_json::{json, Value};
-use tabled::builder::Builder;
-use tabled::settings::object::Columns;
-use tabled::settings::{Alignment, Style};
 
 fn secs(ns: i64) -> f64 {
     ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 / 1e9
@@ -53,48 +50,103 @@ pub fn call_json(c: &CallView<'_>) -> Value {
     })
 }
 
-/// Prints calls as JSON lines; stops quietly on a closed pipe.
-pub fn print_jsonl<'a>(calls: impl Iterator<Item = CallView<'a>>) {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    for c in calls {
-        if writeln!(out, "{}", call_json(&c)).is_err() {
-            return;
-        }
-    }
-    let _ = out.flush();
+/// The `calls` listing, printed as calls are folded (about the order they end, within a second
+/// of capture time), so that no row is held: the table's columns have fixed widths.
+pub struct CallPrinter {
+    out: std::io::BufWriter<std::io::Stdout>,
+    jsonl: bool,
+    /// Times are printed relative to this (the first packet), seconds since the epoch.
+    origin: Option<f64>,
+    pub calls: u64,
+    /// The reader went away (`| head`).
+    pub broken: bool,
 }
 
-/// Prints calls as a table (times relative to `origin`, seconds since the epoch).
-pub fn print_table<'a>(calls: impl Iterator<Item = CallView<'a>>, origin: f64) {
-    let mut b = Builder::default();
-    b.push_record(
-        [
-            "conn",
-            "stream",
-            "start s",
-            "method",
-            "status",
-            "first byte ms",
-            "call ms",
-            "in flight",
-            "client H/D/T/o",
-            "server H/D/T/o",
-            "writes c/s",
-            "opened round c/s",
-        ]
-        .map(String::from),
-    );
-    let ms = |ns: i64| {
-        if ns < 0 {
-            "-".to_string()
-        } else {
-            format!("{:.3}", ns as f64 / 1e6)
+/// Column headers and widths of the table (a negative width aligns left).
+const COLUMNS: [(&str, i32); 12] = [
+    ("conn", 4),
+    ("stream", 6),
+    ("start s", 10),
+    ("method", -28),
+    ("status", -14),
+    ("1st byte ms", 11),
+    ("call ms", 9),
+    ("in fl", 5),
+    ("client H/D/T/o", 14),
+    ("server H/D/T/o", 14),
+    ("writes c/s", 10),
+    ("round c/s", 9),
+];
+
+fn row(cells: &[String]) -> String {
+    let mut line = String::new();
+    for (i, ((_, w), c)) in COLUMNS.iter().zip(cells).enumerate() {
+        if i > 0 {
+            line.push(' ');
         }
-    };
-    let mut n = 0u64;
-    for c in calls {
+        let w = w.unsigned_abs() as usize;
+        let c = fit(c, w);
+        if COLUMNS[i].1 < 0 {
+            line.push_str(&format!("{c:<w$}"));
+        } else {
+            line.push_str(&format!("{c:>w$}"));
+        }
+    }
+    line.trim_end().to_string()
+}
+
+/// `s` in at most `w` characters: a longer one keeps its end (a method's name) after `…`.
+fn fit(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n - (w - 1)).collect();
+    format!("…{tail}")
+}
+
+impl CallPrinter {
+    pub fn new(jsonl: bool) -> Self {
+        CallPrinter {
+            out: std::io::BufWriter::new(std::io::stdout()),
+            jsonl,
+            origin: None,
+            calls: 0,
+            broken: false,
+        }
+    }
+
+    pub fn set_origin(&mut self, t: h2ledger_tcp::Nanos) {
+        if self.origin.is_none() {
+            self.origin = Some(secs(t));
+            if !self.jsonl {
+                let head: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
+                self.line(&row(&head));
+            }
+        }
+    }
+
+    fn line(&mut self, s: &str) {
+        if !self.broken && writeln!(self.out, "{s}").is_err() {
+            self.broken = true;
+        }
+    }
+
+    pub fn call(&mut self, c: &CallView<'_>) {
+        self.calls += 1;
+        if self.jsonl {
+            let l = call_json(c).to_string();
+            self.line(&l);
+            return;
+        }
         let r = c.rec;
+        let ms = |ns: i64| {
+            if ns < 0 {
+                "-".to_string()
+            } else {
+                format!("{:.3}", ns as f64 / 1e6)
+            }
+        };
         let f = |rel: usize| {
             r.frames[rel]
                 .iter()
@@ -103,10 +155,10 @@ pub fn print_table<'a>(calls: impl Iterator<Item = CallView<'a>>, origin: f64) {
                 .join("/")
         };
         let yn = |b: bool| if b { "y" } else { "-" };
-        b.push_record([
+        let cells = [
             r.conn.to_string(),
             r.stream.to_string(),
-            format!("{:.6}", secs(r.start) - origin),
+            format!("{:.6}", secs(r.start) - self.origin.unwrap_or(0.0)),
             c.method.to_string(),
             c.status(),
             ms(r.first_byte),
@@ -120,14 +172,28 @@ pub fn print_table<'a>(calls: impl Iterator<Item = CallView<'a>>, origin: f64) {
                 yn(r.opened_round(h2ledger_core::Side::Client)),
                 yn(r.opened_round(h2ledger_core::Side::Server))
             ),
-        ]);
-        n += 1;
+        ];
+        let l = row(&cells);
+        self.line(&l);
     }
-    let mut t = b.build();
-    t.with(Style::sharp());
-    t.modify(Columns::new(5..), Alignment::right());
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let _ = writeln!(out, "{t}");
-    let _ = writeln!(out, "{n} calls");
+
+    /// Live: what was printed reaches the reader now.
+    pub fn flush(&mut self) {
+        if !self.broken && self.out.flush().is_err() {
+            self.broken = true;
+        }
+    }
+
+    /// After the last call: the count (table), then flush.
+    pub fn finish(&mut self) {
+        if !self.jsonl {
+            if self.origin.is_none() {
+                let head: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
+                self.line(&row(&head));
+            }
+            let n = self.calls;
+            self.line(&format!("{n} calls"));
+        }
+        self.flush();
+    }
 }

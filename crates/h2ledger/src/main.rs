@@ -295,6 +295,13 @@ pub fn write_plot(
         .filter_map(|f| f.start)
         .map(|s| s - origin)
         .collect();
+    if t.refused > 0 {
+        eprintln!(
+            "warning: the plot keeps {} time buckets: {} frames of later buckets are not drawn",
+            h2ledger_core::analysis::timeline::MAX_BUCKETS,
+            t.refused
+        );
+    }
     let svg = plot::svg(t, &cuts, &format!("{source}: HTTP/2 frames per second"));
     std::fs::write(path, svg)
         .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))
@@ -305,19 +312,33 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         analysis: true,
         ..Wanted::default()
     };
-    let mut p = Pipeline::new(Obs::new(&wanted));
+    let mut obs = Obs::new(&wanted);
+    obs.analysis = obs.analysis.map(|an| an.keep_finished());
+    let mut p = Pipeline::new(obs);
+    let mut printer = calls::CallPrinter::new(a.format == LineFormat::Jsonl);
+    let live = a.source.live.interface.is_some();
     let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
-        p.packet(linktype, ts, data)
+        printer.set_origin(ts);
+        p.packet(linktype, ts, data);
+        if let Some(an) = p.ledger.observer.analysis.as_mut() {
+            an.drain_finished(|c| printer.call(&c));
+        }
+        if live {
+            printer.flush();
+        }
+        if printer.broken {
+            // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
+            std::process::exit(0);
+        }
     })?;
     p.finish();
-    let conns = p.ledger.connections();
-    let Some(an) = p.ledger.observer.analysis.as_mut() else {
+    if let Some(an) = p.ledger.observer.analysis.as_mut() {
+        an.flush();
+        an.drain_finished(|c| printer.call(&c));
+    }
+    printer.finish();
+    if printer.broken {
         return Ok(ExitCode::SUCCESS);
-    };
-    an.flush();
-    match a.format {
-        LineFormat::Jsonl => calls::print_jsonl(an.calls(&conns)),
-        LineFormat::Table => calls::print_table(an.calls(&conns), p.stats.first.unwrap_or(0.0)),
     }
     Ok(listing_done(&p.ledger.warnings.messages, read, "calls"))
 }

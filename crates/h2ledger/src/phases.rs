@@ -1,9 +1,11 @@
 //! The observers a run attaches (ledger tally, per-phase tallies, analysis, timeline) and the
 //! reports built from them, for the whole capture and per phase.
 
-use h2ledger_core::analysis::{Cut, Splitter};
+use std::collections::HashMap;
+
+use h2ledger_core::analysis::{Cut, Phased, Splitter, MAX_PHASES};
 use h2ledger_core::{
-    Analysis, AnalysisReport, FrameEvent, LedgerReport, Observer, Tally, Timeline,
+    Analysis, AnalysisReport, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline,
 };
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
@@ -24,8 +26,11 @@ pub struct Wanted {
 pub struct Obs {
     pub tally: Tally,
     pub splitter: Option<Splitter>,
-    /// Phase `i`'s ledger: frames and writes whose time falls in phase `i`.
-    pub phases: Vec<Tally>,
+    /// Phase `i`'s ledger: frames and writes whose time falls in phase `i` (only the phases
+    /// that saw something, at most `MAX_PHASES`).
+    pub phases: Phased<Tally>,
+    /// The phases each open connection has counts in (folded there when it closes).
+    touched: HashMap<u32, Vec<u64>>,
     pub analysis: Option<Analysis>,
     pub timeline: Option<Timeline>,
     origin_set: bool,
@@ -36,7 +41,8 @@ impl Obs {
         Obs {
             tally: Tally::new(),
             splitter: w.splitter.clone(),
-            phases: Vec::new(),
+            phases: Phased::default(),
+            touched: HashMap::new(),
             analysis: w.analysis.then(|| Analysis::new(w.splitter.clone())),
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
@@ -64,16 +70,17 @@ impl Obs {
         self.tally.frames()
     }
 
-    fn phase_tally(&mut self, t: Nanos) -> Option<&mut Tally> {
+    fn phase_tally(&mut self, conn: ConnId, t: Nanos) -> Option<&mut Tally> {
         let s = self.splitter.as_mut()?;
         if s.origin().is_none() {
             s.set_origin(t);
         }
         let i = s.phase_of(t);
-        if self.phases.len() <= i {
-            self.phases.resize_with(i + 1, Tally::new);
+        let touched = self.touched.entry(conn.0).or_default();
+        if !touched.contains(&i) {
+            touched.push(i);
         }
-        Some(&mut self.phases[i])
+        self.phases.get_mut(i)
     }
 }
 
@@ -91,7 +98,7 @@ impl Observer for Obs {
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.tally.write(conn, dir, w);
-        if let Some(t) = self.phase_tally(w.ts) {
+        if let Some(t) = self.phase_tally(conn, w.ts) {
             t.write(conn, dir, w);
         }
         if let Some(a) = &mut self.analysis {
@@ -101,7 +108,7 @@ impl Observer for Obs {
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.tally.frame(ev);
-        if let Some(t) = self.phase_tally(ev.ts) {
+        if let Some(t) = self.phase_tally(ev.conn, ev.ts) {
             t.frame(ev);
         }
         if let Some(a) = &mut self.analysis {
@@ -109,6 +116,18 @@ impl Observer for Obs {
         }
         if let Some(tl) = &mut self.timeline {
             tl.frame(ev);
+        }
+    }
+
+    fn close(&mut self, summary: &ConnSummary) {
+        self.tally.close(summary);
+        for i in self.touched.remove(&summary.id.0).unwrap_or_default() {
+            if let Some(t) = self.phases.existing_mut(i) {
+                t.close(summary);
+            }
+        }
+        if let Some(a) = &mut self.analysis {
+            a.close(summary);
         }
     }
 }
@@ -124,13 +143,22 @@ pub struct Full {
     pub end: Option<f64>,
 }
 
-/// The whole capture's report and one per phase. Call after `Pipeline::finish`.
-pub fn build(p: &mut Pipeline<Obs>, whole: LedgerReport) -> (Full, Vec<Full>) {
+/// The whole capture's report and one per phase. Call after `Pipeline::finish`. With
+/// `--split-at` every phase the cuts make is reported; with `--every` only those in which
+/// something happened (a capture whose clock jumps a day has two phases, not 86,400).
+pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>) {
     if let Some(a) = &mut p.ledger.observer.analysis {
         a.flush();
     }
     let conns = p.ledger.connections();
     let o = &p.ledger.observer;
+    let refused = o.phases.refused;
+    if refused > 0 {
+        whole.warnings.push(format!(
+            "more than {MAX_PHASES} phases: {refused} writes and frames of later phases are in the totals only"
+        ));
+        whole.anomalies.insert("phases-capped".to_string(), refused);
+    }
     let full = Full {
         name: String::new(),
         analysis: o.analysis.as_ref().map(|a| a.report(&conns, None)),
@@ -141,9 +169,22 @@ pub fn build(p: &mut Pipeline<Obs>, whole: LedgerReport) -> (Full, Vec<Full>) {
     let mut phases = Vec::new();
     if let (Some(s), Some(first), Some(last)) = (o.splitter.clone(), p.stats.first, p.stats.last) {
         let mut s = s;
-        let bounds = s.bounds(nanos(first), nanos(last));
+        let indexes: Vec<u64> = match s.cut_phases() {
+            Some(n) => (0..n).collect(),
+            None => {
+                let mut v: Vec<u64> = o.phases.indexes().collect();
+                if let Some(a) = &o.analysis {
+                    v.extend(a.phase_indexes());
+                }
+                v.sort_unstable();
+                v.dedup();
+                v.truncate(MAX_PHASES);
+                v
+            }
+        };
         let empty = Tally::new();
-        for (i, (a, b)) in bounds.into_iter().enumerate() {
+        for i in indexes {
+            let (a, b) = s.bounds_of(i, nanos(first), nanos(last));
             let t = o.phases.get(i).unwrap_or(&empty);
             phases.push(Full {
                 name: format!("phase {}", i + 1),
@@ -164,11 +205,20 @@ fn nanos(s: f64) -> Nanos {
 /// `--split-at`: RFC 3339 times (`2026-11-30T12:10:24.664Z`, `...+01:00`), `@EPOCH` seconds,
 /// or offsets from the first packet (`30s`, `1.5`, `500ms`), comma separated.
 pub fn parse_cuts(s: &str) -> Result<Vec<Cut>, String> {
-    s.split(',')
+    let cuts: Vec<Cut> = s
+        .split(',')
         .map(str::trim)
         .filter(|x| !x.is_empty())
         .map(parse_cut)
-        .collect()
+        .collect::<Result<_, _>>()?;
+    if cuts.len() >= MAX_PHASES {
+        return Err(format!(
+            "{} cuts: at most {} (phases are capped at {MAX_PHASES})",
+            cuts.len(),
+            MAX_PHASES - 1
+        ));
+    }
+    Ok(cuts)
 }
 
 fn parse_cut(s: &str) -> Result<Cut, String> {

@@ -22,7 +22,11 @@ pub struct Pipeline<O> {
     pub stats: CaptureStats,
     first: Option<Nanos>,
     last: Nanos,
+    prev: Nanos,
 }
+
+/// A packet whose time is more than an hour from the previous packet's is reported.
+const TIMESTAMP_JUMP_NS: u64 = 3_600_000_000_000;
 
 impl<O: Observer> Pipeline<O> {
     pub fn new(observer: O) -> Self {
@@ -32,14 +36,34 @@ impl<O: Observer> Pipeline<O> {
             stats: CaptureStats::default(),
             first: None,
             last: 0,
+            prev: 0,
         }
     }
 
     pub fn packet(&mut self, linktype: i32, ts: Nanos, data: &[u8]) {
         self.stats.packets += 1;
-        if self.first.is_none() {
-            self.first = Some(ts);
+        match self.first {
+            None => self.first = Some(ts),
+            Some(_) => {
+                // A clock jump or a damaged timestamp: said, and it costs no memory (phases and
+                // plot buckets exist only where packets are).
+                let jump = ts.saturating_sub(self.prev);
+                if jump.unsigned_abs() > TIMESTAMP_JUMP_NS {
+                    let n = self.stats.packets;
+                    let prev = self.prev;
+                    self.ledger.warnings.add("timestamp-jump", || {
+                        format!(
+                            "packet {n}: its time is {:.0} s {} the previous packet's ({} -> {}); phases and plots span the gap",
+                            jump.unsigned_abs() as f64 / 1e9,
+                            if jump > 0 { "after" } else { "before" },
+                            secs(prev),
+                            secs(ts)
+                        )
+                    });
+                }
+            }
         }
+        self.prev = ts;
         self.last = self.last.max(ts);
         match link::decode(linktype, data) {
             Ok(Some(seg)) => {
@@ -72,7 +96,9 @@ impl<O: Observer> Pipeline<O> {
 /// A libpcap timestamp in nanoseconds. Captures are opened with nanosecond precision, so
 /// `tv_usec` holds nanoseconds.
 pub fn ts_nanos(ts: &libc::timeval) -> Nanos {
-    ts.tv_sec * 1_000_000_000 + ts.tv_usec
+    ts.tv_sec
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_usec)
 }
 
 pub fn secs(ns: Nanos) -> f64 {

@@ -21,13 +21,14 @@ const MAX_BINS: usize = 200;
 
 /// Renders the timeline. `cuts`: phase boundaries in seconds from the timeline's origin.
 pub fn svg(t: &Timeline, cuts: &[f64], title: &str) -> String {
-    let n = t.counts.len().max(1);
+    let n = t.counts.keys().next_back().map_or(1, |b| *b as usize + 1);
     let factor = (n.div_ceil(MAX_BINS)).max((MIN_BIN_NS as usize).div_ceil(t.bucket as usize));
     let bins = n.div_ceil(factor);
     let bin_s = (t.bucket as f64 * factor as f64) / 1e9;
     // rates[side][series][bin]
     let mut rates = vec![vec![vec![0f64; bins]; SERIES.len()]; 2];
-    for (b, c) in t.counts.iter().enumerate() {
+    for (&b, c) in &t.counts {
+        let b = b as usize;
         for side in 0..2 {
             for (k, (class, _)) in SERIES.iter().enumerate() {
                 rates[side][k][b / factor] += f64::from(c[side][class.index()]) / bin_s;

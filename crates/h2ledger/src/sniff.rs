@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use h2ledger_core::LedgerReport;
+use h2ledger_core::{LedgerReport, Tally};
 
 use crate::live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN, DELIVERY_TIMEOUT_MS};
 use crate::phases::{self, Obs};
@@ -178,12 +178,18 @@ fn running(p: &Pipeline<Obs>, format: Format, drops: &mut crate::live::Drops) {
     let o = &p.ledger.observer;
     let report = ledger_report(p, &o.tally);
     let conns = p.ledger.connections();
-    let last = o
-        .phases
-        .len()
-        .checked_sub(2)
-        .and_then(|i| o.phases.get(i))
-        .map(|t| LedgerReport::build(&conns, t));
+    // The last complete period: the one before the period the clock is in now. It is shown
+    // also when nothing happened in it (an empty column, not the last busy period).
+    let last = o.splitter.as_ref().and_then(|s| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        let current = s.phase_of(now);
+        let empty = Tally::new();
+        current
+            .checked_sub(1)
+            .map(|i| LedgerReport::build(&conns, o.phases.get(i).unwrap_or(&empty)))
+    });
     let mut out = crate::report_out();
     match format {
         Format::Json => {

@@ -2,9 +2,12 @@
 //! trips and BDP rounds, concurrency and latency from the wire, optionally per phase.
 //!
 //! [`Analysis`] is an [`Observer`]; attach it next to a [`crate::Tally`] only when its output is
-//! wanted (it keeps one [`CallRec`] of 64 bytes per call, one 24-byte sample per PING round
-//! trip, and a few counters per connection, side and phase). docs/article.md defines every
-//! term (call, write, round, in flight, latency) with the capture it was checked on.
+//! wanted. Its memory follows what is open, never what has passed: a call is a 64-byte
+//! [`CallRec`] while in flight and for a moment after it ends (a BDP PING may still name it),
+//! then it is folded into counters and bounded histograms ([`hist::LatencyHist`]) and dropped;
+//! a connection's counters are folded by side when it closes. docs/ledger.md states every bound;
+//! docs/article.md defines every term (call, write, round, in flight, latency) with the capture
+//! it was checked on.
 //!
 //! ```
 //! use h2ledger_core::analysis::{Analysis, Splitter};
@@ -17,7 +20,9 @@
 //! assert_eq!(report.concurrency.calls, 0);
 //! ```
 
+pub mod hist;
 pub mod phase;
+mod report;
 pub mod stats;
 pub mod timeline;
 
@@ -25,20 +30,24 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use h2_frame_parser::{ping, ErrorCode, Frame};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
-use serde::ser::{SerializeMap, Serializer};
-use serde::Serialize;
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer, NO_WRITE};
 use crate::model::{FrameClass, Side};
 
-pub use phase::{Cut, Splitter};
+pub use hist::LatencyHist;
+pub use phase::{Cut, Phased, Splitter, MAX_PHASES};
+pub use report::*;
 pub use stats::{nearest_rank, Percentiles, PERCENTILES};
 pub use timeline::Timeline;
 
-/// Calls tracked at once (in flight); calls beyond are not recorded.
-pub const MAX_ACTIVE_CALLS: usize = 1 << 20;
+/// Calls followed at once (in flight); calls beyond are counted in `limits.untracked_calls`.
+pub const MAX_ACTIVE_CALLS: usize = 1 << 16;
 /// Distinct `:path` values kept; later ones are counted under `(other)`.
 pub const MAX_METHODS: usize = 4096;
+/// Distinct methods reported per phase; later ones are counted under `(other)` there.
+pub const MAX_PHASE_METHODS: usize = 64;
+/// GOAWAY frames listed; later ones are only counted.
+pub const MAX_GOAWAYS: usize = 1000;
 /// Writes per direction whose frames may still arrive (while the ledger looks for a frame
 /// boundary it holds writes back); older ones are closed.
 const MAX_OPEN_WRITES: usize = 4096;
@@ -46,6 +55,12 @@ const MAX_OPEN_WRITES: usize = 4096;
 const MAX_OUTSTANDING_PINGS: usize = 64;
 /// Distinct calls remembered per BDP round.
 const MAX_ROUND_CALLS: usize = 4096;
+/// Ended calls kept for a BDP PING that may still name them, at most this many and for at most
+/// [`RECENT_NS`] of capture time; then they are folded.
+const RECENT_CALLS: usize = 1024;
+const RECENT_NS: Nanos = 1_000_000_000;
+/// The method of a phase's calls beyond [`MAX_PHASE_METHODS`], reported as `(other)`.
+const OTHER_METHOD: u32 = u32::MAX;
 /// Label index of a PING payload not in [`ping::KNOWN_PINGS`].
 const OTHER_LABEL: u8 = u8::MAX;
 
@@ -63,6 +78,9 @@ const F_RESET: u8 = 2;
 const F_OPENED_CLIENT_ROUND: u8 = 4;
 /// The call opened a BDP round of the server (its request DATA triggered the server's PING).
 const F_OPENED_SERVER_ROUND: u8 = 8;
+/// The request HEADERS came from the side known as the client when it was seen (calls the
+/// other way round, as on a capture whose client is guessed wrong, are not counted).
+const F_REQ_CLIENT: u8 = 16;
 
 /// One call (HTTP/2 stream opened by a request HEADERS), 64 bytes.
 #[derive(Clone, Copy, Debug)]
@@ -109,11 +127,46 @@ impl CallRec {
             Dir::Fwd
         }
     }
+    fn counted(&self) -> bool {
+        self.flags & F_REQ_CLIENT != 0
+    }
+    fn status_key(&self) -> StatusKey {
+        if self.reset() {
+            StatusKey::Reset
+        } else if self.grpc_status != NO_STATUS {
+            StatusKey::Grpc(self.grpc_status)
+        } else if self.http_status != 0 {
+            StatusKey::Http(self.http_status)
+        } else {
+            StatusKey::None
+        }
+    }
 }
 
+/// A call's outcome, as counted per method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum StatusKey {
+    Grpc(u16),
+    Http(u16),
+    Reset,
+    None,
+}
+
+impl StatusKey {
+    fn name(self) -> String {
+        match self {
+            StatusKey::Reset => "RST_STREAM".to_string(),
+            StatusKey::Grpc(s) => format!("grpc-status {s}"),
+            StatusKey::Http(s) => format!(":status {s}"),
+            StatusKey::None => "none".to_string(),
+        }
+    }
+}
+
+/// A call in flight or just ended.
 #[derive(Clone, Copy, Debug)]
-struct Active {
-    idx: u32,
+struct Live {
+    rec: CallRec,
     last_write: [u64; 2],
     ending: bool,
 }
@@ -142,10 +195,10 @@ struct DirState {
     /// The BDP round this direction has open.
     round: Option<Round>,
     /// The first DATA (stream, call) received by this direction while no round was open.
-    candidate: Option<(u32, Option<u32>)>,
+    candidate: Option<(u32, Option<u64>)>,
 }
 
-/// Counters of one direction of one connection within one scope (whole capture or a phase).
+/// Counters of one direction (or side) within one scope (whole capture or a phase).
 #[derive(Clone, Debug, Default)]
 struct Acc {
     writes: u64,
@@ -164,7 +217,11 @@ struct Acc {
     calls_per_round: Vec<u64>,
 }
 
+/// Histogram bins by small count: counts above this share the last bin.
+const MAX_HIST_BIN: usize = 4096;
+
 fn bump(h: &mut Vec<u64>, i: usize) {
+    let i = i.min(MAX_HIST_BIN);
     if h.len() <= i {
         h.resize(i + 1, 0);
     }
@@ -199,28 +256,54 @@ impl Acc {
     }
 }
 
+/// One open connection.
 #[derive(Debug, Default)]
 struct ConnState {
     dirs: [DirState; 2],
     active: u32,
+    /// By direction (`Dir::Fwd` first); folded by side when the connection closes.
     whole: [Acc; 2],
-    phases: Vec<[Acc; 2]>,
+    phases: Phased<[Acc; 2]>,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Rtt {
-    ping_ts: Nanos,
-    rtt: i64,
-    conn: u32,
-    dir: u8,
-    label: u8,
+/// One method's calls within a scope.
+#[derive(Clone, Debug, Default)]
+struct MethodAgg {
+    calls: u64,
+    status: BTreeMap<StatusKey, u64>,
+    frames: [[u64; 4]; 2],
+    writes: [u64; 2],
+    latency: LatencyHist,
+}
+
+/// The calls of a scope, folded.
+#[derive(Clone, Debug, Default)]
+struct CallAgg {
+    calls: u64,
+    opened: [u64; 2],
+    latency: LatencyHist,
+    first_byte: LatencyHist,
+    inflight_sum: u64,
+    max_inflight: u16,
+    reset: u64,
+    unfinished: u64,
+    methods: BTreeMap<u32, MethodAgg>,
+}
+
+/// Everything folded for one scope (the whole capture or a phase). Sides by [`Side`] order.
+#[derive(Clone, Debug, Default)]
+struct Scope {
+    sides: [Acc; 2],
+    calls: CallAgg,
+    rtt: LatencyHist,
+    rtt_by_label: BTreeMap<u8, LatencyHist>,
 }
 
 #[derive(Clone, Debug)]
 struct GoAwayRec {
     ts: Nanos,
     conn: u32,
-    dir: Dir,
+    side: Side,
     last_stream_id: u32,
     code: ErrorCode,
     debug: String,
@@ -233,6 +316,13 @@ fn di(d: Dir) -> usize {
     }
 }
 
+fn si(s: Side) -> usize {
+    match s {
+        Side::Client => 0,
+        Side::Server => 1,
+    }
+}
+
 fn other(d: usize) -> usize {
     1 - d
 }
@@ -242,17 +332,31 @@ fn other(d: usize) -> usize {
 pub struct Analysis {
     splitter: Splitter,
     phased: bool,
-    conns: Vec<ConnState>,
-    calls: Vec<CallRec>,
-    active: HashMap<(u32, u32), Active>,
+    conns: HashMap<u32, ConnState>,
+    /// Calls in flight and recently ended, by sequence number.
+    calls: HashMap<u64, Live>,
+    next_seq: u64,
+    /// In-flight calls by (connection, stream).
+    active: HashMap<(u32, u32), u64>,
+    /// Ended calls waiting to be folded, in the order they ended, with their end time.
+    recent: VecDeque<(u64, Nanos)>,
+    /// Ended calls that are still a direction's BDP candidate (its next BDP PING will name
+    /// them, however late): folded when the PING comes or the connection closes. At most two
+    /// per open connection.
+    pinned: Vec<u64>,
+    whole: Scope,
+    phases: Phased<Scope>,
+    /// Folded calls kept for [`Analysis::drain_finished`] (only when asked for).
+    keep_finished: bool,
+    finished: Vec<CallRec>,
     /// `:path` values, indexed by [`CallRec::method`].
     pub methods: Vec<String>,
     method_ids: HashMap<Vec<u8>, u32>,
-    rtts: Vec<Rtt>,
     goaways: Vec<GoAwayRec>,
     pool: Vec<Vec<u32>>,
-    /// Calls not recorded because [`MAX_ACTIVE_CALLS`] were in flight.
-    pub untracked_calls: u64,
+    limits: AnalysisLimits,
+    /// The latest time seen (calls cut short by a close end then).
+    now: Nanos,
 }
 
 impl Analysis {
@@ -265,6 +369,12 @@ impl Analysis {
         }
     }
 
+    /// Keep every call as it is folded, for [`Analysis::drain_finished`] (`h2ledger calls`).
+    pub fn keep_finished(mut self) -> Self {
+        self.keep_finished = true;
+        self
+    }
+
     /// The time of the capture's first packet (phase offsets and `--every` count from it).
     pub fn set_origin(&mut self, t: Nanos) {
         self.splitter.set_origin(t);
@@ -274,33 +384,40 @@ impl Analysis {
         &self.splitter
     }
 
-    /// Every call recorded, in order of their request HEADERS.
-    pub fn call_records(&self) -> &[CallRec] {
-        &self.calls
+    /// The phases that hold something, in time order.
+    pub fn phase_indexes(&self) -> Vec<u64> {
+        self.phases.indexes().collect()
     }
 
     fn conn(&mut self, id: ConnId) -> &mut ConnState {
-        let i = id.0 as usize;
-        if self.conns.len() <= i {
-            self.conns.resize_with(i + 1, Default::default);
-        }
-        &mut self.conns[i]
+        self.conns.entry(id.0).or_default()
     }
 
-    fn phase(&self, t: Nanos) -> Option<usize> {
+    fn phase(&self, t: Nanos) -> Option<u64> {
         self.phased.then(|| self.splitter.phase_of(t))
     }
 
     /// Applies `f` to the counters of `(conn, dir)` for the whole capture and for the phase of `t`.
     fn acc(&mut self, conn: u32, d: usize, t: Nanos, f: impl Fn(&mut Acc)) {
         let phase = self.phase(t);
-        let c = self.conn(ConnId(conn));
+        let c = self.conns.entry(conn).or_default();
         f(&mut c.whole[d]);
         if let Some(p) = phase {
-            if c.phases.len() <= p {
-                c.phases.resize_with(p + 1, Default::default);
+            match c.phases.get_mut(p) {
+                Some(a) => f(&mut a[d]),
+                None => self.limits.phase_events_dropped += 1,
             }
-            f(&mut c.phases[p][d]);
+        }
+    }
+
+    /// Applies `f` to the folded scope of the whole capture and of the phase of `t`.
+    fn scoped(&mut self, t: Nanos, mut f: impl FnMut(&mut Scope, bool)) {
+        f(&mut self.whole, false);
+        if let Some(p) = self.phase(t) {
+            match self.phases.get_mut(p) {
+                Some(s) => f(s, true),
+                None => self.limits.phase_events_dropped += 1,
+            }
         }
     }
 
@@ -334,21 +451,48 @@ impl Analysis {
             a.round_calls += n as u64;
             bump(&mut a.calls_per_round, n);
         });
+        let mut s = r.streams;
+        s.clear();
+        if self.pool.len() < 64 {
+            self.pool.push(s);
+        }
+    }
+
+    /// Closes a connection's open writes and rounds (rounds as unacknowledged).
+    fn close_pending(&mut self, conn: u32) {
+        for d in 0..2 {
+            while let Some(w) = self
+                .conns
+                .get_mut(&conn)
+                .and_then(|c| c.dirs[d].open_writes.pop_front())
+            {
+                self.close_write(conn, d, w);
+            }
+            if let Some(r) = self
+                .conns
+                .get_mut(&conn)
+                .and_then(|c| c.dirs[d].round.take())
+            {
+                self.close_round(conn, d, r, false);
+            }
+        }
     }
 
     /// Closes what is still open at the end of the input: writes waiting for frames, BDP rounds
-    /// waiting for their ACK (counted as unacknowledged).
+    /// waiting for their ACK (counted as unacknowledged), calls (counted as unfinished). Call it
+    /// before [`Analysis::report`].
     pub fn flush(&mut self) {
-        for ci in 0..self.conns.len() {
-            for d in 0..2 {
-                while let Some(w) = self.conns[ci].dirs[d].open_writes.pop_front() {
-                    self.close_write(ci as u32, d, w);
-                }
-                if let Some(r) = self.conns[ci].dirs[d].round.take() {
-                    self.close_round(ci as u32, d, r, false);
-                }
-            }
+        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            self.close_pending(id);
         }
+        let mut live: Vec<(u32, u32)> = self.active.keys().copied().collect();
+        live.sort_unstable();
+        for key in live {
+            self.end_call(key, None);
+        }
+        self.fold_recent(Nanos::MAX, true);
     }
 
     fn method_id(&mut self, path: &[u8]) -> u32 {
@@ -356,6 +500,7 @@ impl Analysis {
             return i;
         }
         if self.methods.len() >= MAX_METHODS {
+            self.limits.methods_folded += 1;
             return self.method_id_str("(other)");
         }
         let i = self.methods.len() as u32;
@@ -374,11 +519,117 @@ impl Analysis {
         i
     }
 
-    fn end_call(&mut self, key: (u32, u32)) {
-        if self.active.remove(&key).is_some() {
-            let c = self.conn(ConnId(key.0));
+    /// The call on `key` is over (`ts`: when; `None` at the end of the input): it waits in
+    /// `recent` for a BDP PING that may still name it.
+    fn end_call(&mut self, key: (u32, u32), ts: Option<Nanos>) {
+        let Some(seq) = self.active.remove(&key) else {
+            return;
+        };
+        if let Some(c) = self.conns.get_mut(&key.0) {
             c.active = c.active.saturating_sub(1);
         }
+        let end = ts.unwrap_or(self.now);
+        self.recent.push_back((seq, end));
+        if self.recent.len() > RECENT_CALLS {
+            self.fold_recent(end, false);
+        }
+    }
+
+    /// Folds the ended calls older than [`RECENT_NS`] before `now` or beyond [`RECENT_CALLS`]
+    /// (all of them with `all`).
+    fn fold_recent(&mut self, now: Nanos, all: bool) {
+        while let Some(&(seq, end)) = self.recent.front() {
+            let due =
+                all || self.recent.len() > RECENT_CALLS || end.saturating_add(RECENT_NS) < now;
+            if !due {
+                break;
+            }
+            self.recent.pop_front();
+            if !all && self.is_candidate(seq) {
+                self.pinned.push(seq);
+            } else if let Some(l) = self.calls.remove(&seq) {
+                self.fold_call(&l.rec);
+            }
+        }
+        if all {
+            for seq in std::mem::take(&mut self.pinned) {
+                if let Some(l) = self.calls.remove(&seq) {
+                    self.fold_call(&l.rec);
+                }
+            }
+        }
+    }
+
+    /// Whether call `seq` is a BDP candidate of either direction of its connection.
+    fn is_candidate(&self, seq: u64) -> bool {
+        self.calls.get(&seq).is_some_and(|l| {
+            self.conns.get(&l.rec.conn).is_some_and(|st| {
+                st.dirs
+                    .iter()
+                    .any(|d| d.candidate.is_some_and(|(_, s)| s == Some(seq)))
+            })
+        })
+    }
+
+    /// A pinned call that is no longer anyone's candidate: fold it.
+    fn unpin(&mut self, seq: u64) {
+        if self.is_candidate(seq) {
+            return;
+        }
+        if let Some(i) = self.pinned.iter().position(|&s| s == seq) {
+            self.pinned.swap_remove(i);
+            if let Some(l) = self.calls.remove(&seq) {
+                self.fold_call(&l.rec);
+            }
+        }
+    }
+
+    fn fold_call(&mut self, c: &CallRec) {
+        if !c.counted() {
+            return;
+        }
+        if self.keep_finished {
+            self.finished.push(*c);
+        }
+        let mut folded = 0;
+        self.scoped(c.start, |s, is_phase| {
+            let agg = &mut s.calls;
+            agg.calls += 1;
+            for side in Side::ALL {
+                agg.opened[si(side)] += u64::from(c.opened_round(side));
+            }
+            if c.end >= 0 && !c.reset() {
+                agg.latency.record(c.end);
+            }
+            if c.first_byte >= 0 {
+                agg.first_byte.record(c.first_byte);
+            }
+            agg.inflight_sum += u64::from(c.inflight);
+            agg.max_inflight = agg.max_inflight.max(c.inflight);
+            agg.reset += u64::from(c.reset());
+            agg.unfinished += u64::from(c.end < 0 && !c.reset());
+            let mut method = c.method;
+            if is_phase
+                && !agg.methods.contains_key(&method)
+                && agg.methods.len() >= MAX_PHASE_METHODS
+            {
+                folded += 1;
+                method = OTHER_METHOD;
+            }
+            let m = agg.methods.entry(method).or_default();
+            m.calls += 1;
+            *m.status.entry(c.status_key()).or_default() += 1;
+            for rel in 0..2 {
+                for k in 0..4 {
+                    m.frames[rel][k] += u64::from(c.frames[rel][k]);
+                }
+                m.writes[rel] += u64::from(c.writes[rel]);
+            }
+            if c.end >= 0 && !c.reset() {
+                m.latency.record(c.end);
+            }
+        });
+        self.limits.methods_folded += folded;
     }
 
     fn on_call_frame(&mut self, ev: &FrameEvent<'_>) {
@@ -392,8 +643,8 @@ impl Analysis {
             if is_response {
                 return;
             }
-            if self.active.len() >= MAX_ACTIVE_CALLS || self.calls.len() >= u32::MAX as usize {
-                self.untracked_calls += 1;
+            if self.active.len() >= MAX_ACTIVE_CALLS {
+                self.limits.untracked_calls += 1;
                 return;
             }
             let method = match ev.headers.and_then(|h| h.get(b":path")) {
@@ -403,34 +654,42 @@ impl Analysis {
             let c = self.conn(ev.conn);
             let inflight = c.active.min(u32::from(u16::MAX)) as u16;
             c.active += 1;
-            let idx = self.calls.len() as u32;
-            self.calls.push(CallRec {
-                start: ev.ts,
-                first_byte: -1,
-                end: -1,
-                conn: ev.conn.0,
-                stream: sid,
-                method,
-                grpc_status: NO_STATUS,
-                http_status: 0,
-                frames: [[0; 4]; 2],
-                writes: [0; 2],
-                inflight,
-                flags: if ev.dir == Dir::Rev { F_REQ_REV } else { 0 },
-            });
-            self.active.insert(
-                key,
-                Active {
-                    idx,
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            let mut flags = if ev.dir == Dir::Rev { F_REQ_REV } else { 0 };
+            if ev.side == Side::Client {
+                flags |= F_REQ_CLIENT;
+            }
+            self.calls.insert(
+                seq,
+                Live {
+                    rec: CallRec {
+                        start: ev.ts,
+                        first_byte: -1,
+                        end: -1,
+                        conn: ev.conn.0,
+                        stream: sid,
+                        method,
+                        grpc_status: NO_STATUS,
+                        http_status: 0,
+                        frames: [[0; 4]; 2],
+                        writes: [0; 2],
+                        inflight,
+                        flags,
+                    },
                     last_write: [NO_WRITE; 2],
                     ending: false,
                 },
             );
+            self.active.insert(key, seq);
         }
-        let Some(a) = self.active.get_mut(&key) else {
+        let Some(&seq) = self.active.get(&key) else {
             return;
         };
-        let call = &mut self.calls[a.idx as usize];
+        let Some(a) = self.calls.get_mut(&seq) else {
+            return;
+        };
+        let call = &mut a.rec;
         let rel = usize::from(ev.dir != call.req_dir());
         let kind = match ev.class {
             FrameClass::Headers => 0,
@@ -481,7 +740,7 @@ impl Analysis {
             }
         }
         if done {
-            self.end_call(key);
+            self.end_call(key, Some(ev.ts));
         }
     }
 
@@ -504,15 +763,18 @@ impl Analysis {
                 let prev = ds.round.take();
                 let cand = ds.candidate.take();
                 let mut streams = self.pool.pop().unwrap_or_default();
-                if let Some((s, idx)) = cand {
+                if let Some((s, seq)) = cand {
                     streams.push(s);
-                    if let Some(i) = idx {
-                        let call = &mut self.calls[i as usize];
+                    if let Some(call) = seq.and_then(|q| self.calls.get_mut(&q)) {
+                        let call = &mut call.rec;
                         call.flags |= if ev.dir == call.req_dir() {
                             F_OPENED_CLIENT_ROUND
                         } else {
                             F_OPENED_SERVER_ROUND
                         };
+                    }
+                    if let Some(q) = seq {
+                        self.unpin(q);
                     }
                 }
                 self.conn(ev.conn).dirs[d].round = Some(Round {
@@ -537,69 +799,51 @@ impl Analysis {
                     Some(r) if r.payload == payload && r.ts <= ts => ds.round.take(),
                     _ => None,
                 };
-                self.rtts.push(Rtt {
-                    ping_ts: ts,
-                    rtt: ev.ts - ts,
-                    conn,
-                    dir: p as u8,
-                    label,
+                let rtt = ev.ts - ts;
+                self.scoped(ts, |s, _| {
+                    s.rtt.record(rtt);
+                    s.rtt_by_label.entry(label).or_default().record(rtt);
                 });
                 self.acc(conn, p, ts, |a| a.pings_acked += 1);
-                if let Some(mut r) = round {
-                    let streams = std::mem::take(&mut r.streams);
-                    let n = streams.len();
-                    r.streams = Vec::new();
-                    self.acc(conn, p, r.ts, |a| {
-                        a.rounds += 1;
-                        a.rounds_acked += 1;
-                        a.round_calls += n as u64;
-                        bump(&mut a.calls_per_round, n);
-                    });
-                    let mut s = streams;
-                    s.clear();
-                    self.pool.push(s);
+                if let Some(r) = round {
+                    self.close_round(conn, p, r, true);
                 }
             }
             None => self.acc(conn, d, ev.ts, |a| a.acks_unmatched += 1),
         }
     }
 
-    /// The report for the whole capture (`phase` None) or one phase, over the HTTP/2
-    /// connections among `conns`.
-    pub fn report(&self, conns: &[ConnSummary], phase: Option<usize>) -> AnalysisReport {
+    /// The report for the whole capture (`phase` None) or one phase: the connections already
+    /// closed, and those among the open `conns` (from [`crate::Ledger::connections`]). Call
+    /// [`Analysis::flush`] first: calls still in flight are not in it.
+    pub fn report(&self, conns: &[ConnSummary], phase: Option<u64>) -> AnalysisReport {
+        let empty = Scope::default();
+        let scope = match phase {
+            None => &self.whole,
+            Some(p) => self.phases.get(p).unwrap_or(&empty),
+        };
         let mut r = AnalysisReport::default();
-        let client_dir: HashMap<u32, Dir> = conns
-            .iter()
-            .filter(|c| c.http2)
-            .map(|c| (c.id.0, c.client_dir))
-            .collect();
-        let in_scope = |t: Nanos| phase.is_none_or(|p| self.splitter.phase_of(t) == p);
-        // Sides.
-        let mut accs = [Acc::default(), Acc::default()];
-        for (id, cd) in &client_dir {
-            let Some(c) = self.conns.get(*id as usize) else {
+        // Sides: folded, then the open connections.
+        let mut accs = scope.sides.clone();
+        for c in conns.iter().filter(|c| c.http2) {
+            let Some(st) = self.conns.get(&c.id.0) else {
                 continue;
             };
             let scoped = match phase {
-                None => Some(&c.whole),
-                Some(p) => c.phases.get(p),
+                None => Some(&st.whole),
+                Some(p) => st.phases.get(p),
             };
             if let Some(s) = scoped {
-                let ci = di(*cd);
+                let ci = di(c.client_dir);
                 accs[0].merge(&s[ci]);
                 accs[1].merge(&s[other(ci)]);
             }
         }
-        // Calls.
-        let calls: Vec<&CallRec> = self
-            .calls
-            .iter()
-            .filter(|c| client_dir.get(&c.conn) == Some(&c.req_dir()) && in_scope(c.start))
-            .collect();
-        let n_calls = calls.len() as u64;
-        for (i, side) in Side::ALL.into_iter().enumerate() {
-            let a = &accs[i];
-            let opened = calls.iter().filter(|c| c.opened_round(side)).count() as u64;
+        let calls = &scope.calls;
+        let n_calls = calls.calls;
+        for side in Side::ALL {
+            let a = &accs[si(side)];
+            let opened = calls.opened[si(side)];
             let s = SideAnalysis {
                 writes_by_calls: Hist(if a.writes_by_calls.is_empty() {
                     vec![0]
@@ -636,94 +880,54 @@ impl Analysis {
                 Side::Server => r.sides.server = s,
             }
         }
-        // Latency.
-        let mut call_lat: Vec<i64> = calls
-            .iter()
-            .filter(|c| c.end >= 0 && !c.reset())
-            .map(|c| c.end)
-            .collect();
-        let mut first: Vec<i64> = calls
-            .iter()
-            .filter(|c| c.first_byte >= 0)
-            .map(|c| c.first_byte)
-            .collect();
-        let mut rtts: Vec<i64> = Vec::new();
-        let mut by_label: BTreeMap<&'static str, Vec<i64>> = BTreeMap::new();
-        for x in &self.rtts {
-            if client_dir.contains_key(&x.conn) && in_scope(x.ping_ts) {
-                rtts.push(x.rtt);
-                let label = ping::KNOWN_PINGS
-                    .get(x.label as usize)
-                    .map(|k| k.label)
-                    .unwrap_or("other");
-                by_label.entry(label).or_default().push(x.rtt);
-                let _ = x.dir;
-            }
-        }
         r.latency_us = Latency {
-            call: Percentiles::of_nanos(&mut call_lat),
-            first_byte: Percentiles::of_nanos(&mut first),
-            ping_rtt: Percentiles::of_nanos(&mut rtts),
-            ping_rtt_by_label: by_label
-                .into_iter()
-                .map(|(k, mut v)| (k, Percentiles::of_nanos(&mut v)))
-                .collect(),
+            call: Percentiles::of_hist(&calls.latency),
+            first_byte: Percentiles::of_hist(&calls.first_byte),
+            ping_rtt: Percentiles::of_hist(&scope.rtt),
+            ping_rtt_by_label: {
+                let mut m: BTreeMap<&'static str, LatencyHist> = BTreeMap::new();
+                for (label, h) in &scope.rtt_by_label {
+                    let name = ping::KNOWN_PINGS
+                        .get(*label as usize)
+                        .map(|k| k.label)
+                        .unwrap_or("other");
+                    m.entry(name).or_default().merge(h);
+                }
+                m.into_iter()
+                    .map(|(k, h)| (k, Percentiles::of_hist(&h)))
+                    .collect()
+            },
         };
-        // Concurrency.
         r.concurrency = Concurrency {
             calls: n_calls,
-            mean_in_flight: ratio(calls.iter().map(|c| u64::from(c.inflight)).sum(), n_calls),
-            max_in_flight: calls.iter().map(|c| c.inflight).max().unwrap_or(0),
-            reset: calls.iter().filter(|c| c.reset()).count() as u64,
-            unfinished: calls.iter().filter(|c| c.end < 0 && !c.reset()).count() as u64,
+            mean_in_flight: ratio(calls.inflight_sum, n_calls),
+            max_in_flight: calls.max_inflight,
+            reset: calls.reset,
+            unfinished: calls.unfinished,
         };
-        // Methods.
-        let mut by_method: BTreeMap<u32, Vec<&CallRec>> = BTreeMap::new();
-        for c in &calls {
-            by_method.entry(c.method).or_default().push(c);
-        }
-        for (m, cs) in by_method {
-            let n = cs.len() as u64;
-            let mut status = BTreeMap::new();
-            for c in &cs {
-                *status.entry(status_name(c)).or_insert(0u64) += 1;
-            }
-            let side = |rel: usize| {
-                let mut frames = [0u64; 4];
-                let mut writes = 0u64;
-                for c in &cs {
-                    for (k, f) in frames.iter_mut().enumerate() {
-                        *f += u64::from(c.frames[rel][k]);
-                    }
-                    writes += u64::from(c.writes[rel]);
-                }
-                MethodSide {
-                    frames: CALL_KINDS.iter().copied().zip(frames).collect(),
-                    frames_per_call: ratio(frames.iter().sum(), n),
-                    writes,
-                    writes_per_call: ratio(writes, n),
-                }
+        for (m, agg) in &calls.methods {
+            let n = agg.calls;
+            let side = |rel: usize| MethodSide {
+                frames: CALL_KINDS.iter().copied().zip(agg.frames[rel]).collect(),
+                frames_per_call: ratio(agg.frames[rel].iter().sum(), n),
+                writes: agg.writes[rel],
+                writes_per_call: ratio(agg.writes[rel], n),
             };
-            let mut lat: Vec<i64> = cs
-                .iter()
-                .filter(|c| c.end >= 0 && !c.reset())
-                .map(|c| c.end)
-                .collect();
             r.methods.push(MethodReport {
-                method: self.methods.get(m as usize).cloned().unwrap_or_default(),
+                method: self
+                    .methods
+                    .get(*m as usize)
+                    .cloned()
+                    .unwrap_or_else(|| "(other)".to_string()),
                 calls: n,
-                status,
+                status: agg.status.iter().map(|(k, v)| (k.name(), *v)).collect(),
                 client: side(0),
                 server: side(1),
-                latency_us: Percentiles::of_nanos(&mut lat),
+                latency_us: Percentiles::of_hist(&agg.latency),
             });
         }
-        // GOAWAY.
         for g in &self.goaways {
-            let Some(cd) = client_dir.get(&g.conn) else {
-                continue;
-            };
-            if !in_scope(g.ts) {
+            if phase.is_some_and(|p| self.splitter.phase_of(g.ts) != p) {
                 continue;
             }
             let calm = g.code == ErrorCode::ENHANCE_YOUR_CALM;
@@ -731,34 +935,30 @@ impl Analysis {
             r.goaways.push(GoAwayReport {
                 time: g.ts as f64 / 1e9,
                 conn: g.conn,
-                side: if g.dir == *cd { "client" } else { "server" },
+                side: g.side.name(),
                 last_stream_id: g.last_stream_id,
                 error: g.code.to_string(),
                 debug: g.debug.clone(),
                 too_many_pings: calm,
             });
         }
+        r.limits = self.limits.clone();
         r
     }
 
-    /// The calls of the HTTP/2 connections among `conns`, in order of their request HEADERS.
-    pub fn calls<'a>(&'a self, conns: &[ConnSummary]) -> impl Iterator<Item = CallView<'a>> + 'a {
-        let client_dir: HashMap<u32, Dir> = conns
-            .iter()
-            .filter(|c| c.http2)
-            .map(|c| (c.id.0, c.client_dir))
-            .collect();
-        self.calls
-            .iter()
-            .filter(move |c| client_dir.get(&c.conn) == Some(&c.req_dir()))
-            .map(move |c| CallView {
-                rec: c,
+    /// Hands the calls folded since the last call to `f`, in the order they were folded (about
+    /// the order they ended). Needs [`Analysis::keep_finished`].
+    pub fn drain_finished(&mut self, mut f: impl FnMut(CallView<'_>)) {
+        for c in self.finished.drain(..) {
+            f(CallView {
+                rec: &c,
                 method: self
                     .methods
                     .get(c.method as usize)
                     .map(String::as_str)
                     .unwrap_or(""),
-            })
+            });
+        }
     }
 }
 
@@ -768,18 +968,6 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
 
 fn parse_u16(v: &[u8]) -> Option<u16> {
     std::str::from_utf8(v).ok()?.trim().parse().ok()
-}
-
-fn status_name(c: &CallRec) -> String {
-    if c.reset() {
-        "RST_STREAM".to_string()
-    } else if c.grpc_status != NO_STATUS {
-        format!("grpc-status {}", c.grpc_status)
-    } else if c.http_status != 0 {
-        format!(":status {}", c.http_status)
-    } else {
-        "none".to_string()
-    }
 }
 
 /// Header bytes as text: valid UTF-8 is kept; every byte of an invalid sequence is written
@@ -811,6 +999,7 @@ impl Observer for Analysis {
         if self.splitter.origin().is_none() {
             self.splitter.set_origin(w.ts);
         }
+        self.now = self.now.max(w.ts);
         let d = di(dir);
         let streams = self.pool.pop().unwrap_or_default();
         let ds = &mut self.conn(conn).dirs[d];
@@ -832,6 +1021,7 @@ impl Observer for Analysis {
         if self.splitter.origin().is_none() {
             self.splitter.set_origin(ev.ts);
         }
+        self.now = self.now.max(ev.ts);
         let d = di(ev.dir);
         let sid = ev.head.stream_id;
         // What the write carried.
@@ -862,7 +1052,7 @@ impl Observer for Analysis {
         match (ev.class, ev.frame) {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.
-                let idx = self.active.get(&(ev.conn.0, sid)).map(|a| a.idx);
+                let seq = self.active.get(&(ev.conn.0, sid)).copied();
                 let ds = &mut self.conn(ev.conn).dirs[other(d)];
                 match ds.round.as_mut() {
                     Some(r) => {
@@ -872,7 +1062,7 @@ impl Observer for Analysis {
                     }
                     None => {
                         if ds.candidate.is_none() {
-                            ds.candidate = Some((sid, idx));
+                            ds.candidate = Some((sid, seq));
                         }
                     }
                 }
@@ -881,17 +1071,61 @@ impl Observer for Analysis {
                 self.on_ping(ev, p.payload, ev.class == FrameClass::PingAck);
             }
             (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
-                let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
-                self.goaways.push(GoAwayRec {
-                    ts: ev.ts,
-                    conn: ev.conn.0,
-                    dir: ev.dir,
-                    last_stream_id: g.last_stream_id,
-                    code: g.code,
-                    debug,
-                });
+                if self.goaways.len() < MAX_GOAWAYS {
+                    let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
+                    self.goaways.push(GoAwayRec {
+                        ts: ev.ts,
+                        conn: ev.conn.0,
+                        side: ev.side,
+                        last_stream_id: g.last_stream_id,
+                        code: g.code,
+                        debug,
+                    });
+                } else {
+                    self.limits.goaways_omitted += 1;
+                }
             }
             _ => {}
+        }
+        if self
+            .recent
+            .front()
+            .is_some_and(|(_, end)| end.saturating_add(RECENT_NS) < ev.ts)
+        {
+            self.fold_recent(ev.ts, false);
+        }
+    }
+
+    fn close(&mut self, summary: &ConnSummary) {
+        let id = summary.id.0;
+        self.close_pending(id);
+        let mut live: Vec<(u32, u32)> = self.active.keys().filter(|k| k.0 == id).copied().collect();
+        live.sort_unstable();
+        for key in live {
+            self.end_call(key, None);
+        }
+        let Some(st) = self.conns.remove(&id) else {
+            return;
+        };
+        for (_, seq) in st.dirs.iter().filter_map(|d| d.candidate) {
+            if let Some(q) = seq {
+                self.unpin(q);
+            }
+        }
+        if !summary.http2 {
+            return;
+        }
+        let ci = di(summary.client_dir);
+        let fold = |into: &mut [Acc; 2], from: &[Acc; 2]| {
+            into[0].merge(&from[ci]);
+            into[1].merge(&from[other(ci)]);
+        };
+        fold(&mut self.whole.sides, &st.whole);
+        for (p, accs) in st.phases.iter() {
+            match self.phases.get_mut(p) {
+                Some(s) => fold(&mut s.sides, accs),
+                None => self.limits.phase_events_dropped += 1,
+            }
         }
     }
 }
@@ -906,155 +1140,8 @@ pub struct CallView<'a> {
 impl CallView<'_> {
     /// `grpc-status N`, `:status N`, `RST_STREAM` or `none`.
     pub fn status(&self) -> String {
-        status_name(self.rec)
+        self.rec.status_key().name()
     }
-}
-
-/// A histogram indexed by a small count, serialized as `{"0": n, "1": n, ...}` in numeric order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Hist(pub Vec<u64>);
-
-impl Hist {
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-}
-
-impl Serialize for Hist {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (i, n) in self.0.iter().enumerate() {
-            m.serialize_entry(&i.to_string(), n)?;
-        }
-        m.end()
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct FramesPerWrite {
-    /// Over the writes in which at least one frame ends.
-    pub mean: Option<f64>,
-    pub histogram: Hist,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct BytesPerWrite {
-    pub mean: Option<f64>,
-    pub max: u64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct PingSide {
-    /// PINGs (not ACKs) this side sent.
-    pub sent: u64,
-    /// Of those, answered by an ACK with the same payload.
-    pub acked: u64,
-    pub unanswered: u64,
-    /// ACKs this side sent that answer no PING seen in the capture.
-    pub acks_unmatched: u64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct RoundSide {
-    /// BDP rounds this side opened (one per BDP PING it sent).
-    pub rounds: u64,
-    pub acked: u64,
-    pub calls_per_round: Option<f64>,
-    pub calls_per_round_histogram: Hist,
-    /// Calls whose DATA made this side send a BDP PING.
-    pub calls_opening: u64,
-    pub share_of_calls_opening: Option<f64>,
-}
-
-/// The analysis of one side.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SideAnalysis {
-    pub writes_by_calls: Hist,
-    pub writes_without_frame_end: u64,
-    pub control_only_writes: u64,
-    pub frames_per_write: FramesPerWrite,
-    pub bytes_per_write: BytesPerWrite,
-    pub pings: PingSide,
-    pub rounds: RoundSide,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SidesAnalysis {
-    pub client: SideAnalysis,
-    pub server: SideAnalysis,
-}
-
-impl SidesAnalysis {
-    pub fn get(&self, s: Side) -> &SideAnalysis {
-        match s {
-            Side::Client => &self.client,
-            Side::Server => &self.server,
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Latency {
-    /// Request HEADERS to the response's END_STREAM.
-    pub call: Percentiles,
-    /// Request HEADERS to the first response frame.
-    pub first_byte: Percentiles,
-    /// PING to its ACK, every label.
-    pub ping_rtt: Percentiles,
-    pub ping_rtt_by_label: BTreeMap<&'static str, Percentiles>,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Concurrency {
-    pub calls: u64,
-    /// Other calls in flight on the connection when a call starts.
-    pub mean_in_flight: Option<f64>,
-    pub max_in_flight: u16,
-    pub reset: u64,
-    pub unfinished: u64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct MethodSide {
-    pub frames: BTreeMap<&'static str, u64>,
-    pub frames_per_call: Option<f64>,
-    pub writes: u64,
-    pub writes_per_call: Option<f64>,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct MethodReport {
-    pub method: String,
-    pub calls: u64,
-    pub status: BTreeMap<String, u64>,
-    pub client: MethodSide,
-    pub server: MethodSide,
-    pub latency_us: Percentiles,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct GoAwayReport {
-    pub time: f64,
-    pub conn: u32,
-    pub side: &'static str,
-    pub last_stream_id: u32,
-    pub error: String,
-    pub debug: String,
-    /// ENHANCE_YOUR_CALM: the peer judged our PINGs (or other frames) abusive; grpc-go sends it
-    /// with debug data `too_many_pings`.
-    pub too_many_pings: bool,
-}
-
-/// Everything [`Analysis`] reports for one scope.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct AnalysisReport {
-    pub sides: SidesAnalysis,
-    pub latency_us: Latency,
-    pub concurrency: Concurrency,
-    pub methods: Vec<MethodReport>,
-    pub goaways: Vec<GoAwayReport>,
-    /// GOAWAY frames with ENHANCE_YOUR_CALM.
-    pub too_many_pings: u64,
 }
 
 #[cfg(test)]

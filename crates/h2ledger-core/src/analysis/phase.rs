@@ -4,6 +4,8 @@
 //! at the capture's first packet, the last ends at its last packet. A frame or write belongs
 //! to the phase that contains its time; a call to the phase of its request HEADERS.
 
+use std::collections::BTreeMap;
+
 use h2ledger_tcp::Nanos;
 
 /// One `--split-at` point.
@@ -70,35 +72,130 @@ impl Splitter {
     }
 
     /// The phase of time `t` (offsets and `every` count from the origin: set it first).
-    pub fn phase_of(&self, t: Nanos) -> usize {
+    pub fn phase_of(&self, t: Nanos) -> u64 {
         match self.every {
             Some(d) => {
                 let o = self.origin.unwrap_or(t);
                 if t <= o {
                     0
                 } else {
-                    ((t - o) / d) as usize
+                    ((t - o) / d) as u64
                 }
             }
-            None => self.resolved.partition_point(|&c| c <= t),
+            None => self.resolved.partition_point(|&c| c <= t) as u64,
         }
     }
 
-    /// The phases' `[start, end)` bounds given the capture's first and last packet times.
-    pub fn bounds(&mut self, first: Nanos, last: Nanos) -> Vec<(Nanos, Nanos)> {
+    /// `--every`: phases are made as time goes; otherwise the cuts fix them in advance.
+    pub fn is_every(&self) -> bool {
+        self.every.is_some()
+    }
+
+    /// How many phases the cuts make (`None` with `--every`).
+    pub fn cut_phases(&self) -> Option<u64> {
+        self.every
+            .is_none()
+            .then_some(self.resolved.len() as u64 + 1)
+    }
+
+    /// Phase `i`'s `[start, end)` given the capture's first and last packet times: the first
+    /// phase starts at the first packet (or the first cut, if earlier), the last ends at the
+    /// last packet (or the last cut, if later).
+    pub fn bounds_of(&mut self, i: u64, first: Nanos, last: Nanos) -> (Nanos, Nanos) {
         self.set_origin(first);
-        let inner: Vec<Nanos> = match self.every {
+        match self.every {
             Some(d) => {
                 let o = self.origin.unwrap_or(first);
+                let edge = |k: u64| o.saturating_add((k as i64).saturating_mul(d));
                 let n = self.phase_of(last);
-                (1..=n as i64).map(|k| o + k * d).collect()
+                let start = if i == 0 { first } else { edge(i) };
+                let end = if i >= n {
+                    last.max(edge(n))
+                } else {
+                    edge(i + 1)
+                };
+                (start, end)
             }
-            None => self.resolved.clone(),
-        };
-        let mut edges = vec![first.min(*inner.first().unwrap_or(&first))];
-        edges.extend(inner.iter().copied());
-        edges.push(last.max(*inner.last().unwrap_or(&last)));
-        edges.windows(2).map(|w| (w[0], w[1])).collect()
+            None => {
+                let c = &self.resolved;
+                let i = (i as usize).min(c.len());
+                let start = if i == 0 {
+                    first.min(c.first().copied().unwrap_or(first))
+                } else {
+                    c[i - 1]
+                };
+                let end = if i == c.len() {
+                    last.max(c.last().copied().unwrap_or(last))
+                } else {
+                    c[i]
+                };
+                (start, end)
+            }
+        }
+    }
+}
+
+/// Phases kept per run. A phase exists only once something falls in it, so a capture whose
+/// packets are hours apart (a clock jump) costs two phases, not the hours between.
+pub const MAX_PHASES: usize = 1000;
+
+/// Values per phase index, for the phases that saw something, at most [`MAX_PHASES`] of them.
+/// Events of a further phase are refused (and counted in `refused`), never silently dropped.
+#[derive(Clone, Debug)]
+pub struct Phased<T> {
+    map: BTreeMap<u64, T>,
+    pub refused: u64,
+}
+
+impl<T> Default for Phased<T> {
+    fn default() -> Self {
+        Phased {
+            map: BTreeMap::new(),
+            refused: 0,
+        }
+    }
+}
+
+impl<T: Default> Phased<T> {
+    /// Phase `i`'s value, created if there is room.
+    pub fn get_mut(&mut self, i: u64) -> Option<&mut T> {
+        if !self.map.contains_key(&i) && self.map.len() >= MAX_PHASES {
+            self.refused += 1;
+            return None;
+        }
+        Some(self.map.entry(i).or_default())
+    }
+}
+
+impl<T> Phased<T> {
+    pub fn get(&self, i: u64) -> Option<&T> {
+        self.map.get(&i)
+    }
+
+    /// Phase `i`'s value if it exists (never creates one).
+    pub fn existing_mut(&mut self, i: u64) -> Option<&mut T> {
+        self.map.get_mut(&i)
+    }
+
+    /// The phases that saw something, in time order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+        self.map.iter().map(|(i, t)| (*i, t))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut T)> {
+        self.map.iter_mut().map(|(i, t)| (*i, t))
+    }
+
+    pub fn indexes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.map.keys().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 }
 
@@ -115,14 +212,31 @@ mod tests {
         assert_eq!(s.phase_of(110), 1);
         assert_eq!(s.phase_of(999), 1);
         assert_eq!(s.phase_of(1_000), 2);
-        assert_eq!(
-            s.bounds(100, 2_000),
-            vec![(100, 110), (110, 1_000), (1_000, 2_000)]
-        );
+        let b: Vec<_> = (0..3).map(|i| s.bounds_of(i, 100, 2_000)).collect();
+        assert_eq!(b, vec![(100, 110), (110, 1_000), (1_000, 2_000)]);
+        assert_eq!(s.cut_phases(), Some(3));
         let mut e = Splitter::every(10);
         e.set_origin(5);
         assert_eq!(e.phase_of(14), 0);
         assert_eq!(e.phase_of(15), 1);
-        assert_eq!(e.bounds(5, 30), vec![(5, 15), (15, 25), (25, 30)]);
+        let b: Vec<_> = (0..3).map(|i| e.bounds_of(i, 5, 30)).collect();
+        assert_eq!(b, vec![(5, 15), (15, 25), (25, 30)]);
+        // A packet a day later: two phases exist, each bound is computed alone.
+        let mut e = Splitter::every(1);
+        e.set_origin(0);
+        assert_eq!(e.phase_of(86_400_000_000_000), 86_400_000_000_000);
+        assert_eq!(
+            e.bounds_of(86_400_000_000_000, 0, 86_400_000_000_000),
+            (86_400_000_000_000, 86_400_000_000_000)
+        );
+        let mut p: Phased<u8> = Phased::default();
+        for i in 0..MAX_PHASES as u64 + 5 {
+            if let Some(v) = p.get_mut(i * 1_000_000) {
+                *v += 1;
+            }
+        }
+        assert_eq!(p.len(), MAX_PHASES);
+        assert_eq!(p.refused, 5);
+        assert!(p.get_mut(0).is_some(), "an existing phase still counts");
     }
 }

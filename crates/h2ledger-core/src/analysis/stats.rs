@@ -50,6 +50,21 @@ impl Percentiles {
         }
     }
 
+    /// From a bounded histogram (exact while it holds few values; see [`super::hist`]).
+    pub fn of_hist(h: &super::LatencyHist) -> Percentiles {
+        let us = |p| h.percentile(p).map(|ns| ns as f64 / 1000.0);
+        Percentiles {
+            count: h.count(),
+            p1: us(1),
+            p25: us(25),
+            p50: us(50),
+            p75: us(75),
+            p90: us(90),
+            p95: us(95),
+            p99: us(99),
+        }
+    }
+
     /// The values in [`PERCENTILES`] order.
     pub fn values(&self) -> [Option<f64>; 7] {
         [

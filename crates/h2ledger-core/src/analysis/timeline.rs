@@ -1,18 +1,26 @@
 //! Frames per time bucket, by class and side: the data behind `--plot`.
 
+use std::collections::BTreeMap;
+
 use h2ledger_tcp::Nanos;
 
 use crate::ledger::{FrameEvent, Observer};
 use crate::model::{FrameClass, Side};
 
-/// Frame counts in fixed buckets from the first frame on (4 bytes per class, side and bucket:
-/// 100 ms buckets cost 4 MB per hour of capture).
+/// Buckets kept: 100,000 buckets of 112 bytes (2.8 hours of 100 ms buckets that all hold a
+/// frame). Frames of further buckets are counted in [`Timeline::refused`].
+pub const MAX_BUCKETS: usize = 100_000;
+
+/// Frame counts in fixed buckets from the first frame on, kept only for buckets that hold a
+/// frame: a capture whose clock jumps a day costs two buckets, not a day of them.
 #[derive(Debug)]
 pub struct Timeline {
     pub bucket: Nanos,
     pub origin: Option<Nanos>,
     /// `counts[b][side][class]`; side 0 = client, 1 = server (as known when the frame was seen).
-    pub counts: Vec<[[u32; FrameClass::COUNT]; 2]>,
+    pub counts: BTreeMap<u64, [[u32; FrameClass::COUNT]; 2]>,
+    /// Frames whose bucket had no room (beyond [`MAX_BUCKETS`]).
+    pub refused: u64,
 }
 
 impl Timeline {
@@ -20,7 +28,8 @@ impl Timeline {
         Timeline {
             bucket: bucket.max(1),
             origin: None,
-            counts: Vec::new(),
+            counts: BTreeMap::new(),
+            refused: 0,
         }
     }
 
@@ -39,14 +48,17 @@ impl Observer for Timeline {
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         let o = *self.origin.get_or_insert(ev.ts);
-        let b = ((ev.ts - o).max(0) / self.bucket) as usize;
-        if self.counts.len() <= b {
-            self.counts.resize(b + 1, [[0; FrameClass::COUNT]; 2]);
+        let b = (ev.ts.saturating_sub(o).max(0) / self.bucket) as u64;
+        if !self.counts.contains_key(&b) && self.counts.len() >= MAX_BUCKETS {
+            self.refused += 1;
+            return;
         }
         let s = match ev.side {
             Side::Client => 0,
             Side::Server => 1,
         };
-        self.counts[b][s][ev.class.index()] += 1;
+        let c =
+            &mut self.counts.entry(b).or_insert([[0; FrameClass::COUNT]; 2])[s][ev.class.index()];
+        *c = c.saturating_add(1);
     }
 }

@@ -113,7 +113,14 @@ fn writes_by_calls_sums_to_writes() {
         "midconn.pcap",
         "midframe.pcap",
     ] {
-        let v = json(&["replay", &capture(name), "-f", "json", "--every", "1s"]);
+        let v = json(&[
+            "replay",
+            &capture(name),
+            "--format",
+            "json",
+            "--every",
+            "1s",
+        ]);
         check_writes_sum(&v, name);
         for (i, p) in v["phases"].as_array().expect("phases").iter().enumerate() {
             check_writes_sum(p, &format!("{name} phase {i}"));
@@ -123,7 +130,7 @@ fn writes_by_calls_sums_to_writes() {
     let v = json(&[
         "replay",
         &capture("spanning-mtu1500.pcap"),
-        "-f",
+        "--format",
         "json",
         "-a",
     ]);
@@ -143,7 +150,7 @@ fn article_phases() {
     let v = json(&[
         "replay",
         &capture("grpcgo-article.pcap"),
-        "-f",
+        "--format",
         "json",
         "--split-at",
         &format!("@{cut}"),
@@ -331,7 +338,7 @@ fn latency_against_wireshark() {
     let mut fb: Vec<i64> = first.iter().map(|(s, e)| e - start[s]).collect();
     assert_eq!(call.len(), 144);
     assert_eq!(rtts.len(), 87 + 83);
-    let v = json(&["replay", &pcap, "-f", "json", "-a"]);
+    let v = json(&["replay", &pcap, "--format", "json", "-a"]);
     for (key, samples) in [
         ("call", &mut call),
         ("first_byte", &mut fb),
@@ -379,7 +386,7 @@ fn frames_jsonl_first_request() {
     let out = run(&[
         "frames",
         &capture("python-grpcio-ipv6.pcap"),
-        "-f",
+        "--format",
         "jsonl",
         "-t",
         "settings",
@@ -422,7 +429,7 @@ fn calls_jsonl_count() {
         ("nghttp-nghttpd.pcap", None),
     ] {
         let out = run(&["calls", &capture(name), "--format", "jsonl"]);
-        let v = json(&["replay", &capture(name), "-f", "json"]);
+        let v = json(&["replay", &capture(name), "--format", "json"]);
         assert_eq!(out.lines().count() as u64, u(&v["calls"]), "{name}");
         if let Some(w) = wl {
             assert_eq!(
@@ -432,7 +439,12 @@ fn calls_jsonl_count() {
             );
         }
     }
-    let out = run(&["calls", &capture("grpcgo-article.pcap"), "--format", "jsonl"]);
+    let out = run(&[
+        "calls",
+        &capture("grpcgo-article.pcap"),
+        "--format",
+        "jsonl",
+    ]);
     let c: Value = serde_json::from_str(out.lines().next().expect("line")).expect("json");
     assert_eq!(c["method"], "/grpc.health.v1.Health/Check");
     assert_eq!(c["status"], "grpc-status 0");

@@ -4,6 +4,8 @@
 //!   cross-checked with Wireshark's dissector (the command is in captures/README.md).
 //! * `tshark`: the same comparison, with the reference recomputed from tshark now (when
 //!   tshark is installed; CI installs it).
+//! * `bounds`: a clock jump, `--every 1ns`, many connections: memory and output stay bounded,
+//!   and every cap that is hit is said.
 //! * `cli`: option values checked when parsed, options after the filter, `-f`, `-t` names.
 //! * `bad_input`: broken, empty, foreign and truncated inputs: one clear line, never a panic.
 //! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
@@ -20,6 +22,7 @@ mod util;
 
 mod analysis;
 mod bad_input;
+mod bounds;
 mod cli;
 mod doc_examples;
 mod golden;

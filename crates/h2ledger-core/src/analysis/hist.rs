@@ -1,0 +1,206 @@
+//! A bounded latency histogram: exact while small, log-linear buckets after.
+//!
+//! The first [`EXACT_SAMPLES`] values are kept as they are, so the percentiles of a small
+//! capture are exact nearest-rank values (docs/ledger.md). From the next value on, every value
+//! goes to a bucket: values below 128 ns have a bucket each; above, a power of two is split into
+//! 64 equal buckets, so a bucket's width is at most 1/64 of its lower edge and the value
+//! reported for it (its midpoint, clamped to the smallest and largest value seen) is within
+//! 0.8% of every value it holds. Buckets are stored sparsely: memory follows the number of
+//! distinct buckets used (at most 128 + 57 * 64 = 3,776), never the number of values.
+
+use std::collections::BTreeMap;
+
+/// Values kept exactly before the histogram switches to buckets.
+pub const EXACT_SAMPLES: usize = 256;
+
+/// Durations (nanoseconds, negative values count as 0).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LatencyHist {
+    exact: Vec<i64>,
+    buckets: BTreeMap<u16, u64>,
+    count: u64,
+    min: i64,
+    max: i64,
+}
+
+fn bucket(v: i64) -> u16 {
+    let v = v.max(0) as u64;
+    if v < 128 {
+        return v as u16;
+    }
+    let e = 63 - v.leading_zeros(); // 7..=62
+    let m = (v >> (e - 6)) & 63;
+    (128 + (e - 7) * 64 + m as u32) as u16
+}
+
+/// The midpoint of bucket `b`.
+fn value(b: u16) -> i64 {
+    let b = u32::from(b);
+    if b < 128 {
+        return i64::from(b);
+    }
+    let e = (b - 128) / 64 + 7;
+    let m = u64::from((b - 128) % 64);
+    let lo = (64 + m) << (e - 6);
+    let width = 1u64 << (e - 6);
+    (lo + width / 2) as i64
+}
+
+impl LatencyHist {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Whether the percentiles are exact (every value kept).
+    pub fn is_exact(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    pub fn record(&mut self, v: i64) {
+        let v = v.max(0);
+        if self.count == 0 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.count += 1;
+        if self.buckets.is_empty() && self.exact.len() < EXACT_SAMPLES {
+            self.exact.push(v);
+            return;
+        }
+        if !self.exact.is_empty() {
+            for x in std::mem::take(&mut self.exact) {
+                *self.buckets.entry(bucket(x)).or_default() += 1;
+            }
+        }
+        *self.buckets.entry(bucket(v)).or_default() += 1;
+    }
+
+    pub fn merge(&mut self, o: &LatencyHist) {
+        if o.count == 0 {
+            return;
+        }
+        if o.is_exact() {
+            for &v in &o.exact {
+                self.record(v);
+            }
+            return;
+        }
+        if self.count == 0 {
+            *self = o.clone();
+            return;
+        }
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.count += o.count;
+        for x in std::mem::take(&mut self.exact) {
+            *self.buckets.entry(bucket(x)).or_default() += 1;
+        }
+        for (b, n) in &o.buckets {
+            *self.buckets.entry(*b).or_default() += n;
+        }
+    }
+
+    /// The nearest-rank percentile `p` (0 < p <= 100): the value of rank `ceil(p * n / 100)`.
+    pub fn percentile(&self, p: u32) -> Option<i64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = (u64::from(p) * self.count)
+            .div_ceil(100)
+            .clamp(1, self.count);
+        if self.is_exact() {
+            let mut v = self.exact.clone();
+            v.sort_unstable();
+            return Some(v[rank as usize - 1]);
+        }
+        let mut seen = 0;
+        for (b, n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return Some(value(*b).clamp(self.min, self.max));
+            }
+        }
+        Some(self.max)
+    }
+
+    pub fn max(&self) -> Option<i64> {
+        (self.count > 0).then_some(self.max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_while_small() {
+        let mut h = LatencyHist::new();
+        for v in (1..=144).rev() {
+            h.record(v);
+        }
+        assert!(h.is_exact());
+        assert_eq!(h.percentile(50), Some(72));
+        assert_eq!(h.percentile(99), Some(143));
+        assert_eq!(h.percentile(1), Some(2));
+        assert_eq!(LatencyHist::new().percentile(50), None);
+    }
+
+    #[test]
+    fn buckets_are_within_one_percent() {
+        let mut h = LatencyHist::new();
+        let mut v: Vec<i64> = (0..100_000i64)
+            .map(|i| 1_000 + i * 37 + (i % 7) * 1_000_003)
+            .collect();
+        for x in &v {
+            h.record(*x);
+        }
+        assert!(!h.is_exact());
+        v.sort_unstable();
+        for p in [1, 25, 50, 75, 90, 95, 99, 100] {
+            let want = crate::analysis::nearest_rank(&v, p).unwrap() as f64;
+            let got = h.percentile(p).unwrap() as f64;
+            assert!((got - want).abs() / want < 0.008, "p{p}: {got} vs {want}");
+        }
+        assert!(h.buckets.len() <= 3_776);
+    }
+
+    #[test]
+    fn every_bucket_holds_its_values() {
+        for v in [0i64, 1, 127, 128, 129, 1_000, 65_535, 1 << 40, i64::MAX] {
+            let mid = value(bucket(v)) as f64;
+            let v = v as f64;
+            assert!(
+                v == 0.0 || (mid - v).abs() / v <= 1.0 / 64.0,
+                "{v} -> {mid}"
+            );
+        }
+        let mut h = LatencyHist::new();
+        h.record(-5);
+        assert_eq!(h.percentile(50), Some(0));
+    }
+
+    #[test]
+    fn merge_equals_recording_both() {
+        let (mut a, mut b, mut both) = (LatencyHist::new(), LatencyHist::new(), LatencyHist::new());
+        for i in 0..1_000 {
+            a.record(i * 13);
+            both.record(i * 13);
+        }
+        for i in 0..100 {
+            b.record(i * 1_000);
+            both.record(i * 1_000);
+        }
+        a.merge(&b);
+        for p in [1, 50, 99] {
+            assert_eq!(a.percentile(p), both.percentile(p));
+        }
+        assert_eq!(a.count(), 1_100);
+    }
+}

@@ -1,0 +1,190 @@
+//! Memory bounded by what is open, not by time or by what has passed (issue: a bounded run):
+//! a clock jump costs two phases, not a day of them; `--every` of a nanosecond is capped and
+//! says so; connections beyond the per-connection listing are counted, not listed.
+
+use std::path::PathBuf;
+
+use crate::util::*;
+
+fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("h2ledger-bounds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// The record offsets of a little-endian pcap file.
+fn records(f: &[u8]) -> Vec<usize> {
+    let mut at = 24;
+    let mut v = Vec::new();
+    while at + 16 <= f.len() {
+        v.push(at);
+        let incl = u32::from_le_bytes(f[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + incl;
+    }
+    v
+}
+
+#[test]
+fn a_clock_jump_costs_two_phases_not_a_day() {
+    let mut f = std::fs::read(capture("grpcgo-article.pcap")).unwrap();
+    let last = *records(&f).last().unwrap();
+    let sec = u32::from_le_bytes(f[last..last + 4].try_into().unwrap());
+    f[last..last + 4].copy_from_slice(&(sec + 86_400).to_le_bytes());
+    let p = tmp("jump.pcap", &f);
+    let plot = p.with_extension("svg");
+    let out = run(&[
+        "replay",
+        p.to_str().unwrap(),
+        "--every",
+        "1s",
+        "--format",
+        "json",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Before: 86,407 phases and 472 MB of JSON.
+    assert!(
+        out.stdout.len() < 2_000_000,
+        "{} bytes of JSON",
+        out.stdout.len()
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = v["phases"].as_array().unwrap();
+    assert!(phases.len() <= 8, "{} phases", phases.len());
+    assert_eq!(n(&v["anomalies"]["timestamp-jump"]), 1, "{}", v["warnings"]);
+    // Every frame is in exactly one phase.
+    let frames = |l: &serde_json::Value| -> u64 {
+        ["client", "server"]
+            .iter()
+            .map(|s| {
+                l["sides"][s]["frames"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(n)
+                    .sum::<u64>()
+            })
+            .sum()
+    };
+    let in_phases: u64 = phases.iter().map(frames).sum();
+    assert_eq!(in_phases, frames(&v));
+    assert!(std::fs::metadata(&plot).unwrap().len() < 200_000);
+}
+
+#[test]
+fn every_nanosecond_costs_a_phase_per_distinct_time_at_most() {
+    // Before: 6 s / 1 ns = 6e9 phases, an allocation that never ends.
+    let out = run(&[
+        "replay",
+        capture("grpcgo-article.pcap").to_str().unwrap(),
+        "--every",
+        "1ns",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = v["phases"].as_array().unwrap().len() as u64;
+    assert!(
+        phases > 100 && phases <= n(&v["capture"]["packets"]),
+        "{phases} phases"
+    );
+    assert!(v["anomalies"].get("phases-capped").is_none());
+}
+
+/// A raw-IP pcap of `n` connections opened and closed one after another, each with the client
+/// preface and an empty SETTINGS, one second apart.
+fn sequential_connections(n: u32) -> Vec<u8> {
+    let mut f = Vec::new();
+    for v in [0xa1b2c3d4u32, 0, 0, 0, 65535, 101] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f[4..8].copy_from_slice(&[2, 0, 4, 0]);
+    let mut t = 1_700_000_000u32;
+    let push = |f: &mut Vec<u8>, p: Vec<u8>, t: u32| {
+        for v in [t, 0, p.len() as u32, p.len() as u32] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend_from_slice(&p);
+    };
+    let mut h2 = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    h2.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    for i in 0..n {
+        let port = 20_000 + (i % 40_000) as u16;
+        push(&mut f, tcp(port, 80, 1000, 0x02, &[]), t);
+        push(&mut f, tcp(80, port, 5000, 0x12, &[]), t);
+        push(&mut f, tcp(port, 80, 1001, 0x18, &h2), t);
+        push(&mut f, tcp(port, 80, 1001 + h2.len() as u32, 0x11, &[]), t);
+        push(&mut f, tcp(80, port, 5001, 0x11, &[]), t);
+        t += 1;
+    }
+    f
+}
+
+fn tcp(sport: u16, dport: u16, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let total = 40 + payload.len();
+    let mut p = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ];
+    p.extend_from_slice(&[127, 0, 0, 1, 127, 0, 0, 1]);
+    p.extend_from_slice(&sport.to_be_bytes());
+    p.extend_from_slice(&dport.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(&0u32.to_be_bytes());
+    p.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    p.extend_from_slice(payload);
+    p
+}
+
+#[test]
+fn closed_connections_are_folded_and_counted() {
+    let p = tmp("sequential.pcap", &sequential_connections(1_200));
+    let v = replay_json(p.to_str().unwrap(), &["--analyze"]);
+    assert_eq!(n(&v["connections"]), 1_200);
+    assert_eq!(v["per_connection"].as_array().unwrap().len(), 1_000);
+    assert_eq!(n(&v["per_connection_omitted"]), 200);
+    assert_eq!(n(&v["sides"]["client"]["frames"]["SETTINGS"]), 1_200);
+    assert_eq!(n(&v["sides"]["client"]["writes"]), 1_200);
+    assert_eq!(
+        n(&v["sides"]["client"]["frames_per_write"]["histogram"]["1"]),
+        1_200
+    );
+    // Phases of a second each: every connection in its own phase.
+    let v = replay_json(p.to_str().unwrap(), &["--every", "1s"]);
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1_000, "capped at 1000 phases");
+    assert_eq!(
+        n(&v["anomalies"]["phases-capped"]),
+        200 * 2,
+        "a write and a frame each"
+    );
+    assert_eq!(
+        n(&v["limits"]["phase_events_dropped"]),
+        200,
+        "one write each"
+    );
+    assert_eq!(n(&phases[0]["connections"]), 1);
+    assert_eq!(n(&phases[999]["sides"]["client"]["frames"]["SETTINGS"]), 1);
+}
