@@ -8,6 +8,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 build_pkgs := "libpcap-dev"
 test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev"
 bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server"
+soak_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server time"
 
 default:
     @just --list
@@ -51,9 +52,14 @@ captures: (deps test_pkgs)
 bench: (deps bench_pkgs)
     scripts/bench.sh
 
-# Run each fuzz target for SECONDS (needs `cargo install cargo-fuzz`; stable Rust via RUSTC_BOOTSTRAP).
-fuzz SECONDS="60":
-    scripts/fuzz.sh {{SECONDS}}
+# Peak memory of every view on growing inputs (1M/3M SYNs, 100k/300k connections, 1M/3M
+# h2load requests), garbage cost per byte, and a live sniff of SECONDS (0 skips it).
+soak SECONDS="600" *ARGS: (deps soak_pkgs)
+    scripts/soak.sh --live {{SECONDS}} {{ARGS}}
+
+# Run each fuzz target for SECONDS or RUNS executions (cargo-fuzz; stable Rust via RUSTC_BOOTSTRAP).
+fuzz SECONDS="60" RUNS="0":
+    scripts/fuzz.sh {{SECONDS}} {{RUNS}}
 
 # Install missing Debian packages (root), or print the command to do it.
 deps PKGS:

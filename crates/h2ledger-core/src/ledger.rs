@@ -384,15 +384,16 @@ impl Conn {
 
 /// The open connections, by [`ConnId`]. A connection is freed when it closes (its observers
 /// fold it into their totals), so memory follows what is open, not what has passed.
+/// Boxed: a map of 900-byte values would reserve that much for every empty bucket too.
 #[derive(Default)]
-struct Conns(HashMap<u32, Conn, BuildHasherDefault<StreamIdHasher>>);
+struct Conns(HashMap<u32, Box<Conn>, BuildHasherDefault<StreamIdHasher>>);
 
 impl Conns {
     fn get(&self, i: usize) -> Option<&Conn> {
-        self.0.get(&(i as u32))
+        self.0.get(&(i as u32)).map(|c| &**c)
     }
     fn get_mut(&mut self, i: usize) -> Option<&mut Conn> {
-        self.0.get_mut(&(i as u32))
+        self.0.get_mut(&(i as u32)).map(|c| &mut **c)
     }
 }
 
@@ -429,7 +430,7 @@ impl<O: Observer> Ledger<O> {
     /// The connections still open, in order of their ids. Closed ones were handed to
     /// [`Observer::close`] and are gone.
     pub fn connections(&self) -> Vec<ConnSummary> {
-        let mut v: Vec<ConnSummary> = self.conns.0.values().map(Conn::summary).collect();
+        let mut v: Vec<ConnSummary> = self.conns.0.values().map(|c| c.summary()).collect();
         v.sort_unstable_by_key(|c| c.id.0);
         v
     }
@@ -1029,7 +1030,9 @@ fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
 
 impl<O: Observer> Sink for Ledger<O> {
     fn open(&mut self, meta: &ConnMeta) {
-        self.conns.0.insert(meta.id.0, new_conn(meta.clone()));
+        self.conns
+            .0
+            .insert(meta.id.0, Box::new(new_conn(meta.clone())));
         self.observer.open(meta);
     }
 
@@ -1180,3 +1183,4 @@ impl<O: Observer> Observer for Vec<O> {
         self.iter_mut().for_each(|o| o.close(summary));
     }
 }
+

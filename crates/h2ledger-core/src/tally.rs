@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use h2_frame_parser::{ping, Frame};
-use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
+use h2ledger_tcp::{ConnId, Dir, Nanos, Write};
 use serde::Serialize;
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer};
@@ -39,18 +39,24 @@ impl SideTally {
 /// Connections listed one by one in [`LedgerReport::per_connection`]; the counts of later ones
 /// are in the totals only (and `per_connection_omitted` says how many).
 pub const MAX_CONN_DETAIL: usize = 1000;
+/// The same for one phase's ledger: phases are many, and their connections are listed in full
+/// in the whole capture's ledger.
+pub const PHASE_CONN_DETAIL: usize = 16;
 
 /// Counts per open connection and direction, for events whose time falls in `[from, to)`;
 /// closed connections are folded into per-side totals (their side is final then) and freed.
 #[derive(Debug, Default)]
 pub struct Tally {
-    open: HashMap<u32, [SideTally; 2]>,
+    /// Boxed: hash-map buckets are reserved ahead, and an entry is several hundred bytes.
+    open: HashMap<u32, Box<[SideTally; 2]>>,
     /// The closed HTTP/2 connections: totals, and the first [`MAX_CONN_DETAIL`] one by one.
     closed: Sides,
     closed_conns: u64,
     closed_calls: u64,
     detail: Vec<ConnLedger>,
     detail_omitted: u64,
+    /// How many connections `detail` may hold: [`MAX_CONN_DETAIL`] unless set.
+    detail_cap: Option<usize>,
     window: Option<(Nanos, Nanos)>,
     frames: u64,
 }
@@ -58,6 +64,18 @@ pub struct Tally {
 impl Tally {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A phase's tally: lists at most [`PHASE_CONN_DETAIL`] connections one by one.
+    pub fn for_phase() -> Self {
+        Tally {
+            detail_cap: Some(PHASE_CONN_DETAIL),
+            ..Tally::default()
+        }
+    }
+
+    fn cap(&self) -> usize {
+        self.detail_cap.unwrap_or(MAX_CONN_DETAIL)
     }
 
     /// Only events with `from <= time < to` are counted.
@@ -136,10 +154,6 @@ impl Observer for Tally {
         false
     }
 
-    fn open(&mut self, meta: &ConnMeta) {
-        self.slot(meta.id, Dir::Fwd);
-    }
-
     fn close(&mut self, c: &ConnSummary) {
         if c.http2 && self.has(c) {
             let l = conn_ledger(c, self);
@@ -147,7 +161,7 @@ impl Observer for Tally {
             self.closed_calls += l.calls;
             self.closed.client.merge(&l.sides.client);
             self.closed.server.merge(&l.sides.server);
-            if self.detail.len() < MAX_CONN_DETAIL {
+            if self.detail.len() < self.cap() {
                 self.detail.push(l);
             } else {
                 self.detail_omitted += 1;
@@ -256,7 +270,7 @@ impl LedgerReport {
             r.calls += l.calls;
             r.sides.client.merge(&l.sides.client);
             r.sides.server.merge(&l.sides.server);
-            if r.per_connection.len() < MAX_CONN_DETAIL {
+            if r.per_connection.len() < tally.cap() {
                 r.per_connection.push(l);
             } else {
                 r.per_connection_omitted += 1;

@@ -75,6 +75,20 @@ pub struct FilterArgs {
     /// them, and words after `--` are always filter words
     #[arg(value_name = "EXPRESSION")]
     pub expression: Vec<String>,
+    /// Connections tracked at once (a few KiB each); beyond, the least recently active one is
+    /// closed as evicted and counted (tcp.evicted, a warning)
+    #[arg(long, value_name = "N", default_value_t = h2ledger_run::pipeline::DEFAULT_MAX_CONNECTIONS,
+          value_parser = max_connections)]
+    pub max_connections: usize,
+}
+
+fn max_connections(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=10_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "\"{s}\": give a number of connections from 1 to 10000000"
+        )),
+    }
 }
 
 impl FilterArgs {
@@ -255,7 +269,7 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
     let linktype = cap.linktype;
     let wanted = a.analysis.wanted(a.every);
-    let mut p = Pipeline::new(Obs::new(&wanted));
+    let mut p = Pipeline::with_max_connections(Obs::new(&wanted), a.filter.max_connections);
     let read = cap.for_each(|ts, data| {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data)
@@ -314,7 +328,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
     };
     let mut obs = Obs::new(&wanted);
     obs.analysis = obs.analysis.map(|an| an.keep_finished());
-    let mut p = Pipeline::new(obs);
+    let mut p = Pipeline::with_max_connections(obs, a.filter.max_connections);
     let mut printer = calls::CallPrinter::new(a.format == LineFormat::Jsonl);
     let live = a.source.live.interface.is_some();
     let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
@@ -370,7 +384,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     let mut printer = frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff);
     // Live: each frame as soon as it is seen.
     printer.flush_each = a.source.live.interface.is_some();
-    let mut p = Pipeline::new(printer);
+    let mut p = Pipeline::with_max_connections(printer, a.filter.max_connections);
     let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data);
@@ -412,35 +426,12 @@ pub fn print_ledger<O>(
 
 /// The ledger report of a pipeline (from `tally`), with its warnings.
 pub fn ledger_report<O: h2ledger_core::Observer>(p: &Pipeline<O>, tally: &Tally) -> LedgerReport {
-    let mut report = LedgerReport::build(&p.ledger.connections(), tally);
-    report.warnings = p.ledger.warnings.messages.clone();
-    report.anomalies = p
-        .ledger
-        .warnings
-        .counts
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    report
+    p.ledger_report(tally)
 }
 
 /// Says why a ledger is empty.
 pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<&str>) {
-    if p.stats.packets > 0 && report.connections == 0 {
-        report.warnings.push(format!(
-            "no HTTP/2 connection among {} packets ({} TCP segments){}",
-            p.stats.packets,
-            p.stats.tcp_segments,
-            filter
-                .map(|f| format!(" matching \"{f}\""))
-                .unwrap_or_default()
-        ));
-    } else if p.stats.packets == 0 {
-        report.warnings.push(match filter {
-            Some(f) => format!("no packets matched \"{f}\""),
-            None => "the capture holds no packets".to_string(),
-        });
-    }
+    p.note_empty(report, filter)
 }
 
 /// Prints a ledger (and its phases) in the chosen format (`drops`: live capture counters).

@@ -1,106 +1,12 @@
-//! Packets in, ledger out: link decode, TCP reassembly, the ledger.
+//! The run's pipeline lives in the library (crates/h2ledger-run); the binary adds libpcap's
+//! timestamps.
 
-use h2ledger_core::{Ledger, Observer};
-use h2ledger_tcp::{link, Config, Nanos, Reassembler};
-use serde::Serialize;
-
-/// Packet-level counts of one run.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CaptureStats {
-    pub packets: u64,
-    pub tcp_segments: u64,
-    pub not_tcp: u64,
-    pub undecodable: u64,
-    /// First and last packet time (seconds since the epoch).
-    pub first: Option<f64>,
-    pub last: Option<f64>,
-}
-
-pub struct Pipeline<O> {
-    pub reasm: Reassembler,
-    pub ledger: Ledger<O>,
-    pub stats: CaptureStats,
-    first: Option<Nanos>,
-    last: Nanos,
-    prev: Nanos,
-}
-
-/// A packet whose time is more than an hour from the previous packet's is reported.
-const TIMESTAMP_JUMP_NS: u64 = 3_600_000_000_000;
-
-impl<O: Observer> Pipeline<O> {
-    pub fn new(observer: O) -> Self {
-        Pipeline {
-            reasm: Reassembler::new(Config::default()),
-            ledger: Ledger::new(observer),
-            stats: CaptureStats::default(),
-            first: None,
-            last: 0,
-            prev: 0,
-        }
-    }
-
-    pub fn packet(&mut self, linktype: i32, ts: Nanos, data: &[u8]) {
-        self.stats.packets += 1;
-        match self.first {
-            None => self.first = Some(ts),
-            Some(_) => {
-                // A clock jump or a damaged timestamp: said, and it costs no memory (phases and
-                // plot buckets exist only where packets are).
-                let jump = ts.saturating_sub(self.prev);
-                if jump.unsigned_abs() > TIMESTAMP_JUMP_NS {
-                    let n = self.stats.packets;
-                    let prev = self.prev;
-                    self.ledger.warnings.add("timestamp-jump", || {
-                        format!(
-                            "packet {n}: its time is {:.0} s {} the previous packet's ({} -> {}); phases and plots span the gap",
-                            jump.unsigned_abs() as f64 / 1e9,
-                            if jump > 0 { "after" } else { "before" },
-                            secs(prev),
-                            secs(ts)
-                        )
-                    });
-                }
-            }
-        }
-        self.prev = ts;
-        self.last = self.last.max(ts);
-        match link::decode(linktype, data) {
-            Ok(Some(seg)) => {
-                self.stats.tcp_segments += 1;
-                self.reasm.push(ts, &seg, &mut self.ledger);
-            }
-            Ok(None) => self.stats.not_tcp += 1,
-            Err(e) => {
-                self.stats.undecodable += 1;
-                let n = self.stats.packets;
-                self.ledger.warnings.add("undecodable-packet", || {
-                    format!("packet {n}: cannot decode (link type {linktype}): {e}")
-                });
-            }
-        }
-    }
-
-    /// End of input: flush reassembly (declaring what never arrived as gaps).
-    pub fn finish(&mut self) {
-        self.reasm.finish(self.last, &mut self.ledger);
-        self.stats.first = self.first.map(secs);
-        self.stats.last = self.first.map(|_| secs(self.last));
-    }
-
-    pub fn first_ts(&self) -> Option<Nanos> {
-        self.first
-    }
-}
+pub use h2ledger_run::pipeline::*;
 
 /// A libpcap timestamp in nanoseconds. Captures are opened with nanosecond precision, so
 /// `tv_usec` holds nanoseconds.
-pub fn ts_nanos(ts: &libc::timeval) -> Nanos {
+pub fn ts_nanos(ts: &libc::timeval) -> h2ledger_tcp::Nanos {
     ts.tv_sec
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_usec)
-}
-
-pub fn secs(ns: Nanos) -> f64 {
-    ns as f64 / 1e9
 }

@@ -213,7 +213,15 @@ pub fn connections_table(r: &LedgerReport) -> Option<String> {
     }
     let mut t = b.build();
     t.with(Style::sharp());
-    Some(t.to_string())
+    let mut s = t.to_string();
+    if r.per_connection_omitted > 0 {
+        s.push_str(&format!(
+            "\n... and {} more connections, in the totals but not listed (at most {} are)",
+            r.per_connection_omitted,
+            h2ledger_core::tally::MAX_CONN_DETAIL
+        ));
+    }
+    Some(s)
 }
 
 /// The capture facts under the table: packets, drops, reassembly gaps.
@@ -226,6 +234,12 @@ pub fn footer(c: &CaptureStats, t: &TcpStats, drops: Option<&crate::live::Drops>
         s.push_str(&format!(
             "; dropped by the kernel: {}, by the interface: {}",
             d.kernel, d.interface
+        ));
+    }
+    if t.evicted > 0 {
+        s.push_str(&format!(
+            "; {} connections evicted to stay within --max-connections",
+            t.evicted
         ));
     }
     s

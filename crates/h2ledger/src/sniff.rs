@@ -97,7 +97,10 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         );
     }
     let linktype = live.linktype;
-    let mut p = Pipeline::new(Obs::new(&a.analysis.wanted(a.every)));
+    let mut p = Pipeline::with_max_connections(
+        Obs::new(&a.analysis.wanted(a.every)),
+        a.filter.max_connections,
+    );
     let stop = run_until_stopped(&mut live, &mut p, linktype, &a).await?;
     // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
     live.drain(

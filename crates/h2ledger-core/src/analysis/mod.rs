@@ -29,7 +29,7 @@ pub mod timeline;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use h2_frame_parser::{ping, ErrorCode, Frame};
-use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
+use h2ledger_tcp::{ConnId, Dir, Nanos, Write};
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer, NO_WRITE};
 use crate::model::{FrameClass, Side};
@@ -332,7 +332,8 @@ fn other(d: usize) -> usize {
 pub struct Analysis {
     splitter: Splitter,
     phased: bool,
-    conns: HashMap<u32, ConnState>,
+    /// Boxed: hash-map buckets are reserved ahead, and a state is several hundred bytes.
+    conns: HashMap<u32, Box<ConnState>>,
     /// Calls in flight and recently ended, by sequence number.
     calls: HashMap<u64, Live>,
     next_seq: u64,
@@ -991,10 +992,6 @@ pub fn escape_bytes(b: &[u8]) -> String {
 }
 
 impl Observer for Analysis {
-    fn open(&mut self, meta: &ConnMeta) {
-        self.conn(meta.id);
-    }
-
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         if self.splitter.origin().is_none() {
             self.splitter.set_origin(w.ts);

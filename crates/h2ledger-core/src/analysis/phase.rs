@@ -159,11 +159,18 @@ impl<T> Default for Phased<T> {
 impl<T: Default> Phased<T> {
     /// Phase `i`'s value, created if there is room.
     pub fn get_mut(&mut self, i: u64) -> Option<&mut T> {
+        self.get_or_make(i, T::default)
+    }
+}
+
+impl<T> Phased<T> {
+    /// Phase `i`'s value, made by `make` if there is room.
+    pub fn get_or_make(&mut self, i: u64, make: impl FnOnce() -> T) -> Option<&mut T> {
         if !self.map.contains_key(&i) && self.map.len() >= MAX_PHASES {
             self.refused += 1;
             return None;
         }
-        Some(self.map.entry(i).or_default())
+        Some(self.map.entry(i).or_insert_with(make))
     }
 }
 

@@ -1,0 +1,122 @@
+//! Drives a whole run (link decode, reassembly, the ledger, the analysis, phases and the plot
+//! timeline) with arbitrary input, then builds every report. The input is a header byte and a
+//! sequence of operations, each either a raw packet of any link type or a TCP segment the
+//! harness wraps in IPv4 (so reassembly and HTTP/2 are reached often): up to four connections,
+//! either direction, SYN/FIN/RST, sequence jumps (gaps, retransmissions) and time jumps of up
+//! to 2^40 ns either way. The run must never panic, loop, or grow with the time span.
+
+use h2ledger_core::analysis::{Cut, Splitter};
+use h2ledger_run::{build, Obs, Pipeline, Wanted};
+
+const LINKTYPES: [i32; 4] = [101, 1, 0, 113];
+
+pub fn run(data: &[u8]) {
+    let Some((&head, mut rest)) = data.split_first() else {
+        return;
+    };
+    let splitter = match head & 3 {
+        0 => None,
+        1 => Some(Splitter::every(1)),
+        2 => Some(Splitter::every(1_000_000_000)),
+        _ => Some(Splitter::at(vec![
+            Cut::Offset(1_000),
+            Cut::At(0),
+            Cut::Offset(1 << 40),
+        ])),
+    };
+    let wanted = Wanted {
+        analysis: head & 4 == 0,
+        splitter,
+        timeline: Some(100_000_000),
+    };
+    let mut p = Pipeline::new(Obs::new(&wanted));
+    let mut ts: i64 = 1_700_000_000_000_000_000;
+    let mut seq = [[1000u32; 2]; 4];
+    let mut first = true;
+    while rest.len() >= 4 {
+        let (op, b1, len) = (
+            rest[0],
+            rest[1],
+            u16::from_be_bytes([rest[2], rest[3]]) as usize,
+        );
+        rest = &rest[4..];
+        // Time: mostly small steps, sometimes a jump either way.
+        ts = match b1 >> 6 {
+            0 | 1 => ts.saturating_add(i64::from(b1 & 0x3f) * 1_000),
+            2 => ts.saturating_add(1i64 << (b1 & 0x3f).min(40)),
+            _ => ts.saturating_sub(1i64 << (b1 & 0x3f).min(40)),
+        };
+        let n = len.min(rest.len());
+        let (payload, tail) = rest.split_at(n);
+        rest = tail;
+        if first {
+            p.ledger.observer.set_origin(ts);
+            first = false;
+        }
+        if op & 0x80 != 0 {
+            // A raw packet of one of the link types.
+            p.packet(LINKTYPES[usize::from(op & 3)], ts, payload);
+            continue;
+        }
+        let conn = usize::from(op & 3);
+        let dir = usize::from(op >> 2 & 1);
+        let flags = match op >> 3 & 7 {
+            0 => 0x02, // SYN
+            1 => 0x11, // FIN
+            2 => 0x04, // RST
+            3 => 0x10, // ACK, payload
+            _ => 0x18, // PSH ACK, payload
+        };
+        if op & 0x40 != 0 {
+            // A jump in sequence space: a gap, or a retransmission when it wraps back.
+            seq[conn][dir] = seq[conn][dir].wrapping_add(u32::from(b1) * 97);
+        }
+        let body = if flags & 0x07 != 0 { &[][..] } else { payload };
+        let pkt = ipv4_tcp(conn, dir, seq[conn][dir], seq[conn][1 - dir], flags, body);
+        seq[conn][dir] = seq[conn][dir]
+            .wrapping_add(body.len() as u32)
+            .wrapping_add(u32::from(flags & 0x03 != 0));
+        p.packet(101, ts, &pkt);
+    }
+    p.finish();
+    let whole = p.ledger_report(&p.ledger.observer.tally);
+    let (full, phases) = build(&mut p, whole);
+    assert!(phases.len() <= h2ledger_core::analysis::MAX_PHASES);
+    let _ = full.ledger.sides.client.frames.total();
+    if let Some(t) = &p.ledger.observer.timeline {
+        assert!(t.counts.len() <= h2ledger_core::analysis::timeline::MAX_BUCKETS);
+    }
+}
+
+fn ipv4_tcp(conn: usize, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let (client, server) = ([127, 0, 0, 1 + conn as u8], [127, 0, 0, 100]);
+    let (src, dst, sport, dport) = if dir == 0 {
+        (client, server, 40_000 + conn as u16, 50_051u16)
+    } else {
+        (server, client, 50_051, 40_000 + conn as u16)
+    };
+    let total = (40 + payload.len()).min(65_535);
+    let mut p = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ];
+    p.extend_from_slice(&src);
+    p.extend_from_slice(&dst);
+    p.extend_from_slice(&sport.to_be_bytes());
+    p.extend_from_slice(&dport.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(&ack.to_be_bytes());
+    p.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    p.extend_from_slice(&payload[..payload.len().min(65_535 - 40)]);
+    p
+}

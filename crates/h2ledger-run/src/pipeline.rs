@@ -1,0 +1,149 @@
+//! Packets in, ledger out: link decode, TCP reassembly, the ledger.
+//!
+//! [`Pipeline::packet`] takes one captured packet (link type, time, bytes) as libpcap hands it
+//! over; [`Pipeline::finish`] ends the input (every connection is closed and folded).
+
+use h2ledger_core::{Ledger, LedgerReport, Observer, Tally};
+use h2ledger_tcp::{link, Config, Nanos, Reassembler};
+use serde::Serialize;
+
+/// Packet-level counts of one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CaptureStats {
+    pub packets: u64,
+    pub tcp_segments: u64,
+    pub not_tcp: u64,
+    pub undecodable: u64,
+    /// First and last packet time (seconds since the epoch).
+    pub first: Option<f64>,
+    pub last: Option<f64>,
+}
+
+pub struct Pipeline<O> {
+    pub reasm: Reassembler,
+    pub ledger: Ledger<O>,
+    pub stats: CaptureStats,
+    first: Option<Nanos>,
+    last: Nanos,
+    prev: Nanos,
+}
+
+/// A packet whose time is more than an hour from the previous packet's is reported.
+const TIMESTAMP_JUMP_NS: u64 = 3_600_000_000_000;
+
+/// Connections tracked at once by default (`--max-connections`): each costs a few KiB (its
+/// reassembly, framing and HPACK state, its counters), so 8,192 keep a run within about 64 MiB.
+/// Beyond, the least recently active connection is closed as evicted and counted.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 8192;
+
+impl<O: Observer> Pipeline<O> {
+    pub fn new(observer: O) -> Self {
+        Self::with_max_connections(observer, DEFAULT_MAX_CONNECTIONS)
+    }
+
+    /// A pipeline that tracks at most `max` connections at once (at least 1).
+    pub fn with_max_connections(observer: O, max: usize) -> Self {
+        Pipeline {
+            reasm: Reassembler::new(Config {
+                max_connections: max.max(1),
+                ..Config::default()
+            }),
+            ledger: Ledger::new(observer),
+            stats: CaptureStats::default(),
+            first: None,
+            last: 0,
+            prev: 0,
+        }
+    }
+
+    pub fn packet(&mut self, linktype: i32, ts: Nanos, data: &[u8]) {
+        self.stats.packets += 1;
+        match self.first {
+            None => self.first = Some(ts),
+            Some(_) => {
+                // A clock jump or a damaged timestamp: said, and it costs no memory (phases and
+                // plot buckets exist only where packets are).
+                let jump = ts.saturating_sub(self.prev);
+                if jump.unsigned_abs() > TIMESTAMP_JUMP_NS {
+                    let n = self.stats.packets;
+                    let prev = self.prev;
+                    self.ledger.warnings.add("timestamp-jump", || {
+                        format!(
+                            "packet {n}: its time is {:.0} s {} the previous packet's ({} -> {}); phases and plots span the gap",
+                            jump.unsigned_abs() as f64 / 1e9,
+                            if jump > 0 { "after" } else { "before" },
+                            secs(prev),
+                            secs(ts)
+                        )
+                    });
+                }
+            }
+        }
+        self.prev = ts;
+        self.last = self.last.max(ts);
+        match link::decode(linktype, data) {
+            Ok(Some(seg)) => {
+                self.stats.tcp_segments += 1;
+                self.reasm.push(ts, &seg, &mut self.ledger);
+            }
+            Ok(None) => self.stats.not_tcp += 1,
+            Err(e) => {
+                self.stats.undecodable += 1;
+                let n = self.stats.packets;
+                self.ledger.warnings.add("undecodable-packet", || {
+                    format!("packet {n}: cannot decode (link type {linktype}): {e}")
+                });
+            }
+        }
+    }
+
+    /// End of input: flush reassembly (declaring what never arrived as gaps).
+    pub fn finish(&mut self) {
+        self.reasm.finish(self.last, &mut self.ledger);
+        self.stats.first = self.first.map(secs);
+        self.stats.last = self.first.map(|_| secs(self.last));
+    }
+
+    pub fn first_ts(&self) -> Option<Nanos> {
+        self.first
+    }
+
+    /// The ledger report from `tally` (the run's, or one phase's), with the run's warnings.
+    pub fn ledger_report(&self, tally: &Tally) -> LedgerReport {
+        let mut report = LedgerReport::build(&self.ledger.connections(), tally);
+        report.warnings = self.ledger.warnings.messages.clone();
+        report.anomalies = self
+            .ledger
+            .warnings
+            .counts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        report
+    }
+}
+
+impl<O> Pipeline<O> {
+    /// Says why a ledger is empty (`filter`: the capture filter, if any).
+    pub fn note_empty(&self, report: &mut LedgerReport, filter: Option<&str>) {
+        if self.stats.packets > 0 && report.connections == 0 {
+            report.warnings.push(format!(
+                "no HTTP/2 connection among {} packets ({} TCP segments){}",
+                self.stats.packets,
+                self.stats.tcp_segments,
+                filter
+                    .map(|f| format!(" matching \"{f}\""))
+                    .unwrap_or_default()
+            ));
+        } else if self.stats.packets == 0 {
+            report.warnings.push(match filter {
+                Some(f) => format!("no packets matched \"{f}\""),
+                None => "the capture holds no packets".to_string(),
+            });
+        }
+    }
+}
+
+pub fn secs(ns: Nanos) -> f64 {
+    ns as f64 / 1e9
+}

@@ -1,0 +1,203 @@
+//! The observers a run attaches (ledger tally, per-phase tallies, analysis, timeline) and the
+//! reports built from them, for the whole capture and per phase.
+
+use std::collections::HashMap;
+
+use h2ledger_core::analysis::{Phased, Splitter, MAX_PHASES};
+use h2ledger_core::{
+    Analysis, AnalysisReport, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline,
+};
+use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
+
+use crate::pipeline::Pipeline;
+
+/// What a run computes beyond the plain ledger.
+#[derive(Clone, Debug, Default)]
+pub struct Wanted {
+    pub analysis: bool,
+    pub splitter: Option<Splitter>,
+    /// Timeline bucket for `--plot`.
+    pub timeline: Option<Nanos>,
+}
+
+/// Every observer of a run. Only the tally is always there: the analysis and the timeline cost
+/// memory per call and per time bucket, so they are attached only when their output is asked for.
+#[derive(Debug)]
+pub struct Obs {
+    pub tally: Tally,
+    pub splitter: Option<Splitter>,
+    /// Phase `i`'s ledger: frames and writes whose time falls in phase `i` (only the phases
+    /// that saw something, at most `MAX_PHASES`).
+    pub phases: Phased<Tally>,
+    /// The phases each open connection has counts in (folded there when it closes).
+    touched: HashMap<u32, Vec<u64>>,
+    pub analysis: Option<Analysis>,
+    pub timeline: Option<Timeline>,
+    origin_set: bool,
+}
+
+impl Obs {
+    pub fn new(w: &Wanted) -> Obs {
+        Obs {
+            tally: Tally::new(),
+            splitter: w.splitter.clone(),
+            phases: Phased::default(),
+            touched: HashMap::new(),
+            analysis: w.analysis.then(|| Analysis::new(w.splitter.clone())),
+            timeline: w.timeline.map(Timeline::new),
+            origin_set: false,
+        }
+    }
+
+    /// The first packet's time: phase offsets, `--every` and the plot count from it.
+    pub fn set_origin(&mut self, t: Nanos) {
+        if self.origin_set {
+            return;
+        }
+        self.origin_set = true;
+        if let Some(s) = &mut self.splitter {
+            s.set_origin(t);
+        }
+        if let Some(a) = &mut self.analysis {
+            a.set_origin(t);
+        }
+        if let Some(tl) = &mut self.timeline {
+            tl.set_origin(t);
+        }
+    }
+
+    pub fn frames(&self) -> u64 {
+        self.tally.frames()
+    }
+
+    fn phase_tally(&mut self, conn: ConnId, t: Nanos) -> Option<&mut Tally> {
+        let s = self.splitter.as_mut()?;
+        if s.origin().is_none() {
+            s.set_origin(t);
+        }
+        let i = s.phase_of(t);
+        let touched = self.touched.entry(conn.0).or_default();
+        if !touched.contains(&i) {
+            touched.push(i);
+        }
+        self.phases.get_or_make(i, Tally::for_phase)
+    }
+}
+
+impl Observer for Obs {
+    fn wants_headers(&self) -> bool {
+        self.analysis.is_some()
+    }
+
+    fn open(&mut self, meta: &ConnMeta) {
+        self.tally.open(meta);
+        if let Some(a) = &mut self.analysis {
+            a.open(meta);
+        }
+    }
+
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.tally.write(conn, dir, w);
+        if let Some(t) = self.phase_tally(conn, w.ts) {
+            t.write(conn, dir, w);
+        }
+        if let Some(a) = &mut self.analysis {
+            a.write(conn, dir, w);
+        }
+    }
+
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        self.tally.frame(ev);
+        if let Some(t) = self.phase_tally(ev.conn, ev.ts) {
+            t.frame(ev);
+        }
+        if let Some(a) = &mut self.analysis {
+            a.frame(ev);
+        }
+        if let Some(tl) = &mut self.timeline {
+            tl.frame(ev);
+        }
+    }
+
+    fn close(&mut self, summary: &ConnSummary) {
+        self.tally.close(summary);
+        for i in self.touched.remove(&summary.id.0).unwrap_or_default() {
+            if let Some(t) = self.phases.existing_mut(i) {
+                t.close(summary);
+            }
+        }
+        if let Some(a) = &mut self.analysis {
+            a.close(summary);
+        }
+    }
+}
+
+/// A ledger with its analysis, for the whole capture or one phase.
+#[derive(Clone, Debug)]
+pub struct Full {
+    pub name: String,
+    pub ledger: LedgerReport,
+    pub analysis: Option<AnalysisReport>,
+    /// Phase bounds, seconds since the epoch.
+    pub start: Option<f64>,
+    pub end: Option<f64>,
+}
+
+/// The whole capture's report and one per phase. Call after `Pipeline::finish`. With
+/// `--split-at` every phase the cuts make is reported; with `--every` only those in which
+/// something happened (a capture whose clock jumps a day has two phases, not 86,400).
+pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>) {
+    if let Some(a) = &mut p.ledger.observer.analysis {
+        a.flush();
+    }
+    let conns = p.ledger.connections();
+    let o = &p.ledger.observer;
+    let refused = o.phases.refused;
+    if refused > 0 {
+        whole.warnings.push(format!(
+            "more than {MAX_PHASES} phases: {refused} writes and frames of later phases are in the totals only"
+        ));
+        whole.anomalies.insert("phases-capped".to_string(), refused);
+    }
+    let full = Full {
+        name: String::new(),
+        analysis: o.analysis.as_ref().map(|a| a.report(&conns, None)),
+        ledger: whole,
+        start: p.stats.first,
+        end: p.stats.last,
+    };
+    let mut phases = Vec::new();
+    if let (Some(s), Some(first), Some(last)) = (o.splitter.clone(), p.stats.first, p.stats.last) {
+        let mut s = s;
+        let indexes: Vec<u64> = match s.cut_phases() {
+            Some(n) => (0..n).collect(),
+            None => {
+                let mut v: Vec<u64> = o.phases.indexes().collect();
+                if let Some(a) = &o.analysis {
+                    v.extend(a.phase_indexes());
+                }
+                v.sort_unstable();
+                v.dedup();
+                v.truncate(MAX_PHASES);
+                v
+            }
+        };
+        let empty = Tally::new();
+        for i in indexes {
+            let (a, b) = s.bounds_of(i, nanos(first), nanos(last));
+            let t = o.phases.get(i).unwrap_or(&empty);
+            phases.push(Full {
+                name: format!("phase {}", i + 1),
+                ledger: LedgerReport::build(&conns, t),
+                analysis: o.analysis.as_ref().map(|an| an.report(&conns, Some(i))),
+                start: Some(a as f64 / 1e9),
+                end: Some(b as f64 / 1e9),
+            });
+        }
+    }
+    (full, phases)
+}
+
+fn nanos(s: f64) -> Nanos {
+    (s * 1e9).round() as Nanos
+}

@@ -1,0 +1,45 @@
+//! The whole-run fuzz harness (crates/h2ledger-run/fuzz), run on every input kept in
+//! fuzz/regressions/ and on inputs made here (an HTTP/2 connection with clock jumps under
+//! `--every 1ns`), so a crash found once stays fixed.
+
+#[path = "../fuzz/harness.rs"]
+mod harness;
+
+fn op(out: &mut Vec<u8>, op: u8, time: u8, payload: &[u8]) {
+    out.extend_from_slice(&[op, time]);
+    out.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    out.extend_from_slice(payload);
+}
+
+#[test]
+fn regressions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "bin") {
+            harness::run(&std::fs::read(&p).unwrap());
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no regression inputs in {}", dir.display());
+}
+
+#[test]
+fn http2_with_clock_jumps_every_nanosecond() {
+    let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    preface.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    let ping = [0, 0, 8, 6, 0, 0, 0, 0, 0, 2, 4, 16, 16, 9, 14, 7, 7];
+    for head in 0..8u8 {
+        let mut d = vec![head];
+        op(&mut d, 0x00, 1, &[]); // SYN, client
+        op(&mut d, 0x04, 1, &[]); // SYN, server
+        op(&mut d, 0x20, 1, &preface); // PSH, client
+        op(&mut d, 0x20, 0x80 | 40, &ping); // a jump of 2^40 ns ahead
+        op(&mut d, 0x24, 0xc0 | 40, &ping); // and back
+        op(&mut d, 0x24, 0x80 | 63, &ping); // the largest jump the harness makes
+        op(&mut d, 0x08, 1, &[]); // FIN
+        op(&mut d, 0x0c, 1, &[]);
+        harness::run(&d);
+    }
+}
