@@ -242,7 +242,36 @@ pub fn report_to_stderr() {
     REPORT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// No backtraces for users: a panic (a bug) is one line and exit status 2, and an allocation
+/// failure prints libstd's one line without the backtrace RUST_BACKTRACE would add. Set
+/// H2LEDGER_BACKTRACE=1 to get them back when debugging.
+fn quiet_failures() {
+    if std::env::var_os("H2LEDGER_BACKTRACE").is_some() {
+        return;
+    }
+    // Single-threaded here, before anything reads the environment.
+    std::env::remove_var("RUST_BACKTRACE");
+    std::env::remove_var("RUST_LIB_BACKTRACE");
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_string());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "h2ledger: internal error: {msg}{at}; please report it with the command (H2LEDGER_BACKTRACE=1 adds a backtrace)"
+        );
+        std::process::exit(2);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_failures();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
