@@ -1,7 +1,15 @@
 //! Finding HTTP/2 frame boundaries in a byte stream whose beginning we may not have.
 //!
-//! Detection and resynchronisation use the same proof: several consecutive frame headers that
-//! are each [`Head::plausible`] and chain (each starts where the previous frame ends).
+//! Detection and resynchronisation use the same proofs (docs/decisions.md, "frame-boundary
+//! proof"): several consecutive frame headers that are each [`Head::plausible`] and chain (each
+//! starts where the previous frame ends), or a shorter chain held at both ends by evidence the
+//! capture gives (a segment start, a segment end followed by a gap, the end of the connection).
+//!
+//! Every offset is followed at most a constant number of times (each time a few headers), and
+//! the preface and HTTP/1.1 searches resume where they stopped: the work is linear in the bytes.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use h2_frame_parser::{Head, HEAD_LEN, PREFACE};
 
@@ -37,28 +45,34 @@ fn head_at(buf: &[u8], at: usize) -> Option<Head> {
 }
 
 /// Follows the chain of frame headers starting at `at`, stopping after `limit` headers.
-pub fn chain(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> Chain {
+pub fn chain(buf: &[u8], at: usize, limit: usize, max_frame: u32) -> Chain {
+    follow(buf, at, limit, max_frame).0
+}
+
+/// [`chain`], plus the buffer length at which following again can tell more, and whether a
+/// `Short` chain ran out inside a payload (its last header was read whole).
+fn follow(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> (Chain, usize, bool) {
     let mut n = 0;
     while n < limit {
         if at == buf.len() {
-            return Chain::Exact(n);
+            return (Chain::Exact(n), at + HEAD_LEN, false);
         }
         let Some(head) = head_at(buf, at) else {
-            return Chain::Short(n);
+            return (Chain::Short(n), at + HEAD_LEN, false);
         };
         if !head.plausible(max_frame) {
-            return Chain::Broken(n);
+            return (Chain::Broken(n), usize::MAX, false);
         }
         n += 1;
         at += HEAD_LEN + head.length as usize;
         if at > buf.len() {
-            return Chain::Short(n);
+            return (Chain::Short(n), at, true);
         }
     }
     if at == buf.len() {
-        Chain::Exact(n)
+        (Chain::Exact(n), at + HEAD_LEN, false)
     } else {
-        Chain::Short(n)
+        (Chain::Short(n), usize::MAX, false)
     }
 }
 
@@ -67,35 +81,79 @@ pub fn chain(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> Chain {
 pub enum Found {
     /// The client connection preface ends at this offset (frames follow it).
     Preface(usize),
+    /// An HTTP/1.1 response (`101 Switching Protocols` of an h2c upgrade, or a proxy's answer
+    /// to CONNECT) at the start of the stream ends at this offset, and a frame starts there.
+    Http1 { end: usize, upgrade: bool },
     /// A proven frame boundary at this offset.
     Frames(usize),
     /// Not yet: more bytes may decide.
     Wait,
 }
 
-/// Most undecided offsets remembered while scanning; beyond that, new ones are not followed.
-const MAX_CANDIDATES: usize = 4096;
+/// Most undecided offsets remembered while scanning; beyond that, new ones are not followed
+/// (reported through [`Scanner::candidates_full`]).
+pub const MAX_CANDIDATES: usize = 4096;
+/// Segment starts remembered (for the segment-aligned proofs).
+const MAX_SEGMENT_STARTS: usize = 4096;
+/// The longest HTTP/1.1 response head looked for before frames.
+const MAX_HTTP1_HEAD: usize = 64 * 1024;
 
 /// Incremental search for the first frame boundary in a growing buffer. Each offset is looked
-/// at once when its bytes arrive; offsets whose chain of headers runs past the end of the
-/// buffer stay candidates and are looked at again as bytes come in. Offsets proven not to be
-/// boundaries are never looked at again, so the work stays linear in the bytes scanned.
+/// at when its bytes arrive; offsets whose chain of headers runs past the end of the buffer stay
+/// candidates, and are looked at again only once the buffer reaches the point where their chain
+/// stopped. Offsets proven not to be boundaries are never looked at again.
 #[derive(Debug, Default)]
 pub struct Scanner {
     /// Offsets below this one have been looked at.
     next: usize,
-    /// Offsets looked at that were neither proven nor broken, ascending.
-    candidates: Vec<usize>,
+    /// Undecided offsets, keyed by the buffer length at which to follow them again.
+    candidates: BinaryHeap<Reverse<(usize, usize)>>,
+    /// A candidate whose chain ended exactly at a buffer length: (offset, length).
+    exact: Option<(usize, usize)>,
+    /// A candidate starting at a segment start whose chain's last frame runs past the end of
+    /// the buffer after at least one whole frame: (offset, length).
+    past_end: Option<(usize, usize)>,
+    /// Offsets where a segment (a `data` chunk) began, ascending.
+    segment_starts: VecDeque<usize>,
+    /// The preface search resumes here.
+    preface_from: usize,
+    /// The HTTP/1.1 head search: `Some(from)` while the stream may start with one.
+    http1_from: Option<usize>,
+    http1_done: bool,
+    /// A candidate or segment start was not remembered because the list was full.
+    pub candidates_full: bool,
 }
 
 impl Scanner {
+    /// Notes that a segment's bytes begin at `at` in the buffer.
+    pub fn segment_start(&mut self, at: usize) {
+        if self.segment_starts.back().is_some_and(|&b| b >= at) {
+            return;
+        }
+        if self.segment_starts.len() < MAX_SEGMENT_STARTS {
+            self.segment_starts.push_back(at);
+        } else {
+            self.candidates_full = true;
+        }
+    }
+
+    fn is_segment_start(&self, at: usize) -> bool {
+        self.segment_starts.binary_search(&at).is_ok()
+    }
+
     /// `at_start`: the buffer holds the stream from its first byte (the TCP handshake was seen),
     /// so a boundary at offset 0 needs less proof: RFC 9113 §3.4 makes the first frame of
     /// either side a SETTINGS frame.
-    /// `closing`: no more bytes will come; accept a shorter proof that ends exactly at the end.
+    /// `closing`: no more bytes will come before a gap or the end of the connection; accept a
+    /// shorter proof that ends there.
     pub fn scan(&mut self, buf: &[u8], at_start: bool, closing: bool, max_frame: u32) -> Found {
         if let Some(found) = self.preface(buf, at_start) {
             return found;
+        }
+        if at_start {
+            if let Some(found) = self.http1(buf, max_frame) {
+                return found;
+            }
         }
         if at_start && self.next == 0 {
             if let Some(h) = head_at(buf, 0) {
@@ -107,54 +165,148 @@ impl Scanner {
                 }
             }
         }
-        // Old candidates first (they are the earlier offsets), then the new bytes.
-        let mut best = None;
-        let mut exact_at_close = None;
-        self.candidates
-            .retain(|&at| match chain(buf, at, CHAIN_PROOF, max_frame) {
-                Chain::Broken(_) => false,
-                c => {
-                    if c.heads() >= CHAIN_PROOF {
-                        best = best.or(Some(at));
-                    } else if matches!(c, Chain::Exact(n) if n >= 1) {
-                        exact_at_close = exact_at_close.or(Some(at));
-                    }
-                    true
-                }
-            });
-        if let Some(at) = best {
-            return Found::Frames(at);
+        let len = buf.len();
+        let mut best: Option<usize> = None;
+        // Old candidates whose chain can now be followed further.
+        let mut again = Vec::new();
+        while let Some(&Reverse((need, at))) = self.candidates.peek() {
+            if need > len {
+                break;
+            }
+            self.candidates.pop();
+            again.push(at);
         }
-        let last = buf.len().saturating_sub(HEAD_LEN);
-        while self.next <= last && buf.len() >= HEAD_LEN {
-            let at = self.next;
-            self.next += 1;
-            match chain(buf, at, CHAIN_PROOF, max_frame) {
-                Chain::Broken(_) => {}
-                c if c.heads() >= CHAIN_PROOF => return Found::Frames(at),
-                c => {
-                    if matches!(c, Chain::Exact(n) if n >= 1) {
-                        exact_at_close = exact_at_close.or(Some(at));
-                    }
-                    if self.candidates.len() < MAX_CANDIDATES {
-                        self.candidates.push(at);
-                    }
+        for at in again {
+            if let Some(p) = self.look(buf, at, max_frame) {
+                best = Some(best.map_or(p, |b| b.min(p)));
+            }
+        }
+        // Then the new bytes.
+        if best.is_none() && len >= HEAD_LEN {
+            let last = len - HEAD_LEN;
+            while self.next <= last {
+                let at = self.next;
+                self.next += 1;
+                if let Some(p) = self.look(buf, at, max_frame) {
+                    best = Some(p);
+                    break;
                 }
             }
         }
-        match exact_at_close {
-            Some(at) if closing => Found::Frames(at),
-            _ => Found::Wait,
+        if best.is_none() && closing {
+            best = [self.exact, self.past_end]
+                .into_iter()
+                .flatten()
+                .filter(|&(_, l)| l == len)
+                .map(|(a, _)| a)
+                .min();
+        }
+        match best {
+            Some(at) => Found::Frames(self.earliest_into(buf, at, max_frame)),
+            None => Found::Wait,
         }
     }
 
+    /// Follows the chain at `at`: `Some(at)` when that proves a boundary; otherwise keeps `at`
+    /// as a candidate unless it is broken.
+    fn look(&mut self, buf: &[u8], at: usize, max_frame: u32) -> Option<usize> {
+        let len = buf.len();
+        let (c, need, in_payload) = follow(buf, at, CHAIN_PROOF, max_frame);
+        match c {
+            Chain::Broken(_) => return None,
+            _ if c.heads() >= CHAIN_PROOF => return Some(at),
+            Chain::Exact(n) if n >= 1 => {
+                // A chain from a segment start to a segment end.
+                if self.is_segment_start(at) {
+                    return Some(at);
+                }
+                self.exact = Some(earlier(self.exact, at, len));
+            }
+            Chain::Short(n) if n >= 2 && in_payload && self.is_segment_start(at) => {
+                self.past_end = Some(earlier(self.past_end, at, len));
+            }
+            _ => {}
+        }
+        if self.candidates.len() < MAX_CANDIDATES {
+            self.candidates.push(Reverse((need, at)));
+        } else {
+            self.candidates_full = true;
+        }
+        None
+    }
+
+    /// A chain from an earlier candidate that lands exactly on the proven boundary `at` is one
+    /// more link of it: the earliest such candidate is the boundary.
+    fn earliest_into(&self, buf: &[u8], at: usize, max_frame: u32) -> usize {
+        let head = &buf[..at];
+        self.candidates
+            .iter()
+            .map(|r| r.0 .1)
+            .filter(|&c| {
+                c < at
+                    && matches!(chain(head, c, CHAIN_PROOF, max_frame), Chain::Exact(n) if n >= 1)
+            })
+            .min()
+            .unwrap_or(at)
+    }
+
     /// An h2c upgrade or prior-knowledge client: the preface, at the start or after an
-    /// HTTP/1.1 Upgrade request.
-    fn preface(&self, buf: &[u8], at_start: bool) -> Option<Found> {
+    /// HTTP/1.1 Upgrade or CONNECT request. The search resumes where the last one stopped.
+    fn preface(&mut self, buf: &[u8], at_start: bool) -> Option<Found> {
         if at_start && buf.len() < PREFACE.len() && PREFACE.starts_with(buf) {
             return Some(Found::Wait);
         }
-        find(buf, PREFACE).map(|i| Found::Preface(i + PREFACE.len()))
+        let from = self.preface_from.min(buf.len());
+        let found = find(&buf[from..], PREFACE).map(|i| Found::Preface(from + i + PREFACE.len()));
+        self.preface_from = buf.len().saturating_sub(PREFACE.len() - 1);
+        found
+    }
+
+    /// A stream that starts with an HTTP/1.1 response head followed by a frame.
+    fn http1(&mut self, buf: &[u8], max_frame: u32) -> Option<Found> {
+        const HTTP1: &[u8] = b"HTTP/1.";
+        if self.http1_done {
+            return None;
+        }
+        let n = buf.len().min(HTTP1.len());
+        if buf[..n] != HTTP1[..n] {
+            self.http1_done = true;
+            return None;
+        }
+        if n < HTTP1.len() {
+            return Some(Found::Wait);
+        }
+        let from = self.http1_from.unwrap_or(0).min(buf.len());
+        let window = &buf[..buf.len().min(MAX_HTTP1_HEAD)];
+        let end = match find(&window[from.min(window.len())..], b"\r\n\r\n") {
+            Some(i) => from + i + 4,
+            None => {
+                if buf.len() >= MAX_HTTP1_HEAD {
+                    self.http1_done = true;
+                    return None;
+                }
+                self.http1_from = Some(buf.len().saturating_sub(3));
+                return None;
+            }
+        };
+        let Some(h) = head_at(buf, end) else {
+            self.http1_from = Some(end - 4);
+            return None;
+        };
+        self.http1_done = true;
+        if !h.plausible(max_frame) {
+            return None;
+        }
+        let upgrade = buf.get(8..13) == Some(b" 101 ");
+        Some(Found::Http1 { end, upgrade })
+    }
+}
+
+/// The earliest offset recorded for buffer length `len` (an older length no longer counts).
+fn earlier(old: Option<(usize, usize)>, at: usize, len: usize) -> (usize, usize) {
+    match old {
+        Some((a, l)) if l == len => (a.min(at), len),
+        _ => (at, len),
     }
 }
 
@@ -181,7 +333,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     }
     None
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
 
 use h2_frame_parser::hpack::Decoder;
-use h2_frame_parser::{raw_frame, Frame, Head, Kind, RawFrame, SettingId, HEAD_LEN};
+use h2_frame_parser::{raw_frame, Frame, Head, Kind, RawFrame, SettingId, HEAD_LEN, PREFACE};
 use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
 
 use crate::detect::{Found, Scanner};
@@ -139,6 +139,26 @@ pub struct ConnSummary {
     /// The capture did not hold the start of at least one direction.
     pub mid_stream: bool,
     pub start: Nanos,
+    /// HTTP/2 began after HTTP/1.1 on this connection (an h2c upgrade or a CONNECT tunnel).
+    pub prelude: Option<Prelude>,
+}
+
+/// What came before HTTP/2 on a connection seen from its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prelude {
+    /// `Upgrade: h2c` request, `101 Switching Protocols`, then the preface (RFC 7540 §3.2).
+    Upgrade,
+    /// `CONNECT` to a proxy, its `2xx` answer, then HTTP/2 inside the tunnel.
+    Connect,
+}
+
+impl Prelude {
+    pub fn name(self) -> &'static str {
+        match self {
+            Prelude::Upgrade => "h2c-upgrade",
+            Prelude::Connect => "connect-tunnel",
+        }
+    }
 }
 
 /// Warnings: the first [`MAX_WARNINGS`] as text, all counted by kind.
@@ -200,6 +220,7 @@ struct DirState {
     max_frame: u32,
     mid_stream: bool,
     synced: bool,
+    candidates_reported: bool,
 }
 
 impl DirState {
@@ -225,6 +246,7 @@ impl DirState {
             max_frame: DEFAULT_MAX_FRAME,
             mid_stream: !at_start,
             synced: false,
+            candidates_reported: false,
         }
     }
 
@@ -269,6 +291,7 @@ struct Conn {
     dirs: [DirState; 2],
     streams: StreamMap,
     streams_full: bool,
+    prelude: Option<Prelude>,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: [u64; 2],
 }
@@ -389,6 +412,7 @@ impl<O: Observer> Ledger<O> {
                     client_by,
                     mid_stream: c.dirs.iter().any(|d| d.synced && d.mid_stream),
                     start: c.meta.start,
+                    prelude: c.prelude,
                 }
             })
             .collect()
@@ -405,6 +429,7 @@ impl<O: Observer> Ledger<O> {
         let d = di(dir);
         let ds = &mut c.dirs[d];
         if !bytes.is_empty() {
+            ds.scan.segment_start(ds.pending.len());
             ds.pending.extend_from_slice(bytes);
             ds.pending_writes.push((ds.pending.len(), *w));
         }
@@ -421,6 +446,19 @@ impl<O: Observer> Ledger<O> {
         } else {
             ds.scan.scan(&ds.pending, ds.at_start, closing, limit)
         };
+        if ds.scan.candidates_full && !ds.candidates_reported {
+            ds.candidates_reported = true;
+            let (src, dst) = c.addrs(dir);
+            self.warnings.add("detect-cap", || {
+                format!(
+                    "connection {} {src} -> {dst}: more than {} undecided frame-boundary candidates; later offsets are not followed",
+                    id.0,
+                    crate::detect::MAX_CANDIDATES
+                )
+            });
+        }
+        let ds = &mut c.dirs[d];
+        let mut http1 = None;
         let (skip, preface) = match found {
             Found::Wait => {
                 if ds.pending.len() > MAX_DETECT_BYTES {
@@ -440,7 +478,20 @@ impl<O: Observer> Ledger<O> {
                 }
                 return;
             }
-            Found::Preface(at) => (at, true),
+            Found::Preface(at) => {
+                if at > PREFACE.len() && c.prelude.is_none() {
+                    c.prelude = Some(if ds.pending.starts_with(b"CONNECT ") {
+                        Prelude::Connect
+                    } else {
+                        Prelude::Upgrade
+                    });
+                }
+                (at, true)
+            }
+            Found::Http1 { end, upgrade } => {
+                http1 = Some(upgrade);
+                (end, false)
+            }
             Found::Frames(at) => (at, false),
         };
         let was_resync = ds.mode == Mode::Resync;
@@ -453,7 +504,7 @@ impl<O: Observer> Ledger<O> {
         if !ds.synced {
             ds.synced = true;
             // Mid-stream unless the frames start exactly where the stream did.
-            ds.mid_stream = !(ds.at_start && (preface || skip == 0));
+            ds.mid_stream = !(ds.at_start && (preface || http1.is_some() || skip == 0));
             if ds.mid_stream {
                 ds.hpack = mid_stream_decoder();
             }
@@ -465,7 +516,13 @@ impl<O: Observer> Ledger<O> {
         if !c.http2 {
             c.http2 = true;
         }
-        if skip > 0 && !preface {
+        if let Some(upgrade) = http1 {
+            if upgrade {
+                c.prelude = Some(Prelude::Upgrade);
+            } else if c.prelude.is_none() {
+                c.prelude = Some(Prelude::Connect);
+            }
+        } else if skip > 0 && !preface {
             let (src, dst) = c.addrs(dir);
             let what = if was_resync {
                 "after a gap, resynchronised"
@@ -613,6 +670,19 @@ impl<O: Observer> Ledger<O> {
             ds.max_frame
         };
         if head.length <= limit {
+            return true;
+        }
+        if head.plausible(crate::detect::MAX_FRAME_LEN) {
+            // Framing is intact (the boundary was proven and every length followed): a frame
+            // above the peer's SETTINGS_MAX_FRAME_SIZE is on the wire; count it and say so.
+            let (src, dst) = c.addrs(dir);
+            let (len, kind, stream) = (head.length, head.kind.name(), head.stream_id);
+            self.warnings.add("malformed-frame", || {
+                format!(
+                    "connection {} {src} -> {dst}: {kind} frame on stream {stream} of {len} bytes, above the allowed maximum {limit} (RFC 9113 §4.2): counted, framing kept",
+                    id.0
+                )
+            });
             return true;
         }
         ds.lose_framing();
@@ -1022,6 +1092,16 @@ impl<O: Observer> Sink for Ledger<O> {
     }
 
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64) {
+        // A direction still looking for a boundary: a chain that ends exactly at the gap (or
+        // whose last frame runs into it) is proven like one at the end of the connection.
+        if let Some(c) = self.conns.get(conn.0 as usize) {
+            let ds = &c.dirs[di(dir)];
+            if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                if let Some(&(_, w)) = ds.pending_writes.last() {
+                    self.detect(conn, dir, &w, &[], true);
+                }
+            }
+        }
         let Some(c) = self.conns.get_mut(conn.0 as usize) else {
             return;
         };
@@ -1129,6 +1209,7 @@ fn new_conn(meta: ConnMeta) -> Conn {
         dirs: [DirState::new(at_start), DirState::new(at_start)],
         streams: StreamMap::default(),
         streams_full: false,
+        prelude: None,
         odd_streams: [0; 2],
     }
 }
