@@ -63,6 +63,18 @@ pub trait Observer {
     fn open(&mut self, _meta: &ConnMeta) {}
     fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
     fn frame(&mut self, _ev: &FrameEvent<'_>) {}
+    /// An HTTP/1.1 request upgraded to HTTP/2 (`Upgrade: h2c` answered by `101`): it is
+    /// stream 1's request (RFC 7540 §3.2), sent in `w` by direction `dir`, before any frame of
+    /// its response. `method` and `target` come from its request line.
+    fn upgraded_request(
+        &mut self,
+        _conn: ConnId,
+        _dir: Dir,
+        _w: &Write,
+        _method: &[u8],
+        _target: &[u8],
+    ) {
+    }
 }
 
 impl Observer for () {
@@ -87,6 +99,17 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.frame(ev);
         self.1.frame(ev);
     }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        self.0.upgraded_request(conn, dir, w, method, target);
+        self.1.upgraded_request(conn, dir, w, method, target);
+    }
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
@@ -101,6 +124,16 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         (**self).frame(ev)
+    }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        (**self).upgraded_request(conn, dir, w, method, target)
     }
 }
 
@@ -141,6 +174,8 @@ pub struct ConnSummary {
     pub start: Nanos,
     /// HTTP/2 began after HTTP/1.1 on this connection (an h2c upgrade or a CONNECT tunnel).
     pub prelude: Option<Prelude>,
+    /// The HTTP/1.1 request of an h2c upgrade was seen: stream 1 is its call.
+    pub upgraded_call: bool,
 }
 
 /// What came before HTTP/2 on a connection seen from its start.
@@ -292,6 +327,11 @@ struct Conn {
     streams: StreamMap,
     streams_full: bool,
     prelude: Option<Prelude>,
+    /// A `101 Switching Protocols` was seen; its request was handed to the observer.
+    upgrade_seen: bool,
+    /// The upgraded request, until the 101 is seen: its direction, method, target, write.
+    upgrade_req: Option<(Dir, Vec<u8>, Vec<u8>, Write)>,
+    upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: [u64; 2],
 }
@@ -413,6 +453,7 @@ impl<O: Observer> Ledger<O> {
                     mid_stream: c.dirs.iter().any(|d| d.synced && d.mid_stream),
                     start: c.meta.start,
                     prelude: c.prelude,
+                    upgraded_call: c.upgraded_call,
                 }
             })
             .collect()
@@ -479,12 +520,22 @@ impl<O: Observer> Ledger<O> {
                 return;
             }
             Found::Preface(at) => {
-                if at > PREFACE.len() && c.prelude.is_none() {
-                    c.prelude = Some(if ds.pending.starts_with(b"CONNECT ") {
-                        Prelude::Connect
-                    } else {
-                        Prelude::Upgrade
-                    });
+                if at > PREFACE.len() {
+                    let connect = ds.pending.starts_with(b"CONNECT ");
+                    if c.prelude.is_none() {
+                        c.prelude = Some(if connect {
+                            Prelude::Connect
+                        } else {
+                            Prelude::Upgrade
+                        });
+                    }
+                    if !connect && c.upgrade_req.is_none() {
+                        if let (Some((m, t)), Some(&(_, rw))) =
+                            (request_line(&ds.pending), ds.pending_writes.first())
+                        {
+                            c.upgrade_req = Some((dir, m.to_vec(), t.to_vec(), rw));
+                        }
+                    }
                 }
                 (at, true)
             }
@@ -545,6 +596,25 @@ impl<O: Observer> Ledger<O> {
                     id.0
                 )
             });
+        }
+        if http1 == Some(true) && !c.upgrade_seen {
+            c.upgrade_seen = true;
+            // The request may still be buffered in the other direction (when the 101 and the
+            // server's first frame came before the client's preface).
+            let other = &c.dirs[1 - d];
+            if c.upgrade_req.is_none() {
+                if let (Some((m, t)), Some(&(_, rw))) =
+                    (request_line(&other.pending), other.pending_writes.first())
+                {
+                    c.upgrade_req = Some((dir_of(1 - d), m.to_vec(), t.to_vec(), rw));
+                }
+            }
+        }
+        if c.upgrade_seen && !c.upgraded_call {
+            if let Some((rd, m, t, rw)) = c.upgrade_req.take() {
+                c.upgraded_call = true;
+                self.observer.upgraded_request(id, rd, &rw, &m, &t);
+            }
         }
         // Replay the buffered bytes, each chunk with the write that carried it.
         let mut start = 0;
@@ -893,6 +963,14 @@ impl<O: Observer> Ledger<O> {
     }
 }
 
+/// `METHOD SP target SP HTTP/1.x` at the start of `buf`, when its line is complete.
+fn request_line(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = buf.windows(2).take(8192).position(|w| w == b"\r\n")?;
+    let mut parts = buf[..end].split(|&b| b == b' ');
+    let (m, t, v) = (parts.next()?, parts.next()?, parts.next()?);
+    (parts.next().is_none() && v.starts_with(b"HTTP/1.") && !m.is_empty()).then_some((m, t))
+}
+
 /// What the ledger itself needs of a header block, gathered while decoding it.
 #[derive(Clone, Copy, Debug, Default)]
 struct BlockSummary {
@@ -1210,6 +1288,9 @@ fn new_conn(meta: ConnMeta) -> Conn {
         streams: StreamMap::default(),
         streams_full: false,
         prelude: None,
+        upgrade_seen: false,
+        upgrade_req: None,
+        upgraded_call: false,
         odd_streams: [0; 2],
     }
 }
@@ -1226,5 +1307,16 @@ impl<O: Observer> Observer for Vec<O> {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.iter_mut().for_each(|o| o.frame(ev));
+    }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        self.iter_mut()
+            .for_each(|o| o.upgraded_request(conn, dir, w, method, target));
     }
 }

@@ -172,7 +172,12 @@ pub struct ConnLedger {
     /// How the client was told apart: syn, preface, odd-streams or ephemeral-port.
     pub client_by: &'static str,
     pub mid_stream: bool,
+    /// HTTP/1.1 before HTTP/2: `h2c-upgrade` or `connect-tunnel` (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prelude: Option<&'static str>,
     pub calls: u64,
+    /// 1 when the call on stream 1 was an upgraded HTTP/1.1 request (not in `calls`).
+    pub upgraded_calls: u64,
     pub sides: Sides,
 }
 
@@ -183,6 +188,9 @@ pub struct ConnLedger {
 pub struct LedgerReport {
     pub connections: u64,
     pub calls: u64,
+    /// Requests sent as HTTP/1.1 and answered on stream 1 after an h2c upgrade: calls that
+    /// `calls` (request HEADERS frames) does not count.
+    pub upgraded_calls: u64,
     pub sides: Sides,
     pub per_connection: Vec<ConnLedger>,
     pub warnings: Vec<String>,
@@ -202,6 +210,8 @@ impl LedgerReport {
             let calls = sides.client.frames.get(FrameClass::Headers);
             r.connections += 1;
             r.calls += calls;
+            let upgraded_calls = u64::from(c.upgraded_call);
+            r.upgraded_calls += upgraded_calls;
             r.sides.client.merge(&sides.client);
             r.sides.server.merge(&sides.server);
             r.per_connection.push(ConnLedger {
@@ -210,7 +220,9 @@ impl LedgerReport {
                 server: fmt_addr(&c.server),
                 client_by: c.client_by.name(),
                 mid_stream: c.mid_stream,
+                prelude: c.prelude.map(|p| p.name()),
                 calls,
+                upgraded_calls,
                 sides,
             });
         }

@@ -123,11 +123,16 @@ pub fn print_table<'a>(calls: impl Iterator<Item = CallView<'a>>, origin: f64) {
         ]);
         n += 1;
     }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if n == 0 {
+        // A table of only its header row would print unclosed.
+        let _ = writeln!(out, "0 calls");
+        return;
+    }
     let mut t = b.build();
     t.with(Style::sharp());
     t.modify(Columns::new(5..), Alignment::right());
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let _ = writeln!(out, "{t}");
     let _ = writeln!(out, "{n} calls");
 }

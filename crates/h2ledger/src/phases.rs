@@ -111,6 +111,12 @@ impl Observer for Obs {
             tl.frame(ev);
         }
     }
+
+    fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, m: &[u8], t: &[u8]) {
+        if let Some(a) = &mut self.analysis {
+            a.upgraded_request(conn, dir, w, m, t);
+        }
+    }
 }
 
 /// A ledger with its analysis, for the whole capture or one phase.

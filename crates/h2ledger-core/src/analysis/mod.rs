@@ -116,6 +116,8 @@ struct Active {
     idx: u32,
     last_write: [u64; 2],
     ending: bool,
+    /// Opened by a HEADERS frame without END_HEADERS: `:path` comes with the last CONTINUATION.
+    path_pending: bool,
 }
 
 #[derive(Debug)]
@@ -245,6 +247,9 @@ pub struct Analysis {
     conns: Vec<ConnState>,
     calls: Vec<CallRec>,
     active: HashMap<(u32, u32), Active>,
+    /// The last calls that ended (END_STREAM or RST_STREAM), most recent last: frames that
+    /// still arrive on their stream (trailers after a RST_STREAM, a RST after the end) count.
+    ended: std::collections::VecDeque<((u32, u32), u32)>,
     /// `:path` values, indexed by [`CallRec::method`].
     pub methods: Vec<String>,
     method_ids: HashMap<Vec<u8>, u32>,
@@ -424,10 +429,32 @@ impl Analysis {
                     idx,
                     last_write: [NO_WRITE; 2],
                     ending: false,
+                    path_pending: !ev.head.flags.is_end_headers(),
                 },
             );
         }
+        if ev.class == FrameClass::Continuation
+            && self.active.get(&key).is_some_and(|a| a.path_pending)
+        {
+            if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
+                let m = self.method_id(p);
+                let a = self.active.get_mut(&key).expect("checked above");
+                a.path_pending = false;
+                self.calls[a.idx as usize].method = m;
+            }
+        }
         let Some(a) = self.active.get_mut(&key) else {
+            if let Some(&(_, idx)) = self.ended.iter().rev().find(|r| r.0 == key) {
+                let call = &mut self.calls[idx as usize];
+                let rel = usize::from(ev.dir != call.req_dir());
+                let kind = match ev.class {
+                    FrameClass::Headers => 0,
+                    FrameClass::Data => 1,
+                    FrameClass::Trailers => 2,
+                    _ => 3,
+                };
+                call.frames[rel][kind] = call.frames[rel][kind].saturating_add(1);
+            }
             return;
         };
         let call = &mut self.calls[a.idx as usize];
@@ -481,6 +508,10 @@ impl Analysis {
             }
         }
         if done {
+            if self.ended.len() >= 64 {
+                self.ended.pop_front();
+            }
+            self.ended.push_back((key, a.idx));
             self.end_call(key);
         }
     }
@@ -805,6 +836,43 @@ pub fn escape_bytes(b: &[u8]) -> String {
 impl Observer for Analysis {
     fn open(&mut self, meta: &ConnMeta) {
         self.conn(meta.id);
+    }
+
+    fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, _m: &[u8], target: &[u8]) {
+        // Stream 1 is the upgraded request's call (docs/ledger.md, "Call").
+        let key = (conn.0, 1);
+        if self.active.contains_key(&key) || self.active.len() >= MAX_ACTIVE_CALLS {
+            return;
+        }
+        let method = self.method_id(target);
+        let c = self.conn(conn);
+        let inflight = c.active.min(u32::from(u16::MAX)) as u16;
+        c.active += 1;
+        let idx = self.calls.len() as u32;
+        self.calls.push(CallRec {
+            start: w.ts,
+            first_byte: -1,
+            end: -1,
+            conn: conn.0,
+            stream: 1,
+            method,
+            grpc_status: NO_STATUS,
+            http_status: 0,
+            frames: [[0; 4]; 2],
+            writes: [1, 0],
+            inflight,
+            flags: if dir == Dir::Rev { F_REQ_REV } else { 0 },
+        });
+        let last_write = [w.index, NO_WRITE];
+        self.active.insert(
+            key,
+            Active {
+                idx,
+                last_write,
+                ending: false,
+                path_pending: false,
+            },
+        );
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
