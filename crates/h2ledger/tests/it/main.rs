@@ -9,6 +9,8 @@
 //!   against the workloads' own counts and tshark's per-frame timestamps.
 //! * `live`: (root) `sniff` on real gRPC workloads (tonic; grpc-go when Go is installed),
 //!   `sniff --write` then `replay`, and the demo's JSON.
+//! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
+//!   (skipped when absent): each difference and observation of issue 8.
 
 mod util;
 
@@ -16,4 +18,5 @@ mod analysis;
 mod bad_input;
 mod golden;
 mod live;
+mod real_captures;
 mod tshark;
