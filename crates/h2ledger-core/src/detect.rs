@@ -106,8 +106,9 @@ const MAX_HTTP1_HEAD: usize = 64 * 1024;
 pub struct Scanner {
     /// Offsets below this one have been looked at.
     next: usize,
-    /// Undecided offsets, keyed by the buffer length at which to follow them again.
-    candidates: BinaryHeap<Reverse<(usize, usize)>>,
+    /// Undecided offsets, keyed by the buffer length at which to follow them again, with
+    /// whether a segment starts there.
+    candidates: BinaryHeap<Reverse<(usize, usize, bool)>>,
     /// A candidate whose chain ended exactly at a buffer length: (offset, length).
     exact: Option<(usize, usize)>,
     /// A candidate starting at a segment start whose chain's last frame runs past the end of
@@ -122,6 +123,8 @@ pub struct Scanner {
     http1_done: bool,
     /// A candidate or segment start was not remembered because the list was full.
     pub candidates_full: bool,
+    /// Bytes and offsets looked at so far (for the linear-time test).
+    pub steps: u64,
 }
 
 impl Scanner {
@@ -130,6 +133,10 @@ impl Scanner {
         if self.segment_starts.back().is_some_and(|&b| b >= at) {
             return;
         }
+        // Offsets below `next` were looked at already: their starts are not needed any more.
+        while self.segment_starts.front().is_some_and(|&s| s < self.next) {
+            self.segment_starts.pop_front();
+        }
         if self.segment_starts.len() < MAX_SEGMENT_STARTS {
             self.segment_starts.push_back(at);
         } else {
@@ -137,8 +144,13 @@ impl Scanner {
         }
     }
 
-    fn is_segment_start(&self, at: usize) -> bool {
-        self.segment_starts.binary_search(&at).is_ok()
+    /// Whether a segment starts at `at`, an offset not looked at before (segment starts below
+    /// the scan position are forgotten; candidates keep their own flag).
+    fn is_segment_start(&mut self, at: usize) -> bool {
+        while self.segment_starts.front().is_some_and(|&s| s < at) {
+            self.segment_starts.pop_front();
+        }
+        self.segment_starts.front() == Some(&at)
     }
 
     /// `at_start`: the buffer holds the stream from its first byte (the TCP handshake was seen),
@@ -169,15 +181,15 @@ impl Scanner {
         let mut best: Option<usize> = None;
         // Old candidates whose chain can now be followed further.
         let mut again = Vec::new();
-        while let Some(&Reverse((need, at))) = self.candidates.peek() {
+        while let Some(&Reverse((need, at, seg))) = self.candidates.peek() {
             if need > len {
                 break;
             }
             self.candidates.pop();
-            again.push(at);
+            again.push((at, seg));
         }
-        for at in again {
-            if let Some(p) = self.look(buf, at, max_frame) {
+        for (at, seg) in again {
+            if let Some(p) = self.look(buf, at, seg, max_frame) {
                 best = Some(best.map_or(p, |b| b.min(p)));
             }
         }
@@ -187,7 +199,18 @@ impl Scanner {
             while self.next <= last {
                 let at = self.next;
                 self.next += 1;
-                if let Some(p) = self.look(buf, at, max_frame) {
+                self.steps += 1;
+                // Most offsets of foreign bytes fail on the type, the length or the reserved
+                // bit: reject those without parsing.
+                let b = &buf[at..at + HEAD_LEN];
+                if b[3] > 9
+                    || u32::from_be_bytes([0, b[0], b[1], b[2]]) > max_frame
+                    || b[5] & 0x80 != 0
+                {
+                    continue;
+                }
+                let seg = self.is_segment_start(at);
+                if let Some(p) = self.look(buf, at, seg, max_frame) {
                     best = Some(p);
                     break;
                 }
@@ -209,26 +232,27 @@ impl Scanner {
 
     /// Follows the chain at `at`: `Some(at)` when that proves a boundary; otherwise keeps `at`
     /// as a candidate unless it is broken.
-    fn look(&mut self, buf: &[u8], at: usize, max_frame: u32) -> Option<usize> {
+    fn look(&mut self, buf: &[u8], at: usize, seg: bool, max_frame: u32) -> Option<usize> {
         let len = buf.len();
         let (c, need, in_payload) = follow(buf, at, CHAIN_PROOF, max_frame);
+        self.steps += c.heads() as u64 + 1;
         match c {
             Chain::Broken(_) => return None,
             _ if c.heads() >= CHAIN_PROOF => return Some(at),
             Chain::Exact(n) if n >= 1 => {
                 // A chain from a segment start to a segment end.
-                if self.is_segment_start(at) {
+                if seg {
                     return Some(at);
                 }
                 self.exact = Some(earlier(self.exact, at, len));
             }
-            Chain::Short(n) if n >= 2 && in_payload && self.is_segment_start(at) => {
+            Chain::Short(n) if n >= 2 && in_payload && seg => {
                 self.past_end = Some(earlier(self.past_end, at, len));
             }
             _ => {}
         }
         if self.candidates.len() < MAX_CANDIDATES {
-            self.candidates.push(Reverse((need, at)));
+            self.candidates.push(Reverse((need, at, seg)));
         } else {
             self.candidates_full = true;
         }
@@ -257,6 +281,7 @@ impl Scanner {
             return Some(Found::Wait);
         }
         let from = self.preface_from.min(buf.len());
+        self.steps += (buf.len() - from) as u64;
         let found = find(&buf[from..], PREFACE).map(|i| Found::Preface(from + i + PREFACE.len()));
         self.preface_from = buf.len().saturating_sub(PREFACE.len() - 1);
         found
@@ -278,6 +303,7 @@ impl Scanner {
         }
         let from = self.http1_from.unwrap_or(0).min(buf.len());
         let window = &buf[..buf.len().min(MAX_HTTP1_HEAD)];
+        self.steps += window.len().saturating_sub(from) as u64;
         let end = match find(&window[from.min(window.len())..], b"\r\n\r\n") {
             Some(i) => from + i + 4,
             None => {
@@ -343,6 +369,84 @@ mod tests {
         v.extend_from_slice(&stream.to_be_bytes());
         v.extend_from_slice(payload);
         v
+    }
+
+    /// Feeds `buf` in `seg`-byte segments; returns the scanner's steps per byte.
+    fn steps_per_byte(buf: &[u8], seg: usize, at_start: bool) -> f64 {
+        let mut s = Scanner::default();
+        let mut have = 0;
+        while have < buf.len() {
+            s.segment_start(have);
+            have = (have + seg).min(buf.len());
+            assert_eq!(s.scan(&buf[..have], at_start, false, 16384), Found::Wait);
+        }
+        s.steps as f64 / buf.len() as f64
+    }
+
+    #[test]
+    fn detection_is_linear_on_garbage() {
+        // 1 MiB of `P` (the preface's first byte) in 4-byte segments: the preface search used
+        // to rescan the whole buffer on every segment (137 s in the issue).
+        // Linear: each byte is searched again only while it may still start the preface (23
+        // bytes back) and looked at once as an offset; quadratic was ~2^19 steps per byte.
+        let p = vec![b'P'; 1 << 20];
+        assert!(steps_per_byte(&p, 4, false) < 16.0);
+        assert!(steps_per_byte(&p, 4, true) < 16.0);
+        // HTTP/1.1 text whose head never ends, at the start of a stream.
+        let mut h = b"HTTP/1.1 200 OK\r\n".to_vec();
+        h.resize(1 << 20, b'a');
+        assert!(steps_per_byte(&h, 4, true) < 16.0);
+        // Random bytes (a fixed LCG): some offsets look like heads and stay candidates.
+        let mut x = 1u64;
+        let v: Vec<u8> = (0..1 << 20)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            })
+            .collect();
+        assert!(steps_per_byte(&v, 4, false) < 16.0);
+        assert!(steps_per_byte(&v, 1448, false) < 16.0);
+    }
+
+    #[test]
+    fn segment_that_is_exactly_a_frame_is_a_boundary() {
+        let mut s = Scanner::default();
+        s.segment_start(0);
+        let buf = frame(0, 0, 3, &[7; 20]);
+        assert_eq!(s.scan(&buf, false, false, 16384), Found::Frames(0));
+    }
+
+    #[test]
+    fn whole_frame_then_a_frame_past_the_end_at_close() {
+        let mut buf = frame(1, 4, 1, &[0x88]);
+        let mut data = frame(0, 0, 1, &[0; 100]);
+        data.truncate(40);
+        buf.extend(data);
+        let mut s = Scanner::default();
+        s.segment_start(0);
+        assert_eq!(s.scan(&buf, false, false, 16384), Found::Wait);
+        assert_eq!(s.scan(&buf, false, true, 16384), Found::Frames(0));
+        // Not from an offset where no segment starts.
+        let mut off = vec![1, 2, 3];
+        off.extend(&buf);
+        let mut s = Scanner::default();
+        s.segment_start(0);
+        assert_eq!(s.scan(&off, false, true, 16384), Found::Wait);
+    }
+
+    #[test]
+    fn http1_upgrade_answer_then_frames() {
+        let mut buf = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n".to_vec();
+        let end = buf.len();
+        let mut s = Scanner::default();
+        assert_eq!(s.scan(&buf, true, false, 16384), Found::Wait);
+        buf.extend(frame(4, 0, 0, &[]));
+        assert_eq!(
+            s.scan(&buf, true, false, 16384),
+            Found::Http1 { end, upgrade: true }
+        );
     }
 
     #[test]
