@@ -25,8 +25,10 @@ pub const MAX_STREAMS: usize = 1 << 20;
 pub const MAX_WARNINGS: usize = 200;
 /// Default SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
 const DEFAULT_MAX_FRAME: u32 = 16_384;
-/// SETTINGS frames waiting for their ACK, per direction.
-const MAX_PENDING_SETTINGS: usize = 16;
+/// SETTINGS frames waiting for their ACK, per direction. Beyond that, a new one is merged
+/// into the last one waiting (each value the larger of the two, so no legal frame or table
+/// update is refused) and `settings-cap` is reported.
+pub const MAX_PENDING_SETTINGS: usize = 64;
 
 /// [`FrameEvent::write`] of a frame whose end was lost in a capture gap: no write carried it.
 pub const NO_WRITE: u64 = u64::MAX;
@@ -256,6 +258,10 @@ struct DirState {
     mid_stream: bool,
     synced: bool,
     candidates_reported: bool,
+    settings_reported: bool,
+    /// The write whose bytes came last, and how many of them: a gap that makes up the rest
+    /// of it is that write's snaplen-cut tail (its bytes were carried by that write).
+    tail_of: Option<(Write, u64)>,
 }
 
 impl DirState {
@@ -282,6 +288,8 @@ impl DirState {
             mid_stream: !at_start,
             synced: false,
             candidates_reported: false,
+            settings_reported: false,
+            tail_of: None,
         }
     }
 
@@ -326,7 +334,12 @@ struct Conn {
     dirs: [DirState; 2],
     streams: StreamMap,
     streams_full: bool,
+    /// Header blocks on streams not tracked because of [`MAX_STREAMS`].
+    streams_untracked: u64,
+    streams_reported: bool,
     prelude: Option<Prelude>,
+    /// This id is an evicted connection come back: everything goes to that one.
+    alias: Option<ConnId>,
     /// A `101 Switching Protocols` was seen; its request was handed to the observer.
     upgrade_seen: bool,
     /// The upgraded request, until the 101 is seen: its direction, method, target, write.
@@ -815,9 +828,25 @@ impl<O: Observer> Ledger<O> {
                         frame_size = Some(v);
                     }
                 }
-                let q = &mut c.dirs[d].settings_sent;
+                let ds = &mut c.dirs[d];
+                let q = &mut ds.settings_sent;
                 if q.len() < MAX_PENDING_SETTINGS {
                     q.push_back((table, frame_size));
+                } else if let Some(last) = q.back_mut() {
+                    let max = |a: Option<u32>, b: Option<u32>| match (a, b) {
+                        (Some(x), Some(y)) => Some(x.max(y)),
+                        (x, y) => x.or(y),
+                    };
+                    *last = (max(last.0, table), max(last.1, frame_size));
+                    if !ds.settings_reported {
+                        ds.settings_reported = true;
+                        self.warnings.add("settings-cap", || {
+                            format!(
+                                "connection {} {src} -> {dst}: more than {MAX_PENDING_SETTINGS} SETTINGS frames awaiting ACK; later ones are merged into the last (largest values applied at its ACK)",
+                                id.0
+                            )
+                        });
+                    }
                 }
             }
             Some(Frame::Settings(_)) => {
@@ -927,6 +956,15 @@ impl<O: Observer> Ledger<O> {
             BlockKind::Unknown
         };
         let class = classify(c, d, &head, loaded.as_ref(), pseudo);
+        if c.streams_full && !c.streams_reported {
+            c.streams_reported = true;
+            self.warnings.add("streams-cap", || {
+                format!(
+                    "connection {} {src} -> {dst}: more than {MAX_STREAMS} open streams tracked; HEADERS vs TRAILERS on further streams is read from the header block (pseudo-header fields), or END_STREAM when unreadable",
+                    id.0
+                )
+            });
+        }
         if c.client.is_none() && header_kind {
             // Who asks and who answers: requests carry :method, responses :status (RFC 9113
             // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
@@ -1069,16 +1107,18 @@ fn classify(
                     seen
                 }
                 None => {
-                    if c.streams.len() < MAX_STREAMS {
+                    let full = c.streams.len() >= MAX_STREAMS;
+                    if !full {
                         c.streams.insert(s, bit);
                     } else {
                         c.streams_full = true;
+                        c.streams_untracked += 1;
                     }
                     // A stream we never saw open, on a connection captured mid-way, may have
                     // begun before the capture: its first block here may be trailers. Read the
                     // block itself; without readable fields, trailers are the block that ends
-                    // the stream.
-                    mid_stream
+                    // the stream. Streams beyond the cap are read the same way.
+                    (mid_stream || full)
                         && match block {
                             BlockKind::Pseudo => false,
                             BlockKind::NoPseudo => true,
@@ -1135,6 +1175,64 @@ fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
     }
 }
 
+impl<O: Observer> Ledger<O> {
+    /// The connection `id` stands for: itself, or the evicted one it resumes.
+    fn root(&self, id: ConnId) -> ConnId {
+        self.conns
+            .get(id.0 as usize)
+            .and_then(|c| c.alias)
+            .unwrap_or(id)
+    }
+
+    /// The reassembler evicted `id` while it was open: whatever it sends while forgotten is
+    /// unknown, so framing is lost (a frame in progress is counted from its head, as at a gap).
+    /// If it comes back it is the same connection ([`ConnMeta::resumes`]).
+    fn evicted(&mut self, id: ConnId, ts: Nanos) {
+        for dir in [Dir::Fwd, Dir::Rev] {
+            let Some(c) = self.conns.get(id.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            match ds.mode {
+                Mode::Detect | Mode::Resync if !ds.pending.is_empty() => {
+                    let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
+                        index: 0,
+                        ts: 0,
+                        len: 0,
+                    });
+                    self.detect(id, dir, &w, &[], true);
+                }
+                _ => {}
+            }
+            let c = &mut self.conns[id.0 as usize];
+            let ds = &mut c.dirs[di(dir)];
+            if ds.mode == Mode::Frames {
+                let cut = ds.cur.take().map(|p| p.head);
+                ds.lose_framing();
+                if let Some(head) = cut {
+                    let w = Write {
+                        index: NO_WRITE,
+                        ts,
+                        len: 0,
+                    };
+                    self.frame(id, dir, &w, head, &[], false);
+                    self.conns[id.0 as usize].dirs[di(dir)].carry.clear();
+                }
+            } else if ds.mode == Mode::Detect {
+                ds.at_start = false;
+            }
+        }
+        let c = &self.conns[id.0 as usize];
+        let (a, b) = (c.meta.first_src, c.meta.first_dst);
+        self.warnings.add("evicted", || {
+            format!(
+                "connection {} {a} <-> {b}: evicted from reassembly (too many connections tracked at once); if it comes back it is counted as the same connection, after a resynchronisation",
+                id.0
+            )
+        });
+    }
+}
+
 impl<O: Observer> Sink for Ledger<O> {
     fn open(&mut self, meta: &ConnMeta) {
         let idx = meta.id.0 as usize;
@@ -1145,22 +1243,37 @@ impl<O: Observer> Sink for Ledger<O> {
             m.id = ConnId(n);
             self.conns.push(new_conn(m));
         }
-        let conn = new_conn(meta.clone());
+        let mut conn = new_conn(meta.clone());
+        // An evicted connection back: its bytes go to the original (counted once).
+        let root = meta.resumes.map(|r| self.root(r));
+        if let Some(r) = root.filter(|r| (r.0 as usize) < self.conns.len() && *r != meta.id) {
+            conn.alias = Some(r);
+        }
+        let alias = conn.alias.is_some();
         if idx < self.conns.len() {
             self.conns[idx] = conn;
         } else {
             self.conns.push(conn);
         }
-        self.observer.open(meta);
+        if !alias {
+            self.observer.open(meta);
+        }
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        let conn = self.root(conn);
         self.observer.write(conn, dir, w);
     }
 
     fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
+        let conn = self.root(conn);
         let Some(c) = self.conn_mut(conn) else {
             return;
+        };
+        let ds = &mut c.dirs[di(dir)];
+        ds.tail_of = match ds.tail_of {
+            Some((t, n)) if t.index == w.index => Some((t, n + bytes.len() as u64)),
+            _ => Some((*w, bytes.len() as u64)),
         };
         match c.dirs[di(dir)].mode {
             Mode::Dead => {}
@@ -1170,6 +1283,7 @@ impl<O: Observer> Sink for Ledger<O> {
     }
 
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64) {
+        let conn = self.root(conn);
         // A direction still looking for a boundary: a chain that ends exactly at the gap (or
         // whose last frame runs into it) is proven like one at the end of the connection.
         if let Some(c) = self.conns.get(conn.0 as usize) {
@@ -1185,7 +1299,13 @@ impl<O: Observer> Sink for Ledger<O> {
         };
         let (src, dst) = c.addrs(dir);
         let ds = &mut c.dirs[di(dir)];
+        // A snaplen-cut tail: the frame bytes in it were carried by that write.
+        let tail = match ds.tail_of.take() {
+            Some((t, n)) if n > 0 && n + len == u64::from(t.len) => Some(t),
+            _ => None,
+        };
         let mut cut_short = None;
+        let mut ends_here = None;
         let what = match ds.mode {
             Mode::Dead => return,
             Mode::Frames => {
@@ -1197,6 +1317,10 @@ impl<O: Observer> Sink for Ledger<O> {
                             p.lossy = true;
                         }
                         p.remaining -= len as u32;
+                        if p.remaining == 0 {
+                            // Its last byte was in the gap: the frame is complete now.
+                            ends_here = ds.cur.take();
+                        }
                         "inside a frame; framing kept"
                     }
                     _ => {
@@ -1215,12 +1339,22 @@ impl<O: Observer> Sink for Ledger<O> {
                 "before the first frame boundary"
             }
         };
+        let lost = Write {
+            index: NO_WRITE,
+            ts,
+            len: 0,
+        };
+        if let Some(p) = ends_here {
+            let w = tail.unwrap_or(lost);
+            let ds = &mut self.conns[conn.0 as usize].dirs[di(dir)];
+            let carry = std::mem::take(&mut ds.carry);
+            self.frame(conn, dir, &w, p.head, &carry, false);
+            let mut carry = carry;
+            carry.clear();
+            self.conns[conn.0 as usize].dirs[di(dir)].carry = carry;
+        }
         if let Some(head) = cut_short {
-            let w = Write {
-                index: NO_WRITE,
-                ts,
-                len: 0,
-            };
+            let w = tail.unwrap_or(lost);
             self.frame(conn, dir, &w, head, &[], false);
             if let Some(c) = self.conns.get_mut(conn.0 as usize) {
                 c.dirs[di(dir)].carry.clear();
@@ -1234,7 +1368,12 @@ impl<O: Observer> Sink for Ledger<O> {
         });
     }
 
-    fn close(&mut self, conn: ConnId, _ts: Nanos, _kind: CloseKind) {
+    fn close(&mut self, conn: ConnId, ts: Nanos, kind: CloseKind) {
+        let conn = self.root(conn);
+        if kind == CloseKind::Evicted {
+            self.evicted(conn, ts);
+            return;
+        }
         // Directions still looking for a boundary get a last, shorter proof.
         for dir in [Dir::Fwd, Dir::Rev] {
             let Some(c) = self.conns.get(conn.0 as usize) else {
@@ -1287,7 +1426,10 @@ fn new_conn(meta: ConnMeta) -> Conn {
         dirs: [DirState::new(at_start), DirState::new(at_start)],
         streams: StreamMap::default(),
         streams_full: false,
+        streams_untracked: 0,
+        streams_reported: false,
         prelude: None,
+        alias: None,
         upgrade_seen: false,
         upgrade_req: None,
         upgraded_call: false,
