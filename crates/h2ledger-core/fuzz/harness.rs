@@ -18,6 +18,7 @@ pub fn run(data: &[u8]) {
         first_dst: "127.0.0.1:50051".parse().unwrap(),
         syn_sender: (first & 1 == 1).then_some(Dir::Fwd),
         start: 0,
+        resumes: None,
     });
     // Start the interesting streams often: the preface, then frames.
     if first & 2 == 2 {

@@ -1,7 +1,15 @@
 //! Finding HTTP/2 frame boundaries in a byte stream whose beginning we may not have.
 //!
-//! Detection and resynchronisation use the same proof: several consecutive frame headers that
-//! are each [`Head::plausible`] and chain (each starts where the previous frame ends).
+//! Detection and resynchronisation use the same proofs (docs/decisions.md, "frame-boundary
+//! proof"): several consecutive frame headers that are each [`Head::plausible`] and chain (each
+//! starts where the previous frame ends), or a shorter chain held at both ends by evidence the
+//! capture gives (a segment start, a segment end followed by a gap, the end of the connection).
+//!
+//! Every offset is followed at most a constant number of times (each time a few headers), and
+//! the preface and HTTP/1.1 searches resume where they stopped: the work is linear in the bytes.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use h2_frame_parser::{Head, HEAD_LEN, PREFACE};
 
@@ -37,28 +45,34 @@ fn head_at(buf: &[u8], at: usize) -> Option<Head> {
 }
 
 /// Follows the chain of frame headers starting at `at`, stopping after `limit` headers.
-pub fn chain(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> Chain {
+pub fn chain(buf: &[u8], at: usize, limit: usize, max_frame: u32) -> Chain {
+    follow(buf, at, limit, max_frame).0
+}
+
+/// [`chain`], plus the buffer length at which following again can tell more, and whether a
+/// `Short` chain ran out inside a payload (its last header was read whole).
+fn follow(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> (Chain, usize, bool) {
     let mut n = 0;
     while n < limit {
         if at == buf.len() {
-            return Chain::Exact(n);
+            return (Chain::Exact(n), at + HEAD_LEN, false);
         }
         let Some(head) = head_at(buf, at) else {
-            return Chain::Short(n);
+            return (Chain::Short(n), at + HEAD_LEN, false);
         };
         if !head.plausible(max_frame) {
-            return Chain::Broken(n);
+            return (Chain::Broken(n), usize::MAX, false);
         }
         n += 1;
         at += HEAD_LEN + head.length as usize;
         if at > buf.len() {
-            return Chain::Short(n);
+            return (Chain::Short(n), at, true);
         }
     }
     if at == buf.len() {
-        Chain::Exact(n)
+        (Chain::Exact(n), at + HEAD_LEN, false)
     } else {
-        Chain::Short(n)
+        (Chain::Short(n), usize::MAX, false)
     }
 }
 
@@ -67,35 +81,91 @@ pub fn chain(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> Chain {
 pub enum Found {
     /// The client connection preface ends at this offset (frames follow it).
     Preface(usize),
+    /// An HTTP/1.1 response (`101 Switching Protocols` of an h2c upgrade, or a proxy's answer
+    /// to CONNECT) at the start of the stream ends at this offset, and a frame starts there.
+    Http1 { end: usize, upgrade: bool },
     /// A proven frame boundary at this offset.
     Frames(usize),
     /// Not yet: more bytes may decide.
     Wait,
 }
 
-/// Most undecided offsets remembered while scanning; beyond that, new ones are not followed.
-const MAX_CANDIDATES: usize = 4096;
+/// Most undecided offsets remembered while scanning; beyond that, new ones are not followed
+/// (reported through [`Scanner::candidates_full`]).
+pub const MAX_CANDIDATES: usize = 4096;
+/// Segment starts remembered (for the segment-aligned proofs).
+const MAX_SEGMENT_STARTS: usize = 4096;
+/// The longest HTTP/1.1 response head looked for before frames.
+const MAX_HTTP1_HEAD: usize = 64 * 1024;
 
 /// Incremental search for the first frame boundary in a growing buffer. Each offset is looked
-/// at once when its bytes arrive; offsets whose chain of headers runs past the end of the
-/// buffer stay candidates and are looked at again as bytes come in. Offsets proven not to be
-/// boundaries are never looked at again, so the work stays linear in the bytes scanned.
+/// at when its bytes arrive; offsets whose chain of headers runs past the end of the buffer stay
+/// candidates, and are looked at again only once the buffer reaches the point where their chain
+/// stopped. Offsets proven not to be boundaries are never looked at again.
 #[derive(Debug, Default)]
 pub struct Scanner {
     /// Offsets below this one have been looked at.
     next: usize,
-    /// Offsets looked at that were neither proven nor broken, ascending.
-    candidates: Vec<usize>,
+    /// Undecided offsets, keyed by the buffer length at which to follow them again, with
+    /// whether a segment starts there.
+    candidates: BinaryHeap<Reverse<(usize, usize, bool)>>,
+    /// A candidate whose chain ended exactly at a buffer length: (offset, length).
+    exact: Option<(usize, usize)>,
+    /// A candidate starting at a segment start whose chain's last frame runs past the end of
+    /// the buffer after at least one whole frame: (offset, length).
+    past_end: Option<(usize, usize)>,
+    /// Offsets where a segment (a `data` chunk) began, ascending.
+    segment_starts: VecDeque<usize>,
+    /// The preface search resumes here.
+    preface_from: usize,
+    /// The HTTP/1.1 head search: `Some(from)` while the stream may start with one.
+    http1_from: Option<usize>,
+    http1_done: bool,
+    /// A candidate or segment start was not remembered because the list was full.
+    pub candidates_full: bool,
+    /// Bytes and offsets looked at so far (for the linear-time test).
+    pub steps: u64,
 }
 
 impl Scanner {
+    /// Notes that a segment's bytes begin at `at` in the buffer.
+    pub fn segment_start(&mut self, at: usize) {
+        if self.segment_starts.back().is_some_and(|&b| b >= at) {
+            return;
+        }
+        // Offsets below `next` were looked at already: their starts are not needed any more.
+        while self.segment_starts.front().is_some_and(|&s| s < self.next) {
+            self.segment_starts.pop_front();
+        }
+        if self.segment_starts.len() < MAX_SEGMENT_STARTS {
+            self.segment_starts.push_back(at);
+        } else {
+            self.candidates_full = true;
+        }
+    }
+
+    /// Whether a segment starts at `at`, an offset not looked at before (segment starts below
+    /// the scan position are forgotten; candidates keep their own flag).
+    fn is_segment_start(&mut self, at: usize) -> bool {
+        while self.segment_starts.front().is_some_and(|&s| s < at) {
+            self.segment_starts.pop_front();
+        }
+        self.segment_starts.front() == Some(&at)
+    }
+
     /// `at_start`: the buffer holds the stream from its first byte (the TCP handshake was seen),
     /// so a boundary at offset 0 needs less proof: RFC 9113 §3.4 makes the first frame of
     /// either side a SETTINGS frame.
-    /// `closing`: no more bytes will come; accept a shorter proof that ends exactly at the end.
+    /// `closing`: no more bytes will come before a gap or the end of the connection; accept a
+    /// shorter proof that ends there.
     pub fn scan(&mut self, buf: &[u8], at_start: bool, closing: bool, max_frame: u32) -> Found {
         if let Some(found) = self.preface(buf, at_start) {
             return found;
+        }
+        if at_start {
+            if let Some(found) = self.http1(buf, max_frame) {
+                return found;
+            }
         }
         if at_start && self.next == 0 {
             if let Some(h) = head_at(buf, 0) {
@@ -107,54 +177,162 @@ impl Scanner {
                 }
             }
         }
-        // Old candidates first (they are the earlier offsets), then the new bytes.
-        let mut best = None;
-        let mut exact_at_close = None;
-        self.candidates
-            .retain(|&at| match chain(buf, at, CHAIN_PROOF, max_frame) {
-                Chain::Broken(_) => false,
-                c => {
-                    if c.heads() >= CHAIN_PROOF {
-                        best = best.or(Some(at));
-                    } else if matches!(c, Chain::Exact(n) if n >= 1) {
-                        exact_at_close = exact_at_close.or(Some(at));
-                    }
-                    true
-                }
-            });
-        if let Some(at) = best {
-            return Found::Frames(at);
+        let len = buf.len();
+        let mut best: Option<usize> = None;
+        // Old candidates whose chain can now be followed further.
+        let mut again = Vec::new();
+        while let Some(&Reverse((need, at, seg))) = self.candidates.peek() {
+            if need > len {
+                break;
+            }
+            self.candidates.pop();
+            again.push((at, seg));
         }
-        let last = buf.len().saturating_sub(HEAD_LEN);
-        while self.next <= last && buf.len() >= HEAD_LEN {
-            let at = self.next;
-            self.next += 1;
-            match chain(buf, at, CHAIN_PROOF, max_frame) {
-                Chain::Broken(_) => {}
-                c if c.heads() >= CHAIN_PROOF => return Found::Frames(at),
-                c => {
-                    if matches!(c, Chain::Exact(n) if n >= 1) {
-                        exact_at_close = exact_at_close.or(Some(at));
-                    }
-                    if self.candidates.len() < MAX_CANDIDATES {
-                        self.candidates.push(at);
-                    }
+        for (at, seg) in again {
+            if let Some(p) = self.look(buf, at, seg, max_frame) {
+                best = Some(best.map_or(p, |b| b.min(p)));
+            }
+        }
+        // Then the new bytes.
+        if best.is_none() && len >= HEAD_LEN {
+            let last = len - HEAD_LEN;
+            while self.next <= last {
+                let at = self.next;
+                self.next += 1;
+                self.steps += 1;
+                // Most offsets of foreign bytes fail on the type, the length or the reserved
+                // bit: reject those without parsing.
+                let b = &buf[at..at + HEAD_LEN];
+                if b[3] > 9
+                    || u32::from_be_bytes([0, b[0], b[1], b[2]]) > max_frame
+                    || b[5] & 0x80 != 0
+                {
+                    continue;
+                }
+                let seg = self.is_segment_start(at);
+                if let Some(p) = self.look(buf, at, seg, max_frame) {
+                    best = Some(p);
+                    break;
                 }
             }
         }
-        match exact_at_close {
-            Some(at) if closing => Found::Frames(at),
-            _ => Found::Wait,
+        if best.is_none() && closing {
+            best = [self.exact, self.past_end]
+                .into_iter()
+                .flatten()
+                .filter(|&(_, l)| l == len)
+                .map(|(a, _)| a)
+                .min();
+        }
+        match best {
+            Some(at) => Found::Frames(self.earliest_into(buf, at, max_frame)),
+            None => Found::Wait,
         }
     }
 
+    /// Follows the chain at `at`: `Some(at)` when that proves a boundary; otherwise keeps `at`
+    /// as a candidate unless it is broken.
+    fn look(&mut self, buf: &[u8], at: usize, seg: bool, max_frame: u32) -> Option<usize> {
+        let len = buf.len();
+        let (c, need, in_payload) = follow(buf, at, CHAIN_PROOF, max_frame);
+        self.steps += c.heads() as u64 + 1;
+        match c {
+            Chain::Broken(_) => return None,
+            _ if c.heads() >= CHAIN_PROOF => return Some(at),
+            Chain::Exact(n) if n >= 1 => {
+                // A chain from a segment start to a segment end.
+                if seg {
+                    return Some(at);
+                }
+                self.exact = Some(earlier(self.exact, at, len));
+            }
+            Chain::Short(n) if n >= 2 && in_payload && seg => {
+                self.past_end = Some(earlier(self.past_end, at, len));
+            }
+            _ => {}
+        }
+        if self.candidates.len() < MAX_CANDIDATES {
+            self.candidates.push(Reverse((need, at, seg)));
+        } else {
+            self.candidates_full = true;
+        }
+        None
+    }
+
+    /// A chain from an earlier candidate that lands exactly on the proven boundary `at` is one
+    /// more link of it: the earliest such candidate is the boundary.
+    fn earliest_into(&self, buf: &[u8], at: usize, max_frame: u32) -> usize {
+        let head = &buf[..at];
+        self.candidates
+            .iter()
+            .map(|r| r.0 .1)
+            .filter(|&c| {
+                c < at
+                    && matches!(chain(head, c, CHAIN_PROOF, max_frame), Chain::Exact(n) if n >= 1)
+            })
+            .min()
+            .unwrap_or(at)
+    }
+
     /// An h2c upgrade or prior-knowledge client: the preface, at the start or after an
-    /// HTTP/1.1 Upgrade request.
-    fn preface(&self, buf: &[u8], at_start: bool) -> Option<Found> {
+    /// HTTP/1.1 Upgrade or CONNECT request. The search resumes where the last one stopped.
+    fn preface(&mut self, buf: &[u8], at_start: bool) -> Option<Found> {
         if at_start && buf.len() < PREFACE.len() && PREFACE.starts_with(buf) {
             return Some(Found::Wait);
         }
-        find(buf, PREFACE).map(|i| Found::Preface(i + PREFACE.len()))
+        let from = self.preface_from.min(buf.len());
+        self.steps += (buf.len() - from) as u64;
+        let found = find(&buf[from..], PREFACE).map(|i| Found::Preface(from + i + PREFACE.len()));
+        self.preface_from = buf.len().saturating_sub(PREFACE.len() - 1);
+        found
+    }
+
+    /// A stream that starts with an HTTP/1.1 response head followed by a frame.
+    fn http1(&mut self, buf: &[u8], max_frame: u32) -> Option<Found> {
+        const HTTP1: &[u8] = b"HTTP/1.";
+        if self.http1_done {
+            return None;
+        }
+        let n = buf.len().min(HTTP1.len());
+        if buf[..n] != HTTP1[..n] {
+            self.http1_done = true;
+            return None;
+        }
+        if n < HTTP1.len() {
+            return Some(Found::Wait);
+        }
+        let from = self.http1_from.unwrap_or(0).min(buf.len());
+        let window = &buf[..buf.len().min(MAX_HTTP1_HEAD)];
+        self.steps += window.len().saturating_sub(from) as u64;
+        let end = match find(&window[from.min(window.len())..], b"\r\n\r\n") {
+            Some(i) => from + i + 4,
+            None => {
+                if buf.len() >= MAX_HTTP1_HEAD {
+                    self.http1_done = true;
+                    return None;
+                }
+                self.http1_from = Some(buf.len().saturating_sub(3));
+                return None;
+            }
+        };
+        let Some(h) = head_at(buf, end) else {
+            self.http1_from = Some(end - 4);
+            return None;
+        };
+        self.http1_done = true;
+        if !h.plausible(max_frame) {
+            return None;
+        }
+        let upgrade = buf.get(8..13) == Some(b" 101 ");
+        Some(Found::Http1 { end, upgrade })
+    }
+}
+
+/// The earliest offset recorded for buffer length `len` (an older length no longer counts).
+fn earlier(old: Option<(usize, usize)>, at: usize, len: usize) -> (usize, usize) {
+    match old {
+        Some((a, l)) if l == len => (a.min(at), len),
+        _ => (at, len),
     }
 }
 
@@ -181,7 +359,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     }
     None
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +369,84 @@ mod tests {
         v.extend_from_slice(&stream.to_be_bytes());
         v.extend_from_slice(payload);
         v
+    }
+
+    /// Feeds `buf` in `seg`-byte segments; returns the scanner's steps per byte.
+    fn steps_per_byte(buf: &[u8], seg: usize, at_start: bool) -> f64 {
+        let mut s = Scanner::default();
+        let mut have = 0;
+        while have < buf.len() {
+            s.segment_start(have);
+            have = (have + seg).min(buf.len());
+            assert_eq!(s.scan(&buf[..have], at_start, false, 16384), Found::Wait);
+        }
+        s.steps as f64 / buf.len() as f64
+    }
+
+    #[test]
+    fn detection_is_linear_on_garbage() {
+        // 1 MiB of `P` (the preface's first byte) in 4-byte segments: the preface search used
+        // to rescan the whole buffer on every segment (137 s in the issue).
+        // Linear: each byte is searched again only while it may still start the preface (23
+        // bytes back) and looked at once as an offset; quadratic was ~2^19 steps per byte.
+        let p = vec![b'P'; 1 << 20];
+        assert!(steps_per_byte(&p, 4, false) < 16.0);
+        assert!(steps_per_byte(&p, 4, true) < 16.0);
+        // HTTP/1.1 text whose head never ends, at the start of a stream.
+        let mut h = b"HTTP/1.1 200 OK\r\n".to_vec();
+        h.resize(1 << 20, b'a');
+        assert!(steps_per_byte(&h, 4, true) < 16.0);
+        // Random bytes (a fixed LCG): some offsets look like heads and stay candidates.
+        let mut x = 1u64;
+        let v: Vec<u8> = (0..1 << 20)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            })
+            .collect();
+        assert!(steps_per_byte(&v, 4, false) < 16.0);
+        assert!(steps_per_byte(&v, 1448, false) < 16.0);
+    }
+
+    #[test]
+    fn segment_that_is_exactly_a_frame_is_a_boundary() {
+        let mut s = Scanner::default();
+        s.segment_start(0);
+        let buf = frame(0, 0, 3, &[7; 20]);
+        assert_eq!(s.scan(&buf, false, false, 16384), Found::Frames(0));
+    }
+
+    #[test]
+    fn whole_frame_then_a_frame_past_the_end_at_close() {
+        let mut buf = frame(1, 4, 1, &[0x88]);
+        let mut data = frame(0, 0, 1, &[0; 100]);
+        data.truncate(40);
+        buf.extend(data);
+        let mut s = Scanner::default();
+        s.segment_start(0);
+        assert_eq!(s.scan(&buf, false, false, 16384), Found::Wait);
+        assert_eq!(s.scan(&buf, false, true, 16384), Found::Frames(0));
+        // Not from an offset where no segment starts.
+        let mut off = vec![1, 2, 3];
+        off.extend(&buf);
+        let mut s = Scanner::default();
+        s.segment_start(0);
+        assert_eq!(s.scan(&off, false, true, 16384), Found::Wait);
+    }
+
+    #[test]
+    fn http1_upgrade_answer_then_frames() {
+        let mut buf = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n".to_vec();
+        let end = buf.len();
+        let mut s = Scanner::default();
+        assert_eq!(s.scan(&buf, true, false, 16384), Found::Wait);
+        buf.extend(frame(4, 0, 0, &[]));
+        assert_eq!(
+            s.scan(&buf, true, false, 16384),
+            Found::Http1 { end, upgrade: true }
+        );
     }
 
     #[test]

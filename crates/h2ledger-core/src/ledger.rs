@@ -6,7 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
 
 use h2_frame_parser::hpack::Decoder;
-use h2_frame_parser::{raw_frame, Frame, Head, Kind, RawFrame, SettingId, HEAD_LEN};
+use h2_frame_parser::{raw_frame, Frame, Head, Kind, RawFrame, SettingId, HEAD_LEN, PREFACE};
 use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
 
 use crate::detect::{Found, Scanner};
@@ -25,8 +25,10 @@ pub const MAX_STREAMS: usize = 1 << 20;
 pub const MAX_WARNINGS: usize = 200;
 /// Default SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
 const DEFAULT_MAX_FRAME: u32 = 16_384;
-/// SETTINGS frames waiting for their ACK, per direction.
-const MAX_PENDING_SETTINGS: usize = 16;
+/// SETTINGS frames waiting for their ACK, per direction. Beyond that, a new one is merged
+/// into the last one waiting (each value the larger of the two, so no legal frame or table
+/// update is refused) and `settings-cap` is reported.
+pub const MAX_PENDING_SETTINGS: usize = 64;
 
 /// [`FrameEvent::write`] of a frame whose end was lost in a capture gap: no write carried it.
 pub const NO_WRITE: u64 = u64::MAX;
@@ -66,6 +68,18 @@ pub trait Observer {
     /// The connection is over (nothing more will come for it): fold what is kept per
     /// connection into totals and free it. `summary` is final.
     fn close(&mut self, _summary: &ConnSummary) {}
+    /// An HTTP/1.1 request upgraded to HTTP/2 (`Upgrade: h2c` answered by `101`): it is
+    /// stream 1's request (RFC 7540 §3.2), sent in `w` by direction `dir`, before any frame of
+    /// its response. `method` and `target` come from its request line.
+    fn upgraded_request(
+        &mut self,
+        _conn: ConnId,
+        _dir: Dir,
+        _w: &Write,
+        _method: &[u8],
+        _target: &[u8],
+    ) {
+    }
 }
 
 impl Observer for () {
@@ -90,6 +104,17 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.frame(ev);
         self.1.frame(ev);
     }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        self.0.upgraded_request(conn, dir, w, method, target);
+        self.1.upgraded_request(conn, dir, w, method, target);
+    }
     fn close(&mut self, summary: &ConnSummary) {
         self.0.close(summary);
         self.1.close(summary);
@@ -108,6 +133,16 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         (**self).frame(ev)
+    }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        (**self).upgraded_request(conn, dir, w, method, target)
     }
     fn close(&mut self, summary: &ConnSummary) {
         (**self).close(summary)
@@ -149,6 +184,28 @@ pub struct ConnSummary {
     /// The capture did not hold the start of at least one direction.
     pub mid_stream: bool,
     pub start: Nanos,
+    /// HTTP/2 began after HTTP/1.1 on this connection (an h2c upgrade or a CONNECT tunnel).
+    pub prelude: Option<Prelude>,
+    /// The HTTP/1.1 request of an h2c upgrade was seen: stream 1 is its call.
+    pub upgraded_call: bool,
+}
+
+/// What came before HTTP/2 on a connection seen from its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prelude {
+    /// `Upgrade: h2c` request, `101 Switching Protocols`, then the preface (RFC 7540 §3.2).
+    Upgrade,
+    /// `CONNECT` to a proxy, its `2xx` answer, then HTTP/2 inside the tunnel.
+    Connect,
+}
+
+impl Prelude {
+    pub fn name(self) -> &'static str {
+        match self {
+            Prelude::Upgrade => "h2c-upgrade",
+            Prelude::Connect => "connect-tunnel",
+        }
+    }
 }
 
 /// Warnings: the first [`MAX_WARNINGS`] as text, all counted by kind.
@@ -210,6 +267,11 @@ struct DirState {
     max_frame: u32,
     mid_stream: bool,
     synced: bool,
+    candidates_reported: bool,
+    settings_reported: bool,
+    /// The write whose bytes came last, and how many of them: a gap that makes up the rest
+    /// of it is that write's snaplen-cut tail (its bytes were carried by that write).
+    tail_of: Option<(Write, u64)>,
 }
 
 impl DirState {
@@ -235,6 +297,9 @@ impl DirState {
             max_frame: DEFAULT_MAX_FRAME,
             mid_stream: !at_start,
             synced: false,
+            candidates_reported: false,
+            settings_reported: false,
+            tail_of: None,
         }
     }
 
@@ -279,6 +344,15 @@ struct Conn {
     dirs: [DirState; 2],
     streams: StreamMap,
     streams_full: bool,
+    /// Header blocks on streams not tracked because of [`MAX_STREAMS`].
+    streams_untracked: u64,
+    streams_reported: bool,
+    prelude: Option<Prelude>,
+    /// A `101 Switching Protocols` was seen; its request was handed to the observer.
+    upgrade_seen: bool,
+    /// The upgraded request, until the 101 is seen: its direction, method, target, write.
+    upgrade_req: Option<(Dir, Vec<u8>, Vec<u8>, Write)>,
+    upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: [u64; 2],
 }
@@ -336,6 +410,8 @@ impl Conn {
             client_by,
             mid_stream: self.dirs.iter().any(|d| d.synced && d.mid_stream),
             start: self.meta.start,
+            prelude: self.prelude,
+            upgraded_call: self.upgraded_call,
         }
     }
 
@@ -382,9 +458,28 @@ impl Conn {
     }
 }
 
+/// The ledger over every connection of a capture. Feed it through [`Sink`] (usually from an
+/// [`h2ledger_tcp::Reassembler`]); read the summary with [`Ledger::connections`].
+pub struct Ledger<O> {
+    conns: Conns,
+    /// Connection ids that continue an evicted connection, to the original's id.
+    aliases: HashMap<u32, ConnId, BuildHasherDefault<StreamIdHasher>>,
+    /// Evicted connections kept in case they come back, oldest first (at most
+    /// [`MAX_EVICTED_KEPT`]; stale entries, of connections resumed since, are skipped).
+    evicted: VecDeque<ConnId>,
+    evicted_now: HashMap<u32, (), BuildHasherDefault<StreamIdHasher>>,
+    pub observer: O,
+    pub warnings: Warnings,
+}
+
+/// Evicted connections whose state is kept, in case the reassembler sees them again and they
+/// resume; beyond, the oldest is closed for good (folded into the totals) and a return of it
+/// counts as a new, mid-stream connection.
+pub const MAX_EVICTED_KEPT: usize = 4096;
+
 /// The open connections, by [`ConnId`]. A connection is freed when it closes (its observers
-/// fold it into their totals), so memory follows what is open, not what has passed.
-/// Boxed: a map of 900-byte values would reserve that much for every empty bucket too.
+/// fold it into their totals), so memory follows what is open, not what has passed. Boxed: a
+/// map of 900-byte values would reserve that much for every empty bucket too.
 #[derive(Default)]
 struct Conns(HashMap<u32, Box<Conn>, BuildHasherDefault<StreamIdHasher>>);
 
@@ -410,25 +505,32 @@ impl std::ops::IndexMut<usize> for Conns {
     }
 }
 
-/// The ledger over every connection of a capture. Feed it through [`Sink`] (usually from an
-/// [`h2ledger_tcp::Reassembler`]); read the summary with [`Ledger::connections`].
-pub struct Ledger<O> {
-    conns: Conns,
-    pub observer: O,
-    pub warnings: Warnings,
-}
-
 impl<O: Observer> Ledger<O> {
     pub fn new(observer: O) -> Self {
         Ledger {
             conns: Conns::default(),
+            aliases: HashMap::default(),
+            evicted: VecDeque::new(),
+            evicted_now: HashMap::default(),
             observer,
             warnings: Warnings::default(),
         }
     }
 
-    /// The connections still open, in order of their ids. Closed ones were handed to
-    /// [`Observer::close`] and are gone.
+    /// The end of the input, after the reassembler closed what it had open: the evicted
+    /// connections kept in case they came back are closed for good (folded) too.
+    pub fn finish(&mut self) {
+        let mut left: Vec<u32> = self.conns.0.keys().copied().collect();
+        left.sort_unstable();
+        for id in left {
+            self.finalize(ConnId(id));
+        }
+        self.evicted.clear();
+        self.aliases.clear();
+    }
+
+    /// The connections still open (evicted ones kept in case they return included), in order
+    /// of their ids. Closed ones were handed to [`Observer::close`] and are gone.
     pub fn connections(&self) -> Vec<ConnSummary> {
         let mut v: Vec<ConnSummary> = self.conns.0.values().map(|c| c.summary()).collect();
         v.sort_unstable_by_key(|c| c.id.0);
@@ -446,6 +548,7 @@ impl<O: Observer> Ledger<O> {
         let d = di(dir);
         let ds = &mut c.dirs[d];
         if !bytes.is_empty() {
+            ds.scan.segment_start(ds.pending.len());
             ds.pending.extend_from_slice(bytes);
             ds.pending_writes.push((ds.pending.len(), *w));
         }
@@ -462,6 +565,19 @@ impl<O: Observer> Ledger<O> {
         } else {
             ds.scan.scan(&ds.pending, ds.at_start, closing, limit)
         };
+        if ds.scan.candidates_full && !ds.candidates_reported {
+            ds.candidates_reported = true;
+            let (src, dst) = c.addrs(dir);
+            self.warnings.add("detect-cap", || {
+                format!(
+                    "connection {} {src} -> {dst}: more than {} undecided frame-boundary candidates; later offsets are not followed",
+                    id.0,
+                    crate::detect::MAX_CANDIDATES
+                )
+            });
+        }
+        let ds = &mut c.dirs[d];
+        let mut http1 = None;
         let (skip, preface) = match found {
             Found::Wait => {
                 if ds.pending.len() > MAX_DETECT_BYTES {
@@ -481,7 +597,30 @@ impl<O: Observer> Ledger<O> {
                 }
                 return;
             }
-            Found::Preface(at) => (at, true),
+            Found::Preface(at) => {
+                if at > PREFACE.len() {
+                    let connect = ds.pending.starts_with(b"CONNECT ");
+                    if c.prelude.is_none() {
+                        c.prelude = Some(if connect {
+                            Prelude::Connect
+                        } else {
+                            Prelude::Upgrade
+                        });
+                    }
+                    if !connect && c.upgrade_req.is_none() {
+                        if let (Some((m, t)), Some(&(_, rw))) =
+                            (request_line(&ds.pending), ds.pending_writes.first())
+                        {
+                            c.upgrade_req = Some((dir, m.to_vec(), t.to_vec(), rw));
+                        }
+                    }
+                }
+                (at, true)
+            }
+            Found::Http1 { end, upgrade } => {
+                http1 = Some(upgrade);
+                (end, false)
+            }
             Found::Frames(at) => (at, false),
         };
         let was_resync = ds.mode == Mode::Resync;
@@ -494,7 +633,7 @@ impl<O: Observer> Ledger<O> {
         if !ds.synced {
             ds.synced = true;
             // Mid-stream unless the frames start exactly where the stream did.
-            ds.mid_stream = !(ds.at_start && (preface || skip == 0));
+            ds.mid_stream = !(ds.at_start && (preface || http1.is_some() || skip == 0));
             if ds.mid_stream {
                 ds.hpack = mid_stream_decoder();
             }
@@ -506,7 +645,13 @@ impl<O: Observer> Ledger<O> {
         if !c.http2 {
             c.http2 = true;
         }
-        if skip > 0 && !preface {
+        if let Some(upgrade) = http1 {
+            if upgrade {
+                c.prelude = Some(Prelude::Upgrade);
+            } else if c.prelude.is_none() {
+                c.prelude = Some(Prelude::Connect);
+            }
+        } else if skip > 0 && !preface {
             let (src, dst) = c.addrs(dir);
             let what = if was_resync {
                 "after a gap, resynchronised"
@@ -529,6 +674,25 @@ impl<O: Observer> Ledger<O> {
                     id.0
                 )
             });
+        }
+        if http1 == Some(true) && !c.upgrade_seen {
+            c.upgrade_seen = true;
+            // The request may still be buffered in the other direction (when the 101 and the
+            // server's first frame came before the client's preface).
+            let other = &c.dirs[1 - d];
+            if c.upgrade_req.is_none() {
+                if let (Some((m, t)), Some(&(_, rw))) =
+                    (request_line(&other.pending), other.pending_writes.first())
+                {
+                    c.upgrade_req = Some((dir_of(1 - d), m.to_vec(), t.to_vec(), rw));
+                }
+            }
+        }
+        if c.upgrade_seen && !c.upgraded_call {
+            if let Some((rd, m, t, rw)) = c.upgrade_req.take() {
+                c.upgraded_call = true;
+                self.observer.upgraded_request(id, rd, &rw, &m, &t);
+            }
         }
         // Replay the buffered bytes, each chunk with the write that carried it.
         let mut start = 0;
@@ -656,6 +820,19 @@ impl<O: Observer> Ledger<O> {
         if head.length <= limit {
             return true;
         }
+        if head.plausible(crate::detect::MAX_FRAME_LEN) {
+            // Framing is intact (the boundary was proven and every length followed): a frame
+            // above the peer's SETTINGS_MAX_FRAME_SIZE is on the wire; count it and say so.
+            let (src, dst) = c.addrs(dir);
+            let (len, kind, stream) = (head.length, head.kind.name(), head.stream_id);
+            self.warnings.add("malformed-frame", || {
+                format!(
+                    "connection {} {src} -> {dst}: {kind} frame on stream {stream} of {len} bytes, above the allowed maximum {limit} (RFC 9113 §4.2): counted, framing kept",
+                    id.0
+                )
+            });
+            return true;
+        }
         ds.lose_framing();
         let (src, dst) = c.addrs(dir);
         let len = head.length;
@@ -716,9 +893,25 @@ impl<O: Observer> Ledger<O> {
                         frame_size = Some(v);
                     }
                 }
-                let q = &mut c.dirs[d].settings_sent;
+                let ds = &mut c.dirs[d];
+                let q = &mut ds.settings_sent;
                 if q.len() < MAX_PENDING_SETTINGS {
                     q.push_back((table, frame_size));
+                } else if let Some(last) = q.back_mut() {
+                    let max = |a: Option<u32>, b: Option<u32>| match (a, b) {
+                        (Some(x), Some(y)) => Some(x.max(y)),
+                        (x, y) => x.or(y),
+                    };
+                    *last = (max(last.0, table), max(last.1, frame_size));
+                    if !ds.settings_reported {
+                        ds.settings_reported = true;
+                        self.warnings.add("settings-cap", || {
+                            format!(
+                                "connection {} {src} -> {dst}: more than {MAX_PENDING_SETTINGS} SETTINGS frames awaiting ACK; later ones are merged into the last (largest values applied at its ACK)",
+                                id.0
+                            )
+                        });
+                    }
                 }
             }
             Some(Frame::Settings(_)) => {
@@ -828,6 +1021,15 @@ impl<O: Observer> Ledger<O> {
             BlockKind::Unknown
         };
         let class = classify(c, d, &head, loaded.as_ref(), pseudo);
+        if c.streams_full && !c.streams_reported {
+            c.streams_reported = true;
+            self.warnings.add("streams-cap", || {
+                format!(
+                    "connection {} {src} -> {dst}: more than {MAX_STREAMS} open streams tracked; HEADERS vs TRAILERS on further streams is read from the header block (pseudo-header fields), or END_STREAM when unreadable",
+                    id.0
+                )
+            });
+        }
         if c.client.is_none() && header_kind {
             // Who asks and who answers: requests carry :method, responses :status (RFC 9113
             // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
@@ -862,6 +1064,14 @@ impl<O: Observer> Ledger<O> {
         };
         self.observer.frame(&ev);
     }
+}
+
+/// `METHOD SP target SP HTTP/1.x` at the start of `buf`, when its line is complete.
+fn request_line(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = buf.windows(2).take(8192).position(|w| w == b"\r\n")?;
+    let mut parts = buf[..end].split(|&b| b == b' ');
+    let (m, t, v) = (parts.next()?, parts.next()?, parts.next()?);
+    (parts.next().is_none() && v.starts_with(b"HTTP/1.") && !m.is_empty()).then_some((m, t))
 }
 
 /// What the ledger itself needs of a header block, gathered while decoding it.
@@ -962,16 +1172,18 @@ fn classify(
                     seen
                 }
                 None => {
-                    if c.streams.len() < MAX_STREAMS {
+                    let full = c.streams.len() >= MAX_STREAMS;
+                    if !full {
                         c.streams.insert(s, bit);
                     } else {
                         c.streams_full = true;
+                        c.streams_untracked += 1;
                     }
                     // A stream we never saw open, on a connection captured mid-way, may have
                     // begun before the capture: its first block here may be trailers. Read the
                     // block itself; without readable fields, trailers are the block that ends
-                    // the stream.
-                    mid_stream
+                    // the stream. Streams beyond the cap are read the same way.
+                    (mid_stream || full)
                         && match block {
                             BlockKind::Pseudo => false,
                             BlockKind::NoPseudo => true,
@@ -1028,8 +1240,79 @@ fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
     }
 }
 
+impl<O: Observer> Ledger<O> {
+    /// The connection `id` stands for: itself, or the evicted one it resumes.
+    fn root(&self, id: ConnId) -> ConnId {
+        self.aliases.get(&id.0).copied().unwrap_or(id)
+    }
+
+    /// The connection is over for good: its observers fold it, and it is freed.
+    fn finalize(&mut self, id: ConnId) {
+        self.evicted_now.remove(&id.0);
+        if let Some(c) = self.conns.0.remove(&id.0) {
+            self.observer.close(&c.summary());
+        }
+    }
+
+    /// The reassembler evicted `id` while it was open: whatever it sends while forgotten is
+    /// unknown, so framing is lost (a frame in progress is counted from its head, as at a gap).
+    /// If it comes back it is the same connection ([`ConnMeta::resumes`]).
+    fn evicted(&mut self, id: ConnId, ts: Nanos) {
+        for dir in [Dir::Fwd, Dir::Rev] {
+            let Some(c) = self.conns.get(id.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            match ds.mode {
+                Mode::Detect | Mode::Resync if !ds.pending.is_empty() => {
+                    let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
+                        index: 0,
+                        ts: 0,
+                        len: 0,
+                    });
+                    self.detect(id, dir, &w, &[], true);
+                }
+                _ => {}
+            }
+            let c = &mut self.conns[id.0 as usize];
+            let ds = &mut c.dirs[di(dir)];
+            if ds.mode == Mode::Frames {
+                let cut = ds.cur.take().map(|p| p.head);
+                ds.lose_framing();
+                if let Some(head) = cut {
+                    let w = Write {
+                        index: NO_WRITE,
+                        ts,
+                        len: 0,
+                    };
+                    self.frame(id, dir, &w, head, &[], false);
+                    self.conns[id.0 as usize].dirs[di(dir)].carry.clear();
+                }
+            } else if ds.mode == Mode::Detect {
+                ds.at_start = false;
+            }
+        }
+        let c = &self.conns[id.0 as usize];
+        let (a, b) = (c.meta.first_src, c.meta.first_dst);
+        self.warnings.add("evicted", || {
+            format!(
+                "connection {} {a} <-> {b}: evicted from reassembly (too many connections tracked at once); if it comes back it is counted as the same connection, after a resynchronisation",
+                id.0
+            )
+        });
+    }
+}
+
 impl<O: Observer> Sink for Ledger<O> {
     fn open(&mut self, meta: &ConnMeta) {
+        // An evicted connection back: its bytes go to the original (counted once), if its
+        // state is still kept.
+        let root = meta.resumes.map(|r| self.root(r));
+        if let Some(r) = root.filter(|r| *r != meta.id && self.conns.get(r.0 as usize).is_some()) {
+            self.aliases.insert(meta.id.0, r);
+            self.evicted_now.remove(&r.0);
+            return;
+        }
         self.conns
             .0
             .insert(meta.id.0, Box::new(new_conn(meta.clone())));
@@ -1037,12 +1320,19 @@ impl<O: Observer> Sink for Ledger<O> {
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        let conn = self.root(conn);
         self.observer.write(conn, dir, w);
     }
 
     fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
+        let conn = self.root(conn);
         let Some(c) = self.conn_mut(conn) else {
             return;
+        };
+        let ds = &mut c.dirs[di(dir)];
+        ds.tail_of = match ds.tail_of {
+            Some((t, n)) if t.index == w.index => Some((t, n + bytes.len() as u64)),
+            _ => Some((*w, bytes.len() as u64)),
         };
         match c.dirs[di(dir)].mode {
             Mode::Dead => {}
@@ -1052,12 +1342,29 @@ impl<O: Observer> Sink for Ledger<O> {
     }
 
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64) {
+        let conn = self.root(conn);
+        // A direction still looking for a boundary: a chain that ends exactly at the gap (or
+        // whose last frame runs into it) is proven like one at the end of the connection.
+        if let Some(c) = self.conns.get(conn.0 as usize) {
+            let ds = &c.dirs[di(dir)];
+            if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                if let Some(&(_, w)) = ds.pending_writes.last() {
+                    self.detect(conn, dir, &w, &[], true);
+                }
+            }
+        }
         let Some(c) = self.conns.get_mut(conn.0 as usize) else {
             return;
         };
         let (src, dst) = c.addrs(dir);
         let ds = &mut c.dirs[di(dir)];
+        // A snaplen-cut tail: the frame bytes in it were carried by that write.
+        let tail = match ds.tail_of.take() {
+            Some((t, n)) if n > 0 && n + len == u64::from(t.len) => Some(t),
+            _ => None,
+        };
         let mut cut_short = None;
+        let mut ends_here = None;
         let what = match ds.mode {
             Mode::Dead => return,
             Mode::Frames => {
@@ -1069,6 +1376,10 @@ impl<O: Observer> Sink for Ledger<O> {
                             p.lossy = true;
                         }
                         p.remaining -= len as u32;
+                        if p.remaining == 0 {
+                            // Its last byte was in the gap: the frame is complete now.
+                            ends_here = ds.cur.take();
+                        }
                         "inside a frame; framing kept"
                     }
                     _ => {
@@ -1087,12 +1398,22 @@ impl<O: Observer> Sink for Ledger<O> {
                 "before the first frame boundary"
             }
         };
+        let lost = Write {
+            index: NO_WRITE,
+            ts,
+            len: 0,
+        };
+        if let Some(p) = ends_here {
+            let w = tail.unwrap_or(lost);
+            let ds = &mut self.conns[conn.0 as usize].dirs[di(dir)];
+            let carry = std::mem::take(&mut ds.carry);
+            self.frame(conn, dir, &w, p.head, &carry, false);
+            let mut carry = carry;
+            carry.clear();
+            self.conns[conn.0 as usize].dirs[di(dir)].carry = carry;
+        }
         if let Some(head) = cut_short {
-            let w = Write {
-                index: NO_WRITE,
-                ts,
-                len: 0,
-            };
+            let w = tail.unwrap_or(lost);
             self.frame(conn, dir, &w, head, &[], false);
             if let Some(c) = self.conns.get_mut(conn.0 as usize) {
                 c.dirs[di(dir)].carry.clear();
@@ -1106,7 +1427,25 @@ impl<O: Observer> Sink for Ledger<O> {
         });
     }
 
-    fn close(&mut self, conn: ConnId, _ts: Nanos, _kind: CloseKind) {
+    fn close(&mut self, id: ConnId, ts: Nanos, kind: CloseKind) {
+        let conn = self.root(id);
+        self.aliases.remove(&id.0);
+        if kind == CloseKind::Evicted {
+            if self.conns.get(conn.0 as usize).is_none() {
+                return;
+            }
+            self.evicted(conn, ts);
+            self.evicted_now.insert(conn.0, ());
+            self.evicted.push_back(conn);
+            while self.evicted.len() > MAX_EVICTED_KEPT {
+                if let Some(old) = self.evicted.pop_front() {
+                    if self.evicted_now.contains_key(&old.0) {
+                        self.finalize(old);
+                    }
+                }
+            }
+            return;
+        }
         // Directions still looking for a boundary get a last, shorter proof.
         for dir in [Dir::Fwd, Dir::Rev] {
             let Some(c) = self.conns.get(conn.0 as usize) else {
@@ -1146,9 +1485,7 @@ impl<O: Observer> Sink for Ledger<O> {
             }
             c.streams = StreamMap::default();
         }
-        if let Some(c) = self.conns.0.remove(&conn.0) {
-            self.observer.close(&c.summary());
-        }
+        self.finalize(conn);
     }
 }
 
@@ -1162,6 +1499,12 @@ fn new_conn(meta: ConnMeta) -> Conn {
         dirs: [DirState::new(at_start), DirState::new(at_start)],
         streams: StreamMap::default(),
         streams_full: false,
+        streams_untracked: 0,
+        streams_reported: false,
+        prelude: None,
+        upgrade_seen: false,
+        upgrade_req: None,
+        upgraded_call: false,
         odd_streams: [0; 2],
     }
 }
@@ -1179,8 +1522,18 @@ impl<O: Observer> Observer for Vec<O> {
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.iter_mut().for_each(|o| o.frame(ev));
     }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        self.iter_mut()
+            .for_each(|o| o.upgraded_request(conn, dir, w, method, target));
+    }
     fn close(&mut self, summary: &ConnSummary) {
         self.iter_mut().for_each(|o| o.close(summary));
     }
 }
-

@@ -21,6 +21,7 @@
 //!     first_dst: "127.0.0.1:50051".parse().unwrap(),
 //!     syn_sender: Some(Dir::Fwd),
 //!     start: 0,
+//!     resumes: None,
 //! };
 //! ledger.open(&meta);
 //! let mut bytes = h2_frame_parser::PREFACE.to_vec();

@@ -53,6 +53,7 @@ pub struct Tally {
     closed: Sides,
     closed_conns: u64,
     closed_calls: u64,
+    closed_upgraded: u64,
     detail: Vec<ConnLedger>,
     detail_omitted: u64,
     /// How many connections `detail` may hold: [`MAX_CONN_DETAIL`] unless set.
@@ -144,7 +145,9 @@ fn conn_ledger(c: &ConnSummary, t: &Tally) -> ConnLedger {
         server: fmt_addr(&c.server),
         client_by: c.client_by.name(),
         mid_stream: c.mid_stream,
+        prelude: c.prelude.map(|p| p.name()),
         calls: sides.client.frames.get(FrameClass::Headers),
+        upgraded_calls: u64::from(c.upgraded_call),
         sides,
     }
 }
@@ -159,6 +162,7 @@ impl Observer for Tally {
             let l = conn_ledger(c, self);
             self.closed_conns += 1;
             self.closed_calls += l.calls;
+            self.closed_upgraded += l.upgraded_calls;
             self.closed.client.merge(&l.sides.client);
             self.closed.server.merge(&l.sides.server);
             if self.detail.len() < self.cap() {
@@ -230,7 +234,12 @@ pub struct ConnLedger {
     /// How the client was told apart: syn, preface, odd-streams or ephemeral-port.
     pub client_by: &'static str,
     pub mid_stream: bool,
+    /// HTTP/1.1 before HTTP/2: `h2c-upgrade` or `connect-tunnel` (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prelude: Option<&'static str>,
     pub calls: u64,
+    /// 1 when the call on stream 1 was an upgraded HTTP/1.1 request (not in `calls`).
+    pub upgraded_calls: u64,
     pub sides: Sides,
 }
 
@@ -241,6 +250,9 @@ pub struct ConnLedger {
 pub struct LedgerReport {
     pub connections: u64,
     pub calls: u64,
+    /// Requests sent as HTTP/1.1 and answered on stream 1 after an h2c upgrade: calls that
+    /// `calls` (request HEADERS frames) does not count.
+    pub upgraded_calls: u64,
     pub sides: Sides,
     /// The first [`MAX_CONN_DETAIL`] connections (those that closed first, then open ones), by
     /// id; later ones are counted in the totals only.
@@ -259,6 +271,7 @@ impl LedgerReport {
         let mut r = LedgerReport {
             connections: tally.closed_conns,
             calls: tally.closed_calls,
+            upgraded_calls: tally.closed_upgraded,
             sides: tally.closed.clone(),
             per_connection: tally.detail.clone(),
             per_connection_omitted: tally.detail_omitted,
@@ -268,6 +281,7 @@ impl LedgerReport {
             let l = conn_ledger(c, tally);
             r.connections += 1;
             r.calls += l.calls;
+            r.upgraded_calls += l.upgraded_calls;
             r.sides.client.merge(&l.sides.client);
             r.sides.server.merge(&l.sides.server);
             if r.per_connection.len() < tally.cap() {

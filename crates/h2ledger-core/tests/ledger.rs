@@ -71,6 +71,7 @@ fn conn(syn: bool) -> Conn {
         first_dst: "127.0.0.1:443".parse().unwrap(),
         syn_sender: syn.then_some(Dir::Fwd),
         start: 0,
+        resumes: None,
     });
     Conn {
         ledger,

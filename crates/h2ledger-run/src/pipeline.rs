@@ -100,6 +100,7 @@ impl<O: Observer> Pipeline<O> {
     /// End of input: flush reassembly (declaring what never arrived as gaps).
     pub fn finish(&mut self) {
         self.reasm.finish(self.last, &mut self.ledger);
+        self.ledger.finish();
         self.stats.first = self.first.map(secs);
         self.stats.last = self.first.map(|_| secs(self.last));
     }

@@ -119,6 +119,12 @@ impl Observer for Obs {
         }
     }
 
+    fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, m: &[u8], t: &[u8]) {
+        if let Some(a) = &mut self.analysis {
+            a.upgraded_request(conn, dir, w, m, t);
+        }
+    }
+
     fn close(&mut self, summary: &ConnSummary) {
         self.tally.close(summary);
         for i in self.touched.remove(&summary.id.0).unwrap_or_default() {

@@ -119,10 +119,6 @@ impl CallPrinter {
     pub fn set_origin(&mut self, t: h2ledger_tcp::Nanos) {
         if self.origin.is_none() {
             self.origin = Some(secs(t));
-            if !self.jsonl {
-                let head: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
-                self.line(&row(&head));
-            }
         }
     }
 
@@ -134,6 +130,10 @@ impl CallPrinter {
 
     pub fn call(&mut self, c: &CallView<'_>) {
         self.calls += 1;
+        if !self.jsonl && self.calls == 1 {
+            let head: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
+            self.line(&row(&head));
+        }
         if self.jsonl {
             let l = call_json(c).to_string();
             self.line(&l);
@@ -187,10 +187,6 @@ impl CallPrinter {
     /// After the last call: the count (table), then flush.
     pub fn finish(&mut self) {
         if !self.jsonl {
-            if self.origin.is_none() {
-                let head: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
-                self.line(&row(&head));
-            }
             let n = self.calls;
             self.line(&format!("{n} calls"));
         }

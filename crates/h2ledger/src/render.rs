@@ -43,6 +43,7 @@ pub fn tcp_json(t: &TcpStats) -> Value {
         "truncated": t.truncated,
         "bound_hits": t.bound_hits,
         "evicted": t.evicted,
+        "resumed": t.resumed,
         "data_after_rst": t.data_after_rst,
     })
 }

@@ -169,6 +169,8 @@ struct Live {
     rec: CallRec,
     last_write: [u64; 2],
     ending: bool,
+    /// Opened by a HEADERS frame without END_HEADERS: `:path` comes with the last CONTINUATION.
+    path_pending: bool,
 }
 
 #[derive(Debug)]
@@ -341,6 +343,10 @@ pub struct Analysis {
     active: HashMap<(u32, u32), u64>,
     /// Ended calls waiting to be folded, in the order they ended, with their end time.
     recent: VecDeque<(u64, Nanos)>,
+    /// The last calls that ended (END_STREAM or RST_STREAM), most recent last: frames that
+    /// still arrive on their stream (trailers after a RST_STREAM, a RST after the end) count
+    /// in the call while it is not folded.
+    ended: VecDeque<((u32, u32), u64)>,
     /// Ended calls that are still a direction's BDP candidate (its next BDP PING will name
     /// them, however late): folded when the PING comes or the connection closes. At most two
     /// per open connection.
@@ -680,11 +686,42 @@ impl Analysis {
                     },
                     last_write: [NO_WRITE; 2],
                     ending: false,
+                    path_pending: !ev.head.flags.is_end_headers(),
                 },
             );
             self.active.insert(key, seq);
         }
+        if ev.class == FrameClass::Continuation {
+            let pending = self
+                .active
+                .get(&key)
+                .and_then(|q| self.calls.get(q))
+                .is_some_and(|l| l.path_pending);
+            if pending {
+                if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
+                    let m = self.method_id(p);
+                    if let Some(l) = self.active.get(&key).and_then(|q| self.calls.get_mut(q)) {
+                        l.path_pending = false;
+                        l.rec.method = m;
+                    }
+                }
+            }
+        }
         let Some(&seq) = self.active.get(&key) else {
+            // A frame after the call's end: counted in it while it is not folded.
+            if let Some(&(_, q)) = self.ended.iter().rev().find(|r| r.0 == key) {
+                if let Some(l) = self.calls.get_mut(&q) {
+                    let call = &mut l.rec;
+                    let rel = usize::from(ev.dir != call.req_dir());
+                    let kind = match ev.class {
+                        FrameClass::Headers => 0,
+                        FrameClass::Data => 1,
+                        FrameClass::Trailers => 2,
+                        _ => 3,
+                    };
+                    call.frames[rel][kind] = call.frames[rel][kind].saturating_add(1);
+                }
+            }
             return;
         };
         let Some(a) = self.calls.get_mut(&seq) else {
@@ -741,6 +778,10 @@ impl Analysis {
             }
         }
         if done {
+            if self.ended.len() >= 64 {
+                self.ended.pop_front();
+            }
+            self.ended.push_back((key, seq));
             self.end_call(key, Some(ev.ts));
         }
     }
@@ -992,6 +1033,45 @@ pub fn escape_bytes(b: &[u8]) -> String {
 }
 
 impl Observer for Analysis {
+    fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, _m: &[u8], target: &[u8]) {
+        // Stream 1 is the upgraded request's call (docs/ledger.md, "Call"); it was sent by the
+        // client (the side that sent the Upgrade request).
+        let key = (conn.0, 1);
+        if self.active.contains_key(&key) || self.active.len() >= MAX_ACTIVE_CALLS {
+            return;
+        }
+        let method = self.method_id(target);
+        let c = self.conn(conn);
+        let inflight = c.active.min(u32::from(u16::MAX)) as u16;
+        c.active += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };
+        self.calls.insert(
+            seq,
+            Live {
+                rec: CallRec {
+                    start: w.ts,
+                    first_byte: -1,
+                    end: -1,
+                    conn: conn.0,
+                    stream: 1,
+                    method,
+                    grpc_status: NO_STATUS,
+                    http_status: 0,
+                    frames: [[0; 4]; 2],
+                    writes: [1, 0],
+                    inflight,
+                    flags,
+                },
+                last_write: [w.index, NO_WRITE],
+                ending: false,
+                path_pending: false,
+            },
+        );
+        self.active.insert(key, seq);
+    }
+
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         if self.splitter.origin().is_none() {
             self.splitter.set_origin(w.ts);

@@ -7,7 +7,7 @@ mod half;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use self::half::{Bounds, Half, Out};
@@ -59,6 +59,9 @@ pub struct ConnMeta {
     pub syn_sender: Option<Dir>,
     /// Timestamp of the first packet seen.
     pub start: Nanos,
+    /// The connection this one continues: it was evicted while open (at `max_connections`)
+    /// and its 4-tuple came back without a SYN. Bytes between are unknown.
+    pub resumes: Option<ConnId>,
 }
 
 /// A segment that carried new payload.
@@ -82,9 +85,11 @@ pub enum CloseKind {
     Rst(Dir),
     /// [`Reassembler::finish`] with the connection still open.
     EndOfCapture,
-    /// Dropped to make room ([`Config::max_connections`]), or superseded by a new SYN on
-    /// the same 4-tuple before it closed.
+    /// Dropped to make room ([`Config::max_connections`]) while open; if its 4-tuple comes
+    /// back without a SYN, the new connection says so in [`ConnMeta::resumes`].
     Evicted,
+    /// Superseded by a new SYN on the same 4-tuple before it closed.
+    Superseded,
 }
 
 /// Receives what reassembly finds. Calls for one connection come in this order: `open`,
@@ -149,6 +154,8 @@ pub struct Stats {
     pub bound_hits: u64,
     /// Open connections closed with [`CloseKind::Evicted`] because of `max_connections`.
     pub evicted: u64,
+    /// Evicted connections that came back (opened with [`ConnMeta::resumes`]).
+    pub resumed: u64,
     /// Payload segments on a connection after its RST (ignored).
     pub data_after_rst: u64,
 }
@@ -199,6 +206,10 @@ pub struct Reassembler {
     /// Most and least recently active connections.
     newest: usize,
     oldest: usize,
+    /// Connections evicted while open, by 4-tuple (at most `max_connections`, oldest first
+    /// forgotten), so that one coming back is known as the same connection.
+    evicted: HashMap<Key, ConnId>,
+    evicted_order: VecDeque<(Key, ConnId)>,
 }
 
 impl Reassembler {
@@ -213,6 +224,8 @@ impl Reassembler {
             free: Vec::new(),
             newest: NIL,
             oldest: NIL,
+            evicted: HashMap::new(),
+            evicted_order: VecDeque::new(),
         }
     }
 
@@ -249,7 +262,7 @@ impl Reassembler {
         let mut slot = self.map.get(&key).copied();
         if let Some(i) = slot {
             if self.conn(i).starts_new(seg) {
-                self.remove(i, ts, sink, CloseKind::Evicted);
+                self.remove(i, ts, sink, CloseKind::Superseded);
                 slot = None;
             }
         }
@@ -302,12 +315,32 @@ impl Reassembler {
 
     fn open<S: Sink>(&mut self, ts: Nanos, seg: &TcpSegment<'_>, key: Key, sink: &mut S) -> usize {
         if self.map.len() >= self.cfg.max_connections.max(1) && self.oldest != NIL {
-            let was_open = self.conn(self.oldest).state == State::Open;
+            let old = self.conn(self.oldest);
+            let was_open = old.state == State::Open;
+            let (old_key, old_id) = (old.key, old.meta.id);
             self.remove(self.oldest, ts, sink, CloseKind::Evicted);
             if was_open {
                 self.stats.evicted += 1;
+                if self.evicted_order.len() >= self.cfg.max_connections.max(1) {
+                    if let Some((k, id)) = self.evicted_order.pop_front() {
+                        if self.evicted.get(&k) == Some(&id) {
+                            self.evicted.remove(&k);
+                        }
+                    }
+                }
+                self.evicted.insert(old_key, old_id);
+                self.evicted_order.push_back((old_key, old_id));
             }
         }
+        // An evicted connection's 4-tuple again: the same connection, unless a SYN starts a
+        // new one.
+        let resumes = match self.evicted.remove(&key) {
+            Some(id) if !seg.flags.syn => {
+                self.stats.resumed += 1;
+                Some(id)
+            }
+            _ => None,
+        };
         let syn_sender = match (seg.flags.syn, seg.flags.ack) {
             (true, false) => Some(Dir::Fwd),
             (true, true) => Some(Dir::Rev),
@@ -319,6 +352,7 @@ impl Reassembler {
             first_dst: seg.dst,
             syn_sender,
             start: ts,
+            resumes,
         };
         self.next_id = self.next_id.wrapping_add(1);
         sink.open(&meta);

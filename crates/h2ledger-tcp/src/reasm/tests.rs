@@ -563,7 +563,7 @@ fn reused_four_tuple_is_a_new_connection() {
         t.sink.closes(),
         [
             (0, CloseKind::Fin(Dir::Fwd)),
-            (1, CloseKind::Evicted),
+            (1, CloseKind::Superseded),
             (2, CloseKind::EndOfCapture)
         ]
     );
@@ -585,6 +585,10 @@ fn lru_eviction_flushes_first() {
     t.push(seg(a, S, 10, None, "", b"z"));
     t.push(seg(b, S, 2, None, "", b"B")); // b again: a new connection, evicts c
     t.finish();
+    // b's new id says it continues the evicted b (the ledger counts it once).
+    let resumes: Vec<_> = t.sink.opens().iter().map(|m| m.resumes).collect();
+    assert_eq!(resumes, [None, None, None, Some(ConnId(1))]);
+    assert_eq!(t.r.stats().resumed, 1);
     assert_eq!(
         t.sink.closes(),
         [

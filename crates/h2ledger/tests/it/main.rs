@@ -17,6 +17,8 @@
 //!   with `INSTA_UPDATE=always cargo test -p h2ledger --test it snap`).
 //! * `doc_examples`: the `$ h2ledger ...` examples of README.md and docs/*.md, run and compared
 //!   with the output the docs show (rewrite them with `H2LEDGER_BLESS_DOCS=1`).
+//! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
+//!   (skipped when absent): each difference and observation of issue 8.
 
 mod util;
 
@@ -27,5 +29,6 @@ mod cli;
 mod doc_examples;
 mod golden;
 mod live;
+mod real_captures;
 mod snap;
 mod tshark;
