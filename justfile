@@ -6,16 +6,35 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
+demo_pkgs := "libpcap-dev golang-go golang-google-grpc-dev python3-grpcio"
 test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev"
 bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server"
 
 default:
     @just --list
 
-# The main job: the embedded demo (a tonic health server and client, sniffed live).
-demo *ARGS: (deps build_pkgs)
+# The main job: the article's grpc-go program sniffed live (`just demo --impl all` adds grpcio
+# and tonic). Builds what is missing, reuses it afterwards: h2ledger, the grpc-go workload
+# (GOPATH build against Debian's grpc-go), the tonic workload only for --impl tonic/all; the
+# workloads land next to the binary, where `h2ledger demo` looks for them.
+demo *ARGS: (deps demo_pkgs)
+    #!/usr/bin/env bash
+    set -euo pipefail
+    out=${CARGO_TARGET_DIR:-target}/release
+    say() { echo "just demo: $*" >&2; }
+    say "building h2ledger (cargo build --release; from scratch about 2-3 minutes on 2 cores)"
     cargo build --release --bin h2ledger
-    scripts/run-privileged.sh target/release/h2ledger demo {{ARGS}}
+    if [[ " {{ARGS}} " =~ [[:space:]=](tonic|all)[[:space:]] ]]; then
+        say "building the tonic workload (cargo build --release -p h2ledger-workload)"
+        cargo build --release -p h2ledger-workload
+    fi
+    go_src=crates/h2ledger-workload/grpcgo/main.go
+    if [ ! -x "$out/h2ledger-grpcgo" ] || [ "$go_src" -nt "$out/h2ledger-grpcgo" ]; then
+        say "building the grpc-go workload (go build in GOPATH mode against Debian's golang-google-grpc-dev; about 30 s the first time)"
+        scripts/build-grpcgo-demo.sh "$out" >/dev/null
+    fi
+    install -m 755 crates/h2ledger-workload/grpcio/h2ledger-grpcio.py "$out/"
+    scripts/run-privileged.sh "$out/h2ledger" demo {{ARGS}}
 
 # Every test: unit, HPACK stories, golden captures, tshark differential, live capture (as root).
 test: (deps test_pkgs)

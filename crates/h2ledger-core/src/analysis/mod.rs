@@ -143,6 +143,9 @@ struct DirState {
     round: Option<Round>,
     /// The first DATA (stream, call) received by this direction while no round was open.
     candidate: Option<(u32, Option<u32>)>,
+    /// Other streams whose DATA arrived after the candidate's, before the PING (at most
+    /// `MAX_ROUND_CALLS`): they are in the round the PING opens.
+    waiting: Vec<u32>,
 }
 
 /// Counters of one direction of one connection within one scope (whole capture or a phase).
@@ -506,6 +509,7 @@ impl Analysis {
                 let mut streams = self.pool.pop().unwrap_or_default();
                 if let Some((s, idx)) = cand {
                     streams.push(s);
+                    streams.append(&mut self.conn(ev.conn).dirs[d].waiting);
                     if let Some(i) = idx {
                         let call = &mut self.calls[i as usize];
                         call.flags |= if ev.dir == call.req_dir() {
@@ -870,11 +874,17 @@ impl Observer for Analysis {
                             r.streams.push(sid);
                         }
                     }
-                    None => {
-                        if ds.candidate.is_none() {
-                            ds.candidate = Some((sid, idx));
+                    None => match ds.candidate {
+                        None => ds.candidate = Some((sid, idx)),
+                        Some((c, _)) => {
+                            if c != sid
+                                && ds.waiting.len() + 1 < MAX_ROUND_CALLS
+                                && !ds.waiting.contains(&sid)
+                            {
+                                ds.waiting.push(sid);
+                            }
                         }
-                    }
+                    },
                 }
             }
             (FrameClass::Ping | FrameClass::PingAck, Some(Frame::Ping(p))) => {
