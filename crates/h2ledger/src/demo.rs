@@ -622,7 +622,9 @@ impl Done {
         let mut parts = Vec::new();
         for (i, (f, res)) in self.phases.iter().zip(&self.results).enumerate() {
             let x = finding_of(f);
-            let bdp_known = x.bdp_per_call.unwrap_or(0.0) > 0.0 || x.pings_per_call == Some(0.0);
+            // grpc-go and hyper probe with a fixed payload the PING table knows; C-core's
+            // PINGs carry a counter, so for grpcio the line counts every PING, by label.
+            let bdp_known = self.stack != Stack::Grpcio;
             let mut s = format!("{}: ", res.name);
             if bdp_known {
                 s.push_str(&f2(x.bdp_per_call));
