@@ -851,7 +851,7 @@ mod tests {
 
     #[test]
     fn calls_per_write_skips_control_only_writes() {
-        assert_eq!(calls_per_write(&[10, 6, 0, 3, 15]), "3.29 (4)");
+        assert_eq!(calls_per_write(&[10, 6, 0, 3, 16]), "3.16 (4)");
         assert_eq!(calls_per_write(&[5]), "-");
     }
 
