@@ -25,12 +25,12 @@ demo *ARGS: (deps demo_pkgs)
     go_src=crates/h2ledger-workload/grpcgo/main.go
     go_pid=
     if [ ! -x "$out/h2ledger-grpcgo" ] || [ "$go_src" -nt "$out/h2ledger-grpcgo" ]; then
-        say "building the grpc-go workload in the background (go build, GOPATH mode, Debian's golang-google-grpc-dev; about 30 s the first time)"
+        say "building the grpc-go workload in the background (go build, GOPATH mode, Debian's golang-google-grpc-dev; under 1.5 minutes the first time)"
         go_log=$(mktemp)
         scripts/build-grpcgo-demo.sh "$out" >"$go_log" 2>&1 &
         go_pid=$!
     fi
-    say "building h2ledger (cargo build --release: about 4 minutes from scratch on 2 busy cores, a second when up to date)"
+    say "building h2ledger (cargo build --release: 2 to 6 minutes from scratch on 2 cores, a second when up to date)"
     cargo build --release --bin h2ledger
     if [[ " {{ARGS}} " =~ [[:space:]=](tonic|all)[[:space:]] ]]; then
         say "building the tonic workload (cargo build --release -p h2ledger-workload)"
