@@ -76,7 +76,16 @@ pub struct Options {
     pub service: String,
     /// Per-call timeout.
     pub call_timeout: Duration,
+    /// Fixed initial stream and connection windows on both ends (with the adaptive window
+    /// off: no BDP pings); `None` keeps hyper's defaults.
+    pub static_window: Option<u32>,
 }
+
+/// The windows `--static-window` sets (1 MiB, as the Go and Python workloads).
+pub const STATIC_WINDOW: u32 = 1 << 20;
+
+/// The tonic version this workload was built with (from Cargo.lock).
+pub const TONIC_VERSION: &str = env!("H2LEDGER_TONIC_VERSION");
 
 impl Default for Options {
     fn default() -> Self {
@@ -84,6 +93,7 @@ impl Default for Options {
             adaptive_window: true,
             service: String::new(),
             call_timeout: Duration::from_secs(5),
+            static_window: None,
         }
     }
 }
@@ -92,6 +102,8 @@ impl Default for Options {
 #[derive(Debug, Clone)]
 pub struct PhaseResult {
     pub name: String,
+    pub callers: usize,
+    pub rate_per_caller: f64,
     pub calls_made: u64,
     pub calls_ok: u64,
     pub start: SystemTime,
@@ -102,12 +114,16 @@ impl PhaseResult {
     /// Compact JSON object (no serde dependency needed).
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"name\":{},\"calls_made\":{},\"calls_ok\":{},\"start\":{:.6},\"end\":{:.6}}}",
+            "{{\"name\":{},\"callers\":{},\"rate_per_caller\":{},\"calls_made\":{},\"calls_ok\":{},\"start\":{:.6},\"end\":{:.6},\"start_ns\":{},\"end_ns\":{}}}",
             json_str(&self.name),
+            self.callers,
+            self.rate_per_caller,
             self.calls_made,
             self.calls_ok,
             epoch(self.start),
-            epoch(self.end)
+            epoch(self.end),
+            epoch_ns(self.start),
+            epoch_ns(self.end)
         )
     }
 }
@@ -116,6 +132,12 @@ fn epoch(t: SystemTime) -> f64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+fn epoch_ns(t: SystemTime) -> u128 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
 }
 
 /// Minimal JSON string escaping.
@@ -175,6 +197,12 @@ pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
         .await;
     let (tx, rx) = oneshot::channel::<()>();
     let mut builder = Server::builder().http2_adaptive_window(Some(opts.adaptive_window));
+    if let Some(w) = opts.static_window {
+        builder = builder
+            .http2_adaptive_window(Some(false))
+            .initial_stream_window_size(w)
+            .initial_connection_window_size(w);
+    }
     let task = tokio::spawn(async move {
         let _reporter = reporter; // keep statuses alive while serving
         builder
@@ -193,12 +221,17 @@ pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
 
 /// Connect one channel (= one HTTP/2 connection) to `addr`.
 pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic::transport::Error> {
-    Endpoint::from_shared(format!("http://{addr}"))
+    let mut e = Endpoint::from_shared(format!("http://{addr}"))
         .expect("valid uri")
         .http2_adaptive_window(opts.adaptive_window)
-        .tcp_nodelay(true)
-        .connect()
-        .await
+        .tcp_nodelay(true);
+    if let Some(w) = opts.static_window {
+        e = e
+            .http2_adaptive_window(false)
+            .initial_stream_window_size(w)
+            .initial_connection_window_size(w);
+    }
+    e.connect().await
 }
 
 /// Run the phases one after the other over a single connection.
@@ -260,6 +293,8 @@ pub async fn run_phases(addr: SocketAddr, phases: &[Phase], opts: &Options) -> V
         }
         results.push(PhaseResult {
             name: phase.name.clone(),
+            callers: phase.callers,
+            rate_per_caller: phase.rate_per_caller,
             calls_made: made.load(Ordering::Relaxed),
             calls_ok: ok.load(Ordering::Relaxed),
             start,

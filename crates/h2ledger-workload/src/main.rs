@@ -1,8 +1,10 @@
-//! h2ledger-workload [--listen ADDR | --connect ADDR] --phase name:callers:rate:seconds ... [--no-adaptive-window]
+//! h2ledger-workload [--listen ADDR | --connect ADDR] --phase name:callers:rate:seconds ...
+//! [--no-adaptive-window | --static-window] [--wait]
 //!
 //! * neither flag: server + client in one process on 127.0.0.1:0; prints
-//!   `{"port":P}` on its own line as soon as the server listens, then the
-//!   per-phase JSON result line.
+//!   `{"impl":"tonic","version":V,"port":P}` on its own line as soon as the server listens
+//!   (with `--wait`, then waits for a line on standard input: the demo's protocol, see
+//!   README.md), then the per-phase JSON result line.
 //! * `--listen ADDR`: server only (ADDR may use port 0); prints `{"port":P}` and serves
 //!   until SIGINT/SIGTERM.
 //! * `--connect ADDR`: client only; prints the result JSON.
@@ -10,10 +12,13 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use h2ledger_workload::{json_str, run_phases, serve, Options, Phase, PhaseResult};
+use h2ledger_workload::{
+    json_str, run_phases, serve, Options, Phase, PhaseResult, STATIC_WINDOW, TONIC_VERSION,
+};
 
 const USAGE: &str = "usage: h2ledger-workload [--listen ADDR | --connect ADDR] \
---phase name:callers:rate:seconds ... [--no-adaptive-window] [--service NAME]";
+--phase name:callers:rate:seconds ... [--no-adaptive-window | --static-window] [--wait] \
+[--service NAME]";
 
 enum Mode {
     Both,
@@ -21,8 +26,9 @@ enum Mode {
     Connect(SocketAddr),
 }
 
-fn parse_args() -> Result<(Mode, Vec<Phase>, Options), String> {
+fn parse_args() -> Result<(Mode, Vec<Phase>, Options, bool), String> {
     let mut mode = Mode::Both;
+    let mut wait = false;
     let mut phases = Vec::new();
     let mut opts = Options::default();
     let mut args = std::env::args().skip(1);
@@ -47,6 +53,11 @@ fn parse_args() -> Result<(Mode, Vec<Phase>, Options), String> {
             "--service" => opts.service = val("--service")?,
             "--no-adaptive-window" => opts.adaptive_window = false,
             "--adaptive-window" => opts.adaptive_window = true,
+            "--static-window" => {
+                opts.adaptive_window = false;
+                opts.static_window = Some(STATIC_WINDOW);
+            }
+            "--wait" => wait = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -55,7 +66,14 @@ fn parse_args() -> Result<(Mode, Vec<Phase>, Options), String> {
         phases.push(Phase::new("single", 1, 24.0, 4.0));
         phases.push(Phase::new("fanout", 8, 3.0, 4.0));
     }
-    Ok((mode, phases, opts))
+    Ok((mode, phases, opts, wait))
+}
+
+fn hello(port: u16) {
+    println!(
+        "{{\"impl\":\"tonic\",\"version\":{},\"port\":{port}}}",
+        json_str(TONIC_VERSION)
+    );
 }
 
 fn results_json(port: u16, adaptive: bool, results: &[PhaseResult]) -> String {
@@ -85,7 +103,7 @@ async fn wait_signal() {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let (mode, phases, opts) = match parse_args() {
+    let (mode, phases, opts, wait) = match parse_args() {
         Ok(x) => x,
         Err(e) => {
             if !e.is_empty() {
@@ -106,7 +124,14 @@ async fn main() -> ExitCode {
             };
             let server = serve(listener, &opts).await;
             let addr = server.local_addr;
-            println!("{{\"port\":{}}}", addr.port());
+            hello(addr.port());
+            if wait {
+                let mut line = String::new();
+                if std::io::stdin().read_line(&mut line).unwrap_or(0) == 0 {
+                    let _ = server.shutdown().await;
+                    return ExitCode::FAILURE;
+                }
+            }
             let results = run_phases(addr, &phases, &opts).await;
             if let Err(e) = server.shutdown().await {
                 eprintln!("h2ledger-workload: {e}");
@@ -126,7 +151,7 @@ async fn main() -> ExitCode {
                 }
             };
             let server = serve(listener, &opts).await;
-            println!("{{\"port\":{}}}", server.local_addr.port());
+            hello(server.local_addr.port());
             wait_signal().await;
             match server.shutdown().await {
                 Ok(()) => ExitCode::SUCCESS,

@@ -52,8 +52,9 @@ enum Cmd {
     Calls(CallsArgs),
     /// Print every frame as it is seen, one line each (like `nghttp -v`)
     Frames(FramesArgs),
-    /// The article's experiment, sniffed live: a gRPC health server and client on loopback,
-    /// 1 caller x 24 calls/s then 8 callers x 3 calls/s, each phase's ledger side by side
+    /// The article's experiment, sniffed live: grpc-go's health server and client on loopback
+    /// (one connection), 1 caller x 24 calls/s then 8 callers x 3 calls/s; the finding, then
+    /// both phases' ledgers side by side. Each stack is its own program (see --workloads)
     Demo(demo::DemoArgs),
 }
 

@@ -198,6 +198,9 @@ struct DirState {
     round: Option<Round>,
     /// The first DATA (stream, call) received by this direction while no round was open.
     candidate: Option<(u32, Option<u64>)>,
+    /// Other streams whose DATA arrived after the candidate's, before the PING (at most
+    /// `MAX_ROUND_CALLS`): they are in the round the PING opens.
+    waiting: Vec<u32>,
 }
 
 /// Counters of one direction (or side) within one scope (whole capture or a phase).
@@ -807,6 +810,7 @@ impl Analysis {
                 let mut streams = self.pool.pop().unwrap_or_default();
                 if let Some((s, seq)) = cand {
                     streams.push(s);
+                    streams.append(&mut self.conn(ev.conn).dirs[d].waiting);
                     if let Some(call) = seq.and_then(|q| self.calls.get_mut(&q)) {
                         let call = &mut call.rec;
                         call.flags |= if ev.dir == call.req_dir() {
@@ -1137,11 +1141,17 @@ impl Observer for Analysis {
                             r.streams.push(sid);
                         }
                     }
-                    None => {
-                        if ds.candidate.is_none() {
-                            ds.candidate = Some((sid, seq));
+                    None => match ds.candidate {
+                        None => ds.candidate = Some((sid, seq)),
+                        Some((c, _)) => {
+                            if c != sid
+                                && ds.waiting.len() + 1 < MAX_ROUND_CALLS
+                                && !ds.waiting.contains(&sid)
+                            {
+                                ds.waiting.push(sid);
+                            }
                         }
-                    }
+                    },
                 }
             }
             (FrameClass::Ping | FrameClass::PingAck, Some(Frame::Ping(p))) => {

@@ -191,6 +191,13 @@ fn article_phases() {
     assert_eq!(share(&phases[0]), Some(1.0));
     assert!(share(&phases[1]).expect("share") < 0.5);
     assert_eq!(phases[0]["concurrency"]["max_in_flight"], 0);
+    // A round holds every call whose DATA arrived from the opener's DATA to the ACK, also the
+    // ones that arrived before the PING went out (a wave read at once). Checked by hand from
+    // `frames --format jsonl`: server rounds of 1, 4, 4, 7 and seven of 8 calls.
+    let hist =
+        |side: &str| p_hist(&phases[1]["sides"][side]["rounds"]["calls_per_round_histogram"]);
+    assert_eq!(hist("server"), [(1, 1), (4, 2), (7, 1), (8, 7)]);
+    assert_eq!(hist("client"), [(1, 1), (4, 10), (7, 1), (8, 3)]);
     if !have_tshark() {
         return;
     }
@@ -231,6 +238,19 @@ fn article_phases() {
             }
         }
     }
+}
+
+/// A histogram object's non-zero buckets as (value, count).
+fn p_hist(h: &Value) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = h
+        .as_object()
+        .expect("histogram")
+        .iter()
+        .map(|(k, n)| (k.parse().expect("bucket"), u(n)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 /// Epoch seconds as printed by tshark ("1796035821.663295000") to nanoseconds, exactly.
