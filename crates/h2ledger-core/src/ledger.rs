@@ -63,6 +63,8 @@ pub trait Observer {
     fn open(&mut self, _meta: &ConnMeta) {}
     fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
     fn frame(&mut self, _ev: &FrameEvent<'_>) {}
+    /// A TLS record of this direction was complete in write `w` ([`Sink::tls_record`]).
+    fn tls_record(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
 }
 
 impl Observer for () {
@@ -87,6 +89,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.frame(ev);
         self.1.frame(ev);
     }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.0.tls_record(conn, dir, w);
+        self.1.tls_record(conn, dir, w);
+    }
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
@@ -101,6 +107,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         (**self).frame(ev)
+    }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        (**self).tls_record(conn, dir, w)
     }
 }
 
@@ -1008,6 +1017,10 @@ impl<O: Observer> Sink for Ledger<O> {
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.observer.write(conn, dir, w);
+    }
+
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.observer.tls_record(conn, dir, w);
     }
 
     fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {

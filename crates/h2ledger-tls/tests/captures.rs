@@ -1,0 +1,236 @@
+//! Real TLS captures decrypted with the key logs their stacks wrote, against tshark's ledger
+//! of the same file (`scripts/tshark-ledger.py CAPTURE --keylog KEYLOG`, Wireshark 4.0.17;
+//! commands in captures/README.md). The captures are read by a small pcap/pcapng reader here
+//! (this crate has no libpcap).
+
+use std::path::{Path, PathBuf};
+
+use h2ledger_core::{Ledger, LedgerReport, Tally};
+use h2ledger_tcp::{link, Config as TcpConfig, Reassembler};
+use h2ledger_tls::{keylog_from_pcapng, Config, KeyLog, Status, Tls, TlsReport};
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Packets of a pcap or pcapng file: (linktype, ns timestamp, bytes).
+fn packets(bytes: &[u8]) -> Vec<(i32, i64, Vec<u8>)> {
+    let u32le = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let mut out = Vec::new();
+    let magic = u32le(bytes, 0);
+    if magic == 0x0A0D_0D0A {
+        // pcapng, little-endian sections only (what tcpdump/editcap write here).
+        let mut at = 0;
+        let mut linktypes = Vec::new();
+        let mut tsres = Vec::new();
+        while at + 12 <= bytes.len() {
+            let kind = u32le(bytes, at);
+            let len = u32le(bytes, at + 4) as usize;
+            let body = &bytes[at + 8..at + len - 4];
+            match kind {
+                0x0A0D_0D0A => {
+                    linktypes.clear();
+                    tsres.clear();
+                }
+                1 => {
+                    linktypes.push(u16::from_le_bytes([body[0], body[1]]) as i32);
+                    let mut res = 1_000i64; // default microseconds
+                    let mut o = 8;
+                    while o + 4 <= body.len() {
+                        let code = u16::from_le_bytes([body[o], body[o + 1]]);
+                        let olen = u16::from_le_bytes([body[o + 2], body[o + 3]]) as usize;
+                        if code == 9 && olen == 1 {
+                            res = 10i64.pow(9 - u32::from(body[o + 4]));
+                        }
+                        if code == 0 {
+                            break;
+                        }
+                        o += 4 + olen.div_ceil(4) * 4;
+                    }
+                    tsres.push(res);
+                }
+                6 => {
+                    let ifc = u32le(body, 0) as usize;
+                    let ts = (u64::from(u32le(body, 4)) << 32 | u64::from(u32le(body, 8))) as i64;
+                    let cap = u32le(body, 12) as usize;
+                    out.push((linktypes[ifc], ts * tsres[ifc], body[20..20 + cap].to_vec()));
+                }
+                _ => {}
+            }
+            at += len;
+        }
+        return out;
+    }
+    let nano = match magic {
+        0xA1B2_C3D4 => false,
+        0xA1B2_3C4D => true,
+        m => panic!("not a little-endian pcap: {m:#x}"),
+    };
+    let linktype = u32le(bytes, 20) as i32;
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let s = u32le(bytes, at) as i64;
+        let f = u32le(bytes, at + 4) as i64;
+        let cap = u32le(bytes, at + 8) as usize;
+        let ts = s * 1_000_000_000 + if nano { f } else { f * 1000 };
+        out.push((linktype, ts, bytes[at + 16..at + 16 + cap].to_vec()));
+        at += 16 + cap;
+    }
+    out
+}
+
+/// Replays a capture through reassembly, the TLS layer and the ledger.
+fn replay(capture: &Path, keylog: &str) -> (Value, TlsReport, Vec<(&'static str, String)>) {
+    let bytes = std::fs::read(capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
+    let mut tls = Tls::new(Config::default(), KeyLog::parse(keylog));
+    let mut ledger = Ledger::new(Tally::new());
+    let mut reasm = Reassembler::new(TcpConfig::default());
+    let mut last = 0;
+    for (lt, ts, data) in packets(&bytes) {
+        last = ts;
+        if let Ok(Some(seg)) = link::decode(lt, &data) {
+            reasm.push(ts, &seg, &mut tls.layer(&mut ledger));
+        }
+    }
+    reasm.finish(last, &mut tls.layer(&mut ledger));
+    let warnings = tls.take_warnings().collect();
+    let report = LedgerReport::build(&ledger.connections(), &ledger.observer);
+    (
+        serde_json::to_value(report).unwrap(),
+        tls.report(),
+        warnings,
+    )
+}
+
+const FRAMES: &[&str] = &[
+    "HEADERS",
+    "TRAILERS",
+    "DATA",
+    "WINDOW_UPDATE",
+    "PING",
+    "PING_ACK",
+    "SETTINGS",
+    "SETTINGS_ACK",
+    "RST_STREAM",
+    "GOAWAY",
+    "PRIORITY",
+    "PUSH_PROMISE",
+    "CONTINUATION",
+    "UNKNOWN",
+];
+
+/// The reference's keys (the contract plus tls_records) must all be equal.
+fn assert_matches_tshark(what: &str, expected: &Value, actual: &Value) {
+    let mut diffs = Vec::new();
+    for k in ["connections", "calls"] {
+        if expected[k] != actual[k] {
+            diffs.push(format!("{k}: tshark {} ours {}", expected[k], actual[k]));
+        }
+    }
+    for side in ["client", "server"] {
+        let (e, a) = (&expected["sides"][side], &actual["sides"][side]);
+        for k in ["bdp_pings", "writes", "bytes", "tls_records"] {
+            if e[k] != a[k] {
+                diffs.push(format!("{side}.{k}: tshark {} ours {}", e[k], a[k]));
+            }
+        }
+        for f in FRAMES {
+            if e["frames"][f] != a["frames"][f] {
+                diffs.push(format!(
+                    "{side}.{f}: tshark {} ours {}",
+                    e["frames"][f], a["frames"][f]
+                ));
+            }
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "{what}: differs from tshark:\n  {}",
+        diffs.join("\n  ")
+    );
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn ours(name: &str) -> (Value, TlsReport, Vec<(&'static str, String)>) {
+    let cap = root().join("captures").join(format!("{name}.pcap"));
+    let keylog =
+        std::fs::read_to_string(root().join("captures").join(format!("{name}.keylog"))).unwrap();
+    replay(&cap, &keylog)
+}
+
+#[test]
+fn curl_nghttpd_tls13_three_ciphers_equal_tshark() {
+    let (ledger, tls, warnings) = ours("curl-nghttpd-tls13");
+    let expected = read_json(&root().join("captures/curl-nghttpd-tls13.tshark.json"));
+    assert_matches_tshark("curl-nghttpd-tls13", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!((tls.connections, tls.decrypted), (3, 3));
+    let mut ciphers: Vec<_> = tls
+        .per_connection
+        .iter()
+        .map(|c| c.cipher.clone().unwrap())
+        .collect();
+    ciphers.sort();
+    assert_eq!(
+        ciphers,
+        [
+            "TLS_AES_128_GCM_SHA256",
+            "TLS_AES_256_GCM_SHA384",
+            "TLS_CHACHA20_POLY1305_SHA256"
+        ]
+    );
+    for c in &tls.per_connection {
+        assert_eq!(
+            (c.version, c.alpn.as_deref(), c.status),
+            (Some("TLS 1.3"), Some("h2"), Status::Decrypted)
+        );
+        assert_eq!(c.auth_failures, 0);
+    }
+}
+
+#[test]
+fn curl_nghttpd_tls12_three_ciphers_equal_tshark() {
+    let (ledger, tls, warnings) = ours("curl-nghttpd-tls12");
+    let expected = read_json(&root().join("captures/curl-nghttpd-tls12.tshark.json"));
+    assert_matches_tshark("curl-nghttpd-tls12", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!((tls.connections, tls.decrypted), (3, 3));
+    let mut ciphers: Vec<_> = tls
+        .per_connection
+        .iter()
+        .map(|c| c.cipher.clone().unwrap())
+        .collect();
+    ciphers.sort();
+    assert_eq!(
+        ciphers,
+        [
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+            "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
+        ]
+    );
+    for c in &tls.per_connection {
+        assert_eq!(
+            (c.version, c.alpn.as_deref(), c.status),
+            (Some("TLS 1.2"), Some("h2"), Status::Decrypted)
+        );
+    }
+}
+
+#[test]
+fn decryption_secrets_block_gives_the_same_ledger() {
+    let cap = root().join("captures/curl-nghttpd-tls13-dsb.pcapng");
+    let bytes = std::fs::read(&cap).unwrap();
+    let embedded = keylog_from_pcapng(&bytes).unwrap();
+    assert_eq!(embedded.blocks, 1);
+    let file = std::fs::read_to_string(root().join("captures/curl-nghttpd-tls13.keylog")).unwrap();
+    assert_eq!(embedded.text.trim_end(), file.trim_end());
+    let (ledger, tls, _) = replay(&cap, &embedded.text);
+    let expected = read_json(&root().join("captures/curl-nghttpd-tls13.tshark.json"));
+    assert_matches_tshark("curl-nghttpd-tls13-dsb", &expected, &ledger);
+    assert_eq!(tls.decrypted, 3);
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Remake the TLS captures in captures/ (run as root): curl (Debian's, OpenSSL 3) with
+# SSLKEYLOGFILE against nghttpd with a self-signed certificate, over loopback.
+#
+# usage: sudo scripts/make-tls-captures.sh
+#
+# Writes, for NAME in curl-nghttpd-tls13 curl-nghttpd-tls12:
+#   captures/NAME.pcap            tcpdump -i lo of three curl connections (one cipher each)
+#   captures/NAME.keylog          the key log curl wrote (SSLKEYLOGFILE)
+#   captures/NAME.tshark.json     scripts/tshark-ledger.py captures/NAME.pcap --keylog captures/NAME.keylog
+# and captures/curl-nghttpd-tls13-dsb.pcapng: the TLS 1.3 capture with its key log embedded
+# as a pcapng Decryption Secrets Block (editcap --inject-secrets).
+#
+# needs: tcpdump, tshark + editcap (wireshark-common), nghttp2-server, curl, openssl.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CAP=$ROOT/captures
+PY=/usr/bin/python3
+[ "$(id -u)" = 0 ] || { echo "make-tls-captures.sh: run as root" >&2; exit 1; }
+for t in tcpdump tshark editcap nghttpd curl openssl; do
+  command -v $t >/dev/null || { echo "make-tls-captures.sh: missing $t" >&2; exit 1; }
+done
+WORK=$(mktemp -d /tmp/h2ledger-tls.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+log() { echo "== $*" >&2; }
+free_port() { "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+wait_tcp() {
+  for _ in $(seq 50); do
+    "$PY" -c 'import socket,sys;socket.create_connection(("127.0.0.1",int(sys.argv[1])),1).close()' "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" \
+  -days 3650 -subj /CN=localhost 2>/dev/null
+DOC=$WORK/doc; mkdir -p "$DOC"
+"$PY" - "$DOC" "$WORK/upload.bin" <<'PYEOF'
+import sys
+def blob(n, seed):
+    out = bytearray(); x = seed
+    while len(out) < n:
+        x = (x * 6364136223846793005 + 1442695040888963407) & (2**64 - 1)
+        out += x.to_bytes(8, "little")
+    return bytes(out[:n])
+d = sys.argv[1]
+open(d + "/index.html", "w").write("<html><body>h2ledger</body></html>\n")
+open(d + "/small.bin", "wb").write(blob(20000, 1))
+open(d + "/medium.bin", "wb").write(blob(100000, 2))
+open(sys.argv[2], "wb").write(blob(50 * 1024, 3))
+PYEOF
+
+for try in 1 2 3 4 5; do
+  P=$(free_port)
+  nghttpd -a 127.0.0.1 --echo-upload -d "$DOC" "$P" "$WORK/key.pem" "$WORK/cert.pem" \
+    >"$WORK/nghttpd.log" 2>&1 & NG=$!; PIDS+=("$NG")
+  wait_tcp "$P" && kill -0 $NG 2>/dev/null && break
+  kill $NG 2>/dev/null || true; NG=""
+done
+[ -n "$NG" ] || { echo "make-tls-captures.sh: nghttpd did not start" >&2; exit 1; }
+U=https://127.0.0.1:$P
+
+# capture NAME CURL-ARGS-PER-CONNECTION... (each argument is one curl run's cipher options)
+capture() {
+  local n=$1; shift
+  log "$n (port $P)"
+  rm -f "$CAP/$n".*
+  tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo -w "$CAP/$n.pcap" "tcp port $P" 2>"$WORK/$n.err" & local D=$!
+  for _ in $(seq 100); do grep -q "listening on" "$WORK/$n.err" && break; sleep 0.1; done
+  for opts in "$@"; do
+    # shellcheck disable=SC2086
+    SSLKEYLOGFILE=$CAP/$n.keylog curl -sS -k --http2 $opts \
+      "$U/index.html" "$U/small.bin" "$U/medium.bin" -o /dev/null -o /dev/null -o /dev/null \
+      --next -sS -k --http2 $opts --data-binary @"$WORK/upload.bin" "$U/index.html" -o /dev/null
+  done
+  sleep 0.5
+  kill -INT $D; wait $D || true
+  grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
+  "$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
+}
+capture curl-nghttpd-tls13 \
+  "--tlsv1.3 --tls13-ciphers TLS_AES_128_GCM_SHA256" \
+  "--tlsv1.3 --tls13-ciphers TLS_AES_256_GCM_SHA384" \
+  "--tlsv1.3 --tls13-ciphers TLS_CHACHA20_POLY1305_SHA256"
+capture curl-nghttpd-tls12 \
+  "--tls-max 1.2 --ciphers ECDHE-RSA-AES128-GCM-SHA256" \
+  "--tls-max 1.2 --ciphers ECDHE-RSA-AES256-GCM-SHA384" \
+  "--tls-max 1.2 --ciphers ECDHE-RSA-CHACHA20-POLY1305"
+n=curl-nghttpd-tls13-dsb
+rm -f "$CAP/$n".*
+editcap -F pcapng --inject-secrets tls,"$CAP/curl-nghttpd-tls13.keylog" "$CAP/curl-nghttpd-tls13.pcap" "$CAP/$n.pcapng"
+log "done"
