@@ -49,7 +49,9 @@ HEADERS in that range.
 HTTP/2 (tshark finds it by ALPN once it decrypts), tshark gets
 `-o tls.keylog_file:FILE` (without FILE it uses the secrets a pcapng embeds in
 Decryption Secrets Blocks), and each side gets "tls_records": the number of
-tls.record occurrences in its packets.
+tls.record occurrences in its packets. --reassemble-out-of-order adds
+`-o tcp.reassemble_out_of_order:TRUE` (Wireshark 4.0 leaves it off, and then a
+segment captured out of order ends TLS decryption of that direction).
 
 Stdlib only; works with any python3 >= 3.6.
 """
@@ -149,12 +151,14 @@ def detect_ports(tshark, capture):
 
 
 def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_to=None,
-           tls=False, keylog=None):
+           tls=False, keylog=None, ooo=False):
     args = ["-r", capture]
     for p in ports:
         args += ["-d", "tcp.port==%d,http2" % p]
     if keylog:
         args += ["-o", "tls.keylog_file:%s" % keylog]
+    if ooo:
+        args += ["-o", "tcp.reassemble_out_of_order:TRUE"]
     fields = FIELDS + (["tls.record.content_type"] if tls else [])
     args += ["--disable-protocol", "grpc",
              "-o", "tcp.desegment_tcp_streams:TRUE",
@@ -338,6 +342,9 @@ def main():
                     help="HTTP/2 over TLS: no decode-as, count tls_records per side")
     ap.add_argument("--keylog", default=None,
                     help="TLS key log (SSLKEYLOGFILE format) for tshark; implies --tls")
+    ap.add_argument("--reassemble-out-of-order", action="store_true",
+                    help="pass -o tcp.reassemble_out_of_order:TRUE (off by default in 4.0: "
+                         "an out-of-order segment then breaks the stream for tshark)")
     a = ap.parse_args()
     tls = a.tls or a.keylog is not None
     ports = a.port if tls else (a.port or detect_ports(a.tshark, a.capture))
@@ -345,7 +352,7 @@ def main():
         sys.stderr.write("tshark-ledger: no TCP port found in %s\n" % a.capture)
         sys.exit(1)
     res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details, a.t_from, a.t_to,
-                 tls, a.keylog)
+                 tls, a.keylog, a.reassemble_out_of_order)
     json.dump(res, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

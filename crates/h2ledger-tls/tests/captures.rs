@@ -82,6 +82,13 @@ fn packets(bytes: &[u8]) -> Vec<(i32, i64, Vec<u8>)> {
 
 /// Replays a capture through reassembly, the TLS layer and the ledger.
 fn replay(capture: &Path, keylog: &str) -> (Value, TlsReport, Vec<(&'static str, String)>) {
+    replay_stats(capture, keylog).0
+}
+
+type Replayed = (Value, TlsReport, Vec<(&'static str, String)>);
+
+/// [`replay`], plus reassembly's count of payload segments after a RST.
+fn replay_stats(capture: &Path, keylog: &str) -> (Replayed, u64) {
     let bytes = std::fs::read(capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
     let mut tls = Tls::new(Config::default(), KeyLog::parse(keylog));
     let mut ledger = Ledger::new(Tally::new());
@@ -233,4 +240,93 @@ fn decryption_secrets_block_gives_the_same_ledger() {
     let expected = read_json(&root().join("captures/curl-nghttpd-tls13.tshark.json"));
     assert_matches_tshark("curl-nghttpd-tls13-dsb", &expected, &ledger);
     assert_eq!(tls.decrypted, 3);
+}
+
+/// ../shared/real-captures/tls, or `None` (with a message) when absent.
+fn shared(name: &str) -> Option<PathBuf> {
+    let p = root().join("../shared/real-captures/tls").join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is absent", p.display());
+        None
+    }
+}
+
+/// tshark's ledger of a shared capture, made once by scripts/tshark-ledger.py --keylog and
+/// kept beside our tests (the shared directory is read-only and not ours).
+fn shared_reference(name: &str) -> Value {
+    read_json(
+        &root()
+            .join("crates/h2ledger-tls/tests/reference")
+            .join(format!("{name}.tshark.json")),
+    )
+}
+
+/// Firefox to www.facebook.com, TLS 1.3: keys from the .keylog file and, separately, from
+/// the Decryption Secrets Block embedded in the pcapng; both give the same ledger.
+///
+/// tshark 4.0 with its defaults decrypts none of the server's frames: frames 7/8 (and 22/24,
+/// 60/61) arrive out of order and `tcp.reassemble_out_of_order` is off, so the server's
+/// handshake records are lost to it and decryption of that side stops (the default reference
+/// shows 0 server frames, 3 server records). With `--reassemble-out-of-order` tshark agrees
+/// with us except for what the server sent after the client's RST (frame 109): frames 110
+/// (39 bytes: the record carrying GOAWAY) and 112 (24 bytes: the closing alert). h2ledger-tcp
+/// ends a connection at a RST and counts later data in `tcp.data_after_rst` (2 here), so
+/// those two writes, 63 bytes, 2 records and the GOAWAY are not in our ledger.
+#[test]
+fn shared_firefox_tls13_facebook_equals_tshark() {
+    let Some(cap) = shared("p2h-firefox-tls13-facebook-dsb.pcapng") else {
+        return;
+    };
+    let keylog = std::fs::read_to_string(cap.with_extension("keylog")).unwrap();
+    let default = shared_reference("p2h-firefox-tls13-facebook-dsb");
+    assert_eq!(default["sides"]["server"]["tls_records"], 3);
+    let mut expected = shared_reference("p2h-firefox-tls13-facebook-dsb.ooo");
+    let server = &mut expected["sides"]["server"];
+    for (k, after_rst) in [("writes", 2), ("bytes", 63), ("tls_records", 2)] {
+        server[k] = (server[k].as_u64().unwrap() - after_rst).into();
+    }
+    server["frames"]["GOAWAY"] = (server["frames"]["GOAWAY"].as_u64().unwrap() - 1).into();
+    let ((ledger, tls, warnings), after_rst) = replay_stats(&cap, &keylog);
+    assert_eq!(after_rst, 2);
+    assert_matches_tshark("firefox-tls13-facebook (.keylog)", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let embedded = keylog_from_pcapng(&std::fs::read(&cap).unwrap()).unwrap();
+    assert_eq!(embedded.blocks, 1);
+    let (ledger2, _, _) = replay(&cap, &embedded.text);
+    assert_matches_tshark("firefox-tls13-facebook (DSB)", &expected, &ledger2);
+    let c = &tls.per_connection[0];
+    assert_eq!(
+        (c.version, c.cipher.as_deref(), c.alpn.as_deref(), c.status),
+        (
+            Some("TLS 1.3"),
+            Some("TLS_AES_128_GCM_SHA256"),
+            Some("h2"),
+            Status::Decrypted
+        )
+    );
+}
+
+/// A browser to ajax.googleapis.com (TLS 1.3, AES-128-GCM; the key log holds 95 lines for 19
+/// client randoms, most of them other connections).
+#[test]
+fn shared_browser_tls13_google_equals_tshark() {
+    let Some(cap) = shared("p2h-http2-dump.pcapng") else {
+        return;
+    };
+    let keylog = std::fs::read_to_string(cap.with_extension("keylog")).unwrap();
+    let expected = shared_reference("p2h-http2-dump");
+    let (ledger, tls, warnings) = replay(&cap, &keylog);
+    assert_matches_tshark("http2-dump", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        (tls.connections, tls.decrypted, tls.keylog_randoms),
+        (1, 1, 19)
+    );
+    let c = &tls.per_connection[0];
+    assert_eq!(
+        (c.version, c.cipher.as_deref(), c.alpn.as_deref()),
+        (Some("TLS 1.3"), Some("TLS_AES_128_GCM_SHA256"), Some("h2"))
+    );
 }
