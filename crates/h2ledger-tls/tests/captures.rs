@@ -103,10 +103,14 @@ fn replay_stats(capture: &Path, keylog: &str) -> (Replayed, u64) {
     reasm.finish(last, &mut tls.layer(&mut ledger));
     let warnings = tls.take_warnings().collect();
     let report = LedgerReport::build(&ledger.connections(), &ledger.observer);
+    let stats = reasm.stats();
     (
-        serde_json::to_value(report).unwrap(),
-        tls.report(),
-        warnings,
+        (
+            serde_json::to_value(report).unwrap(),
+            tls.report(),
+            warnings,
+        ),
+        stats.data_after_rst,
     )
 }
 
