@@ -5,6 +5,8 @@
 //! Contract: any input is read without panicking; a damaged block ends the scan with what
 //! was found before it.
 
+use std::io::{Read, Seek, SeekFrom};
+
 /// Section Header Block type; its byte-order magic sets the endianness of the section.
 const SHB: u32 = 0x0A0D_0D0A;
 /// Decryption Secrets Block type.
@@ -26,39 +28,52 @@ pub struct Embedded {
 /// Scans pcapng bytes for TLS key log Decryption Secrets Blocks. Returns `None` when the
 /// bytes are not pcapng (no Section Header Block at the start).
 pub fn keylog_from_pcapng(bytes: &[u8]) -> Option<Embedded> {
-    if bytes.len() < 12 || u32::from_le_bytes(bytes[..4].try_into().ok()?) != SHB {
-        return None;
+    scan_pcapng(&mut std::io::Cursor::new(bytes)).ok().flatten()
+}
+
+/// [`keylog_from_pcapng`] over a file: reads block headers and the Decryption Secrets Blocks,
+/// seeks over every other block (give it a `BufReader`, whose small seeks stay in its buffer).
+/// `Ok(None)`: not pcapng. An I/O error other than a short read is returned; a damaged or cut
+/// block ends the scan with what was found before it.
+pub fn scan_pcapng<R: Read + Seek>(r: &mut R) -> std::io::Result<Option<Embedded>> {
+    let mut head = [0u8; 12];
+    if !read_full(r, &mut head)? || u32::from_le_bytes(head[..4].try_into().expect("4")) != SHB {
+        return Ok(None);
     }
     let mut out = Embedded::default();
-    let mut at = 0usize;
     let mut le = true;
-    while bytes.len() - at >= 12 {
-        let word = |off: usize, le: bool| -> Option<u32> {
-            let b: [u8; 4] = bytes.get(at + off..at + off + 4)?.try_into().ok()?;
-            Some(if le {
+    loop {
+        let word = |b: &[u8], le: bool| {
+            let b: [u8; 4] = b[..4].try_into().expect("4 bytes");
+            if le {
                 u32::from_le_bytes(b)
             } else {
                 u32::from_be_bytes(b)
-            })
+            }
         };
         // The SHB's type reads the same in both byte orders; its magic tells the order.
-        if word(0, true)? == SHB {
-            le = match word(8, true)? {
+        if word(&head, true) == SHB {
+            le = match word(&head[8..], true) {
                 0x1A2B_3C4D => true,
                 0x4D3C_2B1A => false,
                 _ => break,
             };
         }
-        let kind = word(0, le)?;
-        let len = word(4, le)? as usize;
-        if len < 12 || len % 4 != 0 || len > bytes.len() - at {
+        let kind = word(&head, le);
+        let len = word(&head[4..], le) as usize;
+        if len < 12 || len % 4 != 0 {
             break;
         }
-        if kind == DSB && len >= 20 {
-            let stype = word(8, le)?;
-            let slen = word(12, le)? as usize;
+        // `head` holds the block's first 12 bytes; the next block starts `len` bytes in.
+        if kind == DSB && len >= 20 && len <= MAX_DSB {
+            let mut body = vec![0u8; len - 12];
+            if !read_full(r, &mut body)? {
+                break;
+            }
+            let stype = word(&head[8..], le);
+            let slen = word(&body, le) as usize;
             if slen <= len - 20 {
-                let data = &bytes[at + 16..at + 16 + slen];
+                let data = &body[4..4 + slen];
                 if stype == TLS_KEY_LOG {
                     out.blocks += 1;
                     out.text.push_str(&String::from_utf8_lossy(data));
@@ -69,10 +84,27 @@ pub fn keylog_from_pcapng(bytes: &[u8]) -> Option<Embedded> {
                     out.other_blocks += 1;
                 }
             }
+        } else if r.seek(SeekFrom::Current(len as i64 - 12)).is_err() {
+            break;
         }
-        at += len;
+        if !read_full(r, &mut head)? {
+            break;
+        }
     }
-    Some(out)
+    Ok(Some(out))
+}
+
+/// Decryption Secrets Blocks larger than this are skipped (a key log for 100 000
+/// connections is about 20 MiB).
+const MAX_DSB: usize = 256 << 20;
+
+/// Fills `b`; `false` on a short read (end of input).
+fn read_full<R: Read>(r: &mut R, b: &mut [u8]) -> std::io::Result<bool> {
+    match r.read_exact(b) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

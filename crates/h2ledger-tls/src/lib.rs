@@ -47,6 +47,6 @@ pub mod keylog;
 pub mod layer;
 pub mod wire;
 
-pub use dsb::keylog_from_pcapng;
+pub use dsb::{keylog_from_pcapng, scan_pcapng, Embedded};
 pub use keylog::{KeyLog, KeyLogStats};
 pub use layer::{Config, ConnReport, Layer, Status, Tls, TlsLayer, TlsReport, KEYLOG_HOWTO};
