@@ -21,7 +21,8 @@ pub enum Hash {
 }
 
 impl Hash {
-    pub fn len(self) -> usize {
+    /// The output (and traffic secret) length in bytes.
+    pub fn output_len(self) -> usize {
         match self {
             Hash::Sha256 => 32,
             Hash::Sha384 => 48,
@@ -199,7 +200,7 @@ pub fn expand_label(hash: Hash, secret: &[u8], label: &[u8], len: usize) -> Opti
 
 /// The next generation of a TLS 1.3 traffic secret (KeyUpdate, RFC 8446 §7.2).
 pub fn next_traffic_secret(hash: Hash, secret: &[u8]) -> Option<Vec<u8>> {
-    expand_label(hash, secret, b"traffic upd", hash.len())
+    expand_label(hash, secret, b"traffic upd", hash.output_len())
 }
 
 /// The TLS 1.2 PRF: P_hash(secret, label + seed) (RFC 5246 §5).

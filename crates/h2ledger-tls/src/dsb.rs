@@ -65,7 +65,7 @@ pub fn scan_pcapng<R: Read + Seek>(r: &mut R) -> std::io::Result<Option<Embedded
             break;
         }
         // `head` holds the block's first 12 bytes; the next block starts `len` bytes in.
-        if kind == DSB && len >= 20 && len <= MAX_DSB {
+        if kind == DSB && (20..=MAX_DSB).contains(&len) {
             let mut body = vec![0u8; len - 12];
             if !read_full(r, &mut body)? {
                 break;

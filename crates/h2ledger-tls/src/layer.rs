@@ -306,6 +306,11 @@ impl Tls {
         self.warnings.drain(..)
     }
 
+    /// Whether [`Tls::take_warnings`] has something.
+    pub fn has_warnings(&self) -> bool {
+        !self.warnings.is_empty()
+    }
+
     /// Totals and per-connection summaries so far (connections still open are not in it).
     pub fn report(&self) -> TlsReport {
         let mut r = self.report.clone();
@@ -461,7 +466,7 @@ impl<S: Sink> Layer<'_, S> {
     }
 
     /// One complete record (header + payload) of a TLS direction.
-    fn record(&mut self, id: u32, dir: Dir, w: &Write, rec: &mut Vec<u8>) {
+    fn record(&mut self, id: u32, dir: Dir, w: &Write, rec: &mut [u8]) {
         let Some(t) = t!(self, id) else { return };
         t.dirs[di(dir)].records += 1;
         self.tls.report.records += 1;
@@ -470,7 +475,7 @@ impl<S: Sink> Layer<'_, S> {
     }
 
     /// Reads or decrypts a record; `replay`: a held record released.
-    fn process(&mut self, id: u32, dir: Dir, w: &Write, rec: &mut Vec<u8>, replay: bool) {
+    fn process(&mut self, id: u32, dir: Dir, w: &Write, rec: &mut [u8], replay: bool) {
         let Some(t) = t!(self, id) else { return };
         let h = RecordHeader::parse(rec).expect("a whole record");
         let d = &t.dirs[di(dir)];
@@ -1012,21 +1017,15 @@ impl<S: Sink> Layer<'_, S> {
             return Mode::Undecided;
         }
         let at_start = c.meta.syn_sender.is_some() && !c.lost_start;
-        let mode = if wire::looks_like_tls_start(&head) {
-            Mode::Tls
-        } else if !at_start && mid_stream_tls(&c.first[0], &c.first[1], &head, bytes) {
+        let start = wire::looks_like_tls_start(&head);
+        let mode = if start || (!at_start && mid_stream_tls(&head, bytes)) {
             Mode::Tls
         } else {
             Mode::Plain
         };
         c.first[di(dir)] = head;
         if mode == Mode::Tls {
-            let mid = !wire::looks_like_tls_start(&c.first[di(dir)]);
-            self.start_tls(id, mid);
-            if mid {
-                let c = &self.tls.conns[&id];
-                let _ = c;
-            }
+            self.start_tls(id, !start);
         } else {
             c.mode = mode;
         }
@@ -1036,7 +1035,7 @@ impl<S: Sink> Layer<'_, S> {
 
 /// A capture that began mid-connection: a chain of records, or one record header of
 /// application data (TLS 1.2+ version) that the first bytes cannot complete.
-fn mid_stream_tls(_a: &[u8], _b: &[u8], head: &[u8], bytes: &[u8]) -> bool {
+fn mid_stream_tls(head: &[u8], bytes: &[u8]) -> bool {
     if head.len() > bytes.len() {
         return false; // the start came in pieces: too little to tell
     }

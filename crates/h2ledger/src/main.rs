@@ -4,6 +4,7 @@ mod calls;
 mod demo;
 mod frames;
 mod input;
+mod keys;
 mod live;
 mod phases;
 mod pipeline;
@@ -67,6 +68,10 @@ pub struct FilterArgs {
     /// Only TCP port N (repeatable); HTTP/2 is detected on any port without it
     #[arg(short, long = "port", value_name = "N")]
     pub ports: Vec<u16>,
+    /// Decrypt HTTP/2 over TLS with this key log (SSLKEYLOGFILE format); keys embedded in a
+    /// pcapng capture (Decryption Secrets Blocks) are used without it
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<std::path::PathBuf>,
     /// A tcpdump-style BPF filter expression, e.g. `host 127.0.0.1 and tcp port 50051`
     #[arg(
         value_name = "EXPRESSION",
@@ -201,7 +206,8 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
     let linktype = cap.linktype;
     let wanted = a.analysis.wanted(a.every);
-    let mut p = Pipeline::new(Obs::new(&wanted));
+    let keys = keys::load(a.filter.keylog.as_deref(), Some(&a.file), false)?;
+    let mut p = Pipeline::new(Obs::new(&wanted)).with_keys(keys);
     let read = cap.for_each(|ts, data| {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data)
@@ -251,7 +257,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         analysis: true,
         ..Wanted::default()
     };
-    let mut p = Pipeline::new(Obs::new(&wanted));
+    let mut p = Pipeline::new(Obs::new(&wanted)).with_keys(source::keys(&a.source, &a.filter)?);
     let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
         p.packet(linktype, ts, data)
     })?;
@@ -295,7 +301,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     let mut printer = frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff);
     // Live: each frame as soon as it is seen.
     printer.flush_each = a.source.live.interface.is_some();
-    let mut p = Pipeline::new(printer);
+    let mut p = Pipeline::new(printer).with_keys(source::keys(&a.source, &a.filter)?);
     let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data);
@@ -384,6 +390,10 @@ pub fn print_full<O>(
         Format::Json => {
             let mut v = render::full_json(whole, Some(&p.stats), Some(&p.reasm.stats()));
             if let serde_json::Value::Object(m) = &mut v {
+                m.insert(
+                    "tls".into(),
+                    serde_json::to_value(p.tls.report()).expect("json"),
+                );
                 if let Some(d) = drops {
                     m.insert("drops".into(), serde_json::to_value(d).expect("json"));
                 }
@@ -448,6 +458,9 @@ pub fn print_full<O>(
                 }
             }
             let _ = writeln!(out, "{}", render::footer(&p.stats, &p.reasm.stats(), drops));
+            if let Some(l) = keys::tls_line(&p.tls.report()) {
+                let _ = writeln!(out, "{l}");
+            }
             let _ = out.flush();
             for w in &report.warnings {
                 eprintln!("warning: {w}");

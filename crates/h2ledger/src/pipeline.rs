@@ -1,8 +1,11 @@
-//! Packets in, ledger out: link decode, TCP reassembly, the ledger.
+//! Packets in, ledger out: link decode, TCP reassembly, TLS decryption, the ledger.
 
 use h2ledger_core::{Ledger, Observer};
 use h2ledger_tcp::{link, Config, Nanos, Reassembler};
+use h2ledger_tls::Tls;
 use serde::Serialize;
+
+use crate::keys::KeyLogFile;
 
 /// Packet-level counts of one run.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -20,6 +23,9 @@ pub struct Pipeline<O> {
     pub reasm: Reassembler,
     pub ledger: Ledger<O>,
     pub stats: CaptureStats,
+    /// Between reassembly and the ledger: TLS connections decrypted, the rest passed through.
+    pub tls: Tls,
+    keylog_file: Option<KeyLogFile>,
     first: Option<Nanos>,
     last: Nanos,
 }
@@ -30,8 +36,31 @@ impl<O: Observer> Pipeline<O> {
             reasm: Reassembler::new(Config::default()),
             ledger: Ledger::new(observer),
             stats: CaptureStats::default(),
+            tls: Tls::new(Default::default(), Default::default()),
+            keylog_file: None,
             first: None,
             last: 0,
+        }
+    }
+
+    /// TLS keys from [`crate::keys::load`].
+    pub fn with_keys(mut self, (tls, file): (Tls, Option<KeyLogFile>)) -> Self {
+        self.tls = tls;
+        self.keylog_file = file;
+        self
+    }
+
+    /// TLS warnings into the ledger's; live, what the key log file gained.
+    fn tls_housekeeping(&mut self) {
+        if self.tls.waiting_for_keys() {
+            if let Some(text) = self.keylog_file.as_mut().and_then(|f| f.poll()) {
+                self.tls.layer(&mut self.ledger).add_keys(&text);
+            }
+        }
+        if self.tls.has_warnings() {
+            for (kind, msg) in self.tls.take_warnings() {
+                self.ledger.warnings.add(kind, || msg);
+            }
         }
     }
 
@@ -44,7 +73,9 @@ impl<O: Observer> Pipeline<O> {
         match link::decode(linktype, data) {
             Ok(Some(seg)) => {
                 self.stats.tcp_segments += 1;
-                self.reasm.push(ts, &seg, &mut self.ledger);
+                self.reasm
+                    .push(ts, &seg, &mut self.tls.layer(&mut self.ledger));
+                self.tls_housekeeping();
             }
             Ok(None) => self.stats.not_tcp += 1,
             Err(e) => {
@@ -59,7 +90,10 @@ impl<O: Observer> Pipeline<O> {
 
     /// End of input: flush reassembly (declaring what never arrived as gaps).
     pub fn finish(&mut self) {
-        self.reasm.finish(self.last, &mut self.ledger);
+        self.tls_housekeeping();
+        self.reasm
+            .finish(self.last, &mut self.tls.layer(&mut self.ledger));
+        self.tls_housekeeping();
         self.stats.first = self.first.map(secs);
         self.stats.last = self.first.map(|_| secs(self.last));
     }

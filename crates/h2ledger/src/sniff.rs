@@ -103,6 +103,8 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         write: a.write.clone(),
         user: Some(a.user.user.clone()),
     };
+    // Before Live::open gives up privileges: the key log stays open.
+    let keys = crate::keys::load(a.filter.keylog.as_deref(), None, true)?;
     let mut live = Live::open(&opts)?;
     // Always said (like tcpdump's "listening on"): scripts wait for this line.
     {
@@ -120,7 +122,7 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         );
     }
     let linktype = live.linktype;
-    let mut p = Pipeline::new(Obs::new(&a.analysis.wanted(a.every)));
+    let mut p = Pipeline::new(Obs::new(&a.analysis.wanted(a.every))).with_keys(keys);
     let stop = run_until_stopped(&mut live, &mut p, linktype, &a).await?;
     // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
     live.drain(
