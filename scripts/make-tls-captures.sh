@@ -2,7 +2,7 @@
 # Remake the TLS captures in captures/ (run as root): curl (Debian's, OpenSSL 3) with
 # SSLKEYLOGFILE against nghttpd with a self-signed certificate, over loopback.
 #
-# usage: sudo scripts/make-tls-captures.sh
+# usage: sudo scripts/make-tls-captures.sh [NAME...]     (default: every capture below)
 #
 # Writes, for NAME in curl-nghttpd-tls13 curl-nghttpd-tls12:
 #   captures/NAME.pcap            tcpdump -i lo of three curl connections (one cipher each)
@@ -25,6 +25,8 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 log() { echo "== $*" >&2; }
+WANT=("$@")
+want() { [ ${#WANT[@]} = 0 ] || [[ " ${WANT[*]} " == *" $1 "* ]]; }
 free_port() { "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
 wait_tcp() {
   for _ in $(seq 50); do
@@ -67,7 +69,7 @@ capture() {
   local n=$1; shift
   log "$n (port $P)"
   rm -f "$CAP/$n".*
-  tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo -w "$CAP/$n.pcap" "tcp port $P" 2>"$WORK/$n.err" & local D=$!
+  tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo -w "$CAP/$n.pcap" "tcp port $P" 2>"$WORK/$n.err" & local D=$!; PIDS+=("$D")
   for _ in $(seq 100); do grep -q "listening on" "$WORK/$n.err" && break; sleep 0.1; done
   for opts in "$@"; do
     # shellcheck disable=SC2086
@@ -80,15 +82,42 @@ capture() {
   grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
   "$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
 }
-capture curl-nghttpd-tls13 \
+want curl-nghttpd-tls13 && capture curl-nghttpd-tls13 \
   "--tlsv1.3 --tls13-ciphers TLS_AES_128_GCM_SHA256" \
   "--tlsv1.3 --tls13-ciphers TLS_AES_256_GCM_SHA384" \
   "--tlsv1.3 --tls13-ciphers TLS_CHACHA20_POLY1305_SHA256"
-capture curl-nghttpd-tls12 \
+want curl-nghttpd-tls12 && capture curl-nghttpd-tls12 \
   "--tls-max 1.2 --ciphers ECDHE-RSA-AES128-GCM-SHA256" \
   "--tls-max 1.2 --ciphers ECDHE-RSA-AES256-GCM-SHA384" \
   "--tls-max 1.2 --ciphers ECDHE-RSA-CHACHA20-POLY1305"
-n=curl-nghttpd-tls13-dsb
+# KeyUpdate and HelloRetryRequest: curl never sends KeyUpdate, openssl s_client does on its
+# connected commands "K" (update, and request the peer's) and "k". Its HTTP/2 bytes (preface,
+# empty SETTINGS, PINGs) are typed in; nghttpd answers with SETTINGS, PING ACKs and its own
+# KeyUpdate. Connection 1 offers only P-256 (one round); connection 2 sends its key share for
+# X25519, which nghttpd 1.52 does not accept (its groups are P-256, P-384, P-521), then P-256:
+# nghttpd answers with a HelloRetryRequest.
+n=openssl-nghttpd-tls13-keyupdate
+if want $n; then
+log "$n (port $P)"
 rm -f "$CAP/$n".*
-editcap -F pcapng --inject-secrets tls,"$CAP/curl-nghttpd-tls13.keylog" "$CAP/curl-nghttpd-tls13.pcap" "$CAP/$n.pcapng"
+tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo -w "$CAP/$n.pcap" "tcp port $P" 2>"$WORK/$n.err" & D=$!; PIDS+=("$D")
+for _ in $(seq 100); do grep -q "listening on" "$WORK/$n.err" && break; sleep 0.1; done
+for groups in P-256 X25519:P-256; do
+  {
+    printf 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00'; sleep 0.5
+    printf 'K\n'; sleep 0.5
+    printf '\x00\x00\x08\x06\x00\x00\x00\x00\x00h2ledger'; sleep 0.5
+    printf 'k\n'; sleep 0.5
+    printf '\x00\x00\x08\x06\x00\x00\x00\x00\x00h2ledge2'; sleep 0.5
+  } | openssl s_client -connect 127.0.0.1:$P -alpn h2 -tls1_3 -groups $groups \
+        -keylogfile "$CAP/$n.keylog" >/dev/null 2>&1 || true   # exits 1 at the end of its input
+done
+sleep 0.5
+kill -INT $D; wait $D || true
+grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
+"$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
+fi
+
+n=curl-nghttpd-tls13-dsb
+want $n && rm -f "$CAP/$n".* && editcap -F pcapng --inject-secrets tls,"$CAP/curl-nghttpd-tls13.keylog" "$CAP/curl-nghttpd-tls13.pcap" "$CAP/$n.pcapng"
 log "done"

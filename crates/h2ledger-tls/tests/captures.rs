@@ -334,3 +334,19 @@ fn shared_browser_tls13_google_equals_tshark() {
         (Some("TLS 1.3"), Some("TLS_AES_128_GCM_SHA256"), Some("h2"))
     );
 }
+
+/// openssl s_client against nghttpd: KeyUpdate in both directions (the client updates twice,
+/// asking nghttpd once to update too) and, on the second connection, a HelloRetryRequest.
+#[test]
+fn key_updates_and_hello_retry_request_equal_tshark() {
+    let (ledger, tls, warnings) = ours("openssl-nghttpd-tls13-keyupdate");
+    let expected = read_json(&root().join("captures/openssl-nghttpd-tls13-keyupdate.tshark.json"));
+    assert_matches_tshark("openssl-nghttpd-tls13-keyupdate", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!((tls.connections, tls.decrypted, tls.auth_failures), (2, 2, 0));
+    for c in &tls.per_connection {
+        assert_eq!(c.key_updates, 3, "{c:?}");
+    }
+    // Each PING (sent after a KeyUpdate) is answered under the peer's updated key.
+    assert_eq!(ledger["sides"]["server"]["frames"]["PING_ACK"], 4);
+}
