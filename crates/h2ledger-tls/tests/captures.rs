@@ -89,12 +89,20 @@ type Replayed = (Value, TlsReport, Vec<(&'static str, String)>);
 
 /// [`replay`], plus reassembly's count of payload segments after a RST.
 fn replay_stats(capture: &Path, keylog: &str) -> (Replayed, u64) {
+    replay_some(capture, keylog, |_| true)
+}
+
+/// [`replay_stats`] of the packets whose 1-based frame number passes `keep`.
+fn replay_some(capture: &Path, keylog: &str, keep: impl Fn(usize) -> bool) -> (Replayed, u64) {
     let bytes = std::fs::read(capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
     let mut tls = Tls::new(Config::default(), KeyLog::parse(keylog));
     let mut ledger = Ledger::new(Tally::new());
     let mut reasm = Reassembler::new(TcpConfig::default());
     let mut last = 0;
-    for (lt, ts, data) in packets(&bytes) {
+    for (i, (lt, ts, data)) in packets(&bytes).into_iter().enumerate() {
+        if !keep(i + 1) {
+            continue;
+        }
         last = ts;
         if let Ok(Some(seg)) = link::decode(lt, &data) {
             reasm.push(ts, &seg, &mut tls.layer(&mut ledger));
@@ -343,10 +351,87 @@ fn key_updates_and_hello_retry_request_equal_tshark() {
     let expected = read_json(&root().join("captures/openssl-nghttpd-tls13-keyupdate.tshark.json"));
     assert_matches_tshark("openssl-nghttpd-tls13-keyupdate", &expected, &ledger);
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!((tls.connections, tls.decrypted, tls.auth_failures), (2, 2, 0));
+    assert_eq!(
+        (tls.connections, tls.decrypted, tls.auth_failures),
+        (2, 2, 0)
+    );
     for c in &tls.per_connection {
         assert_eq!(c.key_updates, 3, "{c:?}");
     }
     // Each PING (sent after a KeyUpdate) is answered under the peer's updated key.
     assert_eq!(ledger["sides"]["server"]["frames"]["PING_ACK"], 4);
+}
+
+fn kinds(w: &[(&'static str, String)]) -> Vec<&'static str> {
+    w.iter().map(|(k, _)| *k).collect()
+}
+
+/// Frame numbers below are those of tshark on captures/curl-nghttpd-tls13.pcap (connection 0:
+/// ClientHello 4, HelloRetryRequest 6, second ClientHello 8, ServerHello + encrypted
+/// handshake 9, client Finished 10, application data from 11; frame 21 carries 16 406 bytes
+/// of the server's application data).
+fn tls13(keep: impl Fn(usize) -> bool) -> Replayed {
+    let cap = root().join("captures/curl-nghttpd-tls13.pcap");
+    let keylog =
+        std::fs::read_to_string(root().join("captures/curl-nghttpd-tls13.keylog")).unwrap();
+    replay_some(&cap, &keylog, keep).0
+}
+
+#[test]
+fn capture_starting_after_the_handshake_cannot_be_decrypted_and_says_so() {
+    let (ledger, tls, warnings) = tls13(|f| f > 10);
+    assert_eq!(
+        (tls.connections, tls.no_handshake, tls.decrypted),
+        (3, 1, 2),
+        "{warnings:?}"
+    );
+    assert_eq!(kinds(&warnings), ["tls-no-handshake"]);
+    assert!(
+        warnings[0].1.contains("no way to decrypt"),
+        "{}",
+        warnings[0].1
+    );
+    assert_eq!(ledger["connections"], 2);
+}
+
+#[test]
+fn a_handshake_cut_short_is_reported() {
+    // Up to the HelloRetryRequest: no ServerHello ever completes.
+    let (_, tls, warnings) = tls13(|f| f <= 6);
+    assert_eq!((tls.connections, tls.truncated_handshake), (1, 1));
+    assert_eq!(kinds(&warnings), ["tls-truncated-handshake"]);
+    assert!(warnings[0].1.contains("ServerHello"), "{}", warnings[0].1);
+    // Cut inside the ClientHello record (its packet missing, the SYN seen).
+    let (_, tls, warnings) = tls13(|f| f != 4 && f <= 9);
+    assert_eq!(
+        (tls.connections, tls.truncated_handshake),
+        (1, 1),
+        "{warnings:?}"
+    );
+    assert!(kinds(&warnings).contains(&"tls-gap"), "{warnings:?}");
+}
+
+#[test]
+fn a_lost_segment_stops_that_direction_with_a_warning() {
+    let (ledger, tls, warnings) = tls13(|f| f != 21);
+    assert!(kinds(&warnings).contains(&"tls-gap"), "{warnings:?}");
+    assert_eq!(tls.decrypted, 3);
+    let c0 = tls.per_connection.iter().find(|c| c.id == 0).unwrap();
+    assert!(
+        c0.encrypted_bytes[1] > 0 && c0.encrypted_bytes[0] == 0,
+        "{c0:?}"
+    );
+    assert_eq!(ledger["connections"], 3);
+}
+
+/// Dropping any one packet of connection 0's first 30 never panics, and the other two
+/// connections are still decrypted.
+#[test]
+fn dropping_any_single_packet_is_survived() {
+    let full = tls13(|_| true);
+    for drop in 1..=30 {
+        let (_, tls, _) = tls13(|f| f != drop);
+        assert!(tls.decrypted >= 2, "packet {drop}: {tls:?}");
+        assert_eq!(tls.connections, full.1.connections, "packet {drop}");
+    }
 }
