@@ -506,14 +506,18 @@ impl<S: Sink> Layer<'_, S> {
             }
             return;
         }
-        if t.mid_stream || t.unsupported || (t.key_missing && t.wait_since.is_none()) {
+        if t.mid_stream || t.unsupported {
             t.dirs[di(dir)].encrypted += payload_len as u64;
             return;
         }
         if t.dirs[di(dir)].dec.is_none() {
             // Keys may still come: the ServerHello (client side, reordered capture) or a key
             // log that catches up (live).
-            self.hold(id, dir, w, rec, replay);
+            if t.sh.is_none() || t.wait_since.is_some() {
+                self.hold(id, dir, w, rec, replay);
+            } else {
+                t.dirs[di(dir)].encrypted += payload_len as u64;
+            }
             return;
         }
         let header: [u8; 5] = rec[..5].try_into().expect("5 bytes");
@@ -570,10 +574,12 @@ impl<S: Sink> Layer<'_, S> {
         self.plaintext(id, dir, w, h.content_type, rec, range);
     }
 
+    /// The application traffic key of `dir`, from the key log as it is now (live, it may
+    /// have grown since the handshake keys were found).
     fn app_decryptor(&mut self, id: u32, dir: Dir) -> Option<Decryptor> {
         let t = t!(self, id)?;
         let suite = t.suite?;
-        let s = t.secrets.as_ref()?;
+        let s = self.tls.keylog.get(&t.client_random?)?;
         let secret = if t.client == Some(dir) {
             s.client_traffic_0.as_ref()?
         } else {
@@ -637,7 +643,7 @@ impl<S: Sink> Layer<'_, S> {
         }
     }
 
-    fn message(&mut self, id: u32, dir: Dir, _w: &Write, kind: u8, body: &[u8]) {
+    fn message(&mut self, id: u32, dir: Dir, w: &Write, kind: u8, body: &[u8]) {
         let Some(t) = t!(self, id) else { return };
         match kind {
             wire::CLIENT_HELLO if t.client.is_none() || t.client == Some(dir) => {
@@ -685,11 +691,20 @@ impl<S: Sink> Layer<'_, S> {
                 if tls13 && !t.dirs[di(dir)].app {
                     // The records after this side's Finished use its application key.
                     let dec = self.app_decryptor(id, dir);
+                    let wait = self.tls.cfg.wait_for_keys;
                     let t = t!(self, id).expect("exists");
                     let d = &mut t.dirs[di(dir)];
                     d.app = true;
                     d.dec = dec;
-                    if d.dec.is_none() {
+                    if d.dec.is_none() && wait {
+                        // Live: the key log may not have this line yet; hold until it does.
+                        t.key_missing = true;
+                        if t.wait_since.is_none() {
+                            t.wait_since = Some(w.ts);
+                            self.tls.waiting += 1;
+                        }
+                    } else if d.dec.is_none() {
+                        t.key_missing = true;
                         d.dead = true;
                         let who = if t.client == Some(dir) {
                             "CLIENT_TRAFFIC_SECRET_0"
@@ -740,17 +755,23 @@ impl<S: Sink> Layer<'_, S> {
         let secrets = self.tls.keylog.get(&random).cloned().unwrap_or_default();
         let (cd, sd) = (di(client), di(other(client)));
         let ok = if suite.tls13 {
-            let mut ok = false;
+            // Both directions need a key (or are given up).
+            let mut ok = true;
             for (i, hs, app) in [
                 (cd, &secrets.client_handshake, &secrets.client_traffic_0),
                 (sd, &secrets.server_handshake, &secrets.server_traffic_0),
             ] {
                 let d = &mut t.dirs[i];
-                if d.app || d.dec.is_some() {
-                    ok = true;
+                if d.dec.is_some() || d.dead {
                     continue;
                 }
-                if let Some(s) = hs {
+                if d.app {
+                    // Past its Finished, waiting for the application secret.
+                    if let Some(s) = app {
+                        d.dec = Decryptor::tls13(suite, s);
+                        d.secret = Some(s.clone());
+                    }
+                } else if let Some(s) = hs {
                     d.dec = Decryptor::tls13(suite, s);
                 } else if let Some(s) = app {
                     d.dec = Decryptor::tls13(suite, s);
@@ -758,7 +779,7 @@ impl<S: Sink> Layer<'_, S> {
                     d.app = true;
                     d.trial = true;
                 }
-                ok |= d.dec.is_some();
+                ok &= d.dec.is_some();
             }
             ok
         } else if let Some(m) = &secrets.master {
@@ -774,6 +795,7 @@ impl<S: Sink> Layer<'_, S> {
             false
         };
         t.secrets = Some(secrets);
+        t.key_missing = !ok;
         if !ok {
             t.key_missing = true;
             if self.tls.cfg.wait_for_keys && t.wait_since.is_none() {

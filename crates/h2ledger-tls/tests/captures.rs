@@ -435,3 +435,49 @@ fn dropping_any_single_packet_is_survived() {
         assert_eq!(tls.connections, full.1.connections, "packet {drop}");
     }
 }
+
+/// Live: the key log grows while we watch. With `wait_for_keys`, records of a client random
+/// the key log does not know yet are held, and decrypted in order once the keys are added;
+/// the ledger equals tshark's. Keys arrive in two steps here (handshake secrets at the
+/// ServerHello, frame 9; the traffic secrets after frame 14, while the first connection's
+/// application data is held), as a TLS 1.3 client writes them.
+#[test]
+fn keys_that_arrive_late_decrypt_the_held_records() {
+    let cap = root().join("captures/curl-nghttpd-tls13.pcap");
+    let text = std::fs::read_to_string(root().join("captures/curl-nghttpd-tls13.keylog")).unwrap();
+    let (hs, rest): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.contains("HANDSHAKE"));
+    let bytes = std::fs::read(&cap).unwrap();
+    let cfg = Config {
+        wait_for_keys: true,
+        ..Config::default()
+    };
+    let mut tls = Tls::new(cfg, KeyLog::new());
+    let mut ledger = Ledger::new(Tally::new());
+    let mut reasm = Reassembler::new(TcpConfig::default());
+    let mut last = 0;
+    let mut waited = false;
+    for (i, (lt, ts, data)) in packets(&bytes).into_iter().enumerate() {
+        last = ts;
+        if let Ok(Some(seg)) = link::decode(lt, &data) {
+            reasm.push(ts, &seg, &mut tls.layer(&mut ledger));
+        }
+        waited |= tls.waiting_for_keys();
+        if i + 1 == 9 {
+            tls.layer(&mut ledger).add_keys(&(hs.join("\n") + "\n"));
+        }
+        if i + 1 == 14 {
+            assert!(tls.waiting_for_keys());
+            tls.layer(&mut ledger).add_keys(&(rest.join("\n") + "\n"));
+            assert!(!tls.waiting_for_keys());
+        }
+    }
+    assert!(waited);
+    reasm.finish(last, &mut tls.layer(&mut ledger));
+    let warnings: Vec<_> = tls.take_warnings().collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(tls.report().decrypted, 3);
+    let report =
+        serde_json::to_value(LedgerReport::build(&ledger.connections(), &ledger.observer)).unwrap();
+    let expected = read_json(&root().join("captures/curl-nghttpd-tls13.tshark.json"));
+    assert_matches_tshark("keys added late", &expected, &report);
+}
