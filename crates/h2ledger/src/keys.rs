@@ -11,7 +11,8 @@ use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls, TlsReport};
 /// A key log file that may grow (live): what was appended is read on [`KeyLogFile::poll`].
 pub struct KeyLogFile {
     path: PathBuf,
-    file: File,
+    /// `None` until the application creates the file (live).
+    file: Option<File>,
     read: u64,
 }
 
@@ -19,32 +20,32 @@ impl KeyLogFile {
     /// The bytes appended since the last read, if any (a file that shrank is read again
     /// from the start).
     pub fn poll(&mut self) -> Option<String> {
-        let len = self.file.metadata().ok()?.len();
+        if self.file.is_none() {
+            self.file = File::open(&self.path).ok();
+        }
+        let file = self.file.as_mut()?;
+        let len = file.metadata().ok()?.len();
         if len == self.read {
             return None;
         }
         if len < self.read {
             self.read = 0;
         }
-        self.file.seek(SeekFrom::Start(self.read)).ok()?;
+        file.seek(SeekFrom::Start(self.read)).ok()?;
         let mut buf = Vec::new();
-        self.file
-            .by_ref()
+        file.by_ref()
             .take(len - self.read)
             .read_to_end(&mut buf)
             .ok()?;
         self.read += buf.len() as u64;
         Some(String::from_utf8_lossy(&buf).into_owned())
     }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 /// The TLS layer's state for a run: keys from `keylog` (if given) and from the Decryption
 /// Secrets Blocks of `capture` (a pcapng file; not stdin). `live`: hold records while the key
-/// log catches up. Open the key log before giving up privileges: it stays open.
+/// log catches up; a key log that does not exist yet is opened once the application creates
+/// it). Open the key log before giving up privileges: it stays open.
 pub fn load(
     keylog: Option<&Path>,
     capture: Option<&str>,
@@ -53,8 +54,11 @@ pub fn load(
     let mut keys = KeyLog::new();
     let mut file = None;
     if let Some(path) = keylog {
-        let f = File::open(path)
-            .map_err(|e| anyhow!("{}: cannot read the key log: {e}", path.display()))?;
+        let f = match File::open(path) {
+            Ok(f) => Some(f),
+            Err(e) if live && e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(anyhow!("{}: cannot read the key log: {e}", path.display())),
+        };
         let mut kf = KeyLogFile {
             path: path.to_path_buf(),
             file: f,

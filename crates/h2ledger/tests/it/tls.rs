@@ -234,3 +234,143 @@ fn shared_browser_capture_with_its_keylog() {
         assert_tls_ledger_eq("p2h-http2-dump", &reference, &ours);
     }
 }
+
+/// Live (root): `sniff --keylog FILE` while curl fetches three files over one TLS 1.3
+/// connection from nghttpd, writing FILE (which does not exist when sniff starts) through
+/// SSLKEYLOGFILE. The keys arrive while the records are held; the ledger is the cleartext one.
+#[test]
+fn sniff_with_keylog_while_curl_fetches_over_tls() {
+    if !is_root() || !have("nghttpd") || !have("curl") || !have("openssl") {
+        eprintln!("SKIPPED sniff_with_keylog: needs root, nghttpd, curl and openssl");
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = std::env::temp_dir().join(format!("h2ledger-tls-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (key, cert, keylog) = (
+        dir.join("key.pem"),
+        dir.join("cert.pem"),
+        dir.join("keys.log"),
+    );
+    let ok = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+        ])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::write(dir.join("index.html"), "<html>h2ledger</html>\n").unwrap();
+    std::fs::write(dir.join("big.bin"), vec![7u8; 200_000]).unwrap();
+    // nghttpd cannot bind port 0: a free port, retried.
+    let (mut server, port) = (0..5)
+        .find_map(|_| {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut child = Command::new("nghttpd")
+                .args(["-a", "127.0.0.1", "-d"])
+                .arg(&dir)
+                .arg(port.to_string())
+                .arg(&key)
+                .arg(&cert)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            for _ in 0..50 {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Some((child, port));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        })
+        .expect("nghttpd starts");
+    let mut sniff = Command::new(bin())
+        .args([
+            "sniff",
+            "--port",
+            &port.to_string(),
+            "--format",
+            "json",
+            "--keylog",
+        ])
+        .arg(&keylog)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(sniff.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("listening on"), "sniff said: {line}");
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
+    });
+    let u = format!("https://127.0.0.1:{port}");
+    let curl = Command::new("curl")
+        .env("SSLKEYLOGFILE", &keylog)
+        .args([
+            "-sS",
+            "-k",
+            "--http2",
+            "--tlsv1.3",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+        ])
+        .args([
+            format!("{u}/index.html"),
+            format!("{u}/big.bin"),
+            format!("{u}/index.html"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        curl.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&curl.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(Command::new("kill")
+        .args(["-TERM", &sniff.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = sniff.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(out.status.success(), "sniff exit status {:?}", out.status);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("sniff prints one JSON ledger");
+    assert_eq!(n(&v["tls"]["decrypted"]), 1, "{}", v["tls"]);
+    assert_eq!(n(&v["connections"]), 1, "{}", v["warnings"]);
+    assert_eq!(n(&v["calls"]), 3);
+    assert_eq!(n(&v["sides"]["client"]["frames"]["HEADERS"]), 3);
+    assert_eq!(n(&v["sides"]["server"]["frames"]["HEADERS"]), 3);
+    assert!(n(&v["sides"]["server"]["frames"]["DATA"]) >= 3);
+    assert!(n(&v["sides"]["client"]["tls_records"]) > 0);
+    assert_eq!(n(&v["drops"]["kernel"]), 0);
+}
