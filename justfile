@@ -6,8 +6,8 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
-test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev"
-bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server"
+test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev curl openssl"
+bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl"
 
 default:
     @just --list
@@ -43,6 +43,15 @@ captures: (deps test_pkgs)
 # Speed against tcpdump's read floor and tshark, on a generated ~1M-request capture.
 bench: (deps bench_pkgs)
     scripts/bench.sh
+    scripts/bench-tls.sh
+
+# TLS decryption cost: replay of 100k curl requests over TLS 1.3 (with the key log) vs h2c.
+bench-tls N="100000": (deps bench_pkgs)
+    scripts/bench-tls.sh {{N}}
+
+# Remake the TLS captures (curl/openssl s_client against nghttpd, with key logs).
+tls-captures: (deps test_pkgs)
+    scripts/make-tls-captures.sh
 
 # Run each fuzz target for SECONDS (needs `cargo install cargo-fuzz`; stable Rust via RUSTC_BOOTSTRAP).
 fuzz SECONDS="60":
