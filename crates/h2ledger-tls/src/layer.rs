@@ -3,6 +3,7 @@
 //! decrypted application data of `h2` connections to the inner [`Sink`].
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
 use serde::Serialize;
@@ -138,7 +139,7 @@ pub struct TlsReport {
 pub struct Tls {
     cfg: Config,
     keylog: KeyLog,
-    conns: HashMap<u32, Conn>,
+    conns: HashMap<u32, Conn, BuildHasherDefault<IdHasher>>,
     report: TlsReport,
     warnings: VecDeque<(&'static str, String)>,
     warnings_dropped: u64,
@@ -180,6 +181,25 @@ impl<S: Sink> Sink for TlsLayer<S> {
     }
     fn close(&mut self, conn: ConnId, ts: Nanos, kind: CloseKind) {
         self.tls.layer(&mut self.inner).close(conn, ts, kind)
+    }
+}
+
+/// Connection ids are small dense integers chosen by reassembly, not by the wire: a
+/// multiplicative hash is enough (every cleartext `data` call looks its connection up).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 
@@ -279,7 +299,7 @@ impl Tls {
         Tls {
             cfg,
             keylog,
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             report,
             warnings: VecDeque::new(),
             warnings_dropped: 0,
