@@ -11,7 +11,8 @@
 # and captures/curl-nghttpd-tls13-dsb.pcapng: the TLS 1.3 capture with its key log embedded
 # as a pcapng Decryption Secrets Block (editcap --inject-secrets).
 #
-# needs: tcpdump, tshark + editcap (wireshark-common), nghttp2-server, curl, openssl.
+# needs: tcpdump, tshark + editcap (wireshark-common), nghttp2-server, curl, openssl,
+#        golang-go (captures/src/go-tls, standard library only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CAP=$ROOT/captures
@@ -116,6 +117,29 @@ sleep 0.5
 kill -INT $D; wait $D || true
 grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
 "$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
+fi
+
+# Go net/http (server and client, HTTP/2 by ALPN), the client logging keys through
+# tls.Config.KeyLogWriter: one connection TLS 1.2 ECDHE-RSA-CHACHA20-POLY1305, one TLS 1.3.
+n=go-nethttp-tls
+if want $n; then
+  command -v go >/dev/null || { echo "make-tls-captures.sh: missing go (golang-go)" >&2; exit 1; }
+  log "$n"
+  rm -f "$CAP/$n".*
+  mkdir -p "$WORK/go"
+  (cd "$WORK/go" && cp "$CAP/src/go-tls/main.go" . && GO111MODULE=off go build -o go-tls main.go)
+  "$WORK/go/go-tls" -serve 127.0.0.1:0 >"$WORK/go.out" 2>&1 & GS=$!; PIDS+=("$GS")
+  for _ in $(seq 100); do grep -q port "$WORK/go.out" && break; sleep 0.1; done
+  GP=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$WORK/go.out")
+  tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo -w "$CAP/$n.pcap" "tcp port $GP" 2>"$WORK/$n.err" & D=$!; PIDS+=("$D")
+  for _ in $(seq 100); do grep -q "listening on" "$WORK/$n.err" && break; sleep 0.1; done
+  "$WORK/go/go-tls" -connect 127.0.0.1:$GP -keylog "$CAP/$n.keylog" -tls12 -n 5 >"$WORK/go1.json"
+  "$WORK/go/go-tls" -connect 127.0.0.1:$GP -keylog "$CAP/$n.keylog" -n 5 >"$WORK/go2.json"
+  sleep 0.5
+  kill -INT $D; wait $D || true
+  kill $GS 2>/dev/null || true
+  grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
+  "$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
 fi
 
 n=curl-nghttpd-tls13-dsb

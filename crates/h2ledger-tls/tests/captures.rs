@@ -481,3 +481,40 @@ fn keys_that_arrive_late_decrypt_the_held_records() {
     let expected = read_json(&root().join("captures/curl-nghttpd-tls13.tshark.json"));
     assert_matches_tshark("keys added late", &expected, &report);
 }
+
+/// Go net/http client and server (HTTP/2 by ALPN), keys from tls.Config.KeyLogWriter: TLS 1.2
+/// ECDHE-RSA-CHACHA20-POLY1305 on one connection, TLS 1.3 on the other (captures/src/go-tls).
+#[test]
+fn go_nethttp_tls12_chacha_and_tls13_equal_tshark() {
+    let (ledger, tls, warnings) = ours("go-nethttp-tls");
+    let expected = read_json(&root().join("captures/go-nethttp-tls.tshark.json"));
+    assert_matches_tshark("go-nethttp-tls", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!((tls.connections, tls.decrypted), (2, 2));
+    let got: Vec<_> = tls
+        .per_connection
+        .iter()
+        .map(|c| {
+            (
+                c.version.unwrap(),
+                c.cipher.clone().unwrap(),
+                c.alpn.clone().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "TLS 1.2",
+                "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256".to_string(),
+                "h2".to_string()
+            ),
+            (
+                "TLS 1.3",
+                "TLS_AES_128_GCM_SHA256".to_string(),
+                "h2".to_string()
+            )
+        ]
+    );
+}
