@@ -12,7 +12,7 @@
 # as a pcapng Decryption Secrets Block (editcap --inject-secrets).
 #
 # needs: tcpdump, tshark + editcap (wireshark-common), nghttp2-server, curl, openssl,
-#        golang-go (captures/src/go-tls, standard library only).
+#        golang-go (captures/src/go-tls, standard library only), python3-h2.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CAP=$ROOT/captures
@@ -138,6 +138,22 @@ if want $n; then
   sleep 0.5
   kill -INT $D; wait $D || true
   kill $GS 2>/dev/null || true
+  grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
+  "$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
+fi
+
+# hyper-h2 (python3-h2) over Python's ssl, keys from SSLContext.keylog_filename, against
+# nghttpd: 5 multiplexed GETs over TLS 1.2 (ECDHE-RSA-AES256-GCM-SHA384), then over TLS 1.3.
+n=python-h2-nghttpd-tls
+if want $n; then
+  log "$n (port $P)"
+  rm -f "$CAP/$n".*
+  tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo -w "$CAP/$n.pcap" "tcp port $P" 2>"$WORK/$n.err" & D=$!; PIDS+=("$D")
+  for _ in $(seq 100); do grep -q "listening on" "$WORK/$n.err" && break; sleep 0.1; done
+  "$PY" "$CAP/src/python-h2-tls/client.py" 127.0.0.1 "$P" "$CAP/$n.keylog" 5 --tls12 >"$WORK/py1.json"
+  "$PY" "$CAP/src/python-h2-tls/client.py" 127.0.0.1 "$P" "$CAP/$n.keylog" 5 >"$WORK/py2.json"
+  sleep 0.5
+  kill -INT $D; wait $D || true
   grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
   "$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
 fi

@@ -518,3 +518,28 @@ fn go_nethttp_tls12_chacha_and_tls13_equal_tshark() {
         ]
     );
 }
+
+/// hyper-h2 over Python's ssl (SSLContext.keylog_filename, whose first line is a comment)
+/// against nghttpd: TLS 1.2 ECDHE-RSA-AES256-GCM-SHA384, then TLS 1.3; 5 multiplexed GETs each.
+#[test]
+fn python_h2_tls12_and_tls13_equal_tshark() {
+    let (ledger, tls, warnings) = ours("python-h2-nghttpd-tls");
+    let expected = read_json(&root().join("captures/python-h2-nghttpd-tls.tshark.json"));
+    assert_matches_tshark("python-h2-nghttpd-tls", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!((tls.connections, tls.decrypted), (2, 2));
+    assert_eq!(tls.keylog.skipped_lines, 1, "the comment line");
+    let got: Vec<_> = tls
+        .per_connection
+        .iter()
+        .map(|c| (c.version.unwrap(), c.cipher.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        got[0],
+        (
+            "TLS 1.2",
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384".to_string()
+        )
+    );
+    assert_eq!(got[1].0, "TLS 1.3");
+}
