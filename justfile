@@ -7,8 +7,8 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
 demo_pkgs := "libpcap-dev golang-go golang-google-grpc-dev python3-grpcio"
-test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev"
-bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server"
+test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev curl openssl"
+bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl"
 soak_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server time"
 
 default:
@@ -78,6 +78,15 @@ captures: (deps test_pkgs)
 # Speed against tcpdump's read floor and tshark, on a generated ~1M-request capture.
 bench: (deps bench_pkgs)
     scripts/bench.sh
+    scripts/bench-tls.sh
+
+# TLS decryption cost: replay of 100k curl requests over TLS 1.3 (with the key log) vs h2c.
+bench-tls N="100000": (deps bench_pkgs)
+    scripts/bench-tls.sh {{N}}
+
+# Remake the TLS captures (curl/openssl s_client against nghttpd, with key logs).
+tls-captures: (deps test_pkgs)
+    scripts/make-tls-captures.sh
 
 # Peak memory of every view on growing inputs (1M/3M SYNs, 100k/300k connections, 1M/3M
 # h2load requests), garbage cost per byte, and a live sniff of SECONDS (0 skips it).

@@ -191,5 +191,13 @@ def main():
                   % "; ".join("%s: server %d, client %d" % (n, c_["server"], c_["client"]) for n, c_ in per))
 
 
+def tls_section(cap):
+    """The TLS captures' section (scripts/make-tls-captures.sh), kept verbatim."""
+    p = os.path.join(cap, "README.tls.md")
+    if os.path.exists(p):
+        sys.stdout.write(open(p).read())
+
+
 if __name__ == "__main__":
     main()
+    tls_section(sys.argv[1])

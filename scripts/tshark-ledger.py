@@ -2,7 +2,7 @@
 """Reference HTTP/2 frame ledger computed by Wireshark (tshark).
 
 usage: tshark-ledger.py CAPTURE [--port P ...] [--tshark PATH] [--after-frame N]
-                        [--from T] [--to T] [--details]
+                        [--from T] [--to T] [--details] [--tls] [--keylog FILE]
 
 Runs tshark on CAPTURE, decoding every TCP port P as HTTP/2 (ports given with
 --port, repeatable, or auto-detected from SYNs / the client preface / the
@@ -44,6 +44,14 @@ dissector loses frame sync).  --after-frame N ignores capture packets 1..N
 (epoch seconds) likewise keep only the frames and writes of packets with
 from <= frame.time_epoch < to (one phase of a run); calls are then the client
 HEADERS in that range.
+
+--tls (implied by --keylog FILE): HTTP/2 over TLS. No port is decoded as
+HTTP/2 (tshark finds it by ALPN once it decrypts), tshark gets
+`-o tls.keylog_file:FILE` (without FILE it uses the secrets a pcapng embeds in
+Decryption Secrets Blocks), and each side gets "tls_records": the number of
+tls.record occurrences in its packets. --reassemble-out-of-order adds
+`-o tcp.reassemble_out_of_order:TRUE` (Wireshark 4.0 leaves it off, and then a
+segment captured out of order ends TLS decryption of that direction).
 
 Stdlib only; works with any python3 >= 3.6.
 """
@@ -142,19 +150,25 @@ def detect_ports(tshark, capture):
     return sorted(ports)
 
 
-def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_to=None):
+def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_to=None,
+           tls=False, keylog=None, ooo=False):
     args = ["-r", capture]
     for p in ports:
         args += ["-d", "tcp.port==%d,http2" % p]
+    if keylog:
+        args += ["-o", "tls.keylog_file:%s" % keylog]
+    if ooo:
+        args += ["-o", "tcp.reassemble_out_of_order:TRUE"]
+    fields = FIELDS + (["tls.record.content_type"] if tls else [])
     args += ["--disable-protocol", "grpc",
              "-o", "tcp.desegment_tcp_streams:TRUE",
              "-o", "tcp.analyze_sequence_numbers:TRUE",
              "-Y", "tcp", "-T", "fields", "-E", "separator=/t",
              "-E", "occurrence=a", "-E", "aggregator=,"]
-    for f in FIELDS:
+    for f in fields:
         args += ["-e", f]
     out = run_tshark(tshark, args)
-    idx = {f: i for i, f in enumerate(FIELDS)}
+    idx = {f: i for i, f in enumerate(fields)}
     port_set = set(ports)
 
     conns = OrderedDict()  # tcp.stream -> state
@@ -170,8 +184,8 @@ def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_
     warnings = []
     for line in out.splitlines():
         f = line.split("\t")
-        if len(f) < len(FIELDS):
-            f += [""] * (len(FIELDS) - len(f))
+        if len(f) < len(fields):
+            f += [""] * (len(fields) - len(f))
         g = lambda name: f[idx[name]]
         if not g("tcp.stream"):
             continue
@@ -209,13 +223,14 @@ def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_
             "time": float(first(g("frame.time_epoch")) or "0"),
             "len": int(first(g("tcp.len")) or "0"), "seq": int(first(seq)) if seq else None,
             "retrans": retrans, "frames": list(zip(types, hflags, sids)), "pings": pings,
+            "tls_records": len(ints(g("tls.record.content_type"))) if tls else 0,
         })
 
     result_sides = OrderedDict()
+    side_keys = ["bdp_pings", "writes", "bytes"] + (["tls_records"] if tls else [])
     for side in ("client", "server"):
         result_sides[side] = OrderedDict([
-            ("frames", OrderedDict((n, 0) for n in FRAME_NAMES)),
-            ("bdp_pings", 0), ("writes", 0), ("bytes", 0)])
+            ("frames", OrderedDict((n, 0) for n in FRAME_NAMES))] + [(k, 0) for k in side_keys])
     per_conn = []
     n_conns = 0
     for stream, c in conns.items():
@@ -241,8 +256,8 @@ def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_
         max_end = {}
         cl = {"client": None, "server": None}
         for side in cl:
-            cl[side] = OrderedDict([("frames", OrderedDict((n, 0) for n in FRAME_NAMES)),
-                                    ("bdp_pings", 0), ("writes", 0), ("bytes", 0)])
+            cl[side] = OrderedDict([("frames", OrderedDict((n, 0) for n in FRAME_NAMES))]
+                                   + [(k, 0) for k in side_keys])
         for pkt in c["packets"]:
             side = "client" if pkt["src"] == client else "server"
             # write accounting (sequence tracking uses all packets)
@@ -265,6 +280,8 @@ def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_
             if t_to is not None and pkt["time"] >= t_to:
                 continue
             s = cl[side]
+            if tls:
+                s["tls_records"] += pkt["tls_records"]
             if is_write:
                 s["writes"] += 1
                 s["bytes"] += pkt["len"]
@@ -292,7 +309,7 @@ def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_
             tot = result_sides[side]
             for n in FRAME_NAMES:
                 tot["frames"][n] += cl[side]["frames"][n]
-            for k in ("bdp_pings", "writes", "bytes"):
+            for k in side_keys:
                 tot[k] += cl[side][k]
         per_conn.append(OrderedDict([("tcp_stream", stream), ("client", "%s:%d" % client),
                                      ("client_by", how), ("sides", cl)]))
@@ -321,12 +338,21 @@ def main():
                     help="only packets at or after this time (epoch seconds)")
     ap.add_argument("--to", dest="t_to", type=float, default=None,
                     help="only packets before this time (epoch seconds)")
+    ap.add_argument("--tls", action="store_true",
+                    help="HTTP/2 over TLS: no decode-as, count tls_records per side")
+    ap.add_argument("--keylog", default=None,
+                    help="TLS key log (SSLKEYLOGFILE format) for tshark; implies --tls")
+    ap.add_argument("--reassemble-out-of-order", action="store_true",
+                    help="pass -o tcp.reassemble_out_of_order:TRUE (off by default in 4.0: "
+                         "an out-of-order segment then breaks the stream for tshark)")
     a = ap.parse_args()
-    ports = a.port or detect_ports(a.tshark, a.capture)
-    if not ports:
+    tls = a.tls or a.keylog is not None
+    ports = a.port if tls else (a.port or detect_ports(a.tshark, a.capture))
+    if not ports and not tls:
         sys.stderr.write("tshark-ledger: no TCP port found in %s\n" % a.capture)
         sys.exit(1)
-    res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details, a.t_from, a.t_to)
+    res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details, a.t_from, a.t_to,
+                 tls, a.keylog, a.reassemble_out_of_order)
     json.dump(res, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

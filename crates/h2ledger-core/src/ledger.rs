@@ -80,6 +80,8 @@ pub trait Observer {
         _target: &[u8],
     ) {
     }
+    /// A TLS record of this direction was complete in write `w` ([`Sink::tls_record`]).
+    fn tls_record(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
 }
 
 impl Observer for () {
@@ -119,6 +121,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.close(summary);
         self.1.close(summary);
     }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.0.tls_record(conn, dir, w);
+        self.1.tls_record(conn, dir, w);
+    }
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
@@ -146,6 +152,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn close(&mut self, summary: &ConnSummary) {
         (**self).close(summary)
+    }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        (**self).tls_record(conn, dir, w)
     }
 }
 
@@ -1324,6 +1333,11 @@ impl<O: Observer> Sink for Ledger<O> {
         self.observer.write(conn, dir, w);
     }
 
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        let conn = self.root(conn);
+        self.observer.tls_record(conn, dir, w);
+    }
+
     fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
         let conn = self.root(conn);
         let Some(c) = self.conn_mut(conn) else {
@@ -1535,5 +1549,8 @@ impl<O: Observer> Observer for Vec<O> {
     }
     fn close(&mut self, summary: &ConnSummary) {
         self.iter_mut().for_each(|o| o.close(summary));
+    }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.iter_mut().for_each(|o| o.tls_record(conn, dir, w));
     }
 }

@@ -22,6 +22,8 @@ pub struct SideTally {
     pub bytes: u64,
     /// PING frames (not ACKs) by the label of their payload (`other` when unknown).
     pub ping_labels: BTreeMap<&'static str, u64>,
+    /// TLS records this side sent (0 on cleartext), counted in the write that completed them.
+    pub tls_records: u64,
 }
 
 impl SideTally {
@@ -30,6 +32,7 @@ impl SideTally {
         self.bdp_pings += o.bdp_pings;
         self.writes += o.writes;
         self.bytes += o.bytes;
+        self.tls_records += o.tls_records;
         for (k, v) in &o.ping_labels {
             *self.ping_labels.entry(k).or_default() += v;
         }
@@ -179,6 +182,12 @@ impl Observer for Tally {
             let t = self.slot(conn, dir);
             t.writes += 1;
             t.bytes += u64::from(w.len);
+        }
+    }
+
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        if self.inside(w.ts) {
+            self.slot(conn, dir).tls_records += 1;
         }
     }
 

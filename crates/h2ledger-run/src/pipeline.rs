@@ -1,10 +1,11 @@
-//! Packets in, ledger out: link decode, TCP reassembly, the ledger.
+//! Packets in, ledger out: link decode, TCP reassembly, TLS decryption, the ledger.
 //!
 //! [`Pipeline::packet`] takes one captured packet (link type, time, bytes) as libpcap hands it
 //! over; [`Pipeline::finish`] ends the input (every connection is closed and folded).
 
 use h2ledger_core::{Ledger, LedgerReport, Observer, Tally};
 use h2ledger_tcp::{link, Config, Nanos, Reassembler};
+use h2ledger_tls::Tls;
 use serde::Serialize;
 
 /// Packet-level counts of one run.
@@ -19,10 +20,16 @@ pub struct CaptureStats {
     pub last: Option<f64>,
 }
 
+/// Where a live key log's new lines come from (the binary reads the file; the library only asks).
+pub type KeyPoll = Box<dyn FnMut() -> Option<String>>;
+
 pub struct Pipeline<O> {
     pub reasm: Reassembler,
     pub ledger: Ledger<O>,
     pub stats: CaptureStats,
+    /// Between reassembly and the ledger: TLS connections decrypted, the rest passed through.
+    pub tls: Tls,
+    key_poll: Option<KeyPoll>,
     first: Option<Nanos>,
     last: Nanos,
     prev: Nanos,
@@ -50,9 +57,32 @@ impl<O: Observer> Pipeline<O> {
             }),
             ledger: Ledger::new(observer),
             stats: CaptureStats::default(),
+            tls: Tls::new(Default::default(), Default::default()),
+            key_poll: None,
             first: None,
             last: 0,
             prev: 0,
+        }
+    }
+
+    /// TLS keys (and, live, where new key-log lines come from).
+    pub fn with_tls(mut self, tls: Tls, poll: Option<KeyPoll>) -> Self {
+        self.tls = tls;
+        self.key_poll = poll;
+        self
+    }
+
+    /// TLS warnings into the ledger's; live, what the key log gained.
+    fn tls_housekeeping(&mut self) {
+        if self.tls.waiting_for_keys() {
+            if let Some(text) = self.key_poll.as_mut().and_then(|f| f()) {
+                self.tls.layer(&mut self.ledger).add_keys(&text);
+            }
+        }
+        if self.tls.has_warnings() {
+            for (kind, msg) in self.tls.take_warnings() {
+                self.ledger.warnings.add(kind, || msg);
+            }
         }
     }
 
@@ -84,7 +114,9 @@ impl<O: Observer> Pipeline<O> {
         match link::decode(linktype, data) {
             Ok(Some(seg)) => {
                 self.stats.tcp_segments += 1;
-                self.reasm.push(ts, &seg, &mut self.ledger);
+                self.reasm
+                    .push(ts, &seg, &mut self.tls.layer(&mut self.ledger));
+                self.tls_housekeeping();
             }
             Ok(None) => self.stats.not_tcp += 1,
             Err(e) => {
@@ -99,7 +131,10 @@ impl<O: Observer> Pipeline<O> {
 
     /// End of input: flush reassembly (declaring what never arrived as gaps).
     pub fn finish(&mut self) {
-        self.reasm.finish(self.last, &mut self.ledger);
+        self.tls_housekeeping();
+        self.reasm
+            .finish(self.last, &mut self.tls.layer(&mut self.ledger));
+        self.tls_housekeeping();
         self.ledger.finish();
         self.stats.first = self.first.map(secs);
         self.stats.last = self.first.map(|_| secs(self.last));

@@ -106,6 +106,13 @@ impl Observer for Obs {
         }
     }
 
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.tally.tls_record(conn, dir, w);
+        if let Some(t) = self.phase_tally(conn, w.ts) {
+            t.tls_record(conn, dir, w);
+        }
+    }
+
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.tally.frame(ev);
         if let Some(t) = self.phase_tally(ev.conn, ev.ts) {

@@ -5,6 +5,7 @@ mod demo;
 mod durations;
 mod frames;
 mod input;
+mod keys;
 mod live;
 mod phases;
 mod pipeline;
@@ -22,6 +23,7 @@ use h2ledger_core::analysis::Splitter;
 use h2ledger_core::{LedgerReport, Side, Tally};
 
 use crate::input::SavedCapture;
+use crate::keys::WithKeys as _;
 use crate::phases::{Full, Obs, Wanted};
 use crate::pipeline::Pipeline;
 
@@ -69,6 +71,10 @@ pub struct FilterArgs {
     /// Only TCP port N (repeatable); HTTP/2 is detected on any port without it
     #[arg(short, long = "port", value_name = "N")]
     pub ports: Vec<u16>,
+    /// Decrypt HTTP/2 over TLS with this key log (SSLKEYLOGFILE format); keys embedded in a
+    /// pcapng capture (Decryption Secrets Blocks) are used without it
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<std::path::PathBuf>,
     /// A tcpdump-style BPF capture filter, like tshark -f: `-f "host 127.0.0.1 and tcp port 50051"`
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     pub filter: Option<String>,
@@ -299,7 +305,9 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
     let linktype = cap.linktype;
     let wanted = a.analysis.wanted(a.every);
-    let mut p = Pipeline::with_max_connections(Obs::new(&wanted), a.filter.max_connections);
+    let keys = keys::load(a.filter.keylog.as_deref(), Some(&a.file), false)?;
+    let mut p =
+        Pipeline::with_max_connections(Obs::new(&wanted), a.filter.max_connections).with_keys(keys);
     let read = cap.for_each(|ts, data| {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data)
@@ -358,7 +366,8 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
     };
     let mut obs = Obs::new(&wanted);
     obs.analysis = obs.analysis.map(|an| an.keep_finished());
-    let mut p = Pipeline::with_max_connections(obs, a.filter.max_connections);
+    let mut p = Pipeline::with_max_connections(obs, a.filter.max_connections)
+        .with_keys(source::keys(&a.source, &a.filter)?);
     let mut printer = calls::CallPrinter::new(a.format == LineFormat::Jsonl);
     let live = a.source.live.interface.is_some();
     let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
@@ -414,7 +423,8 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     let mut printer = frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff);
     // Live: each frame as soon as it is seen.
     printer.flush_each = a.source.live.interface.is_some();
-    let mut p = Pipeline::with_max_connections(printer, a.filter.max_connections);
+    let mut p = Pipeline::with_max_connections(printer, a.filter.max_connections)
+        .with_keys(source::keys(&a.source, &a.filter)?);
     let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data);
@@ -479,6 +489,10 @@ pub fn print_full<O>(
         Format::Json => {
             let mut v = render::full_json(whole, Some(&p.stats), Some(&p.reasm.stats()));
             if let serde_json::Value::Object(m) = &mut v {
+                m.insert(
+                    "tls".into(),
+                    serde_json::to_value(p.tls.report()).expect("json"),
+                );
                 if let Some(d) = drops {
                     m.insert("drops".into(), serde_json::to_value(d).expect("json"));
                 }
@@ -543,6 +557,9 @@ pub fn print_full<O>(
                 }
             }
             let _ = writeln!(out, "{}", render::footer(&p.stats, &p.reasm.stats(), drops));
+            if let Some(l) = keys::tls_line(&p.tls.report()) {
+                let _ = writeln!(out, "{l}");
+            }
             let _ = out.flush();
             for w in &report.warnings {
                 eprintln!("warning: {w}");

@@ -9,6 +9,7 @@ use anyhow::{anyhow, Result};
 use clap::Args;
 use h2ledger_core::{LedgerReport, Tally};
 
+use crate::keys::WithKeys as _;
 use crate::live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN, DELIVERY_TIMEOUT_MS};
 use crate::phases::{self, Obs};
 use crate::pipeline::Pipeline;
@@ -80,6 +81,8 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         write: a.write.clone(),
         user: Some(a.user.user.clone()),
     };
+    // Before Live::open gives up privileges: the key log stays open.
+    let keys = crate::keys::load(a.filter.keylog.as_deref(), None, true)?;
     let mut live = Live::open(&opts)?;
     // Always said (like tcpdump's "listening on"): scripts wait for this line.
     {
@@ -100,7 +103,8 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     let mut p = Pipeline::with_max_connections(
         Obs::new(&a.analysis.wanted(a.every)),
         a.filter.max_connections,
-    );
+    )
+    .with_keys(keys);
     let stop = run_until_stopped(&mut live, &mut p, linktype, &a).await?;
     // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
     live.drain(

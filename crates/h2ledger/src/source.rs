@@ -33,6 +33,16 @@ pub struct LiveSourceArgs {
     pub user: UserArg,
 }
 
+/// TLS keys for [`feed`]'s input: `--keylog` (re-read while live) and a pcapng FILE's own.
+pub fn keys(
+    source: &SourceArgs,
+    filter: &FilterArgs,
+) -> Result<(h2ledger_tls::Tls, Option<crate::keys::KeyLogFile>)> {
+    let live = source.live.interface.is_some();
+    let file = source.file.as_deref().filter(|_| !live);
+    crate::keys::load(filter.keylog.as_deref(), file, live)
+}
+
 /// What was read: for a damaged file, the error that stopped it early.
 pub struct Read {
     pub error: Option<anyhow::Error>,

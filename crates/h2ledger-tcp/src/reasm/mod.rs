@@ -106,6 +106,9 @@ pub trait Sink {
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64);
     /// The connection is over; nothing more will be reported for it.
     fn close(&mut self, conn: ConnId, ts: Nanos, kind: CloseKind);
+    /// A TLS record of this direction was complete in write `w` (called by a TLS layer
+    /// between reassembly and the ledger, such as h2ledger-tls; reassembly never calls it).
+    fn tls_record(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
 }
 
 /// Memory bounds. See the crate README for what each one costs.

@@ -10,6 +10,7 @@
 //! * `bad_input`: broken, empty, foreign and truncated inputs: one clear line, never a panic.
 //! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
 //!   against the workloads' own counts and tshark's per-frame timestamps.
+//! * `tls`: HTTP/2 over TLS decrypted with key logs (curl/nghttpd captures, the shared ones).
 //! * `live`: (root) `sniff` on real gRPC workloads (tonic; grpc-go when Go is installed),
 //!   `sniff --write` then `replay`, and the demo's JSON.
 //! * `snap`: insta snapshots of the table and JSON of `replay` (plain, `--analyze`,
@@ -31,4 +32,5 @@ mod golden;
 mod live;
 mod real_captures;
 mod snap;
+mod tls;
 mod tshark;
