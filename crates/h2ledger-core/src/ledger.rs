@@ -44,7 +44,9 @@ pub struct FrameEvent<'a> {
     pub write: u64,
     pub head: Head,
     pub class: FrameClass,
-    /// The decoded frame; `None` for DATA (its payload is not kept) and frames that did not load.
+    /// The decoded frame; `None` for frames that did not load (or were cut by a gap) and for
+    /// DATA unless an observer asked for that stream's payload ([`Observer::wants_data`]): then
+    /// `Frame::Data` with the payload, padding removed, and the Pad Length.
     pub frame: Option<&'a Frame<'a>>,
     /// On the frame that completes a header block: the decoded fields.
     pub headers: Option<&'a HeaderList>,
@@ -60,9 +62,19 @@ pub trait Observer {
     fn wants_headers(&self) -> bool {
         true
     }
+    /// Whether the payload of DATA frames on this stream is wanted (asked at each DATA frame's
+    /// head and end). Frames split across writes are then copied, up to the frame size limit.
+    fn wants_data(&self, _conn: ConnId, _stream: u32) -> bool {
+        false
+    }
     fn open(&mut self, _meta: &ConnMeta) {}
     fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
     fn frame(&mut self, _ev: &FrameEvent<'_>) {}
+    /// Bytes of `dir` were lost; `framing_lost`: frames may be missing entirely from here on
+    /// (otherwise the gap fell inside one frame, which arrives without its payload).
+    fn gap(&mut self, _conn: ConnId, _dir: Dir, _ts: Nanos, _framing_lost: bool) {}
+    /// The connection ended (or the input did): its state may be dropped.
+    fn close(&mut self, _conn: ConnId, _ts: Nanos) {}
 }
 
 impl Observer for () {
@@ -74,6 +86,9 @@ impl Observer for () {
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn wants_headers(&self) -> bool {
         self.0.wants_headers() || self.1.wants_headers()
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.0.wants_data(conn, stream) || self.1.wants_data(conn, stream)
     }
     fn open(&mut self, meta: &ConnMeta) {
         self.0.open(meta);
@@ -87,11 +102,22 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.frame(ev);
         self.1.frame(ev);
     }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        self.0.gap(conn, dir, ts, framing_lost);
+        self.1.gap(conn, dir, ts, framing_lost);
+    }
+    fn close(&mut self, conn: ConnId, ts: Nanos) {
+        self.0.close(conn, ts);
+        self.1.close(conn, ts);
+    }
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
     fn wants_headers(&self) -> bool {
         (**self).wants_headers()
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        (**self).wants_data(conn, stream)
     }
     fn open(&mut self, meta: &ConnMeta) {
         (**self).open(meta)
@@ -101,6 +127,12 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         (**self).frame(ev)
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        (**self).gap(conn, dir, ts, framing_lost)
+    }
+    fn close(&mut self, conn: ConnId, ts: Nanos) {
+        (**self).close(conn, ts)
     }
 }
 
@@ -542,6 +574,8 @@ impl<O: Observer> Ledger<O> {
                     if let Some(c) = self.conns.get_mut(id.0 as usize) {
                         let mut carry = carry;
                         carry.clear();
+                        // A large DATA payload kept for an observer: do not hold its size.
+                        carry.shrink_to(MAX_HEADER_BLOCK);
                         c.dirs[d].carry = carry;
                     }
                 }
@@ -590,7 +624,11 @@ impl<O: Observer> Ledger<O> {
                 self.frame(id, dir, w, head, &[], true);
                 continue;
             }
-            let keep = keep_len(&head);
+            let keep = if head.kind == Kind::Data && self.observer.wants_data(id, head.stream_id) {
+                head.length
+            } else {
+                keep_len(&head)
+            };
             let ds = &mut self.conns[id.0 as usize].dirs[d];
             ds.carry.clear();
             ds.cur = Some(Payload {
@@ -640,7 +678,8 @@ impl<O: Observer> Ledger<O> {
         let keep = self.observer.wants_headers();
         let c = &mut self.conns[id.0 as usize];
         let (src, dst) = c.addrs(dir);
-        let loaded = if complete && head.kind != Kind::Data {
+        let load = head.kind != Kind::Data || self.observer.wants_data(id, head.stream_id);
+        let loaded = if complete && load {
             match Frame::load(RawFrame { head, payload }) {
                 Ok(f) => Some(f),
                 Err(e) => {
@@ -1028,6 +1067,7 @@ impl<O: Observer> Sink for Ledger<O> {
         let (src, dst) = c.addrs(dir);
         let ds = &mut c.dirs[di(dir)];
         let mut cut_short = None;
+        let mut framing_lost = true;
         let what = match ds.mode {
             Mode::Dead => return,
             Mode::Frames => {
@@ -1039,6 +1079,7 @@ impl<O: Observer> Sink for Ledger<O> {
                             p.lossy = true;
                         }
                         p.remaining -= len as u32;
+                        framing_lost = false;
                         "inside a frame; framing kept"
                     }
                     _ => {
@@ -1068,6 +1109,7 @@ impl<O: Observer> Sink for Ledger<O> {
                 c.dirs[di(dir)].carry.clear();
             }
         }
+        self.observer.gap(conn, dir, ts, framing_lost);
         self.warnings.add("gap", || {
             format!(
                 "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what})",
@@ -1076,7 +1118,7 @@ impl<O: Observer> Sink for Ledger<O> {
         });
     }
 
-    fn close(&mut self, conn: ConnId, _ts: Nanos, _kind: CloseKind) {
+    fn close(&mut self, conn: ConnId, ts: Nanos, _kind: CloseKind) {
         // Directions still looking for a boundary get a last, shorter proof.
         for dir in [Dir::Fwd, Dir::Rev] {
             let Some(c) = self.conns.get(conn.0 as usize) else {
@@ -1116,6 +1158,7 @@ impl<O: Observer> Sink for Ledger<O> {
             }
             c.streams = StreamMap::default();
         }
+        self.observer.close(conn, ts);
     }
 }
 
@@ -1137,6 +1180,9 @@ impl<O: Observer> Observer for Vec<O> {
     fn wants_headers(&self) -> bool {
         self.iter().any(|o| o.wants_headers())
     }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.iter().any(|o| o.wants_data(conn, stream))
+    }
     fn open(&mut self, meta: &ConnMeta) {
         self.iter_mut().for_each(|o| o.open(meta));
     }
@@ -1145,5 +1191,12 @@ impl<O: Observer> Observer for Vec<O> {
     }
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.iter_mut().for_each(|o| o.frame(ev));
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        self.iter_mut()
+            .for_each(|o| o.gap(conn, dir, ts, framing_lost));
+    }
+    fn close(&mut self, conn: ConnId, ts: Nanos) {
+        self.iter_mut().for_each(|o| o.close(conn, ts));
     }
 }

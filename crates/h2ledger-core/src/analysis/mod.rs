@@ -253,6 +253,10 @@ pub struct Analysis {
     pool: Vec<Vec<u32>>,
     /// Calls not recorded because [`MAX_ACTIVE_CALLS`] were in flight.
     pub untracked_calls: u64,
+    /// Flow-control windows and stalls (issue 11).
+    pub flow: crate::flow::Flow,
+    /// gRPC messages and server time per call (issue 11).
+    pub grpc: crate::grpc::Grpc,
 }
 
 impl Analysis {
@@ -339,6 +343,8 @@ impl Analysis {
     /// Closes what is still open at the end of the input: writes waiting for frames, BDP rounds
     /// waiting for their ACK (counted as unacknowledged).
     pub fn flush(&mut self) {
+        self.flow.flush();
+        self.grpc.flush(|| None);
         for ci in 0..self.conns.len() {
             for d in 0..2 {
                 while let Some(w) = self.conns[ci].dirs[d].open_writes.pop_front() {
@@ -718,6 +724,14 @@ impl Analysis {
                 latency_us: Percentiles::of_nanos(&mut lat),
             });
         }
+        // Flow control and gRPC (issue 11).
+        r.flow_control = self.flow.report(phase);
+        r.grpc = self.grpc.report(
+            phase,
+            self.calls(conns)
+                .filter(|v| in_scope(v.rec.start))
+                .map(|v| (v.idx, v)),
+        );
         // GOAWAY.
         for g in &self.goaways {
             let Some(cd) = client_dir.get(&g.conn) else {
@@ -750,14 +764,18 @@ impl Analysis {
             .collect();
         self.calls
             .iter()
-            .filter(move |c| client_dir.get(&c.conn) == Some(&c.req_dir()))
-            .map(move |c| CallView {
+            .enumerate()
+            .filter(move |(_, c)| client_dir.get(&c.conn) == Some(&c.req_dir()))
+            .map(move |(idx, c)| CallView {
                 rec: c,
                 method: self
                     .methods
                     .get(c.method as usize)
                     .map(String::as_str)
                     .unwrap_or(""),
+                idx,
+                flow: self.flow.call(idx),
+                grpc: self.grpc.call(idx),
             })
     }
 }
@@ -803,8 +821,25 @@ pub fn escape_bytes(b: &[u8]) -> String {
 }
 
 impl Observer for Analysis {
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.grpc.wants_data(conn, stream)
+    }
+
     fn open(&mut self, meta: &ConnMeta) {
         self.conn(meta.id);
+        self.flow.open(meta);
+    }
+
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        let phase = self.phase(ts);
+        self.flow.gap(conn, framing_lost, phase);
+        self.grpc.gap(conn, dir, framing_lost);
+    }
+
+    fn close(&mut self, conn: ConnId, ts: Nanos) {
+        let phase = self.phase(ts);
+        self.flow.close(conn);
+        self.grpc.close(conn, phase);
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -856,9 +891,14 @@ impl Observer for Analysis {
                 }
             }
         }
+        let call_before = self.active.get(&(ev.conn.0, sid)).map(|a| a.idx);
         if sid != 0 {
             self.on_call_frame(ev);
         }
+        let call = call_before.or_else(|| self.active.get(&(ev.conn.0, sid)).map(|a| a.idx));
+        let phase = self.phase(ev.ts);
+        self.flow.frame(ev, phase, call);
+        self.grpc.frame(ev, phase, call);
         match (ev.class, ev.frame) {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.
@@ -901,6 +941,10 @@ impl Observer for Analysis {
 pub struct CallView<'a> {
     pub rec: &'a CallRec,
     pub method: &'a str,
+    /// Index of the call among [`Analysis::call_records`].
+    pub idx: usize,
+    pub flow: crate::flow::CallFlow,
+    pub grpc: Option<&'a crate::grpc::CallGrpc>,
 }
 
 impl CallView<'_> {
@@ -1055,6 +1099,8 @@ pub struct AnalysisReport {
     pub goaways: Vec<GoAwayReport>,
     /// GOAWAY frames with ENHANCE_YOUR_CALM.
     pub too_many_pings: u64,
+    pub flow_control: crate::flow::FlowReport,
+    pub grpc: crate::grpc::GrpcReport,
 }
 
 #[cfg(test)]
