@@ -327,8 +327,8 @@ impl Flow {
             init[si(c.side[d])] = sf.initial;
         }
         self.acc(phase, |s| {
-            for i in 0..2 {
-                s.sides[i].max_stream = s.sides[i].max_stream.max(init[i]);
+            for (a, w) in s.sides.iter_mut().zip(init) {
+                a.max_stream = a.max_stream.max(w);
             }
         });
         true
@@ -826,7 +826,7 @@ mod tests {
         p.extend(settings(&[]));
         c.client(&p);
         c.client(&request(1, "/a", false));
-        c.client(&data(1, false, 70_000.min(16_384)));
+        c.client(&data(1, false, 16_384));
         assert_eq!(flow(&c).unknown_connections, 1);
         assert_eq!(flow(&c).client.stalls, 0);
 

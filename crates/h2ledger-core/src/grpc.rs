@@ -24,6 +24,7 @@
 //! loss counter each stream compares with the one it last saw).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use h2_frame_parser::Frame;
 use h2ledger_tcp::{ConnId, Dir, Nanos};
@@ -132,9 +133,8 @@ pub struct CallGrpc {
     /// The request's content-type starts with `application/grpc`.
     pub grpc: bool,
     pub counts: [Counts; 2],
-    /// `grpc-encoding` of the request and of the response (index into [`Grpc::encodings`] + 1;
-    /// 0 when absent).
-    pub encoding: [u8; 2],
+    /// `grpc-encoding` of the request and of the response (shared with [`Grpc::encodings`]).
+    pub encoding: [Option<Arc<str>>; 2],
     pub grpc_message: Option<Box<str>>,
     /// Request END_STREAM to the first response HEADERS, nanoseconds; -1 when not seen.
     pub server_time_ns: i64,
@@ -147,7 +147,7 @@ impl Default for CallGrpc {
         CallGrpc {
             grpc: false,
             counts: [Counts::default(); 2],
-            encoding: [0; 2],
+            encoding: [None, None],
             grpc_message: None,
             server_time_ns: -1,
             ping_rtt_ns: -1,
@@ -193,8 +193,8 @@ pub struct Grpc {
     conns: HashMap<u32, ConnG>,
     open: usize,
     calls: Vec<CallGrpc>,
-    /// `grpc-encoding` values, by [`CallGrpc::encoding`] - 1.
-    pub encodings: Vec<String>,
+    /// `grpc-encoding` values seen.
+    pub encodings: Vec<Arc<str>>,
     whole: [SideMsgs; 2],
     phases: Vec<[SideMsgs; 2]>,
     /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
@@ -244,15 +244,6 @@ impl Grpc {
         self.calls.get(idx)
     }
 
-    /// The name of an encoding index of [`CallGrpc::encoding`].
-    pub fn encoding_name(&self, e: u8) -> Option<&str> {
-        (e > 0).then(|| {
-            self.encodings
-                .get(usize::from(e) - 1)
-                .map_or("(other)", |s| s.as_str())
-        })
-    }
-
     /// Whether DATA payloads of this stream are wanted (an open gRPC call still being cut).
     pub fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.conns
@@ -261,16 +252,17 @@ impl Grpc {
             .is_some_and(|s| s.grpc && !(s.cut[0].is_lost() && s.cut[1].is_lost()))
     }
 
-    fn encoding_id(&mut self, v: &[u8]) -> u8 {
+    fn encoding_id(&mut self, v: &[u8]) -> Arc<str> {
         let s = escape_bytes(&v[..v.len().min(64)]);
-        if let Some(i) = self.encodings.iter().position(|e| *e == s) {
-            return i as u8 + 1;
+        if let Some(e) = self.encodings.iter().find(|e| ***e == *s) {
+            return e.clone();
         }
         if self.encodings.len() >= MAX_ENCODINGS {
-            return u8::MAX;
+            return Arc::from("(other)");
         }
-        self.encodings.push(s);
-        self.encodings.len() as u8
+        let e: Arc<str> = Arc::from(s);
+        self.encodings.push(e.clone());
+        e
     }
 
     fn call_mut(&mut self, idx: u32) -> &mut CallGrpc {
@@ -363,7 +355,7 @@ impl Grpc {
                 .headers
                 .and_then(|h| h.get(b"grpc-encoding"))
                 .map(<[u8]>::to_vec);
-            let e = enc.map_or(0, |v| self.encoding_id(&v));
+            let e = enc.map(|v| self.encoding_id(&v));
             let cg = self.call_mut(idx);
             cg.grpc = grpc;
             cg.encoding[0] = e;
@@ -470,7 +462,7 @@ impl Grpc {
             k.compressed = k.compressed.saturating_add(u32::from(z));
         }
         if let Some(e) = e {
-            cg.encoding[1] = e;
+            cg.encoding[1] = Some(e);
         }
         if msg.is_some() {
             cg.grpc_message = msg;
@@ -653,6 +645,15 @@ pub struct GrpcReport {
     pub untracked_calls: u64,
 }
 
+impl GrpcReport {
+    pub fn get(&self, s: crate::model::Side) -> &GrpcSide {
+        match s {
+            crate::model::Side::Client => &self.client,
+            crate::model::Side::Server => &self.server,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -705,5 +706,152 @@ mod tests {
     fn percent() {
         assert_eq!(percent_decode(b"a%20b%zz%4"), b"a b%zz%4");
         assert_eq!(percent_decode(b"%E2%9C%93"), "✓".as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod ledger_tests {
+    use super::*;
+    use crate::testkit::*;
+
+    fn grpc_msg(flag: u8, n: usize) -> Vec<u8> {
+        let mut v = vec![flag];
+        v.extend_from_slice(&(n as u32).to_be_bytes());
+        v.extend(std::iter::repeat_n(0xab, n));
+        v
+    }
+
+    fn report(c: &Conn) -> GrpcReport {
+        let a = &c.ledger.observer;
+        let conns = c.ledger.connections();
+        a.grpc.report(None, a.calls(&conns).map(|v| (v.idx, v)))
+    }
+
+    #[test]
+    fn messages_across_frames_writes_and_padding() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/pkg.S/M", true));
+        // Two messages in one frame, then one split over three frames and two writes, the
+        // middle frame padded.
+        let mut m = grpc_msg(0, 3);
+        m.extend(grpc_msg(1, 10));
+        c.client(&fr(0, 0, 1, &m));
+        let big = grpc_msg(0, 40_000);
+        c.client(&fr(0, 0, 1, &big[..16_000]));
+        let mut padded = vec![5];
+        padded.extend_from_slice(&big[16_000..30_000]);
+        padded.extend([0; 5]);
+        let f = fr(0, 0x8, 1, &padded);
+        c.client(&f[..100]);
+        c.client(&[&f[100..], &fr(0, 1, 1, &big[30_000..])[..]].concat());
+        let t_end = c.t;
+        c.server(&response(1, false, &[("grpc-encoding", "gzip")]));
+        let server_time = c.t - t_end;
+        c.server(&fr(0, 0, 1, &grpc_msg(1, 7)));
+        c.server(&trailers(
+            1,
+            &[("grpc-status", "3"), ("grpc-message", "bad%20arg")],
+        ));
+        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        assert!(g.grpc);
+        assert_eq!(
+            g.counts[0],
+            Counts {
+                messages: 3,
+                bytes: 40_013,
+                compressed: 1,
+                incomplete: 0
+            }
+        );
+        assert_eq!(
+            g.counts[1],
+            Counts {
+                messages: 1,
+                bytes: 7,
+                compressed: 1,
+                incomplete: 0
+            }
+        );
+        assert_eq!(g.grpc_message.as_deref(), Some("bad arg"));
+        assert_eq!(g.encoding[1].as_deref(), Some("gzip"));
+        assert_eq!(g.encoding[0], None);
+        assert_eq!(g.server_time_ns, server_time);
+        assert!(
+            c.ledger.observer.grpc.conns[&0].streams.is_empty(),
+            "freed at the end"
+        );
+        let r = report(&c);
+        assert_eq!(r.calls, 1);
+        assert_eq!((r.client.messages, r.client.message_bytes), (3, 40_013));
+        assert_eq!(r.client.message_size.max, Some(40_000));
+        assert_eq!(r.client.message_size.p50, Some(10));
+        assert_eq!(r.methods.len(), 1);
+        assert_eq!(r.methods[0].status.get("grpc-status 3"), Some(&1));
+        assert_eq!(
+            r.methods[0].messages,
+            PerSide {
+                client: 3,
+                server: 1
+            }
+        );
+    }
+
+    #[test]
+    fn gap_inside_a_message_is_incomplete_not_guessed() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/pkg.S/M", true));
+        let m = [grpc_msg(0, 100), grpc_msg(0, 100)].concat();
+        let f = fr(0, 0, 1, &m);
+        c.client(&f[..50]);
+        c.gap(Dir::Fwd, 20); // inside the frame: framing kept, payload lost
+        c.client(&f[70..]);
+        c.client(&fr(0, 1, 1, &grpc_msg(0, 5)));
+        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        assert_eq!((g.counts[0].messages, g.counts[0].incomplete), (0, 1));
+        assert_eq!(report(&c).client.incomplete, 1);
+    }
+
+    #[test]
+    fn lost_framing_and_capture_end() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/pkg.S/M", true));
+        c.client(&request(3, "/pkg.S/M", true));
+        c.client(&fr(0, 0, 3, &grpc_msg(0, 4)));
+        c.gap(Dir::Fwd, 1000); // between frames: framing lost, both streams lack bytes
+        c.server(&response(1, false, &[]));
+        c.server(&fr(0, 0, 1, &grpc_msg(0, 10)[..8]));
+        c.close();
+        let a = &c.ledger.observer.grpc;
+        assert_eq!(a.call(0).unwrap().counts[0].incomplete, 1);
+        assert_eq!(a.call(1).unwrap().counts[0].messages, 1);
+        assert_eq!(a.call(1).unwrap().counts[0].incomplete, 1);
+        // The response message the capture ends inside is incomplete too.
+        assert_eq!(a.call(0).unwrap().counts[1].incomplete, 1);
+        assert!(a.conns.is_empty());
+        assert_eq!(a.open, 0);
+    }
+
+    #[test]
+    fn not_grpc_is_not_cut_and_trailers_only() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/x", false));
+        assert!(!c.ledger.observer.grpc.wants_data(ConnId(0), 1));
+        c.client(&fr(0, 1, 1, &grpc_msg(0, 3)));
+        c.server(&response(1, true, &[]));
+        assert_eq!(
+            c.ledger.observer.grpc.call(0).unwrap().counts[0].messages,
+            0
+        );
+        c.client(&request(3, "/pkg.S/M", true));
+        c.client(&fr(0, 1, 3, &grpc_msg(0, 3)));
+        c.server(&response(
+            3,
+            true,
+            &[("grpc-status", "12"), ("grpc-message", "nope")],
+        ));
+        let g = c.ledger.observer.grpc.call(1).unwrap();
+        assert_eq!(g.grpc_message.as_deref(), Some("nope"));
+        assert_eq!(g.counts[0].messages, 1);
+        assert_eq!(report(&c).calls, 1);
     }
 }

@@ -31,7 +31,7 @@ pub fn call_json(c: &CallView<'_>) -> Value {
             .collect::<serde_json::Map<_, _>>()
             .into()
     };
-    json!({
+    let mut v = json!({
         "conn": r.conn,
         "stream": r.stream,
         "method": c.method,
@@ -50,7 +50,11 @@ pub fn call_json(c: &CallView<'_>) -> Value {
             "client": r.opened_round(h2ledger_core::Side::Client),
             "server": r.opened_round(h2ledger_core::Side::Server),
         },
-    })
+    });
+    if let Value::Object(m) = &mut v {
+        m.extend(crate::flowview::call_keys(c));
+    }
+    v
 }
 
 /// Prints calls as JSON lines; stops quietly on a closed pipe.
@@ -83,6 +87,8 @@ pub fn print_table<'a>(calls: impl Iterator<Item = CallView<'a>>, origin: f64) {
             "writes c/s",
             "opened round c/s",
         ]
+        .into_iter()
+        .chain(crate::flowview::CALL_COLUMNS)
         .map(String::from),
     );
     let ms = |ns: i64| {
@@ -103,24 +109,28 @@ pub fn print_table<'a>(calls: impl Iterator<Item = CallView<'a>>, origin: f64) {
                 .join("/")
         };
         let yn = |b: bool| if b { "y" } else { "-" };
-        b.push_record([
-            r.conn.to_string(),
-            r.stream.to_string(),
-            format!("{:.6}", secs(r.start) - origin),
-            c.method.to_string(),
-            c.status(),
-            ms(r.first_byte),
-            ms(r.end),
-            r.inflight.to_string(),
-            f(0),
-            f(1),
-            format!("{}/{}", r.writes[0], r.writes[1]),
-            format!(
-                "{}/{}",
-                yn(r.opened_round(h2ledger_core::Side::Client)),
-                yn(r.opened_round(h2ledger_core::Side::Server))
-            ),
-        ]);
+        b.push_record(
+            [
+                r.conn.to_string(),
+                r.stream.to_string(),
+                format!("{:.6}", secs(r.start) - origin),
+                c.method.to_string(),
+                c.status(),
+                ms(r.first_byte),
+                ms(r.end),
+                r.inflight.to_string(),
+                f(0),
+                f(1),
+                format!("{}/{}", r.writes[0], r.writes[1]),
+                format!(
+                    "{}/{}",
+                    yn(r.opened_round(h2ledger_core::Side::Client)),
+                    yn(r.opened_round(h2ledger_core::Side::Server))
+                ),
+            ]
+            .into_iter()
+            .chain(crate::flowview::call_cells(&c)),
+        );
         n += 1;
     }
     let mut t = b.build();

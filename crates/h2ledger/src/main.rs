@@ -2,6 +2,7 @@
 
 mod calls;
 mod demo;
+mod flowview;
 mod frames;
 mod input;
 mod live;
@@ -432,6 +433,16 @@ pub fn print_full<O>(
                     let _ = writeln!(out, "{t}");
                 }
                 if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
+                    let _ = writeln!(out, "{t}");
+                }
+                let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
+                    .iter()
+                    .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (n.as_str(), a)))
+                    .collect();
+                for t in [flowview::flow_table(&fcols), flowview::grpc_table(&fcols)]
+                    .into_iter()
+                    .flatten()
+                {
                     let _ = writeln!(out, "{t}");
                 }
                 if let Some(t) = render::connections_table(report) {

@@ -82,6 +82,24 @@ impl Observer for Obs {
         self.analysis.is_some()
     }
 
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.analysis
+            .as_ref()
+            .is_some_and(|a| a.wants_data(conn, stream))
+    }
+
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        if let Some(a) = &mut self.analysis {
+            a.gap(conn, dir, ts, framing_lost);
+        }
+    }
+
+    fn close(&mut self, conn: ConnId, ts: Nanos) {
+        if let Some(a) = &mut self.analysis {
+            a.close(conn, ts);
+        }
+    }
+
     fn open(&mut self, meta: &ConnMeta) {
         self.tally.open(meta);
         if let Some(a) = &mut self.analysis {
