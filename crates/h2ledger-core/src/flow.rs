@@ -19,8 +19,10 @@
 //! one entry per open stream (at most [`MAX_FLOW_STREAMS`] in all, beyond which streams are
 //! counted as untracked), freed when the stream ends, and the connection's state freed at close.
 //!
-//! A connection whose start the capture lacks (no SYN), or that loses framing in a gap, has
-//! unknown windows from then on: it counts in `unknown_connections` and nothing is guessed.
+//! A connection whose start the capture lacks (no SYN), whose HTTP/2 starts after other bytes
+//! (an HTTP/1.1 Upgrade carries the client's SETTINGS in a header; a CONNECT tunnel), or that
+//! loses framing in a gap, has unknown windows from then on: it counts in
+//! `unknown_connections` and nothing is guessed.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -228,6 +230,13 @@ impl Flow {
         let d = di(ev.dir);
         c.side[d] = ev.side;
         c.side[1 - d] = other_side(ev.side);
+        if ev.late_start && c.known {
+            self.make_unknown(ev.conn.0, phase);
+            return;
+        }
+        let Some(c) = self.conns.get_mut(&ev.conn.0) else {
+            return;
+        };
         if !c.known {
             if !c.counted {
                 c.counted = true;

@@ -52,6 +52,10 @@ pub struct FrameEvent<'a> {
     pub headers: Option<&'a HeaderList>,
     pub src: SocketAddr,
     pub dst: SocketAddr,
+    /// The frames of some direction of this connection did not start at the first byte of its
+    /// TCP stream: the capture started mid-connection, or other bytes came first (an HTTP/1.1
+    /// Upgrade or CONNECT). Gaps later on are told by [`Observer::gap`].
+    pub late_start: bool,
 }
 
 /// What the ledger feeds. Every method has an empty default.
@@ -231,6 +235,9 @@ struct DirState {
     settings_sent: VecDeque<(Option<u32>, Option<u32>)>,
     max_frame: u32,
     mid_stream: bool,
+    /// The first frame of this direction came after bytes that were not HTTP/2 frames (an
+    /// HTTP/1.1 Upgrade or CONNECT before the preface, or a mid-stream start).
+    late_start: bool,
     synced: bool,
 }
 
@@ -256,6 +263,7 @@ impl DirState {
             settings_sent: VecDeque::new(),
             max_frame: DEFAULT_MAX_FRAME,
             mid_stream: !at_start,
+            late_start: false,
             synced: false,
         }
     }
@@ -486,6 +494,13 @@ impl<O: Observer> Ledger<O> {
             ds.synced = true;
             // Mid-stream unless the frames start exactly where the stream did.
             ds.mid_stream = !(ds.at_start && (preface || skip == 0));
+            // The preface ends at `skip`: anything before it was not HTTP/2.
+            let before = if preface {
+                skip - h2_frame_parser::PREFACE.len()
+            } else {
+                skip
+            };
+            ds.late_start = ds.mid_stream || before > 0;
             if ds.mid_stream {
                 ds.hpack = mid_stream_decoder();
             }
@@ -844,6 +859,7 @@ impl<O: Observer> Ledger<O> {
             c.odd_streams[d] += 1;
         }
         let side = c.side(dir);
+        let late_start = c.dirs.iter().any(|x| x.synced && x.late_start);
         let ds = &c.dirs[d];
         let ev = FrameEvent {
             conn: id,
@@ -857,6 +873,7 @@ impl<O: Observer> Ledger<O> {
             headers: (decoded && keep).then_some(&ds.headers),
             src,
             dst,
+            late_start,
         };
         self.observer.frame(&ev);
     }
