@@ -10,7 +10,7 @@ usage: scripts/tshark-flow.py CAPTURE --port P   -> JSON on stdout
 
 Frames, per packet, in order (Wireshark 4.0), from:
   tshark -r CAPTURE -d tcp.port==P,http2 -o tcp.desegment_tcp_streams:TRUE
-         -Y "tcp.len>0 or tcp.flags.syn==1" -T fields -E separator=/t -E occurrence=a
+         -Y "tcp.port==P && (tcp.len>0 or tcp.flags.syn==1)" -T fields -E separator=/t -E occurrence=a
          -E aggregator=, -e frame.time_epoch -e tcp.stream -e tcp.srcport -e tcp.flags.syn
          -e tcp.flags.ack -e http2.type -e http2.flags -e http2.streamid -e http2.length
          -e http2.window_update.window_size_increment -e http2.settings.id
@@ -20,7 +20,7 @@ non-ACK SETTINGS frame owns length/6 of the settings ids, and each id 4 one
 initial_window_size. Client = SYN sender; a connection without its SYN, or whose client
 bytes do not start with the preface (HTTP/1.1 Upgrade), is unknown (counted once it shows
 HTTP/2 frames; its frames are not followed). gRPC sides: the server port is P.
-gRPC: tshark -r CAPTURE -d tcp.port==P,http2 -Y grpc -T fields -e tcp.stream -e tcp.srcport
+gRPC: tshark -r CAPTURE -d tcp.port==P,http2 -Y "tcp.port==P && grpc" -T fields -e tcp.stream -e tcp.srcport
       -e grpc.message_length -e grpc.compressed_flag (messages tshark reassembled in full).
 Stall times: packet times in nanoseconds (frame.time_epoch is decimal text: parsed exactly).
 """
@@ -55,7 +55,7 @@ def run(cmd):
 def flow(cap, port):
     out = run([
         "tshark", "-r", cap, "-d", f"tcp.port=={port},http2", "-o", "tcp.desegment_tcp_streams:TRUE",
-        "-Y", "tcp.len>0 or tcp.flags.syn==1", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
+        "-Y", f"tcp.port=={port} && (tcp.len>0 or tcp.flags.syn==1)", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
         "-E", "aggregator=,", "-e", "frame.time_epoch", "-e", "tcp.stream", "-e", "tcp.srcport",
         "-e", "tcp.flags.syn", "-e", "tcp.flags.ack", "-e", "http2.type", "-e", "http2.flags",
         "-e", "http2.streamid", "-e", "http2.length", "-e", "http2.window_update.window_size_increment",
@@ -216,7 +216,7 @@ def flow(cap, port):
 def grpc(cap, port, conns):
     out = run([
         "tshark", "-r", cap, "-d", f"tcp.port=={port},http2", "-o", "tcp.desegment_tcp_streams:TRUE",
-        "-Y", "grpc", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,",
+        "-Y", f"tcp.port=={port} && grpc", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,",
         "-e", "tcp.stream", "-e", "tcp.srcport", "-e", "grpc.message_length", "-e", "grpc.compressed_flag",
     ])
     res = {s: {"messages": 0, "message_bytes": 0, "compressed": 0} for s in ("client", "server")}

@@ -7,6 +7,8 @@
 //! * `bad_input`: broken, empty, foreign and truncated inputs: one clear line, never a panic.
 //! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
 //!   against the workloads' own counts and tshark's per-frame timestamps.
+//! * `flow`: flow-control stalls and windows, gRPC messages (issue 11), against
+//!   scripts/tshark-flow.py and the workloads' known answers.
 //! * `live`: (root) `sniff` on real gRPC workloads (tonic; grpc-go when Go is installed),
 //!   `sniff --write` then `replay`, and the demo's JSON.
 
@@ -14,6 +16,7 @@ mod util;
 
 mod analysis;
 mod bad_input;
+mod flow;
 mod golden;
 mod live;
 mod tshark;
