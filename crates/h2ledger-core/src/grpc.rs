@@ -855,3 +855,13 @@ mod ledger_tests {
         assert_eq!(report(&c).calls, 1);
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn per_call_records_are_small() {
+        // docs/ledger.md "Memory bounds" quotes these sizes.
+        assert_eq!(std::mem::size_of::<super::CallGrpc>(), 120);
+        assert_eq!(std::mem::size_of::<crate::flow::CallFlow>(), 24);
+    }
+}
