@@ -5,8 +5,12 @@
 #   captures/nghttp-window.pcap       nghttpd serving 256 KiB to nghttp -w 14 -W 16
 #   captures/goh2c-post.pcap          Go net/http h2c (x/net/http2/h2c), one 3 MiB POST
 #   captures/node-padded.pcap         Node http2 with paddingStrategy MAX (padded DATA)
+#   captures/tonic-small-window.pcap  tonic health checks with 4-byte stream windows
 # and for each <name>: <name>.flow.json = scripts/tshark-flow.py <capture> --port P (the
-# tshark cross-check the tests compare with), plus captures/flow-manifest.json (ports).
+# tshark cross-check the tests compare with), captures/flow-manifest.json (ports) and
+# captures/flow-captures.md (the section scripts/captures-readme.py appends to README.md; it is
+# also appended here, replacing the previous copy).
+# env: WORKLOAD_BIN (default: cargo build --release -p h2ledger-workload)
 #
 # usage: sudo scripts/make-flow-captures.sh
 # needs: tcpdump, tshark, nghttp2-client, nghttp2-server, golang-go, golang-google-grpc-dev,
@@ -70,13 +74,28 @@ self_run() {
   PORT[$n]=$p
 }
 
-log "building grpcgo-flow, goh2c"
+log "building grpcgo-flow, goh2c, h2ledger-workload"
+if [ -z "${WORKLOAD_BIN:-}" ]; then
+  (cd "$ROOT" && cargo build --release -p h2ledger-workload >&2)
+  WORKLOAD_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/h2ledger-workload
+fi
 gobuild grpcgo-flow
 gobuild goh2c
 self_run grpcgo-flow-static "$WORK/grpcgo-flow" -static-window -messages 2 -size 1048576 -pause 2s
 self_run grpcgo-flow-bdp "$WORK/grpcgo-flow" -gzip -messages 2 -size 1048576 -pause 2s
 self_run goh2c-post "$WORK/goh2c" -mb 3 -pause 2s
 self_run node-padded node "$CAP/src/node-padded/padded.js" 2000
+
+n=tonic-small-window
+log "$n"
+rm -f "$CAP/$n".*
+start_bg tsrv "$WORKLOAD_BIN" --listen 127.0.0.1:0 --no-adaptive-window --stream-window 4; TSRV=$LAST_PID
+P=$(wait_port tsrv $TSRV)
+start_dump $n "$CAP/$n.pcap" "$P"; D=$DUMP_PID
+"$WORKLOAD_BIN" --connect 127.0.0.1:$P --no-adaptive-window --stream-window 4 --phase single:1:20:1 >"$CAP/$n.workload.json"
+sleep 0.3
+stop_dump $n $D; kill $TSRV; wait $TSRV 2>/dev/null || true
+PORT[$n]=$P
 
 n=nghttp-window
 log "$n"
@@ -98,7 +117,7 @@ PORT[$n]=$P
 {
   echo "{"
   first=1
-  for k in grpcgo-flow-static grpcgo-flow-bdp goh2c-post node-padded nghttp-window; do
+  for k in grpcgo-flow-static grpcgo-flow-bdp goh2c-post node-padded nghttp-window tonic-small-window; do
     [ $first = 1 ] || echo ","
     first=0
     printf '  "%s": {"file": "%s.pcap", "port": %s}' "$k" "$k" "${PORT[$k]}"
@@ -108,4 +127,14 @@ PORT[$n]=$P
 for k in "${!PORT[@]}"; do
   "$PY" "$ROOT/scripts/tshark-flow.py" "$CAP/$k.pcap" --port "${PORT[$k]}" >"$CAP/$k.flow.json"
 done
+"$PY" "$ROOT/scripts/flow-captures-readme.py" "$CAP"
+"$PY" - "$CAP" <<'PYEOF'
+import sys
+cap = sys.argv[1]
+r = open(cap + "/README.md").read()
+mark = "\n## Flow-control and gRPC message captures (issue 11)"
+if mark in r:
+    r = r[: r.index(mark)]
+open(cap + "/README.md", "w").write(r.rstrip("\n") + "\n" + open(cap + "/flow-captures.md").read())
+PYEOF
 ls -la "$CAP"/*flow* "$CAP"/goh2c* "$CAP"/node-padded* "$CAP"/nghttp-window* >&2

@@ -76,6 +76,9 @@ pub struct Options {
     pub service: String,
     /// Per-call timeout.
     pub call_timeout: Duration,
+    /// SETTINGS_INITIAL_WINDOW_SIZE of both sides (`None`: hyper's default); meant with
+    /// `adaptive_window` off.
+    pub stream_window: Option<u32>,
 }
 
 impl Default for Options {
@@ -84,6 +87,7 @@ impl Default for Options {
             adaptive_window: true,
             service: String::new(),
             call_timeout: Duration::from_secs(5),
+            stream_window: None,
         }
     }
 }
@@ -174,7 +178,9 @@ pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
         .set_service_status("h2ledger.Workload", tonic_health::ServingStatus::Serving)
         .await;
     let (tx, rx) = oneshot::channel::<()>();
-    let mut builder = Server::builder().http2_adaptive_window(Some(opts.adaptive_window));
+    let mut builder = Server::builder()
+        .http2_adaptive_window(Some(opts.adaptive_window))
+        .initial_stream_window_size(opts.stream_window);
     let task = tokio::spawn(async move {
         let _reporter = reporter; // keep statuses alive while serving
         builder
@@ -196,6 +202,7 @@ pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic:
     Endpoint::from_shared(format!("http://{addr}"))
         .expect("valid uri")
         .http2_adaptive_window(opts.adaptive_window)
+        .initial_stream_window_size(opts.stream_window)
         .tcp_nodelay(true)
         .connect()
         .await

@@ -1,4 +1,4 @@
-//! h2ledger-workload [--listen ADDR | --connect ADDR] --phase name:callers:rate:seconds ... [--no-adaptive-window]
+//! h2ledger-workload [--listen ADDR | --connect ADDR] --phase name:callers:rate:seconds ... [--no-adaptive-window] [--stream-window BYTES]
 //!
 //! * neither flag: server + client in one process on 127.0.0.1:0; prints
 //!   `{"port":P}` on its own line as soon as the server listens, then the
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use h2ledger_workload::{json_str, run_phases, serve, Options, Phase, PhaseResult};
 
 const USAGE: &str = "usage: h2ledger-workload [--listen ADDR | --connect ADDR] \
---phase name:callers:rate:seconds ... [--no-adaptive-window] [--service NAME]";
+--phase name:callers:rate:seconds ... [--no-adaptive-window] [--stream-window BYTES] [--service NAME]";
 
 enum Mode {
     Both,
@@ -47,6 +47,13 @@ fn parse_args() -> Result<(Mode, Vec<Phase>, Options), String> {
             "--service" => opts.service = val("--service")?,
             "--no-adaptive-window" => opts.adaptive_window = false,
             "--adaptive-window" => opts.adaptive_window = true,
+            "--stream-window" => {
+                opts.stream_window = Some(
+                    val("--stream-window")?
+                        .parse()
+                        .map_err(|e| format!("--stream-window: {e}"))?,
+                )
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

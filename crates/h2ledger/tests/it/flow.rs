@@ -364,3 +364,38 @@ fn phases_add_up() {
         assert_eq!(msgs, n(&a["grpc"][s]["messages"]), "{s}");
     }
 }
+
+#[test]
+fn tonic_four_byte_windows_every_message_waits_once() {
+    // 20 health checks, both sides' stream windows 4 bytes: the 5-byte request message and the
+    // 7-byte response message each wait once for the stream window, and are cut whole from
+    // the two DATA frames that carry them.
+    let f = capture("tonic-small-window.pcap");
+    let f = f.to_str().unwrap();
+    let a = replay_json(f, &["--analyze"]);
+    for s in ["client", "server"] {
+        let x = &a["flow_control"][s];
+        assert_eq!(x["stalls"], 20, "{s}");
+        assert_eq!(x["by_limit"]["stream"], 20, "{s}");
+        assert_eq!(x["max_window"]["stream"], 4, "{s}");
+        assert_eq!(a["grpc"][s]["messages"], 20, "{s}");
+        assert_eq!(a["grpc"][s]["incomplete"], 0, "{s}");
+    }
+    for c in calls(f) {
+        assert_eq!(
+            c["stalls"],
+            serde_json::json!({"client": 1, "server": 1}),
+            "{c}"
+        );
+        assert_eq!(
+            c["messages"],
+            serde_json::json!({"client": 1, "server": 1}),
+            "{c}"
+        );
+        assert_eq!(
+            c["message_bytes"],
+            serde_json::json!({"client": 0, "server": 2}),
+            "{c}"
+        );
+    }
+}
