@@ -851,6 +851,36 @@ mod tests {
     }
 
     #[test]
+    fn hostile_settings() {
+        // Many stalled streams and SETTINGS flipping the initial window: each change costs
+        // O(log n) per stall it ends, not a walk over every stream.
+        let mut c = Conn::started(&[(IWS, 1)]);
+        c.server(&wu(0, 1 << 30));
+        let mut reqs = Vec::new();
+        for s in (1..4000).step_by(2) {
+            reqs.extend(request(s, "/a", false));
+            reqs.extend(data(s, false, 1));
+        }
+        c.client(&reqs);
+        assert_eq!(flow(&c).client.stalls, 2000);
+        for i in 0..200 {
+            c.server(&settings(&[(IWS, if i % 2 == 0 { 0 } else { 1 })]));
+            c.client(&settings_ack());
+        }
+        let r = flow(&c);
+        assert_eq!(r.client.stalls, 2000);
+        assert_eq!(r.client.stalled_us.p50, None, "a window of 0 ends no stall");
+        c.server(&settings(&[(IWS, 2)]));
+        c.client(&settings_ack());
+        assert_eq!(flow(&c).client.stalled_us.p50, Some(402_000.0));
+        // SETTINGS never ACKed beyond the bound: the windows are unknown, not guessed.
+        for _ in 0..=MAX_PENDING_SETTINGS {
+            c.server(&settings(&[]));
+        }
+        assert_eq!(flow(&c).unknown_connections, 1);
+    }
+
+    #[test]
     fn memory_follows_open_streams() {
         let mut c = Conn::started(&[]);
         for s in (1..2000).step_by(2) {
