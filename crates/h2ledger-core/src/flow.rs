@@ -142,9 +142,39 @@ pub struct CallFlow {
     pub stalled_ns: [i64; 2],
 }
 
+/// Windows over time for `--plot`, per side of one connection (the first whose windows are
+/// known to carry a stream frame), in fixed time buckets from `origin`: the connection window
+/// and the available window on the stream of the bucket's last DATA or stream WINDOW_UPDATE, both
+/// as left by the bucket's last frame that changed them (`None`: unchanged, carry the previous
+/// value), and the stalls that began in the bucket. 40 bytes per side and bucket.
+#[derive(Clone, Debug, Default)]
+pub struct WindowSeries {
+    pub bucket: Nanos,
+    pub origin: Option<Nanos>,
+    pub conn: Option<u32>,
+    /// `points[b][side]`.
+    pub points: Vec<[WindowPoint; 2]>,
+}
+
+/// (connection window, stream window, stalls begun) of one side in one bucket.
+pub type WindowPoint = (Option<i64>, Option<i64>, u32);
+
+impl WindowSeries {
+    fn at(&mut self, ts: Nanos) -> &mut [WindowPoint; 2] {
+        let o = *self.origin.get_or_insert(ts);
+        let b = ((ts - o).max(0) / self.bucket.max(1)) as usize;
+        if self.points.len() <= b {
+            self.points.resize(b + 1, [(None, None, 0); 2]);
+        }
+        &mut self.points[b]
+    }
+}
+
 /// The flow-control tracker. [`crate::Analysis`] feeds it every frame.
 #[derive(Debug, Default)]
 pub struct Flow {
+    /// Set by [`Flow::record_series`] (for `--plot`).
+    pub series: Option<WindowSeries>,
     conns: HashMap<u32, ConnFlow>,
     streams: usize,
     whole: Scope,
@@ -190,6 +220,42 @@ fn scope_mut<'a>(
 impl Flow {
     pub fn new() -> Self {
         Flow::default()
+    }
+
+    /// Also keep a [`WindowSeries`] with buckets of `bucket` from `origin` (the first packet).
+    pub fn record_series(&mut self, bucket: Nanos, origin: Option<Nanos>) {
+        self.series = Some(WindowSeries {
+            bucket,
+            origin,
+            ..WindowSeries::default()
+        });
+    }
+
+    /// Records the windows of sending direction `d` of `conn` after a frame at `ts`.
+    fn sample(&mut self, conn: u32, d: usize, sid: Option<u32>, ts: Nanos, stall: bool) {
+        let Some(series) = self.series.as_mut() else {
+            return;
+        };
+        if series.conn.is_none() && sid.is_some() {
+            series.conn = Some(conn);
+        }
+        if series.conn != Some(conn) {
+            return;
+        }
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let side = si(c.side[d]);
+        let sf = &c.sides[d];
+        let stream = sid
+            .and_then(|s| c.streams.get(&s))
+            .map(|st| (sf.initial + st.adj[d]).min(sf.conn_window));
+        let p = &mut series.at(ts)[side];
+        p.0 = Some(sf.conn_window);
+        if stream.is_some() {
+            p.1 = stream;
+        }
+        p.2 += u32::from(stall);
     }
 
     /// The per-call record of call `idx` (the index of [`crate::analysis::CallRec`]).
@@ -399,6 +465,7 @@ impl Flow {
                 a.by_limit[limit as usize] += 1;
             });
         }
+        self.sample(conn, d, Some(sid), ev.ts, started.is_some());
         if end {
             self.end_half(conn, sid, d, phase);
         }
@@ -429,6 +496,7 @@ impl Flow {
                 a.max_conn = a.max_conn.max(w);
             });
             self.resolve(conn, s, ev.ts);
+            self.sample(conn, s, None, ev.ts, false);
             return;
         }
         let Some(st) = c.streams.get_mut(&sid) else {
@@ -449,6 +517,7 @@ impl Flow {
             a.max_stream = a.max_stream.max(w);
         });
         self.resolve(conn, s, ev.ts);
+        self.sample(conn, s, Some(sid), ev.ts, false);
     }
 
     fn on_settings_ack(&mut self, ev: &FrameEvent<'_>, d: usize, phase: Option<usize>) {

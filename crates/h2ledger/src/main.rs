@@ -242,7 +242,18 @@ pub fn write_plot(
         .filter_map(|f| f.start)
         .map(|s| s - origin)
         .collect();
-    let svg = plot::svg(t, &cuts, &format!("{source}: HTTP/2 frames per second"));
+    let windows = p
+        .ledger
+        .observer
+        .analysis
+        .as_ref()
+        .and_then(|a| a.flow.series.as_ref());
+    let svg = plot::svg(
+        t,
+        &cuts,
+        &format!("{source}: HTTP/2 frames per second"),
+        windows,
+    );
     std::fs::write(path, svg)
         .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))
 }

@@ -37,7 +37,13 @@ impl Obs {
             tally: Tally::new(),
             splitter: w.splitter.clone(),
             phases: Vec::new(),
-            analysis: w.analysis.then(|| Analysis::new(w.splitter.clone())),
+            analysis: w.analysis.then(|| {
+                let mut a = Analysis::new(w.splitter.clone());
+                if let Some(b) = w.timeline {
+                    a.flow.record_series(b, None);
+                }
+                a
+            }),
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
         }
@@ -54,6 +60,9 @@ impl Obs {
         }
         if let Some(a) = &mut self.analysis {
             a.set_origin(t);
+            if let Some(s) = &mut a.flow.series {
+                s.origin.get_or_insert(t);
+            }
         }
         if let Some(tl) = &mut self.timeline {
             tl.set_origin(t);

@@ -399,3 +399,23 @@ fn tonic_four_byte_windows_every_message_waits_once() {
         );
     }
 }
+
+#[test]
+fn plot_has_the_window_panels() {
+    let svg = std::env::temp_dir().join(format!("h2ledger-flow-plot-{}.svg", std::process::id()));
+    let out = run(&[
+        "replay",
+        capture("tonic-small-window.pcap").to_str().unwrap(),
+        "--analyze",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let s = std::fs::read_to_string(&svg).unwrap();
+    let _ = std::fs::remove_file(&svg);
+    for side in ["client", "server"] {
+        assert!(s.contains(&format!("{side}'s send windows")), "{side}");
+        assert!(s.contains(&format!("<title>{side} connection window</title>")));
+    }
+    assert!(s.contains("stall(s)</title>"), "stalls are marked");
+}
