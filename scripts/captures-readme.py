@@ -190,6 +190,11 @@ def main():
                 w("BDP pings by phase (from frame times vs. the workload's phase start/end): %s.\n\n"
                   % "; ".join("%s: server %d, client %d" % (n, c_["server"], c_["client"]) for n, c_ in per))
 
+    # The captures of scripts/make-flow-captures.sh keep their own section.
+    extra = os.path.join(cap, "flow-captures.md")
+    if os.path.exists(extra):
+        w(open(extra).read())
+
 
 def tls_section(cap):
     """The TLS captures' section (scripts/make-tls-captures.sh), kept verbatim."""

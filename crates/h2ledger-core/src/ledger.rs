@@ -46,12 +46,18 @@ pub struct FrameEvent<'a> {
     pub write: u64,
     pub head: Head,
     pub class: FrameClass,
-    /// The decoded frame; `None` for DATA (its payload is not kept) and frames that did not load.
+    /// The decoded frame; `None` for frames that did not load (or were cut by a gap) and for
+    /// DATA unless an observer asked for that stream's payload ([`Observer::wants_data`]): then
+    /// `Frame::Data` with the payload, padding removed, and the Pad Length.
     pub frame: Option<&'a Frame<'a>>,
     /// On the frame that completes a header block: the decoded fields.
     pub headers: Option<&'a HeaderList>,
     pub src: SocketAddr,
     pub dst: SocketAddr,
+    /// The frames of some direction of this connection did not start at the first byte of its
+    /// TCP stream: the capture started mid-connection, or other bytes came first (an HTTP/1.1
+    /// Upgrade or CONNECT). Gaps later on are told by [`Observer::gap`].
+    pub late_start: bool,
 }
 
 /// What the ledger feeds. Every method has an empty default.
@@ -62,6 +68,14 @@ pub trait Observer {
     fn wants_headers(&self) -> bool {
         true
     }
+    /// Whether the payload of DATA frames on this stream is wanted (asked at each DATA frame's
+    /// head and end). Frames split across writes are then copied, up to the frame size limit.
+    fn wants_data(&self, _conn: ConnId, _stream: u32) -> bool {
+        false
+    }
+    /// Bytes of `dir` were lost; `framing_lost`: frames may be missing entirely from here on
+    /// (otherwise the gap fell inside one frame, which arrives without its payload).
+    fn gap(&mut self, _conn: ConnId, _dir: Dir, _ts: Nanos, _framing_lost: bool) {}
     fn open(&mut self, _meta: &ConnMeta) {}
     fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
     fn frame(&mut self, _ev: &FrameEvent<'_>) {}
@@ -93,6 +107,13 @@ impl Observer for () {
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn wants_headers(&self) -> bool {
         self.0.wants_headers() || self.1.wants_headers()
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.0.wants_data(conn, stream) || self.1.wants_data(conn, stream)
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        self.0.gap(conn, dir, ts, framing_lost);
+        self.1.gap(conn, dir, ts, framing_lost);
     }
     fn open(&mut self, meta: &ConnMeta) {
         self.0.open(meta);
@@ -130,6 +151,12 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 impl<O: Observer + ?Sized> Observer for &mut O {
     fn wants_headers(&self) -> bool {
         (**self).wants_headers()
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        (**self).wants_data(conn, stream)
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        (**self).gap(conn, dir, ts, framing_lost)
     }
     fn open(&mut self, meta: &ConnMeta) {
         (**self).open(meta)
@@ -275,6 +302,9 @@ struct DirState {
     settings_sent: VecDeque<(Option<u32>, Option<u32>)>,
     max_frame: u32,
     mid_stream: bool,
+    /// The first frame of this direction came after bytes that were not HTTP/2 frames (an
+    /// HTTP/1.1 Upgrade or CONNECT before the preface, or a mid-stream start).
+    late_start: bool,
     synced: bool,
     candidates_reported: bool,
     settings_reported: bool,
@@ -305,6 +335,7 @@ impl DirState {
             settings_sent: VecDeque::new(),
             max_frame: DEFAULT_MAX_FRAME,
             mid_stream: !at_start,
+            late_start: false,
             synced: false,
             candidates_reported: false,
             settings_reported: false,
@@ -643,6 +674,14 @@ impl<O: Observer> Ledger<O> {
             ds.synced = true;
             // Mid-stream unless the frames start exactly where the stream did.
             ds.mid_stream = !(ds.at_start && (preface || http1.is_some() || skip == 0));
+            // The preface ends at `skip`: anything before it (or an HTTP/1.1 prelude) was not
+            // HTTP/2.
+            let before = if preface {
+                skip.saturating_sub(h2_frame_parser::PREFACE.len())
+            } else {
+                skip
+            };
+            ds.late_start = ds.mid_stream || http1.is_some() || before > 0;
             if ds.mid_stream {
                 ds.hpack = mid_stream_decoder();
             }
@@ -756,6 +795,8 @@ impl<O: Observer> Ledger<O> {
                     if let Some(c) = self.conns.get_mut(id.0 as usize) {
                         let mut carry = carry;
                         carry.clear();
+                        // A large DATA payload kept for an observer: do not hold its size.
+                        carry.shrink_to(MAX_HEADER_BLOCK);
                         c.dirs[d].carry = carry;
                     }
                 }
@@ -804,7 +845,11 @@ impl<O: Observer> Ledger<O> {
                 self.frame(id, dir, w, head, &[], true);
                 continue;
             }
-            let keep = keep_len(&head);
+            let keep = if head.kind == Kind::Data && self.observer.wants_data(id, head.stream_id) {
+                head.length
+            } else {
+                keep_len(&head)
+            };
             let ds = &mut self.conns[id.0 as usize].dirs[d];
             ds.carry.clear();
             ds.cur = Some(Payload {
@@ -867,7 +912,8 @@ impl<O: Observer> Ledger<O> {
         let keep = self.observer.wants_headers();
         let c = &mut self.conns[id.0 as usize];
         let (src, dst) = c.addrs(dir);
-        let loaded = if complete && head.kind != Kind::Data {
+        let load = head.kind != Kind::Data || self.observer.wants_data(id, head.stream_id);
+        let loaded = if complete && load {
             match Frame::load(RawFrame { head, payload }) {
                 Ok(f) => Some(f),
                 Err(e) => {
@@ -1057,6 +1103,7 @@ impl<O: Observer> Ledger<O> {
             c.odd_streams[d] += 1;
         }
         let side = c.side(dir);
+        let late_start = c.dirs.iter().any(|x| x.synced && x.late_start);
         let ds = &c.dirs[d];
         let ev = FrameEvent {
             conn: id,
@@ -1070,6 +1117,7 @@ impl<O: Observer> Ledger<O> {
             headers: (decoded && keep).then_some(&ds.headers),
             src,
             dst,
+            late_start,
         };
         self.observer.frame(&ev);
     }
@@ -1379,6 +1427,7 @@ impl<O: Observer> Sink for Ledger<O> {
         };
         let mut cut_short = None;
         let mut ends_here = None;
+        let mut framing_lost = true;
         let what = match ds.mode {
             Mode::Dead => return,
             Mode::Frames => {
@@ -1394,6 +1443,7 @@ impl<O: Observer> Sink for Ledger<O> {
                             // Its last byte was in the gap: the frame is complete now.
                             ends_here = ds.cur.take();
                         }
+                        framing_lost = false;
                         "inside a frame; framing kept"
                     }
                     _ => {
@@ -1433,6 +1483,7 @@ impl<O: Observer> Sink for Ledger<O> {
                 c.dirs[di(dir)].carry.clear();
             }
         }
+        self.observer.gap(conn, dir, ts, framing_lost);
         self.warnings.add("gap", || {
             format!(
                 "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what})",
@@ -1526,6 +1577,13 @@ fn new_conn(meta: ConnMeta) -> Conn {
 impl<O: Observer> Observer for Vec<O> {
     fn wants_headers(&self) -> bool {
         self.iter().any(|o| o.wants_headers())
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.iter().any(|o| o.wants_data(conn, stream))
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        self.iter_mut()
+            .for_each(|o| o.gap(conn, dir, ts, framing_lost));
     }
     fn open(&mut self, meta: &ConnMeta) {
         self.iter_mut().for_each(|o| o.open(meta));

@@ -38,10 +38,15 @@
 
 pub mod analysis;
 pub mod detect;
+pub mod flow;
+pub mod grpc;
 pub mod headers;
+pub mod hist;
 pub mod ledger;
 pub mod model;
 pub mod tally;
+#[cfg(test)]
+mod testkit;
 
 pub use analysis::{Analysis, AnalysisReport, Splitter, Timeline};
 pub use headers::{Header, HeaderList};

@@ -43,7 +43,13 @@ impl Obs {
             splitter: w.splitter.clone(),
             phases: Phased::default(),
             touched: HashMap::new(),
-            analysis: w.analysis.then(|| Analysis::new(w.splitter.clone())),
+            analysis: w.analysis.then(|| {
+                let mut a = Analysis::new(w.splitter.clone());
+                if let Some(b) = w.timeline {
+                    a.flow.record_series(b, None);
+                }
+                a
+            }),
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
         }
@@ -60,6 +66,9 @@ impl Obs {
         }
         if let Some(a) = &mut self.analysis {
             a.set_origin(t);
+            if let Some(s) = &mut a.flow.series {
+                s.origin.get_or_insert(t);
+            }
         }
         if let Some(tl) = &mut self.timeline {
             tl.set_origin(t);
@@ -87,6 +96,18 @@ impl Obs {
 impl Observer for Obs {
     fn wants_headers(&self) -> bool {
         self.analysis.is_some()
+    }
+
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.analysis
+            .as_ref()
+            .is_some_and(|a| a.wants_data(conn, stream))
+    }
+
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        if let Some(a) = &mut self.analysis {
+            a.gap(conn, dir, ts, framing_lost);
+        }
     }
 
     fn open(&mut self, meta: &ConnMeta) {

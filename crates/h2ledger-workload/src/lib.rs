@@ -79,6 +79,9 @@ pub struct Options {
     /// Fixed initial stream and connection windows on both ends (with the adaptive window
     /// off: no BDP pings); `None` keeps hyper's defaults.
     pub static_window: Option<u32>,
+    /// SETTINGS_INITIAL_WINDOW_SIZE of both sides (`None`: hyper's default); meant with
+    /// `adaptive_window` off.
+    pub stream_window: Option<u32>,
 }
 
 /// The windows `--static-window` sets (1 MiB, as the Go and Python workloads).
@@ -94,6 +97,7 @@ impl Default for Options {
             service: String::new(),
             call_timeout: Duration::from_secs(5),
             static_window: None,
+            stream_window: None,
         }
     }
 }
@@ -196,7 +200,9 @@ pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
         .set_service_status("h2ledger.Workload", tonic_health::ServingStatus::Serving)
         .await;
     let (tx, rx) = oneshot::channel::<()>();
-    let mut builder = Server::builder().http2_adaptive_window(Some(opts.adaptive_window));
+    let mut builder = Server::builder()
+        .http2_adaptive_window(Some(opts.adaptive_window))
+        .initial_stream_window_size(opts.stream_window);
     if let Some(w) = opts.static_window {
         builder = builder
             .http2_adaptive_window(Some(false))
@@ -224,6 +230,7 @@ pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic:
     let mut e = Endpoint::from_shared(format!("http://{addr}"))
         .expect("valid uri")
         .http2_adaptive_window(opts.adaptive_window)
+        .initial_stream_window_size(opts.stream_window)
         .tcp_nodelay(true);
     if let Some(w) = opts.static_window {
         e = e

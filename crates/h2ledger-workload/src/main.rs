@@ -1,5 +1,5 @@
 //! h2ledger-workload [--listen ADDR | --connect ADDR] --phase name:callers:rate:seconds ...
-//! [--no-adaptive-window | --static-window] [--wait]
+//! [--no-adaptive-window | --static-window] [--stream-window BYTES] [--wait]
 //!
 //! * neither flag: server + client in one process on 127.0.0.1:0; prints
 //!   `{"impl":"tonic","version":V,"port":P}` on its own line as soon as the server listens
@@ -17,8 +17,8 @@ use h2ledger_workload::{
 };
 
 const USAGE: &str = "usage: h2ledger-workload [--listen ADDR | --connect ADDR] \
---phase name:callers:rate:seconds ... [--no-adaptive-window | --static-window] [--wait] \
-[--service NAME]";
+--phase name:callers:rate:seconds ... [--no-adaptive-window | --static-window] [--stream-window BYTES] \
+[--wait] [--service NAME]";
 
 enum Mode {
     Both,
@@ -58,6 +58,13 @@ fn parse_args() -> Result<(Mode, Vec<Phase>, Options, bool), String> {
                 opts.static_window = Some(STATIC_WINDOW);
             }
             "--wait" => wait = true,
+            "--stream-window" => {
+                opts.stream_window = Some(
+                    val("--stream-window")?
+                        .parse()
+                        .map_err(|e| format!("--stream-window: {e}"))?,
+                )
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -28,7 +28,7 @@ pub fn call_json(c: &CallView<'_>) -> Value {
             .collect::<serde_json::Map<_, _>>()
             .into()
     };
-    json!({
+    let mut v = json!({
         "conn": r.conn,
         "stream": r.stream,
         "method": c.method,
@@ -47,7 +47,11 @@ pub fn call_json(c: &CallView<'_>) -> Value {
             "client": r.opened_round(h2ledger_core::Side::Client),
             "server": r.opened_round(h2ledger_core::Side::Server),
         },
-    })
+    });
+    if let Value::Object(m) = &mut v {
+        m.extend(crate::flowview::call_keys(c));
+    }
+    v
 }
 
 /// The `calls` listing, printed as calls are folded (about the order they end, within a second
@@ -63,7 +67,7 @@ pub struct CallPrinter {
 }
 
 /// Column headers and widths of the table (a negative width aligns left).
-const COLUMNS: [(&str, i32); 12] = [
+const COLUMNS: [(&str, i32); 16] = [
     ("conn", 4),
     ("stream", 6),
     ("start s", 10),
@@ -76,6 +80,11 @@ const COLUMNS: [(&str, i32); 12] = [
     ("server H/D/T/o", 14),
     ("writes c/s", 10),
     ("round c/s", 9),
+    // Flow control and gRPC (crate::flowview::call_cells).
+    ("stalls c/s", 10),
+    ("stalled ms c/s", 14),
+    ("msgs c/s", 9),
+    ("server ms / rtt ms", 18),
 ];
 
 fn row(cells: &[String]) -> String {
@@ -155,7 +164,7 @@ impl CallPrinter {
                 .join("/")
         };
         let yn = |b: bool| if b { "y" } else { "-" };
-        let cells = [
+        let base = [
             r.conn.to_string(),
             r.stream.to_string(),
             format!("{:.6}", secs(r.start) - self.origin.unwrap_or(0.0)),
@@ -173,6 +182,10 @@ impl CallPrinter {
                 yn(r.opened_round(h2ledger_core::Side::Server))
             ),
         ];
+        let cells: Vec<String> = base
+            .into_iter()
+            .chain(crate::flowview::call_cells(c))
+            .collect();
         let l = row(&cells);
         self.line(&l);
     }

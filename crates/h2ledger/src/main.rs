@@ -3,6 +3,7 @@
 mod calls;
 mod demo;
 mod durations;
+mod flowview;
 mod frames;
 mod input;
 mod keys;
@@ -354,7 +355,18 @@ pub fn write_plot(
             t.refused
         );
     }
-    let svg = plot::svg(t, &cuts, &format!("{source}: HTTP/2 frames per second"));
+    let windows = p
+        .ledger
+        .observer
+        .analysis
+        .as_ref()
+        .and_then(|a| a.flow.series.as_ref());
+    let svg = plot::svg(
+        t,
+        &cuts,
+        &format!("{source}: HTTP/2 frames per second"),
+        windows,
+    );
     std::fs::write(path, svg)
         .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))
 }
@@ -541,6 +553,16 @@ pub fn print_full<O>(
                     let _ = writeln!(out, "{t}");
                 }
                 if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
+                    let _ = writeln!(out, "{t}");
+                }
+                let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
+                    .iter()
+                    .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (n.as_str(), a)))
+                    .collect();
+                for t in [flowview::flow_table(&fcols), flowview::grpc_table(&fcols)]
+                    .into_iter()
+                    .flatten()
+                {
                     let _ = writeln!(out, "{t}");
                 }
                 if let Some(t) = render::connections_table(report) {

@@ -29,7 +29,7 @@ pub mod timeline;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use h2_frame_parser::{ping, ErrorCode, Frame};
-use h2ledger_tcp::{ConnId, Dir, Nanos, Write};
+use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer, NO_WRITE};
 use crate::model::{FrameClass, Side};
@@ -358,7 +358,7 @@ pub struct Analysis {
     phases: Phased<Scope>,
     /// Folded calls kept for [`Analysis::drain_finished`] (only when asked for).
     keep_finished: bool,
-    finished: Vec<CallRec>,
+    finished: Vec<Finished>,
     /// `:path` values, indexed by [`CallRec::method`].
     pub methods: Vec<String>,
     method_ids: HashMap<Vec<u8>, u32>,
@@ -367,6 +367,10 @@ pub struct Analysis {
     limits: AnalysisLimits,
     /// The latest time seen (calls cut short by a close end then).
     now: Nanos,
+    /// Flow-control windows and stalls (docs/ledger.md, "Flow control").
+    pub flow: crate::flow::Flow,
+    /// gRPC messages per call (docs/ledger.md, "gRPC messages").
+    pub grpc: crate::grpc::Grpc,
 }
 
 impl Analysis {
@@ -502,6 +506,9 @@ impl Analysis {
         for key in live {
             self.end_call(key, None);
         }
+        self.flow.flush();
+        let phase = self.phase(self.now);
+        self.grpc.flush(|| phase);
         self.fold_recent(Nanos::MAX, true);
     }
 
@@ -558,13 +565,13 @@ impl Analysis {
             if !all && self.is_candidate(seq) {
                 self.pinned.push(seq);
             } else if let Some(l) = self.calls.remove(&seq) {
-                self.fold_call(&l.rec);
+                self.fold_call(seq, &l.rec);
             }
         }
         if all {
             for seq in std::mem::take(&mut self.pinned) {
                 if let Some(l) = self.calls.remove(&seq) {
-                    self.fold_call(&l.rec);
+                    self.fold_call(seq, &l.rec);
                 }
             }
         }
@@ -589,17 +596,32 @@ impl Analysis {
         if let Some(i) = self.pinned.iter().position(|&s| s == seq) {
             self.pinned.swap_remove(i);
             if let Some(l) = self.calls.remove(&seq) {
-                self.fold_call(&l.rec);
+                self.fold_call(seq, &l.rec);
             }
         }
     }
 
-    fn fold_call(&mut self, c: &CallRec) {
+    fn fold_call(&mut self, seq: u64, c: &CallRec) {
+        let flow = self.flow.take_call(seq);
+        let method = self
+            .methods
+            .get(c.method as usize)
+            .map(String::as_str)
+            .unwrap_or("(other)");
+        let latency = (c.end >= 0 && !c.reset()).then_some(c.end);
+        let phase = self.phase(c.start);
+        let status = c.status_key().name();
         if !c.counted() {
+            self.grpc.drop_call(seq);
             return;
         }
+        let grpc = self.grpc.fold_call(seq, method, &status, latency, phase);
         if self.keep_finished {
-            self.finished.push(*c);
+            self.finished.push(Finished {
+                rec: *c,
+                flow,
+                grpc,
+            });
         }
         let mut folded = 0;
         self.scoped(c.start, |s, is_phase| {
@@ -989,6 +1011,8 @@ impl Analysis {
             });
         }
         r.limits = self.limits.clone();
+        r.flow_control = self.flow.report(phase);
+        r.grpc = self.grpc.report(phase);
         r
     }
 
@@ -997,14 +1021,21 @@ impl Analysis {
     pub fn drain_finished(&mut self, mut f: impl FnMut(CallView<'_>)) {
         for c in self.finished.drain(..) {
             f(CallView {
-                rec: &c,
+                rec: &c.rec,
                 method: self
                     .methods
-                    .get(c.method as usize)
+                    .get(c.rec.method as usize)
                     .map(String::as_str)
                     .unwrap_or(""),
+                flow: c.flow,
+                grpc: c.grpc.as_ref(),
             });
         }
+    }
+
+    /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).
+    pub fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.grpc.wants_data(conn, stream)
     }
 }
 
@@ -1037,6 +1068,20 @@ pub fn escape_bytes(b: &[u8]) -> String {
 }
 
 impl Observer for Analysis {
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.grpc.wants_data(conn, stream)
+    }
+
+    fn open(&mut self, meta: &ConnMeta) {
+        self.flow.open(meta);
+    }
+
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        let phase = self.phase(ts);
+        self.flow.gap(conn, framing_lost, phase);
+        self.grpc.gap(conn, dir, framing_lost);
+    }
+
     fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, _m: &[u8], target: &[u8]) {
         // Stream 1 is the upgraded request's call (docs/ledger.md, "Call"); it was sent by the
         // client (the side that sent the Upgrade request).
@@ -1127,9 +1172,14 @@ impl Observer for Analysis {
                 }
             }
         }
+        let call_before = self.active.get(&(ev.conn.0, sid)).copied();
         if sid != 0 {
             self.on_call_frame(ev);
         }
+        let call = call_before.or_else(|| self.active.get(&(ev.conn.0, sid)).copied());
+        let phase = self.phase(ev.ts);
+        self.flow.frame(ev, phase, call);
+        self.grpc.frame(ev, phase, call);
         match (ev.class, ev.frame) {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.
@@ -1185,6 +1235,9 @@ impl Observer for Analysis {
 
     fn close(&mut self, summary: &ConnSummary) {
         let id = summary.id.0;
+        let phase = self.phase(self.now);
+        self.flow.close(summary.id);
+        self.grpc.close(summary.id, phase);
         self.close_pending(id);
         let mut live: Vec<(u32, u32)> = self.active.keys().filter(|k| k.0 == id).copied().collect();
         live.sort_unstable();
@@ -1217,11 +1270,21 @@ impl Observer for Analysis {
     }
 }
 
-/// One call, with its method name.
+/// A folded call kept for [`Analysis::drain_finished`].
+#[derive(Debug)]
+struct Finished {
+    rec: CallRec,
+    flow: crate::flow::CallFlow,
+    grpc: Option<crate::grpc::CallGrpc>,
+}
+
+/// One call, with its method name, its flow-control stalls and its gRPC messages.
 #[derive(Clone, Copy, Debug)]
 pub struct CallView<'a> {
     pub rec: &'a CallRec,
     pub method: &'a str,
+    pub flow: crate::flow::CallFlow,
+    pub grpc: Option<&'a crate::grpc::CallGrpc>,
 }
 
 impl CallView<'_> {

@@ -155,6 +155,10 @@ pub struct AnalysisReport {
     /// GOAWAY frames with ENHANCE_YOUR_CALM.
     pub too_many_pings: u64,
     pub limits: AnalysisLimits,
+    /// Flow-control windows and stalls per side (docs/ledger.md, "Flow control").
+    pub flow_control: crate::flow::FlowReport,
+    /// gRPC messages per side and per method (docs/ledger.md, "gRPC messages").
+    pub grpc: crate::grpc::GrpcReport,
 }
 
 /// The analysis' internal caps and how often each was hit (all 0 on ordinary captures). A cap

@@ -11,6 +11,8 @@
 //! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
 //!   against the workloads' own counts and tshark's per-frame timestamps.
 //! * `tls`: HTTP/2 over TLS decrypted with key logs (curl/nghttpd captures, the shared ones).
+//! * `flow`: flow-control stalls and windows, gRPC messages (issue 11), against
+//!   scripts/tshark-flow.py and the workloads' known answers.
 //! * `live`: (root) `sniff` on real gRPC workloads (tonic; grpc-go when Go is installed),
 //!   `sniff --write` then `replay`, and the demo's JSON.
 //! * `snap`: insta snapshots of the table and JSON of `replay` (plain, `--analyze`,
@@ -28,6 +30,7 @@ mod bad_input;
 mod bounds;
 mod cli;
 mod doc_examples;
+mod flow;
 mod golden;
 mod live;
 mod real_captures;

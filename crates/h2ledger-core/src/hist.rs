@@ -1,0 +1,162 @@
+//! A small bounded log-bucket histogram for percentiles of non-negative integers (microseconds,
+//! bytes).
+//!
+//! Precision contract: values below 32 are kept exactly; above, each power of two is split into
+//! 16 buckets, so a bucket spans at most 1/16 of its lower bound. A percentile is the upper
+//! bound of the bucket holding the nearest-rank sample (see [`crate::analysis::stats`]),
+//! clamped to the exact maximum: never below the true value, at most 6.25 % above it. `count`,
+//! `sum` and `max` are exact. Memory: only occupied buckets are stored, at most
+//! [`MAX_BUCKETS`] (16 bytes each), whatever the input.
+
+use serde::Serialize;
+
+const EXACT: u64 = 32;
+const SUB_BITS: u32 = 4;
+/// Buckets a histogram can ever hold (every `u64`).
+pub const MAX_BUCKETS: usize = EXACT as usize + (64 - 5) * (1 << SUB_BITS);
+
+/// See the module docs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogHist {
+    /// (bucket index, count), sorted by index.
+    buckets: Vec<(u16, u64)>,
+    pub count: u64,
+    pub sum: u64,
+    pub max: u64,
+}
+
+fn bucket(v: u64) -> u16 {
+    if v < EXACT {
+        return v as u16;
+    }
+    let e = 63 - v.leading_zeros(); // >= 5
+    let sub = (v >> (e - SUB_BITS)) & ((1 << SUB_BITS) - 1);
+    (EXACT + u64::from(e - 5) * (1 << SUB_BITS) + sub) as u16
+}
+
+/// The largest value in bucket `b`.
+fn upper(b: u16) -> u64 {
+    let b = u64::from(b);
+    if b < EXACT {
+        return b;
+    }
+    let e = (b - EXACT) / (1 << SUB_BITS) + 5;
+    let sub = (b - EXACT) % (1 << SUB_BITS);
+    let lo = (1u64 << e) + (sub << (e - u64::from(SUB_BITS)));
+    lo + ((1u64 << (e - u64::from(SUB_BITS))) - 1)
+}
+
+impl LogHist {
+    pub fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum = self.sum.saturating_add(v);
+        self.max = self.max.max(v);
+        let b = bucket(v);
+        match self.buckets.binary_search_by_key(&b, |x| x.0) {
+            Ok(i) => self.buckets[i].1 += 1,
+            Err(i) => self.buckets.insert(i, (b, 1)),
+        }
+    }
+
+    pub fn merge(&mut self, o: &LogHist) {
+        self.count += o.count;
+        self.sum = self.sum.saturating_add(o.sum);
+        self.max = self.max.max(o.max);
+        for &(b, n) in &o.buckets {
+            match self.buckets.binary_search_by_key(&b, |x| x.0) {
+                Ok(i) => self.buckets[i].1 += n,
+                Err(i) => self.buckets.insert(i, (b, n)),
+            }
+        }
+    }
+
+    /// Nearest-rank percentile `p` (0 < p <= 100), per the module's precision contract.
+    pub fn percentile(&self, p: u32) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = (u64::from(p) * self.count)
+            .div_ceil(100)
+            .clamp(1, self.count);
+        let mut seen = 0;
+        for &(b, n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return Some(upper(b).min(self.max));
+            }
+        }
+        Some(self.max)
+    }
+
+    pub fn summary(&self) -> HistSummary {
+        HistSummary {
+            count: self.count,
+            total: self.sum,
+            p50: self.percentile(50),
+            p99: self.percentile(99),
+            max: (self.count > 0).then_some(self.max),
+        }
+    }
+}
+
+/// What the reports print of a [`LogHist`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HistSummary {
+    pub count: u64,
+    pub total: u64,
+    pub p50: Option<u64>,
+    pub p99: Option<u64>,
+    pub max: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_values_exact() {
+        let mut h = LogHist::default();
+        for v in 1..=10 {
+            h.add(v);
+        }
+        assert_eq!(h.percentile(50), Some(5));
+        assert_eq!(h.percentile(99), Some(10));
+        assert_eq!(h.summary().total, 55);
+    }
+
+    #[test]
+    fn bounds_hold_everywhere() {
+        for v in [32u64, 33, 47, 63, 64, 100, 1000, 65_535, 1 << 40, u64::MAX] {
+            let b = bucket(v);
+            assert!(upper(b) >= v, "{v}");
+            assert!((upper(b) - v) as f64 <= v as f64 / 16.0, "{v}");
+            assert!((b as usize) < MAX_BUCKETS);
+            if b > 0 {
+                assert!(upper(b - 1) < v, "{v}");
+            }
+        }
+        let mut h = LogHist::default();
+        h.add(1000);
+        assert_eq!(h.percentile(50), Some(1000)); // clamped to the exact max
+        h.add(5000);
+        let p = h.percentile(50).unwrap();
+        assert!((1000..=1063).contains(&p), "{p}");
+    }
+
+    #[test]
+    fn merge_is_add() {
+        let (mut a, mut b, mut c) = (LogHist::default(), LogHist::default(), LogHist::default());
+        for v in 0..500u64 {
+            let x = v * v * 37;
+            c.add(x);
+            if v % 3 == 0 {
+                a.add(x)
+            } else {
+                b.add(x)
+            }
+        }
+        a.merge(&b);
+        assert_eq!(a, c);
+        assert!(a.buckets.len() <= MAX_BUCKETS);
+    }
+}

@@ -1,0 +1,244 @@
+//! Output of issue 11: the flow-control and gRPC blocks of `--analyze` and the per-call keys
+//! and columns of `calls`. Called from render/main/calls with one line each.
+
+use h2ledger_core::analysis::CallView;
+use h2ledger_core::flow::FlowSide;
+use h2ledger_core::grpc::GrpcSide;
+use h2ledger_core::{AnalysisReport, Side};
+use serde_json::{json, Map, Value};
+use tabled::builder::Builder;
+use tabled::settings::object::Columns;
+use tabled::settings::{Alignment, Style};
+
+fn opt_us(v: Option<f64>) -> String {
+    match v {
+        Some(x) => format!("{x:.0}"),
+        None => "-".into(),
+    }
+}
+
+fn opt_n(v: Option<u64>) -> String {
+    v.map_or("-".into(), |x| x.to_string())
+}
+
+/// A labelled row: the cell of one side.
+type Row<'a, T> = (&'a str, &'a dyn Fn(&T) -> String);
+
+fn side_table<T>(
+    cols: &[(&str, &AnalysisReport)],
+    get: impl Fn(&AnalysisReport, Side) -> &T,
+    rows: &[Row<'_, T>],
+) -> String {
+    let mut b = Builder::default();
+    let mut header = vec![String::new()];
+    for (name, _) in cols {
+        for s in Side::ALL {
+            header.push(if name.is_empty() {
+                s.name().to_string()
+            } else {
+                format!("{name} {}", s.name())
+            });
+        }
+    }
+    b.push_record(header);
+    for (label, f) in rows {
+        let mut r = vec![label.to_string()];
+        for (_, a) in cols {
+            for s in Side::ALL {
+                r.push(f(get(a, s)));
+            }
+        }
+        b.push_record(r);
+    }
+    let mut t = b.build();
+    t.with(Style::sharp());
+    t.modify(Columns::new(1..), Alignment::right());
+    t.to_string()
+}
+
+/// The flow-control block: per side, per scope.
+pub fn flow_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
+    if cols.is_empty() {
+        return None;
+    }
+    let rows: [Row<'_, FlowSide>; 10] = [
+        ("flow-control stalls", &|f| f.stalls.to_string()),
+        ("  limited by the stream window", &|f| {
+            f.by_limit.stream.to_string()
+        }),
+        ("  limited by the connection window", &|f| {
+            f.by_limit.connection.to_string()
+        }),
+        ("  limited by both", &|f| f.by_limit.both.to_string()),
+        ("  never seen ending (unresolved)", &|f| {
+            f.unresolved.to_string()
+        }),
+        ("time stalled, total (us)", &|f| {
+            format!("{:.0}", f.stalled_us.total)
+        }),
+        ("time stalled p50 / p99 (us)", &|f| {
+            format!(
+                "{} / {}",
+                opt_us(f.stalled_us.p50),
+                opt_us(f.stalled_us.p99)
+            )
+        }),
+        ("longest stall (us)", &|f| opt_us(f.stalled_us.max)),
+        ("largest stream window", &|f| {
+            f.max_window.stream.to_string()
+        }),
+        ("largest connection window", &|f| {
+            f.max_window.connection.to_string()
+        }),
+    ];
+    let mut out = side_table(cols, |a, s| a.flow_control.get(s), &rows);
+    let unknown: Vec<String> = cols
+        .iter()
+        .map(|(_, a)| a.flow_control.unknown_connections.to_string())
+        .collect();
+    out.push_str(&format!(
+        "\nconnections with unknown windows (capture started mid-connection or lost frames): {}",
+        unknown.join(" / ")
+    ));
+    Some(out)
+}
+
+/// The gRPC block: per side, per scope, then per method (whole capture).
+pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
+    if cols.iter().all(|(_, a)| a.grpc.calls == 0) {
+        return None;
+    }
+    let rows: [Row<'_, GrpcSide>; 5] = [
+        ("gRPC messages", &|g| g.messages.to_string()),
+        ("message bytes", &|g| g.message_bytes.to_string()),
+        ("message size p50 / p99 / max", &|g| {
+            format!(
+                "{} / {} / {}",
+                opt_n(g.message_size.p50),
+                opt_n(g.message_size.p99),
+                opt_n(g.message_size.max)
+            )
+        }),
+        ("compressed messages", &|g| g.compressed.to_string()),
+        ("incomplete (bytes not captured)", &|g| {
+            g.incomplete.to_string()
+        }),
+    ];
+    let mut out = side_table(cols, |a, s| a.grpc.get(s), &rows);
+    let a = cols[0].1;
+    if !a.grpc.methods.is_empty() {
+        let mut b = Builder::default();
+        b.push_record(
+            [
+                "gRPC method",
+                "calls",
+                "status",
+                "messages c/s",
+                "message bytes c/s",
+                "call p50 us",
+                "call p99 us",
+            ]
+            .map(String::from),
+        );
+        for m in &a.grpc.methods {
+            b.push_record([
+                m.method.clone(),
+                m.calls.to_string(),
+                m.status
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                format!("{}/{}", m.messages.client, m.messages.server),
+                format!("{}/{}", m.message_bytes.client, m.message_bytes.server),
+                opt_us(m.latency_us.p50),
+                opt_us(m.latency_us.p99),
+            ]);
+        }
+        let mut t = b.build();
+        t.with(Style::sharp());
+        t.modify(Columns::new(1..), Alignment::right());
+        out.push('\n');
+        out.push_str(&t.to_string());
+    }
+    Some(out)
+}
+
+fn us(ns: i64) -> Value {
+    if ns < 0 {
+        Value::Null
+    } else {
+        json!(ns as f64 / 1000.0)
+    }
+}
+
+/// The per-call keys of issue 11, added to `calls --format jsonl`.
+pub fn call_keys(c: &CallView<'_>) -> Map<String, Value> {
+    let f = c.flow;
+    let mut m = Map::new();
+    m.insert(
+        "stalls".into(),
+        json!({"client": f.stalls[0], "server": f.stalls[1]}),
+    );
+    m.insert(
+        "stalled_us".into(),
+        json!({"client": f.stalled_ns[0] as f64 / 1000.0, "server": f.stalled_ns[1] as f64 / 1000.0}),
+    );
+    let g = c.grpc.cloned().unwrap_or_default();
+    let grpc = g.grpc;
+    let side = |v: [u64; 2]| -> Value {
+        if grpc {
+            json!({"client": v[0], "server": v[1]})
+        } else {
+            Value::Null
+        }
+    };
+    let k = g.counts;
+    m.insert(
+        "messages".into(),
+        side([k[0].messages.into(), k[1].messages.into()]),
+    );
+    m.insert("message_bytes".into(), side([k[0].bytes, k[1].bytes]));
+    m.insert(
+        "compressed".into(),
+        side([k[0].compressed.into(), k[1].compressed.into()]),
+    );
+    m.insert(
+        "incomplete_messages".into(),
+        side([k[0].incomplete.into(), k[1].incomplete.into()]),
+    );
+    m.insert(
+        "grpc_encoding".into(),
+        json!({"client": g.encoding[0].as_deref(), "server": g.encoding[1].as_deref()}),
+    );
+    m.insert("grpc_message".into(), json!(g.grpc_message.as_deref()));
+    m.insert("server_time_us".into(), us(g.server_time_ns));
+    m.insert("ping_rtt_us".into(), us(g.ping_rtt_ns));
+    m
+}
+
+/// The cells of the flow-control and gRPC columns of the `calls` table (stalls c/s, stalled ms
+/// c/s, msgs c/s, server ms / rtt ms) for one call.
+pub fn call_cells(c: &CallView<'_>) -> [String; 4] {
+    let f = c.flow;
+    let ms = |ns: i64| {
+        if ns < 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3}", ns as f64 / 1e6)
+        }
+    };
+    let msgs = match c.grpc {
+        Some(g) if g.grpc => format!("{}/{}", g.counts[0].messages, g.counts[1].messages),
+        _ => "-".into(),
+    };
+    let (st, rtt) = c
+        .grpc
+        .map_or((-1, -1), |g| (g.server_time_ns, g.ping_rtt_ns));
+    [
+        format!("{}/{}", f.stalls[0], f.stalls[1]),
+        format!("{}/{}", ms(f.stalled_ns[0]), ms(f.stalled_ns[1])),
+        msgs,
+        format!("{} / {}", ms(st), ms(rtt)),
+    ]
+}
