@@ -38,6 +38,10 @@ EXERCISES = {
     "snaplen-cut": "tcpdump -s 120: every segment is cut to 120 bytes (54 bytes of TCP payload), "
                    "gaps inside frames; tcp.len (from the IP header) stays exact",
     "snaplen-cut.full": "the same run as snaplen-cut captured in full by a second tcpdump: the truth for snaplen-cut",
+    "node-http2": "Node's http2 (nghttp2 inside) with padding on both sides: server push (PUSH_PROMISE, "
+                  "pushed stream 2), trailers, a custom PING payload, SETTINGS changed mid-connection, "
+                  "20 kB header blocks split into HEADERS + CONTINUATION both ways, PRIORITY, "
+                  "RST_STREAM (CANCEL), GOAWAY from both sides; PADDED on HEADERS, DATA and PUSH_PROMISE",
 }
 
 NOTES = {
@@ -133,7 +137,8 @@ def main():
       % (secs, secs))
     w("Sources of the workloads: `src/grpcgo-article/main.go` (built by `scripts/build-grpcgo.sh OUTDIR`, "
       "GOPATH mode against Debian's golang-google-grpc-dev), `src/python-grpcio/workload.py` "
-      "(/usr/bin/python3 + python3-grpcio), the `h2ledger-workload` crate, nghttp2-client/-server.\n\n")
+      "(/usr/bin/python3 + python3-grpcio), `src/node-http2/workload.js` (Debian's nodejs), "
+      "the `h2ledger-workload` crate, nghttp2-client/-server.\n\n")
     w("All traffic is on loopback (or lo of a private network namespace). Servers bind port 0 and "
       "print it; tcpdump then captures with `tcp port P`, `--immediate-mode`, `-B 32768` (without it "
       "`-i any` dropped packets here), and the script fails if tcpdump reports drops. "

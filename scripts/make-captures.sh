@@ -306,9 +306,26 @@ cp "$CAP/$n.workload.json" "$CAP/$n.full.workload.json"
 HOWMADE[$n]="workload.py --serve --host 127.0.0.1 / --connect P --calls 20 --big 3 --big-size 102400; tcpdump -s 120 -i lo (snaplen-cut.full.pcap: a second tcpdump -s 0 of the same run)"
 HOWMADE[$n.full]="second tcpdump -s 0 -i lo running during the snaplen-cut run (same traffic, full snaplen)"
 
+# ---------------------------------------------------------------- Node's http2 (push, padding, ...)
+n=node-http2
+log "$n"
+rm -f "$CAP/$n".*
+GO=$WORK/node-go; rm -f "$GO"
+start_bg nodewl node "$CAP/src/node-http2/workload.js" "$GO"; NODEWL=$LAST_PID
+P=$(wait_port nodewl $NODEWL)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+touch "$GO"
+wait $NODEWL
+sleep 0.5
+stop_dump $D
+tail -1 "$WORK/nodewl.out" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="node captures/src/node-http2/workload.js (Node's http2, nghttp2 inside; server and client in one process, paddingStrategy MAX on both): GET /push (PUSH_PROMISE + pushed stream, trailers), PING with payload h2ledger, SETTINGS mid-connection (INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE), 20 kB request and response headers (CONTINUATION), PRIORITY and RST_STREAM (CANCEL) on /slow, GET /last, GOAWAY from both; tcpdump -i lo"
+
 # ---------------------------------------------------------------- golden ledgers
 NAMES=(grpcgo-article grpcgo-article-any grpcgo-article-sll tonic-adaptive tonic-fixed nghttp-nghttpd
-       python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full)
+       python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full
+       node-http2)
 capfile() { if [ -f "$CAP/$1.pcapng" ]; then echo "$1.pcapng"; else echo "$1.pcap"; fi; }
 for n in "${NAMES[@]}"; do
   f=$(capfile "$n")

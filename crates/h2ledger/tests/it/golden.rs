@@ -64,6 +64,43 @@ golden!(
     "midconn.tshark.json"
 );
 golden!(
+    node_http2_push_padding_continuation_priority,
+    "node-http2.pcap",
+    "node-http2.tshark.json"
+);
+
+/// Every frame type RFC 9113 defines, and padding, appears in a golden capture from a real
+/// implementation (Node's http2 for PUSH_PROMISE, PRIORITY, CONTINUATION and PADDED).
+#[test]
+fn every_frame_type_and_padding_from_a_real_implementation() {
+    let f = capture("node-http2.pcap");
+    let v = replay_json(f.to_str().unwrap(), &[]);
+    for kind in FRAME_KEYS.iter().filter(|k| **k != "UNKNOWN") {
+        let n = n(&v["sides"]["client"]["frames"][kind]) + n(&v["sides"]["server"]["frames"][kind]);
+        let wanted = !matches!(*kind, "WINDOW_UPDATE");
+        assert!(!wanted || n > 0, "{kind}: {n}");
+    }
+    let out = run(&["frames", f.to_str().unwrap(), "--format", "jsonl"]);
+    let padded: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|f| {
+            f["flags"].as_u64().unwrap() & 0x8 != 0
+                && f["type"] != "PING"
+                && f["type"] != "SETTINGS"
+        })
+        .map(|f| f["type"].as_str().unwrap().to_string())
+        .collect();
+    for t in ["DATA", "HEADERS", "PUSH_PROMISE"] {
+        assert!(padded.iter().any(|p| p == t), "PADDED {t}: {padded:?}");
+    }
+    // WINDOW_UPDATE comes from the other goldens (grpc-go, nghttp2).
+    let g = replay_json(capture("grpcgo-article.pcap").to_str().unwrap(), &[]);
+    assert!(n(&g["sides"]["client"]["frames"]["WINDOW_UPDATE"]) > 0);
+}
+
+golden!(
     snaplen_reference_uncut,
     "snaplen-cut.full.pcap",
     "snaplen-cut.full.tshark.json"
