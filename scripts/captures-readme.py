@@ -42,6 +42,9 @@ EXERCISES = {
                   "pushed stream 2), trailers, a custom PING payload, SETTINGS changed mid-connection, "
                   "20 kB header blocks split into HEADERS + CONTINUATION both ways, PRIORITY, "
                   "RST_STREAM (CANCEL), GOAWAY from both sides; PADDED on HEADERS, DATA and PUSH_PROMISE",
+    "go-h2c-curl": "Go's net/http h2c server (x/net h2c) with two clients: curl --http2-prior-knowledge "
+                   "--parallel (3 connections) and Go's http2.Transport (sequential and concurrent GETs, "
+                   "a 100 KiB POST echoed back with flow control, response trailers)",
 }
 
 NOTES = {
@@ -138,6 +141,7 @@ def main():
     w("Sources of the workloads: `src/grpcgo-article/main.go` (built by `scripts/build-grpcgo.sh OUTDIR`, "
       "GOPATH mode against Debian's golang-google-grpc-dev), `src/python-grpcio/workload.py` "
       "(/usr/bin/python3 + python3-grpcio), `src/node-http2/workload.js` (Debian's nodejs), "
+      "`src/go-h2c/main.go` (built by `scripts/build-goh2c.sh OUTDIR`), "
       "the `h2ledger-workload` crate, nghttp2-client/-server.\n\n")
     w("All traffic is on loopback (or lo of a private network namespace). Servers bind port 0 and "
       "print it; tcpdump then captures with `tcp port P`, `--immediate-mode`, `-B 32768` (without it "

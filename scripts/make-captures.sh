@@ -322,10 +322,30 @@ tail -1 "$WORK/nodewl.out" >"$CAP/$n.workload.json"
 PORT[$n]=$P
 HOWMADE[$n]="node captures/src/node-http2/workload.js (Node's http2, nghttp2 inside; server and client in one process, paddingStrategy MAX on both): GET /push (PUSH_PROMISE + pushed stream, trailers), PING with payload h2ledger, SETTINGS mid-connection (INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE), 20 kB request and response headers (CONTINUATION), PRIORITY and RST_STREAM (CANCEL) on /slow, GET /last, GOAWAY from both; tcpdump -i lo"
 
+# ---------------------------------------------------------------- Go net/http h2c + curl --parallel
+n=go-h2c-curl
+log "$n"
+rm -f "$CAP/$n".*
+GOH2C_BIN=${GOH2C_BIN:-$("$SCRIPTS/build-goh2c.sh" "$WORK/goh2c")}
+GO=$WORK/goh2c-go; rm -f "$GO"
+start_bg goh2c "$GOH2C_BIN" -go "$GO"; GOH2C=$LAST_PID
+P=$(wait_port goh2c $GOH2C)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+U=http://127.0.0.1:$P
+curl -s --http2-prior-knowledge --parallel --parallel-immediate -o /dev/null -o /dev/null -o /dev/null "$U/hello" "$U/hello" "$U/trailers"
+touch "$GO"
+wait $GOH2C
+sleep 0.5
+stop_dump $D
+printf '{"program":"go net/http h2c + curl %s --http2-prior-knowledge --parallel","port":%s,"connections":2,"calls_made":19,"go_calls":16,"curl_calls":3}\n' \
+  "$(curl --version | head -1 | cut -d' ' -f2)" "$P" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="go-h2c -go FILE (captures/src/go-h2c, built by scripts/build-goh2c.sh: net/http server behind h2c.NewHandler, and http2.Transport with AllowHTTP as a prior-knowledge client); curl --http2-prior-knowledge --parallel --parallel-immediate U/hello U/hello U/trailers (3 connections); then the Go client: 10 GETs, 4 concurrent, a 100 KiB POST echoed, a response with trailers; tcpdump -i lo"
+
 # ---------------------------------------------------------------- golden ledgers
 NAMES=(grpcgo-article grpcgo-article-any grpcgo-article-sll tonic-adaptive tonic-fixed nghttp-nghttpd
        python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full
-       node-http2)
+       node-http2 go-h2c-curl)
 capfile() { if [ -f "$CAP/$1.pcapng" ]; then echo "$1.pcapng"; else echo "$1.pcap"; fi; }
 for n in "${NAMES[@]}"; do
   f=$(capfile "$n")

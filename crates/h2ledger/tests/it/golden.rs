@@ -68,6 +68,11 @@ golden!(
     "node-http2.pcap",
     "node-http2.tshark.json"
 );
+golden!(
+    go_net_http_h2c_and_curl_parallel,
+    "go-h2c-curl.pcap",
+    "go-h2c-curl.tshark.json"
+);
 
 /// Every frame type RFC 9113 defines, and padding, appears in a golden capture from a real
 /// implementation (Node's http2 for PUSH_PROMISE, PRIORITY, CONTINUATION and PADDED).
