@@ -45,6 +45,10 @@ EXERCISES = {
     "go-h2c-curl": "Go's net/http h2c server (x/net h2c) with two clients: curl --http2-prior-knowledge "
                    "--parallel (3 connections) and Go's http2.Transport (sequential and concurrent GETs, "
                    "a 100 KiB POST echoed back with flow control, response trailers)",
+    "curl-upgrade": "curl --http2 to Go's h2c server: HTTP/1.1 `Upgrade: h2c`, `101 Switching Protocols`, "
+                    "the preface, the upgraded request answered on stream 1 (h2ledger: `upgraded_calls` "
+                    "2, `prelude` h2c-upgrade, not mid_stream), a second request on stream 3; the "
+                    "reference needs `--upgrade` (no `-d`: tshark's HTTP dissector follows the 101)",
 }
 
 NOTES = {
@@ -175,8 +179,8 @@ def main():
         w("- made by: %s\n" % m["how"])
         w("- linktype: %s; %s\n" % (info.get("File encapsulation", "?"), info.get("File type", "?")))
         w("- exercises: %s\n" % EXERCISES.get(name, ""))
-        w("- golden ledger: `%s.tshark.json` = `scripts/tshark-ledger.py captures/%s --port %d`\n"
-          % (name, m["file"], m["port"]))
+        w("- golden ledger: `%s.tshark.json` = `scripts/tshark-ledger.py captures/%s --port %d%s`\n"
+          % (name, m["file"], m["port"], " --upgrade" if m.get("upgrade") else ""))
         wl = os.path.join(cap, name + ".workload.json")
         if os.path.exists(wl):
             w("- workload output: `%s.workload.json`\n" % name)

@@ -142,9 +142,10 @@ def detect_ports(tshark, capture):
     return sorted(ports)
 
 
-def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_to=None):
+def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_to=None,
+           decode_as=True):
     args = ["-r", capture]
-    for p in ports:
+    for p in ports if decode_as else []:
         args += ["-d", "tcp.port==%d,http2" % p]
     args += ["--disable-protocol", "grpc",
              "-o", "tcp.desegment_tcp_streams:TRUE",
@@ -321,12 +322,16 @@ def main():
                     help="only packets at or after this time (epoch seconds)")
     ap.add_argument("--to", dest="t_to", type=float, default=None,
                     help="only packets before this time (epoch seconds)")
+    ap.add_argument("--upgrade", action="store_true",
+                    help="HTTP/1.1 Upgrade: h2c captures: no -d (forcing it makes tshark parse the "
+                         "HTTP/1.1 request as frames; its HTTP dissector follows the 101 itself)")
     a = ap.parse_args()
     ports = a.port or detect_ports(a.tshark, a.capture)
     if not ports:
         sys.stderr.write("tshark-ledger: no TCP port found in %s\n" % a.capture)
         sys.exit(1)
-    res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details, a.t_from, a.t_to)
+    res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details, a.t_from, a.t_to,
+                 decode_as=not a.upgrade)
     json.dump(res, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

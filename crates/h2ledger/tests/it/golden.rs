@@ -73,6 +73,40 @@ golden!(
     "go-h2c-curl.pcap",
     "go-h2c-curl.tshark.json"
 );
+golden!(
+    curl_http2_upgrade_to_go,
+    "curl-upgrade.pcap",
+    "curl-upgrade.tshark.json"
+);
+
+/// curl's h2c upgrade: recognised (not mid-stream, no skipped bytes), and each upgraded
+/// request is a call of its own (`upgraded_calls`, a row of `calls` on stream 1).
+#[test]
+fn curl_upgrade_requests_are_calls() {
+    let f = capture("curl-upgrade.pcap");
+    let v = replay_json(f.to_str().unwrap(), &[]);
+    assert_eq!(v["upgraded_calls"], 2);
+    assert_eq!(
+        v["warnings"].as_array().unwrap().len(),
+        0,
+        "{:#}",
+        v["warnings"]
+    );
+    for c in v["per_connection"].as_array().unwrap() {
+        assert_eq!(c["mid_stream"], false);
+        assert_eq!(c["prelude"], "h2c-upgrade");
+    }
+    let out = run(&["calls", f.to_str().unwrap(), "--format", "jsonl"]);
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let methods: Vec<&str> = rows.iter().map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["/hello", "/trailers", "/echo"], "{rows:#?}");
+    assert_eq!(rows[0]["stream"], 1);
+    assert_eq!(rows[2]["stream"], 1);
+}
 
 /// Every frame type RFC 9113 defines, and padding, appears in a golden capture from a real
 /// implementation (Node's http2 for PUSH_PROMISE, PRIORITY, CONTINUATION and PADDED).
