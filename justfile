@@ -6,7 +6,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
-test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs"
+test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2"
 bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server"
 
 default:

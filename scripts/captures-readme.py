@@ -49,6 +49,9 @@ EXERCISES = {
                     "the preface, the upgraded request answered on stream 1 (h2ledger: `upgraded_calls` "
                     "2, `prelude` h2c-upgrade, not mid_stream), a second request on stream 3; the "
                     "reference needs `--upgrade` (no `-d`: tshark's HTTP dissector follows the 101)",
+    "hyper-h2": "hyper-h2 (Python h2) both sides: HEADERS with the PRIORITY flag, server push "
+                "(PUSH_PROMISE), padded DATA both ways, request trailers (client TRAILERS), response "
+                "trailers, a custom PING payload, SETTINGS mid-connection, RST_STREAM, GOAWAY",
 }
 
 NOTES = {
@@ -145,7 +148,8 @@ def main():
     w("Sources of the workloads: `src/grpcgo-article/main.go` (built by `scripts/build-grpcgo.sh OUTDIR`, "
       "GOPATH mode against Debian's golang-google-grpc-dev), `src/python-grpcio/workload.py` "
       "(/usr/bin/python3 + python3-grpcio), `src/node-http2/workload.js` (Debian's nodejs), "
-      "`src/go-h2c/main.go` (built by `scripts/build-goh2c.sh OUTDIR`), "
+      "`src/go-h2c/main.go` (built by `scripts/build-goh2c.sh OUTDIR`), `src/hyper-h2/workload.py` "
+      "(/usr/bin/python3 + python3-h2), "
       "the `h2ledger-workload` crate, nghttp2-client/-server.\n\n")
     w("All traffic is on loopback (or lo of a private network namespace). Servers bind port 0 and "
       "print it; tcpdump then captures with `tcp port P`, `--immediate-mode`, `-B 32768` (without it "

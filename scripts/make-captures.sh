@@ -362,10 +362,26 @@ PORT[$n]=$P
 UPGRADE[$n]=1
 HOWMADE[$n]="go-h2c -go FILE (server only); curl --http2 U/hello U/trailers (GET /hello upgraded: HTTP/1.1 request, 101, answer on stream 1; /trailers on stream 3); curl --http2 -d @node-http2.workload.json U/echo (an upgraded POST); tcpdump -i lo"
 
+# ---------------------------------------------------------------- hyper-h2 (python3-h2)
+n=hyper-h2
+log "$n"
+rm -f "$CAP/$n".*
+GO=$WORK/hyper-go; rm -f "$GO"
+start_bg hyper "$PY" "$CAP/src/hyper-h2/workload.py" "$GO"; HYPER=$LAST_PID
+P=$(wait_port hyper $HYPER)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+touch "$GO"
+wait $HYPER
+sleep 0.5
+stop_dump $D
+tail -1 "$WORK/hyper.out" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="/usr/bin/python3 captures/src/hyper-h2/workload.py (Debian's python3-h2, client and server in one process): GET /push with priority (HEADERS PRIORITY flag) answered with a push (PUSH_PROMISE) and padded DATA; a padded POST with request trailers; PING with payload hyper-h2; SETTINGS mid-connection; GET /slow reset by the client (RST_STREAM); GET /last; GOAWAY from both; tcpdump -i lo"
+
 # ---------------------------------------------------------------- golden ledgers
 NAMES=(grpcgo-article grpcgo-article-any grpcgo-article-sll tonic-adaptive tonic-fixed nghttp-nghttpd
        python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full
-       node-http2 go-h2c-curl curl-upgrade)
+       node-http2 go-h2c-curl curl-upgrade hyper-h2)
 capfile() { if [ -f "$CAP/$1.pcapng" ]; then echo "$1.pcapng"; else echo "$1.pcap"; fi; }
 for n in "${NAMES[@]}"; do
   f=$(capfile "$n")

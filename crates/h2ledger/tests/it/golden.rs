@@ -107,6 +107,11 @@ fn curl_upgrade_requests_are_calls() {
     assert_eq!(rows[0]["stream"], 1);
     assert_eq!(rows[2]["stream"], 1);
 }
+golden!(
+    hyper_h2_push_priority_padding_trailers,
+    "hyper-h2.pcap",
+    "hyper-h2.tshark.json"
+);
 
 /// Every frame type RFC 9113 defines, and padding, appears in a golden capture from a real
 /// implementation (Node's http2 for PUSH_PROMISE, PRIORITY, CONTINUATION and PADDED).
