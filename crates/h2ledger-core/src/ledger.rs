@@ -1335,6 +1335,7 @@ impl<O: Observer> Sink for Ledger<O> {
         };
         let mut cut_short = None;
         let mut ends_here = None;
+        let mut discarded = 0;
         let what = match ds.mode {
             Mode::Dead => return,
             Mode::Frames => {
@@ -1361,6 +1362,7 @@ impl<O: Observer> Sink for Ledger<O> {
                 }
             }
             Mode::Detect | Mode::Resync => {
+                discarded = ds.pending.len();
                 ds.pending.clear();
                 ds.pending_writes.clear();
                 ds.scan = Scanner::default();
@@ -1391,8 +1393,13 @@ impl<O: Observer> Sink for Ledger<O> {
         }
         self.warnings.add("gap", || {
             format!(
-                "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what})",
-                conn.0
+                "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what}){}",
+                conn.0,
+                if discarded > 0 {
+                    format!("; the {discarded} bytes before it had no proven frame boundary and are not counted")
+                } else {
+                    String::new()
+                }
             )
         });
     }
@@ -1416,6 +1423,21 @@ impl<O: Observer> Sink for Ledger<O> {
                     len: 0,
                 });
                 self.detect(conn, dir, &w, &[], true);
+            }
+            // Still no boundary on an HTTP/2 connection: say what is not counted.
+            let Some(c) = self.conns.get(conn.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            if c.http2 && matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                let n = ds.pending.len();
+                let (src, dst) = c.addrs(dir);
+                self.warnings.add("no-http2-boundary", || {
+                    format!(
+                        "connection {} {src} -> {dst}: the last {n} bytes have no proven frame boundary; their frames are not counted",
+                        conn.0
+                    )
+                });
             }
         }
         if let Some(c) = self.conns.get_mut(conn.0 as usize) {

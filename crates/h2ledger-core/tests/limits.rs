@@ -322,3 +322,23 @@ fn evicted_connection_is_counted_once() {
     assert_eq!(ledger.warnings.counts.get("evicted"), Some(&1));
     assert_eq!(r.stats().resumed, 1);
 }
+
+/// Bytes of an HTTP/2 connection that never get a proven frame boundary are not counted
+/// silently: the warning names the connection, the direction and the bytes.
+#[test]
+fn unframed_bytes_at_the_end_are_reported() {
+    let mut c = conn();
+    c.write(Dir::Fwd, &preface());
+    c.write(Dir::Rev, &frame(SETTINGS, 0, 0, &[]));
+    c.ledger.gap(ConnId(0), Dir::Rev, 5000, 100);
+    // After the gap: the tail of a frame, not a boundary.
+    c.write(Dir::Rev, &[0xab; 30]);
+    c.ledger.close(ConnId(0), 10_000, CloseKind::EndOfCapture);
+    let w = c.ledger.warnings.messages.join("\n");
+    assert!(
+        w.contains(
+            "127.0.0.1:8080 -> 127.0.0.1:50000: the last 30 bytes have no proven frame boundary"
+        ),
+        "{w}"
+    );
+}
