@@ -52,6 +52,9 @@ EXERCISES = {
     "hyper-h2": "hyper-h2 (Python h2) both sides: HEADERS with the PRIORITY flag, server push "
                 "(PUSH_PROMISE), padded DATA both ways, request trailers (client TRAILERS), response "
                 "trailers, a custom PING payload, SETTINGS mid-connection, RST_STREAM, GOAWAY",
+    "python-grpcio-streaming": "gRPC streaming from python3-grpcio: server-streaming (many DATA frames "
+                               "per call from the server), client-streaming, bidirectional; one "
+                               "connection, trailers per call",
 }
 
 NOTES = {
@@ -147,7 +150,7 @@ def main():
       % (secs, secs))
     w("Sources of the workloads: `src/grpcgo-article/main.go` (built by `scripts/build-grpcgo.sh OUTDIR`, "
       "GOPATH mode against Debian's golang-google-grpc-dev), `src/python-grpcio/workload.py` "
-      "(/usr/bin/python3 + python3-grpcio), `src/node-http2/workload.js` (Debian's nodejs), "
+      "(/usr/bin/python3 + python3-grpcio; `streaming.py` beside it), `src/node-http2/workload.js` (Debian's nodejs), "
       "`src/go-h2c/main.go` (built by `scripts/build-goh2c.sh OUTDIR`), `src/hyper-h2/workload.py` "
       "(/usr/bin/python3 + python3-h2), "
       "the `h2ledger-workload` crate, nghttp2-client/-server.\n\n")

@@ -378,10 +378,26 @@ tail -1 "$WORK/hyper.out" >"$CAP/$n.workload.json"
 PORT[$n]=$P
 HOWMADE[$n]="/usr/bin/python3 captures/src/hyper-h2/workload.py (Debian's python3-h2, client and server in one process): GET /push with priority (HEADERS PRIORITY flag) answered with a push (PUSH_PROMISE) and padded DATA; a padded POST with request trailers; PING with payload hyper-h2; SETTINGS mid-connection; GET /slow reset by the client (RST_STREAM); GET /last; GOAWAY from both; tcpdump -i lo"
 
+# ---------------------------------------------------------------- python3-grpcio streaming
+n=python-grpcio-streaming
+log "$n"
+rm -f "$CAP/$n".*
+GO=$WORK/pystream-go; rm -f "$GO"
+start_bg pystream "$PY" "$CAP/src/python-grpcio/streaming.py" "$GO"; PYS=$LAST_PID
+P=$(wait_port pystream $PYS)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+touch "$GO"
+wait $PYS
+sleep 0.5
+stop_dump $D
+tail -1 "$WORK/pystream.out" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="/usr/bin/python3 captures/src/python-grpcio/streaming.py (python3-grpcio generic handlers, one channel on 127.0.0.1): 3 server-streaming calls of 10 messages, 2 client-streaming calls of 8 messages, 2 bidi calls of 6 messages each way; tcpdump -i lo"
+
 # ---------------------------------------------------------------- golden ledgers
 NAMES=(grpcgo-article grpcgo-article-any grpcgo-article-sll tonic-adaptive tonic-fixed nghttp-nghttpd
        python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full
-       node-http2 go-h2c-curl curl-upgrade hyper-h2)
+       node-http2 go-h2c-curl curl-upgrade hyper-h2 python-grpcio-streaming)
 capfile() { if [ -f "$CAP/$1.pcapng" ]; then echo "$1.pcapng"; else echo "$1.pcap"; fi; }
 for n in "${NAMES[@]}"; do
   f=$(capfile "$n")

@@ -112,6 +112,11 @@ golden!(
     "hyper-h2.pcap",
     "hyper-h2.tshark.json"
 );
+golden!(
+    python_grpcio_streaming,
+    "python-grpcio-streaming.pcap",
+    "python-grpcio-streaming.tshark.json"
+);
 
 /// Every frame type RFC 9113 defines, and padding, appears in a golden capture from a real
 /// implementation (Node's http2 for PUSH_PROMISE, PRIORITY, CONTINUATION and PADDED).
@@ -161,6 +166,10 @@ fn workload_counts_equal_the_wire() {
         ("python-grpcio-ipv6.pcap", true),
         ("nghttp-nghttpd.pcap", false),
         ("spanning-mtu1500.pcap", false),
+        ("python-grpcio-streaming.pcap", true),
+        ("node-http2.pcap", false),
+        ("go-h2c-curl.pcap", false),
+        ("hyper-h2.pcap", false),
     ] {
         let workload = read_json(&capture(&cap.replace(".pcap", ".workload.json")));
         let made = n(&workload["calls_made"]);
