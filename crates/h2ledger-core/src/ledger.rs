@@ -587,7 +587,8 @@ impl<O: Observer> Ledger<O> {
         if !ds.synced {
             ds.synced = true;
             // Mid-stream unless the frames start exactly where the stream did.
-            ds.mid_stream = !(ds.at_start && (preface || http1.is_some() || skip == 0));
+            // The preface and an upgrade's 101 are where HTTP/2 itself starts.
+            ds.mid_stream = !(preface || http1.is_some() || (ds.at_start && skip == 0));
             if ds.mid_stream {
                 ds.hpack = mid_stream_decoder();
             }
