@@ -38,6 +38,23 @@ EXERCISES = {
     "snaplen-cut": "tcpdump -s 120: every segment is cut to 120 bytes (54 bytes of TCP payload), "
                    "gaps inside frames; tcp.len (from the IP header) stays exact",
     "snaplen-cut.full": "the same run as snaplen-cut captured in full by a second tcpdump: the truth for snaplen-cut",
+    "node-http2": "Node's http2 (nghttp2 inside) with padding on both sides: server push (PUSH_PROMISE, "
+                  "pushed stream 2), trailers, a custom PING payload, SETTINGS changed mid-connection, "
+                  "20 kB header blocks split into HEADERS + CONTINUATION both ways, PRIORITY, "
+                  "RST_STREAM (CANCEL), GOAWAY from both sides; PADDED on HEADERS, DATA and PUSH_PROMISE",
+    "go-h2c-curl": "Go's net/http h2c server (x/net h2c) with two clients: curl --http2-prior-knowledge "
+                   "--parallel (3 connections) and Go's http2.Transport (sequential and concurrent GETs, "
+                   "a 100 KiB POST echoed back with flow control, response trailers)",
+    "curl-upgrade": "curl --http2 to Go's h2c server: HTTP/1.1 `Upgrade: h2c`, `101 Switching Protocols`, "
+                    "the preface, the upgraded request answered on stream 1 (h2ledger: `upgraded_calls` "
+                    "2, `prelude` h2c-upgrade, not mid_stream), a second request on stream 3; the "
+                    "reference needs `--upgrade` (no `-d`: tshark's HTTP dissector follows the 101)",
+    "hyper-h2": "hyper-h2 (Python h2) both sides: HEADERS with the PRIORITY flag, server push "
+                "(PUSH_PROMISE), padded DATA both ways, request trailers (client TRAILERS), response "
+                "trailers, a custom PING payload, SETTINGS mid-connection, RST_STREAM, GOAWAY",
+    "python-grpcio-streaming": "gRPC streaming from python3-grpcio: server-streaming (many DATA frames "
+                               "per call from the server), client-streaming, bidirectional; one "
+                               "connection, trailers per call",
 }
 
 NOTES = {
@@ -133,7 +150,10 @@ def main():
       % (secs, secs))
     w("Sources of the workloads: `src/grpcgo-article/main.go` (built by `scripts/build-grpcgo.sh OUTDIR`, "
       "GOPATH mode against Debian's golang-google-grpc-dev), `src/python-grpcio/workload.py` "
-      "(/usr/bin/python3 + python3-grpcio), the `h2ledger-workload` crate, nghttp2-client/-server.\n\n")
+      "(/usr/bin/python3 + python3-grpcio; `streaming.py` beside it), `src/node-http2/workload.js` (Debian's nodejs), "
+      "`src/go-h2c/main.go` (built by `scripts/build-goh2c.sh OUTDIR`), `src/hyper-h2/workload.py` "
+      "(/usr/bin/python3 + python3-h2), "
+      "the `h2ledger-workload` crate, nghttp2-client/-server.\n\n")
     w("All traffic is on loopback (or lo of a private network namespace). Servers bind port 0 and "
       "print it; tcpdump then captures with `tcp port P`, `--immediate-mode`, `-B 32768` (without it "
       "`-i any` dropped packets here), and the script fails if tcpdump reports drops. "
@@ -166,8 +186,8 @@ def main():
         w("- made by: %s\n" % m["how"])
         w("- linktype: %s; %s\n" % (info.get("File encapsulation", "?"), info.get("File type", "?")))
         w("- exercises: %s\n" % EXERCISES.get(name, ""))
-        w("- golden ledger: `%s.tshark.json` = `scripts/tshark-ledger.py captures/%s --port %d`\n"
-          % (name, m["file"], m["port"]))
+        w("- golden ledger: `%s.tshark.json` = `scripts/tshark-ledger.py captures/%s --port %d%s`\n"
+          % (name, m["file"], m["port"], " --upgrade" if m.get("upgrade") else ""))
         wl = os.path.join(cap, name + ".workload.json")
         if os.path.exists(wl):
             w("- workload output: `%s.workload.json`\n" % name)

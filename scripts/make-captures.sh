@@ -115,6 +115,7 @@ wait_tcp() { # wait_tcp HOST PORT [NETNS]
 TD=(tcpdump -Z root -B 32768 --immediate-mode -s 0)
 declare -A PORT     # capture name -> server port
 declare -A HOWMADE  # capture name -> description
+declare -A UPGRADE  # capture name -> 1 for an h2c upgrade capture (tshark-ledger.py --upgrade)
 
 # ---------------------------------------------------------------- grpc-go (3 linktypes, one run)
 log "grpcgo-article (lo Ethernet / any SLL2 nano / any SLL), ${SECS}s per phase"
@@ -306,14 +307,103 @@ cp "$CAP/$n.workload.json" "$CAP/$n.full.workload.json"
 HOWMADE[$n]="workload.py --serve --host 127.0.0.1 / --connect P --calls 20 --big 3 --big-size 102400; tcpdump -s 120 -i lo (snaplen-cut.full.pcap: a second tcpdump -s 0 of the same run)"
 HOWMADE[$n.full]="second tcpdump -s 0 -i lo running during the snaplen-cut run (same traffic, full snaplen)"
 
+# ---------------------------------------------------------------- Node's http2 (push, padding, ...)
+n=node-http2
+log "$n"
+rm -f "$CAP/$n".*
+GO=$WORK/node-go; rm -f "$GO"
+start_bg nodewl node "$CAP/src/node-http2/workload.js" "$GO"; NODEWL=$LAST_PID
+P=$(wait_port nodewl $NODEWL)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+touch "$GO"
+wait $NODEWL
+sleep 0.5
+stop_dump $D
+tail -1 "$WORK/nodewl.out" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="node captures/src/node-http2/workload.js (Node's http2, nghttp2 inside; server and client in one process, paddingStrategy MAX on both): GET /push (PUSH_PROMISE + pushed stream, trailers), PING with payload h2ledger, SETTINGS mid-connection (INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE), 20 kB request and response headers (CONTINUATION), PRIORITY and RST_STREAM (CANCEL) on /slow, GET /last, GOAWAY from both; tcpdump -i lo"
+
+# ---------------------------------------------------------------- Go net/http h2c + curl --parallel
+n=go-h2c-curl
+log "$n"
+rm -f "$CAP/$n".*
+GOH2C_BIN=${GOH2C_BIN:-$("$SCRIPTS/build-goh2c.sh" "$WORK/goh2c")}
+GO=$WORK/goh2c-go; rm -f "$GO"
+start_bg goh2c "$GOH2C_BIN" -go "$GO"; GOH2C=$LAST_PID
+P=$(wait_port goh2c $GOH2C)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+U=http://127.0.0.1:$P
+curl -s --http2-prior-knowledge --parallel --parallel-immediate -o /dev/null -o /dev/null -o /dev/null "$U/hello" "$U/hello" "$U/trailers"
+touch "$GO"
+wait $GOH2C
+sleep 0.5
+stop_dump $D
+printf '{"program":"go net/http h2c + curl %s --http2-prior-knowledge --parallel","port":%s,"connections":2,"calls_made":19,"go_calls":16,"curl_calls":3}\n' \
+  "$(curl --version | head -1 | cut -d' ' -f2)" "$P" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="go-h2c -go FILE (captures/src/go-h2c, built by scripts/build-goh2c.sh: net/http server behind h2c.NewHandler, and http2.Transport with AllowHTTP as a prior-knowledge client); curl --http2-prior-knowledge --parallel --parallel-immediate U/hello U/hello U/trailers (3 connections); then the Go client: 10 GETs, 4 concurrent, a 100 KiB POST echoed, a response with trailers; tcpdump -i lo"
+
+# ---------------------------------------------------------------- curl --http2 (Upgrade: h2c) to Go
+n=curl-upgrade
+log "$n"
+rm -f "$CAP/$n".*
+GO=$WORK/goh2c-up; rm -f "$GO"
+start_bg goh2c-up "$GOH2C_BIN" -go "$GO"; GOH2C=$LAST_PID
+P=$(wait_port goh2c-up $GOH2C)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+U=http://127.0.0.1:$P
+curl -s --http2 -o /dev/null -o /dev/null "$U/hello" "$U/trailers"
+curl -s --http2 -o /dev/null -d @"$CAP/node-http2.workload.json" "$U/echo"
+sleep 0.5
+stop_dump $D; stop_pid $GOH2C
+printf '{"program":"curl %s --http2 (Upgrade: h2c) to go net/http h2c","port":%s,"connections":2,"calls_made":3,"upgraded":2}\n' \
+  "$(curl --version | head -1 | cut -d' ' -f2)" "$P" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+UPGRADE[$n]=1
+HOWMADE[$n]="go-h2c -go FILE (server only); curl --http2 U/hello U/trailers (GET /hello upgraded: HTTP/1.1 request, 101, answer on stream 1; /trailers on stream 3); curl --http2 -d @node-http2.workload.json U/echo (an upgraded POST); tcpdump -i lo"
+
+# ---------------------------------------------------------------- hyper-h2 (python3-h2)
+n=hyper-h2
+log "$n"
+rm -f "$CAP/$n".*
+GO=$WORK/hyper-go; rm -f "$GO"
+start_bg hyper "$PY" "$CAP/src/hyper-h2/workload.py" "$GO"; HYPER=$LAST_PID
+P=$(wait_port hyper $HYPER)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+touch "$GO"
+wait $HYPER
+sleep 0.5
+stop_dump $D
+tail -1 "$WORK/hyper.out" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="/usr/bin/python3 captures/src/hyper-h2/workload.py (Debian's python3-h2, client and server in one process): GET /push with priority (HEADERS PRIORITY flag) answered with a push (PUSH_PROMISE) and padded DATA; a padded POST with request trailers; PING with payload hyper-h2; SETTINGS mid-connection; GET /slow reset by the client (RST_STREAM); GET /last; GOAWAY from both; tcpdump -i lo"
+
+# ---------------------------------------------------------------- python3-grpcio streaming
+n=python-grpcio-streaming
+log "$n"
+rm -f "$CAP/$n".*
+GO=$WORK/pystream-go; rm -f "$GO"
+start_bg pystream "$PY" "$CAP/src/python-grpcio/streaming.py" "$GO"; PYS=$LAST_PID
+P=$(wait_port pystream $PYS)
+start_dump $n "${TD[@]}" -i lo -w "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
+touch "$GO"
+wait $PYS
+sleep 0.5
+stop_dump $D
+tail -1 "$WORK/pystream.out" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+HOWMADE[$n]="/usr/bin/python3 captures/src/python-grpcio/streaming.py (python3-grpcio generic handlers, one channel on 127.0.0.1): 3 server-streaming calls of 10 messages, 2 client-streaming calls of 8 messages, 2 bidi calls of 6 messages each way; tcpdump -i lo"
+
 # ---------------------------------------------------------------- golden ledgers
 NAMES=(grpcgo-article grpcgo-article-any grpcgo-article-sll tonic-adaptive tonic-fixed nghttp-nghttpd
-       python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full)
+       python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full
+       node-http2 go-h2c-curl curl-upgrade hyper-h2 python-grpcio-streaming)
 capfile() { if [ -f "$CAP/$1.pcapng" ]; then echo "$1.pcapng"; else echo "$1.pcap"; fi; }
 for n in "${NAMES[@]}"; do
   f=$(capfile "$n")
   log "ledger $f (port ${PORT[$n]})"
-  "$PY" "$LEDGER" "$CAP/$f" --port "${PORT[$n]}" >"$CAP/$n.tshark.json"
+  up=(); [ -n "${UPGRADE[$n]:-}" ] && up=(--upgrade)
+  "$PY" "$LEDGER" "$CAP/$f" --port "${PORT[$n]}" "${up[@]}" >"$CAP/$n.tshark.json"
 done
 # the expected ledger of midframe if it were decoded perfectly from the first
 # frame header after the cut is not what tshark gives; record what the
@@ -329,7 +419,8 @@ done
   for n in "${NAMES[@]}"; do
     [ $first = 1 ] || echo ","
     first=0
-    printf '  "%s": {"file": "%s", "port": %s, "how": %s}' "$n" "$(capfile "$n")" "${PORT[$n]}" \
+    up=""; [ -n "${UPGRADE[$n]:-}" ] && up=', "upgrade": true'
+    printf '  "%s": {"file": "%s", "port": %s%s, "how": %s}' "$n" "$(capfile "$n")" "${PORT[$n]}" "$up" \
       "$("$PY" -c 'import json,sys;print(json.dumps(sys.argv[1]))' "${HOWMADE[$n]:-${HOWMADE[${n%.full}]:-}}")"
   done
   echo; echo "}"

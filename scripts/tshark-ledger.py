@@ -151,9 +151,9 @@ def detect_ports(tshark, capture):
 
 
 def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_to=None,
-           tls=False, keylog=None, ooo=False):
+           tls=False, keylog=None, ooo=False, decode_as=True):
     args = ["-r", capture]
-    for p in ports:
+    for p in ports if decode_as else []:
         args += ["-d", "tcp.port==%d,http2" % p]
     if keylog:
         args += ["-o", "tls.keylog_file:%s" % keylog]
@@ -345,6 +345,9 @@ def main():
     ap.add_argument("--reassemble-out-of-order", action="store_true",
                     help="pass -o tcp.reassemble_out_of_order:TRUE (off by default in 4.0: "
                          "an out-of-order segment then breaks the stream for tshark)")
+    ap.add_argument("--upgrade", action="store_true",
+                    help="HTTP/1.1 Upgrade: h2c captures: no -d (forcing it makes tshark parse the "
+                         "HTTP/1.1 request as frames; its HTTP dissector follows the 101 itself)")
     a = ap.parse_args()
     tls = a.tls or a.keylog is not None
     ports = a.port if tls else (a.port or detect_ports(a.tshark, a.capture))
@@ -352,7 +355,7 @@ def main():
         sys.stderr.write("tshark-ledger: no TCP port found in %s\n" % a.capture)
         sys.exit(1)
     res = ledger(a.tshark, a.capture, ports, a.after_frame, a.details, a.t_from, a.t_to,
-                 tls, a.keylog, a.reassemble_out_of_order)
+                 tls, a.keylog, a.reassemble_out_of_order, decode_as=not a.upgrade)
     json.dump(res, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

@@ -162,9 +162,14 @@ impl Scanner {
         if let Some(found) = self.preface(buf, at_start) {
             return found;
         }
-        if at_start {
+        // An HTTP/1.1 answer before frames: at the stream's start (upgrade or CONNECT), or, on a
+        // capture without the handshake, a `101 Switching Protocols` at the first captured byte.
+        if at_start || !self.http1_done {
             if let Some(found) = self.http1(buf, max_frame) {
-                return found;
+                match found {
+                    Found::Http1 { upgrade: false, .. } if !at_start => {}
+                    f => return f,
+                }
             }
         }
         if at_start && self.next == 0 {

@@ -17,6 +17,9 @@ use crate::model::{FrameClass, Side};
 pub const MAX_DETECT_BYTES: usize = 1 << 20;
 /// The largest header block (HEADERS or PUSH_PROMISE plus CONTINUATIONs) that is decoded.
 pub const MAX_HEADER_BLOCK: usize = 1 << 20;
+/// The largest HPACK dynamic table kept per direction, whatever SETTINGS_HEADER_TABLE_SIZE
+/// allowed (browsers use 65 536, most servers 4 096). Past it, see docs/ledger.md ("HPACK").
+pub const MAX_HPACK_TABLE: u32 = 64 * 1024;
 /// GOAWAY debug data kept per frame.
 const MAX_GOAWAY_DEBUG: u32 = 1024;
 /// Streams tracked per connection (for HEADERS vs TRAILERS) before new ones are no longer tracked.
@@ -308,6 +311,7 @@ struct DirState {
     synced: bool,
     candidates_reported: bool,
     settings_reported: bool,
+    hpack_cap_reported: bool,
     /// The write whose bytes came last, and how many of them: a gap that makes up the rest
     /// of it is that write's snaplen-cut tail (its bytes were carried by that write).
     tail_of: Option<(Write, u64)>,
@@ -329,7 +333,7 @@ impl DirState {
             block_stream: None,
             block_push: false,
             block_overflow: false,
-            hpack: Decoder::new(),
+            hpack: bounded_decoder(),
             headers: HeaderList::default(),
             summary: BlockSummary::default(),
             settings_sent: VecDeque::new(),
@@ -339,6 +343,7 @@ impl DirState {
             synced: false,
             candidates_reported: false,
             settings_reported: false,
+            hpack_cap_reported: false,
             tail_of: None,
         }
     }
@@ -363,17 +368,31 @@ impl DirState {
     }
 
     fn lose_hpack_sync(&mut self) {
+        // The SETTINGS we saw still bound the peer; the table stays capped either way.
+        let limit = (!self.hpack.is_mid_stream()).then(|| self.hpack.max_size_limit());
+        let was_capped = self.hpack.capped();
         self.hpack = mid_stream_decoder();
+        if let Some(l) = limit {
+            self.hpack.set_max_size_limit(l.max(MAX_HPACK_TABLE));
+        }
+        self.hpack_cap_reported |= was_capped;
         self.block_stream = None;
         self.block.clear();
     }
 }
 
+fn bounded_decoder() -> Decoder {
+    let mut d = Decoder::new();
+    d.set_cap(MAX_HPACK_TABLE);
+    d
+}
+
 fn mid_stream_decoder() -> Decoder {
     let mut d = Decoder::new_mid_stream();
-    // We never saw the SETTINGS that bound this table: accept any size update a real peer
-    // sends (1 MiB is far above what implementations use) rather than fail on it.
-    d.set_max_size_limit(1 << 20);
+    // We never saw the SETTINGS that bound this table: accept the size updates a real peer
+    // sends rather than fail on them; the table itself never exceeds MAX_HPACK_TABLE.
+    d.set_max_size_limit(MAX_HPACK_TABLE);
+    d.set_cap(MAX_HPACK_TABLE);
     d
 }
 
@@ -673,7 +692,8 @@ impl<O: Observer> Ledger<O> {
         if !ds.synced {
             ds.synced = true;
             // Mid-stream unless the frames start exactly where the stream did.
-            ds.mid_stream = !(ds.at_start && (preface || http1.is_some() || skip == 0));
+            // The preface and an upgrade's 101 are where HTTP/2 itself starts.
+            ds.mid_stream = !(preface || http1.is_some() || (ds.at_start && skip == 0));
             // The preface ends at `skip`: anything before it (or an HTTP/1.1 prelude) was not
             // HTTP/2.
             let before = if preface {
@@ -1170,6 +1190,13 @@ fn decode_block(
         }
     });
     ds.summary = sum;
+    if ds.hpack.capped() && !ds.hpack_cap_reported {
+        ds.hpack_cap_reported = true;
+        let size = ds.hpack.max_size_limit();
+        warnings.add("hpack-cap", || {
+            format!("connection {} {src} -> {dst}: HPACK table size update above the {MAX_HPACK_TABLE}-byte cap (limit {size}); the table is kept at the cap, references to entries beyond it decode as placeholders", id.0)
+        });
+    }
     match result {
         Ok(()) => true,
         Err(e) => {
@@ -1350,6 +1377,9 @@ impl<O: Observer> Ledger<O> {
             }
         }
         let c = &self.conns[id.0 as usize];
+        if !c.http2 {
+            return;
+        }
         let (a, b) = (c.meta.first_src, c.meta.first_dst);
         self.warnings.add("evicted", || {
             format!(
@@ -1428,6 +1458,7 @@ impl<O: Observer> Sink for Ledger<O> {
         let mut cut_short = None;
         let mut ends_here = None;
         let mut framing_lost = true;
+        let mut discarded = 0;
         let what = match ds.mode {
             Mode::Dead => return,
             Mode::Frames => {
@@ -1455,6 +1486,7 @@ impl<O: Observer> Sink for Ledger<O> {
                 }
             }
             Mode::Detect | Mode::Resync => {
+                discarded = ds.pending.len();
                 ds.pending.clear();
                 ds.pending_writes.clear();
                 ds.scan = Scanner::default();
@@ -1486,8 +1518,13 @@ impl<O: Observer> Sink for Ledger<O> {
         self.observer.gap(conn, dir, ts, framing_lost);
         self.warnings.add("gap", || {
             format!(
-                "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what})",
-                conn.0
+                "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what}){}",
+                conn.0,
+                if discarded > 0 {
+                    format!("; the {discarded} bytes before it had no proven frame boundary and are not counted")
+                } else {
+                    String::new()
+                }
             )
         });
     }
@@ -1524,6 +1561,21 @@ impl<O: Observer> Sink for Ledger<O> {
                     len: 0,
                 });
                 self.detect(conn, dir, &w, &[], true);
+            }
+            // Still no boundary on an HTTP/2 connection: say what is not counted.
+            let Some(c) = self.conns.get(conn.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            if c.http2 && matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                let n = ds.pending.len();
+                let (src, dst) = c.addrs(dir);
+                self.warnings.add("no-http2-boundary", || {
+                    format!(
+                        "connection {} {src} -> {dst}: the last {n} bytes have no proven frame boundary; their frames are not counted",
+                        conn.0
+                    )
+                });
             }
         }
         if let Some(c) = self.conns.get_mut(conn.0 as usize) {

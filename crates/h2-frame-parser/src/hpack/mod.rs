@@ -33,7 +33,13 @@
 //!   counts its (unknown) name as 0 octets, so such entries may stay a little longer than
 //!   in the peer's table (harmless: the peer never references an index it has evicted).
 //! * A dynamic table size update above the limit is accepted (and raises the limit): the
-//!   SETTINGS_HEADER_TABLE_SIZE that allowed it may predate the capture.
+//!   SETTINGS_HEADER_TABLE_SIZE that allowed it may predate the capture. The table still
+//!   never exceeds [`Decoder::set_cap`].
+//!
+//! # Bounded table
+//!
+//! [`Decoder::set_cap`] bounds the table whatever SETTINGS allowed; past the cap, references
+//! to entries the capped table no longer holds decode as placeholders ([`Decoder::capped`]).
 //!
 //! # Example
 //!
@@ -147,6 +153,10 @@ pub struct Decoder {
     table: DynamicTable,
     /// SETTINGS_HEADER_TABLE_SIZE: the largest size a size update may ask for.
     limit: u32,
+    /// The largest table this decoder keeps, whatever the peer asks (see [`Decoder::set_cap`]).
+    cap: u32,
+    /// A size update asked for more than `cap`: the table is smaller than the peer's.
+    capped: bool,
     mid_stream: bool,
     scratch_name: Vec<u8>,
     scratch_value: Vec<u8>,
@@ -164,6 +174,8 @@ impl Decoder {
         Decoder {
             table: DynamicTable::new(DEFAULT_MAX_SIZE as usize),
             limit: DEFAULT_MAX_SIZE,
+            cap: u32::MAX,
+            capped: false,
             mid_stream: false,
             scratch_name: Vec::new(),
             scratch_value: Vec::new(),
@@ -195,6 +207,24 @@ impl Decoder {
 
     pub fn max_size_limit(&self) -> u32 {
         self.limit
+    }
+
+    /// Bounds the dynamic table to `cap` octets whatever the protocol allows (memory for a
+    /// table sized as sent could reach 4 GiB). A size update above `cap` sets the table to
+    /// `cap` and [`Decoder::capped`]: entries then leave the table earlier than in the peer's,
+    /// and a reference to one of those decodes as a placeholder (as in mid-stream mode)
+    /// instead of failing.
+    pub fn set_cap(&mut self, cap: u32) {
+        self.cap = cap;
+        if self.table.max_size() > cap as usize {
+            self.table.set_max_size(cap as usize);
+            self.capped = true;
+        }
+    }
+
+    /// A size update asked for more than the cap (see [`Decoder::set_cap`]).
+    pub fn capped(&self) -> bool {
+        self.capped
     }
 
     /// The current maximum table size (the last size update, or the initial 4096).
@@ -267,7 +297,10 @@ impl Decoder {
             }
             self.limit = size;
         }
-        self.table.set_max_size(size as usize);
+        if size > self.cap {
+            self.capped = true;
+        }
+        self.table.set_max_size(size.min(self.cap) as usize);
         Ok(())
     }
 
@@ -289,7 +322,7 @@ impl Decoder {
         }
         // "Indices strictly greater than the sum of the lengths of both tables MUST be
         // treated as a decoding error." (§2.3.3)
-        if !self.mid_stream {
+        if !self.mid_stream && !self.capped {
             return Err(HpackError::InvalidIndex(index));
         }
         self.scratch_name.clear();

@@ -459,3 +459,47 @@ fn empty_block() {
     let mut d = Decoder::new();
     assert_eq!(run(&mut d, &[]).unwrap(), []);
 }
+
+/// `0x3f` + the 5-bit-prefix integer `v`: a dynamic table size update.
+fn size_update(v: u32) -> Vec<u8> {
+    let mut b = vec![0x3f];
+    let mut v = v - 31;
+    while v >= 128 {
+        b.push((v % 128) as u8 | 0x80);
+        v /= 128;
+    }
+    b.push(v as u8);
+    b
+}
+
+#[test]
+fn cap_bounds_the_table_whatever_settings_allow() {
+    for mut d in [Decoder::new(), Decoder::new_mid_stream()] {
+        d.set_cap(8192);
+        d.set_max_size_limit(u32::MAX);
+        let mut block = size_update(u32::MAX);
+        // Three entries of 4 000 octets (+ 32 + 1): only two fit 8 192.
+        for name in [b'a', b'b', b'c'] {
+            block.extend([0x40, 1, name, 0x7f, 0x9f, 0x1e]); // value length 3 998
+            block.extend(vec![b'x'; 3998]);
+        }
+        // The newest (62) decodes exactly; the oldest (64) is beyond the capped table.
+        block.extend([0xbe, 0xc0]);
+        let h = run(&mut d, &block).unwrap();
+        assert!(d.capped());
+        assert_eq!(d.max_size(), 8192);
+        assert!(d.table_size() <= 8192);
+        assert_eq!(h[3].0, b"c");
+        assert_eq!(h[4].0, b"<unseen:64>");
+    }
+}
+
+#[test]
+fn uncapped_decoder_keeps_the_exact_behaviour() {
+    let mut d = Decoder::new();
+    d.set_max_size_limit(1 << 20);
+    run(&mut d, &size_update(1 << 20)).unwrap();
+    assert!(!d.capped());
+    assert_eq!(d.max_size(), 1 << 20);
+    assert_eq!(run(&mut d, &[0xc0]), Err(HpackError::InvalidIndex(64)));
+}

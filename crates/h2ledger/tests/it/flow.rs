@@ -124,6 +124,17 @@ fn flow_recomputed_from_tshark() {
         let file = file.to_str().unwrap();
         let port = n(&v["port"]) as u16;
         let d = differences(&replay_json(file, &["--analyze"]), &tshark_flow(file, port));
+        if v["upgrade"].as_bool() == Some(true) {
+            // HTTP/1.1 Upgrade: the client's SETTINGS travel in a header and the windows start
+            // before the first frame, so h2ledger reports them as unknown (decision 38); the
+            // reimplementation over tshark's frames does not know of the upgrade.
+            assert!(
+                d.iter().all(|l| l.starts_with("unknown_connections:")),
+                "{name}:\n{}",
+                d.join("\n")
+            );
+            continue;
+        }
         assert!(d.is_empty(), "{name}:\n{}", d.join("\n"));
     }
 }

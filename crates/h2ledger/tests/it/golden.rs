@@ -64,6 +64,92 @@ golden!(
     "midconn.tshark.json"
 );
 golden!(
+    node_http2_push_padding_continuation_priority,
+    "node-http2.pcap",
+    "node-http2.tshark.json"
+);
+golden!(
+    go_net_http_h2c_and_curl_parallel,
+    "go-h2c-curl.pcap",
+    "go-h2c-curl.tshark.json"
+);
+golden!(
+    curl_http2_upgrade_to_go,
+    "curl-upgrade.pcap",
+    "curl-upgrade.tshark.json"
+);
+
+/// curl's h2c upgrade: recognised (not mid-stream, no skipped bytes), and each upgraded
+/// request is a call of its own (`upgraded_calls`, a row of `calls` on stream 1).
+#[test]
+fn curl_upgrade_requests_are_calls() {
+    let f = capture("curl-upgrade.pcap");
+    let v = replay_json(f.to_str().unwrap(), &[]);
+    assert_eq!(v["upgraded_calls"], 2);
+    assert_eq!(
+        v["warnings"].as_array().unwrap().len(),
+        0,
+        "{:#}",
+        v["warnings"]
+    );
+    for c in v["per_connection"].as_array().unwrap() {
+        assert_eq!(c["mid_stream"], false);
+        assert_eq!(c["prelude"], "h2c-upgrade");
+    }
+    let out = run(&["calls", f.to_str().unwrap(), "--format", "jsonl"]);
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let methods: Vec<&str> = rows.iter().map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["/hello", "/trailers", "/echo"], "{rows:#?}");
+    assert_eq!(rows[0]["stream"], 1);
+    assert_eq!(rows[2]["stream"], 1);
+}
+golden!(
+    hyper_h2_push_priority_padding_trailers,
+    "hyper-h2.pcap",
+    "hyper-h2.tshark.json"
+);
+golden!(
+    python_grpcio_streaming,
+    "python-grpcio-streaming.pcap",
+    "python-grpcio-streaming.tshark.json"
+);
+
+/// Every frame type RFC 9113 defines, and padding, appears in a golden capture from a real
+/// implementation (Node's http2 for PUSH_PROMISE, PRIORITY, CONTINUATION and PADDED).
+#[test]
+fn every_frame_type_and_padding_from_a_real_implementation() {
+    let f = capture("node-http2.pcap");
+    let v = replay_json(f.to_str().unwrap(), &[]);
+    for kind in FRAME_KEYS.iter().filter(|k| **k != "UNKNOWN") {
+        let n = n(&v["sides"]["client"]["frames"][kind]) + n(&v["sides"]["server"]["frames"][kind]);
+        let wanted = !matches!(*kind, "WINDOW_UPDATE");
+        assert!(!wanted || n > 0, "{kind}: {n}");
+    }
+    let out = run(&["frames", f.to_str().unwrap(), "--format", "jsonl"]);
+    let padded: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|f| {
+            f["flags"].as_u64().unwrap() & 0x8 != 0
+                && f["type"] != "PING"
+                && f["type"] != "SETTINGS"
+        })
+        .map(|f| f["type"].as_str().unwrap().to_string())
+        .collect();
+    for t in ["DATA", "HEADERS", "PUSH_PROMISE"] {
+        assert!(padded.iter().any(|p| p == t), "PADDED {t}: {padded:?}");
+    }
+    // WINDOW_UPDATE comes from the other goldens (grpc-go, nghttp2).
+    let g = replay_json(capture("grpcgo-article.pcap").to_str().unwrap(), &[]);
+    assert!(n(&g["sides"]["client"]["frames"]["WINDOW_UPDATE"]) > 0);
+}
+
+golden!(
     snaplen_reference_uncut,
     "snaplen-cut.full.pcap",
     "snaplen-cut.full.tshark.json"
@@ -80,6 +166,10 @@ fn workload_counts_equal_the_wire() {
         ("python-grpcio-ipv6.pcap", true),
         ("nghttp-nghttpd.pcap", false),
         ("spanning-mtu1500.pcap", false),
+        ("python-grpcio-streaming.pcap", true),
+        ("node-http2.pcap", false),
+        ("go-h2c-curl.pcap", false),
+        ("hyper-h2.pcap", false),
     ] {
         let workload = read_json(&capture(&cap.replace(".pcap", ".workload.json")));
         let made = n(&workload["calls_made"]);

@@ -142,19 +142,52 @@ fn connect_tunnel_is_recognised() {
     assert!(!v["warnings"].to_string().contains("skipped"));
 }
 
-/// `frames` on a connection captured mid-way prints in capture order.
+/// `frames` prints in capture order on every capture, also on connections captured mid-way
+/// (a direction was printed only once its boundary was proven).
 #[test]
-fn frames_in_capture_order_mid_stream() {
-    let Some(f) = real("df-grpc-unknown.pcap") else {
+fn frames_in_capture_order_on_every_capture() {
+    let Some(dir) = real("") else { return };
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 31);
+    for f in files {
+        let out = stdout(&["frames", f.to_str().unwrap()]);
+        let ts: Vec<f64> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix('[')?.split(']').next()?.trim().parse().ok())
+            .collect();
+        assert!(!ts.is_empty(), "{}", f.display());
+        assert!(
+            ts.windows(2).all(|w| w[0] <= w[1]),
+            "{}:\n{out}",
+            f.display()
+        );
+    }
+}
+
+/// An upgrade captured without its handshake (starts with the GET): the 101 still proves the
+/// server's first frame, the upgraded request is a call, nothing is skipped.
+#[test]
+fn upgrade_without_syn() {
+    let Some(f) = real("sv-http2-keywords2.pcap") else {
         return;
     };
-    let out = stdout(&["frames", &f]);
-    let ts: Vec<f64> = out
-        .lines()
-        .filter_map(|l| l.strip_prefix('[')?.split(']').next()?.trim().parse().ok())
-        .collect();
-    assert_eq!(ts.len(), 5, "{out}");
-    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{out}");
+    let v = json(&f);
+    assert_eq!(v["calls"], 1);
+    assert_eq!(v["upgraded_calls"], 1);
+    assert_eq!(
+        v["warnings"].as_array().unwrap().len(),
+        0,
+        "{:#}",
+        v["warnings"]
+    );
+    assert_eq!(v["per_connection"][0]["prelude"], "h2c-upgrade");
+    assert_eq!(v["per_connection"][0]["mid_stream"], false);
 }
 
 /// `calls` without any call prints no table (it printed a header row, unclosed).

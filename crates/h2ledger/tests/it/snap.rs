@@ -202,6 +202,11 @@ snap!(midconn_trailers_ipv6, "midconn-trailers-ipv6.pcap");
 snap!(midframe, "midframe.pcap");
 snap!(snaplen_cut, "snaplen-cut.pcap");
 snap!(snaplen_cut_full, "snaplen-cut.full.pcap");
+snap!(node_http2, "node-http2.pcap");
+snap!(go_h2c_curl, "go-h2c-curl.pcap");
+snap!(curl_upgrade, "curl-upgrade.pcap");
+snap!(hyper_h2, "hyper-h2.pcap");
+snap!(python_grpcio_streaming, "python-grpcio-streaming.pcap");
 
 /// A capture added to captures/manifest.json needs its `snap!` line above, and a snapshot
 /// file nobody writes any more is a leftover.

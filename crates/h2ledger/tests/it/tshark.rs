@@ -10,7 +10,8 @@ use crate::util::*;
 
 /// Captures tshark decodes completely (midframe, midconn-trailers-ipv6 and snaplen-cut it
 /// cannot: they have their own tests in golden.rs), with the port from captures/manifest.json.
-fn captures() -> Vec<(String, u16)> {
+/// The flag says "an h2c upgrade capture" (`"upgrade": true`: tshark-ledger.py --upgrade).
+fn captures() -> Vec<(String, u16, bool)> {
     let manifest = read_json(&capture("manifest.json"));
     let skip = ["midframe", "midconn-trailers-ipv6", "snaplen-cut"];
     manifest
@@ -22,16 +23,18 @@ fn captures() -> Vec<(String, u16)> {
             (
                 m["file"].as_str().unwrap().to_string(),
                 n(&m["port"]) as u16,
+                m["upgrade"] == true,
             )
         })
         .collect()
 }
 
-fn tshark_ledger(file: &str, port: u16) -> Value {
+fn tshark_ledger(file: &str, port: u16, upgrade: bool) -> Value {
     let out = Command::new("python3")
         .arg(repo().join("scripts/tshark-ledger.py"))
         .arg(file)
         .args(["--port", &port.to_string()])
+        .args(upgrade.then_some("--upgrade"))
         .output()
         .expect("python3 runs");
     assert!(
@@ -48,10 +51,10 @@ fn every_capture_equals_wireshark() {
         eprintln!("SKIPPED: tshark is not installed (apt-get install tshark); CI installs it");
         return;
     }
-    for (name, port) in captures() {
+    for (name, port, upgrade) in captures() {
         let file = capture(&name);
         let file = file.to_str().unwrap();
-        let reference = tshark_ledger(file, port);
+        let reference = tshark_ledger(file, port, upgrade);
         let ours = replay_json(file, &[]);
         assert_ledger_eq(&format!("{name} vs tshark"), &reference, &ours);
     }
@@ -65,9 +68,9 @@ fn golden_files_are_current() {
         eprintln!("SKIPPED: tshark is not installed");
         return;
     }
-    for (name, port) in captures() {
+    for (name, port, upgrade) in captures() {
         let file = capture(&name);
-        let reference = tshark_ledger(file.to_str().unwrap(), port);
+        let reference = tshark_ledger(file.to_str().unwrap(), port, upgrade);
         let stem = name.trim_end_matches(".pcapng").trim_end_matches(".pcap");
         let golden = read_json(&capture(&format!("{stem}.tshark.json")));
         assert_ledger_eq(

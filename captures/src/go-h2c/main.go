@@ -1,0 +1,110 @@
+// Go's net/http over h2c (golang.org/x/net/http2 and http2/h2c from Debian's
+// golang-golang-x-net-dev), server and client in one process on loopback.
+//
+// usage: go-h2c [-go FILE]
+// Prints {"port": P}, waits until FILE exists (the capture is running), then runs the client:
+// prior-knowledge h2c (http2.Transport with AllowHTTP): 10 GETs, 4 concurrent GETs, a 100 KiB
+// POST echoed back (flow control), a response with trailers; then prints a JSON summary.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
+)
+
+func main() {
+	goFile := flag.String("go", "", "start the client once this file exists")
+	flag.Parse()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s\n", r.Proto)
+	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+	})
+	mux.HandleFunc("/trailers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		w.Write([]byte("body with trailers\n"))
+		w.Header().Set("X-Checksum", "abc123")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv := &http.Server{Handler: h2c.NewHandler(mux, &http2.Server{})}
+	go srv.Serve(ln)
+	port := ln.Addr().(*net.TCPAddr).Port
+	json.NewEncoder(os.Stdout).Encode(map[string]int{"port": port})
+	for i := 0; i < 600; i++ {
+		if *goFile == "" {
+			time.Sleep(time.Second)
+			break
+		}
+		if _, err := os.Stat(*goFile); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tr := &http2.Transport{
+		AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}
+	client := &http.Client{Transport: tr}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	calls := 0
+	get := func(path string) {
+		resp, err := client.Get(base + path)
+		if err != nil {
+			panic(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for i := 0; i < 10; i++ {
+		get("/hello")
+		calls++
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); get("/hello") }()
+		calls++
+	}
+	wg.Wait()
+	body := bytes.Repeat([]byte("0123456789abcdef"), 100*1024/16)
+	resp, err := client.Post(base+"/echo", "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	calls++
+	resp, err = client.Get(base + "/trailers")
+	if err != nil {
+		panic(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	calls++
+	tr.CloseIdleConnections()
+	time.Sleep(200 * time.Millisecond)
+	json.NewEncoder(os.Stdout).Encode(map[string]interface{}{
+		"program": "go net/http h2c", "port": port, "calls_made": calls,
+		"echoed": n, "trailer": resp.Trailer.Get("X-Checksum"),
+	})
+}
