@@ -63,6 +63,8 @@ struct StreamFlow {
     stall: [Option<Stall>; 2],
     ended: [bool; 2],
     call: Option<u64>,
+    /// DATA bytes sent by each direction (for the plot's busiest stream).
+    sent: [u64; 2],
 }
 
 #[derive(Debug)]
@@ -101,6 +103,8 @@ struct ConnFlow {
     streams: HashMap<u32, StreamFlow>,
     /// The highest stream id seen open, by parity: lower ids not in `streams` are closed.
     max_id: [u32; 2],
+    /// Per sending direction: the stream that carried the most DATA so far, and how much.
+    busiest: [Option<(u32, u64)>; 2],
 }
 
 /// Counters of one side within one scope (the whole capture or a phase).
@@ -145,7 +149,9 @@ pub struct CallFlow {
 
 /// Windows over time for `--plot`, per side of one connection (the first whose windows are
 /// known to carry a stream frame), in fixed time buckets from `origin`: the connection window
-/// and the available window on the stream of the bucket's last DATA or stream WINDOW_UPDATE, both
+/// and the available window on the busiest stream (the one that carried the most DATA of that
+/// side so far, while it is open; otherwise the stream of the bucket's last DATA or stream
+/// WINDOW_UPDATE), both
 /// as left by the bucket's last frame that changed them (`None`: unchanged, carry the previous
 /// value), and the stalls that began in the bucket. 40 bytes per side and bucket.
 #[derive(Clone, Debug, Default)]
@@ -253,6 +259,11 @@ impl Flow {
         };
         let side = si(c.side[d]);
         let sf = &c.sides[d];
+        // The busiest stream's window while it is open, else the frame's stream.
+        let sid = c.busiest[d]
+            .map(|b| b.0)
+            .filter(|s| c.streams.contains_key(s))
+            .or(sid);
         let stream = sid
             .and_then(|s| c.streams.get(&s))
             .map(|st| (sf.initial + st.adj[d]).min(sf.conn_window));
@@ -289,6 +300,7 @@ impl Flow {
                 sides: [SideFlow::new(), SideFlow::new()],
                 streams: HashMap::new(),
                 max_id: [0; 2],
+                busiest: [None; 2],
             },
         );
     }
@@ -408,6 +420,7 @@ impl Flow {
                 stall: [None; 2],
                 ended: [false; 2],
                 call: None,
+                sent: [0; 2],
             },
         );
         let mut init = [0i64; 2];
@@ -442,6 +455,10 @@ impl Flow {
         let Some(st) = c.streams.get_mut(&sid) else {
             return;
         };
+        st.sent[d] += len as u64;
+        if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
+            c.busiest[d] = Some((sid, st.sent[d]));
+        }
         let old = st.adj[d];
         st.adj[d] -= len;
         let new = st.adj[d];
