@@ -534,7 +534,7 @@ pub struct Ledger<O> {
 /// Evicted connections whose state is kept, in case the reassembler sees them again and they
 /// resume; beyond, the oldest is closed for good (folded into the totals) and a return of it
 /// counts as a new, mid-stream connection.
-pub const MAX_EVICTED_KEPT: usize = 4096;
+pub const MAX_EVICTED_KEPT: usize = 2048;
 
 /// The open connections, by [`ConnId`]. A connection is freed when it closes (its observers
 /// fold it into their totals), so memory follows what is open, not what has passed. Boxed: a

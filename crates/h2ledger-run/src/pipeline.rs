@@ -39,9 +39,9 @@ pub struct Pipeline<O> {
 const TIMESTAMP_JUMP_NS: u64 = 3_600_000_000_000;
 
 /// Connections tracked at once by default (`--max-connections`): each costs a few KiB (its
-/// reassembly, framing and HPACK state, its counters), so 8,192 keep a run within about 64 MiB.
+/// reassembly, framing and HPACK state, its counters), so 4,096 keep a run with the analysis within about 64 MiB.
 /// Beyond, the least recently active connection is closed as evicted and counted.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 8192;
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 impl<O: Observer> Pipeline<O> {
     pub fn new(observer: O) -> Self {

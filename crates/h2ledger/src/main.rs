@@ -486,6 +486,33 @@ pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<
     p.note_empty(report, filter)
 }
 
+/// Writes the report `v` with its `phases` as the last key, one phase at a time: a run of 1,000
+/// phases never holds the JSON of all of them at once (issue 7: memory follows what is open).
+fn write_json_with_phases(
+    out: &mut dyn std::io::Write,
+    v: &serde_json::Value,
+    phases: &[Full],
+) -> std::io::Result<()> {
+    let head = serde_json::to_string_pretty(v).expect("json");
+    if phases.is_empty() {
+        return writeln!(out, "{head}");
+    }
+    // `head` ends with "\n}": continue the object with the phases.
+    let body = head.strip_suffix('}').unwrap_or(&head).trim_end();
+    write!(out, "{body},\n  \"phases\": [")?;
+    for (i, f) in phases.iter().enumerate() {
+        let one = serde_json::to_string_pretty(&render::full_json(f, None, None)).expect("json");
+        write!(out, "{}\n    ", if i == 0 { "" } else { "," })?;
+        for (k, line) in one.lines().enumerate() {
+            if k > 0 {
+                write!(out, "\n    ")?;
+            }
+            write!(out, "{line}")?;
+        }
+    }
+    writeln!(out, "\n  ]\n}}")
+}
+
 /// Prints a ledger (and its phases) in the chosen format (`drops`: live capture counters).
 pub fn print_full<O>(
     format: Format,
@@ -508,19 +535,8 @@ pub fn print_full<O>(
                 if let Some(d) = drops {
                     m.insert("drops".into(), serde_json::to_value(d).expect("json"));
                 }
-                if !phases.is_empty() {
-                    m.insert(
-                        "phases".into(),
-                        serde_json::Value::Array(
-                            phases
-                                .iter()
-                                .map(|f| render::full_json(f, None, None))
-                                .collect(),
-                        ),
-                    );
-                }
             }
-            let _ = writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"));
+            let _ = write_json_with_phases(&mut out, &v, phases);
         }
         Format::Table => {
             let _ = writeln!(out, "{}", render::headline(source, report));
