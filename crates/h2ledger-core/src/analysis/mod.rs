@@ -127,6 +127,20 @@ impl CallRec {
             Dir::Fwd
         }
     }
+    /// Counts `ev` among the call's frames (by [`CALL_KINDS`]); returns the frame's side
+    /// relative to the call (0 request, 1 response).
+    fn count_frame(&mut self, ev: &FrameEvent<'_>) -> usize {
+        let rel = usize::from(ev.dir != self.req_dir());
+        let kind = match ev.class {
+            FrameClass::Headers => 0,
+            FrameClass::Data => 1,
+            FrameClass::Trailers => 2,
+            _ => 3,
+        };
+        self.frames[rel][kind] = self.frames[rel][kind].saturating_add(1);
+        rel
+    }
+
     fn counted(&self) -> bool {
         self.flags & F_REQ_CLIENT != 0
     }
@@ -736,15 +750,7 @@ impl Analysis {
             // A frame after the call's end: counted in it while it is not folded.
             if let Some(&(_, q)) = self.ended.iter().rev().find(|r| r.0 == key) {
                 if let Some(l) = self.calls.get_mut(&q) {
-                    let call = &mut l.rec;
-                    let rel = usize::from(ev.dir != call.req_dir());
-                    let kind = match ev.class {
-                        FrameClass::Headers => 0,
-                        FrameClass::Data => 1,
-                        FrameClass::Trailers => 2,
-                        _ => 3,
-                    };
-                    call.frames[rel][kind] = call.frames[rel][kind].saturating_add(1);
+                    l.rec.count_frame(ev);
                 }
             }
             return;
@@ -753,14 +759,7 @@ impl Analysis {
             return;
         };
         let call = &mut a.rec;
-        let rel = usize::from(ev.dir != call.req_dir());
-        let kind = match ev.class {
-            FrameClass::Headers => 0,
-            FrameClass::Data => 1,
-            FrameClass::Trailers => 2,
-            _ => 3,
-        };
-        call.frames[rel][kind] = call.frames[rel][kind].saturating_add(1);
+        let rel = call.count_frame(ev);
         if ev.write != NO_WRITE && ev.write != a.last_write[rel] {
             a.last_write[rel] = ev.write;
             call.writes[rel] = call.writes[rel].saturating_add(1);

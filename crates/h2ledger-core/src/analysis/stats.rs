@@ -37,24 +37,19 @@ impl Percentiles {
     /// From durations in nanoseconds (sorted in place).
     pub fn of_nanos(samples: &mut [i64]) -> Percentiles {
         samples.sort_unstable();
-        let us = |p| nearest_rank(samples, p).map(|ns| ns as f64 / 1000.0);
-        Percentiles {
-            count: samples.len() as u64,
-            p1: us(1),
-            p25: us(25),
-            p50: us(50),
-            p75: us(75),
-            p90: us(90),
-            p95: us(95),
-            p99: us(99),
-        }
+        Self::from_ranks(samples.len() as u64, |p| nearest_rank(samples, p))
     }
 
     /// From a bounded histogram (exact while it holds few values; see [`super::hist`]).
     pub fn of_hist(h: &super::LatencyHist) -> Percentiles {
-        let us = |p| h.percentile(p).map(|ns| ns as f64 / 1000.0);
+        Self::from_ranks(h.count(), |p| h.percentile(p))
+    }
+
+    /// `count` samples whose nearest-rank percentile `p` (nanoseconds) is `rank(p)`.
+    fn from_ranks(count: u64, rank: impl Fn(u32) -> Option<i64>) -> Percentiles {
+        let us = |p| rank(p).map(|ns| ns as f64 / 1000.0);
         Percentiles {
-            count: h.count(),
+            count,
             p1: us(1),
             p25: us(25),
             p50: us(50),

@@ -114,32 +114,6 @@ fn pcap(linktype: u32, packets: &[Vec<u8>]) -> Vec<u8> {
     f
 }
 
-fn tcp(sport: u16, dport: u16, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-    let total = 20 + 20 + payload.len();
-    let mut p = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        0,
-        0x40,
-        0,
-        64,
-        6,
-        0,
-        0,
-    ];
-    p.extend_from_slice(&[127, 0, 0, 1, 127, 0, 0, 1]);
-    p.extend_from_slice(&sport.to_be_bytes());
-    p.extend_from_slice(&dport.to_be_bytes());
-    p.extend_from_slice(&seq.to_be_bytes());
-    p.extend_from_slice(&0u32.to_be_bytes());
-    p.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
-    p.extend_from_slice(payload);
-    p
-}
-
 const SYN: u8 = 0x02;
 const ACK: u8 = 0x10;
 const PSH_ACK: u8 = 0x18;

@@ -154,3 +154,30 @@ pub fn bin_for_nobody() -> PathBuf {
     }
     to
 }
+
+/// A raw IPv4 packet (127.0.0.1 to itself) carrying one TCP segment.
+pub fn tcp(sport: u16, dport: u16, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let total = 20 + 20 + payload.len();
+    let mut p = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ];
+    p.extend_from_slice(&[127, 0, 0, 1, 127, 0, 0, 1]);
+    p.extend_from_slice(&sport.to_be_bytes());
+    p.extend_from_slice(&dport.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(&0u32.to_be_bytes());
+    p.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    p.extend_from_slice(payload);
+    p
+}
