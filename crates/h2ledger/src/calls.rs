@@ -1,69 +1,20 @@
 //! `h2ledger calls`: every call (stream) of a capture, as a table or JSON lines.
 
-use std::io::Write as _;
+use h2ledger_core::analysis::CallView;
 
-use h2ledger_core::analysis::{CallView, CALL_KINDS};
-use serde_json::{json, Value};
+use crate::lines::{CallLine, Out, Shape};
 
 fn secs(ns: i64) -> f64 {
     ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 / 1e9
 }
 
-fn us(ns: i64) -> Value {
-    if ns < 0 {
-        Value::Null
-    } else {
-        json!(ns as f64 / 1000.0)
-    }
-}
-
-/// One call as a JSON object.
-pub fn call_json(c: &CallView<'_>) -> Value {
-    let r = c.rec;
-    let frames = |rel: usize| -> Value {
-        CALL_KINDS
-            .iter()
-            .zip(r.frames[rel])
-            .map(|(k, n)| (k.to_string(), json!(n)))
-            .collect::<serde_json::Map<_, _>>()
-            .into()
-    };
-    let mut v = json!({
-        "conn": r.conn,
-        "stream": r.stream,
-        "method": c.method,
-        "status": c.status(),
-        "grpc_status": (r.grpc_status != h2ledger_core::analysis::NO_STATUS).then_some(r.grpc_status),
-        "http_status": (r.http_status != 0).then_some(r.http_status),
-        "start": secs(r.start),
-        "end": (r.end >= 0).then(|| secs(r.start + r.end)),
-        "first_byte_us": us(r.first_byte),
-        "duration_us": us(r.end),
-        "in_flight_at_start": r.inflight,
-        "reset": r.reset(),
-        "frames": {"client": frames(0), "server": frames(1)},
-        "writes": {"client": r.writes[0], "server": r.writes[1]},
-        "opened_bdp_round": {
-            "client": r.opened_round(h2ledger_core::Side::Client),
-            "server": r.opened_round(h2ledger_core::Side::Server),
-        },
-    });
-    if let Value::Object(m) = &mut v {
-        m.extend(crate::flowview::call_keys(c));
-    }
-    v
-}
-
 /// The `calls` listing, printed as calls are folded (about the order they end, within a second
 /// of capture time), so that no row is held: the table's columns have fixed widths.
 pub struct CallPrinter {
-    out: std::io::BufWriter<std::io::Stdout>,
-    jsonl: bool,
+    pub out: Out,
     /// Times are printed relative to this (the first packet), seconds since the epoch.
     origin: Option<f64>,
     pub calls: u64,
-    /// The reader went away (`| head`).
-    pub broken: bool,
 }
 
 /// Column headers and widths of the table (a negative width aligns left).
@@ -115,13 +66,11 @@ fn fit(s: &str, w: usize) -> String {
 }
 
 impl CallPrinter {
-    pub fn new(jsonl: bool) -> Self {
+    pub fn new(shape: Shape) -> Self {
         CallPrinter {
-            out: std::io::BufWriter::new(std::io::stdout()),
-            jsonl,
+            out: Out::new(shape, "calls"),
             origin: None,
             calls: 0,
-            broken: false,
         }
     }
 
@@ -132,21 +81,18 @@ impl CallPrinter {
     }
 
     fn line(&mut self, s: &str) {
-        if !self.broken && writeln!(self.out, "{s}").is_err() {
-            self.broken = true;
-        }
+        self.out.line(s);
     }
 
     pub fn call(&mut self, c: &CallView<'_>) {
         self.calls += 1;
-        if !self.jsonl && self.calls == 1 {
+        if self.out.shape != Shape::Table {
+            self.out.record(&CallLine::new(c));
+            return;
+        }
+        if self.calls == 1 {
             let head: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
             self.line(&row(&head));
-        }
-        if self.jsonl {
-            let l = call_json(c).to_string();
-            self.line(&l);
-            return;
         }
         let r = c.rec;
         let ms = |ns: i64| {
@@ -190,19 +136,11 @@ impl CallPrinter {
         self.line(&l);
     }
 
-    /// Live: what was printed reaches the reader now.
-    pub fn flush(&mut self) {
-        if !self.broken && self.out.flush().is_err() {
-            self.broken = true;
-        }
-    }
-
-    /// After the last call: the count (table), then flush.
+    /// After the last call (table): the count. The JSON shapes end with the summary record.
     pub fn finish(&mut self) {
-        if !self.jsonl {
+        if self.out.shape == Shape::Table {
             let n = self.calls;
             self.line(&format!("{n} calls"));
         }
-        self.flush();
     }
 }

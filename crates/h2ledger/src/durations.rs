@@ -166,3 +166,14 @@ mod tests {
             .contains("too long"));
     }
 }
+
+/// A duration as the shortest exact unit: `1s`, `90s`, `250ms`, `1500us`, `7ns`.
+pub fn show(d: Duration) -> String {
+    let ns = d.as_nanos();
+    match ns {
+        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}

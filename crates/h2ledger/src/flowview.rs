@@ -5,7 +5,6 @@ use h2ledger_core::analysis::CallView;
 use h2ledger_core::flow::FlowSide;
 use h2ledger_core::grpc::GrpcSide;
 use h2ledger_core::{AnalysisReport, Side};
-use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
@@ -162,59 +161,6 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
         out.push_str(&t.to_string());
     }
     Some(out)
-}
-
-fn us(ns: i64) -> Value {
-    if ns < 0 {
-        Value::Null
-    } else {
-        json!(ns as f64 / 1000.0)
-    }
-}
-
-/// The per-call keys of issue 11, added to `calls --format jsonl`.
-pub fn call_keys(c: &CallView<'_>) -> Map<String, Value> {
-    let f = c.flow;
-    let mut m = Map::new();
-    m.insert(
-        "stalls".into(),
-        json!({"client": f.stalls[0], "server": f.stalls[1]}),
-    );
-    m.insert(
-        "stalled_us".into(),
-        json!({"client": f.stalled_ns[0] as f64 / 1000.0, "server": f.stalled_ns[1] as f64 / 1000.0}),
-    );
-    let g = c.grpc.cloned().unwrap_or_default();
-    let grpc = g.grpc;
-    let side = |v: [u64; 2]| -> Value {
-        if grpc {
-            json!({"client": v[0], "server": v[1]})
-        } else {
-            Value::Null
-        }
-    };
-    let k = g.counts;
-    m.insert(
-        "messages".into(),
-        side([k[0].messages.into(), k[1].messages.into()]),
-    );
-    m.insert("message_bytes".into(), side([k[0].bytes, k[1].bytes]));
-    m.insert(
-        "compressed".into(),
-        side([k[0].compressed.into(), k[1].compressed.into()]),
-    );
-    m.insert(
-        "incomplete_messages".into(),
-        side([k[0].incomplete.into(), k[1].incomplete.into()]),
-    );
-    m.insert(
-        "grpc_encoding".into(),
-        json!({"client": g.encoding[0].as_deref(), "server": g.encoding[1].as_deref()}),
-    );
-    m.insert("grpc_message".into(), json!(g.grpc_message.as_deref()));
-    m.insert("server_time_us".into(), us(g.server_time_ns));
-    m.insert("ping_rtt_us".into(), us(g.ping_rtt_ns));
-    m
 }
 
 /// The cells of the flow-control and gRPC columns of the `calls` table (stalls c/s, stalled ms

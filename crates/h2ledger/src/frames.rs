@@ -1,12 +1,11 @@
 //! `h2ledger frames`: one line per frame, like `nghttp -v`, streamed as frames are seen.
 
-use std::io::{BufWriter, Stdout, Write as _};
-
 use h2_frame_parser::{ping, Frame, Kind};
 use h2ledger_core::analysis::escape_bytes;
 use h2ledger_core::{FrameClass, FrameEvent, Observer, Side};
 use h2ledger_tcp::Nanos;
-use serde_json::{json, Map, Value};
+
+use crate::lines::{Addrs, FrameLine, Out, Shape};
 
 /// Which frames to print.
 #[derive(Clone, Debug, Default)]
@@ -31,26 +30,24 @@ impl FrameFilter {
     }
 }
 
-/// Prints each frame as it arrives. A closed stdout sets `broken`.
+/// Prints each frame as it arrives (buffered; the live loop flushes when the input is idle).
 pub struct FramePrinter {
-    out: BufWriter<Stdout>,
-    jsonl: bool,
+    pub out: Out,
     filter: FrameFilter,
     origin: Option<Nanos>,
-    pub broken: bool,
-    /// Flush after every frame (live capture).
-    pub flush_each: bool,
+    /// Stop after this many frames printed (`--max-frames`).
+    pub max: Option<u64>,
+    addrs: Addrs,
 }
 
 impl FramePrinter {
-    pub fn new(jsonl: bool, filter: FrameFilter) -> Self {
+    pub fn new(shape: Shape, filter: FrameFilter) -> Self {
         FramePrinter {
-            out: BufWriter::new(std::io::stdout()),
-            jsonl,
+            out: Out::new(shape, "frames"),
             filter,
             origin: None,
-            broken: false,
-            flush_each: false,
+            max: None,
+            addrs: Addrs::default(),
         }
     }
 
@@ -58,31 +55,29 @@ impl FramePrinter {
         self.origin.get_or_insert(t);
     }
 
-    pub fn flush(&mut self) {
-        if self.out.flush().is_err() {
-            self.broken = true;
-        }
+    /// `--max-frames` reached.
+    pub fn full(&self) -> bool {
+        self.max.is_some_and(|m| self.out.records >= m)
     }
 }
 
 impl Observer for FramePrinter {
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        if self.broken || !self.filter.keep(ev) {
+        if self.out.broken || self.full() || !self.filter.keep(ev) {
             return;
         }
         let origin = *self.origin.get_or_insert(ev.ts);
-        let r = if self.jsonl {
-            writeln!(self.out, "{}", frame_json(ev))
+        if self.out.shape == Shape::Table {
+            self.out.records += 1;
+            let l = frame_line(ev, origin);
+            self.out.line(&l);
         } else {
-            writeln!(self.out, "{}", frame_line(ev, origin))
-        };
-        if r.is_err() || (self.flush_each && self.out.flush().is_err()) {
-            self.broken = true;
+            self.out.record(&FrameLine::new(ev, &mut self.addrs));
         }
     }
 }
 
-fn flag_names(kind: Kind, flags: u8) -> Vec<&'static str> {
+pub fn flag_names(kind: Kind, flags: u8) -> Vec<&'static str> {
     let mut v = Vec::new();
     let f = |bit: u8| flags & bit != 0;
     match kind {
@@ -186,69 +181,4 @@ fn frame_line(ev: &FrameEvent<'_>, origin: Nanos) -> String {
     )
     .trim_end()
     .to_string()
-}
-
-/// One JSON object per frame (keys documented in docs/article.md).
-pub fn frame_json(ev: &FrameEvent<'_>) -> Value {
-    let mut m = Map::new();
-    m.insert(
-        "time".into(),
-        json!(
-            ev.ts.div_euclid(1_000_000_000) as f64 + ev.ts.rem_euclid(1_000_000_000) as f64 / 1e9
-        ),
-    );
-    m.insert("conn".into(), json!(ev.conn.0));
-    m.insert("src".into(), json!(ev.src.to_string()));
-    m.insert("dst".into(), json!(ev.dst.to_string()));
-    m.insert("side".into(), json!(ev.side.name()));
-    m.insert("stream".into(), json!(ev.head.stream_id));
-    m.insert("type".into(), json!(ev.head.kind.name()));
-    m.insert("class".into(), json!(ev.class.name()));
-    m.insert("flags".into(), json!(ev.head.flags.0));
-    m.insert(
-        "flag_names".into(),
-        json!(flag_names(ev.head.kind, ev.head.flags.0)),
-    );
-    m.insert("length".into(), json!(ev.head.length));
-    m.insert(
-        "write".into(),
-        if ev.write == h2ledger_core::ledger::NO_WRITE {
-            Value::Null
-        } else {
-            json!(ev.write)
-        },
-    );
-    if let Some(h) = ev.headers {
-        let pairs: Vec<Value> = h
-            .iter()
-            .map(|x| json!([escape_bytes(x.name), escape_bytes(x.value)]))
-            .collect();
-        m.insert("headers".into(), Value::Array(pairs));
-    }
-    match ev.frame {
-        Some(Frame::Ping(p)) => {
-            m.insert("ping".into(), json!(hex(&p.payload).replace(' ', "")));
-            m.insert(
-                "ping_label".into(),
-                json!(ping::classify(&p.payload).map_or("other", |k| k.label)),
-            );
-        }
-        Some(Frame::WindowUpdate(w)) => {
-            m.insert("increment".into(), json!(w.increment));
-        }
-        Some(Frame::RstStream(r)) => {
-            m.insert("error".into(), json!(r.code.to_string()));
-        }
-        Some(Frame::GoAway(g)) => {
-            m.insert("error".into(), json!(g.code.to_string()));
-            m.insert("last_stream_id".into(), json!(g.last_stream_id));
-            m.insert("debug".into(), json!(escape_bytes(g.debug)));
-        }
-        Some(Frame::Settings(s)) => {
-            let v: Vec<Value> = s.iter().map(|(id, v)| json!([id.to_string(), v])).collect();
-            m.insert("settings".into(), Value::Array(v));
-        }
-        _ => {}
-    }
-    Value::Object(m)
 }

@@ -1,6 +1,9 @@
-//! Reading packets: saved captures through libpcap's offline reader.
+//! Reading packets: saved captures through libpcap's offline reader, plain or compressed
+//! (gzip, zstd: known by their magic bytes, not by the file name; also on standard input).
 
+use std::io::{BufRead, BufReader, Read, Write as _};
 use std::path::Path;
+use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Result};
 use h2ledger_tcp::Nanos;
@@ -24,9 +27,186 @@ pub fn bpf(ports: &[u16], expr: &[String]) -> Option<String> {
 
 /// An open saved capture (pcap or pcapng; `-` is standard input).
 pub struct SavedCapture {
-    cap: Capture<Offline>,
+    /// `None` once the capture is closed (so that the decompressing thread can be joined).
+    cap: Option<Capture<Offline>>,
     pub name: String,
     pub linktype: i32,
+    /// The thread that feeds libpcap through a pipe: decompressing, or copying standard input.
+    feeder: Option<JoinHandle<std::io::Result<()>>>,
+    /// What the feeder decodes ("gzip", "zstd"), for its errors.
+    pub compression: Option<&'static str>,
+}
+
+/// Compression formats read transparently, by their magic bytes.
+pub fn compression_of(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        Some("gzip")
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Some("zstd")
+    } else {
+        None
+    }
+}
+
+/// The decompressed bytes of `r` (whose first bytes are `head`, already read), or the bytes as
+/// they are when `kind` is `None`.
+pub fn decoder(
+    head: Vec<u8>,
+    r: impl Read + Send + 'static,
+    kind: Option<&'static str>,
+) -> std::io::Result<Box<dyn Read + Send>> {
+    let r = BufReader::with_capacity(1 << 16, std::io::Cursor::new(head).chain(r));
+    Ok(match kind {
+        Some("gzip") => Box::new(flate2::bufread::MultiGzDecoder::new(r)),
+        Some(_) => Box::new(Zstd::new(r)),
+        None => Box::new(r),
+    })
+}
+
+/// A zstd stream of one or more frames (`cat a.zst b.zst` is one stream), skippable frames
+/// skipped. The decoder refuses a window above 100 MiB (ruzstd's limit): a hostile header
+/// cannot make it allocate more.
+struct Zstd<R: BufRead> {
+    src: R,
+    dec: ruzstd::decoding::FrameDecoder,
+    /// A frame is being decoded.
+    active: bool,
+}
+
+impl<R: BufRead> Zstd<R> {
+    fn new(src: R) -> Zstd<R> {
+        Zstd {
+            src,
+            dec: ruzstd::decoding::FrameDecoder::new(),
+            active: false,
+        }
+    }
+}
+
+impl<R: BufRead> Read for Zstd<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
+        use ruzstd::decoding::BlockDecodingStrategy;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.active {
+                while self.dec.can_collect() < buf.len() && !self.dec.is_finished() {
+                    let want = buf.len() - self.dec.can_collect();
+                    self.dec
+                        .decode_blocks(&mut self.src, BlockDecodingStrategy::UptoBytes(want))
+                        .map_err(zstd_error)?;
+                }
+                let n = self.dec.read(buf)?;
+                if n > 0 {
+                    return Ok(n);
+                }
+                self.active = false;
+            }
+            if self.src.fill_buf()?.is_empty() {
+                return Ok(0);
+            }
+            match self.dec.reset(&mut self.src) {
+                Ok(()) => self.active = true,
+                Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                    length,
+                    ..
+                })) => {
+                    let skipped = std::io::copy(
+                        &mut (&mut self.src).take(length.into()),
+                        &mut std::io::sink(),
+                    )?;
+                    if skipped < u64::from(length) {
+                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                    }
+                }
+                Err(e) => return Err(zstd_error(e)),
+            }
+        }
+    }
+}
+
+/// ruzstd's errors print their inner `Debug`; a cut stream is the common case, say it plainly.
+fn zstd_error(e: impl std::fmt::Display) -> std::io::Error {
+    let text = e.to_string();
+    if text.contains("UnexpectedEof") {
+        std::io::Error::other("the compressed stream ends early (a cut file?)")
+    } else {
+        std::io::Error::other(format!("corrupt stream ({text})"))
+    }
+}
+
+/// A forward-only reader that can [`std::io::Seek`] ahead by reading (for the pcapng key scan
+/// of a compressed capture).
+pub struct Forward<R> {
+    r: R,
+    pos: u64,
+}
+
+impl<R: Read> Forward<R> {
+    pub fn new(r: R) -> Forward<R> {
+        Forward { r, pos: 0 }
+    }
+}
+
+impl<R: Read> Read for Forward<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.r.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Read> std::io::Seek for Forward<R> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            std::io::SeekFrom::End(_) => None,
+        };
+        match target {
+            Some(t) if t >= self.pos => {
+                let want = t - self.pos;
+                let got = std::io::copy(&mut (&mut *self).take(want), &mut std::io::sink())?;
+                if got < want {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                Ok(self.pos)
+            }
+            _ => Err(std::io::Error::other(
+                "a compressed capture cannot seek back",
+            )),
+        }
+    }
+}
+
+/// A pipe that libpcap reads as a file (`/dev/fd/N`), fed by a thread from `r`.
+fn piped(
+    r: Box<dyn Read + Send>,
+) -> std::io::Result<(String, std::io::PipeReader, JoinHandle<std::io::Result<()>>)> {
+    use std::os::fd::AsRawFd;
+    let (reader, mut writer) = std::io::pipe()?;
+    let path = format!("/dev/fd/{}", reader.as_raw_fd());
+    let feeder = std::thread::Builder::new()
+        .name("decompress".into())
+        .spawn(move || {
+            let mut r = r;
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = match r.read(&mut buf) {
+                    Ok(0) => return Ok(()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                if writer.write_all(&buf[..n]).is_err() {
+                    // libpcap stopped reading (a damaged capture): not our error.
+                    return Ok(());
+                }
+            }
+        })?;
+    Ok((path, reader, feeder))
 }
 
 impl SavedCapture {
@@ -54,31 +234,94 @@ impl SavedCapture {
                 return Err(anyhow!("{name}: cannot open: {}", io_reason(&e)));
             }
         }
-        let mut cap = Capture::from_file_with_precision(path, Precision::Nano)
-            .map_err(|e| anyhow!("{name}: not a pcap or pcapng capture ({})", pcap_reason(&e)))?;
+        // The first bytes tell a compressed capture; standard input always goes through a pipe
+        // of ours (its first bytes are read here and cannot be given back to libpcap).
+        let mut head = Vec::with_capacity(4);
+        let source: Box<dyn Read + Send> = if path == "-" {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(
+                std::fs::File::open(path)
+                    .map_err(|e| anyhow!("{name}: cannot open: {}", io_reason(&e)))?,
+            )
+        };
+        let mut source = source;
+        (&mut source)
+            .take(4)
+            .read_to_end(&mut head)
+            .map_err(|e| anyhow!("{name}: cannot read: {}", io_reason(&e)))?;
+        let compression = compression_of(&head);
+        let (mut feeder, mut pipe) = (None, None);
+        let open_path = if compression.is_none() && path != "-" {
+            path.to_string()
+        } else {
+            let r = decoder(head, source, compression)
+                .map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
+            let (p, reader, f) = piped(r).map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
+            feeder = Some(f);
+            pipe = Some(reader);
+            p
+        };
+        let opened = Capture::from_file_with_precision(&open_path, Precision::Nano);
+        // libpcap opened its own descriptor of the pipe.
+        drop(pipe);
+        let mut cap = match opened {
+            Ok(c) => c,
+            Err(e) => {
+                let what = compression.map_or(String::new(), |c| format!(" inside the {c} stream"));
+                let mut msg = format!(
+                    "{name}: not a pcap or pcapng capture{what} ({})",
+                    pcap_reason(&e)
+                );
+                if let Some(Err(fe)) = feeder.take().map(|f| f.join().unwrap_or(Ok(()))) {
+                    msg = format!("{name}: {}: {fe}", compression.unwrap_or("read"));
+                }
+                return Err(anyhow!(msg));
+            }
+        };
         if let Some(f) = filter {
             cap.filter(f, true)
                 .map_err(|e| anyhow!("bad filter expression \"{f}\": {}", pcap_reason(&e)))?;
         }
         let linktype = cap.get_datalink().0;
         Ok(SavedCapture {
-            cap,
+            cap: Some(cap),
             name,
             linktype,
+            feeder,
+            compression,
         })
+    }
+
+    /// Closes the capture and returns the feeder's error, if any (a corrupt compressed stream).
+    fn close(&mut self) -> Option<std::io::Error> {
+        self.cap = None;
+        self.feeder.take()?.join().ok()?.err()
     }
 
     /// Calls `f(ts, data)` for every packet. A damaged or truncated file stops the loop with an
     /// error after the packets before the damage were delivered.
     pub fn for_each(&mut self, mut f: impl FnMut(Nanos, &[u8])) -> Result<()> {
-        loop {
-            match self.cap.next_packet() {
+        let Some(cap) = self.cap.as_mut() else {
+            return Ok(());
+        };
+        let ended = loop {
+            match cap.next_packet() {
                 Ok(p) => {
                     f(crate::pipeline::ts_nanos(&p.header.ts), p.data);
                 }
-                Err(pcap::Error::NoMorePackets) => return Ok(()),
-                Err(e) => return Err(anyhow!("{}: {}", self.name, pcap_reason(&e))),
+                Err(pcap::Error::NoMorePackets) => break Ok(()),
+                Err(e) => break Err(anyhow!("{}: {}", self.name, pcap_reason(&e))),
             }
+        };
+        // A corrupt compressed stream looks like a cut capture to libpcap: say what it was.
+        match self.close() {
+            Some(e) => Err(anyhow!(
+                "{}: {}: {e}",
+                self.name,
+                self.compression.unwrap_or("read")
+            )),
+            None => ended,
         }
     }
 }

@@ -73,8 +73,17 @@ pub fn load(
         file = live.then_some(kf);
     }
     if let Some(cap) = capture.filter(|c| *c != "-") {
-        if let Ok(f) = File::open(cap) {
-            if let Ok(Some(e)) = scan_pcapng(&mut BufReader::with_capacity(1 << 20, f)) {
+        if let Ok(mut f) = File::open(cap) {
+            let mut head = Vec::with_capacity(4);
+            let _ = (&mut f).take(4).read_to_end(&mut head);
+            let found = match crate::input::compression_of(&head) {
+                None => f
+                    .seek(SeekFrom::Start(0))
+                    .and_then(|_| scan_pcapng(&mut BufReader::with_capacity(1 << 20, f))),
+                Some(kind) => crate::input::decoder(head, f, Some(kind))
+                    .and_then(|r| scan_pcapng(&mut crate::input::Forward::new(r))),
+            };
+            if let Ok(Some(e)) = found {
                 keys.add_text(&e.text);
                 keys.finish_text();
             }

@@ -7,6 +7,7 @@ mod flowview;
 mod frames;
 mod input;
 mod keys;
+mod lines;
 mod live;
 mod phases;
 mod pipeline;
@@ -163,17 +164,40 @@ struct ReplayArgs {
     filter: FilterArgs,
 }
 
+/// The formats of the line views (`calls`, `frames`).
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LineFormat {
+    /// Fixed columns, one row per record
     Table,
+    /// One JSON document: the records in an array, then the summary
+    Json,
+    /// One JSON object per line, each with a `type`; the last one is the summary
     Jsonl,
+}
+
+impl LineFormat {
+    fn shape(self) -> lines::Shape {
+        match self {
+            LineFormat::Table => lines::Shape::Table,
+            LineFormat::Json => lines::Shape::Document,
+            LineFormat::Jsonl => lines::Shape::Lines,
+        }
+    }
 }
 
 #[derive(Args)]
 struct CallsArgs {
+    /// The capture file (.pcap, .pcapng, also gzip- or zstd-compressed); `-` reads standard
+    /// input. With -i, this word is the first word of the filter
+    #[arg(value_name = "FILE")]
+    file: Option<String>,
     #[command(flatten)]
-    source: source::SourceArgs,
-    /// A table, or one JSON object per call
+    capture: source::CaptureArgs,
+    /// Print a `tick` line (packets, frames and calls of the last D) every D: wall-clock time
+    /// live, capture time on a file
+    #[arg(long, value_parser = durations::parse_period, value_name = "D")]
+    every: Option<std::time::Duration>,
+    /// A table, one JSON document, or one JSON object per call (then a summary line)
     #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
     #[command(flatten)]
@@ -182,9 +206,20 @@ struct CallsArgs {
 
 #[derive(Args)]
 struct FramesArgs {
+    /// The capture file (.pcap, .pcapng, also gzip- or zstd-compressed); `-` reads standard
+    /// input. With -i, this word is the first word of the filter
+    #[arg(value_name = "FILE")]
+    file: Option<String>,
     #[command(flatten)]
-    source: source::SourceArgs,
-    /// One line per frame, or one JSON object per frame
+    capture: source::CaptureArgs,
+    /// Stop after N frames printed (`-c` counts packets, like tcpdump)
+    #[arg(long, value_name = "N")]
+    max_frames: Option<u64>,
+    /// Print a `tick` line (packets and frames of the last D) every D: wall-clock time live,
+    /// capture time on a file
+    #[arg(long, value_parser = durations::parse_period, value_name = "D")]
+    every: Option<std::time::Duration>,
+    /// One line per frame, one JSON document, or one JSON object per frame (then a summary)
     #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
     /// Only connection N (repeatable; numbered from 0 in order of appearance)
@@ -372,57 +407,122 @@ pub fn write_plot(
 }
 
 fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
+    let mut filter = a.filter.clone();
+    let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
+    let bpf = source::bpf(&filter);
     let wanted = Wanted {
         analysis: true,
         ..Wanted::default()
     };
     let mut obs = Obs::new(&wanted);
     obs.analysis = obs.analysis.map(|an| an.keep_finished());
-    let mut p = Pipeline::with_max_connections(obs, a.filter.max_connections)
-        .with_keys(source::keys(&a.source, &a.filter)?);
-    let mut printer = calls::CallPrinter::new(a.format == LineFormat::Jsonl);
-    let live = a.source.live.interface.is_some();
-    let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
-        printer.set_origin(ts);
-        p.packet(linktype, ts, data);
-        if let Some(an) = p.ledger.observer.analysis.as_mut() {
-            an.drain_finished(|c| printer.call(&c));
+    let p = Pipeline::with_max_connections(obs, filter.max_connections)
+        .with_keys(source::keys(&input, &filter)?);
+    struct Calls {
+        p: Pipeline<Obs>,
+        printer: calls::CallPrinter,
+        ticks: lines::Ticks,
+    }
+    impl source::Hooks for Calls {
+        fn packet(&mut self, linktype: i32, ts: h2ledger_tcp::Nanos, data: &[u8]) -> bool {
+            self.printer.set_origin(ts);
+            self.ticks.packet();
+            self.p.packet(linktype, ts, data);
+            if let Some(an) = self.p.ledger.observer.analysis.as_mut() {
+                let printer = &mut self.printer;
+                an.drain_finished(|c| printer.call(&c));
+            }
+            !self.printer.out.broken
         }
-        if live {
-            printer.flush();
+        fn idle(&mut self) {
+            self.printer.out.flush();
         }
-        if printer.broken {
-            // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
-            std::process::exit(0);
+        fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut live::Drops>) {
+            let (f, c) = (self.p.ledger.observer.frames(), self.printer.calls);
+            self.ticks
+                .tick(&mut self.printer.out, at, f, c, drops.map(|d| *d));
         }
-    })?;
-    p.finish();
-    if let Some(an) = p.ledger.observer.analysis.as_mut() {
+    }
+    let mut h = Calls {
+        p,
+        printer: calls::CallPrinter::new(a.format.shape()),
+        ticks: lines::Ticks::new(a.every),
+    };
+    let outcome = source::run(&input, &a.capture, bpf.as_deref(), a.every, &mut h)?;
+    h.p.finish();
+    if let Some(an) = h.p.ledger.observer.analysis.as_mut() {
         an.flush();
+        let printer = &mut h.printer;
         an.drain_finished(|c| printer.call(&c));
     }
-    printer.finish();
-    if printer.broken {
-        return Ok(ExitCode::SUCCESS);
-    }
-    Ok(listing_done(&p.ledger.warnings.messages, read, "calls"))
+    h.printer.finish();
+    let calls = h.printer.calls;
+    let frames = h.p.ledger.observer.frames();
+    let (stats, tcp) = (h.p.stats.clone(), render::tcp_json(&h.p.reasm.stats()));
+    let warnings = &h.p.ledger.warnings.messages;
+    let s = Listing {
+        view: "calls",
+        calls: Some(calls),
+        frames,
+        capture: &stats,
+        tcp,
+        warnings,
+    };
+    listing_done(&mut h.printer.out, s, outcome)
 }
 
-/// After `calls` or `frames`: warnings on stderr, and exit status 1 when the input ended early.
-fn listing_done(warnings: &[String], read: source::Read, what: &str) -> ExitCode {
+/// What the summary record of `calls` and `frames` says.
+struct Listing<'a> {
+    view: &'static str,
+    calls: Option<u64>,
+    frames: u64,
+    capture: &'a pipeline::CaptureStats,
+    tcp: serde_json::Value,
+    warnings: &'a [String],
+}
+
+/// After `calls` or `frames`: the summary record (JSON shapes), warnings on stderr, and exit
+/// status 1 when the input ended early.
+fn listing_done(
+    out: &mut lines::Out,
+    s: Listing<'_>,
+    outcome: source::Outcome,
+) -> Result<ExitCode> {
+    let (view, warnings) = (s.view, s.warnings);
+    let error = outcome.error.as_ref().map(|e| format!("{e:#}"));
+    out.summary(&lines::Summary {
+        calls: s.calls,
+        capture: s.capture,
+        error: error.clone(),
+        frames: Some(s.frames),
+        record: "summary",
+        tcp: s.tcp,
+        kind: "summary",
+        view,
+        warnings,
+    });
+    if out.broken {
+        // The reader went away (`| head`): quietly done.
+        return Ok(ExitCode::SUCCESS);
+    }
     for w in warnings {
         eprintln!("warning: {w}");
     }
-    match read.error {
+    let code = match error {
         Some(e) => {
-            eprintln!("warning: {e:#}; the {what} listed are those before that point");
+            eprintln!("warning: {e}; the {view} listed are those before that point");
             ExitCode::from(1)
         }
         None => ExitCode::SUCCESS,
-    }
+    };
+    outcome.saved()?;
+    Ok(code)
 }
 
 fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
+    let mut filter = a.filter.clone();
+    let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
+    let bpf = source::bpf(&filter);
     let ff = frames::FrameFilter {
         conns: a.conns,
         streams: a.streams,
@@ -432,25 +532,50 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
             SideArg::Server => Side::Server,
         }),
     };
-    let mut printer = frames::FramePrinter::new(a.format == LineFormat::Jsonl, ff);
-    // Live: each frame as soon as it is seen.
-    printer.flush_each = a.source.live.interface.is_some();
-    let mut p = Pipeline::with_max_connections(printer, a.filter.max_connections)
-        .with_keys(source::keys(&a.source, &a.filter)?);
-    let read = source::feed(&a.source, &a.filter, |linktype, ts, data| {
-        p.ledger.observer.set_origin(ts);
-        p.packet(linktype, ts, data);
-        if p.ledger.observer.broken {
-            // The reader went away (`| head`): stop now, quietly, even on an endless stdin.
-            std::process::exit(0);
-        }
-    })?;
-    p.finish();
-    p.ledger.observer.flush();
-    if p.ledger.observer.broken {
-        return Ok(ExitCode::SUCCESS);
+    let mut printer = frames::FramePrinter::new(a.format.shape(), ff);
+    printer.max = a.max_frames;
+    let p = Pipeline::with_max_connections(printer, filter.max_connections)
+        .with_keys(source::keys(&input, &filter)?);
+    struct Frames {
+        p: Pipeline<frames::FramePrinter>,
+        ticks: lines::Ticks,
     }
-    Ok(listing_done(&p.ledger.warnings.messages, read, "frames"))
+    impl source::Hooks for Frames {
+        fn packet(&mut self, linktype: i32, ts: h2ledger_tcp::Nanos, data: &[u8]) -> bool {
+            self.p.ledger.observer.set_origin(ts);
+            self.ticks.packet();
+            self.p.packet(linktype, ts, data);
+            let o = &self.p.ledger.observer;
+            !o.out.broken && !o.full()
+        }
+        fn idle(&mut self) {
+            self.p.ledger.observer.out.flush();
+        }
+        fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut live::Drops>) {
+            let o = &mut self.p.ledger.observer;
+            let printed = o.out.records;
+            self.ticks
+                .tick(&mut o.out, at, printed, 0, drops.map(|d| *d));
+        }
+    }
+    let mut h = Frames {
+        p,
+        ticks: lines::Ticks::new(a.every),
+    };
+    let outcome = source::run(&input, &a.capture, bpf.as_deref(), a.every, &mut h)?;
+    h.p.finish();
+    let printed = h.p.ledger.observer.out.records;
+    let (stats, tcp) = (h.p.stats.clone(), render::tcp_json(&h.p.reasm.stats()));
+    let warnings = &h.p.ledger.warnings.messages;
+    let s = Listing {
+        view: "frames",
+        calls: None,
+        frames: printed,
+        capture: &stats,
+        tcp,
+        warnings,
+    };
+    listing_done(&mut h.p.ledger.observer.out, s, outcome)
 }
 
 /// The ledger report of a plain pipeline, with its warnings.

@@ -1,56 +1,33 @@
 //! `h2ledger sniff`: the replay pipeline on live packets.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Args;
 use h2ledger_core::{LedgerReport, Tally};
 
 use crate::keys::WithKeys as _;
-use crate::live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN, DELIVERY_TIMEOUT_MS};
 use crate::phases::{self, Obs};
 use crate::pipeline::Pipeline;
+use crate::source::{self, CaptureArgs};
 use crate::{
-    input, ledger_report, note_empty, print_full, render, write_plot, AnalysisArgs, FilterArgs,
-    Format,
+    ledger_report, note_empty, print_full, render, write_plot, AnalysisArgs, FilterArgs, Format,
 };
 
 #[derive(Args)]
 pub struct SniffArgs {
-    /// Capture device (`lo` for loopback, `any` for all)
-    #[arg(
-        short = 'i',
-        long = "interface",
-        default_value = "lo",
-        value_name = "DEV"
-    )]
-    pub device: String,
-    /// Stop after this long (e.g. 30s, 500ms, 1m30s; a bare number is seconds)
-    #[arg(short, long, value_parser = crate::durations::parse_period, value_name = "D")]
-    pub duration: Option<Duration>,
-    /// Stop after N HTTP/2 frames
-    #[arg(short = 'c', long, value_name = "N")]
-    pub count: Option<u64>,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Stop after N HTTP/2 frames (`-c` counts packets, like tcpdump)
+    #[arg(long, value_name = "N")]
+    pub max_frames: Option<u64>,
     /// Reprint the running ledger every D, the last D beside the total (redrawn in place on a
-    /// terminal, appended otherwise; with --format json one compact object per line); the final
+    /// terminal, appended otherwise; with --format jsonl one `tick` record per line); the final
     /// ledger is then cut into phases of D, like `replay --every`
     #[arg(long, value_parser = crate::durations::parse_period, value_name = "D", conflicts_with = "split_at")]
     pub every: Option<Duration>,
-    /// Also save the packets to FILE (pcap, nanosecond timestamps), like tcpdump -w; `-w -`
-    /// writes them to standard output and the report to standard error
-    #[arg(short = 'w', long, value_name = "FILE")]
-    pub write: Option<PathBuf>,
-    /// Kernel capture buffer in KiB, like tcpdump -B
-    #[arg(short = 'B', long = "buffer-size", default_value_t = DEFAULT_BUFFER_KIB, value_name = "KiB")]
-    pub buffer_kib: i32,
-    /// Snap length: bytes kept of each packet
-    #[arg(short = 's', long, default_value_t = DEFAULT_SNAPLEN, value_name = "BYTES")]
-    pub snaplen: i32,
-    #[command(flatten)]
-    pub user: crate::live::UserArg,
     /// Output format
     #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -60,63 +37,60 @@ pub struct SniffArgs {
     pub filter: FilterArgs,
 }
 
-pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
-    rt.block_on(sniff_async(a))
+/// The packets of a sniff go through the pipeline; each tick reprints the running ledger.
+struct Sniffer<'a> {
+    p: &'a mut Pipeline<Obs>,
+    format: Format,
+    max_frames: Option<u64>,
 }
 
-async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
-    let filter = input::bpf(&a.filter.ports, &a.filter.words());
-    if a.write.as_deref() == Some(std::path::Path::new("-")) {
-        crate::report_to_stderr();
+impl source::Hooks for Sniffer<'_> {
+    fn packet(&mut self, linktype: i32, ts: h2ledger_tcp::Nanos, data: &[u8]) -> bool {
+        self.p.ledger.observer.set_origin(ts);
+        self.p.packet(linktype, ts, data);
+        !self
+            .max_frames
+            .is_some_and(|n| self.p.ledger.observer.frames() >= n)
     }
-    let opts = LiveOptions {
-        device: a.device.clone(),
-        filter: filter.clone(),
-        snaplen: a.snaplen,
-        buffer_kib: a.buffer_kib,
-        write: a.write.clone(),
-        user: Some(a.user.user.clone()),
-    };
-    // Before Live::open gives up privileges: the key log stays open.
-    let keys = crate::keys::load(a.filter.keylog.as_deref(), None, true)?;
-    let mut live = Live::open(&opts)?;
-    // Always said (like tcpdump's "listening on"): scripts wait for this line.
-    {
-        eprintln!(
-            "h2ledger: listening on {}{}{}; Ctrl-C to stop",
-            live.device,
-            filter
-                .as_deref()
-                .map(|f| format!(", filter \"{f}\""))
-                .unwrap_or_default(),
-            live.dropped_to
-                .as_deref()
-                .map(|u| format!(", running as {u}"))
-                .unwrap_or_default()
-        );
+
+    fn tick(&mut self, _at: h2ledger_tcp::Nanos, drops: Option<&mut crate::live::Drops>) {
+        if let Some(d) = drops {
+            running(self.p, self.format, d);
+        }
     }
-    let linktype = live.linktype;
+}
+
+pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
+    let mut filter = a.filter.clone();
+    let input = a.capture.input(None, &mut filter, Some("lo"))?;
+    let bpf = source::bpf(&filter);
+    // Before the capture opens and gives up privileges: the key log stays open.
+    let keys = source::keys(&input, &filter)?;
     let mut p = Pipeline::with_max_connections(
         Obs::new(&a.analysis.wanted(a.every)),
-        a.filter.max_connections,
+        filter.max_connections,
     )
     .with_keys(keys);
-    let stop = run_until_stopped(&mut live, &mut p, linktype, &a).await?;
-    // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
-    live.drain(
-        Duration::from_millis(4 * DELIVERY_TIMEOUT_MS as u64),
-        |pkt| packet(&mut p, linktype, &pkt),
-    )
-    .await;
-    let drops = live.drops();
-    let saved = live.finish_write();
+    let mut hooks = Sniffer {
+        p: &mut p,
+        format: a.format,
+        max_frames: a.max_frames,
+    };
+    let out = source::run(&input, &a.capture, bpf.as_deref(), a.every, &mut hooks)?;
+    let stop = if out.stop == "the output ended" {
+        "--max-frames reached"
+    } else {
+        out.stop
+    };
     p.finish();
     let mut report = ledger_report(&p, &p.ledger.observer.tally);
-    note_empty(&mut report, &p, filter.as_deref());
+    note_empty(&mut report, &p, bpf.as_deref());
+    if let Some(e) = &out.error {
+        report.warnings.push(format!(
+            "{e:#}; the ledger covers the packets before that point"
+        ));
+    }
+    let drops = out.drops.unwrap_or_default();
     if drops.kernel + drops.interface > 0 {
         report.warnings.push(format!(
             "{} packets dropped by the kernel and {} by the interface: counts are low (raise --buffer-size)",
@@ -126,58 +100,25 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     if a.format == Format::Table {
         eprintln!("h2ledger: stopped ({stop})");
     }
-    let source = format!("{} (live)", live.device);
     let (whole, phases) = phases::build(&mut p, report);
     if let Some(path) = &a.analysis.plot {
-        write_plot(path, &p, &phases, &source)?;
+        write_plot(path, &p, &phases, &out.source)?;
     }
-    print_full(a.format, &source, &whole, &phases, &p, Some(&drops));
-    drop(live);
-    saved?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn packet(p: &mut Pipeline<Obs>, linktype: i32, pkt: &crate::live::Pkt) {
-    p.ledger.observer.set_origin(pkt.ts);
-    p.packet(linktype, pkt.ts, &pkt.data);
-}
-
-async fn run_until_stopped(
-    live: &mut Live,
-    p: &mut Pipeline<Obs>,
-    linktype: i32,
-    a: &SniffArgs,
-) -> Result<&'static str> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
-    let deadline = a.duration.map(|d| tokio::time::Instant::now() + d);
-    let mut every = a.every.map(|d| {
-        let mut i = tokio::time::interval_at(tokio::time::Instant::now() + d, d);
-        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        i
-    });
-    loop {
-        tokio::select! {
-            pkt = live.next() => match pkt {
-                Some(Ok(pkt)) => {
-                    packet(p, linktype, &pkt);
-                    if a.count.is_some_and(|n| p.ledger.observer.frames() >= n) {
-                        return Ok("--count reached");
-                    }
-                }
-                Some(Err(e)) => return Err(e),
-                None => return Ok("the capture ended"),
-            },
-            _ = tokio::signal::ctrl_c() => return Ok("interrupted"),
-            _ = term.recv() => return Ok("SIGTERM"),
-            _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
-                return Ok("--duration reached");
-            }
-            _ = async { every.as_mut().expect("guarded").tick().await }, if every.is_some() => {
-                running(p, a.format, &mut live.drops());
-            }
-        }
-    }
+    print_full(
+        a.format,
+        &out.source,
+        &whole,
+        &phases,
+        &p,
+        out.drops.as_ref(),
+    );
+    let failed = out.error.is_some();
+    out.saved()?;
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The running ledger for --every: the total so far, and the last complete period.

@@ -1,120 +1,357 @@
-//! Where `calls` and `frames` get packets: a saved capture, or a live device (`-i DEV`).
+//! Where packets come from, for every command: a saved capture (`FILE`, `-r FILE`, `-` for
+//! standard input; plain, gzip or zstd) or a live device (`-i DEV`). The capture flags are the
+//! same on `sniff`, `calls` and `frames` (tcpdump's `-i -B -s -w -c -Z`, plus `--duration`), and
+//! one loop drives every command, live or not.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
+use futures::FutureExt as _;
 use h2ledger_tcp::Nanos;
 
 use crate::input::{self, SavedCapture};
-use crate::live::{Live, LiveOptions, UserArg, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
+use crate::live::{Drops, Live, LiveOptions, UserArg, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
 use crate::FilterArgs;
 
-/// A saved capture FILE, or `-i DEV` to capture live.
-#[derive(Args, Clone)]
-pub struct SourceArgs {
-    /// The capture file (.pcap or .pcapng); `-` reads standard input
-    #[arg(value_name = "FILE", required_unless_present = "interface")]
-    pub file: Option<String>,
-    #[command(flatten)]
-    pub live: LiveSourceArgs,
-}
-
-#[derive(Args, Clone)]
-pub struct LiveSourceArgs {
-    /// Capture live on DEV (e.g. lo) instead of reading a file; stops on Ctrl-C, SIGTERM or
-    /// --duration
+/// The capture flags every capturing command takes.
+#[derive(Args, Clone, Debug)]
+pub struct CaptureArgs {
+    /// Read this saved capture (like tcpdump -r); the same as giving FILE
+    #[arg(
+        short = 'r',
+        long = "read",
+        value_name = "FILE",
+        conflicts_with = "interface"
+    )]
+    pub read: Option<String>,
+    /// Capture live on DEV (`lo` for loopback, `any` for all; `h2ledger -D` lists them)
     #[arg(short = 'i', long = "interface", value_name = "DEV")]
     pub interface: Option<String>,
-    /// With -i: stop after this long (30s, 500ms, 2m)
-    #[arg(short, long, value_parser = crate::durations::parse_period, value_name = "D", requires = "interface")]
+    /// Stop after N packets (read or captured, after the filter), like tcpdump -c
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = count)]
+    pub count: Option<u64>,
+    /// Stop after this long (30s, 1m30s, 250ms): wall-clock time live, capture time from the
+    /// first packet when reading a file
+    #[arg(short = 'd', long, value_parser = crate::durations::parse_period, value_name = "D")]
     pub duration: Option<Duration>,
+    /// Live: also save the packets to FILE (pcap, nanosecond timestamps), like tcpdump -w;
+    /// `-w -` writes them to standard output and the report to standard error
+    #[arg(short = 'w', long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// Live: kernel capture buffer in KiB, like tcpdump -B [default: 131072]
+    #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(i32).range(1..=4_194_304))]
+    pub buffer_kib: Option<i32>,
+    /// Live: snap length, bytes kept of each packet, like tcpdump -s [default: 262144]
+    #[arg(short = 's', long = "snapshot-length", visible_alias = "snaplen", value_name = "BYTES", value_parser = clap::value_parser!(i32).range(64..=262_144))]
+    pub snaplen: Option<i32>,
     #[command(flatten)]
     pub user: UserArg,
 }
 
-/// TLS keys for [`feed`]'s input: `--keylog` (re-read while live) and a pcapng FILE's own.
-pub fn keys(
-    source: &SourceArgs,
-    filter: &FilterArgs,
-) -> Result<(h2ledger_tls::Tls, Option<crate::keys::KeyLogFile>)> {
-    let live = source.live.interface.is_some();
-    let file = source.file.as_deref().filter(|_| !live);
-    crate::keys::load(filter.keylog.as_deref(), file, live)
-}
-
-/// What was read: for a damaged file, the error that stopped it early.
-pub struct Read {
-    pub error: Option<anyhow::Error>,
-}
-
-/// Calls `f(linktype, ts, data)` for every packet of FILE, or of the live device. With `-i`, a
-/// FILE word, if any, is the first word of the filter expression.
-pub fn feed(
-    source: &SourceArgs,
-    filter: &FilterArgs,
-    mut f: impl FnMut(i32, Nanos, &[u8]),
-) -> Result<Read> {
-    let (file, live) = (source.file.as_deref(), &source.live);
-    let Some(dev) = &live.interface else {
-        let file =
-            file.ok_or_else(|| anyhow!("give a capture FILE (or -i DEV to capture live)"))?;
-        let bpf = input::bpf(&filter.ports, &filter.words());
-        let mut cap = SavedCapture::open(file, bpf.as_deref())?;
-        let linktype = cap.linktype;
-        let error = cap.for_each(|ts, data| f(linktype, ts, data)).err();
-        return Ok(Read { error });
-    };
-    let mut with_file = filter.clone();
-    if let Some(f) = file {
-        with_file.expression.insert(0, f.to_string());
+fn count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("\"{s}\": give a number of packets, 1 or more")),
     }
-    let bpf = input::bpf(&filter.ports, &with_file.words());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
-    rt.block_on(async {
-        let mut cap = Live::open(&LiveOptions {
-            device: dev.clone(),
-            filter: bpf.clone(),
-            snaplen: DEFAULT_SNAPLEN,
-            buffer_kib: DEFAULT_BUFFER_KIB,
-            write: None,
-            user: Some(live.user.user.clone()),
-        })?;
-        eprintln!(
-            "h2ledger: listening on {dev}{}; Ctrl-C to stop",
-            bpf.as_deref()
-                .map(|b| format!(", filter \"{b}\""))
-                .unwrap_or_default()
-        );
-        let linktype = cap.linktype;
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
-        let deadline = live.duration.map(|d| tokio::time::Instant::now() + d);
-        loop {
-            tokio::select! {
-                pkt = cap.next() => match pkt {
-                    Some(Ok(p)) => f(linktype, p.ts, &p.data),
-                    Some(Err(e)) => return Err(e),
-                    None => break,
-                },
-                _ = tokio::signal::ctrl_c() => break,
-                _ = term.recv() => break,
-                _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => break,
+}
+
+/// A saved capture or a live device, resolved from FILE / `-r` / `-i`.
+#[derive(Clone, Debug)]
+pub enum Input {
+    File(String),
+    Device(String),
+}
+
+impl CaptureArgs {
+    /// The input: `-i DEV`, else `-r FILE` or the FILE word, else `default_device` (sniff).
+    /// With `-i`, a FILE word is the first word of the filter expression.
+    pub fn input(
+        &self,
+        file: Option<&str>,
+        filter: &mut FilterArgs,
+        default_device: Option<&str>,
+    ) -> Result<Input> {
+        if self.write.as_deref() == Some(std::path::Path::new("-")) {
+            // The packets take stdout: reports go to stderr, from before anything is printed.
+            crate::report_to_stderr();
+        }
+        if let Some(dev) = &self.interface {
+            if let Some(f) = file {
+                filter.expression.insert(0, f.to_string());
+            }
+            return Ok(Input::Device(dev.clone()));
+        }
+        let file = match (&self.read, file) {
+            (Some(r), Some(f)) => {
+                // `-r F` and more words: they are the filter.
+                filter.expression.insert(0, f.to_string());
+                r.clone()
+            }
+            (Some(r), None) => r.clone(),
+            (None, Some(f)) => f.to_string(),
+            (None, None) => match default_device {
+                Some(d) => return Ok(Input::Device(d.to_string())),
+                None => bail!("give a capture FILE (or -r FILE, or -i DEV to capture live)"),
+            },
+        };
+        for (set, flag) in [
+            (self.write.is_some(), "-w/--write"),
+            (self.buffer_kib.is_some(), "-B/--buffer-size"),
+            (self.snaplen.is_some(), "-s/--snapshot-length"),
+        ] {
+            if set {
+                bail!("{flag} applies to a live capture (-i DEV), not to reading {file}");
             }
         }
-        let quiet = Duration::from_millis(4 * crate::live::DELIVERY_TIMEOUT_MS as u64);
-        cap.drain(quiet, |p| f(linktype, p.ts, &p.data)).await;
-        let drops = cap.drops();
-        if drops.kernel + drops.interface > 0 {
-            eprintln!(
-                "warning: {} packets dropped by the kernel and {} by the interface (raise -B with sniff)",
-                drops.kernel, drops.interface
-            );
+        Ok(Input::File(file))
+    }
+}
+
+/// What a command does with the packets; every method but `packet` has an empty default.
+pub trait Hooks {
+    /// One packet. Return `false` to stop (`--max-frames` reached, the reader went away).
+    fn packet(&mut self, linktype: i32, ts: Nanos, data: &[u8]) -> bool;
+    /// Live: no packet is waiting right now (flush what was printed).
+    fn idle(&mut self) {}
+    /// Every `--every` period: live on the wall clock (with libpcap's drop counters), on a file
+    /// by capture time (`at`: the period's end).
+    fn tick(&mut self, _at: Nanos, _drops: Option<&mut Drops>) {}
+}
+
+/// How the input ended.
+pub struct Outcome {
+    /// Why it stopped: "the capture ended", "--count reached", "interrupted", ...
+    pub stop: &'static str,
+    /// A damaged file stopped the read early (the packets before it were delivered).
+    pub error: Option<anyhow::Error>,
+    /// Live: libpcap's counters at the end.
+    pub drops: Option<Drops>,
+    /// What was read: the file's name, or "DEV (live)".
+    pub source: String,
+    /// Live `-w`: a write to the file failed (the report is printed, then this is the error).
+    pub write_error: Option<anyhow::Error>,
+}
+
+impl Outcome {
+    /// After the report: a failed `-w` is an error (exit status 2).
+    pub fn saved(self) -> Result<()> {
+        match self.write_error {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(Read { error: None })
+    }
+}
+
+/// Drives `hooks` with every packet of `input` until it ends or a stop condition is met.
+/// `--every` ticks (`every`) and the `-c`/`--duration` limits apply to files and devices alike.
+pub fn run(
+    input: &Input,
+    cap: &CaptureArgs,
+    bpf: Option<&str>,
+    every: Option<Duration>,
+    hooks: &mut impl Hooks,
+) -> Result<Outcome> {
+    match input {
+        Input::File(f) => run_file(f, cap, bpf, every, hooks),
+        Input::Device(d) => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
+            rt.block_on(run_live(d, cap, bpf, every, hooks))
+        }
+    }
+}
+
+fn run_file(
+    file: &str,
+    cap: &CaptureArgs,
+    bpf: Option<&str>,
+    every: Option<Duration>,
+    hooks: &mut impl Hooks,
+) -> Result<Outcome> {
+    let mut saved = SavedCapture::open(file, bpf)?;
+    let linktype = saved.linktype;
+    let limit = cap
+        .duration
+        .map(|d| d.as_nanos().min(i64::MAX as u128) as i64);
+    let period = every.map(|d| d.as_nanos().clamp(1, i64::MAX as u128) as i64);
+    let (mut first, mut next_tick, mut packets) = (None::<Nanos>, None::<Nanos>, 0u64);
+    let mut stop = "the capture ended";
+    // libpcap's loop cannot be left from inside: after a stop, the rest is skipped unread.
+    let mut stopped = false;
+    let error = saved
+        .for_each(|ts, data| {
+            if stopped {
+                return;
+            }
+            let t0 = *first.get_or_insert(ts);
+            if limit.is_some_and(|l| ts.saturating_sub(t0) > l) {
+                stop = "--duration reached";
+                stopped = true;
+                return;
+            }
+            if let Some(p) = period {
+                let due = next_tick.get_or_insert(t0.saturating_add(p));
+                // Periods without packets are skipped: a clock jump costs one tick, not millions.
+                if ts >= *due {
+                    hooks.tick(*due, None);
+                    let behind = (ts - *due) / p;
+                    *due = due.saturating_add(p.saturating_mul(behind + 1));
+                }
+            }
+            packets += 1;
+            if !hooks.packet(linktype, ts, data) {
+                stop = "the output ended";
+                stopped = true;
+            } else if cap.count.is_some_and(|n| packets >= n) {
+                stop = "--count reached";
+                stopped = true;
+            }
+        })
+        .err();
+    Ok(Outcome {
+        stop,
+        error,
+        drops: None,
+        source: saved.name.clone(),
+        write_error: None,
     })
+}
+
+async fn run_live(
+    dev: &str,
+    cap: &CaptureArgs,
+    bpf: Option<&str>,
+    every: Option<Duration>,
+    hooks: &mut impl Hooks,
+) -> Result<Outcome> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut live = Live::open(&LiveOptions {
+        device: dev.to_string(),
+        filter: bpf.map(str::to_string),
+        snaplen: cap.snaplen.unwrap_or(DEFAULT_SNAPLEN),
+        buffer_kib: cap.buffer_kib.unwrap_or(DEFAULT_BUFFER_KIB),
+        write: cap.write.clone(),
+        user: Some(cap.user.user.clone()),
+    })?;
+    // Always said (like tcpdump's "listening on"): scripts wait for this line.
+    eprintln!(
+        "h2ledger: listening on {}{}{}; Ctrl-C to stop",
+        live.device,
+        bpf.map(|f| format!(", filter \"{f}\"")).unwrap_or_default(),
+        live.dropped_to
+            .as_deref()
+            .map(|u| format!(", running as {u}"))
+            .unwrap_or_default()
+    );
+    let linktype = live.linktype;
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
+    let deadline = cap.duration.map(|d| tokio::time::Instant::now() + d);
+    let mut ticks = every.map(|d| {
+        let mut i = tokio::time::interval_at(tokio::time::Instant::now() + d, d);
+        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        i
+    });
+    let mut packets = 0u64;
+    let stop = loop {
+        // While packets wait, take them without sleeping; when none does, say so (flush) and
+        // wait for whichever comes first.
+        let pkt = match live.next().now_or_never() {
+            Some(p) => {
+                if int.recv().now_or_never().is_some() {
+                    break "interrupted";
+                }
+                if term.recv().now_or_never().is_some() {
+                    break "SIGTERM";
+                }
+                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    break "--duration reached";
+                }
+                if let Some(t) = ticks.as_mut() {
+                    if t.tick().now_or_never().is_some() {
+                        hooks.tick(now_nanos(), Some(&mut live.drops()));
+                    }
+                }
+                p
+            }
+            None => {
+                hooks.idle();
+                tokio::select! {
+                    p = live.next() => p,
+                    _ = int.recv() => break "interrupted",
+                    _ = term.recv() => break "SIGTERM",
+                    _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
+                        break "--duration reached";
+                    }
+                    _ = async { ticks.as_mut().expect("guarded").tick().await }, if ticks.is_some() => {
+                        hooks.tick(now_nanos(), Some(&mut live.drops()));
+                        continue;
+                    }
+                }
+            }
+        };
+        match pkt {
+            Some(Ok(p)) => {
+                packets += 1;
+                if !hooks.packet(linktype, p.ts, &p.data) {
+                    break "the output ended";
+                }
+                if cap.count.is_some_and(|n| packets >= n) {
+                    break "--count reached";
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => break "the capture ended",
+        }
+    };
+    // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel (not when
+    // the count is reached: tcpdump -c stops at exactly N).
+    if stop != "--count reached" && stop != "the output ended" {
+        let quiet = Duration::from_millis(4 * crate::live::DELIVERY_TIMEOUT_MS as u64);
+        let mut more = true;
+        live.drain(quiet, |p| {
+            if more {
+                more = hooks.packet(linktype, p.ts, &p.data);
+            }
+        })
+        .await;
+    }
+    let drops = live.drops();
+    let write_error = live.finish_write().err();
+    Ok(Outcome {
+        stop,
+        error: None,
+        drops: Some(drops),
+        source: format!("{} (live)", live.device),
+        write_error,
+    })
+}
+
+/// The wall clock in nanoseconds since the epoch.
+pub fn now_nanos() -> Nanos {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// TLS keys for the input: `--keylog` (re-read while live) and a pcapng FILE's own.
+pub fn keys(
+    input: &Input,
+    filter: &FilterArgs,
+) -> Result<(h2ledger_tls::Tls, Option<crate::keys::KeyLogFile>)> {
+    match input {
+        Input::File(f) => crate::keys::load(filter.keylog.as_deref(), Some(f), false),
+        Input::Device(_) => crate::keys::load(filter.keylog.as_deref(), None, true),
+    }
+}
+
+/// The BPF program of `--port`, `-f` and the expression words.
+pub fn bpf(filter: &FilterArgs) -> Option<String> {
+    input::bpf(&filter.ports, &filter.words())
 }

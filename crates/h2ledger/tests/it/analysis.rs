@@ -16,6 +16,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::util::records;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -390,7 +392,8 @@ fn frames_jsonl_first_request() {
         "--type",
         "HEADERS",
     ]);
-    let first: Value = serde_json::from_str(out.lines().next().expect("a line")).expect("json");
+    let frames = records(&out, "frame");
+    let first = &frames[0];
     assert_eq!(first["type"], "HEADERS");
     assert_eq!(first["class"], "HEADERS");
     assert_eq!(first["stream"], 1);
@@ -401,7 +404,10 @@ fn frames_jsonl_first_request() {
     let get = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
     assert_eq!(get(":method"), Some("POST"));
     assert_eq!(get(":path"), Some("/grpc.health.v1.Health/Check"));
-    assert_eq!(out.lines().count(), 144);
+    assert_eq!(frames.len(), 144);
+    let summary = records(&out, "summary");
+    assert_eq!(summary.len(), 1, "the last line is the summary");
+    assert_eq!(summary[0]["frames"], 144);
     // IPv6 addresses are bracketed.
     let out = run(&[
         "frames",
@@ -450,13 +456,11 @@ fn calls_jsonl_count() {
     ] {
         let out = run(&["calls", &capture(name), "--format", "jsonl"]);
         let v = json(&["replay", &capture(name), "--format", "json"]);
-        assert_eq!(out.lines().count() as u64, u(&v["calls"]), "{name}");
+        let calls = records(&out, "call").len() as u64;
+        assert_eq!(calls, u(&v["calls"]), "{name}");
+        assert_eq!(records(&out, "summary")[0]["calls"], v["calls"], "{name}");
         if let Some(w) = wl {
-            assert_eq!(
-                out.lines().count() as u64,
-                u(&workload(w)["calls_made"]),
-                "{name}"
-            );
+            assert_eq!(calls, u(&workload(w)["calls_made"]), "{name}");
         }
     }
     let out = run(&[
@@ -465,7 +469,8 @@ fn calls_jsonl_count() {
         "--format",
         "jsonl",
     ]);
-    let c: Value = serde_json::from_str(out.lines().next().expect("line")).expect("json");
+    let c = &records(&out, "call")[0];
+    assert_eq!(c["type"], "call");
     assert_eq!(c["method"], "/grpc.health.v1.Health/Check");
     assert_eq!(c["status"], "grpc-status 0");
     assert_eq!(c["stream"], 1);

@@ -112,8 +112,11 @@ fn frame_type_names_are_checked() {
     );
     let o = at_repo(&["frames", F, "-t", "ping_ack", "--format", "jsonl"]);
     assert!(o.status.success());
-    let lines = String::from_utf8_lossy(&o.stdout).lines().count();
-    assert_eq!(lines, 83 + 87, "PING ACKs of both sides");
+    assert_eq!(
+        records(&o.stdout, "frame").len(),
+        83 + 87,
+        "PING ACKs of both sides"
+    );
 }
 
 fn abs() -> String {

@@ -243,10 +243,7 @@ fn shared_real_captures() {
 fn calls(file: &str) -> Vec<Value> {
     let out = run(&["calls", file, "--format", "jsonl"]);
     assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    records(&out.stdout, "call")
 }
 
 fn call<'a>(calls: &'a [Value], method: &str) -> &'a Value {

@@ -97,11 +97,7 @@ fn curl_upgrade_requests_are_calls() {
         assert_eq!(c["prelude"], "h2c-upgrade");
     }
     let out = run(&["calls", f.to_str().unwrap(), "--format", "jsonl"]);
-    let rows: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = records(&out.stdout, "call");
     let methods: Vec<&str> = rows.iter().map(|r| r["method"].as_str().unwrap()).collect();
     assert_eq!(methods, ["/hello", "/trailers", "/echo"], "{rows:#?}");
     assert_eq!(rows[0]["stream"], 1);
@@ -130,10 +126,8 @@ fn every_frame_type_and_padding_from_a_real_implementation() {
         assert!(!wanted || n > 0, "{kind}: {n}");
     }
     let out = run(&["frames", f.to_str().unwrap(), "--format", "jsonl"]);
-    let padded: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let padded: Vec<String> = records(&out.stdout, "frame")
+        .into_iter()
         .filter(|f| {
             f["flags"].as_u64().unwrap() & 0x8 != 0
                 && f["type"] != "PING"

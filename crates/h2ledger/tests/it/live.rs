@@ -575,10 +575,9 @@ fn stop_lines(child: Child) -> Vec<Value> {
         .success());
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "exit status {:?}", out.status);
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
+    let mut v = records(&out.stdout, "frame");
+    v.extend(records(&out.stdout, "call"));
+    v
 }
 
 /// `sniff -w -` writes only pcap to stdout (the report goes to stderr); a `-w` file that cannot

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::util::{repo, run};
+use crate::util::{records, repo, run};
 
 fn real(name: &str) -> Option<String> {
     let p: PathBuf = repo().join("../shared/real-captures").join(name);
@@ -113,10 +113,7 @@ fn h2c_upgrade_is_recognised_and_its_request_is_a_call() {
         v["warnings"]
     );
     let calls = stdout(&["calls", &f, "--format", "jsonl"]);
-    let rows: Vec<Value> = calls
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = records(&calls, "call");
     assert_eq!(rows.len(), 3, "{calls}");
     for r in &rows {
         assert_eq!(r["stream"], 1);
@@ -207,7 +204,7 @@ fn calls_method_from_continuation() {
         return;
     };
     let calls = stdout(&["calls", &f, "--format", "jsonl"]);
-    let r: Value = serde_json::from_str(calls.lines().next().unwrap()).unwrap();
+    let r = &records(&calls, "call")[0];
     assert_eq!(r["method"], "/tata", "{r}");
     assert_eq!(r["frames"]["client"]["other"], 2, "two CONTINUATION frames");
 }

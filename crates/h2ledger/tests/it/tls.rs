@@ -196,7 +196,7 @@ fn calls_and_frames_take_keylog_too() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 12);
+    assert_eq!(records(&out.stdout, "call").len(), 12);
     let out = run(&["frames", &cap, "--keylog", &keylog, "--format", "jsonl"]);
     assert!(
         out.status.success(),
@@ -210,10 +210,7 @@ fn calls_and_frames_take_keylog_too() {
             frames += n(&reference["sides"][s]["frames"][k]);
         }
     }
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).lines().count() as u64,
-        frames
-    );
+    assert_eq!(records(&out.stdout, "frame").len() as u64, frames);
 }
 
 /// The shared browser capture (TLS 1.3 to Google, its key log holds 19 client randoms):

@@ -181,3 +181,14 @@ pub fn tcp(sport: u16, dport: u16, seq: u32, flags: u8, payload: &[u8]) -> Vec<u
     p.extend_from_slice(payload);
     p
 }
+
+/// The records of one kind (`frame`, `call`, `tick`, `summary`) of JSON-lines output; every
+/// line must be a JSON object with a `record`.
+pub fn records(out: impl AsRef<[u8]>, kind: &str) -> Vec<Value> {
+    String::from_utf8_lossy(out.as_ref())
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("one JSON object per line"))
+        .inspect(|v| assert!(v["record"].is_string(), "a record without `record`: {v}"))
+        .filter(|v| v["record"] == kind)
+        .collect()
+}

@@ -1,0 +1,507 @@
+//! The line views' output (`frames`, `calls`): one typed record per frame or call, serialized
+//! straight into a large buffer over stdout (no `serde_json::Value` per line, no flush per
+//! line), as JSON lines or as one JSON document. Every record has a `type` and a `record`
+//! key (docs/ledger.md, "Output formats"); keys are in alphabetical order, as they always were.
+
+use std::io::{BufWriter, Write};
+
+use h2_frame_parser::{ping, Frame};
+use h2ledger_core::analysis::{escape_bytes, CallView, NO_STATUS};
+use h2ledger_core::FrameEvent;
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+
+/// Buffer size of the line views: 256 KiB between write(2) calls.
+const BUFFER: usize = 256 * 1024;
+
+/// How a line view prints its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Table,
+    /// One JSON object per line.
+    Lines,
+    /// One JSON document: `{"<view>": [records...], "summary": {...}}`.
+    Document,
+}
+
+/// Standard output for a line view: buffered, with a broken pipe (`| head`) remembered.
+pub struct Out {
+    w: BufWriter<Box<dyn Write>>,
+    pub shape: Shape,
+    /// `frames` or `calls`: the document's array key.
+    view: &'static str,
+    /// Records written so far.
+    pub records: u64,
+    pub broken: bool,
+}
+
+impl Out {
+    pub fn new(shape: Shape, view: &'static str) -> Out {
+        Out {
+            w: BufWriter::with_capacity(BUFFER, crate::report_out()),
+            shape,
+            view,
+            records: 0,
+            broken: false,
+        }
+    }
+
+    /// A text line (the table).
+    pub fn line(&mut self, s: &str) {
+        if !self.broken && writeln!(self.w, "{s}").is_err() {
+            self.broken = true;
+        }
+    }
+
+    /// One record (JSON line, or the next element of the document's array).
+    pub fn record<T: Serialize>(&mut self, r: &T) {
+        if self.broken {
+            return;
+        }
+        let sep: &[u8] = match (self.shape, self.records) {
+            (Shape::Document, 0) => b"",
+            (Shape::Document, _) => b",\n",
+            _ => b"",
+        };
+        if self.shape == Shape::Document && self.records == 0 {
+            if write!(self.w, "{{\"{}\": [\n", self.view).is_err() {
+                self.broken = true;
+                return;
+            }
+        }
+        self.records += 1;
+        let ok = self.w.write_all(sep).is_ok()
+            && serde_json::to_writer(&mut self.w, r).is_ok()
+            && (self.shape != Shape::Lines || self.w.write_all(b"\n").is_ok());
+        if !ok {
+            self.broken = true;
+        }
+    }
+
+    /// The closing summary record (JSON shapes), then flush.
+    pub fn summary<T: Serialize>(&mut self, s: &T) {
+        if !self.broken {
+            let ok = match self.shape {
+                Shape::Table => true,
+                Shape::Lines => {
+                    serde_json::to_writer(&mut self.w, s).is_ok() && self.w.write_all(b"\n").is_ok()
+                }
+                Shape::Document => {
+                    let head = if self.records == 0 {
+                        format!("{{\"{}\": [", self.view)
+                    } else {
+                        String::new()
+                    };
+                    write!(self.w, "{head}\n],\n\"summary\": ").is_ok()
+                        && serde_json::to_writer_pretty(&mut self.w, s).is_ok()
+                        && self.w.write_all(b"}\n").is_ok()
+                }
+            };
+            if !ok {
+                self.broken = true;
+            }
+        }
+        self.flush();
+    }
+
+    pub fn flush(&mut self) {
+        if !self.broken && self.w.flush().is_err() {
+            self.broken = true;
+        }
+    }
+}
+
+/// The last record of `frames` and `calls` in the JSON shapes.
+#[derive(Serialize)]
+pub struct Summary<'a> {
+    /// Calls listed (calls) or frames printed (frames).
+    pub calls: Option<u64>,
+    pub capture: &'a h2ledger_run::pipeline::CaptureStats,
+    /// The input ended early (a damaged file): what stopped it.
+    pub error: Option<String>,
+    pub frames: Option<u64>,
+    pub record: &'static str,
+    pub tcp: serde_json::Value,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub view: &'static str,
+    pub warnings: &'a [String],
+}
+
+/// The text of the last frame's addresses: consecutive frames nearly always share them, and
+/// formatting an address costs more than the rest of a frame's line.
+#[derive(Default)]
+pub struct Addrs {
+    key: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    src: String,
+    dst: String,
+}
+
+impl Addrs {
+    fn get(&mut self, src: std::net::SocketAddr, dst: std::net::SocketAddr) -> (&str, &str) {
+        if self.key != Some((src, dst)) {
+            self.key = Some((src, dst));
+            self.src = src.to_string();
+            self.dst = dst.to_string();
+        }
+        (&self.src, &self.dst)
+    }
+}
+
+/// Header bytes as text: `\` for a backslash, `\xNN` for bytes that are not UTF-8 (as
+/// `escape_bytes`), without a copy when there is nothing to escape (nearly always).
+struct Escaped<'a>(&'a [u8]);
+
+impl Serialize for Escaped<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(self.0) {
+            Ok(t) if !t.contains('\\') => s.serialize_str(t),
+            _ => s.serialize_str(&escape_bytes(self.0)),
+        }
+    }
+}
+
+/// Microseconds from nanoseconds, `null` when negative (not seen).
+fn us(ns: i64) -> Option<f64> {
+    (ns >= 0).then(|| ns as f64 / 1000.0)
+}
+
+fn secs(ns: i64) -> f64 {
+    ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 / 1e9
+}
+
+#[derive(Serialize)]
+struct Pair<T> {
+    client: T,
+    server: T,
+}
+
+fn pair<T: Copy>(v: [T; 2]) -> Pair<T> {
+    Pair {
+        client: v[0],
+        server: v[1],
+    }
+}
+
+/// A frame's header list as `[[name, value], ...]`.
+struct Headers<'a>(&'a h2ledger_core::HeaderList);
+
+impl Serialize for Headers<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        for h in self.0.iter() {
+            seq.serialize_element(&[Escaped(h.name), Escaped(h.value)])?;
+        }
+        seq.end()
+    }
+}
+
+/// SETTINGS as `[["NAME", value], ...]`.
+struct SettingsList<'a>(&'a h2_frame_parser::Settings<'a>);
+
+impl Serialize for SettingsList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        for (id, v) in self.0.iter() {
+            seq.serialize_element(&(id.to_string(), v))?;
+        }
+        seq.end()
+    }
+}
+
+struct Hex<'a>(&'a [u8]);
+
+impl std::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One frame (`frames --format jsonl`; keys of issue 4, plus `record`). Its `type` is the
+/// HTTP/2 frame type, as issue 4 specified (docs/decisions.md #80).
+#[derive(Serialize)]
+pub struct FrameLine<'a> {
+    class: &'static str,
+    conn: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    debug: Option<String>,
+    dst: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    flag_names: Vec<&'static str>,
+    flags: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    headers: Option<Headers<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    increment: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_stream_id: Option<u32>,
+    length: u32,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_hex")]
+    ping: Option<&'a [u8]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ping_label: Option<&'static str>,
+    record: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    settings: Option<SettingsList<'a>>,
+    side: &'static str,
+    src: &'a str,
+    stream: u32,
+    time: f64,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    write: Option<u64>,
+}
+
+fn opt_hex<S: Serializer>(v: &Option<&[u8]>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(b) => s.collect_str(&Hex(b)),
+        None => s.serialize_none(),
+    }
+}
+
+impl<'a> FrameLine<'a> {
+    pub fn new(ev: &'a FrameEvent<'a>, addrs: &'a mut Addrs) -> FrameLine<'a> {
+        let (src, dst) = addrs.get(ev.src, ev.dst);
+        let mut l = FrameLine {
+            class: ev.class.name(),
+            conn: ev.conn.0,
+            debug: None,
+            dst,
+            error: None,
+            flag_names: crate::frames::flag_names(ev.head.kind, ev.head.flags.0),
+            flags: ev.head.flags.0,
+            headers: ev.headers.map(Headers),
+            increment: None,
+            last_stream_id: None,
+            length: ev.head.length,
+            ping: None,
+            ping_label: None,
+            record: "frame",
+            settings: None,
+            side: ev.side.name(),
+            src,
+            stream: ev.head.stream_id,
+            time: secs(ev.ts),
+            kind: ev.head.kind.name(),
+            write: (ev.write != h2ledger_core::ledger::NO_WRITE).then_some(ev.write),
+        };
+        match ev.frame {
+            Some(Frame::Ping(p)) => {
+                l.ping = Some(&p.payload[..]);
+                l.ping_label = Some(ping::classify(&p.payload).map_or("other", |k| k.label));
+            }
+            Some(Frame::WindowUpdate(w)) => l.increment = Some(w.increment),
+            Some(Frame::RstStream(r)) => l.error = Some(r.code.to_string()),
+            Some(Frame::GoAway(g)) => {
+                l.error = Some(g.code.to_string());
+                l.last_stream_id = Some(g.last_stream_id);
+                l.debug = Some(escape_bytes(g.debug));
+            }
+            Some(Frame::Settings(s)) => l.settings = Some(SettingsList(s)),
+            _ => {}
+        }
+        l
+    }
+}
+
+/// A call's frames by kind, keys sorted: DATA, HEADERS, TRAILERS, other.
+struct CallFrames([u16; 4]);
+
+impl Serialize for CallFrames {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut keyed: Vec<(&str, u16)> = h2ledger_core::analysis::CALL_KINDS
+            .iter()
+            .copied()
+            .zip(self.0)
+            .collect();
+        keyed.sort_unstable_by_key(|(k, _)| *k);
+        let mut m = s.serialize_map(Some(4))?;
+        for (k, v) in keyed {
+            m.serialize_entry(k, &v)?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Encoding<'a> {
+    client: Option<&'a str>,
+    server: Option<&'a str>,
+}
+
+/// One call (`calls --format jsonl`; keys of issues 4 and 11, plus `record` and `type`).
+#[derive(Serialize)]
+pub struct CallLine<'a> {
+    compressed: Option<Pair<u32>>,
+    conn: u32,
+    duration_us: Option<f64>,
+    end: Option<f64>,
+    first_byte_us: Option<f64>,
+    frames: Pair<CallFramesRef>,
+    grpc_encoding: Encoding<'a>,
+    grpc_message: Option<&'a str>,
+    grpc_status: Option<u16>,
+    http_status: Option<u16>,
+    in_flight_at_start: u16,
+    incomplete_messages: Option<Pair<u32>>,
+    message_bytes: Option<Pair<u64>>,
+    messages: Option<Pair<u32>>,
+    method: &'a str,
+    opened_bdp_round: Pair<bool>,
+    ping_rtt_us: Option<f64>,
+    record: &'static str,
+    reset: bool,
+    server_time_us: Option<f64>,
+    stalled_us: Pair<f64>,
+    stalls: Pair<u32>,
+    start: f64,
+    status: String,
+    stream: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    writes: Pair<u16>,
+}
+
+/// [`CallFrames`] by value (the record is `Copy`).
+type CallFramesRef = CallFrames;
+
+impl<'a> CallLine<'a> {
+    pub fn new(c: &'a CallView<'a>) -> CallLine<'a> {
+        let r = c.rec;
+        let f = c.flow;
+        let g = c.grpc;
+        let grpc = g.is_some_and(|g| g.grpc);
+        let k = g.map(|g| g.counts).unwrap_or_default();
+        let side = |v: [u64; 2]| grpc.then(|| pair(v));
+        CallLine {
+            compressed: grpc.then(|| pair([k[0].compressed, k[1].compressed])),
+            conn: r.conn,
+            duration_us: us(r.end),
+            end: (r.end >= 0).then(|| secs(r.start + r.end)),
+            first_byte_us: us(r.first_byte),
+            frames: Pair {
+                client: CallFrames(r.frames[0]),
+                server: CallFrames(r.frames[1]),
+            },
+            grpc_encoding: Encoding {
+                client: g.and_then(|g| g.encoding[0].as_deref()),
+                server: g.and_then(|g| g.encoding[1].as_deref()),
+            },
+            grpc_message: g.and_then(|g| g.grpc_message.as_deref()),
+            grpc_status: (r.grpc_status != NO_STATUS).then_some(r.grpc_status),
+            http_status: (r.http_status != 0).then_some(r.http_status),
+            in_flight_at_start: r.inflight,
+            incomplete_messages: grpc.then(|| pair([k[0].incomplete, k[1].incomplete])),
+            message_bytes: side([k[0].bytes, k[1].bytes]),
+            messages: grpc.then(|| pair([k[0].messages, k[1].messages])),
+            method: c.method,
+            opened_bdp_round: pair([
+                r.opened_round(h2ledger_core::Side::Client),
+                r.opened_round(h2ledger_core::Side::Server),
+            ]),
+            ping_rtt_us: g.and_then(|g| us(g.ping_rtt_ns)),
+            record: "call",
+            reset: r.reset(),
+            server_time_us: g.and_then(|g| us(g.server_time_ns)),
+            stalled_us: pair([
+                f.stalled_ns[0] as f64 / 1000.0,
+                f.stalled_ns[1] as f64 / 1000.0,
+            ]),
+            stalls: pair(f.stalls),
+            start: secs(r.start),
+            status: c.status(),
+            stream: r.stream,
+            kind: "call",
+            writes: pair(r.writes),
+        }
+    }
+}
+
+/// `--every` on `calls` and `frames`: one `tick` record per period with what it saw.
+pub struct Ticks {
+    period: Option<std::time::Duration>,
+    packets: u64,
+    /// Totals at the previous tick.
+    last: (u64, u64),
+}
+
+#[derive(Serialize)]
+struct Tick {
+    /// Calls listed in the period (`calls` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drops: Option<crate::live::Drops>,
+    frames: u64,
+    packets: u64,
+    period_s: f64,
+    record: &'static str,
+    /// The end of the period, seconds since the epoch.
+    time: f64,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Ticks {
+    pub fn new(period: Option<std::time::Duration>) -> Ticks {
+        Ticks {
+            period,
+            packets: 0,
+            last: (0, 0),
+        }
+    }
+
+    pub fn packet(&mut self) {
+        self.packets += 1;
+    }
+
+    /// The tick at `at`, given the totals of frames and calls (0 when not counted) so far.
+    pub fn tick(
+        &mut self,
+        out: &mut Out,
+        at: h2ledger_tcp::Nanos,
+        frames: u64,
+        calls: u64,
+        drops: Option<crate::live::Drops>,
+    ) {
+        let Some(p) = self.period else { return };
+        let t = Tick {
+            calls: (out.view == "calls").then(|| calls - self.last.1),
+            drops,
+            frames: frames - self.last.0,
+            packets: std::mem::take(&mut self.packets),
+            period_s: p.as_secs_f64(),
+            record: "tick",
+            time: secs(at),
+            kind: "tick",
+        };
+        self.last = (frames, calls);
+        if out.shape == Shape::Table {
+            let mut l = format!(
+                "-- {} (last {}): {} packets, {} {}",
+                crate::phases::fmt_rfc3339(t.time),
+                crate::durations::show(p),
+                t.packets,
+                t.frames,
+                if out.view == "calls" {
+                    "frames"
+                } else {
+                    "frames printed"
+                },
+            );
+            if let Some(c) = t.calls {
+                l.push_str(&format!(", {c} calls"));
+            }
+            if let Some(d) = drops {
+                l.push_str(&format!(", {} dropped", d.kernel + d.interface));
+            }
+            out.line(&l);
+        } else {
+            out.record(&t);
+        }
+    }
+}
