@@ -361,14 +361,18 @@ pub fn write_plot(
         .analysis
         .as_ref()
         .and_then(|a| a.flow.series.as_ref());
+    let end = p.stats.last.map(|l| l - origin);
     let svg = plot::svg(
         t,
         &cuts,
+        end,
         &format!("{source}: HTTP/2 frames per second"),
         windows,
-    );
+    )?;
     std::fs::write(path, svg)
-        .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))
+        .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
 }
 
 fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {

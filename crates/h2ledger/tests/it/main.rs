@@ -20,6 +20,8 @@
 //!   with `INSTA_UPDATE=always cargo test -p h2ledger --test it snap`).
 //! * `doc_examples`: the `$ h2ledger ...` examples of README.md and docs/*.md, run and compared
 //!   with the output the docs show (rewrite them with `H2LEDGER_BLESS_DOCS=1`).
+//! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
+//!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -37,3 +39,4 @@ mod real_captures;
 mod snap;
 mod tls;
 mod tshark;
+mod views;
