@@ -142,3 +142,169 @@ fn plot_legend_is_only_for_what_is_drawn() {
         "the kinds the article reads and this capture lacks are said"
     );
 }
+
+/// The fields of the live view's header (a test of their names: people read them).
+const HEADER: [&str; 7] = [
+    "UTC",
+    "elapsed",
+    "packets/s",
+    "frames/s",
+    "calls/s",
+    "drops: kernel",
+    "interface",
+];
+
+/// `│ calls │ total │ │ last │ │`: the total and the last period's calls of one view.
+fn calls_row(view: &str) -> (u64, u64) {
+    let row = view
+        .lines()
+        .find(|l| l.starts_with("│ calls "))
+        .unwrap_or_else(|| panic!("no calls row in {view}"));
+    let f: Vec<&str> = row.split('│').map(str::trim).collect();
+    (f[2].parse().unwrap(), f[4].parse().unwrap())
+}
+
+/// `h2ledger sniff ARGS` with `TERM` set, stdout piped, once it is listening.
+fn sniff_with_term(args: &[&str], term: &str) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(bin())
+        .arg("sniff")
+        .args(args)
+        .env("TERM", term)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("listening on"), "sniff said: {line}");
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    child
+}
+
+/// `sniff --every` with stdout a pipe (and a TERM that could redraw): plain views appended,
+/// no escape sequence; each with the header; the last period empty once traffic stopped.
+#[test]
+fn sniff_every_without_a_tty_appends_plain_views() {
+    if crate::live::skip_unless_root("sniff_every_without_a_tty") {
+        return;
+    }
+    use h2ledger_workload::{Options, Phase};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (made, out) = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let opts = Options::default();
+        let server = h2ledger_workload::serve(listener, &opts).await;
+        let port = addr.port().to_string();
+        let sniff = sniff_with_term(&["--port", &port, "--every", "250ms"], "xterm-256color");
+        let r =
+            h2ledger_workload::run_phases(addr, &[Phase::new("one", 1, 20.0, 1.0)], &opts).await;
+        // Idle for several periods: the last views must show an empty last period.
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let pid = sniff.id().to_string();
+        assert!(std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let out = tokio::task::spawn_blocking(move || sniff.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        let _ = server.shutdown().await;
+        (r.iter().map(|r| r.calls_made).sum::<u64>(), out)
+    });
+    assert!(out.status.success());
+    assert!(made >= 10, "{made} calls");
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(!s.contains('\x1b'), "no escape sequence in a pipe: {s:?}");
+    let views: Vec<&str> = s.split("h2ledger sniff on lo").skip(1).collect();
+    assert!(views.len() >= 5, "{} views: {s}", views.len());
+    for v in &views {
+        for field in HEADER {
+            assert!(v.lines().take(2).any(|l| l.contains(field)), "{field}: {v}");
+        }
+    }
+    let calls: Vec<(u64, u64)> = views.iter().map(|v| calls_row(v)).collect();
+    assert!(calls.iter().any(|c| c.1 > 0), "a busy period: {calls:?}");
+    // After the traffic: every call in the total, none in the last period.
+    let idle = *calls.last().unwrap();
+    assert_eq!(idle, (made, 0), "{calls:?}");
+    // The last periods add up to the total.
+    assert_eq!(calls.iter().map(|c| c.1).sum::<u64>(), made, "{calls:?}");
+}
+
+/// `sniff --every` on a terminal (a pty from `script`): redrawn in place (cursor moves) with
+/// a TERM that can, plain lines with `TERM=dumb`.
+#[test]
+fn sniff_every_on_a_terminal_redraws_unless_term_is_dumb() {
+    if crate::live::skip_unless_root("sniff_every_on_a_terminal") {
+        return;
+    }
+    if !have("script") {
+        eprintln!("SKIPPED sniff_every_on_a_terminal: no script(1) (util-linux)");
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pty = |term: &str| -> String {
+        let cmd = format!("{} sniff --port {port} --every 200ms --duration 1s", bin());
+        let out = std::process::Command::new("script")
+            .args(["-qfec", &cmd, "/dev/null"])
+            .env("TERM", term)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dumb = pty("dumb");
+    assert!(!dumb.contains('\x1b'), "TERM=dumb: {dumb:?}");
+    assert!(dumb.matches("h2ledger sniff on lo").count() >= 2, "{dumb}");
+    let xterm = pty("xterm-256color");
+    // crossterm's MoveTo(0, 0) and clear to the end of the screen.
+    assert!(xterm.contains("\x1b[1;1H"), "redrawn in place: {xterm:?}");
+    assert!(xterm.contains("\x1b[J"), "{xterm:?}");
+    for field in HEADER {
+        assert!(xterm.contains(field), "{field}");
+    }
+}
+
+/// `--format json` ticks: one compact line each, with the header's numbers in `live`.
+#[test]
+fn sniff_every_json_ticks_have_the_header_numbers() {
+    if crate::live::skip_unless_root("sniff_every_json") {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let out = run(&[
+        "sniff",
+        "--port",
+        &port,
+        "--every",
+        "200ms",
+        "--duration",
+        "700ms",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    let first: serde_json::Value = serde_json::from_str(s.lines().next().unwrap()).unwrap();
+    let live = &first["live"];
+    for k in [
+        "time",
+        "elapsed_s",
+        "period_s",
+        "packets_per_s",
+        "frames_per_s",
+        "calls_per_s",
+    ] {
+        assert!(!live[k].is_null(), "{k}: {first}");
+    }
+    assert!(live["time"].as_str().unwrap().ends_with('Z'));
+    assert!(first["last"]["sides"].is_object(), "{first}");
+    assert!(first["drops"]["kernel"].is_u64());
+}
