@@ -76,7 +76,9 @@ pub struct WindowRow {
     pub name: &'static str,
     pub colour: RGBColor,
     pub lines: [Vec<(f64, f64)>; 2],
-    pub y: Axis,
+    /// One scale per side: the two sides' windows can differ ten thousand times (h2load's
+    /// 1 GiB against nghttpd's 64 KiB), and a shared scale would flatten one to its axis.
+    pub y: [Axis; 2],
 }
 
 /// The flow-control rows of one connection, and the times stalls began per side.
@@ -276,13 +278,15 @@ impl Windows {
         .into_iter()
         .filter(|(_, _, l)| l.iter().any(|s| !s.is_empty()))
         .map(|(name, colour, lines)| {
-            let values = || lines.iter().flatten().map(|p| p.1);
-            let lo = values().fold(0f64, f64::min);
-            let hi = values().fold(0f64, f64::max);
+            let axis = |side: &Vec<(f64, f64)>| {
+                let lo = side.iter().map(|p| p.1).fold(0f64, f64::min);
+                let hi = side.iter().map(|p| p.1).fold(0f64, f64::max);
+                Axis::whole(lo, hi, 3)
+            };
             WindowRow {
                 name,
                 colour,
-                y: Axis::new(lo, hi, 3),
+                y: [axis(&lines[0]), axis(&lines[1])],
                 lines,
             }
         })
@@ -298,8 +302,17 @@ impl Windows {
 impl Axis {
     /// A range from at most `lo` to at least `hi` (never empty) with about `n` round ticks.
     pub fn new(lo: f64, hi: f64, n: usize) -> Axis {
+        Axis::stepped(lo, hi, n, 0.0)
+    }
+
+    /// [`Axis::new`] with a step of at least 1 (bytes: no tick at half a byte).
+    pub fn whole(lo: f64, hi: f64, n: usize) -> Axis {
+        Axis::stepped(lo, hi, n, 1.0)
+    }
+
+    fn stepped(lo: f64, hi: f64, n: usize, min_step: f64) -> Axis {
         let (lo, hi) = if hi > lo { (lo, hi) } else { (lo, lo + 1.0) };
-        let step = nice((hi - lo) / n.max(1) as f64);
+        let step = nice((hi - lo) / n.max(1) as f64).max(min_step);
         let a = (lo / step).floor();
         let b = (hi / step).ceil();
         let ticks = (0..=(b - a) as i64)
@@ -348,10 +361,12 @@ fn nice(v: f64) -> f64 {
     10.0 * p
 }
 
-/// A tick label: thousands as k and millions as M, as many decimals as the step needs, no
+/// A tick label: thousands as k, millions as M and billions as G, as many decimals as the step needs, no
 /// trailing zeros (`375k`, `1.5M`, `0.25`, `0`).
 pub fn fmt_tick(v: f64, step: f64) -> String {
-    let (scale, suffix) = if v.abs() >= 1e6 - 0.5 {
+    let (scale, suffix) = if v.abs() >= 1e9 - 0.5 {
+        (1e9, "G")
+    } else if v.abs() >= 1e6 - 0.5 {
         (1e6, "M")
     } else if v.abs() >= 1e3 - 0.5 {
         (1e3, "k")
@@ -526,8 +541,13 @@ fn draw(root: &Area<'_>, p: &Plan) -> DrawResult {
             let last = i + 1 == w.rows.len();
             for side in 0..2 {
                 let origin = (column(side), y);
-                let mut chart = panel(root, p, &row.y, origin, WIN_ROW_H, last)?;
+                let ya = &row.y[side];
+                let mut chart = panel(root, p, ya, origin, WIN_ROW_H, last)?;
                 let pts = &row.lines[side];
+                if pts.is_empty() {
+                    let (x, y) = (origin.0 + Y_LABELS + 12, origin.1 + WIN_ROW_H / 2 - 8);
+                    text(root, "no value recorded for this side", (x, y), 12, FAINT)?;
+                }
                 let style = row.colour.stroke_width(2);
                 chart.draw_series(LineSeries::new(pts.iter().copied(), style))?;
                 // A line of one point draws nothing: a few points get a mark each.
@@ -537,14 +557,14 @@ fn draw(root: &Area<'_>, p: &Plan) -> DrawResult {
                         .map(|&pt| Circle::new(pt, 3, row.colour.filled()));
                     chart.draw_series(marks)?;
                 }
-                let tick = (row.y.hi - row.y.lo) * 0.1;
+                let tick = (ya.hi - ya.lo) * 0.1;
                 chart.draw_series(w.stalls[side].iter().map(|&(t, _)| {
                     PathElement::new(
-                        vec![(t, row.y.lo), (t, row.y.lo + tick)],
+                        vec![(t, ya.lo), (t, ya.lo + tick)],
                         STALL_COLOUR.stroke_width(2),
                     )
                 }))?;
-                cut_lines(&mut chart, &p.cuts, &row.y)?;
+                cut_lines(&mut chart, &p.cuts, ya)?;
             }
         }
     }
@@ -696,6 +716,8 @@ mod tests {
         assert_eq!(fmt_fixed(3.002, 0.001), "3.002");
         assert_eq!(fmt_fixed(1000.0, 200.0), "1000");
         assert_eq!(fmt_tick(375_000.0, 25_000.0), "375k");
+        assert_eq!(fmt_tick(1.5e9, 5e8), "1.5G");
+        assert_eq!(Axis::whole(0.0, 1.0, 3).ticks, [0.0, 1.0]);
         assert_eq!(Axis::new(0.0, 2240.0, 3).ticks, [0.0, 1e3, 2e3, 3e3]);
     }
 

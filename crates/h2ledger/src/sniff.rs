@@ -15,8 +15,8 @@ use crate::live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN, DELIVE
 use crate::phases::{self, Obs};
 use crate::pipeline::Pipeline;
 use crate::{
-    input, ledger_report, note_empty, print_full, render, write_plot, AnalysisArgs, FilterArgs,
-    Format,
+    input, ledger_report, note_empty, open_plot, print_full, render, write_plot, AnalysisArgs,
+    FilterArgs, Format,
 };
 
 #[derive(Args)]
@@ -84,7 +84,13 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     };
     // Before Live::open gives up privileges: the key log stays open.
     let keys = crate::keys::load(a.filter.keylog.as_deref(), None, true)?;
-    let mut live = Live::open(&opts)?;
+    // Also before: the plot file is created as root, like the -w file.
+    let plot = a.analysis.plot.as_deref().map(open_plot).transpose()?;
+    let mut live = Live::open(&opts).inspect_err(|_| {
+        if let Some(path) = &a.analysis.plot {
+            let _ = std::fs::remove_file(path);
+        }
+    })?;
     // Always said (like tcpdump's "listening on"): scripts wait for this line.
     {
         eprintln!(
@@ -129,8 +135,8 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     }
     let source = format!("{} (live)", live.device);
     let (whole, phases) = phases::build(&mut p, report);
-    if let Some(path) = &a.analysis.plot {
-        write_plot(path, &p, &phases, &source)?;
+    if let (Some(path), Some(file)) = (&a.analysis.plot, plot) {
+        write_plot(path, file, &p, &phases, &source)?;
     }
     print_full(a.format, &source, &whole, &phases, &p, Some(&drops));
     drop(live);

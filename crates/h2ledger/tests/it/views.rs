@@ -308,3 +308,47 @@ fn sniff_every_json_ticks_have_the_header_numbers() {
     assert!(first["last"]["sides"].is_object(), "{first}");
     assert!(first["drops"]["kernel"].is_u64());
 }
+
+/// The plot file is created before the capture is read: an unwritable path is one line and
+/// exit status 2 at once; `sniff` creates it before giving up root, so a directory only root
+/// may write still gets its plot.
+#[test]
+fn plot_file_is_created_first() {
+    let out = run(&[
+        "replay",
+        capture("nghttp-nghttpd.pcap").to_str().unwrap(),
+        "--plot",
+        "/nonexistent-dir/x.svg",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no ledger printed before the error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write the plot"), "{err}");
+    if crate::live::skip_unless_root("sniff_plot_as_root") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("h2ledger-views-root-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let svg = dir.join("live.svg");
+    let out = run(&[
+        "sniff",
+        "--port",
+        "9",
+        "--duration",
+        "300ms",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("running as nobody"),
+        "root was given up: {err}"
+    );
+    assert!(err.contains(&format!("wrote {}", svg.display())), "{err}");
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.contains("no HTTP/2 frames to draw"), "{s}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
