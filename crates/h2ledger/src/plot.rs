@@ -30,15 +30,11 @@ fn colour(c: FrameClass) -> RGBColor {
     }
 }
 
-/// The kinds the article reads: when one of them has no frame at all, the plot says so.
-const EXPECTED: [FrameClass; 6] = [
-    FrameClass::Headers,
-    FrameClass::Trailers,
-    FrameClass::Data,
-    FrameClass::WindowUpdate,
-    FrameClass::Ping,
-    FrameClass::PingAck,
-];
+/// The kinds the article reads (the ledger's first six rows): when one of them has no frame
+/// at all, the plot says so.
+fn expected() -> &'static [FrameClass] {
+    &FrameClass::ALL[..6]
+}
 
 /// Bins are at least this long, unless the whole capture is at most [`FEW_BUCKETS`] buckets.
 const MIN_BIN_NS: i64 = 250_000_000;
@@ -110,7 +106,7 @@ pub struct Plan {
     /// Times in milliseconds when the span is under 2 s.
     pub millis: bool,
     pub rows: Vec<Row>,
-    /// Kinds of [`EXPECTED`] with no frame on either side.
+    /// Kinds of [`expected`] with no frame on either side.
     pub absent: Vec<FrameClass>,
     /// The phase boundaries drawn (dashed), in seconds from the first packet.
     pub cuts: Vec<f64>,
@@ -160,9 +156,10 @@ impl Plan {
                 });
             }
         }
-        let absent = EXPECTED
-            .into_iter()
-            .filter(|c| !rows.iter().any(|r| r.class == *c))
+        let absent = expected()
+            .iter()
+            .filter(|c| !rows.iter().any(|r| r.class == **c))
+            .copied()
             .collect();
         let windows = windows
             .filter(|w| w.conn.is_some())
