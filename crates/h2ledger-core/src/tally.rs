@@ -37,6 +37,40 @@ impl SideTally {
             *self.ping_labels.entry(k).or_default() += v;
         }
     }
+
+    /// The counts added since `earlier`, an earlier copy of the same running tally (the live
+    /// view's last period). Every field is named: a new one must say how it subtracts.
+    pub fn since(&self, earlier: &SideTally) -> SideTally {
+        let SideTally {
+            frames,
+            bdp_pings,
+            writes,
+            bytes,
+            ping_labels,
+            tls_records,
+        } = self;
+        let mut f = *frames;
+        for (a, b) in f.0.iter_mut().zip(earlier.frames.0.iter()) {
+            *a = a.saturating_sub(*b);
+        }
+        SideTally {
+            frames: f,
+            bdp_pings: bdp_pings.saturating_sub(earlier.bdp_pings),
+            writes: writes.saturating_sub(earlier.writes),
+            bytes: bytes.saturating_sub(earlier.bytes),
+            ping_labels: ping_labels
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        *k,
+                        v.saturating_sub(*earlier.ping_labels.get(k).unwrap_or(&0)),
+                    )
+                })
+                .filter(|(_, v)| *v > 0)
+                .collect(),
+            tls_records: tls_records.saturating_sub(earlier.tls_records),
+        }
+    }
 }
 
 /// Connections listed one by one in [`LedgerReport::per_connection`]; the counts of later ones

@@ -339,6 +339,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
 fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let filter = input::bpf(&a.filter.ports, &a.filter.words());
     let mut cap = SavedCapture::open(&a.file, filter.as_deref())?;
+    let plot = a.analysis.plot.as_deref().map(open_plot).transpose()?;
     let linktype = cap.linktype;
     let wanted = a.analysis.wanted(a.every);
     let keys = keys::load(a.filter.keylog.as_deref(), Some(&a.file), false)?;
@@ -359,16 +360,24 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     }
     note_empty(&mut report, &p, filter.as_deref());
     let (whole, phases) = phases::build(&mut p, report);
-    if let Some(path) = &a.analysis.plot {
-        write_plot(path, &p, &phases, &cap.name)?;
+    if let (Some(path), Some(file)) = (&a.analysis.plot, plot) {
+        write_plot(path, file, &p, &phases, &cap.name)?;
     }
     print_full(a.format, &cap.name, &whole, &phases, &p, None);
     Ok(code)
 }
 
-/// Writes the `--plot` SVG.
+/// Creates the `--plot` file before the capture is read: an unwritable path fails at once, not
+/// after an hour of capture, and `sniff` creates it before it gives up root.
+pub fn open_plot(path: &std::path::Path) -> Result<std::fs::File> {
+    std::fs::File::create(path)
+        .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))
+}
+
+/// Writes the `--plot` SVG into `file` (from [`open_plot`]).
 pub fn write_plot(
     path: &std::path::Path,
+    mut file: std::fs::File,
     p: &Pipeline<Obs>,
     phases: &[Full],
     source: &str,
@@ -396,14 +405,18 @@ pub fn write_plot(
         .analysis
         .as_ref()
         .and_then(|a| a.flow.series.as_ref());
+    let end = p.stats.last.map(|l| l - origin);
     let svg = plot::svg(
         t,
         &cuts,
+        end,
         &format!("{source}: HTTP/2 frames per second"),
         windows,
-    );
-    std::fs::write(path, svg)
-        .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))
+    )?;
+    std::io::Write::write_all(&mut file, svg.as_bytes())
+        .map_err(|e| anyhow::anyhow!("{}: cannot write the plot: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
 }
 
 fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {

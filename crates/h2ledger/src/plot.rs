@@ -1,277 +1,793 @@
-//! `--plot FILE.svg`: frames per second by kind, per side, over time; phase cuts as dashed
-//! lines. Hand-written SVG, no dependency.
+//! `--plot FILE.svg`: frames per second over time as small multiples, one row per frame kind
+//! that was seen and one column per side, so that series with equal values never hide each
+//! other; with `--analyze`, two more rows: each side's connection window and the available
+//! window of its busiest stream. Drawn with plotters' SVG backend.
+//!
+//! What is drawn is decided first, as data ([`Plan`]): the rows, the bins, the ticks and the
+//! legend entries (only for marks that are drawn). [`render`] then draws a plan.
 
-use std::fmt::Write as _;
-
+use anyhow::{anyhow, Result};
 use h2ledger_core::flow::WindowSeries;
 use h2ledger_core::{FrameClass, Timeline};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// The classes drawn, with their colours.
-const SERIES: [(FrameClass, &str); 6] = [
-    (FrameClass::Headers, "#1f77b4"),
-    (FrameClass::Trailers, "#9467bd"),
-    (FrameClass::Data, "#2ca02c"),
-    (FrameClass::WindowUpdate, "#ff7f0e"),
-    (FrameClass::Ping, "#d62728"),
-    (FrameClass::PingAck, "#8c564b"),
-];
+/// A colour per frame kind (the tab10 palette for the ones the article reads).
+fn colour(c: FrameClass) -> RGBColor {
+    match c {
+        FrameClass::Headers => RGBColor(0x1f, 0x77, 0xb4),
+        FrameClass::Trailers => RGBColor(0x94, 0x67, 0xbd),
+        FrameClass::Data => RGBColor(0x2c, 0xa0, 0x2c),
+        FrameClass::WindowUpdate => RGBColor(0xff, 0x7f, 0x0e),
+        FrameClass::Ping => RGBColor(0xd6, 0x27, 0x28),
+        FrameClass::PingAck => RGBColor(0x8c, 0x56, 0x4b),
+        FrameClass::RstStream => RGBColor(0xe3, 0x77, 0xc2),
+        FrameClass::GoAway => RGBColor(0x17, 0xbe, 0xcf),
+        FrameClass::SettingsAck => RGBColor(0xbc, 0xbd, 0x22),
+        _ => RGBColor(0x7f, 0x7f, 0x7f),
+    }
+}
 
-/// At least this wide a bin, and at most this many bins.
+/// The kinds the article reads (the ledger's first six rows): when one of them has no frame
+/// at all, the plot says so.
+fn expected() -> &'static [FrameClass] {
+    &FrameClass::ALL[..6]
+}
+
+/// Bins are at least this long, unless the whole capture is at most [`FEW_BUCKETS`] buckets.
 const MIN_BIN_NS: i64 = 250_000_000;
+const FEW_BUCKETS: usize = 15;
+/// At most this many bins, whatever the span.
 const MAX_BINS: usize = 200;
 
-/// Renders the timeline. `cuts`: phase boundaries in seconds from the timeline's origin.
-/// `windows`: also draw the flow-control panels (issue 11).
-pub fn svg(t: &Timeline, cuts: &[f64], title: &str, windows: Option<&WindowSeries>) -> String {
-    let n = t.counts.keys().next_back().map_or(1, |b| *b as usize + 1);
-    let factor = (n.div_ceil(MAX_BINS)).max((MIN_BIN_NS as usize).div_ceil(t.bucket as usize));
-    let bins = n.div_ceil(factor);
-    let bin_s = (t.bucket as f64 * factor as f64) / 1e9;
-    // rates[side][series][bin]
-    let mut rates = vec![vec![vec![0f64; bins]; SERIES.len()]; 2];
-    for (&b, c) in &t.counts {
-        let b = b as usize;
-        for side in 0..2 {
-            for (k, (class, _)) in SERIES.iter().enumerate() {
-                rates[side][k][b / factor] += f64::from(c[side][class.index()]) / bin_s;
-            }
-        }
-    }
-    let span = bins as f64 * bin_s;
-    let ymax = rates
-        .iter()
-        .flatten()
-        .flatten()
-        .fold(1.0f64, |a, &b| a.max(b));
-    let ymax = nice(ymax);
-    let (w, ph, left, top, gap) = (900.0, 220.0, 60.0, 40.0, 50.0);
-    let pw = w - left - 160.0;
-    let extra = if windows.is_some_and(|w| w.conn.is_some()) {
-        2.0 * (ph + gap)
-    } else {
-        0.0
-    };
-    let h = top + 2.0 * ph + gap + 50.0 + extra + if extra > 0.0 { 20.0 } else { 0.0 };
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{left}" y="20" font-size="14">{}</text>"#,
-        xml(title)
-    );
-    for (side, name) in ["client", "server"].iter().enumerate() {
-        let y0 = top + side as f64 * (ph + gap);
-        let _ = writeln!(
-            s,
-            r##"<rect x="{left}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" font-weight="bold">{name} sends (frames/s, {bin_s:.2} s bins)</text>"#,
-            left + 5.0,
-            y0 - 6.0
-        );
-        for i in 0..=4 {
-            let v = ymax * f64::from(i) / 4.0;
-            let y = y0 + ph - ph * f64::from(i) / 4.0;
-            let _ = writeln!(
-                s,
-                r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
-                left + pw,
-                left - 4.0,
-                y + 4.0
-            );
-        }
-        for c in cuts {
-            let x = left + pw * c / span;
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{:.1}" stroke="#000" stroke-dasharray="5,4"/>"##,
-                y0 + ph
-            );
-        }
-        for (k, (class, colour)) in SERIES.iter().enumerate() {
-            let pts: Vec<String> = rates[side][k]
-                .iter()
-                .enumerate()
-                .map(|(b, r)| {
-                    let x = left + pw * (b as f64 + 0.5) * bin_s / span;
-                    let y = y0 + ph - ph * r / ymax;
-                    format!("{x:.1},{y:.1}")
-                })
-                .collect();
-            let _ = writeln!(
-                s,
-                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{}"><title>{name} {}</title></polyline>"#,
-                pts.join(" "),
-                class.name()
-            );
-        }
-    }
-    // x axis
-    let yb = top + 2.0 * ph + gap;
-    let step = nice(span / 8.0);
-    let mut x = 0.0;
-    while x <= span + 1e-9 {
-        let px = left + pw * x / span;
-        let _ = writeln!(
-            s,
-            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{x:.1}</text>"#,
-            yb + 15.0
-        );
-        x += step;
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">seconds since the first packet (dashed: phase boundaries)</text>"#,
-        left + pw / 2.0,
-        yb + 32.0
-    );
-    for (k, (class, colour)) in SERIES.iter().enumerate() {
-        let y = top + 20.0 * k as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            left + pw + 15.0,
-            left + pw + 40.0,
-            left + pw + 45.0,
-            y + 4.0,
-            class.name()
-        );
-    }
-    if let Some(w) = windows.filter(|w| w.conn.is_some()) {
-        window_panels(&mut s, w, span, (left, yb + 50.0 + gap, pw, ph, gap));
-    }
-    s.push_str("</svg>\n");
-    s
+/// More phase boundaries than this are not drawn (a line every few pixels hides the bars);
+/// the plot says how many there are.
+const MAX_CUTS_DRAWN: usize = 40;
+
+/// The window rows' names (also the panel captions' first words).
+pub const CONN_WINDOW: &str = "connection window";
+pub const STREAM_WINDOW: &str = "stream window";
+/// The legend's entries.
+pub const STALL: &str = "stall begins";
+pub const PHASE_BOUNDARY: &str = "phase boundary";
+
+const STALL_COLOUR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+
+/// One row of rate panels: a frame kind, both sides on one y scale.
+#[derive(Debug)]
+pub struct Row {
+    pub class: FrameClass,
+    /// `rates[side][bin]`, frames per second.
+    pub rates: [Vec<f64>; 2],
+    pub frames: [u64; 2],
+    pub y: Axis,
 }
 
-/// Each side's connection window and the available window of its last-used stream over time
-/// (one connection), stall starts as red ticks.
-fn window_panels(
-    s: &mut String,
-    w: &WindowSeries,
-    span: f64,
-    (left, top, pw, ph, gap): (f64, f64, f64, f64, f64),
-) {
-    let bin_s = w.bucket as f64 / 1e9;
-    let span = span.max(w.points.len() as f64 * bin_s).max(1e-9);
-    // Carry each value forward to the buckets that did not change it.
-    let mut lines = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
-    let mut stalls = [Vec::new(), Vec::new()];
-    let mut cur = [(None, None); 2];
-    for (b, p) in w.points.iter().enumerate() {
-        for side in 0..2 {
-            let (c, st, n) = p[side];
-            cur[side].0 = c.or(cur[side].0);
-            cur[side].1 = st.or(cur[side].1);
-            let t = (b as f64 + 0.5) * bin_s;
-            if let Some(v) = cur[side].0 {
-                lines[side][0].push((t, v));
+/// One row of window panels: a window's value over time per side, carried forward between
+/// changes, as (seconds, bytes).
+#[derive(Debug)]
+pub struct WindowRow {
+    pub name: &'static str,
+    pub colour: RGBColor,
+    pub lines: [Vec<(f64, f64)>; 2],
+    /// One scale per side: the two sides' windows can differ ten thousand times (h2load's
+    /// 1 GiB against nghttpd's 64 KiB), and a shared scale would flatten one to its axis.
+    pub y: [Axis; 2],
+}
+
+/// The flow-control rows of one connection, and the times stalls began per side.
+#[derive(Debug)]
+pub struct Windows {
+    pub conn: u32,
+    /// The rows that have a value on either side (connection window, stream window).
+    pub rows: Vec<WindowRow>,
+    pub stalls: [Vec<(f64, u32)>; 2],
+}
+
+/// An axis range and its ticks: round values (1, 2 or 5 times a power of ten apart).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    pub lo: f64,
+    pub hi: f64,
+    pub ticks: Vec<f64>,
+    pub step: f64,
+}
+
+/// Everything drawn, decided before drawing.
+#[derive(Debug)]
+pub struct Plan {
+    pub title: String,
+    /// Bin length in seconds (the whole capture when it is shorter than one bucket).
+    pub bin_s: f64,
+    pub bins: usize,
+    pub x: Axis,
+    /// Times in milliseconds when the span is under 2 s.
+    pub millis: bool,
+    pub rows: Vec<Row>,
+    /// Kinds of [`expected`] with no frame on either side.
+    pub absent: Vec<FrameClass>,
+    /// The phase boundaries drawn (dashed), in seconds from the first packet.
+    pub cuts: Vec<f64>,
+    /// Boundaries within the span not drawn: more than [`MAX_CUTS_DRAWN`].
+    pub cuts_hidden: usize,
+    pub windows: Option<Windows>,
+}
+
+impl Plan {
+    /// `cuts`: phase boundaries in seconds from the timeline's origin (the first packet);
+    /// `end`: the last packet, in seconds from the origin; `windows`: also the flow-control
+    /// rows (issue 11).
+    pub fn new(
+        t: &Timeline,
+        cuts: &[f64],
+        end: Option<f64>,
+        title: &str,
+        windows: Option<&WindowSeries>,
+    ) -> Plan {
+        let n = t.counts.keys().next_back().map_or(1, |b| *b as usize + 1);
+        let factor = bin_factor(n, t.bucket);
+        let bins = n.div_ceil(factor);
+        let mut bin_s = (t.bucket as f64 * factor as f64) / 1e9;
+        // A capture shorter than one bucket: its one bin is the capture itself (the 34 ms of
+        // nghttp-nghttpd.pcap at 100 ms would read as a third of its real rate).
+        if let Some(e) = end.filter(|e| bins == 1 && *e > 0.0 && *e < bin_s) {
+            bin_s = e.max(1e-3);
+        }
+        let mut rows = Vec::new();
+        for class in FrameClass::ALL {
+            let mut rates = [vec![0f64; bins], vec![0f64; bins]];
+            let mut frames = [0u64; 2];
+            for (&b, c) in &t.counts {
+                for side in 0..2 {
+                    let k = c[side][class.index()];
+                    rates[side][b as usize / factor] += f64::from(k) / bin_s;
+                    frames[side] += u64::from(k);
+                }
             }
-            if let Some(v) = cur[side].1 {
-                lines[side][1].push((t, v));
-            }
-            if n > 0 {
-                stalls[side].push((t, n));
+            if frames != [0, 0] {
+                let max = rates.iter().flatten().fold(0f64, |a, &b| a.max(b));
+                rows.push(Row {
+                    class,
+                    rates,
+                    frames,
+                    y: Axis::new(0.0, max, 3),
+                });
             }
         }
-    }
-    for (side, name) in ["client", "server"].iter().enumerate() {
-        let y0 = top + side as f64 * (ph + gap);
-        let ymax = nice(
-            lines[side]
-                .iter()
-                .flatten()
-                .fold(1.0f64, |a, &(_, v)| a.max(v as f64)),
-        );
-        let ymin = lines[side]
+        let absent = expected()
             .iter()
-            .flatten()
-            .fold(0.0f64, |a, &(_, v)| a.min(v as f64));
-        let range = (ymax - ymin).max(1.0);
-        let y = |v: f64| y0 + ph - ph * (v - ymin) / range;
-        let _ = writeln!(
-            s,
-            r##"<rect x="{left}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" font-weight="bold">{name}'s send windows, bytes (connection {}; red ticks: stalls)</text>"#,
-            left + 5.0,
-            y0 - 6.0,
-            w.conn.unwrap_or(0)
-        );
-        for i in 0..=4 {
-            let v = ymin + range * f64::from(i) / 4.0;
-            let _ = writeln!(
-                s,
-                r##"<line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
-                y(v),
-                left + pw,
-                y(v),
-                left - 4.0,
-                y(v) + 4.0
-            );
+            .filter(|c| !rows.iter().any(|r| r.class == **c))
+            .copied()
+            .collect();
+        let windows = windows
+            .filter(|w| w.conn.is_some())
+            .map(|w| Windows::new(w, t.origin));
+        let mut span = bins as f64 * bin_s;
+        if let Some(w) = &windows {
+            let last = w.rows.iter().flat_map(|r| r.lines.iter().flatten());
+            span = last.map(|p| p.0).fold(span, f64::max);
         }
-        for (k, (colour, what)) in [
-            ("#ff7f0e", "connection window"),
-            ("#2ca02c", "stream window (available)"),
-        ]
-        .iter()
-        .enumerate()
-        {
-            let pts: Vec<String> = lines[side][k]
-                .iter()
-                .map(|&(t, v)| format!("{:.1},{:.1}", left + pw * t / span, y(v as f64)))
-                .collect();
-            let _ = writeln!(
-                s,
-                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{}"><title>{name} {what}</title></polyline>"#,
-                pts.join(" ")
-            );
-            let ly = y0 + 20.0 * k as f64;
-            let _ = writeln!(
-                s,
-                r#"<line x1="{:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{what}</text>"#,
-                left + pw + 15.0,
-                left + pw + 40.0,
-                left + pw + 45.0,
-                ly + 4.0
-            );
+        let mut cuts: Vec<f64> = cuts
+            .iter()
+            .copied()
+            .filter(|c| *c > 0.0 && *c < span)
+            .collect();
+        let cuts_hidden = if cuts.len() > MAX_CUTS_DRAWN {
+            std::mem::take(&mut cuts).len()
+        } else {
+            0
+        };
+        let mut x = Axis::new(0.0, span, 8);
+        // The x axis ends with the data, not at the next round value.
+        x.hi = span;
+        x.ticks.retain(|v| *v <= span * (1.0 + 1e-9));
+        Plan {
+            title: title.to_string(),
+            bin_s,
+            bins,
+            x,
+            millis: span < 2.0,
+            rows,
+            absent,
+            cuts,
+            cuts_hidden,
+            windows,
         }
-        for &(t, n) in &stalls[side] {
-            let x = left + pw * t / span;
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#d62728" stroke-width="2"><title>{n} stall(s)</title></line>"##,
-                y0 + ph - 12.0,
-                y0 + ph
-            );
+    }
+
+    /// The legend: one entry per kind of mark drawn that no row label names, and nothing else.
+    pub fn legend(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if let Some(w) = &self.windows {
+            if w.stalls.iter().any(|s| !s.is_empty()) {
+                v.push(STALL);
+            }
+        }
+        if !self.cuts.is_empty() {
+            v.push(PHASE_BOUNDARY);
+        }
+        v
+    }
+
+    /// A time on the x axis, in the axis' unit, at tick precision.
+    fn time(&self, s: f64) -> String {
+        if self.millis {
+            fmt_fixed(s * 1e3, self.x.step * 1e3)
+        } else {
+            fmt_fixed(s, self.x.step)
+        }
+    }
+
+    /// A time to the millisecond, with its unit.
+    fn time_exact(&self, s: f64) -> String {
+        if self.millis {
+            format!("{} ms", fmt_fixed(s * 1e3, 0.1))
+        } else {
+            format!("{} s", fmt_fixed(s, 0.001))
+        }
+    }
+
+    fn bin(&self) -> String {
+        if self.bin_s < 1.0 {
+            format!("{} ms", fmt_fixed(self.bin_s * 1e3, 1.0))
+        } else {
+            format!("{} s", fmt_fixed(self.bin_s, 0.1))
         }
     }
 }
 
-/// A round number at or above `v` (1, 2, 5 times a power of ten).
+impl Windows {
+    fn new(w: &WindowSeries, origin: Option<i64>) -> Windows {
+        let bin_s = w.bucket as f64 / 1e9;
+        // The series counts from its own origin; the plot from the timeline's.
+        let shift = match (w.origin, origin) {
+            (Some(a), Some(b)) => (a - b) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let mut lines = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+        let mut stalls = [Vec::new(), Vec::new()];
+        let mut cur = [(None, None); 2];
+        for (b, p) in w.points.iter().enumerate() {
+            let t = shift + (b as f64 + 0.5) * bin_s;
+            for side in 0..2 {
+                let (c, st, n) = p[side];
+                // Carry each value forward to the buckets that did not change it.
+                cur[side].0 = c.or(cur[side].0);
+                cur[side].1 = st.or(cur[side].1);
+                if let Some(v) = cur[side].0 {
+                    lines[0][side].push((t, v as f64));
+                }
+                if let Some(v) = cur[side].1 {
+                    lines[1][side].push((t, v as f64));
+                }
+                if n > 0 {
+                    stalls[side].push((t, n));
+                }
+            }
+        }
+        let [conn, stream] = lines;
+        let rows = [
+            (CONN_WINDOW, RGBColor(0xff, 0x7f, 0x0e), conn),
+            (STREAM_WINDOW, RGBColor(0x2c, 0xa0, 0x2c), stream),
+        ]
+        .into_iter()
+        .filter(|(_, _, l)| l.iter().any(|s| !s.is_empty()))
+        .map(|(name, colour, lines)| {
+            let axis = |side: &Vec<(f64, f64)>| {
+                let lo = side.iter().map(|p| p.1).fold(0f64, f64::min);
+                let hi = side.iter().map(|p| p.1).fold(0f64, f64::max);
+                Axis::whole(lo, hi, 3)
+            };
+            WindowRow {
+                name,
+                colour,
+                y: [axis(&lines[0]), axis(&lines[1])],
+                lines,
+            }
+        })
+        .collect();
+        Windows {
+            conn: w.conn.unwrap_or(0),
+            rows,
+            stalls,
+        }
+    }
+}
+
+impl Axis {
+    /// A range from at most `lo` to at least `hi` (never empty) with about `n` round ticks.
+    pub fn new(lo: f64, hi: f64, n: usize) -> Axis {
+        Axis::stepped(lo, hi, n, 0.0)
+    }
+
+    /// [`Axis::new`] with a step of at least 1 (bytes: no tick at half a byte).
+    pub fn whole(lo: f64, hi: f64, n: usize) -> Axis {
+        Axis::stepped(lo, hi, n, 1.0)
+    }
+
+    fn stepped(lo: f64, hi: f64, n: usize, min_step: f64) -> Axis {
+        let (lo, hi) = if hi > lo { (lo, hi) } else { (lo, lo + 1.0) };
+        let step = nice((hi - lo) / n.max(1) as f64).max(min_step);
+        let a = (lo / step).floor();
+        let b = (hi / step).ceil();
+        let ticks = (0..=(b - a) as i64)
+            .map(|i| (a + i as f64) * step)
+            .map(|v| if v.abs() < step * 1e-9 { 0.0 } else { v })
+            .collect();
+        Axis {
+            lo: a * step,
+            hi: b * step,
+            ticks,
+            step,
+        }
+    }
+
+    fn coord(&self) -> Ticked {
+        Ticked(self.clone())
+    }
+}
+
+/// Buckets per bin: 1, 2 or 5 times a power of ten, so that a bin is a round time (a rate
+/// of 24/s reads 24/s in every bin, not 23.3 and 26.7); at least [`MIN_BIN_NS`] unless the
+/// capture has few buckets, at most [`MAX_BINS`] bins.
+fn bin_factor(n: usize, bucket: i64) -> usize {
+    let mut i = 0u32;
+    loop {
+        let f = [1usize, 2, 5][(i % 3) as usize].saturating_mul(10usize.saturating_pow(i / 3));
+        let long = f as i64 * bucket >= MIN_BIN_NS || n <= FEW_BUCKETS;
+        if (n.div_ceil(f) <= MAX_BINS && long) || f == usize::MAX {
+            return f;
+        }
+        i += 1;
+    }
+}
+
+/// The smallest of 1, 2, 5 times a power of ten at or above `v`.
 fn nice(v: f64) -> f64 {
     if v <= 0.0 || !v.is_finite() {
         return 1.0;
     }
     let p = 10f64.powf(v.log10().floor());
     for m in [1.0, 2.0, 5.0, 10.0] {
-        if m * p >= v {
+        if m * p >= v * (1.0 - 1e-12) {
             return m * p;
         }
     }
     10.0 * p
 }
 
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// A tick label: thousands as k, millions as M and billions as G, as many decimals as the step needs, no
+/// trailing zeros (`375k`, `1.5M`, `0.25`, `0`).
+pub fn fmt_tick(v: f64, step: f64) -> String {
+    let (scale, suffix) = if v.abs() >= 1e9 - 0.5 {
+        (1e9, "G")
+    } else if v.abs() >= 1e6 - 0.5 {
+        (1e6, "M")
+    } else if v.abs() >= 1e3 - 0.5 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{}{suffix}", fmt_fixed(v / scale, step / scale))
+}
+
+/// A number with as many decimals as `step` needs, no trailing zeros (times: `1000`, `2.5`).
+pub fn fmt_fixed(v: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10() - 1e-9).ceil().max(0.0) as usize
+    };
+    let mut s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if s == "-0" {
+        s = "0".to_string();
+    }
+    s
+}
+
+/// Renders the timeline (see [`Plan::new`]).
+pub fn svg(
+    t: &Timeline,
+    cuts: &[f64],
+    end: Option<f64>,
+    title: &str,
+    windows: Option<&WindowSeries>,
+) -> Result<String> {
+    render(&Plan::new(t, cuts, end, title, windows))
+}
+
+// Layout, in pixels.
+const W: u32 = 1000;
+const LEFT: i32 = 130;
+const COL_GAP: i32 = 14;
+const RIGHT: i32 = 14;
+const HEAD: i32 = 96;
+const ROW_H: i32 = 84;
+const WIN_ROW_H: i32 = 130;
+const X_LABELS: i32 = 22;
+const Y_LABELS: i32 = 50;
+const COL_W: i32 = (W as i32 - LEFT - RIGHT - COL_GAP) / 2;
+
+const GRID: RGBColor = RGBColor(0xe6, 0xe6, 0xe6);
+const AXIS: RGBColor = RGBColor(0x99, 0x99, 0x99);
+const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const FAINT: RGBColor = RGBColor(0x55, 0x55, 0x55);
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Ticked, Ticked>>;
+type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
+
+/// Draws a plan.
+pub fn render(p: &Plan) -> Result<String> {
+    let rates_h = rates_rows_h(p);
+    let win_h = p
+        .windows
+        .as_ref()
+        .map_or(0, |w| 40 + w.rows.len() as i32 * WIN_ROW_H + X_LABELS + 20);
+    let h = HEAD + rates_h + 50 + win_h;
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (W, h as u32)).into_drawing_area();
+        draw(&root, p).map_err(|e| anyhow!("cannot draw the plot: {e}"))?;
+        root.present()
+            .map_err(|e| anyhow!("cannot draw the plot: {e}"))?;
+    }
+    Ok(out)
+}
+
+fn draw(root: &Area<'_>, p: &Plan) -> DrawResult {
+    root.fill(&WHITE)?;
+    text(root, &p.title, (12, 10), 18, INK)?;
+    let what = if p.bins == 1 {
+        format!("frames per second over the whole {} (one bin)", p.bin())
+    } else {
+        format!("frames per second in {} bins", p.bin())
+    };
+    text(
+        root,
+        &format!("{what}, one row per frame kind seen, one y scale per row"),
+        (12, 36),
+        13,
+        FAINT,
+    )?;
+    legend(root, p, (12, 58))?;
+    for (side, name) in ["client sends", "server sends"].iter().enumerate() {
+        let x = column(side) + Y_LABELS + (COL_W - Y_LABELS) / 2;
+        root.draw(&Text::new(
+            name.to_string(),
+            (x, HEAD - 16),
+            ("sans-serif", 14)
+                .into_font()
+                .style(FontStyle::Bold)
+                .color(&INK)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+    }
+    if p.rows.is_empty() {
+        text(
+            root,
+            "no HTTP/2 frames to draw",
+            (LEFT + Y_LABELS, HEAD + 20),
+            14,
+            INK,
+        )?;
+    }
+    for (i, row) in p.rows.iter().enumerate() {
+        let y = HEAD + i as i32 * ROW_H;
+        text(root, row.class.name(), (12, y + ROW_H / 2 - 14), 13, INK)?;
+        let sent = format!("{} / {}", row.frames[0], row.frames[1]);
+        text(root, &sent, (12, y + ROW_H / 2 + 2), 11, FAINT)?;
+        let last = i + 1 == p.rows.len();
+        let c = colour(row.class);
+        for side in 0..2 {
+            let mut chart = panel(root, p, &row.y, (column(side), y), ROW_H, last)?;
+            // Bars, with a gap between them while they are wide enough to show one.
+            let inset = if p.bins <= 60 { p.bin_s * 0.12 } else { 0.0 };
+            let bars = row.rates[side]
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| **r > 0.0);
+            chart.draw_series(bars.map(|(b, r)| {
+                let x0 = b as f64 * p.bin_s;
+                Rectangle::new([(x0 + inset, 0.0), (x0 + p.bin_s - inset, *r)], c.filled())
+            }))?;
+            cut_lines(&mut chart, &p.cuts, &row.y)?;
+        }
+    }
+    let y = HEAD + rates_rows_h(p) + 4;
+    let unit = if p.millis { "milliseconds" } else { "seconds" };
+    text(
+        root,
+        &format!("{unit} since the first packet"),
+        (LEFT + Y_LABELS, y),
+        12,
+        FAINT,
+    )?;
+    let mut note = String::from("under each kind: frames the client / the server sent");
+    if p.cuts_hidden > 0 {
+        note.push_str(&format!(
+            "; {} phase boundaries, not drawn (more than {MAX_CUTS_DRAWN})",
+            p.cuts_hidden
+        ));
+    }
+    if !p.absent.is_empty() {
+        let names: Vec<&str> = p.absent.iter().map(|c| c.name()).collect();
+        note.push_str(&format!("; no {} frames at all", names.join(", ")));
+    }
+    text(root, &note, (12, y + 20), 12, FAINT)?;
+    if let Some(w) = &p.windows {
+        let top = y + 52;
+        text(
+            root,
+            &format!(
+                "send windows in bytes, connection {}: what each side may still send (the stream: its busiest)",
+                w.conn
+            ),
+            (12, top),
+            14,
+            INK,
+        )?;
+        for (i, row) in w.rows.iter().enumerate() {
+            let y = top + 30 + i as i32 * WIN_ROW_H;
+            text(root, row.name, (12, y + WIN_ROW_H / 2 - 8), 13, INK)?;
+            let last = i + 1 == w.rows.len();
+            for side in 0..2 {
+                let origin = (column(side), y);
+                let ya = &row.y[side];
+                let mut chart = panel(root, p, ya, origin, WIN_ROW_H, last)?;
+                let pts = &row.lines[side];
+                if pts.is_empty() {
+                    let (x, y) = (origin.0 + Y_LABELS + 12, origin.1 + WIN_ROW_H / 2 - 8);
+                    text(root, "no value recorded for this side", (x, y), 12, FAINT)?;
+                }
+                let style = row.colour.stroke_width(2);
+                chart.draw_series(LineSeries::new(pts.iter().copied(), style))?;
+                // A line of one point draws nothing: a few points get a mark each.
+                if pts.len() <= 30 {
+                    let marks = pts
+                        .iter()
+                        .map(|&pt| Circle::new(pt, 3, row.colour.filled()));
+                    chart.draw_series(marks)?;
+                }
+                let tick = (ya.hi - ya.lo) * 0.1;
+                chart.draw_series(w.stalls[side].iter().map(|&(t, _)| {
+                    PathElement::new(
+                        vec![(t, ya.lo), (t, ya.lo + tick)],
+                        STALL_COLOUR.stroke_width(2),
+                    )
+                }))?;
+                cut_lines(&mut chart, &p.cuts, ya)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rates_rows_h(p: &Plan) -> i32 {
+    p.rows.len().max(1) as i32 * ROW_H + X_LABELS
+}
+
+fn column(side: usize) -> i32 {
+    LEFT + side as i32 * (COL_W + COL_GAP)
+}
+
+fn text(root: &Area<'_>, s: &str, at: (i32, i32), size: u32, c: RGBColor) -> DrawResult {
+    root.draw(&Text::new(
+        s.to_string(),
+        at,
+        ("sans-serif", size).into_font().color(&c),
+    ))
+}
+
+/// One panel at `at` (top left), `h` high (plus the x labels when `labels`), its grid at the
+/// plan's x ticks and `y`'s ticks.
+fn panel<'a, 'b>(
+    root: &'a Area<'b>,
+    p: &Plan,
+    y: &Axis,
+    at: (i32, i32),
+    h: i32,
+    labels: bool,
+) -> Result<Chart<'a, 'b>, DrawingAreaErrorKind<std::io::Error>> {
+    let h = h + if labels { X_LABELS } else { 0 };
+    let area = root.clone().shrink(at, (COL_W, h));
+    let mut chart = ChartBuilder::on(&area)
+        .margin_top(8)
+        .margin_bottom(4)
+        .x_label_area_size(if labels { X_LABELS } else { 0 })
+        .y_label_area_size(Y_LABELS)
+        .build_cartesian_2d(p.x.coord(), y.coord())?;
+    let xf = |v: &f64| p.time(*v);
+    let yf = |v: &f64| fmt_tick(*v, y.step);
+    chart
+        .configure_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(AXIS)
+        .label_style(("sans-serif", 12).into_font().color(&FAINT))
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .draw()?;
+    Ok(chart)
+}
+
+/// A linear f64 axis whose grid lines and labels are exactly [`Axis::ticks`].
+#[derive(Debug)]
+struct Ticked(Axis);
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let f = (v - self.0.lo) / (self.0.hi - self.0.lo);
+        let f = if f.is_finite() {
+            f.clamp(-1.0, 2.0)
+        } else {
+            0.0
+        };
+        limit.0 + (f64::from(limit.1 - limit.0) * f).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.0.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.0.lo..self.0.hi
+    }
+}
+
+fn cut_lines(chart: &mut Chart<'_, '_>, cuts: &[f64], y: &Axis) -> DrawResult {
+    for &c in cuts {
+        let line = [(c, y.lo), (c, y.hi)];
+        chart.draw_series(DashedLineSeries::new(line, 5, 4, BLACK.stroke_width(1)))?;
+    }
+    Ok(())
+}
+
+/// The legend line: a sample and a name for each entry of [`Plan::legend`].
+fn legend(root: &Area<'_>, p: &Plan, (mut x, y): (i32, i32)) -> DrawResult {
+    for e in p.legend() {
+        let label = if e == PHASE_BOUNDARY {
+            let at: Vec<String> = p.cuts.iter().map(|c| p.time_exact(*c)).collect();
+            match at.len() {
+                1 => format!("{e} at {}", at[0]),
+                2..=6 => format!("phase boundaries at {}", at.join(", ")),
+                n => format!("{n} phase boundaries, the first at {}", at[0]),
+            }
+        } else {
+            format!("{e} (a DATA frame left the available window at 0 or below)")
+        };
+        if e == STALL {
+            let tick = vec![(x + 12, y), (x + 12, y + 12)];
+            root.draw(&PathElement::new(tick, STALL_COLOUR.stroke_width(2)))?;
+        } else {
+            for (a, b) in [(0, 9), (14, 24)] {
+                let dash = vec![(x + a, y + 7), (x + b, y + 7)];
+                root.draw(&PathElement::new(dash, BLACK.stroke_width(1)))?;
+            }
+        }
+        text(root, &label, (x + 30, y), 12, INK)?;
+        // About 0.56 em a character in a sans-serif font.
+        x += 30 + (label.len() as f64 * 12.0 * 0.56) as i32 + 24;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        let a = Axis::new(0.0, 24.0, 3);
+        assert_eq!(a.ticks, vec![0.0, 10.0, 20.0, 30.0]);
+        let a = Axis::new(0.0, 26.7, 3);
+        assert_eq!(a.ticks, vec![0.0, 10.0, 20.0, 30.0]);
+        let a = Axis::new(0.0, 1_500_000.0, 4);
+        assert_eq!(a.step, 500_000.0);
+        let labels: Vec<String> = a.ticks.iter().map(|v| fmt_tick(*v, a.step)).collect();
+        assert_eq!(labels, ["0", "500k", "1M", "1.5M"]);
+        let a = Axis::new(-20_000.0, 65_535.0, 4);
+        let labels: Vec<String> = a.ticks.iter().map(|v| fmt_tick(*v, a.step)).collect();
+        assert_eq!(labels, ["-50k", "0", "50k", "100k"]);
+        let a = Axis::new(0.0, 0.1, 8);
+        let labels: Vec<String> = a
+            .ticks
+            .iter()
+            .map(|v| fmt_tick(*v * 1e3, a.step * 1e3))
+            .collect();
+        assert_eq!(labels, ["0", "20", "40", "60", "80", "100"]);
+        assert_eq!(fmt_tick(0.25, 0.05), "0.25");
+        assert_eq!(fmt_tick(0.0, 1000.0), "0");
+        assert_eq!(fmt_fixed(3.002, 0.001), "3.002");
+        assert_eq!(fmt_fixed(1000.0, 200.0), "1000");
+        assert_eq!(fmt_tick(375_000.0, 25_000.0), "375k");
+        assert_eq!(fmt_tick(1.5e9, 5e8), "1.5G");
+        assert_eq!(Axis::whole(0.0, 1.0, 3).ticks, [0.0, 1.0]);
+        assert_eq!(Axis::new(0.0, 2240.0, 3).ticks, [0.0, 1e3, 2e3, 3e3]);
+    }
+
+    #[test]
+    fn bins_are_round_times() {
+        // 100 ms buckets: the article's 6 s make 0.5 s bins (24/s stays 24/s).
+        assert_eq!(bin_factor(61, 100_000_000), 5);
+        // One bucket (34 ms of nghttp): one 100 ms bin.
+        assert_eq!(bin_factor(1, 100_000_000), 1);
+        // A day: at most 200 bins.
+        let f = bin_factor(864_000, 100_000_000);
+        assert!(864_000usize.div_ceil(f) <= MAX_BINS, "{f}");
+        assert!(usize::MAX.div_ceil(bin_factor(usize::MAX, 1)) <= MAX_BINS);
+    }
+
+    fn timeline(frames: &[(u64, usize, FrameClass, u32)]) -> Timeline {
+        let mut t = Timeline::new(100_000_000);
+        t.origin = Some(0);
+        for &(b, side, class, n) in frames {
+            t.counts.entry(b).or_insert([[0; FrameClass::COUNT]; 2])[side][class.index()] += n;
+        }
+        t
+    }
+
+    #[test]
+    fn one_bin_is_drawn_and_equal_series_get_their_own_rows() {
+        let t = timeline(&[
+            (0, 0, FrameClass::Headers, 3),
+            (0, 0, FrameClass::Data, 3),
+            (0, 1, FrameClass::Data, 3),
+        ]);
+        let p = Plan::new(&t, &[], Some(0.03), "x", None);
+        assert_eq!(p.bins, 1);
+        let kinds: Vec<FrameClass> = p.rows.iter().map(|r| r.class).collect();
+        assert_eq!(kinds, [FrameClass::Headers, FrameClass::Data]);
+        // 3 frames in the 30 ms the capture lasted.
+        assert_eq!(p.rows[0].rates[0], [100.0]);
+        assert_eq!(p.rows[1].rates, [vec![100.0], vec![100.0]]);
+        assert!(p.millis);
+        assert!(p.legend().is_empty(), "{:?}", p.legend());
+        assert!(p.absent.contains(&FrameClass::Ping));
+        let s = render(&p).unwrap();
+        // The one bin is a bar in each panel that has frames.
+        assert_eq!(s.matches(r##"fill="#1F77B4""##).count(), 1, "{s}");
+        assert_eq!(s.matches(r##"fill="#2CA02C""##).count(), 2, "{s}");
+        assert!(!s.contains(PHASE_BOUNDARY));
+        assert!(s.contains("over the whole 30 ms (one bin)"), "{s}");
+    }
+
+    #[test]
+    fn cuts_outside_the_span_are_not_drawn() {
+        let t = timeline(&[
+            (0, 0, FrameClass::Headers, 1),
+            (29, 0, FrameClass::Headers, 1),
+        ]);
+        let p = Plan::new(&t, &[1.5, 99.0], None, "x", None);
+        assert_eq!(p.cuts, [1.5]);
+        assert_eq!(p.legend(), [PHASE_BOUNDARY]);
+        let s = render(&p).unwrap();
+        assert!(s.contains("phase boundary at 1.5 s"), "{s}");
+        let many: Vec<f64> = (1..=100).map(|i| f64::from(i) * 0.02).collect();
+        let p = Plan::new(&t, &many, None, "x", None);
+        assert!(p.cuts.is_empty() && p.legend().is_empty());
+        assert_eq!(p.cuts_hidden, 100);
+        let s = render(&p).unwrap();
+        assert!(s.contains("100 phase boundaries, not drawn"), "{s}");
+        assert!(!s.contains("stroke-dasharray") && !s.contains("phase boundary"));
+    }
+
+    #[test]
+    fn no_frames_is_said() {
+        let p = Plan::new(&timeline(&[]), &[], None, "x", None);
+        assert!(p.rows.is_empty());
+        assert!(render(&p).unwrap().contains("no HTTP/2 frames to draw"));
+    }
 }

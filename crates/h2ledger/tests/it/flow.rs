@@ -428,9 +428,24 @@ fn plot_has_the_window_panels() {
     assert!(out.status.success());
     let s = std::fs::read_to_string(&svg).unwrap();
     let _ = std::fs::remove_file(&svg);
-    for side in ["client", "server"] {
-        assert!(s.contains(&format!("{side}'s send windows")), "{side}");
-        assert!(s.contains(&format!("<title>{side} connection window</title>")));
+    // A row per window, each with a panel per side: the connection window's line (orange)
+    // and the stream window's (green) in both columns.
+    assert!(s.contains("send windows in bytes, connection"), "{s}");
+    for row in ["connection window", "stream window"] {
+        assert!(s.contains(&format!("\n{row}\n")), "{row}");
     }
-    assert!(s.contains("stall(s)</title>"), "stalls are marked");
+    assert!(
+        s.matches(r##"stroke="#FF7F0E""##).count() >= 2,
+        "connection window lines"
+    );
+    assert!(
+        s.matches(r##"stroke="#2CA02C""##).count() >= 2,
+        "stream window lines"
+    );
+    // Stalls happen (tonic with 4-byte windows): they are marked and in the legend.
+    assert!(s.contains(r##"stroke="#D62728""##), "stalls are marked");
+    assert!(
+        s.contains("stall begins"),
+        "the legend names the stall ticks"
+    );
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::util::*;
 
-fn skip_unless_root(test: &str) -> bool {
+pub(crate) fn skip_unless_root(test: &str) -> bool {
     if is_root() {
         return false;
     }

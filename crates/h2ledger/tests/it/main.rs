@@ -22,6 +22,8 @@
 //!   with the output the docs show (rewrite them with `H2LEDGER_BLESS_DOCS=1`).
 //! * `usage`: issue 12, the CLI as a tcpdump/tshark user runs it: `-r`, `-D`, `-c`, compressed
 //!   captures, `--format table|json|jsonl` on every view, completions, the man page.
+//! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
+//!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -40,3 +42,4 @@ mod snap;
 mod tls;
 mod tshark;
 mod usage;
+mod views;
