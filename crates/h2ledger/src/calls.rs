@@ -12,13 +12,15 @@ fn secs(ns: i64) -> f64 {
 /// of capture time), so that no row is held: the table's columns have fixed widths.
 pub struct CallPrinter {
     pub out: Out,
+    layout: Vec<(usize, &'static str, i32)>,
     /// Times are printed relative to this (the first packet), seconds since the epoch.
     origin: Option<f64>,
     pub calls: u64,
 }
 
-/// Column headers and widths of the table (a negative width aligns left).
-const COLUMNS: [(&str, i32); 16] = [
+/// Column headers and widths of the `--wide` table (a negative width aligns left and may cut
+/// the text; numbers are never cut).
+const WIDE: [(&str, i32); 16] = [
     ("conn", 4),
     ("stream", 6),
     ("start s", 10),
@@ -38,21 +40,61 @@ const COLUMNS: [(&str, i32); 16] = [
     ("server ms / rtt ms", 18),
 ];
 
-fn row(cells: &[String]) -> String {
+/// The default table, at most 100 columns: (index into [`WIDE`]'s cells, header, width).
+const NARROW: [(usize, &str, i32); 11] = [
+    (0, "conn", 4),
+    (1, "stream", 6),
+    (2, "start s", 8),
+    (3, "method", -23),
+    (4, "status", -8),
+    (5, "1st ms", 7),
+    (6, "call ms", 7),
+    (8, "c H/D/T/o", 9),
+    (9, "s H/D/T/o", 9),
+    (10, "wr c/s", 6),
+    (11, "rnd", 3),
+];
+
+/// What the columns mean (`calls --help` and docs/ledger.md say the same).
+pub const LEGEND: &str = "Columns: conn and stream number the call; start s: seconds from the \
+first packet; 1st ms: request HEADERS to the first response frame; call ms: to the response's \
+END_STREAM; c/s: client/server; H/D/T/o: the call's HEADERS/DATA/TRAILERS/other frames sent by \
+that side; wr: TCP writes that carried them; rnd: the call opened a BDP-estimator round of the \
+client/server (y); in fl (--wide): other calls in flight at its start; stalls, stalled ms, msgs, \
+server ms / rtt ms (--wide): flow-control stalls, gRPC messages, server time and the \
+connection's PING round trip. All times in milliseconds; `-` is not seen.";
+
+fn row(layout: &[(usize, &str, i32)], cells: &[String]) -> String {
     let mut line = String::new();
-    for (i, ((_, w), c)) in COLUMNS.iter().zip(cells).enumerate() {
+    for (i, (cell, _, w)) in layout.iter().enumerate() {
         if i > 0 {
             line.push(' ');
         }
-        let w = w.unsigned_abs() as usize;
-        let c = fit(c, w);
-        if COLUMNS[i].1 < 0 {
-            line.push_str(&format!("{c:<w$}"));
+        let c = &cells[*cell];
+        let width = w.unsigned_abs() as usize;
+        if *w < 0 {
+            let c = fit(c, width);
+            line.push_str(&format!("{c:<width$}"));
         } else {
-            line.push_str(&format!("{c:>w$}"));
+            line.push_str(&format!("{c:>width$}"));
         }
     }
     line.trim_end().to_string()
+}
+
+/// The layout of the `--wide` table.
+fn wide() -> Vec<(usize, &'static str, i32)> {
+    WIDE.iter()
+        .enumerate()
+        .map(|(i, (h, w))| (i, *h, *w))
+        .collect()
+}
+
+/// `grpc-status 0` as `grpc 0`, `:status 200` as `http 200`, `RST_STREAM` as `RST`.
+fn short_status(s: &str) -> String {
+    s.replace("grpc-status ", "grpc ")
+        .replace(":status ", "http ")
+        .replace("RST_STREAM", "RST")
 }
 
 /// `s` in at most `w` characters: a longer one keeps its end (a method's name) after `…`.
@@ -61,14 +103,16 @@ fn fit(s: &str, w: usize) -> String {
     if n <= w {
         return s.to_string();
     }
+    let mark = if crate::warn::ascii() { "~" } else { "…" };
     let tail: String = s.chars().skip(n - (w - 1)).collect();
-    format!("…{tail}")
+    format!("{mark}{tail}")
 }
 
 impl CallPrinter {
-    pub fn new(shape: Shape) -> Self {
+    pub fn new(shape: Shape, wide_table: bool) -> Self {
         CallPrinter {
             out: Out::new(shape, "calls"),
+            layout: if wide_table { wide() } else { NARROW.to_vec() },
             origin: None,
             calls: 0,
         }
@@ -90,9 +134,14 @@ impl CallPrinter {
             self.out.record(&CallLine::new(c));
             return;
         }
+        let narrow = self.layout.len() < WIDE.len();
         if self.calls == 1 {
-            let head: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
-            self.line(&row(&head));
+            let mut head = vec![String::new(); WIDE.len()];
+            for (i, h, _) in &self.layout {
+                head[*i] = h.to_string();
+            }
+            let l = row(&self.layout, &head);
+            self.line(&l);
         }
         let r = c.rec;
         let ms = |ns: i64| {
@@ -113,9 +162,17 @@ impl CallPrinter {
         let base = [
             r.conn.to_string(),
             r.stream.to_string(),
-            format!("{:.6}", secs(r.start) - self.origin.unwrap_or(0.0)),
+            if narrow {
+                format!("{:.3}", secs(r.start) - self.origin.unwrap_or(0.0))
+            } else {
+                format!("{:.6}", secs(r.start) - self.origin.unwrap_or(0.0))
+            },
             c.method.to_string(),
-            c.status(),
+            if narrow {
+                short_status(&c.status())
+            } else {
+                c.status()
+            },
             ms(r.first_byte),
             ms(r.end),
             r.inflight.to_string(),
@@ -132,7 +189,7 @@ impl CallPrinter {
             .into_iter()
             .chain(crate::flowview::call_cells(c))
             .collect();
-        let l = row(&cells);
+        let l = row(&self.layout, &cells);
         self.line(&l);
     }
 

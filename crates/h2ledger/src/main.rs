@@ -15,6 +15,7 @@ mod plot;
 mod render;
 mod sniff;
 mod source;
+mod warn;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -42,6 +43,12 @@ use crate::pipeline::Pipeline;
         also when the capture starts mid-connection. docs/ledger.md defines every term."
 )]
 struct Cli {
+    /// Quiet: one line per kind of warning (with a count and the first example), no progress
+    #[arg(short = 'q', long, global = true)]
+    quiet: bool,
+    /// Plain ASCII tables (the default when the locale is not UTF-8)
+    #[arg(long, global = true)]
+    ascii: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -53,6 +60,7 @@ enum Cmd {
     /// Capture live (loopback by default) and print the ledger on Ctrl-C, SIGTERM, --duration or --count
     Sniff(sniff::SniffArgs),
     /// List every call (HTTP/2 stream): method, status, frames and writes per side, latency
+    #[command(after_help = calls::LEGEND)]
     Calls(CallsArgs),
     /// Print every frame as it is seen, one line each (like `nghttp -v`)
     Frames(FramesArgs),
@@ -200,6 +208,10 @@ struct CallsArgs {
     /// A table, one JSON document, or one JSON object per call (then a summary line)
     #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     format: LineFormat,
+    /// The table with every column (about 200 characters wide): calls in flight, flow-control
+    /// stalls, gRPC messages, server time and PING round trip
+    #[arg(long)]
+    wide: bool,
     #[command(flatten)]
     filter: FilterArgs,
 }
@@ -313,9 +325,49 @@ fn quiet_failures() {
     }));
 }
 
+/// tcpdump's `-r FILE` with no subcommand: `h2ledger [-q] -r F ARGS...` is `h2ledger [-q]
+/// replay F ARGS...` (`-rF` and `--read=F` too). Words after a subcommand are left alone.
+fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory as _;
+    let subcommands: Vec<String> = Cli::command()
+        .get_subcommands()
+        .flat_map(|c| {
+            std::iter::once(c.get_name().to_string()).chain(c.get_all_aliases().map(str::to_string))
+        })
+        .chain(["help".to_string()])
+        .collect();
+    for i in 1..args.len() {
+        let Some(a) = args[i].to_str().map(str::to_string) else {
+            break;
+        };
+        if subcommands.contains(&a) || a == "--" {
+            break;
+        }
+        if a == "-r" || a == "--read" {
+            args[i] = "replay".into();
+            break;
+        }
+        let file = a.strip_prefix("--read=").or_else(|| {
+            a.strip_prefix("-r")
+                .filter(|f| !f.is_empty() && !a.starts_with("--"))
+        });
+        if let Some(f) = file {
+            let f = f.to_string();
+            args.splice(i..=i, ["replay".into(), f.into()]);
+            break;
+        }
+        if !a.starts_with('-') {
+            break;
+        }
+    }
+    args
+}
+
 fn main() -> ExitCode {
     quiet_failures();
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(tcpdump_style(std::env::args_os().collect()));
+    warn::set_quiet(cli.quiet);
+    warn::set_ascii(cli.ascii);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -458,7 +510,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
     }
     let mut h = Calls {
         p,
-        printer: calls::CallPrinter::new(a.format.shape()),
+        printer: calls::CallPrinter::new(a.format.shape(), a.wide),
         ticks: lines::Ticks::new(a.every),
     };
     let outcome = source::run(&input, &a.capture, bpf.as_deref(), a.every, &mut h)?;
@@ -518,9 +570,7 @@ fn listing_done(
         // The reader went away (`| head`): quietly done.
         return Ok(ExitCode::SUCCESS);
     }
-    for w in warnings {
-        eprintln!("warning: {w}");
-    }
+    warn::print(warnings);
     let code = match error {
         Some(e) => {
             eprintln!("warning: {e}; the {view} listed are those before that point");
@@ -737,9 +787,7 @@ pub fn print_full<O>(
                 let _ = writeln!(out, "{l}");
             }
             let _ = out.flush();
-            for w in &report.warnings {
-                eprintln!("warning: {w}");
-            }
+            warn::print(&report.warnings);
             if let Some(a) = &whole.analysis {
                 for g in a.goaways.iter().filter(|g| g.too_many_pings) {
                     eprintln!(
