@@ -137,3 +137,152 @@ fn a_cut_or_corrupt_compressed_capture_is_said() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("zstd") && err.contains("ends early"), "{err}");
 }
+
+fn at(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(repo().join("captures"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn dash_r_reads_a_file_like_tcpdump() {
+    let want = replay_json(capture(F).to_str().unwrap(), &[]);
+    for args in [
+        vec!["-r", F, "-T", "json"],
+        vec!["-q", "-r", F, "-T", "json"],
+        vec!["--read=grpcgo-article.pcap", "-T", "json"],
+        vec!["replay", F, "-T", "json"],
+    ] {
+        let got = json_of(&at(&args));
+        assert_eq!(got["sides"], want["sides"], "{args:?}");
+    }
+    // Inside the line views, -r FILE is the FILE word.
+    let a = at(&["frames", "-r", F, "-T", "jsonl"]);
+    let b = at(&["frames", F, "-T", "jsonl"]);
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn dash_c_counts_packets_and_max_frames_counts_frames() {
+    // The first 3 packets are the handshake: no frame.
+    let o = at(&["frames", F, "-c", "3", "-T", "jsonl"]);
+    assert!(records(&o.stdout, "frame").is_empty());
+    assert_eq!(records(&o.stdout, "summary")[0]["capture"]["packets"], 3);
+    let o = at(&["frames", F, "-c", "40", "-T", "jsonl"]);
+    let s = &records(&o.stdout, "summary")[0];
+    assert_eq!(s["capture"]["packets"], 40);
+    assert!(n(&s["frames"]) > 0);
+    let o = at(&["frames", F, "--max-frames", "7", "-T", "jsonl"]);
+    assert_eq!(records(&o.stdout, "frame").len(), 7);
+    let o = at(&["calls", F, "-c", "100", "-T", "jsonl"]);
+    assert_eq!(records(&o.stdout, "summary")[0]["capture"]["packets"], 100);
+    for bad in ["0", "-1", "x"] {
+        let o = at(&["frames", F, "-c", bad]);
+        assert_eq!(o.status.code(), Some(2), "-c {bad}");
+    }
+    // Live-only flags on a file are an error, not ignored.
+    for flag in [["-w", "/tmp/x.pcap"], ["-B", "1024"], ["-s", "1500"]] {
+        let o = at(&["calls", F, flag[0], flag[1]]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag:?}: {err}");
+        assert!(err.contains("live capture"), "{err}");
+    }
+}
+
+#[test]
+fn every_line_view_has_table_json_and_jsonl() {
+    for view in ["calls", "frames"] {
+        let record = &view[..view.len() - 1];
+        let lines = at(&[view, F, "-T", "jsonl"]);
+        assert!(lines.status.success());
+        let text = String::from_utf8_lossy(&lines.stdout);
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "summary", "{view}: the summary comes last");
+        assert_eq!(last["view"], view);
+        let all = records(&lines.stdout, record);
+        assert!(!all.is_empty());
+        // One document with the same records.
+        let doc = json_of(&at(&[view, F, "-T", "json"]));
+        assert_eq!(doc[view].as_array().unwrap(), &all, "{view}");
+        assert_eq!(doc["summary"], last);
+        // The table.
+        let t = at(&[view, F]);
+        assert!(t.status.success());
+        assert!(!String::from_utf8_lossy(&t.stdout).starts_with('{'));
+    }
+    // Calls: record and type are both `call`.
+    let o = at(&["calls", F, "-T", "jsonl"]);
+    assert!(records(&o.stdout, "call")
+        .iter()
+        .all(|c| c["type"] == "call"));
+}
+
+#[test]
+fn every_tick_on_a_file_is_by_capture_time() {
+    let o = at(&["calls", F, "--every", "1s", "-T", "jsonl"]);
+    let ticks = records(&o.stdout, "tick");
+    // The capture spans 6.0 s: ticks at +1 s .. +6 s.
+    assert_eq!(ticks.len(), 6, "{ticks:?}");
+    let packets: u64 = ticks.iter().map(|t| n(&t["packets"])).sum();
+    assert!(packets <= 470);
+    assert!(ticks.iter().all(|t| t["period_s"] == 1.0));
+    let o = at(&["frames", F, "--every", "2s"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("-- ")).count(),
+        3,
+        "{text}"
+    );
+}
+
+#[test]
+fn tables_fit_100_columns_and_ascii_without_utf8() {
+    for f in [
+        F,
+        "tonic-small-window.pcap",
+        "node-http2.pcap",
+        "python-grpcio-ipv6.pcap",
+    ] {
+        let o = at(&["calls", f]);
+        let text = String::from_utf8(o.stdout).unwrap();
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 100,
+                "{f}: {} columns: {l}",
+                l.chars().count()
+            );
+        }
+        let o = Command::new(bin())
+            .args(["calls", f])
+            .current_dir(repo().join("captures"))
+            .env("LANG", "C")
+            .env_remove("LC_ALL")
+            .env_remove("LC_CTYPE")
+            .output()
+            .unwrap();
+        assert!(o.stdout.is_ascii(), "{f}: LANG=C output is ASCII");
+    }
+    let help = String::from_utf8(at(&["calls", "--help"]).stdout).unwrap();
+    for abbreviation in ["H/D/T/o", "wr:", "rnd:", "c/s:", "milliseconds"] {
+        assert!(
+            help.contains(abbreviation),
+            "calls --help explains {abbreviation}"
+        );
+    }
+}
+
+#[test]
+fn quiet_groups_repeated_warnings() {
+    let loud = at(&["replay", "snaplen-cut.pcap"]);
+    let quiet = at(&["-q", "replay", "snaplen-cut.pcap"]);
+    let (l, q) = (
+        String::from_utf8_lossy(&loud.stderr).lines().count(),
+        String::from_utf8_lossy(&quiet.stderr).to_string(),
+    );
+    assert!(l > 30, "{l}");
+    assert!(q.lines().count() < 10, "{q}");
+    assert!(q.contains("warnings like this one:"), "{q}");
+    assert_eq!(loud.stdout, quiet.stdout, "-q changes stderr only");
+}
