@@ -20,6 +20,7 @@
 //!   with `INSTA_UPDATE=always cargo test -p h2ledger --test it snap`).
 //! * `doc_examples`: the `$ h2ledger ...` examples of README.md and docs/*.md, run and compared
 //!   with the output the docs show (rewrite them with `H2LEDGER_BLESS_DOCS=1`).
+//! * `schema`: docs/schema/*.json against the real output of every view.
 //! * `usage`: issue 12, the CLI as a tcpdump/tshark user runs it: `-r`, `-D`, `-c`, compressed
 //!   captures, `--format table|json|jsonl` on every view, completions, the man page.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
@@ -38,6 +39,7 @@ mod flow;
 mod golden;
 mod live;
 mod real_captures;
+mod schema;
 mod snap;
 mod tls;
 mod tshark;
