@@ -1,6 +1,7 @@
 //! h2ledger: what your RPCs really cost on the wire. See README.md and docs/.
 
 mod calls;
+mod compare;
 mod demo;
 mod durations;
 mod flowview;
@@ -68,6 +69,9 @@ enum Cmd {
     /// (one connection), 1 caller x 24 calls/s then 8 callers x 3 calls/s; the finding, then
     /// both phases' ledgers side by side. Each stack is its own program (see --workloads)
     Demo(demo::DemoArgs),
+    /// Two captures' ledgers side by side with the difference per row (B - A, per side):
+    /// what changed on the wire between two runs
+    Compare(compare::CompareArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -385,6 +389,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Calls(a) => calls_cmd(a),
         Cmd::Frames(a) => frames_cmd(a),
         Cmd::Demo(a) => demo::demo(a),
+        Cmd::Compare(a) => compare::compare(a),
     }
 }
 
