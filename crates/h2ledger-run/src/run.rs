@@ -177,10 +177,12 @@ pub struct Full {
     pub end: Option<f64>,
 }
 
-/// The whole capture's report and one per phase. Call after `Pipeline::finish`. With
-/// `--split-at` every phase the cuts make is reported; with `--every` only those in which
-/// something happened (a capture whose clock jumps a day has two phases, not 86,400).
-pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>) {
+/// The whole capture's report, and the run's phases to build one at a time with
+/// [`Phases::report`]. Call after `Pipeline::finish`. With `--split-at` every phase the cuts
+/// make is reported; with `--every` only those in which something happened (a capture whose
+/// clock jumps a day has two phases, not 86,400). A phase's report is built when it is asked
+/// for, so a run of 1,000 phases never holds 1,000 reports (issue 7).
+pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Phases) {
     if let Some(a) = &mut p.ledger.observer.analysis {
         a.flush();
     }
@@ -200,10 +202,19 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>
         start: p.stats.first,
         end: p.stats.last,
     };
-    let mut phases = Vec::new();
-    if let (Some(s), Some(first), Some(last)) = (o.splitter.clone(), p.stats.first, p.stats.last) {
-        let mut s = s;
-        let indexes: Vec<u64> = match s.cut_phases() {
+    let mut phases = Phases {
+        splitter: Splitter::default(),
+        indexes: Vec::new(),
+        conns: Vec::new(),
+        first: 0,
+        last: 0,
+    };
+    if let (Some(mut s), Some(first), Some(last)) =
+        (o.splitter.clone(), p.stats.first, p.stats.last)
+    {
+        let (first, last) = (nanos(first), nanos(last));
+        s.set_origin(first);
+        phases.indexes = match s.cut_phases() {
             Some(n) => (0..n).collect(),
             None => {
                 let mut v: Vec<u64> = o.phases.indexes().collect();
@@ -216,20 +227,60 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>
                 v
             }
         };
-        let empty = Tally::new();
-        for i in indexes {
-            let (a, b) = s.bounds_of(i, nanos(first), nanos(last));
-            let t = o.phases.get(i).unwrap_or(&empty);
-            phases.push(Full {
-                name: format!("phase {}", i + 1),
-                ledger: LedgerReport::build(&conns, t),
-                analysis: o.analysis.as_ref().map(|an| an.report(&conns, Some(i))),
-                start: Some(a as f64 / 1e9),
-                end: Some(b as f64 / 1e9),
-            });
-        }
+        phases.splitter = s;
+        phases.conns = conns;
+        phases.first = first;
+        phases.last = last;
     }
     (full, phases)
+}
+
+/// A finished run's phases, in time order. Each phase's report is built by [`Phases::report`]
+/// from the run's observers when it is printed, and can be dropped right after.
+#[derive(Debug)]
+pub struct Phases {
+    splitter: Splitter,
+    /// The phase index (from the splitter) of each phase reported.
+    indexes: Vec<u64>,
+    /// The connections still open at the end, whose counts are not folded yet.
+    conns: Vec<ConnSummary>,
+    first: Nanos,
+    last: Nanos,
+}
+
+impl Phases {
+    pub fn len(&self) -> usize {
+        self.indexes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.indexes.is_empty()
+    }
+
+    /// Phase `k`'s `[start, end)`, nanoseconds since the epoch.
+    pub fn bounds(&self, k: usize) -> (Nanos, Nanos) {
+        self.splitter
+            .bounds_of(self.indexes[k], self.first, self.last)
+    }
+
+    /// Phase `k`'s report (`k < len()`), from the observers `o` of the run.
+    pub fn report(&self, o: &Obs, k: usize) -> Full {
+        let i = self.indexes[k];
+        let (a, b) = self.bounds(k);
+        let empty = Tally::new();
+        Full {
+            name: format!("phase {}", i + 1),
+            ledger: LedgerReport::build(&self.conns, o.phases.get(i).unwrap_or(&empty)),
+            analysis: o.analysis.as_ref().map(|an| an.report(&self.conns, Some(i))),
+            start: Some(a as f64 / 1e9),
+            end: Some(b as f64 / 1e9),
+        }
+    }
+
+    /// Every phase's report, one at a time.
+    pub fn reports<'a>(&'a self, o: &'a Obs) -> impl Iterator<Item = Full> + 'a {
+        (0..self.len()).map(move |k| self.report(o, k))
+    }
 }
 
 fn nanos(s: f64) -> Nanos {

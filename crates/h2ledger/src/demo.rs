@@ -556,7 +556,8 @@ fn tally(r: Run, linktype: i32) -> Done {
     }
     p.finish();
     let report = crate::ledger_report(&p, &p.ledger.observer.tally);
-    let (whole, mut phases) = crate::phases::build(&mut p, report);
+    let (whole, phases) = crate::phases::build(&mut p, report);
+    let mut phases: Vec<Full> = phases.reports(&p.ledger.observer).collect();
     let empty = || Full {
         name: String::new(),
         ledger: LedgerReport::default(),

@@ -327,7 +327,8 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     if let Some(path) = &a.analysis.plot {
         write_plot(path, &p, &phases, &cap.name)?;
     }
-    print_full(a.format, &cap.name, &whole, &phases, &p, None);
+    let mut each = phases.reports(&p.ledger.observer);
+    print_full(a.format, &cap.name, &whole, &mut each, &p, None);
     Ok(code)
 }
 
@@ -335,18 +336,15 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
 pub fn write_plot(
     path: &std::path::Path,
     p: &Pipeline<Obs>,
-    phases: &[Full],
+    phases: &phases::Phases,
     source: &str,
 ) -> Result<()> {
     let Some(t) = &p.ledger.observer.timeline else {
         return Ok(());
     };
     let origin = t.origin.unwrap_or(0) as f64 / 1e9;
-    let cuts: Vec<f64> = phases
-        .iter()
-        .skip(1)
-        .filter_map(|f| f.start)
-        .map(|s| s - origin)
+    let cuts: Vec<f64> = (1..phases.len())
+        .map(|k| phases.bounds(k).0 as f64 / 1e9 - origin)
         .collect();
     if t.refused > 0 {
         eprintln!(
@@ -473,7 +471,7 @@ pub fn print_ledger<O>(
         start: p.stats.first,
         end: p.stats.last,
     };
-    print_full(format, source, &whole, &[], p, drops);
+    print_full(format, source, &whole, &mut std::iter::empty(), p, drops);
 }
 
 /// The ledger report of a pipeline (from `tally`), with its warnings.
@@ -486,22 +484,23 @@ pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<
     p.note_empty(report, filter)
 }
 
-/// Writes the report `v` with its `phases` as the last key, one phase at a time: a run of 1,000
-/// phases never holds the JSON of all of them at once (issue 7: memory follows what is open).
+/// Writes the report `v` with its `phases` as the last key, one phase at a time: each phase's
+/// report is built, written and dropped before the next (issue 7: memory follows what is open).
 fn write_json_with_phases(
     out: &mut dyn std::io::Write,
     v: &serde_json::Value,
-    phases: &[Full],
+    phases: &mut dyn Iterator<Item = Full>,
 ) -> std::io::Result<()> {
     let head = serde_json::to_string_pretty(v).expect("json");
-    if phases.is_empty() {
+    let mut phases = phases.peekable();
+    if phases.peek().is_none() {
         return writeln!(out, "{head}");
     }
     // `head` ends with "\n}": continue the object with the phases.
     let body = head.strip_suffix('}').unwrap_or(&head).trim_end();
     write!(out, "{body},\n  \"phases\": [")?;
-    for (i, f) in phases.iter().enumerate() {
-        let one = serde_json::to_string_pretty(&render::full_json(f, None, None)).expect("json");
+    for (i, f) in phases.enumerate() {
+        let one = serde_json::to_string_pretty(&render::full_json(&f, None, None)).expect("json");
         write!(out, "{}\n    ", if i == 0 { "" } else { "," })?;
         for (k, line) in one.lines().enumerate() {
             if k > 0 {
@@ -513,12 +512,18 @@ fn write_json_with_phases(
     writeln!(out, "\n  ]\n}}")
 }
 
-/// Prints a ledger (and its phases) in the chosen format (`drops`: live capture counters).
+/// Phase columns per table block: a table of more phases is printed as consecutive blocks of
+/// this many phases (the whole capture's column in the first), so only one block's reports are
+/// held at a time and each block stays readable.
+const PHASES_PER_TABLE: usize = 8;
+
+/// Prints a ledger (and its phases, built one at a time by `phases`) in the chosen format
+/// (`drops`: live capture counters).
 pub fn print_full<O>(
     format: Format,
     source: &str,
     whole: &Full,
-    phases: &[Full],
+    phases: &mut dyn Iterator<Item = Full>,
     p: &Pipeline<O>,
     drops: Option<&live::Drops>,
 ) {
@@ -540,26 +545,26 @@ pub fn print_full<O>(
         }
         Format::Table => {
             let _ = writeln!(out, "{}", render::headline(source, report));
-            let mut cols: Vec<(String, &Full)> = vec![(
-                if phases.is_empty() {
-                    String::new()
-                } else {
-                    "all".to_string()
-                },
-                whole,
-            )];
-            for f in phases {
-                cols.push((
-                    format!(
-                        "{} ({:.3}-{:.3} s)",
-                        f.name,
-                        f.start.unwrap_or(0.0) - whole.start.unwrap_or(0.0),
-                        f.end.unwrap_or(0.0) - whole.start.unwrap_or(0.0)
-                    ),
-                    f,
-                ));
-            }
-            if report.connections > 0 {
+            let mut phases = phases.peekable();
+            let split = phases.peek().is_some();
+            // Each phase's name and bounds, for the lines under the tables.
+            let mut spans: Vec<(String, f64, f64)> = Vec::new();
+            let mut first_block = true;
+            while report.connections > 0 && (first_block || phases.peek().is_some()) {
+                let block: Vec<Full> = phases.by_ref().take(PHASES_PER_TABLE).collect();
+                let mut cols: Vec<(String, &Full)> = Vec::new();
+                if first_block {
+                    cols.push((if split { "all".to_string() } else { String::new() }, whole));
+                }
+                for f in &block {
+                    let (start, end) = (f.start.unwrap_or(0.0), f.end.unwrap_or(0.0));
+                    spans.push((f.name.clone(), start, end));
+                    let origin = whole.start.unwrap_or(0.0);
+                    cols.push((
+                        format!("{} ({:.3}-{:.3} s)", f.name, start - origin, end - origin),
+                        f,
+                    ));
+                }
                 let lcols: Vec<(&str, &LedgerReport)> =
                     cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
                 let _ = writeln!(out, "{}", render::ledger_table(&lcols));
@@ -568,8 +573,10 @@ pub fn print_full<O>(
                 if let Some(t) = render::analysis_table(&acols) {
                     let _ = writeln!(out, "{t}");
                 }
-                if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
-                    let _ = writeln!(out, "{t}");
+                if first_block {
+                    if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
+                        let _ = writeln!(out, "{t}");
+                    }
                 }
                 let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
                     .iter()
@@ -581,16 +588,18 @@ pub fn print_full<O>(
                 {
                     let _ = writeln!(out, "{t}");
                 }
+                first_block = false;
+            }
+            if report.connections > 0 {
                 if let Some(t) = render::connections_table(report) {
                     let _ = writeln!(out, "{t}");
                 }
-                for f in phases {
+                for (name, start, end) in &spans {
                     let _ = writeln!(
                         out,
-                        "{}: {} to {}",
-                        f.name,
-                        phases::fmt_rfc3339(f.start.unwrap_or(0.0)),
-                        phases::fmt_rfc3339(f.end.unwrap_or(0.0))
+                        "{name}: {} to {}",
+                        phases::fmt_rfc3339(*start),
+                        phases::fmt_rfc3339(*end)
                     );
                 }
             }

@@ -131,7 +131,8 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
     if let Some(path) = &a.analysis.plot {
         write_plot(path, &p, &phases, &source)?;
     }
-    print_full(a.format, &source, &whole, &phases, &p, Some(&drops));
+    let mut each = phases.reports(&p.ledger.observer);
+    print_full(a.format, &source, &whole, &mut each, &p, Some(&drops));
     drop(live);
     saved?;
     Ok(ExitCode::SUCCESS)
