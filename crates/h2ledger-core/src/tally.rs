@@ -8,7 +8,7 @@ use h2ledger_tcp::{ConnId, Dir, Nanos, Write};
 use serde::Serialize;
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer};
-use crate::model::{FrameClass, FrameCounts, Side};
+use crate::model::{FrameClass, FrameCounts, Side, Sides};
 
 /// One direction's counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -53,7 +53,7 @@ pub struct Tally {
     /// Boxed: hash-map buckets are reserved ahead, and an entry is several hundred bytes.
     open: HashMap<u32, Box<[SideTally; 2]>>,
     /// The closed HTTP/2 connections: totals, and the first [`MAX_CONN_DETAIL`] one by one.
-    closed: Sides,
+    closed: Sides<SideTally>,
     closed_conns: u64,
     closed_calls: u64,
     closed_upgraded: u64,
@@ -218,28 +218,6 @@ impl Observer for Tally {
     }
 }
 
-/// The two sides of a ledger.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Sides {
-    pub client: SideTally,
-    pub server: SideTally,
-}
-
-impl Sides {
-    pub fn get(&self, s: Side) -> &SideTally {
-        match s {
-            Side::Client => &self.client,
-            Side::Server => &self.server,
-        }
-    }
-    fn get_mut(&mut self, s: Side) -> &mut SideTally {
-        match s {
-            Side::Client => &mut self.client,
-            Side::Server => &mut self.server,
-        }
-    }
-}
-
 /// One connection's ledger.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConnLedger {
@@ -255,7 +233,7 @@ pub struct ConnLedger {
     pub calls: u64,
     /// 1 when the call on stream 1 was an upgraded HTTP/1.1 request (not in `calls`).
     pub upgraded_calls: u64,
-    pub sides: Sides,
+    pub sides: Sides<SideTally>,
 }
 
 /// The ledger over a whole capture (or one phase of it). The keys `connections`, `calls`,
@@ -268,7 +246,7 @@ pub struct LedgerReport {
     /// Requests sent as HTTP/1.1 and answered on stream 1 after an h2c upgrade: calls that
     /// `calls` (request HEADERS frames) does not count.
     pub upgraded_calls: u64,
-    pub sides: Sides,
+    pub sides: Sides<SideTally>,
     /// The first [`MAX_CONN_DETAIL`] connections (those that closed first, then open ones), by
     /// id; later ones are counted in the totals only.
     pub per_connection: Vec<ConnLedger>,

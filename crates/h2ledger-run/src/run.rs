@@ -4,12 +4,11 @@
 use std::collections::HashMap;
 
 use h2ledger_core::analysis::{Phased, Splitter, MAX_PHASES};
-use h2ledger_core::{
-    Analysis, AnalysisReport, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline,
-};
+use h2ledger_core::{Analysis, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 use crate::pipeline::Pipeline;
+use crate::report::Report;
 
 /// What a run computes beyond the plain ledger.
 #[derive(Clone, Debug, Default)]
@@ -166,23 +165,12 @@ impl Observer for Obs {
     }
 }
 
-/// A ledger with its analysis, for the whole capture or one phase.
-#[derive(Clone, Debug)]
-pub struct Full {
-    pub name: String,
-    pub ledger: LedgerReport,
-    pub analysis: Option<AnalysisReport>,
-    /// Phase bounds, seconds since the epoch.
-    pub start: Option<f64>,
-    pub end: Option<f64>,
-}
-
 /// The whole capture's report, and the run's phases to build one at a time with
 /// [`Phases::report`]. Call after `Pipeline::finish`. With `--split-at` every phase the cuts
 /// make is reported; with `--every` only those in which something happened (a capture whose
 /// clock jumps a day has two phases, not 86,400). A phase's report is built when it is asked
 /// for, so a run of 1,000 phases never holds 1,000 reports (issue 7).
-pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Phases) {
+pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases) {
     if let Some(a) = &mut p.ledger.observer.analysis {
         a.flush();
     }
@@ -195,12 +183,9 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Phases) {
         ));
         whole.anomalies.insert("phases-capped".to_string(), refused);
     }
-    let full = Full {
-        name: String::new(),
+    let full = Report {
         analysis: o.analysis.as_ref().map(|a| a.report(&conns, None)),
-        ledger: whole,
-        start: p.stats.first,
-        end: p.stats.last,
+        ..p.report(whole)
     };
     let mut phases = Phases {
         splitter: Splitter::default(),
@@ -212,7 +197,6 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Phases) {
     if let (Some(mut s), Some(first), Some(last)) =
         (o.splitter.clone(), p.stats.first, p.stats.last)
     {
-        let (first, last) = (nanos(first), nanos(last));
         s.set_origin(first);
         phases.indexes = match s.cut_phases() {
             Some(n) => (0..n).collect(),
@@ -264,25 +248,25 @@ impl Phases {
     }
 
     /// Phase `k`'s report (`k < len()`), from the observers `o` of the run.
-    pub fn report(&self, o: &Obs, k: usize) -> Full {
+    pub fn report(&self, o: &Obs, k: usize) -> Report {
         let i = self.indexes[k];
         let (a, b) = self.bounds(k);
         let empty = Tally::new();
-        Full {
+        Report {
             name: format!("phase {}", i + 1),
             ledger: LedgerReport::build(&self.conns, o.phases.get(i).unwrap_or(&empty)),
-            analysis: o.analysis.as_ref().map(|an| an.report(&self.conns, Some(i))),
-            start: Some(a as f64 / 1e9),
-            end: Some(b as f64 / 1e9),
+            analysis: o
+                .analysis
+                .as_ref()
+                .map(|an| an.report(&self.conns, Some(i))),
+            start: Some(a),
+            end: Some(b),
+            ..Report::default()
         }
     }
 
     /// Every phase's report, one at a time.
-    pub fn reports<'a>(&'a self, o: &'a Obs) -> impl Iterator<Item = Full> + 'a {
+    pub fn reports<'a>(&'a self, o: &'a Obs) -> impl Iterator<Item = Report> + 'a {
         (0..self.len()).map(move |k| self.report(o, k))
     }
-}
-
-fn nanos(s: f64) -> Nanos {
-    (s * 1e9).round() as Nanos
 }

@@ -22,10 +22,12 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use h2ledger_core::analysis::Splitter;
 use h2ledger_core::{LedgerReport, Side, Tally};
+use h2ledger_run::{secs, Report};
+use h2ledger_tcp::Nanos;
 
 use crate::input::SavedCapture;
 use crate::keys::WithKeys as _;
-use crate::phases::{Full, Obs, Wanted};
+use crate::phases::{Obs, Wanted};
 use crate::pipeline::Pipeline;
 
 #[derive(Parser)]
@@ -327,8 +329,12 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     if let Some(path) = &a.analysis.plot {
         write_plot(path, &p, &phases, &cap.name)?;
     }
-    let mut each = phases.reports(&p.ledger.observer);
-    print_full(a.format, &cap.name, &whole, &mut each, &p, None);
+    print_full(
+        a.format,
+        &cap.name,
+        &whole,
+        &mut phases.reports(&p.ledger.observer),
+    );
     Ok(code)
 }
 
@@ -451,29 +457,6 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     Ok(listing_done(&p.ledger.warnings.messages, read, "frames"))
 }
 
-/// The ledger report of a plain pipeline, with its warnings.
-pub fn report_of(p: &Pipeline<Tally>) -> LedgerReport {
-    ledger_report(p, &p.ledger.observer)
-}
-
-/// Prints a plain ledger (no analysis, no phases).
-pub fn print_ledger<O>(
-    format: Format,
-    source: &str,
-    report: &LedgerReport,
-    p: &Pipeline<O>,
-    drops: Option<&live::Drops>,
-) {
-    let whole = Full {
-        name: String::new(),
-        ledger: report.clone(),
-        analysis: None,
-        start: p.stats.first,
-        end: p.stats.last,
-    };
-    print_full(format, source, &whole, &mut std::iter::empty(), p, drops);
-}
-
 /// The ledger report of a pipeline (from `tally`), with its warnings.
 pub fn ledger_report<O: h2ledger_core::Observer>(p: &Pipeline<O>, tally: &Tally) -> LedgerReport {
     p.ledger_report(tally)
@@ -484,91 +467,62 @@ pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<
     p.note_empty(report, filter)
 }
 
-/// Writes the report `v` with its `phases` as the last key, one phase at a time: each phase's
-/// report is built, written and dropped before the next (issue 7: memory follows what is open).
-fn write_json_with_phases(
-    out: &mut dyn std::io::Write,
-    v: &serde_json::Value,
-    phases: &mut dyn Iterator<Item = Full>,
-) -> std::io::Result<()> {
-    let head = serde_json::to_string_pretty(v).expect("json");
-    let mut phases = phases.peekable();
-    if phases.peek().is_none() {
-        return writeln!(out, "{head}");
-    }
-    // `head` ends with "\n}": continue the object with the phases.
-    let body = head.strip_suffix('}').unwrap_or(&head).trim_end();
-    write!(out, "{body},\n  \"phases\": [")?;
-    for (i, f) in phases.enumerate() {
-        let one = serde_json::to_string_pretty(&render::full_json(&f, None, None)).expect("json");
-        write!(out, "{}\n    ", if i == 0 { "" } else { "," })?;
-        for (k, line) in one.lines().enumerate() {
-            if k > 0 {
-                write!(out, "\n    ")?;
-            }
-            write!(out, "{line}")?;
-        }
-    }
-    writeln!(out, "\n  ]\n}}")
-}
-
 /// Phase columns per table block: a table of more phases is printed as consecutive blocks of
 /// this many phases (the whole capture's column in the first), so only one block's reports are
 /// held at a time and each block stays readable.
 const PHASES_PER_TABLE: usize = 8;
 
-/// Prints a ledger (and its phases, built one at a time by `phases`) in the chosen format
-/// (`drops`: live capture counters).
-pub fn print_full<O>(
+/// Prints a run's report (and its phases, built one at a time by `phases`) in the chosen format.
+pub fn print_full(
     format: Format,
     source: &str,
-    whole: &Full,
-    phases: &mut dyn Iterator<Item = Full>,
-    p: &Pipeline<O>,
-    drops: Option<&live::Drops>,
+    whole: &Report,
+    phases: &mut dyn Iterator<Item = Report>,
 ) {
     let mut out = report_out();
     let report = &whole.ledger;
     match format {
         Format::Json => {
-            let mut v = render::full_json(whole, Some(&p.stats), Some(&p.reasm.stats()));
-            if let serde_json::Value::Object(m) = &mut v {
-                m.insert(
-                    "tls".into(),
-                    serde_json::to_value(p.tls.report()).expect("json"),
-                );
-                if let Some(d) = drops {
-                    m.insert("drops".into(), serde_json::to_value(d).expect("json"));
-                }
-            }
-            let _ = write_json_with_phases(&mut out, &v, phases);
+            let _ = render::write_json(&mut out, whole, phases);
         }
         Format::Table => {
             let _ = writeln!(out, "{}", render::headline(source, report));
             let mut phases = phases.peekable();
             let split = phases.peek().is_some();
+            let origin = whole.start.unwrap_or(0);
             // Each phase's name and bounds, for the lines under the tables.
-            let mut spans: Vec<(String, f64, f64)> = Vec::new();
+            let mut spans: Vec<(String, Nanos, Nanos)> = Vec::new();
             let mut first_block = true;
             while report.connections > 0 && (first_block || phases.peek().is_some()) {
-                let block: Vec<Full> = phases.by_ref().take(PHASES_PER_TABLE).collect();
-                let mut cols: Vec<(String, &Full)> = Vec::new();
+                let block: Vec<Report> = phases.by_ref().take(PHASES_PER_TABLE).collect();
+                let mut cols: Vec<(String, &Report)> = Vec::new();
                 if first_block {
-                    cols.push((if split { "all".to_string() } else { String::new() }, whole));
+                    cols.push((
+                        if split {
+                            "all".to_string()
+                        } else {
+                            String::new()
+                        },
+                        whole,
+                    ));
                 }
                 for f in &block {
-                    let (start, end) = (f.start.unwrap_or(0.0), f.end.unwrap_or(0.0));
+                    let (start, end) = (f.start.unwrap_or(0), f.end.unwrap_or(0));
                     spans.push((f.name.clone(), start, end));
-                    let origin = whole.start.unwrap_or(0.0);
                     cols.push((
-                        format!("{} ({:.3}-{:.3} s)", f.name, start - origin, end - origin),
+                        format!(
+                            "{} ({:.3}-{:.3} s)",
+                            f.name,
+                            secs(start - origin),
+                            secs(end - origin)
+                        ),
                         f,
                     ));
                 }
                 let lcols: Vec<(&str, &LedgerReport)> =
                     cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
                 let _ = writeln!(out, "{}", render::ledger_table(&lcols));
-                let acols: Vec<(&str, &Full)> =
+                let acols: Vec<(&str, &Report)> =
                     cols.iter().map(|(n, f)| (n.as_str(), *f)).collect();
                 if let Some(t) = render::analysis_table(&acols) {
                     let _ = writeln!(out, "{t}");
@@ -603,8 +557,16 @@ pub fn print_full<O>(
                     );
                 }
             }
-            let _ = writeln!(out, "{}", render::footer(&p.stats, &p.reasm.stats(), drops));
-            if let Some(l) = keys::tls_line(&p.tls.report()) {
+            let (capture, tcp) = (
+                whole.capture.clone().unwrap_or_default(),
+                whole.tcp.unwrap_or_default(),
+            );
+            let _ = writeln!(
+                out,
+                "{}",
+                render::footer(&capture, &tcp, whole.drops.as_ref())
+            );
+            if let Some(l) = whole.tls.as_ref().and_then(keys::tls_line) {
                 let _ = writeln!(out, "{l}");
             }
             let _ = out.flush();

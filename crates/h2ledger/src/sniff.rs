@@ -127,15 +127,30 @@ async fn sniff_async(a: SniffArgs) -> Result<ExitCode> {
         eprintln!("h2ledger: stopped ({stop})");
     }
     let source = format!("{} (live)", live.device);
-    let (whole, phases) = phases::build(&mut p, report);
+    let (mut whole, phases) = phases::build(&mut p, report);
+    whole.drops = Some(drops.into());
     if let Some(path) = &a.analysis.plot {
         write_plot(path, &p, &phases, &source)?;
     }
-    let mut each = phases.reports(&p.ledger.observer);
-    print_full(a.format, &source, &whole, &mut each, &p, Some(&drops));
+    print_full(
+        a.format,
+        &source,
+        &whole,
+        &mut phases.reports(&p.ledger.observer),
+    );
     drop(live);
     saved?;
     Ok(ExitCode::SUCCESS)
+}
+
+impl From<crate::live::Drops> for h2ledger_run::Drops {
+    fn from(d: crate::live::Drops) -> Self {
+        h2ledger_run::Drops {
+            received: d.received,
+            kernel: d.kernel,
+            interface: d.interface,
+        }
+    }
 }
 
 fn packet(p: &mut Pipeline<Obs>, linktype: i32, pkt: &crate::live::Pkt) {
@@ -201,14 +216,14 @@ fn running(p: &Pipeline<Obs>, format: Format, drops: &mut crate::live::Drops) {
     let mut out = crate::report_out();
     match format {
         Format::Json => {
-            let mut v = render::ledger_json(&report, Some(&p.stats), Some(&p.reasm.stats()));
-            if let serde_json::Value::Object(m) = &mut v {
-                m.insert("drops".into(), serde_json::to_value(*drops).expect("json"));
-                if let Some(l) = &last {
-                    m.insert("last".into(), render::ledger_json(l, None, None));
-                }
-            }
-            let _ = writeln!(out, "{v}");
+            let tick = h2ledger_run::Tick {
+                ledger: &report,
+                capture: &p.stats,
+                tcp: (&p.reasm.stats()).into(),
+                drops: (*drops).into(),
+                last: last.as_ref(),
+            };
+            let _ = writeln!(out, "{}", render::json_value(&tick));
         }
         Format::Table => {
             if crate::report_is_terminal() {
@@ -226,7 +241,7 @@ fn running(p: &Pipeline<Obs>, format: Format, drops: &mut crate::live::Drops) {
             let _ = writeln!(
                 out,
                 "{}",
-                render::footer(&p.stats, &p.reasm.stats(), Some(drops))
+                render::footer(&p.stats, &(&p.reasm.stats()).into(), Some(&(*drops).into()))
             );
         }
     }
