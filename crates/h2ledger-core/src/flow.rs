@@ -36,9 +36,9 @@ use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side};
 
 /// The initial connection and stream window (RFC 9113 §6.9.2).
-pub const DEFAULT_WINDOW: i64 = 65_535;
+const DEFAULT_WINDOW: i64 = 65_535;
 /// Streams tracked at once over every connection.
-pub const MAX_FLOW_STREAMS: usize = 1 << 20;
+const MAX_FLOW_STREAMS: usize = 1 << 20;
 /// SETTINGS of one side waiting for the other's ACK; more means the windows are unknown.
 const MAX_PENDING_SETTINGS: usize = 16;
 

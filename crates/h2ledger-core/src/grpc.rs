@@ -38,11 +38,11 @@ use crate::ledger::FrameEvent;
 use crate::model::FrameClass;
 
 /// Calls followed at once.
-pub const MAX_GRPC_STREAMS: usize = 1 << 20;
+const MAX_GRPC_STREAMS: usize = 1 << 20;
 /// Bytes of `grpc-message` kept (after percent-decoding).
-pub const MAX_GRPC_MESSAGE: usize = 256;
+const MAX_GRPC_MESSAGE: usize = 256;
 /// Distinct `grpc-encoding` values named; later ones are `(other)`.
-pub const MAX_ENCODINGS: usize = 32;
+const MAX_ENCODINGS: usize = 32;
 /// PINGs per connection waiting for their ACK.
 const MAX_PINGS: usize = 8;
 
@@ -124,7 +124,7 @@ impl Cutter {
         partial
     }
 
-    pub fn is_lost(&self) -> bool {
+    fn is_lost(&self) -> bool {
         self.lost
     }
 }

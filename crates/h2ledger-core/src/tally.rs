@@ -1,10 +1,10 @@
-//! Counting: the per-side frame ledger, writes and bytes, per connection, optionally within a
-//! time window (one phase of a run).
+//! Counting: the per-side frame ledger, writes and bytes, per connection (for the whole run, or
+//! one phase of it: the run routes each event to its phase's tally).
 
 use std::collections::{BTreeMap, HashMap};
 
 use h2_frame_parser::{ping, Frame};
-use h2ledger_tcp::{ConnId, Dir, Nanos, Write};
+use h2ledger_tcp::{ConnId, Dir, Write};
 use serde::Serialize;
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer};
@@ -44,9 +44,9 @@ impl SideTally {
 pub const MAX_CONN_DETAIL: usize = 1000;
 /// The same for one phase's ledger: phases are many, and their connections are listed in full
 /// in the whole capture's ledger.
-pub const PHASE_CONN_DETAIL: usize = 16;
+const PHASE_CONN_DETAIL: usize = 16;
 
-/// Counts per open connection and direction, for events whose time falls in `[from, to)`;
+/// Counts per open connection and direction, of the events handed to it;
 /// closed connections are folded into per-side totals (their side is final then) and freed.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -61,7 +61,6 @@ pub struct Tally {
     detail_omitted: u64,
     /// How many connections `detail` may hold: [`MAX_CONN_DETAIL`] unless set.
     detail_cap: Option<usize>,
-    window: Option<(Nanos, Nanos)>,
     frames: u64,
 }
 
@@ -82,24 +81,9 @@ impl Tally {
         self.detail_cap.unwrap_or(MAX_CONN_DETAIL)
     }
 
-    /// Only events with `from <= time < to` are counted.
-    pub fn window(from: Nanos, to: Nanos) -> Self {
-        Tally {
-            window: Some((from, to)),
-            ..Tally::default()
-        }
-    }
-
     /// Frames counted so far, every connection and side.
     pub fn frames(&self) -> u64 {
         self.frames
-    }
-
-    fn inside(&self, ts: Nanos) -> bool {
-        match self.window {
-            None => true,
-            Some((a, b)) => ts >= a && ts < b,
-        }
     }
 
     fn slot(&mut self, conn: ConnId, dir: Dir) -> &mut SideTally {
@@ -184,23 +168,16 @@ impl Observer for Tally {
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
-        if self.inside(w.ts) {
-            let t = self.slot(conn, dir);
-            t.writes += 1;
-            t.bytes += u64::from(w.len);
-        }
+        let t = self.slot(conn, dir);
+        t.writes += 1;
+        t.bytes += u64::from(w.len);
     }
 
-    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
-        if self.inside(w.ts) {
-            self.slot(conn, dir).tls_records += 1;
-        }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, _: &Write) {
+        self.slot(conn, dir).tls_records += 1;
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        if !self.inside(ev.ts) {
-            return;
-        }
         self.frames += 1;
         let t = self.slot(ev.conn, ev.dir);
         t.frames.add(ev.class, 1);
@@ -289,6 +266,6 @@ impl LedgerReport {
 }
 
 /// "ip:port", "[ip6]:port".
-pub fn fmt_addr(a: &std::net::SocketAddr) -> String {
+fn fmt_addr(a: &std::net::SocketAddr) -> String {
     a.to_string()
 }

@@ -81,21 +81,13 @@ pub struct Report {
 }
 
 impl Report {
-    /// A report of a ledger alone (no analysis, no capture facts).
-    pub fn of_ledger(ledger: LedgerReport) -> Report {
-        Report {
-            ledger,
-            ..Report::default()
-        }
-    }
-
     /// Whether this is one phase of a run.
     pub fn is_phase(&self) -> bool {
         self.start.is_some() && !self.name.is_empty()
     }
 
-    /// Calls per call of `n` (None without calls): the `per_call` values and table rows.
-    pub fn per_call(&self, n: u64) -> Option<f64> {
+    /// `n` per call (None without calls): the `per_call` values.
+    fn per_call(&self, n: u64) -> Option<f64> {
         per_call(n, self.ledger.calls)
     }
 }

@@ -24,7 +24,6 @@ pub struct Wanted {
 #[derive(Debug)]
 pub struct Obs {
     pub tally: Tally,
-    pub splitter: Option<Splitter>,
     /// Phase `i`'s ledger: frames and writes whose time falls in phase `i` (only the phases
     /// that saw something, at most `MAX_PHASES`).
     pub phases: Phased<Tally>,
@@ -39,10 +38,10 @@ impl Obs {
     pub fn new(w: &Wanted) -> Obs {
         Obs {
             tally: Tally::new(),
-            splitter: w.splitter.clone(),
             phases: Phased::default(),
             touched: HashMap::new(),
-            analysis: w.analysis.then(|| {
+            // Phases are routed by the analysis' splitter: asking for phases attaches it.
+            analysis: (w.analysis || w.splitter.is_some()).then(|| {
                 let mut a = Analysis::new(w.splitter.clone());
                 if let Some(b) = w.timeline {
                     a.flow.record_series(b, None);
@@ -60,9 +59,6 @@ impl Obs {
             return;
         }
         self.origin_set = true;
-        if let Some(s) = &mut self.splitter {
-            s.set_origin(t);
-        }
         if let Some(a) = &mut self.analysis {
             a.set_origin(t);
             if let Some(s) = &mut a.flow.series {
@@ -78,12 +74,18 @@ impl Obs {
         self.tally.frames()
     }
 
+    /// The run's one phase router (see [`Analysis::splitter`]); `None` without phases.
+    pub fn splitter(&self) -> Option<&Splitter> {
+        self.analysis.as_ref().and_then(|a| a.splitter())
+    }
+
     fn phase_tally(&mut self, conn: ConnId, t: Nanos) -> Option<&mut Tally> {
-        let s = self.splitter.as_mut()?;
-        if s.origin().is_none() {
-            s.set_origin(t);
+        let a = self.analysis.as_mut()?;
+        a.splitter()?;
+        if a.splitter().and_then(|s| s.origin()).is_none() {
+            a.set_origin(t);
         }
-        let i = s.phase_of(t);
+        let i = a.splitter()?.phase_of(t);
         let touched = self.touched.entry(conn.0).or_default();
         if !touched.contains(&i) {
             touched.push(i);
@@ -195,7 +197,7 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases)
         last: 0,
     };
     if let (Some(mut s), Some(first), Some(last)) =
-        (o.splitter.clone(), p.stats.first, p.stats.last)
+        (o.splitter().cloned(), p.stats.first, p.stats.last)
     {
         s.set_origin(first);
         phases.indexes = match s.cut_phases() {

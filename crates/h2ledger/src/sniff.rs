@@ -203,7 +203,7 @@ fn running(p: &Pipeline<Obs>, format: Format, drops: &mut crate::live::Drops) {
     let conns = p.ledger.connections();
     // The last complete period: the one before the period the clock is in now. It is shown
     // also when nothing happened in it (an empty column, not the last busy period).
-    let last = o.splitter.as_ref().and_then(|s| {
+    let last = o.splitter().and_then(|s| {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64);

@@ -49,13 +49,13 @@ pub use stats::{nearest_rank, Percentiles, PERCENTILES};
 pub use timeline::Timeline;
 
 /// Calls followed at once (in flight); calls beyond are counted in `limits.untracked_calls`.
-pub const MAX_ACTIVE_CALLS: usize = 1 << 16;
+const MAX_ACTIVE_CALLS: usize = 1 << 16;
 /// Distinct `:path` values kept; later ones are counted under `(other)`.
-pub const MAX_METHODS: usize = 4096;
+const MAX_METHODS: usize = 4096;
 /// Distinct methods reported per phase; later ones are counted under `(other)` there.
-pub const MAX_PHASE_METHODS: usize = 64;
+const MAX_PHASE_METHODS: usize = 64;
 /// GOAWAY frames listed; later ones are only counted.
-pub const MAX_GOAWAYS: usize = 1000;
+const MAX_GOAWAYS: usize = 1000;
 /// Writes per direction whose frames may still arrive (while the ledger looks for a frame
 /// boundary it holds writes back); older ones are closed.
 const MAX_OPEN_WRITES: usize = 4096;
@@ -416,8 +416,10 @@ impl Analysis {
         self.splitter.set_origin(t);
     }
 
-    pub fn splitter(&self) -> &Splitter {
-        &self.splitter
+    /// The phase router of a run cut into phases (`None` without phases): the one splitter every
+    /// per-phase count of the run (tallies, analysis, flow control, gRPC) is routed by.
+    pub fn splitter(&self) -> Option<&Splitter> {
+        self.phased.then_some(&self.splitter)
     }
 
     /// The phases that hold something, in time order.

@@ -86,11 +86,6 @@ impl Splitter {
         }
     }
 
-    /// `--every`: phases are made as time goes; otherwise the cuts fix them in advance.
-    pub fn is_every(&self) -> bool {
-        self.every.is_some()
-    }
-
     /// How many phases the cuts make (`None` with `--every`).
     pub fn cut_phases(&self) -> Option<u64> {
         self.every

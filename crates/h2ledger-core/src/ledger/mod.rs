@@ -14,18 +14,18 @@ use crate::headers::HeaderList;
 use crate::model::{FrameClass, Side};
 
 /// Bytes kept while looking for the first frame boundary of a direction before giving up on it.
-pub const MAX_DETECT_BYTES: usize = 1 << 20;
+const MAX_DETECT_BYTES: usize = 1 << 20;
 /// The largest header block (HEADERS or PUSH_PROMISE plus CONTINUATIONs) that is decoded.
-pub const MAX_HEADER_BLOCK: usize = 1 << 20;
+const MAX_HEADER_BLOCK: usize = 1 << 20;
 /// The largest HPACK dynamic table kept per direction, whatever SETTINGS_HEADER_TABLE_SIZE
 /// allowed (browsers use 65 536, most servers 4 096). Past it, see docs/ledger.md ("HPACK").
-pub const MAX_HPACK_TABLE: u32 = 64 * 1024;
+const MAX_HPACK_TABLE: u32 = 64 * 1024;
 /// GOAWAY debug data kept per frame.
 const MAX_GOAWAY_DEBUG: u32 = 1024;
 /// Streams tracked per connection (for HEADERS vs TRAILERS) before new ones are no longer tracked.
 pub const MAX_STREAMS: usize = 1 << 20;
 /// Warnings kept as text; later ones are only counted.
-pub const MAX_WARNINGS: usize = 200;
+const MAX_WARNINGS: usize = 200;
 /// Default SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
 const DEFAULT_MAX_FRAME: u32 = 16_384;
 /// SETTINGS frames waiting for their ACK, per direction. Beyond that, a new one is merged
@@ -315,7 +315,7 @@ pub struct Ledger<O> {
 /// Evicted connections whose state is kept, in case the reassembler sees them again and they
 /// resume; beyond, the oldest is closed for good (folded into the totals) and a return of it
 /// counts as a new, mid-stream connection.
-pub const MAX_EVICTED_KEPT: usize = 2048;
+const MAX_EVICTED_KEPT: usize = 2048;
 
 /// The open connections, by [`ConnId`]. A connection is freed when it closes (its observers
 /// fold it into their totals), so memory follows what is open, not what has passed. Boxed: a
