@@ -415,10 +415,10 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport) -> Option<String> {
                 .map(|(k, v)| format!("{k}: {v}"))
                 .collect::<Vec<_>>()
                 .join(", "),
-            opt(m.client.frames_per_call),
-            opt(m.server.frames_per_call),
-            opt(m.client.writes_per_call),
-            opt(m.server.writes_per_call),
+            opt(m.sides.client.frames_per_call),
+            opt(m.sides.server.frames_per_call),
+            opt(m.sides.client.writes_per_call),
+            opt(m.sides.server.writes_per_call),
             opt(m.latency_us.p50),
             opt(m.latency_us.p99),
         ]);

@@ -112,8 +112,10 @@ impl Analysis {
                     .unwrap_or_else(|| "(other)".to_string()),
                 calls: n,
                 status: agg.status.iter().map(|(k, v)| (k.name(), *v)).collect(),
-                client: side(0),
-                server: side(1),
+                sides: Sides {
+                    client: side(0),
+                    server: side(1),
+                },
                 latency_us: Percentiles::of_hist(&agg.latency),
             });
         }

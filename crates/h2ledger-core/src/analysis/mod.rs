@@ -38,7 +38,7 @@ use h2_frame_parser::{ping, ErrorCode, Frame};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer, NO_WRITE};
-use crate::model::{FrameClass, Side};
+use crate::model::{FrameClass, Side, Sides};
 
 pub use calls::CallView;
 use calls::Finished;

@@ -111,8 +111,9 @@ pub struct MethodReport {
     pub method: String,
     pub calls: u64,
     pub status: BTreeMap<String, u64>,
-    pub client: MethodSide,
-    pub server: MethodSide,
+    /// Per side, as the keys `client` and `server`.
+    #[serde(flatten)]
+    pub sides: Sides<MethodSide>,
     pub latency_us: Percentiles,
 }
 
