@@ -128,21 +128,23 @@ if [ "$LIVE" -gt 0 ]; then
     sniff=$!
     sleep 1
     total=$((LIVE * 1000))
-    h2load -n "$total" -c "$total" -r 100 --rate-period 0.1 -m 1 \
+    h2load -n "$total" -c "$total" -r 100 --rate-period 100ms -m 1 \
         "http://127.0.0.1:$port/file" >"$WORK/live-h2load.log" 2>&1 &
     load=$!
     PIDS+=("$load")
-    # RSS over time, every 10 s.
+    # RSS over time, every 10 s, of h2ledger itself (not of /usr/bin/time): total and anonymous
+    # (the heap; the rest is mostly libpcap's capture ring, -B, mapped into the process).
     : >"$WORK/live-rss.txt"
+    h2l=$(pgrep -P "$sniff" | head -1)
     while kill -0 "$sniff" 2>/dev/null; do
-        awk '/VmRSS/ {print $2}' "/proc/$sniff/status" 2>/dev/null >>"$WORK/live-rss.txt" || true
+        awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} END {if (r) print r "/" a}' "/proc/$h2l/status" 2>/dev/null >>"$WORK/live-rss.txt" || true
         sleep 10
     done
     wait "$sniff" || true
     kill "$load" 2>/dev/null || true
     read -r kib secs <"$WORK/live.time"
     conns=$(python3 -c "import json; print(json.load(open('$WORK/live.json'))['connections'])" 2>/dev/null || echo "?")
-    LIVE_LINE="live sniff ${LIVE}s: $conns connections, peak RSS $((kib / 1024)) MiB; RSS every 10 s (KiB): $(tr '\n' ' ' <"$WORK/live-rss.txt")"
+    LIVE_LINE="live sniff ${LIVE}s: $conns connections, peak RSS $((kib / 1024)) MiB; RSS/anonymous every 10 s (KiB): $(tr '\n' ' ' <"$WORK/live-rss.txt")"
 fi
 
 python3 - "$RESULTS" "$T_GP" "$T_GV" "$T_GR" "$LIVE_LINE" <<'EOF'

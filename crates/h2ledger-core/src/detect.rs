@@ -14,7 +14,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use h2_frame_parser::{Head, HEAD_LEN, PREFACE};
 
 /// Frame headers in a row that prove a frame boundary.
-pub const CHAIN_PROOF: usize = 3;
+const CHAIN_PROOF: usize = 3;
 
 /// The largest frame length accepted while looking for a boundary when no SETTINGS told us
 /// more (RFC 9113 §4.2: 2^24-1 is the protocol's limit).
@@ -32,7 +32,7 @@ pub enum Chain {
 }
 
 impl Chain {
-    pub fn heads(self) -> usize {
+    fn heads(self) -> usize {
         match self {
             Chain::Exact(n) | Chain::Short(n) | Chain::Broken(n) => n,
         }

@@ -33,12 +33,12 @@ use serde::Serialize;
 
 use crate::hist::LogHist;
 use crate::ledger::FrameEvent;
-use crate::model::{FrameClass, Side};
+use crate::model::{FrameClass, Side, Sides};
 
 /// The initial connection and stream window (RFC 9113 §6.9.2).
-pub const DEFAULT_WINDOW: i64 = 65_535;
+const DEFAULT_WINDOW: i64 = 65_535;
 /// Streams tracked at once over every connection.
-pub const MAX_FLOW_STREAMS: usize = 1 << 20;
+const MAX_FLOW_STREAMS: usize = 1 << 20;
 /// SETTINGS of one side waiting for the other's ACK; more means the windows are unknown.
 const MAX_PENDING_SETTINGS: usize = 16;
 
@@ -702,8 +702,10 @@ impl Flow {
             Some(p) => self.phases.get(p).unwrap_or(&empty),
         };
         FlowReport {
-            client: FlowSide::of(&s.sides[0]),
-            server: FlowSide::of(&s.sides[1]),
+            sides: Sides {
+                client: FlowSide::of(&s.sides[0]),
+                server: FlowSide::of(&s.sides[1]),
+            },
             unknown_connections: s.unknown,
             untracked_streams: s.untracked_streams,
         }
@@ -771,20 +773,12 @@ impl FlowSide {
 /// `flow_control` of the analysis.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FlowReport {
-    pub client: FlowSide,
-    pub server: FlowSide,
+    /// Per side, as the keys `client` and `server`.
+    #[serde(flatten)]
+    pub sides: Sides<FlowSide>,
     pub unknown_connections: u64,
     /// Streams not followed because [`MAX_FLOW_STREAMS`] were open.
     pub untracked_streams: u64,
-}
-
-impl FlowReport {
-    pub fn get(&self, s: Side) -> &FlowSide {
-        match s {
-            Side::Client => &self.client,
-            Side::Server => &self.server,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -816,12 +810,12 @@ mod tests {
         let t0 = c.t;
         c.server(&wu(1, 32_768));
         let r = flow(&c);
-        assert_eq!(r.client.stalls, 1);
-        assert_eq!(r.client.by_limit.stream, 1);
-        assert_eq!(r.client.stalled_us.total, (c.t - t0) as f64 / 1000.0);
-        assert_eq!(r.client.max_window.connection, 65_535 + (1 << 20));
-        assert_eq!(r.client.max_window.stream, 65_535);
-        assert_eq!(r.server.stalls, 0);
+        assert_eq!(r.sides.client.stalls, 1);
+        assert_eq!(r.sides.client.by_limit.stream, 1);
+        assert_eq!(r.sides.client.stalled_us.total, (c.t - t0) as f64 / 1000.0);
+        assert_eq!(r.sides.client.max_window.connection, 65_535 + (1 << 20));
+        assert_eq!(r.sides.client.max_window.stream, 65_535);
+        assert_eq!(r.sides.server.stalls, 0);
         assert_eq!(r.unknown_connections, 0);
         let call = c.ledger.observer.flow.call(0);
         assert_eq!(call.stalls, [1, 0]);
@@ -835,21 +829,27 @@ mod tests {
         fill(&mut c, 1, 65_535);
         // Stream window opens, the connection's does not: still stalled.
         c.server(&wu(1, 100_000));
-        assert_eq!(flow(&c).client.stalled_us.p50, None);
+        assert_eq!(flow(&c).sides.client.stalled_us.p50, None);
         c.server(&wu(0, 10));
         let r = flow(&c);
-        assert_eq!((r.client.stalls, r.client.by_limit.both), (1, 1));
-        assert_eq!(r.client.stalled_us.total, 2000.0);
-        assert_eq!(r.client.max_window.stream, 100_000);
+        assert_eq!(
+            (r.sides.client.stalls, r.sides.client.by_limit.both),
+            (1, 1)
+        );
+        assert_eq!(r.sides.client.stalled_us.total, 2000.0);
+        assert_eq!(r.sides.client.max_window.stream, 100_000);
         // A second stream is limited by the connection only.
         c.client(&request(3, "/a", false));
         c.client(&data(3, false, 10));
         let r = flow(&c);
-        assert_eq!((r.client.stalls, r.client.by_limit.connection), (2, 1));
+        assert_eq!(
+            (r.sides.client.stalls, r.sides.client.by_limit.connection),
+            (2, 1)
+        );
         c.close();
         let r = flow(&c);
-        assert_eq!(r.client.unresolved, 1);
-        assert_eq!(r.client.stalled_us.max, Some(2000.0));
+        assert_eq!(r.sides.client.unresolved, 1);
+        assert_eq!(r.sides.client.stalled_us.max, Some(2000.0));
     }
 
     #[test]
@@ -861,19 +861,22 @@ mod tests {
         // A larger initial window from the server ends the stall at the client's ACK, not at
         // the SETTINGS.
         c.server(&settings(&[(IWS, 100_000)]));
-        assert_eq!(flow(&c).client.stalled_us.p99, None);
+        assert_eq!(flow(&c).sides.client.stalled_us.p99, None);
         c.client(&settings_ack());
         let r = flow(&c);
-        assert_eq!(r.client.stalled_us.total, 2000.0);
-        assert_eq!(r.client.max_window.stream, 65_535);
+        assert_eq!(r.sides.client.stalled_us.total, 2000.0);
+        assert_eq!(r.sides.client.max_window.stream, 65_535);
         // New streams open at 100,000; a smaller value shifts them down.
         c.client(&request(3, "/a", false));
-        assert_eq!(flow(&c).client.max_window.stream, 100_000);
+        assert_eq!(flow(&c).sides.client.max_window.stream, 100_000);
         c.server(&settings(&[(IWS, 10)]));
         c.client(&settings_ack());
         c.client(&data(3, false, 10));
         let r = flow(&c);
-        assert_eq!((r.client.stalls, r.client.by_limit.stream), (2, 2));
+        assert_eq!(
+            (r.sides.client.stalls, r.sides.client.by_limit.stream),
+            (2, 2)
+        );
     }
 
     #[test]
@@ -888,15 +891,18 @@ mod tests {
             &[9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         ));
         let r = flow(&c);
-        assert_eq!((r.client.stalls, r.client.by_limit.stream), (1, 1));
+        assert_eq!(
+            (r.sides.client.stalls, r.sides.client.by_limit.stream),
+            (1, 1)
+        );
         c.client(&request(3, "/a", false));
         c.client(&data(3, true, 19));
-        assert_eq!(flow(&c).client.stalls, 1);
+        assert_eq!(flow(&c).sides.client.stalls, 1);
         // A stall on a stream that is reset never ends: unresolved.
         c.client(&fr(3, 0, 1, &[0, 0, 0, 8]));
         let r = flow(&c);
-        assert_eq!((r.client.stalls, r.client.unresolved), (1, 1));
-        assert_eq!(r.client.stalled_us.max, None);
+        assert_eq!((r.sides.client.stalls, r.sides.client.unresolved), (1, 1));
+        assert_eq!(r.sides.client.stalled_us.max, None);
     }
 
     #[test]
@@ -912,10 +918,13 @@ mod tests {
         c.server(&data(1, true, 0));
         c.client(&wu(1, 500)); // a stream already closed: ignored
         let r = flow(&c);
-        assert_eq!((r.server.stalls, r.server.by_limit.stream), (1, 1));
-        assert_eq!(r.server.stalled_us.total, 1000.0);
-        assert_eq!(r.server.max_window.stream, 1000);
-        assert_eq!(r.client.stalls, 0);
+        assert_eq!(
+            (r.sides.server.stalls, r.sides.server.by_limit.stream),
+            (1, 1)
+        );
+        assert_eq!(r.sides.server.stalled_us.total, 1000.0);
+        assert_eq!(r.sides.server.max_window.stream, 1000);
+        assert_eq!(r.sides.client.stalls, 0);
         assert_eq!(c.ledger.observer.flow.call(0).stalls, [0, 1]);
         assert!(c.ledger.observer.flow.conns[&0].streams.is_empty());
     }
@@ -929,7 +938,7 @@ mod tests {
         c.client(&request(1, "/a", false));
         c.client(&data(1, false, 16_384));
         assert_eq!(flow(&c).unknown_connections, 1);
-        assert_eq!(flow(&c).client.stalls, 0);
+        assert_eq!(flow(&c).sides.client.stalls, 0);
 
         let mut c = Conn::started(&[]);
         c.client(&request(1, "/a", false));
@@ -937,7 +946,11 @@ mod tests {
         c.gap(Dir::Fwd, 100);
         let r = flow(&c);
         assert_eq!(
-            (r.unknown_connections, r.client.stalls, r.client.unresolved),
+            (
+                r.unknown_connections,
+                r.sides.client.stalls,
+                r.sides.client.unresolved
+            ),
             (1, 1, 1)
         );
     }
@@ -954,17 +967,20 @@ mod tests {
             reqs.extend(data(s, false, 1));
         }
         c.client(&reqs);
-        assert_eq!(flow(&c).client.stalls, 2000);
+        assert_eq!(flow(&c).sides.client.stalls, 2000);
         for i in 0..200 {
             c.server(&settings(&[(IWS, if i % 2 == 0 { 0 } else { 1 })]));
             c.client(&settings_ack());
         }
         let r = flow(&c);
-        assert_eq!(r.client.stalls, 2000);
-        assert_eq!(r.client.stalled_us.p50, None, "a window of 0 ends no stall");
+        assert_eq!(r.sides.client.stalls, 2000);
+        assert_eq!(
+            r.sides.client.stalled_us.p50, None,
+            "a window of 0 ends no stall"
+        );
         c.server(&settings(&[(IWS, 2)]));
         c.client(&settings_ack());
-        assert_eq!(flow(&c).client.stalled_us.p50, Some(402_000.0));
+        assert_eq!(flow(&c).sides.client.stalled_us.p50, Some(402_000.0));
         // SETTINGS never ACKed beyond the bound: the windows are unknown, not guessed.
         for _ in 0..=MAX_PENDING_SETTINGS {
             c.server(&settings(&[]));

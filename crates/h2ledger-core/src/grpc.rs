@@ -35,14 +35,14 @@ use serde::Serialize;
 use crate::analysis::{escape_bytes, Percentiles};
 use crate::hist::LogHist;
 use crate::ledger::FrameEvent;
-use crate::model::FrameClass;
+use crate::model::{FrameClass, Sides};
 
 /// Calls followed at once.
-pub const MAX_GRPC_STREAMS: usize = 1 << 20;
+const MAX_GRPC_STREAMS: usize = 1 << 20;
 /// Bytes of `grpc-message` kept (after percent-decoding).
-pub const MAX_GRPC_MESSAGE: usize = 256;
+const MAX_GRPC_MESSAGE: usize = 256;
 /// Distinct `grpc-encoding` values named; later ones are `(other)`.
-pub const MAX_ENCODINGS: usize = 32;
+const MAX_ENCODINGS: usize = 32;
 /// PINGs per connection waiting for their ACK.
 const MAX_PINGS: usize = 8;
 
@@ -124,7 +124,7 @@ impl Cutter {
         partial
     }
 
-    pub fn is_lost(&self) -> bool {
+    fn is_lost(&self) -> bool {
         self.lost
     }
 }
@@ -569,8 +569,10 @@ impl Grpc {
         };
         let mut r = GrpcReport {
             calls: sc.calls,
-            client: side(&s[0]),
-            server: side(&s[1]),
+            sides: Sides {
+                client: side(&s[0]),
+                server: side(&s[1]),
+            },
             methods: Vec::new(),
             untracked_calls: self.untracked_calls,
             methods_folded: sc.methods_folded,
@@ -581,11 +583,11 @@ impl Grpc {
                 method: name.clone(),
                 calls: m.calls,
                 status: m.status.clone(),
-                messages: PerSide {
+                messages: Sides {
                     client: m.messages[0],
                     server: m.messages[1],
                 },
-                message_bytes: PerSide {
+                message_bytes: Sides {
                     client: m.bytes[0],
                     server: m.bytes[1],
                 },
@@ -638,12 +640,6 @@ pub struct GrpcSide {
     pub incomplete: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct PerSide {
-    pub client: u64,
-    pub server: u64,
-}
-
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LatencyP {
     pub p50: Option<f64>,
@@ -655,8 +651,8 @@ pub struct GrpcMethod {
     pub method: String,
     pub calls: u64,
     pub status: BTreeMap<String, u64>,
-    pub messages: PerSide,
-    pub message_bytes: PerSide,
+    pub messages: Sides<u64>,
+    pub message_bytes: Sides<u64>,
     /// Call latency (request HEADERS to the response's END_STREAM), microseconds.
     pub latency_us: LatencyP,
 }
@@ -666,21 +662,13 @@ pub struct GrpcMethod {
 pub struct GrpcReport {
     /// Calls whose request content-type is gRPC.
     pub calls: u64,
-    pub client: GrpcSide,
-    pub server: GrpcSide,
+    /// Per side, as the keys `client` and `server`.
+    #[serde(flatten)]
+    pub sides: Sides<GrpcSide>,
     pub methods: Vec<GrpcMethod>,
     pub untracked_calls: u64,
     /// Calls in `calls` whose method is not listed (beyond 256 methods in the scope).
     pub methods_folded: u64,
-}
-
-impl GrpcReport {
-    pub fn get(&self, s: crate::model::Side) -> &GrpcSide {
-        match s {
-            crate::model::Side::Client => &self.client,
-            crate::model::Side::Server => &self.server,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -812,14 +800,17 @@ mod ledger_tests {
         );
         let r = report(&mut c);
         assert_eq!(r.calls, 1);
-        assert_eq!((r.client.messages, r.client.message_bytes), (3, 40_013));
-        assert_eq!(r.client.message_size.max, Some(40_000));
-        assert_eq!(r.client.message_size.p50, Some(10));
+        assert_eq!(
+            (r.sides.client.messages, r.sides.client.message_bytes),
+            (3, 40_013)
+        );
+        assert_eq!(r.sides.client.message_size.max, Some(40_000));
+        assert_eq!(r.sides.client.message_size.p50, Some(10));
         assert_eq!(r.methods.len(), 1);
         assert_eq!(r.methods[0].status.get("grpc-status 3"), Some(&1));
         assert_eq!(
             r.methods[0].messages,
-            PerSide {
+            Sides {
                 client: 3,
                 server: 1
             }
@@ -838,7 +829,7 @@ mod ledger_tests {
         c.client(&fr(0, 1, 1, &grpc_msg(0, 5)));
         let g = c.ledger.observer.grpc.call(0).unwrap().clone();
         assert_eq!((g.counts[0].messages, g.counts[0].incomplete), (0, 1));
-        assert_eq!(report(&mut c).client.incomplete, 1);
+        assert_eq!(report(&mut c).sides.client.incomplete, 1);
     }
 
     #[test]

@@ -51,5 +51,5 @@ mod testkit;
 pub use analysis::{Analysis, AnalysisReport, Splitter, Timeline};
 pub use headers::{Header, HeaderList};
 pub use ledger::{ClientBy, ConnSummary, FrameEvent, Ledger, Observer, Warnings};
-pub use model::{FrameClass, FrameCounts, Side};
-pub use tally::{ConnLedger, LedgerReport, SideTally, Sides, Tally};
+pub use model::{FrameClass, FrameCounts, Side, Sides};
+pub use tally::{ConnLedger, LedgerReport, SideTally, Tally};

@@ -27,6 +27,38 @@ impl Side {
     }
 }
 
+/// One value per side: what a ledger, an analysis or a report keeps for the client and the
+/// server. Serialized as `{"client": .., "server": ..}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Sides<T> {
+    pub client: T,
+    pub server: T,
+}
+
+impl<T> Sides<T> {
+    pub fn get(&self, s: Side) -> &T {
+        match s {
+            Side::Client => &self.client,
+            Side::Server => &self.server,
+        }
+    }
+
+    pub fn get_mut(&mut self, s: Side) -> &mut T {
+        match s {
+            Side::Client => &mut self.client,
+            Side::Server => &mut self.server,
+        }
+    }
+
+    /// Both sides made from their [`Side`].
+    pub fn from_fn(mut f: impl FnMut(Side) -> T) -> Sides<T> {
+        Sides {
+            client: f(Side::Client),
+            server: f(Side::Server),
+        }
+    }
+}
+
 /// The rows of the ledger. HEADERS and TRAILERS split the HEADERS frame type by position on the
 /// stream; PING/PING_ACK and SETTINGS/SETTINGS_ACK split by the ACK flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

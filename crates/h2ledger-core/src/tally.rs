@@ -1,14 +1,14 @@
-//! Counting: the per-side frame ledger, writes and bytes, per connection, optionally within a
-//! time window (one phase of a run).
+//! Counting: the per-side frame ledger, writes and bytes, per connection (for the whole run, or
+//! one phase of it: the run routes each event to its phase's tally).
 
 use std::collections::{BTreeMap, HashMap};
 
 use h2_frame_parser::{ping, Frame};
-use h2ledger_tcp::{ConnId, Dir, Nanos, Write};
+use h2ledger_tcp::{ConnId, Dir, Write};
 use serde::Serialize;
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer};
-use crate::model::{FrameClass, FrameCounts, Side};
+use crate::model::{FrameClass, FrameCounts, Side, Sides};
 
 /// One direction's counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -78,16 +78,16 @@ impl SideTally {
 pub const MAX_CONN_DETAIL: usize = 1000;
 /// The same for one phase's ledger: phases are many, and their connections are listed in full
 /// in the whole capture's ledger.
-pub const PHASE_CONN_DETAIL: usize = 16;
+const PHASE_CONN_DETAIL: usize = 16;
 
-/// Counts per open connection and direction, for events whose time falls in `[from, to)`;
+/// Counts per open connection and direction, of the events handed to it;
 /// closed connections are folded into per-side totals (their side is final then) and freed.
 #[derive(Debug, Default)]
 pub struct Tally {
     /// Boxed: hash-map buckets are reserved ahead, and an entry is several hundred bytes.
     open: HashMap<u32, Box<[SideTally; 2]>>,
     /// The closed HTTP/2 connections: totals, and the first [`MAX_CONN_DETAIL`] one by one.
-    closed: Sides,
+    closed: Sides<SideTally>,
     closed_conns: u64,
     closed_calls: u64,
     closed_upgraded: u64,
@@ -95,7 +95,6 @@ pub struct Tally {
     detail_omitted: u64,
     /// How many connections `detail` may hold: [`MAX_CONN_DETAIL`] unless set.
     detail_cap: Option<usize>,
-    window: Option<(Nanos, Nanos)>,
     frames: u64,
 }
 
@@ -116,24 +115,9 @@ impl Tally {
         self.detail_cap.unwrap_or(MAX_CONN_DETAIL)
     }
 
-    /// Only events with `from <= time < to` are counted.
-    pub fn window(from: Nanos, to: Nanos) -> Self {
-        Tally {
-            window: Some((from, to)),
-            ..Tally::default()
-        }
-    }
-
     /// Frames counted so far, every connection and side.
     pub fn frames(&self) -> u64 {
         self.frames
-    }
-
-    fn inside(&self, ts: Nanos) -> bool {
-        match self.window {
-            None => true,
-            Some((a, b)) => ts >= a && ts < b,
-        }
     }
 
     fn slot(&mut self, conn: ConnId, dir: Dir) -> &mut SideTally {
@@ -209,26 +193,25 @@ impl Observer for Tally {
             }
         }
         self.open.remove(&c.id.0);
+        // A map keeps its largest size: give it back once mostly empty, so a phase whose
+        // connections have ended holds no table sized for its busiest moment (1,000 phases).
+        let cap = self.open.capacity();
+        if cap > 32 && self.open.len() * 4 < cap {
+            self.open.shrink_to(self.open.len() * 2);
+        }
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
-        if self.inside(w.ts) {
-            let t = self.slot(conn, dir);
-            t.writes += 1;
-            t.bytes += u64::from(w.len);
-        }
+        let t = self.slot(conn, dir);
+        t.writes += 1;
+        t.bytes += u64::from(w.len);
     }
 
-    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
-        if self.inside(w.ts) {
-            self.slot(conn, dir).tls_records += 1;
-        }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, _: &Write) {
+        self.slot(conn, dir).tls_records += 1;
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        if !self.inside(ev.ts) {
-            return;
-        }
         self.frames += 1;
         let t = self.slot(ev.conn, ev.dir);
         t.frames.add(ev.class, 1);
@@ -242,28 +225,6 @@ impl Observer for Tally {
                     .entry(known.map(|k| k.label).unwrap_or("other"))
                     .or_default() += 1;
             }
-        }
-    }
-}
-
-/// The two sides of a ledger.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Sides {
-    pub client: SideTally,
-    pub server: SideTally,
-}
-
-impl Sides {
-    pub fn get(&self, s: Side) -> &SideTally {
-        match s {
-            Side::Client => &self.client,
-            Side::Server => &self.server,
-        }
-    }
-    fn get_mut(&mut self, s: Side) -> &mut SideTally {
-        match s {
-            Side::Client => &mut self.client,
-            Side::Server => &mut self.server,
         }
     }
 }
@@ -283,7 +244,7 @@ pub struct ConnLedger {
     pub calls: u64,
     /// 1 when the call on stream 1 was an upgraded HTTP/1.1 request (not in `calls`).
     pub upgraded_calls: u64,
-    pub sides: Sides,
+    pub sides: Sides<SideTally>,
 }
 
 /// The ledger over a whole capture (or one phase of it). The keys `connections`, `calls`,
@@ -296,7 +257,7 @@ pub struct LedgerReport {
     /// Requests sent as HTTP/1.1 and answered on stream 1 after an h2c upgrade: calls that
     /// `calls` (request HEADERS frames) does not count.
     pub upgraded_calls: u64,
-    pub sides: Sides,
+    pub sides: Sides<SideTally>,
     /// The first [`MAX_CONN_DETAIL`] connections (those that closed first, then open ones), by
     /// id; later ones are counted in the totals only.
     pub per_connection: Vec<ConnLedger>,
@@ -339,6 +300,6 @@ impl LedgerReport {
 }
 
 /// "ip:port", "[ip6]:port".
-pub fn fmt_addr(a: &std::net::SocketAddr) -> String {
+fn fmt_addr(a: &std::net::SocketAddr) -> String {
     a.to_string()
 }

@@ -82,6 +82,10 @@ pub fn run(data: &[u8]) {
     let whole = p.ledger_report(&p.ledger.observer.tally);
     let (full, phases) = build(&mut p, whole);
     assert!(phases.len() <= h2ledger_core::analysis::MAX_PHASES);
+    // Phase reports are built when asked for: build each one.
+    for r in phases.reports(&p.ledger.observer) {
+        let _ = r.ledger.sides.server.frames.total();
+    }
     let _ = full.ledger.sides.client.frames.total();
     if let Some(t) = &p.ledger.observer.timeline {
         assert!(t.counts.len() <= h2ledger_core::analysis::timeline::MAX_BUCKETS);

@@ -3,7 +3,10 @@
 //! [`Pipeline`] decodes each packet (link, IP, TCP), reassembles each direction and feeds the
 //! ledger, which hands frames to an observer; [`Obs`] is the observer of a run (the tally,
 //! per-phase tallies, the analysis and the plot timeline, each only when asked for), and
-//! [`build`] turns a finished run into the whole capture's report and one per phase. The crate
+//! [`build`] turns a finished run into the whole capture's [`Report`] and its [`Phases`],
+//! whose reports are built one at a time when printed. A `Report` is typed
+//! (`#[derive(Serialize)]`-backed): the binary's tables read its fields and its JSON is the
+//! published object; the crate never patches JSON after the fact. The crate
 //! is pure: no pcap, no tokio, no printing, no unsafe; the binary adds the capture sources, the
 //! command line and the rendering. Memory is bounded as docs/ledger.md ("Memory bounds") says.
 //!
@@ -19,13 +22,16 @@
 //! let whole = p.ledger_report(&p.ledger.observer.tally);
 //! let (full, phases) = build(&mut p, whole);
 //! assert_eq!(full.ledger.connections, 0);
+//! assert_eq!(full.capture.as_ref().map(|c| c.packets), Some(1));
 //! assert_eq!(p.stats.not_tcp, 1);
 //! assert!(phases.is_empty());
 //! ```
 #![forbid(unsafe_code)]
 
 pub mod pipeline;
+pub mod report;
 pub mod run;
 
-pub use pipeline::{secs, CaptureStats, Pipeline};
-pub use run::{build, Full, Obs, Wanted};
+pub use pipeline::{CaptureStats, Pipeline};
+pub use report::{secs, Drops, Report, TcpReport, Tick};
+pub use run::{build, Obs, Phases, Wanted};

@@ -8,6 +8,8 @@ use h2ledger_tcp::{link, Config, Nanos, Reassembler};
 use h2ledger_tls::Tls;
 use serde::Serialize;
 
+use crate::report::{secs, Report, TcpReport};
+
 /// Packet-level counts of one run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CaptureStats {
@@ -15,9 +17,11 @@ pub struct CaptureStats {
     pub tcp_segments: u64,
     pub not_tcp: u64,
     pub undecodable: u64,
-    /// First and last packet time (seconds since the epoch).
-    pub first: Option<f64>,
-    pub last: Option<f64>,
+    /// First and last packet time (nanoseconds since the epoch; seconds in the JSON).
+    #[serde(serialize_with = "crate::report::secs_opt")]
+    pub first: Option<Nanos>,
+    #[serde(serialize_with = "crate::report::secs_opt")]
+    pub last: Option<Nanos>,
 }
 
 /// Where a live key log's new lines come from (the binary reads the file; the library only asks).
@@ -136,12 +140,22 @@ impl<O: Observer> Pipeline<O> {
             .finish(self.last, &mut self.tls.layer(&mut self.ledger));
         self.tls_housekeeping();
         self.ledger.finish();
-        self.stats.first = self.first.map(secs);
-        self.stats.last = self.first.map(|_| secs(self.last));
+        self.stats.first = self.first;
+        self.stats.last = self.first.map(|_| self.last);
     }
 
-    pub fn first_ts(&self) -> Option<Nanos> {
-        self.first
+    /// The whole capture's report of `ledger` (no analysis): with the capture, TCP and TLS
+    /// facts of this run.
+    pub fn report(&self, ledger: LedgerReport) -> Report {
+        Report {
+            start: self.stats.first,
+            end: self.stats.last,
+            ledger,
+            capture: Some(self.stats.clone()),
+            tcp: Some(TcpReport::from(&self.reasm.stats())),
+            tls: Some(self.tls.report()),
+            ..Report::default()
+        }
     }
 
     /// The ledger report from `tally` (the run's, or one phase's), with the run's warnings.
@@ -178,8 +192,4 @@ impl<O> Pipeline<O> {
             });
         }
     }
-}
-
-pub fn secs(ns: Nanos) -> f64 {
-    ns as f64 / 1e9
 }

@@ -4,12 +4,11 @@
 use std::collections::HashMap;
 
 use h2ledger_core::analysis::{Phased, Splitter, MAX_PHASES};
-use h2ledger_core::{
-    Analysis, AnalysisReport, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline,
-};
+use h2ledger_core::{Analysis, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 use crate::pipeline::Pipeline;
+use crate::report::Report;
 
 /// What a run computes beyond the plain ledger.
 #[derive(Clone, Debug, Default)]
@@ -25,7 +24,6 @@ pub struct Wanted {
 #[derive(Debug)]
 pub struct Obs {
     pub tally: Tally,
-    pub splitter: Option<Splitter>,
     /// Phase `i`'s ledger: frames and writes whose time falls in phase `i` (only the phases
     /// that saw something, at most `MAX_PHASES`).
     pub phases: Phased<Tally>,
@@ -40,10 +38,10 @@ impl Obs {
     pub fn new(w: &Wanted) -> Obs {
         Obs {
             tally: Tally::new(),
-            splitter: w.splitter.clone(),
             phases: Phased::default(),
             touched: HashMap::new(),
-            analysis: w.analysis.then(|| {
+            // Phases are routed by the analysis' splitter: asking for phases attaches it.
+            analysis: (w.analysis || w.splitter.is_some()).then(|| {
                 let mut a = Analysis::new(w.splitter.clone());
                 if let Some(b) = w.timeline {
                     a.flow.record_series(b, None);
@@ -61,9 +59,6 @@ impl Obs {
             return;
         }
         self.origin_set = true;
-        if let Some(s) = &mut self.splitter {
-            s.set_origin(t);
-        }
         if let Some(a) = &mut self.analysis {
             a.set_origin(t);
             if let Some(s) = &mut a.flow.series {
@@ -79,12 +74,18 @@ impl Obs {
         self.tally.frames()
     }
 
+    /// The run's one phase router (see [`Analysis::splitter`]); `None` without phases.
+    pub fn splitter(&self) -> Option<&Splitter> {
+        self.analysis.as_ref().and_then(|a| a.splitter())
+    }
+
     fn phase_tally(&mut self, conn: ConnId, t: Nanos) -> Option<&mut Tally> {
-        let s = self.splitter.as_mut()?;
-        if s.origin().is_none() {
-            s.set_origin(t);
+        let a = self.analysis.as_mut()?;
+        a.splitter()?;
+        if a.splitter().and_then(|s| s.origin()).is_none() {
+            a.set_origin(t);
         }
-        let i = s.phase_of(t);
+        let i = a.splitter()?.phase_of(t);
         let touched = self.touched.entry(conn.0).or_default();
         if !touched.contains(&i) {
             touched.push(i);
@@ -166,21 +167,12 @@ impl Observer for Obs {
     }
 }
 
-/// A ledger with its analysis, for the whole capture or one phase.
-#[derive(Clone, Debug)]
-pub struct Full {
-    pub name: String,
-    pub ledger: LedgerReport,
-    pub analysis: Option<AnalysisReport>,
-    /// Phase bounds, seconds since the epoch.
-    pub start: Option<f64>,
-    pub end: Option<f64>,
-}
-
-/// The whole capture's report and one per phase. Call after `Pipeline::finish`. With
-/// `--split-at` every phase the cuts make is reported; with `--every` only those in which
-/// something happened (a capture whose clock jumps a day has two phases, not 86,400).
-pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>) {
+/// The whole capture's report, and the run's phases to build one at a time with
+/// [`Phases::report`]. Call after `Pipeline::finish`. With `--split-at` every phase the cuts
+/// make is reported; with `--every` only those in which something happened (a capture whose
+/// clock jumps a day has two phases, not 86,400). A phase's report is built when it is asked
+/// for, so a run of 1,000 phases never holds 1,000 reports (issue 7).
+pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases) {
     if let Some(a) = &mut p.ledger.observer.analysis {
         a.flush();
     }
@@ -193,17 +185,22 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>
         ));
         whole.anomalies.insert("phases-capped".to_string(), refused);
     }
-    let full = Full {
-        name: String::new(),
+    let full = Report {
         analysis: o.analysis.as_ref().map(|a| a.report(&conns, None)),
-        ledger: whole,
-        start: p.stats.first,
-        end: p.stats.last,
+        ..p.report(whole)
     };
-    let mut phases = Vec::new();
-    if let (Some(s), Some(first), Some(last)) = (o.splitter.clone(), p.stats.first, p.stats.last) {
-        let mut s = s;
-        let indexes: Vec<u64> = match s.cut_phases() {
+    let mut phases = Phases {
+        splitter: Splitter::default(),
+        indexes: Vec::new(),
+        conns: Vec::new(),
+        first: 0,
+        last: 0,
+    };
+    if let (Some(mut s), Some(first), Some(last)) =
+        (o.splitter().cloned(), p.stats.first, p.stats.last)
+    {
+        s.set_origin(first);
+        phases.indexes = match s.cut_phases() {
             Some(n) => (0..n).collect(),
             None => {
                 let mut v: Vec<u64> = o.phases.indexes().collect();
@@ -216,22 +213,62 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Full, Vec<Full>
                 v
             }
         };
-        let empty = Tally::new();
-        for i in indexes {
-            let (a, b) = s.bounds_of(i, nanos(first), nanos(last));
-            let t = o.phases.get(i).unwrap_or(&empty);
-            phases.push(Full {
-                name: format!("phase {}", i + 1),
-                ledger: LedgerReport::build(&conns, t),
-                analysis: o.analysis.as_ref().map(|an| an.report(&conns, Some(i))),
-                start: Some(a as f64 / 1e9),
-                end: Some(b as f64 / 1e9),
-            });
-        }
+        phases.splitter = s;
+        phases.conns = conns;
+        phases.first = first;
+        phases.last = last;
     }
     (full, phases)
 }
 
-fn nanos(s: f64) -> Nanos {
-    (s * 1e9).round() as Nanos
+/// A finished run's phases, in time order. Each phase's report is built by [`Phases::report`]
+/// from the run's observers when it is printed, and can be dropped right after.
+#[derive(Debug)]
+pub struct Phases {
+    splitter: Splitter,
+    /// The phase index (from the splitter) of each phase reported.
+    indexes: Vec<u64>,
+    /// The connections still open at the end, whose counts are not folded yet.
+    conns: Vec<ConnSummary>,
+    first: Nanos,
+    last: Nanos,
+}
+
+impl Phases {
+    pub fn len(&self) -> usize {
+        self.indexes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.indexes.is_empty()
+    }
+
+    /// Phase `k`'s `[start, end)`, nanoseconds since the epoch.
+    pub fn bounds(&self, k: usize) -> (Nanos, Nanos) {
+        self.splitter
+            .bounds_of(self.indexes[k], self.first, self.last)
+    }
+
+    /// Phase `k`'s report (`k < len()`), from the observers `o` of the run.
+    pub fn report(&self, o: &Obs, k: usize) -> Report {
+        let i = self.indexes[k];
+        let (a, b) = self.bounds(k);
+        let empty = Tally::new();
+        Report {
+            name: format!("phase {}", i + 1),
+            ledger: LedgerReport::build(&self.conns, o.phases.get(i).unwrap_or(&empty)),
+            analysis: o
+                .analysis
+                .as_ref()
+                .map(|an| an.report(&self.conns, Some(i))),
+            start: Some(a),
+            end: Some(b),
+            ..Report::default()
+        }
+    }
+
+    /// Every phase's report, one at a time.
+    pub fn reports<'a>(&'a self, o: &'a Obs) -> impl Iterator<Item = Report> + 'a {
+        (0..self.len()).map(move |k| self.report(o, k))
+    }
 }

@@ -47,20 +47,24 @@ fn load(file: &str, filter: &FilterArgs) -> Result<One> {
         Pipeline::with_max_connections(Tally::new(), filter.max_connections).with_keys(keys);
     let read = cap.for_each(|ts, data| p.packet(linktype, ts, data));
     p.finish();
-    let mut report = crate::report_of(&p);
+    let mut report = crate::ledger_report(&p, &p.ledger.observer);
     if let Err(e) = &read {
         report.warnings.push(format!(
             "{e:#}; the ledger covers the packets before that point"
         ));
     }
     crate::note_empty(&mut report, &p, bpf.as_deref());
-    let mut json = render::ledger_json(&report, Some(&p.stats), Some(&p.reasm.stats()));
-    if let serde_json::Value::Object(m) = &mut json {
-        m.insert(
-            "tls".into(),
-            serde_json::to_value(p.tls.report()).expect("json"),
-        );
-    }
+    let json = render::json_value(&h2ledger_run::Report {
+        name: String::new(),
+        start: p.stats.first,
+        end: p.stats.last,
+        ledger: report.clone(),
+        analysis: None,
+        capture: Some(p.stats.clone()),
+        tcp: Some((&p.reasm.stats()).into()),
+        tls: Some(p.tls.report()),
+        drops: None,
+    });
     Ok(One {
         name: cap.name.clone(),
         report,

@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
 use h2ledger_core::analysis::{Cut, Splitter};
-use h2ledger_core::{AnalysisReport, FrameClass, LedgerReport, Side};
+use h2ledger_core::{AnalysisReport, FrameClass, Side};
 use h2ledger_tcp::Nanos;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -31,9 +31,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::live::{Live, LiveOptions, Pkt, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
-use crate::phases::{Full, Obs, Wanted};
+use crate::phases::{Obs, Wanted};
 use crate::pipeline::Pipeline;
 use crate::{render, Format};
+use h2ledger_run::{Report, TcpReport};
 
 /// Packets kept for the tally at the end (about 200 bytes each on loopback: 200 MB at most).
 pub const MAX_PACKETS: usize = 1_000_000;
@@ -483,7 +484,7 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
                 "phases": first.map(|d| d.phases_json()).unwrap_or_default(),
                 "workloads": workloads,
                 "capture": first.map(|d| &d.pipeline.stats),
-                "tcp": first.map(|d| render::tcp_json(&d.pipeline.reasm.stats())),
+                "tcp": first.map(|d| TcpReport::from(&d.pipeline.reasm.stats())),
                 "drops": drops,
                 "limits": limits,
             });
@@ -499,7 +500,7 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
                 writeln!(
                     out,
                     "{}",
-                    render::footer(&d.pipeline.stats, &d.pipeline.reasm.stats(), None)
+                    render::footer(&d.pipeline.stats, &(&d.pipeline.reasm.stats()).into(), None)
                 )?;
             }
             writeln!(
@@ -531,9 +532,9 @@ struct Done {
     port: u16,
     results: Vec<PhaseResult>,
     pipeline: Pipeline<Obs>,
-    whole: Full,
+    whole: Report,
     /// One per workload phase (empty ledgers when the capture saw nothing).
-    phases: Vec<Full>,
+    phases: Vec<Report>,
 }
 
 fn tally(r: Run, linktype: i32) -> Done {
@@ -556,15 +557,9 @@ fn tally(r: Run, linktype: i32) -> Done {
     }
     p.finish();
     let report = crate::ledger_report(&p, &p.ledger.observer.tally);
-    let (whole, mut phases) = crate::phases::build(&mut p, report);
-    let empty = || Full {
-        name: String::new(),
-        ledger: LedgerReport::default(),
-        analysis: None,
-        start: None,
-        end: None,
-    };
-    phases.resize_with(r.results.len(), empty);
+    let (whole, phases) = crate::phases::build(&mut p, report);
+    let mut phases: Vec<Report> = phases.reports(&p.ledger.observer).collect();
+    phases.resize_with(r.results.len(), Report::default);
     for (f, res) in phases.iter_mut().zip(&r.results) {
         f.name = res.name.clone();
     }
@@ -590,7 +585,7 @@ struct Finding {
     labels: Vec<&'static str>,
 }
 
-fn finding_of(f: &Full) -> Finding {
+fn finding_of(f: &Report) -> Finding {
     let l = &f.ledger;
     let calls = l.calls as f64;
     let bdp = f.analysis.as_ref().map_or(0, |a| {
@@ -674,7 +669,7 @@ impl Done {
                     "end": res.end_ns as f64 / 1e9,
                     "bdp_pings_per_call_per_side": x.bdp_per_call,
                     "pings_per_call_per_side": x.pings_per_call,
-                    "ledger": render::full_json(f, None, None),
+                    "ledger": render::json_value(f),
                 })
             })
             .collect()
@@ -690,7 +685,7 @@ impl Done {
             "finding": self.finding(),
             "phases": self.phases_json(),
             "capture": self.pipeline.stats,
-            "tcp": render::tcp_json(&self.pipeline.reasm.stats()),
+            "tcp": TcpReport::from(&self.pipeline.reasm.stats()),
         })
     }
 
@@ -713,7 +708,7 @@ impl Done {
         }
         b.push_record(h1);
         b.push_record(h2);
-        type SideCell<'a> = &'a dyn Fn(&Full, Option<&AnalysisReport>, Side) -> String;
+        type SideCell<'a> = &'a dyn Fn(&Report, Option<&AnalysisReport>, Side) -> String;
         let side_row = |b: &mut Builder, label: &str, f: SideCell<'_>| {
             let mut r = vec![label.to_string()];
             for p in &self.phases {
@@ -724,7 +719,7 @@ impl Done {
             b.push_record(r);
         };
         // A value for the whole phase, in the client column (the server's is spanned over).
-        let phase_row = |b: &mut Builder, label: &str, f: &dyn Fn(usize, &Full) -> String| {
+        let phase_row = |b: &mut Builder, label: &str, f: &dyn Fn(usize, &Report) -> String| {
             let mut r = vec![label.to_string()];
             for (i, p) in self.phases.iter().enumerate() {
                 r.push(f(i, p));

@@ -90,7 +90,7 @@ pub fn flow_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
             f.max_window.connection.to_string()
         }),
     ];
-    let mut out = side_table(cols, |a, s| a.flow_control.get(s), &rows);
+    let mut out = side_table(cols, |a, s| a.flow_control.sides.get(s), &rows);
     let unknown: Vec<String> = cols
         .iter()
         .map(|(_, a)| a.flow_control.unknown_connections.to_string())
@@ -123,7 +123,7 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
             g.incomplete.to_string()
         }),
     ];
-    let mut out = side_table(cols, |a, s| a.grpc.get(s), &rows);
+    let mut out = side_table(cols, |a, s| a.grpc.sides.get(s), &rows);
     let a = cols[0].1;
     if !a.grpc.methods.is_empty() {
         let mut b = Builder::default();

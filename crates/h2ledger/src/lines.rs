@@ -80,6 +80,8 @@ impl Out {
 
     /// The closing summary record (JSON shapes), then flush.
     pub fn summary<T: Serialize>(&mut self, s: &T) {
+        // Through a `Value`: its keys come out sorted at every depth, like every other record.
+        let s = &serde_json::to_value(s).expect("a summary always serializes");
         if !self.broken {
             let ok = match self.shape {
                 Shape::Table => true,
@@ -121,7 +123,7 @@ pub struct Summary<'a> {
     pub error: Option<String>,
     pub frames: Option<u64>,
     pub record: &'static str,
-    pub tcp: serde_json::Value,
+    pub tcp: h2ledger_run::TcpReport,
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub view: &'static str,
@@ -483,7 +485,7 @@ impl Ticks {
         if out.shape == Shape::Table {
             let mut l = format!(
                 "-- {} (last {}): {} packets, {} {}",
-                crate::phases::fmt_rfc3339(t.time),
+                crate::phases::fmt_rfc3339(at),
                 crate::durations::show(p),
                 t.packets,
                 t.frames,

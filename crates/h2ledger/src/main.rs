@@ -25,10 +25,12 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use h2ledger_core::analysis::Splitter;
 use h2ledger_core::{LedgerReport, Side, Tally};
+use h2ledger_run::{secs, Report};
+use h2ledger_tcp::Nanos;
 
 use crate::input::SavedCapture;
 use crate::keys::WithKeys as _;
-use crate::phases::{Full, Obs, Wanted};
+use crate::phases::{Obs, Wanted};
 use crate::pipeline::Pipeline;
 
 #[derive(Parser)]
@@ -420,7 +422,12 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     if let (Some(path), Some(file)) = (&a.analysis.plot, plot) {
         write_plot(path, file, &p, &phases, &cap.name)?;
     }
-    print_full(a.format, &cap.name, &whole, &phases, &p, None);
+    print_full(
+        a.format,
+        &cap.name,
+        &whole,
+        &mut phases.reports(&p.ledger.observer),
+    );
     Ok(code)
 }
 
@@ -436,18 +443,15 @@ pub fn write_plot(
     path: &std::path::Path,
     mut file: std::fs::File,
     p: &Pipeline<Obs>,
-    phases: &[Full],
+    phases: &phases::Phases,
     source: &str,
 ) -> Result<()> {
     let Some(t) = &p.ledger.observer.timeline else {
         return Ok(());
     };
     let origin = t.origin.unwrap_or(0) as f64 / 1e9;
-    let cuts: Vec<f64> = phases
-        .iter()
-        .skip(1)
-        .filter_map(|f| f.start)
-        .map(|s| s - origin)
+    let cuts: Vec<f64> = (1..phases.len())
+        .map(|k| phases.bounds(k).0 as f64 / 1e9 - origin)
         .collect();
     if t.refused > 0 {
         eprintln!(
@@ -462,7 +466,7 @@ pub fn write_plot(
         .analysis
         .as_ref()
         .and_then(|a| a.flow.series.as_ref());
-    let end = p.stats.last.map(|l| l - origin);
+    let end = p.stats.last.map(|l| l as f64 / 1e9 - origin);
     let svg = plot::svg(
         t,
         &cuts,
@@ -528,7 +532,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
     h.printer.finish();
     let calls = h.printer.calls;
     let frames = h.p.ledger.observer.frames();
-    let (stats, tcp) = (h.p.stats.clone(), render::tcp_json(&h.p.reasm.stats()));
+    let (stats, tcp) = (h.p.stats.clone(), (&h.p.reasm.stats()).into());
     let warnings = &h.p.ledger.warnings.messages;
     let s = Listing {
         view: "calls",
@@ -547,7 +551,7 @@ struct Listing<'a> {
     calls: Option<u64>,
     frames: u64,
     capture: &'a pipeline::CaptureStats,
-    tcp: serde_json::Value,
+    tcp: h2ledger_run::TcpReport,
     warnings: &'a [String],
 }
 
@@ -633,7 +637,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     let outcome = source::run(&input, &a.capture, bpf.as_deref(), a.every, &mut h)?;
     h.p.finish();
     let printed = h.p.ledger.observer.out.records;
-    let (stats, tcp) = (h.p.stats.clone(), render::tcp_json(&h.p.reasm.stats()));
+    let (stats, tcp) = (h.p.stats.clone(), (&h.p.reasm.stats()).into());
     let warnings = &h.p.ledger.warnings.messages;
     let s = Listing {
         view: "frames",
@@ -646,29 +650,6 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     listing_done(&mut h.p.ledger.observer.out, s, outcome)
 }
 
-/// The ledger report of a plain pipeline, with its warnings.
-pub fn report_of(p: &Pipeline<Tally>) -> LedgerReport {
-    ledger_report(p, &p.ledger.observer)
-}
-
-/// Prints a plain ledger (no analysis, no phases).
-pub fn print_ledger<O>(
-    format: Format,
-    source: &str,
-    report: &LedgerReport,
-    p: &Pipeline<O>,
-    drops: Option<&live::Drops>,
-) {
-    let whole = Full {
-        name: String::new(),
-        ledger: report.clone(),
-        analysis: None,
-        start: p.stats.first,
-        end: p.stats.last,
-    };
-    print_full(format, source, &whole, &[], p, drops);
-}
-
 /// The ledger report of a pipeline (from `tally`), with its warnings.
 pub fn ledger_report<O: h2ledger_core::Observer>(p: &Pipeline<O>, tally: &Tally) -> LedgerReport {
     p.ledger_report(tally)
@@ -679,90 +660,70 @@ pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<
     p.note_empty(report, filter)
 }
 
-/// Writes the report `v` with its `phases` as the last key, one phase at a time: a run of 1,000
-/// phases never holds the JSON of all of them at once (issue 7: memory follows what is open).
-fn write_json_with_phases(
-    out: &mut dyn std::io::Write,
-    v: &serde_json::Value,
-    phases: &[Full],
-) -> std::io::Result<()> {
-    let head = serde_json::to_string_pretty(v).expect("json");
-    if phases.is_empty() {
-        return writeln!(out, "{head}");
-    }
-    // `head` ends with "\n}": continue the object with the phases.
-    let body = head.strip_suffix('}').unwrap_or(&head).trim_end();
-    write!(out, "{body},\n  \"phases\": [")?;
-    for (i, f) in phases.iter().enumerate() {
-        let one = serde_json::to_string_pretty(&render::full_json(f, None, None)).expect("json");
-        write!(out, "{}\n    ", if i == 0 { "" } else { "," })?;
-        for (k, line) in one.lines().enumerate() {
-            if k > 0 {
-                write!(out, "\n    ")?;
-            }
-            write!(out, "{line}")?;
-        }
-    }
-    writeln!(out, "\n  ]\n}}")
-}
+/// Phase columns per table block: a table of more phases is printed as consecutive blocks of
+/// this many phases (the whole capture's column in the first), so only one block's reports are
+/// held at a time and each block stays readable.
+const PHASES_PER_TABLE: usize = 8;
 
-/// Prints a ledger (and its phases) in the chosen format (`drops`: live capture counters).
-pub fn print_full<O>(
+/// Prints a run's report (and its phases, built one at a time by `phases`) in the chosen format.
+pub fn print_full(
     format: Format,
     source: &str,
-    whole: &Full,
-    phases: &[Full],
-    p: &Pipeline<O>,
-    drops: Option<&live::Drops>,
+    whole: &Report,
+    phases: &mut dyn Iterator<Item = Report>,
 ) {
     let mut out = report_out();
     let report = &whole.ledger;
     match format {
         Format::Json => {
-            let mut v = render::full_json(whole, Some(&p.stats), Some(&p.reasm.stats()));
-            if let serde_json::Value::Object(m) = &mut v {
-                m.insert(
-                    "tls".into(),
-                    serde_json::to_value(p.tls.report()).expect("json"),
-                );
-                if let Some(d) = drops {
-                    m.insert("drops".into(), serde_json::to_value(d).expect("json"));
-                }
-            }
-            let _ = write_json_with_phases(&mut out, &v, phases);
+            let _ = render::write_json(&mut out, whole, phases);
         }
         Format::Table => {
             let _ = writeln!(out, "{}", render::headline(source, report));
-            let mut cols: Vec<(String, &Full)> = vec![(
-                if phases.is_empty() {
-                    String::new()
-                } else {
-                    "all".to_string()
-                },
-                whole,
-            )];
-            for f in phases {
-                cols.push((
-                    format!(
-                        "{} ({:.3}-{:.3} s)",
-                        f.name,
-                        f.start.unwrap_or(0.0) - whole.start.unwrap_or(0.0),
-                        f.end.unwrap_or(0.0) - whole.start.unwrap_or(0.0)
-                    ),
-                    f,
-                ));
-            }
-            if report.connections > 0 {
+            let mut phases = phases.peekable();
+            let split = phases.peek().is_some();
+            let origin = whole.start.unwrap_or(0);
+            // Each phase's name and bounds, for the lines under the tables.
+            let mut spans: Vec<(String, Nanos, Nanos)> = Vec::new();
+            let mut first_block = true;
+            while report.connections > 0 && (first_block || phases.peek().is_some()) {
+                let block: Vec<Report> = phases.by_ref().take(PHASES_PER_TABLE).collect();
+                let mut cols: Vec<(String, &Report)> = Vec::new();
+                if first_block {
+                    cols.push((
+                        if split {
+                            "all".to_string()
+                        } else {
+                            String::new()
+                        },
+                        whole,
+                    ));
+                }
+                for f in &block {
+                    let (start, end) = (f.start.unwrap_or(0), f.end.unwrap_or(0));
+                    spans.push((f.name.clone(), start, end));
+                    cols.push((
+                        format!(
+                            "{} ({:.3}-{:.3} s)",
+                            f.name,
+                            secs(start - origin),
+                            secs(end - origin)
+                        ),
+                        f,
+                    ));
+                }
                 let lcols: Vec<(&str, &LedgerReport)> =
                     cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
                 let _ = writeln!(out, "{}", render::ledger_table(&lcols));
-                let acols: Vec<(&str, &Full)> =
+                let acols: Vec<(&str, &Report)> =
                     cols.iter().map(|(n, f)| (n.as_str(), *f)).collect();
                 if let Some(t) = render::analysis_table(&acols) {
                     let _ = writeln!(out, "{t}");
                 }
-                if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
-                    let _ = writeln!(out, "{t}");
+                if first_block {
+                    if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
+                        let _ = writeln!(out, "{t}");
+                    }
                 }
                 let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
                     .iter()
@@ -774,21 +735,31 @@ pub fn print_full<O>(
                 {
                     let _ = writeln!(out, "{t}");
                 }
+                first_block = false;
+            }
+            if report.connections > 0 {
                 if let Some(t) = render::connections_table(report) {
                     let _ = writeln!(out, "{t}");
                 }
-                for f in phases {
+                for (name, start, end) in &spans {
                     let _ = writeln!(
                         out,
-                        "{}: {} to {}",
-                        f.name,
-                        phases::fmt_rfc3339(f.start.unwrap_or(0.0)),
-                        phases::fmt_rfc3339(f.end.unwrap_or(0.0))
+                        "{name}: {} to {}",
+                        phases::fmt_rfc3339(*start),
+                        phases::fmt_rfc3339(*end)
                     );
                 }
             }
-            let _ = writeln!(out, "{}", render::footer(&p.stats, &p.reasm.stats(), drops));
-            if let Some(l) = keys::tls_line(&p.tls.report()) {
+            let (capture, tcp) = (
+                whole.capture.clone().unwrap_or_default(),
+                whole.tcp.unwrap_or_default(),
+            );
+            let _ = writeln!(
+                out,
+                "{}",
+                render::footer(&capture, &tcp, whole.drops.as_ref())
+            );
+            if let Some(l) = whole.tls.as_ref().and_then(keys::tls_line) {
                 let _ = writeln!(out, "{l}");
             }
             let _ = out.flush();

@@ -117,8 +117,8 @@ pub fn rfc3339(s: &str) -> Result<Nanos, String> {
 }
 
 /// Nanoseconds since the epoch as RFC 3339 UTC with microseconds.
-pub fn fmt_rfc3339(t: f64) -> String {
-    let total_us = (t * 1e6).round() as i64;
+pub fn fmt_rfc3339(t: Nanos) -> String {
+    let total_us = (i128::from(t) + 500).div_euclid(1000) as i64;
     let secs = total_us.div_euclid(1_000_000);
     let us = total_us.rem_euclid(1_000_000);
     let days = secs.div_euclid(86_400);
@@ -152,13 +152,16 @@ mod tests {
             rfc3339("2000-03-01T00:00:01.5+01:00"),
             Ok(951_865_201_500_000_000)
         );
-        assert_eq!(fmt_rfc3339(951_865_201.5), "2000-02-29T23:00:01.500000Z");
+        assert_eq!(
+            fmt_rfc3339(951_865_201_500_000_000),
+            "2000-02-29T23:00:01.500000Z"
+        );
         assert_eq!(
             parse_cut("@1796035824.6646295"),
             Ok(Cut::At(1_796_035_824_664_629_500))
         );
         assert_eq!(parse_cut("30s"), Ok(Cut::Offset(30_000_000_000)));
-        let t = rfc3339(&fmt_rfc3339(1_796_035_824.664_63)).unwrap();
+        let t = rfc3339(&fmt_rfc3339(1_796_035_824_664_630_000)).unwrap();
         assert_eq!(t, 1_796_035_824_664_630_000);
         assert!(rfc3339("2026-13-01T00:00:00Z").is_err());
         assert!(rfc3339("2026-02-31T00:00:00Z").is_err());

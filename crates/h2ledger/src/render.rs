@@ -1,51 +1,48 @@
-//! Output: the ledger as a table (like the article's) or as JSON.
+//! Output: a run's [`Report`] as tables (like the article's) or as JSON.
 
 use h2ledger_core::{FrameClass, LedgerReport, Side};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
-use crate::phases::Full;
-use crate::pipeline::CaptureStats;
 use h2ledger_core::analysis::Percentiles;
-use h2ledger_tcp::Stats as TcpStats;
+use h2ledger_run::{CaptureStats, Drops, Report, TcpReport};
 
-/// The JSON object of one ledger: the report plus capture and TCP facts.
-pub fn ledger_json(
-    r: &LedgerReport,
-    capture: Option<&CaptureStats>,
-    tcp: Option<&TcpStats>,
-) -> Value {
-    let mut v = serde_json::to_value(r).expect("a ledger always serializes");
-    if let Value::Object(m) = &mut v {
-        if let Some(c) = capture {
-            m.insert(
-                "capture".into(),
-                serde_json::to_value(c).expect("serializes"),
-            );
-        }
-        if let Some(t) = tcp {
-            m.insert("tcp".into(), tcp_json(t));
-        }
-    }
-    v
+/// `v` as JSON, its keys in sorted order at every level: the published order of every JSON
+/// object (docs/ledger.md), which serde_json's map keeps.
+pub fn json_value<T: Serialize + ?Sized>(v: &T) -> Value {
+    serde_json::to_value(v).expect("a report always serializes")
 }
 
-pub fn tcp_json(t: &TcpStats) -> Value {
-    json!({
-        "segments": t.tcp_segments,
-        "retransmissions": t.retransmissions,
-        "overlaps": t.overlaps,
-        "out_of_order": t.out_of_order,
-        "gaps": t.gaps,
-        "gap_bytes": t.gap_bytes,
-        "truncated": t.truncated,
-        "bound_hits": t.bound_hits,
-        "evicted": t.evicted,
-        "resumed": t.resumed,
-        "data_after_rst": t.data_after_rst,
-    })
+/// Writes the whole capture's report with its phases as the last key, one phase at a time:
+/// each phase's report is built, written and dropped before the next (issue 7: memory follows
+/// what is open).
+pub fn write_json(
+    out: &mut dyn std::io::Write,
+    whole: &Report,
+    phases: &mut dyn Iterator<Item = Report>,
+) -> std::io::Result<()> {
+    let head = serde_json::to_string_pretty(&json_value(whole)).expect("json");
+    let mut phases = phases.peekable();
+    if phases.peek().is_none() {
+        return writeln!(out, "{head}");
+    }
+    // `head` ends with "\n}": continue the object with the phases.
+    let body = head.strip_suffix('}').unwrap_or(&head).trim_end();
+    write!(out, "{body},\n  \"phases\": [")?;
+    for (i, f) in phases.enumerate() {
+        let one = serde_json::to_string_pretty(&json_value(&f)).expect("json");
+        write!(out, "{}\n    ", if i == 0 { "" } else { "," })?;
+        for (k, line) in one.lines().enumerate() {
+            if k > 0 {
+                write!(out, "\n    ")?;
+            }
+            write!(out, "{line}")?;
+        }
+    }
+    writeln!(out, "\n  ]\n}}")
 }
 
 /// Rows of the ledger table for one or more ledgers side by side (phases, or just one).
@@ -226,7 +223,7 @@ pub fn connections_table(r: &LedgerReport) -> Option<String> {
 }
 
 /// The capture facts under the table: packets, drops, reassembly gaps.
-pub fn footer(c: &CaptureStats, t: &TcpStats, drops: Option<&crate::live::Drops>) -> String {
+pub fn footer(c: &CaptureStats, t: &TcpReport, drops: Option<&Drops>) -> String {
     let mut s = format!(
         "{} packets, {} TCP segments; {} retransmissions; {} reassembly gaps ({} bytes)",
         c.packets, c.tcp_segments, t.retransmissions, t.gaps, t.gap_bytes
@@ -246,61 +243,8 @@ pub fn footer(c: &CaptureStats, t: &TcpStats, drops: Option<&crate::live::Drops>
     s
 }
 
-/// The JSON of a ledger with its analysis: the ledger's keys, each side extended with the
-/// analysis of that side and per-call averages, and the analysis' other keys at the top.
-pub fn full_json(f: &Full, capture: Option<&CaptureStats>, tcp: Option<&TcpStats>) -> Value {
-    let mut v = ledger_json(&f.ledger, capture, tcp);
-    let Value::Object(m) = &mut v else {
-        return v;
-    };
-    if let Some(Value::Object(sides)) = m.get_mut("sides") {
-        for s in Side::ALL {
-            if let Some(Value::Object(side)) = sides.get_mut(s.name()) {
-                let t = f.ledger.sides.get(s);
-                let per = |n: u64| {
-                    if f.ledger.calls == 0 {
-                        Value::Null
-                    } else {
-                        json!(n as f64 / f.ledger.calls as f64)
-                    }
-                };
-                side.insert(
-                    "per_call".into(),
-                    json!({
-                        "frames": per(t.frames.total()),
-                        "control_frames": per(t.frames.control()),
-                        "writes": per(t.writes),
-                    }),
-                );
-                if let Some(a) = &f.analysis {
-                    if let Value::Object(extra) =
-                        serde_json::to_value(a.sides.get(s)).expect("serializes")
-                    {
-                        side.extend(extra);
-                    }
-                }
-            }
-        }
-    }
-    if let Some(a) = &f.analysis {
-        if let Value::Object(extra) = serde_json::to_value(a).expect("serializes") {
-            for (k, val) in extra {
-                if k != "sides" {
-                    m.insert(k, val);
-                }
-            }
-        }
-    }
-    if f.start.is_some() && !f.name.is_empty() {
-        m.insert("name".into(), json!(f.name));
-        m.insert("start".into(), json!(f.start));
-        m.insert("end".into(), json!(f.end));
-    }
-    v
-}
-
 /// Analysis rows per side, columns side by side (phases, or just one).
-pub fn analysis_table(columns: &[(&str, &Full)]) -> Option<String> {
+pub fn analysis_table(columns: &[(&str, &Report)]) -> Option<String> {
     let cols: Vec<(&str, &h2ledger_core::AnalysisReport)> = columns
         .iter()
         .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (*n, a)))
@@ -471,10 +415,10 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport) -> Option<String> {
                 .map(|(k, v)| format!("{k}: {v}"))
                 .collect::<Vec<_>>()
                 .join(", "),
-            opt(m.client.frames_per_call),
-            opt(m.server.frames_per_call),
-            opt(m.client.writes_per_call),
-            opt(m.server.writes_per_call),
+            opt(m.sides.client.frames_per_call),
+            opt(m.sides.server.frames_per_call),
+            opt(m.sides.client.writes_per_call),
+            opt(m.sides.server.writes_per_call),
             opt(m.latency_us.p50),
             opt(m.latency_us.p99),
         ]);

@@ -115,7 +115,8 @@ pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
     if a.format == Format::Table {
         eprintln!("h2ledger: stopped ({stop})");
     }
-    let (whole, phases) = phases::build(&mut p, report);
+    let (mut whole, phases) = phases::build(&mut p, report);
+    whole.drops = out.drops.map(Into::into);
     if let (Some(path), Some(file)) = (&a.analysis.plot, plot) {
         write_plot(path, file, &p, &phases, &out.source)?;
     }
@@ -123,9 +124,7 @@ pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
         a.format,
         &out.source,
         &whole,
-        &phases,
-        &p,
-        out.drops.as_ref(),
+        &mut phases.reports(&p.ledger.observer),
     );
     let failed = out.error.is_some();
     out.saved()?;
@@ -202,7 +201,7 @@ impl Ticker {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let header = TickHeader {
-            time: phases::fmt_rfc3339(wall),
+            time: phases::fmt_rfc3339((wall * 1e9) as i64),
             elapsed_s: now.at.duration_since(self.started).as_secs_f64(),
             period_s: period,
             packets_per_s: now.packets.saturating_sub(self.prev.packets) as f64 / period,
@@ -212,12 +211,16 @@ impl Ticker {
         let mut out = crate::report_out();
         match format {
             Format::Json => {
-                let report = &now.report;
-                let mut v = render::ledger_json(report, Some(&p.stats), Some(&p.reasm.stats()));
+                let tick = h2ledger_run::Tick {
+                    ledger: &now.report,
+                    capture: &p.stats,
+                    tcp: (&p.reasm.stats()).into(),
+                    drops: (*drops).into(),
+                    last: Some(&last),
+                };
+                let mut v = render::json_value(&tick);
                 if let serde_json::Value::Object(m) = &mut v {
-                    m.insert("drops".into(), serde_json::to_value(*drops).expect("json"));
-                    m.insert("live".into(), serde_json::to_value(&header).expect("json"));
-                    m.insert("last".into(), render::ledger_json(&last, None, None));
+                    m.insert("live".into(), render::json_value(&header));
                 }
                 let _ = writeln!(out, "{v}");
             }
@@ -276,7 +279,7 @@ impl Ticker {
         s.push_str(&render::ledger_table(&[("total", total), ("last", last)]));
         s.push('\n');
         // The drops are in the header.
-        s.push_str(&render::footer(&p.stats, &p.reasm.stats(), None));
+        s.push_str(&render::footer(&p.stats, &(&p.reasm.stats()).into(), None));
         s.push('\n');
         s
     }
@@ -329,7 +332,7 @@ fn since(now: &LedgerReport, before: &LedgerReport) -> LedgerReport {
         connections: now.connections,
         calls: now.calls.saturating_sub(before.calls),
         upgraded_calls: now.upgraded_calls.saturating_sub(before.upgraded_calls),
-        sides: h2ledger_core::tally::Sides {
+        sides: h2ledger_core::Sides {
             client: now.sides.client.since(&before.sides.client),
             server: now.sides.server.since(&before.sides.server),
         },
@@ -413,5 +416,15 @@ mod tests {
             (rate(0.0), rate(2.5), rate(1234.4)),
             ("0".into(), "2.5".into(), "1234".into())
         );
+    }
+}
+
+impl From<crate::live::Drops> for h2ledger_run::Drops {
+    fn from(d: crate::live::Drops) -> Self {
+        h2ledger_run::Drops {
+            received: d.received,
+            kernel: d.kernel,
+            interface: d.interface,
+        }
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 /// Values kept exactly before the histogram switches to buckets.
-pub const EXACT_SAMPLES: usize = 256;
+const EXACT_SAMPLES: usize = 256;
 
 /// Durations (nanoseconds, negative values count as 0).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,7 +56,7 @@ impl LatencyHist {
     }
 
     /// Whether the percentiles are exact (every value kept).
-    pub fn is_exact(&self) -> bool {
+    fn is_exact(&self) -> bool {
         self.buckets.is_empty()
     }
 

@@ -86,11 +86,6 @@ impl Splitter {
         }
     }
 
-    /// `--every`: phases are made as time goes; otherwise the cuts fix them in advance.
-    pub fn is_every(&self) -> bool {
-        self.every.is_some()
-    }
-
     /// How many phases the cuts make (`None` with `--every`).
     pub fn cut_phases(&self) -> Option<u64> {
         self.every
@@ -100,9 +95,8 @@ impl Splitter {
 
     /// Phase `i`'s `[start, end)` given the capture's first and last packet times: the first
     /// phase starts at the first packet (or the first cut, if earlier), the last ends at the
-    /// last packet (or the last cut, if later).
-    pub fn bounds_of(&mut self, i: u64, first: Nanos, last: Nanos) -> (Nanos, Nanos) {
-        self.set_origin(first);
+    /// last packet (or the last cut, if later). Offsets count from the origin: set it first.
+    pub fn bounds_of(&self, i: u64, first: Nanos, last: Nanos) -> (Nanos, Nanos) {
         match self.every {
             Some(d) => {
                 let o = self.origin.unwrap_or(first);

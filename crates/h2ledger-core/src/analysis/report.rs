@@ -7,7 +7,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use super::stats::Percentiles;
-use crate::model::Side;
+use crate::model::Sides;
 
 /// A histogram indexed by a small count, serialized as `{"0": n, "1": n, ...}` in numeric order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -78,21 +78,6 @@ pub struct SideAnalysis {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct SidesAnalysis {
-    pub client: SideAnalysis,
-    pub server: SideAnalysis,
-}
-
-impl SidesAnalysis {
-    pub fn get(&self, s: Side) -> &SideAnalysis {
-        match s {
-            Side::Client => &self.client,
-            Side::Server => &self.server,
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
 pub struct Latency {
     /// Request HEADERS to the response's END_STREAM.
     pub call: Percentiles,
@@ -126,8 +111,9 @@ pub struct MethodReport {
     pub method: String,
     pub calls: u64,
     pub status: BTreeMap<String, u64>,
-    pub client: MethodSide,
-    pub server: MethodSide,
+    /// Per side, as the keys `client` and `server`.
+    #[serde(flatten)]
+    pub sides: Sides<MethodSide>,
     pub latency_us: Percentiles,
 }
 
@@ -147,7 +133,10 @@ pub struct GoAwayReport {
 /// Everything [`Analysis`] reports for one scope.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct AnalysisReport {
-    pub sides: SidesAnalysis,
+    /// Not a key of its own: a report merges each side into the ledger's side of the same
+    /// name (`h2ledger_run::Report`).
+    #[serde(skip)]
+    pub sides: Sides<SideAnalysis>,
     pub latency_us: Latency,
     pub concurrency: Concurrency,
     pub methods: Vec<MethodReport>,

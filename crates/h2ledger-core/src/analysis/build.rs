@@ -1,0 +1,147 @@
+//! A scope's [`AnalysisReport`]: the whole capture or one phase, from what was folded and what
+//! the open connections hold.
+
+use super::*;
+
+impl Analysis {
+    /// The report for the whole capture (`phase` None) or one phase: the connections already
+    /// closed, and those among the open `conns` (from [`crate::Ledger::connections`]). Call
+    /// [`Analysis::flush`] first: calls still in flight are not in it.
+    pub fn report(&self, conns: &[ConnSummary], phase: Option<u64>) -> AnalysisReport {
+        let empty = Scope::default();
+        let scope = match phase {
+            None => &self.whole,
+            Some(p) => self.phases.get(p).unwrap_or(&empty),
+        };
+        let mut r = AnalysisReport::default();
+        // Sides: folded, then the open connections.
+        let mut accs = scope.sides.clone();
+        for c in conns.iter().filter(|c| c.http2) {
+            let Some(st) = self.conns.get(&c.id.0) else {
+                continue;
+            };
+            let scoped = match phase {
+                None => Some(&st.whole),
+                Some(p) => st.phases.get(p),
+            };
+            if let Some(s) = scoped {
+                let ci = di(c.client_dir);
+                accs[0].merge(&s[ci]);
+                accs[1].merge(&s[other(ci)]);
+            }
+        }
+        let calls = &scope.calls;
+        let n_calls = calls.calls;
+        for side in Side::ALL {
+            let a = &accs[si(side)];
+            let opened = calls.opened[si(side)];
+            let s = SideAnalysis {
+                writes_by_calls: Hist(if a.writes_by_calls.is_empty() {
+                    vec![0]
+                } else {
+                    a.writes_by_calls.clone()
+                }),
+                writes_without_frame_end: a.without_frame_end,
+                control_only_writes: a.writes_by_calls.first().copied().unwrap_or(0),
+                frames_per_write: FramesPerWrite {
+                    mean: ratio(a.frames_in_writes, a.writes - a.without_frame_end),
+                    histogram: Hist(a.frames_per_write.clone()),
+                },
+                bytes_per_write: BytesPerWrite {
+                    mean: ratio(a.bytes, a.writes),
+                    max: a.max_bytes,
+                },
+                pings: PingSide {
+                    sent: a.pings_sent,
+                    acked: a.pings_acked,
+                    unanswered: a.pings_sent - a.pings_acked.min(a.pings_sent),
+                    acks_unmatched: a.acks_unmatched,
+                },
+                rounds: RoundSide {
+                    rounds: a.rounds,
+                    acked: a.rounds_acked,
+                    calls_per_round: ratio(a.round_calls, a.rounds),
+                    calls_per_round_histogram: Hist(a.calls_per_round.clone()),
+                    calls_opening: opened,
+                    share_of_calls_opening: ratio(opened, n_calls),
+                },
+            };
+            match side {
+                Side::Client => r.sides.client = s,
+                Side::Server => r.sides.server = s,
+            }
+        }
+        r.latency_us = Latency {
+            call: Percentiles::of_hist(&calls.latency),
+            first_byte: Percentiles::of_hist(&calls.first_byte),
+            ping_rtt: Percentiles::of_hist(&scope.rtt),
+            ping_rtt_by_label: {
+                let mut m: BTreeMap<&'static str, LatencyHist> = BTreeMap::new();
+                for (label, h) in &scope.rtt_by_label {
+                    let name = ping::KNOWN_PINGS
+                        .get(*label as usize)
+                        .map(|k| k.label)
+                        .unwrap_or("other");
+                    m.entry(name).or_default().merge(h);
+                }
+                m.into_iter()
+                    .map(|(k, h)| (k, Percentiles::of_hist(&h)))
+                    .collect()
+            },
+        };
+        r.concurrency = Concurrency {
+            calls: n_calls,
+            mean_in_flight: ratio(calls.inflight_sum, n_calls),
+            max_in_flight: calls.max_inflight,
+            reset: calls.reset,
+            unfinished: calls.unfinished,
+        };
+        for (m, agg) in &calls.methods {
+            let n = agg.calls;
+            let side = |rel: usize| MethodSide {
+                frames: CALL_KINDS.iter().copied().zip(agg.frames[rel]).collect(),
+                frames_per_call: ratio(agg.frames[rel].iter().sum(), n),
+                writes: agg.writes[rel],
+                writes_per_call: ratio(agg.writes[rel], n),
+            };
+            r.methods.push(MethodReport {
+                method: self
+                    .methods
+                    .get(*m as usize)
+                    .cloned()
+                    .unwrap_or_else(|| "(other)".to_string()),
+                calls: n,
+                status: agg.status.iter().map(|(k, v)| (k.name(), *v)).collect(),
+                sides: Sides {
+                    client: side(0),
+                    server: side(1),
+                },
+                latency_us: Percentiles::of_hist(&agg.latency),
+            });
+        }
+        for g in &self.goaways {
+            if phase.is_some_and(|p| self.splitter.phase_of(g.ts) != p) {
+                continue;
+            }
+            let calm = g.code == ErrorCode::ENHANCE_YOUR_CALM;
+            r.too_many_pings += u64::from(calm);
+            r.goaways.push(GoAwayReport {
+                time: g.ts as f64 / 1e9,
+                conn: g.conn,
+                side: g.side.name(),
+                last_stream_id: g.last_stream_id,
+                error: g.code.to_string(),
+                debug: g.debug.clone(),
+                too_many_pings: calm,
+            });
+        }
+        r.limits = self.limits.clone();
+        r.flow_control = self.flow.report(phase);
+        r.grpc = self.grpc.report(phase);
+        r
+    }
+}
+
+pub(super) fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
+}

@@ -1,0 +1,331 @@
+//! Calls: opened by a request HEADERS, followed frame by frame while in flight, kept for a
+//! moment after they end, then folded into their scope's counters and histograms.
+
+use super::*;
+
+impl Analysis {
+    pub(super) fn method_id(&mut self, path: &[u8]) -> u32 {
+        if let Some(&i) = self.method_ids.get(path) {
+            return i;
+        }
+        if self.methods.len() >= MAX_METHODS {
+            self.limits.methods_folded += 1;
+            return self.method_id_str("(other)");
+        }
+        let i = self.methods.len() as u32;
+        self.methods.push(escape_bytes(path));
+        self.method_ids.insert(path.to_vec(), i);
+        i
+    }
+
+    pub(super) fn method_id_str(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.method_ids.get(s.as_bytes()) {
+            return i;
+        }
+        let i = self.methods.len() as u32;
+        self.methods.push(s.to_string());
+        self.method_ids.insert(s.as_bytes().to_vec(), i);
+        i
+    }
+
+    /// The call on `key` is over (`ts`: when; `None` at the end of the input): it waits in
+    /// `recent` for a BDP PING that may still name it.
+    pub(super) fn end_call(&mut self, key: (u32, u32), ts: Option<Nanos>) {
+        let Some(seq) = self.active.remove(&key) else {
+            return;
+        };
+        if let Some(c) = self.conns.get_mut(&key.0) {
+            c.active = c.active.saturating_sub(1);
+        }
+        let end = ts.unwrap_or(self.now);
+        self.recent.push_back((seq, end));
+        if self.recent.len() > RECENT_CALLS {
+            self.fold_recent(end, false);
+        }
+    }
+
+    /// Folds the ended calls older than [`RECENT_NS`] before `now` or beyond [`RECENT_CALLS`]
+    /// (all of them with `all`).
+    pub(super) fn fold_recent(&mut self, now: Nanos, all: bool) {
+        while let Some(&(seq, end)) = self.recent.front() {
+            let due =
+                all || self.recent.len() > RECENT_CALLS || end.saturating_add(RECENT_NS) < now;
+            if !due {
+                break;
+            }
+            self.recent.pop_front();
+            if !all && self.is_candidate(seq) {
+                self.pinned.push(seq);
+            } else if let Some(l) = self.calls.remove(&seq) {
+                self.fold_call(seq, &l.rec);
+            }
+        }
+        if all {
+            for seq in std::mem::take(&mut self.pinned) {
+                if let Some(l) = self.calls.remove(&seq) {
+                    self.fold_call(seq, &l.rec);
+                }
+            }
+        }
+    }
+
+    /// Whether call `seq` is a BDP candidate of either direction of its connection.
+    pub(super) fn is_candidate(&self, seq: u64) -> bool {
+        self.calls.get(&seq).is_some_and(|l| {
+            self.conns.get(&l.rec.conn).is_some_and(|st| {
+                st.dirs
+                    .iter()
+                    .any(|d| d.candidate.is_some_and(|(_, s)| s == Some(seq)))
+            })
+        })
+    }
+
+    /// A pinned call that is no longer anyone's candidate: fold it.
+    pub(super) fn unpin(&mut self, seq: u64) {
+        if self.is_candidate(seq) {
+            return;
+        }
+        if let Some(i) = self.pinned.iter().position(|&s| s == seq) {
+            self.pinned.swap_remove(i);
+            if let Some(l) = self.calls.remove(&seq) {
+                self.fold_call(seq, &l.rec);
+            }
+        }
+    }
+
+    pub(super) fn fold_call(&mut self, seq: u64, c: &CallRec) {
+        let flow = self.flow.take_call(seq);
+        let method = self
+            .methods
+            .get(c.method as usize)
+            .map(String::as_str)
+            .unwrap_or("(other)");
+        let latency = (c.end >= 0 && !c.reset()).then_some(c.end);
+        let phase = self.phase(c.start);
+        let status = c.status_key().name();
+        if !c.counted() {
+            self.grpc.drop_call(seq);
+            return;
+        }
+        let grpc = self.grpc.fold_call(seq, method, &status, latency, phase);
+        if self.keep_finished {
+            self.finished.push(Finished {
+                rec: *c,
+                flow,
+                grpc,
+            });
+        }
+        let mut folded = 0;
+        self.scoped(c.start, |s, is_phase| {
+            let agg = &mut s.calls;
+            agg.calls += 1;
+            for side in Side::ALL {
+                agg.opened[si(side)] += u64::from(c.opened_round(side));
+            }
+            if c.end >= 0 && !c.reset() {
+                agg.latency.record(c.end);
+            }
+            if c.first_byte >= 0 {
+                agg.first_byte.record(c.first_byte);
+            }
+            agg.inflight_sum += u64::from(c.inflight);
+            agg.max_inflight = agg.max_inflight.max(c.inflight);
+            agg.reset += u64::from(c.reset());
+            agg.unfinished += u64::from(c.end < 0 && !c.reset());
+            let mut method = c.method;
+            if is_phase
+                && !agg.methods.contains_key(&method)
+                && agg.methods.len() >= MAX_PHASE_METHODS
+            {
+                folded += 1;
+                method = OTHER_METHOD;
+            }
+            let m = agg.methods.entry(method).or_default();
+            m.calls += 1;
+            *m.status.entry(c.status_key()).or_default() += 1;
+            for rel in 0..2 {
+                for k in 0..4 {
+                    m.frames[rel][k] += u64::from(c.frames[rel][k]);
+                }
+                m.writes[rel] += u64::from(c.writes[rel]);
+            }
+            if c.end >= 0 && !c.reset() {
+                m.latency.record(c.end);
+            }
+        });
+        self.limits.methods_folded += folded;
+    }
+
+    pub(super) fn on_call_frame(&mut self, ev: &FrameEvent<'_>) {
+        let sid = ev.head.stream_id;
+        let key = (ev.conn.0, sid);
+        if ev.class == FrameClass::Headers && !self.active.contains_key(&key) {
+            let is_response = ev
+                .headers
+                .and_then(|h| h.iter().next())
+                .is_some_and(|h| h.name == b":status");
+            if is_response {
+                return;
+            }
+            if self.active.len() >= MAX_ACTIVE_CALLS {
+                self.limits.untracked_calls += 1;
+                return;
+            }
+            let method = match ev.headers.and_then(|h| h.get(b":path")) {
+                Some(p) => self.method_id(p),
+                None => self.method_id_str("(unknown)"),
+            };
+            let c = self.conn(ev.conn);
+            let inflight = c.active.min(u32::from(u16::MAX)) as u16;
+            c.active += 1;
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            let mut flags = if ev.dir == Dir::Rev { F_REQ_REV } else { 0 };
+            if ev.side == Side::Client {
+                flags |= F_REQ_CLIENT;
+            }
+            self.calls.insert(
+                seq,
+                Live {
+                    rec: CallRec {
+                        start: ev.ts,
+                        first_byte: -1,
+                        end: -1,
+                        conn: ev.conn.0,
+                        stream: sid,
+                        method,
+                        grpc_status: NO_STATUS,
+                        http_status: 0,
+                        frames: [[0; 4]; 2],
+                        writes: [0; 2],
+                        inflight,
+                        flags,
+                    },
+                    last_write: [NO_WRITE; 2],
+                    ending: false,
+                    path_pending: !ev.head.flags.is_end_headers(),
+                },
+            );
+            self.active.insert(key, seq);
+        }
+        if ev.class == FrameClass::Continuation {
+            let pending = self
+                .active
+                .get(&key)
+                .and_then(|q| self.calls.get(q))
+                .is_some_and(|l| l.path_pending);
+            if pending {
+                if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
+                    let m = self.method_id(p);
+                    if let Some(l) = self.active.get(&key).and_then(|q| self.calls.get_mut(q)) {
+                        l.path_pending = false;
+                        l.rec.method = m;
+                    }
+                }
+            }
+        }
+        let Some(&seq) = self.active.get(&key) else {
+            // A frame after the call's end: counted in it while it is not folded.
+            if let Some(&(_, q)) = self.ended.iter().rev().find(|r| r.0 == key) {
+                if let Some(l) = self.calls.get_mut(&q) {
+                    l.rec.count_frame(ev);
+                }
+            }
+            return;
+        };
+        let Some(a) = self.calls.get_mut(&seq) else {
+            return;
+        };
+        let call = &mut a.rec;
+        let rel = call.count_frame(ev);
+        if ev.write != NO_WRITE && ev.write != a.last_write[rel] {
+            a.last_write[rel] = ev.write;
+            call.writes[rel] = call.writes[rel].saturating_add(1);
+        }
+        let dt = ev.ts - call.start;
+        if rel == 1 {
+            if call.first_byte < 0 {
+                call.first_byte = dt;
+            }
+            if let Some(h) = ev.headers {
+                if let Some(s) = h.get(b":status").and_then(parse_u16) {
+                    call.http_status = s;
+                }
+                if let Some(s) = h.get(b"grpc-status").and_then(parse_u16) {
+                    call.grpc_status = s;
+                }
+            }
+        }
+        let mut done = false;
+        if ev.class == FrameClass::RstStream {
+            call.flags |= F_RESET;
+            done = true;
+        } else if rel == 1 {
+            let header_kind = matches!(ev.class, FrameClass::Headers | FrameClass::Trailers);
+            if ev.head.flags.is_end_stream()
+                && (header_kind || ev.class == FrameClass::Data)
+                && call.end < 0
+            {
+                call.end = dt;
+                if header_kind && !ev.head.flags.is_end_headers() {
+                    a.ending = true; // grpc-status may follow in CONTINUATION
+                } else {
+                    done = true;
+                }
+            } else if a.ending
+                && ev.class == FrameClass::Continuation
+                && ev.head.flags.is_end_headers()
+            {
+                done = true;
+            }
+        }
+        if done {
+            if self.ended.len() >= 64 {
+                self.ended.pop_front();
+            }
+            self.ended.push_back((key, seq));
+            self.end_call(key, Some(ev.ts));
+        }
+    }
+
+    /// Hands the calls folded since the last call to `f`, in the order they were folded (about
+    /// the order they ended). Needs [`Analysis::keep_finished`].
+    pub fn drain_finished(&mut self, mut f: impl FnMut(CallView<'_>)) {
+        for c in self.finished.drain(..) {
+            f(CallView {
+                rec: &c.rec,
+                method: self
+                    .methods
+                    .get(c.rec.method as usize)
+                    .map(String::as_str)
+                    .unwrap_or(""),
+                flow: c.flow,
+                grpc: c.grpc.as_ref(),
+            });
+        }
+    }
+}
+
+/// A folded call kept for [`Analysis::drain_finished`].
+#[derive(Debug)]
+pub(super) struct Finished {
+    pub(super) rec: CallRec,
+    pub(super) flow: crate::flow::CallFlow,
+    pub(super) grpc: Option<crate::grpc::CallGrpc>,
+}
+
+/// One call, with its method name, its flow-control stalls and its gRPC messages.
+#[derive(Clone, Copy, Debug)]
+pub struct CallView<'a> {
+    pub rec: &'a CallRec,
+    pub method: &'a str,
+    pub flow: crate::flow::CallFlow,
+    pub grpc: Option<&'a crate::grpc::CallGrpc>,
+}
+
+impl CallView<'_> {
+    /// `grpc-status N`, `:status N`, `RST_STREAM` or `none`.
+    pub fn status(&self) -> String {
+        self.rec.status_key().name()
+    }
+}

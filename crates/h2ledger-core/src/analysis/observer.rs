@@ -1,0 +1,206 @@
+//! The analysis as an [`Observer`]: each write, frame, gap and close routed to the jobs above.
+
+use super::*;
+
+impl Observer for Analysis {
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.grpc.wants_data(conn, stream)
+    }
+
+    fn open(&mut self, meta: &ConnMeta) {
+        self.flow.open(meta);
+    }
+
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        let phase = self.phase(ts);
+        self.flow.gap(conn, framing_lost, phase);
+        self.grpc.gap(conn, dir, framing_lost);
+    }
+
+    fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, _m: &[u8], target: &[u8]) {
+        // Stream 1 is the upgraded request's call (docs/ledger.md, "Call"); it was sent by the
+        // client (the side that sent the Upgrade request).
+        let key = (conn.0, 1);
+        if self.active.contains_key(&key) || self.active.len() >= MAX_ACTIVE_CALLS {
+            return;
+        }
+        let method = self.method_id(target);
+        let c = self.conn(conn);
+        let inflight = c.active.min(u32::from(u16::MAX)) as u16;
+        c.active += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };
+        self.calls.insert(
+            seq,
+            Live {
+                rec: CallRec {
+                    start: w.ts,
+                    first_byte: -1,
+                    end: -1,
+                    conn: conn.0,
+                    stream: 1,
+                    method,
+                    grpc_status: NO_STATUS,
+                    http_status: 0,
+                    frames: [[0; 4]; 2],
+                    writes: [1, 0],
+                    inflight,
+                    flags,
+                },
+                last_write: [w.index, NO_WRITE],
+                ending: false,
+                path_pending: false,
+            },
+        );
+        self.active.insert(key, seq);
+    }
+
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        if self.splitter.origin().is_none() {
+            self.splitter.set_origin(w.ts);
+        }
+        self.now = self.now.max(w.ts);
+        let d = di(dir);
+        let streams = self.pool.pop().unwrap_or_default();
+        let ds = &mut self.conn(conn).dirs[d];
+        ds.open_writes.push_back(OpenWrite {
+            index: w.index,
+            ts: w.ts,
+            len: w.len,
+            frames: 0,
+            streams,
+        });
+        if ds.open_writes.len() > MAX_OPEN_WRITES {
+            if let Some(old) = ds.open_writes.pop_front() {
+                self.close_write(conn.0, d, old);
+            }
+        }
+    }
+
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        if self.splitter.origin().is_none() {
+            self.splitter.set_origin(ev.ts);
+        }
+        self.now = self.now.max(ev.ts);
+        let d = di(ev.dir);
+        let sid = ev.head.stream_id;
+        // What the write carried.
+        if ev.write != NO_WRITE {
+            loop {
+                let ds = &mut self.conn(ev.conn).dirs[d];
+                match ds.open_writes.front() {
+                    Some(w) if w.index < ev.write => {
+                        let w = ds.open_writes.pop_front().expect("front exists");
+                        self.close_write(ev.conn.0, d, w);
+                    }
+                    _ => break,
+                }
+            }
+            let ds = &mut self.conn(ev.conn).dirs[d];
+            if let Some(w) = ds.open_writes.front_mut() {
+                if w.index == ev.write {
+                    w.frames += 1;
+                    if sid != 0 && !ev.class.is_control() && !w.streams.contains(&sid) {
+                        w.streams.push(sid);
+                    }
+                }
+            }
+        }
+        let call_before = self.active.get(&(ev.conn.0, sid)).copied();
+        if sid != 0 {
+            self.on_call_frame(ev);
+        }
+        let call = call_before.or_else(|| self.active.get(&(ev.conn.0, sid)).copied());
+        let phase = self.phase(ev.ts);
+        self.flow.frame(ev, phase, call);
+        self.grpc.frame(ev, phase, call);
+        match (ev.class, ev.frame) {
+            (FrameClass::Data, _) if sid != 0 => {
+                // DATA received by the other direction: BDP round bookkeeping of the receiver.
+                let seq = self.active.get(&(ev.conn.0, sid)).copied();
+                let ds = &mut self.conn(ev.conn).dirs[other(d)];
+                match ds.round.as_mut() {
+                    Some(r) => {
+                        if r.streams.len() < MAX_ROUND_CALLS && !r.streams.contains(&sid) {
+                            r.streams.push(sid);
+                        }
+                    }
+                    None => match ds.candidate {
+                        None => ds.candidate = Some((sid, seq)),
+                        Some((c, _)) => {
+                            if c != sid
+                                && ds.waiting.len() + 1 < MAX_ROUND_CALLS
+                                && !ds.waiting.contains(&sid)
+                            {
+                                ds.waiting.push(sid);
+                            }
+                        }
+                    },
+                }
+            }
+            (FrameClass::Ping | FrameClass::PingAck, Some(Frame::Ping(p))) => {
+                self.on_ping(ev, p.payload, ev.class == FrameClass::PingAck);
+            }
+            (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
+                if self.goaways.len() < MAX_GOAWAYS {
+                    let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
+                    self.goaways.push(GoAwayRec {
+                        ts: ev.ts,
+                        conn: ev.conn.0,
+                        side: ev.side,
+                        last_stream_id: g.last_stream_id,
+                        code: g.code,
+                        debug,
+                    });
+                } else {
+                    self.limits.goaways_omitted += 1;
+                }
+            }
+            _ => {}
+        }
+        if self
+            .recent
+            .front()
+            .is_some_and(|(_, end)| end.saturating_add(RECENT_NS) < ev.ts)
+        {
+            self.fold_recent(ev.ts, false);
+        }
+    }
+
+    fn close(&mut self, summary: &ConnSummary) {
+        let id = summary.id.0;
+        let phase = self.phase(self.now);
+        self.flow.close(summary.id);
+        self.grpc.close(summary.id, phase);
+        self.close_pending(id);
+        let mut live: Vec<(u32, u32)> = self.active.keys().filter(|k| k.0 == id).copied().collect();
+        live.sort_unstable();
+        for key in live {
+            self.end_call(key, None);
+        }
+        let Some(st) = self.conns.remove(&id) else {
+            return;
+        };
+        for (_, seq) in st.dirs.iter().filter_map(|d| d.candidate) {
+            if let Some(q) = seq {
+                self.unpin(q);
+            }
+        }
+        if !summary.http2 {
+            return;
+        }
+        let ci = di(summary.client_dir);
+        let fold = |into: &mut [Acc; 2], from: &[Acc; 2]| {
+            into[0].merge(&from[ci]);
+            into[1].merge(&from[other(ci)]);
+        };
+        fold(&mut self.whole.sides, &st.whole);
+        for (p, accs) in st.phases.iter() {
+            match self.phases.get_mut(p) {
+                Some(s) => fold(&mut s.sides, accs),
+                None => self.limits.phase_events_dropped += 1,
+            }
+        }
+    }
+}

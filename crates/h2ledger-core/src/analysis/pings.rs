@@ -1,0 +1,91 @@
+//! PING round trips and BDP rounds: a PING matched to its ACK, and the calls whose DATA a BDP
+//! round followed.
+
+use super::*;
+
+impl Analysis {
+    pub(super) fn close_round(&mut self, conn: u32, d: usize, r: Round, acked: bool) {
+        let n = r.streams.len();
+        self.acc(conn, d, r.ts, |a| {
+            a.rounds += 1;
+            a.rounds_acked += u64::from(acked);
+            a.round_calls += n as u64;
+            bump(&mut a.calls_per_round, n);
+        });
+        let mut s = r.streams;
+        s.clear();
+        if self.pool.len() < 64 {
+            self.pool.push(s);
+        }
+    }
+
+    pub(super) fn on_ping(&mut self, ev: &FrameEvent<'_>, payload: [u8; 8], ack: bool) {
+        let conn = ev.conn.0;
+        let d = di(ev.dir);
+        let known = ping::classify(&payload);
+        if !ack {
+            let label = known
+                .and_then(|k| ping::KNOWN_PINGS.iter().position(|x| x.label == k.label))
+                .map(|i| i as u8)
+                .unwrap_or(OTHER_LABEL);
+            self.acc(conn, d, ev.ts, |a| a.pings_sent += 1);
+            let ds = &mut self.conn(ev.conn).dirs[d];
+            if ds.pings.len() >= MAX_OUTSTANDING_PINGS {
+                ds.pings.remove(0);
+            }
+            ds.pings.push((payload, ev.ts, label));
+            if known.is_some_and(|k| k.bdp) {
+                let prev = ds.round.take();
+                let cand = ds.candidate.take();
+                let mut streams = self.pool.pop().unwrap_or_default();
+                if let Some((s, seq)) = cand {
+                    streams.push(s);
+                    streams.append(&mut self.conn(ev.conn).dirs[d].waiting);
+                    if let Some(call) = seq.and_then(|q| self.calls.get_mut(&q)) {
+                        let call = &mut call.rec;
+                        call.flags |= if ev.dir == call.req_dir() {
+                            F_OPENED_CLIENT_ROUND
+                        } else {
+                            F_OPENED_SERVER_ROUND
+                        };
+                    }
+                    if let Some(q) = seq {
+                        self.unpin(q);
+                    }
+                }
+                self.conn(ev.conn).dirs[d].round = Some(Round {
+                    ts: ev.ts,
+                    payload,
+                    streams,
+                });
+                if let Some(r) = prev {
+                    self.close_round(conn, d, r, false);
+                }
+            }
+            return;
+        }
+        // An ACK from `d` answers a PING sent by the other direction.
+        let p = other(d);
+        let ds = &mut self.conn(ev.conn).dirs[p];
+        let found = ds.pings.iter().position(|x| x.0 == payload);
+        match found {
+            Some(i) => {
+                let (_, ts, label) = ds.pings.remove(i);
+                let round = match &ds.round {
+                    Some(r) if r.payload == payload && r.ts <= ts => ds.round.take(),
+                    _ => None,
+                };
+                let rtt = ev.ts - ts;
+                self.scoped(ts, |s, _| {
+                    s.rtt.record(rtt);
+                    s.rtt_by_label.entry(label).or_default().record(rtt);
+                });
+                self.acc(conn, p, ts, |a| a.pings_acked += 1);
+                if let Some(r) = round {
+                    self.close_round(conn, p, r, true);
+                }
+            }
+            None => self.acc(conn, d, ev.ts, |a| a.acks_unmatched += 1),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Header blocks: decoding (HPACK), and what a block says about its stream (request,
+//! response or trailers).
+
+use super::*;
+
+/// `METHOD SP target SP HTTP/1.x` at the start of `buf`, when its line is complete.
+pub(super) fn request_line(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = buf.windows(2).take(8192).position(|w| w == b"\r\n")?;
+    let mut parts = buf[..end].split(|&b| b == b' ');
+    let (m, t, v) = (parts.next()?, parts.next()?, parts.next()?);
+    (parts.next().is_none() && v.starts_with(b"HTTP/1.") && !m.is_empty()).then_some((m, t))
+}
+
+/// What the ledger itself needs of a header block, gathered while decoding it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct BlockSummary {
+    /// The first field is `:method` (a request) or `:status` (a response).
+    pub(super) request: bool,
+    pub(super) response: bool,
+    /// Some field we can read is a pseudo-header; some field is a placeholder.
+    pub(super) pseudo: bool,
+    pub(super) unseen: bool,
+}
+
+/// Decodes a header block, keeping the fields in `ds.headers` only when an observer wants them.
+pub(super) fn decode_block(
+    ds: &mut DirState,
+    block: &[u8],
+    keep: bool,
+    warnings: &mut Warnings,
+    id: ConnId,
+    src: SocketAddr,
+    dst: SocketAddr,
+) -> bool {
+    ds.headers.clear();
+    let headers = &mut ds.headers;
+    let mut sum = BlockSummary::default();
+    let mut first = true;
+    let result = ds.hpack.decode(block, |h| {
+        let unseen = h.name_unseen || h.value_unseen;
+        if first {
+            first = false;
+            sum.request = !h.name_unseen && h.name == b":method";
+            sum.response = !h.name_unseen && h.name == b":status";
+        }
+        sum.pseudo |= !unseen && h.name.starts_with(b":");
+        sum.unseen |= unseen;
+        if keep {
+            headers.push(&h);
+        }
+    });
+    ds.summary = sum;
+    if ds.hpack.capped() && !ds.hpack_cap_reported {
+        ds.hpack_cap_reported = true;
+        let size = ds.hpack.max_size_limit();
+        warnings.add("hpack-cap", || {
+            format!("connection {} {src} -> {dst}: HPACK table size update above the {MAX_HPACK_TABLE}-byte cap (limit {size}); the table is kept at the cap, references to entries beyond it decode as placeholders", id.0)
+        });
+    }
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            ds.lose_hpack_sync();
+            warnings.add("hpack-error", || {
+                format!("connection {} {src} -> {dst}: HPACK error: {e}; decoder reset (later references may show placeholders)", id.0)
+            });
+            false
+        }
+    }
+}
+
+/// Payload bytes worth keeping: all of a control frame or header block, none of DATA.
+pub(super) fn keep_len(head: &Head) -> u32 {
+    match head.kind {
+        Kind::Data | Kind::Unknown(_) => 0,
+        Kind::GoAway => head.length.min(8 + MAX_GOAWAY_DEBUG),
+        Kind::Headers | Kind::PushPromise | Kind::Continuation => {
+            head.length.min(MAX_HEADER_BLOCK as u32)
+        }
+        _ => head.length.min(64 * 1024),
+    }
+}
+
+/// What a decoded header block says about its place on the stream (RFC 9113 §8.1: request and
+/// response header blocks start with pseudo-header fields, trailers have none).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum BlockKind {
+    Pseudo,
+    NoPseudo,
+    Unknown,
+}
+
+pub(super) fn classify(
+    c: &mut Conn,
+    d: usize,
+    head: &Head,
+    frame: Option<&Frame<'_>>,
+    block: BlockKind,
+) -> FrameClass {
+    let mid_stream = c.dirs.iter().any(|x| x.mid_stream);
+    let bit = 1u8 << d;
+    let end_bit = 4u8 << d;
+    match head.kind {
+        Kind::Data => {
+            if head.flags.is_end_stream() {
+                end_stream(c, head.stream_id, end_bit);
+            }
+            FrameClass::Data
+        }
+        Kind::Headers => {
+            let s = head.stream_id;
+            let seen = match c.streams.get_mut(&s) {
+                Some(bits) => {
+                    let seen = *bits & bit != 0;
+                    *bits |= bit;
+                    seen
+                }
+                None => {
+                    let full = c.streams.len() >= MAX_STREAMS;
+                    if !full {
+                        c.streams.insert(s, bit);
+                    } else {
+                        c.streams_full = true;
+                        c.streams_untracked += 1;
+                    }
+                    // A stream we never saw open, on a connection captured mid-way, may have
+                    // begun before the capture: its first block here may be trailers. Read the
+                    // block itself; without readable fields, trailers are the block that ends
+                    // the stream. Streams beyond the cap are read the same way.
+                    (mid_stream || full)
+                        && match block {
+                            BlockKind::Pseudo => false,
+                            BlockKind::NoPseudo => true,
+                            BlockKind::Unknown => head.flags.is_end_stream(),
+                        }
+                }
+            };
+            if head.flags.is_end_stream() {
+                end_stream(c, s, end_bit);
+            }
+            if seen {
+                FrameClass::Trailers
+            } else {
+                FrameClass::Headers
+            }
+        }
+        Kind::Ping => {
+            let ack = match frame {
+                Some(Frame::Ping(p)) => p.is_ack(),
+                _ => head.flags.is_ack(),
+            };
+            if ack {
+                FrameClass::PingAck
+            } else {
+                FrameClass::Ping
+            }
+        }
+        Kind::Settings => {
+            if head.flags.is_ack() {
+                FrameClass::SettingsAck
+            } else {
+                FrameClass::Settings
+            }
+        }
+        Kind::RstStream => {
+            c.streams.remove(&head.stream_id);
+            FrameClass::RstStream
+        }
+        Kind::WindowUpdate => FrameClass::WindowUpdate,
+        Kind::GoAway => FrameClass::GoAway,
+        Kind::Priority => FrameClass::Priority,
+        Kind::PushPromise => FrameClass::PushPromise,
+        Kind::Continuation => FrameClass::Continuation,
+        Kind::Unknown(_) => FrameClass::Unknown,
+    }
+}
+
+pub(super) fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
+    if let Some(bits) = c.streams.get_mut(&s) {
+        *bits |= end_bit;
+        if *bits & 0b1100 == 0b1100 {
+            c.streams.remove(&s);
+        }
+    }
+}

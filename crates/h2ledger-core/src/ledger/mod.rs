@@ -1,0 +1,403 @@
+//! The ledger: turns reassembled TCP byte streams into HTTP/2 frames and hands each frame,
+//! classified and attributed to a side and a write, to an [`Observer`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::SocketAddr;
+
+use h2_frame_parser::hpack::Decoder;
+use h2_frame_parser::{raw_frame, Frame, Head, Kind, RawFrame, SettingId, HEAD_LEN, PREFACE};
+use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
+
+use crate::detect::{Found, Scanner};
+use crate::headers::HeaderList;
+use crate::model::{FrameClass, Side};
+
+/// Bytes kept while looking for the first frame boundary of a direction before giving up on it.
+const MAX_DETECT_BYTES: usize = 1 << 20;
+/// The largest header block (HEADERS or PUSH_PROMISE plus CONTINUATIONs) that is decoded.
+const MAX_HEADER_BLOCK: usize = 1 << 20;
+/// The largest HPACK dynamic table kept per direction, whatever SETTINGS_HEADER_TABLE_SIZE
+/// allowed (browsers use 65 536, most servers 4 096). Past it, see docs/ledger.md ("HPACK").
+const MAX_HPACK_TABLE: u32 = 64 * 1024;
+/// GOAWAY debug data kept per frame.
+const MAX_GOAWAY_DEBUG: u32 = 1024;
+/// Streams tracked per connection (for HEADERS vs TRAILERS) before new ones are no longer tracked.
+pub const MAX_STREAMS: usize = 1 << 20;
+/// Warnings kept as text; later ones are only counted.
+const MAX_WARNINGS: usize = 200;
+/// Default SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
+const DEFAULT_MAX_FRAME: u32 = 16_384;
+/// SETTINGS frames waiting for their ACK, per direction. Beyond that, a new one is merged
+/// into the last one waiting (each value the larger of the two, so no legal frame or table
+/// update is refused) and `settings-cap` is reported.
+pub const MAX_PENDING_SETTINGS: usize = 64;
+
+/// [`FrameEvent::write`] of a frame whose end was lost in a capture gap: no write carried it.
+pub const NO_WRITE: u64 = u64::MAX;
+
+mod block;
+mod framing;
+mod observer;
+mod sink;
+mod start;
+mod summary;
+
+use block::*;
+pub use observer::{FrameEvent, Observer};
+pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Looking for the first frame boundary (or the preface).
+    Detect,
+    /// Framed: `head_have` bytes of the next head, or inside `cur`'s payload.
+    Frames,
+    /// After a gap that left us outside any known frame: looking for a boundary again.
+    Resync,
+    /// Not HTTP/2 (no boundary found within [`MAX_DETECT_BYTES`]).
+    Dead,
+}
+
+struct Payload {
+    head: Head,
+    remaining: u32,
+    keep: u32,
+    lossy: bool,
+}
+
+struct DirState {
+    mode: Mode,
+    at_start: bool,
+    scan: Scanner,
+    pending: Vec<u8>,
+    pending_writes: Vec<(usize, Write)>,
+    head_buf: [u8; HEAD_LEN],
+    head_have: usize,
+    cur: Option<Payload>,
+    carry: Vec<u8>,
+    block: Vec<u8>,
+    block_stream: Option<u32>,
+    block_push: bool,
+    block_overflow: bool,
+    hpack: Decoder,
+    headers: HeaderList,
+    summary: BlockSummary,
+    settings_sent: VecDeque<(Option<u32>, Option<u32>)>,
+    max_frame: u32,
+    mid_stream: bool,
+    /// The first frame of this direction came after bytes that were not HTTP/2 frames (an
+    /// HTTP/1.1 Upgrade or CONNECT before the preface, or a mid-stream start).
+    late_start: bool,
+    synced: bool,
+    candidates_reported: bool,
+    settings_reported: bool,
+    hpack_cap_reported: bool,
+    /// The write whose bytes came last, and how many of them: a gap that makes up the rest
+    /// of it is that write's snaplen-cut tail (its bytes were carried by that write).
+    tail_of: Option<(Write, u64)>,
+}
+
+impl DirState {
+    fn new(at_start: bool) -> Self {
+        DirState {
+            mode: Mode::Detect,
+            at_start,
+            scan: Scanner::default(),
+            pending: Vec::new(),
+            pending_writes: Vec::new(),
+            head_buf: [0; HEAD_LEN],
+            head_have: 0,
+            cur: None,
+            carry: Vec::new(),
+            block: Vec::new(),
+            block_stream: None,
+            block_push: false,
+            block_overflow: false,
+            hpack: bounded_decoder(),
+            headers: HeaderList::default(),
+            summary: BlockSummary::default(),
+            settings_sent: VecDeque::new(),
+            max_frame: DEFAULT_MAX_FRAME,
+            mid_stream: !at_start,
+            late_start: false,
+            synced: false,
+            candidates_reported: false,
+            settings_reported: false,
+            hpack_cap_reported: false,
+            tail_of: None,
+        }
+    }
+
+    /// The frame-size bound used to prove boundaries: what SETTINGS allowed, or, on a stream
+    /// whose SETTINGS we never saw, the default (larger frames then break the chain and the
+    /// next boundary is used).
+    fn scan_limit(&self) -> u32 {
+        self.max_frame.max(DEFAULT_MAX_FRAME)
+    }
+
+    /// Framing is lost: look for a proven frame boundary again; HPACK state is gone too.
+    fn lose_framing(&mut self) {
+        self.cur = None;
+        self.head_have = 0;
+        self.mode = Mode::Resync;
+        self.scan = Scanner::default();
+        self.pending.clear();
+        self.pending_writes.clear();
+        self.at_start = false;
+        self.lose_hpack_sync();
+    }
+
+    fn lose_hpack_sync(&mut self) {
+        // The SETTINGS we saw still bound the peer; the table stays capped either way.
+        let limit = (!self.hpack.is_mid_stream()).then(|| self.hpack.max_size_limit());
+        let was_capped = self.hpack.capped();
+        self.hpack = mid_stream_decoder();
+        if let Some(l) = limit {
+            self.hpack.set_max_size_limit(l.max(MAX_HPACK_TABLE));
+        }
+        self.hpack_cap_reported |= was_capped;
+        self.block_stream = None;
+        self.block.clear();
+    }
+}
+
+fn bounded_decoder() -> Decoder {
+    let mut d = Decoder::new();
+    d.set_cap(MAX_HPACK_TABLE);
+    d
+}
+
+fn mid_stream_decoder() -> Decoder {
+    let mut d = Decoder::new_mid_stream();
+    // We never saw the SETTINGS that bound this table: accept the size updates a real peer
+    // sends rather than fail on them; the table itself never exceeds MAX_HPACK_TABLE.
+    d.set_max_size_limit(MAX_HPACK_TABLE);
+    d.set_cap(MAX_HPACK_TABLE);
+    d
+}
+
+struct Conn {
+    meta: ConnMeta,
+    http2: bool,
+    client: Option<(Dir, ClientBy)>,
+    dirs: [DirState; 2],
+    streams: StreamMap,
+    streams_full: bool,
+    /// Header blocks on streams not tracked because of [`MAX_STREAMS`].
+    streams_untracked: u64,
+    streams_reported: bool,
+    prelude: Option<Prelude>,
+    /// A `101 Switching Protocols` was seen; its request was handed to the observer.
+    upgrade_seen: bool,
+    /// The upgraded request, until the 101 is seen: its direction, method, target, write.
+    upgrade_req: Option<(Dir, Vec<u8>, Vec<u8>, Write)>,
+    upgraded_call: bool,
+    /// HEADERS on odd streams seen from each direction while the client was unknown.
+    odd_streams: [u64; 2],
+}
+
+/// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id.
+type StreamMap = HashMap<u32, u8, BuildHasherDefault<StreamIdHasher>>;
+
+/// Stream ids are 31-bit integers: one multiplication spreads them, and taking the product's
+/// high half as the low bits (which pick the bucket) makes every bit of the id count. SipHash's
+/// protection against chosen keys buys little here: the map is bounded by [`MAX_STREAMS`].
+#[derive(Default, Clone, Copy)]
+struct StreamIdHasher(u64);
+
+impl Hasher for StreamIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(u32::from(b) ^ (self.0 as u32));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (u64::from(n) ^ self.0)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(32);
+    }
+}
+
+fn di(d: Dir) -> usize {
+    match d {
+        Dir::Fwd => 0,
+        Dir::Rev => 1,
+    }
+}
+
+fn dir_of(i: usize) -> Dir {
+    if i == 0 {
+        Dir::Fwd
+    } else {
+        Dir::Rev
+    }
+}
+
+impl Conn {
+    fn summary(&self) -> ConnSummary {
+        let (client_dir, client_by) = self.client();
+        let (client, server) = self.addrs(client_dir);
+        ConnSummary {
+            id: self.meta.id,
+            http2: self.http2,
+            client,
+            server,
+            client_dir,
+            client_by,
+            mid_stream: self.dirs.iter().any(|d| d.synced && d.mid_stream),
+            start: self.meta.start,
+            prelude: self.prelude,
+            upgraded_call: self.upgraded_call,
+        }
+    }
+
+    fn addrs(&self, d: Dir) -> (SocketAddr, SocketAddr) {
+        match d {
+            Dir::Fwd => (self.meta.first_src, self.meta.first_dst),
+            Dir::Rev => (self.meta.first_dst, self.meta.first_src),
+        }
+    }
+
+    fn client(&self) -> (Dir, ClientBy) {
+        if let Some(c) = self.client {
+            return c;
+        }
+        if self.odd_streams[0] != self.odd_streams[1] {
+            let d = if self.odd_streams[0] > self.odd_streams[1] {
+                Dir::Fwd
+            } else {
+                Dir::Rev
+            };
+            return (d, ClientBy::OddStreams);
+        }
+        // The client's port is the ephemeral one: the higher, usually.
+        let d = if self.meta.first_dst.port() > self.meta.first_src.port() {
+            Dir::Rev
+        } else {
+            Dir::Fwd
+        };
+        (d, ClientBy::EphemeralPort)
+    }
+
+    fn side(&self, d: Dir) -> Side {
+        if self.client().0 == d {
+            Side::Client
+        } else {
+            Side::Server
+        }
+    }
+
+    fn set_client(&mut self, d: Dir, by: ClientBy) {
+        if self.client.is_none() {
+            self.client = Some((d, by));
+        }
+    }
+}
+
+/// The ledger over every connection of a capture. Feed it through [`Sink`] (usually from an
+/// [`h2ledger_tcp::Reassembler`]); read the summary with [`Ledger::connections`].
+pub struct Ledger<O> {
+    conns: Conns,
+    /// Connection ids that continue an evicted connection, to the original's id.
+    aliases: HashMap<u32, ConnId, BuildHasherDefault<StreamIdHasher>>,
+    /// Evicted connections kept in case they come back, oldest first (at most
+    /// [`MAX_EVICTED_KEPT`]; stale entries, of connections resumed since, are skipped).
+    evicted: VecDeque<ConnId>,
+    evicted_now: HashMap<u32, (), BuildHasherDefault<StreamIdHasher>>,
+    pub observer: O,
+    pub warnings: Warnings,
+}
+
+/// Evicted connections whose state is kept, in case the reassembler sees them again and they
+/// resume; beyond, the oldest is closed for good (folded into the totals) and a return of it
+/// counts as a new, mid-stream connection.
+const MAX_EVICTED_KEPT: usize = 2048;
+
+/// The open connections, by [`ConnId`]. A connection is freed when it closes (its observers
+/// fold it into their totals), so memory follows what is open, not what has passed. Boxed: a
+/// map of 900-byte values would reserve that much for every empty bucket too.
+#[derive(Default)]
+struct Conns(HashMap<u32, Box<Conn>, BuildHasherDefault<StreamIdHasher>>);
+
+impl Conns {
+    fn get(&self, i: usize) -> Option<&Conn> {
+        self.0.get(&(i as u32)).map(|c| &**c)
+    }
+    fn get_mut(&mut self, i: usize) -> Option<&mut Conn> {
+        self.0.get_mut(&(i as u32)).map(|c| &mut **c)
+    }
+}
+
+impl std::ops::Index<usize> for Conns {
+    type Output = Conn;
+    fn index(&self, i: usize) -> &Conn {
+        self.get(i).expect("open connection")
+    }
+}
+
+impl std::ops::IndexMut<usize> for Conns {
+    fn index_mut(&mut self, i: usize) -> &mut Conn {
+        self.get_mut(i).expect("open connection")
+    }
+}
+
+impl<O: Observer> Ledger<O> {
+    pub fn new(observer: O) -> Self {
+        Ledger {
+            conns: Conns::default(),
+            aliases: HashMap::default(),
+            evicted: VecDeque::new(),
+            evicted_now: HashMap::default(),
+            observer,
+            warnings: Warnings::default(),
+        }
+    }
+
+    /// The end of the input, after the reassembler closed what it had open: the evicted
+    /// connections kept in case they came back are closed for good (folded) too.
+    pub fn finish(&mut self) {
+        let mut left: Vec<u32> = self.conns.0.keys().copied().collect();
+        left.sort_unstable();
+        for id in left {
+            self.finalize(ConnId(id));
+        }
+        self.evicted.clear();
+        self.aliases.clear();
+    }
+
+    /// The connections still open (evicted ones kept in case they return included), in order
+    /// of their ids. Closed ones were handed to [`Observer::close`] and are gone.
+    pub fn connections(&self) -> Vec<ConnSummary> {
+        let mut v: Vec<ConnSummary> = self.conns.0.values().map(|c| c.summary()).collect();
+        v.sort_unstable_by_key(|c| c.id.0);
+        v
+    }
+
+    fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
+        self.conns.get_mut(id.0 as usize)
+    }
+}
+
+fn new_conn(meta: ConnMeta) -> Conn {
+    let at_start = meta.syn_sender.is_some();
+    let client = meta.syn_sender.map(|d| (d, ClientBy::Syn));
+    Conn {
+        meta,
+        http2: false,
+        client,
+        dirs: [DirState::new(at_start), DirState::new(at_start)],
+        streams: StreamMap::default(),
+        streams_full: false,
+        streams_untracked: 0,
+        streams_reported: false,
+        prelude: None,
+        upgrade_seen: false,
+        upgrade_req: None,
+        upgraded_call: false,
+        odd_streams: [0; 2],
+    }
+}

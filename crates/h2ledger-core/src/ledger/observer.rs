@@ -1,0 +1,194 @@
+//! What the ledger feeds: each frame as a [`FrameEvent`], to an [`Observer`].
+
+use super::*;
+
+/// One frame, as the ledger saw it.
+pub struct FrameEvent<'a> {
+    pub conn: ConnId,
+    pub dir: Dir,
+    /// The side that sent the frame, as known when it was seen (see docs/ledger.md).
+    pub side: Side,
+    /// Time of the write that carried the frame's last byte.
+    pub ts: Nanos,
+    /// Index (per connection and direction) of the write that carried the frame's last byte;
+    /// [`NO_WRITE`] when that byte was lost in a gap (the frame is counted from its head).
+    pub write: u64,
+    pub head: Head,
+    pub class: FrameClass,
+    /// The decoded frame; `None` for frames that did not load (or were cut by a gap) and for
+    /// DATA unless an observer asked for that stream's payload ([`Observer::wants_data`]): then
+    /// `Frame::Data` with the payload, padding removed, and the Pad Length.
+    pub frame: Option<&'a Frame<'a>>,
+    /// On the frame that completes a header block: the decoded fields.
+    pub headers: Option<&'a HeaderList>,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    /// The frames of some direction of this connection did not start at the first byte of its
+    /// TCP stream: the capture started mid-connection, or other bytes came first (an HTTP/1.1
+    /// Upgrade or CONNECT). Gaps later on are told by [`Observer::gap`].
+    pub late_start: bool,
+}
+
+/// What the ledger feeds. Every method has an empty default.
+pub trait Observer {
+    /// Whether [`FrameEvent::headers`] is wanted. Decoding always runs (the HPACK table must
+    /// follow the peer); copying the fields out costs time, so observers that never read them
+    /// say no.
+    fn wants_headers(&self) -> bool {
+        true
+    }
+    /// Whether the payload of DATA frames on this stream is wanted (asked at each DATA frame's
+    /// head and end). Frames split across writes are then copied, up to the frame size limit.
+    fn wants_data(&self, _conn: ConnId, _stream: u32) -> bool {
+        false
+    }
+    /// Bytes of `dir` were lost; `framing_lost`: frames may be missing entirely from here on
+    /// (otherwise the gap fell inside one frame, which arrives without its payload).
+    fn gap(&mut self, _conn: ConnId, _dir: Dir, _ts: Nanos, _framing_lost: bool) {}
+    fn open(&mut self, _meta: &ConnMeta) {}
+    fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
+    fn frame(&mut self, _ev: &FrameEvent<'_>) {}
+    /// The connection is over (nothing more will come for it): fold what is kept per
+    /// connection into totals and free it. `summary` is final.
+    fn close(&mut self, _summary: &ConnSummary) {}
+    /// An HTTP/1.1 request upgraded to HTTP/2 (`Upgrade: h2c` answered by `101`): it is
+    /// stream 1's request (RFC 7540 §3.2), sent in `w` by direction `dir`, before any frame of
+    /// its response. `method` and `target` come from its request line.
+    fn upgraded_request(
+        &mut self,
+        _conn: ConnId,
+        _dir: Dir,
+        _w: &Write,
+        _method: &[u8],
+        _target: &[u8],
+    ) {
+    }
+    /// A TLS record of this direction was complete in write `w` ([`Sink::tls_record`]).
+    fn tls_record(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
+}
+
+impl Observer for () {
+    fn wants_headers(&self) -> bool {
+        false
+    }
+}
+
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn wants_headers(&self) -> bool {
+        self.0.wants_headers() || self.1.wants_headers()
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.0.wants_data(conn, stream) || self.1.wants_data(conn, stream)
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        self.0.gap(conn, dir, ts, framing_lost);
+        self.1.gap(conn, dir, ts, framing_lost);
+    }
+    fn open(&mut self, meta: &ConnMeta) {
+        self.0.open(meta);
+        self.1.open(meta);
+    }
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.0.write(conn, dir, w);
+        self.1.write(conn, dir, w);
+    }
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        self.0.frame(ev);
+        self.1.frame(ev);
+    }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        self.0.upgraded_request(conn, dir, w, method, target);
+        self.1.upgraded_request(conn, dir, w, method, target);
+    }
+    fn close(&mut self, summary: &ConnSummary) {
+        self.0.close(summary);
+        self.1.close(summary);
+    }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.0.tls_record(conn, dir, w);
+        self.1.tls_record(conn, dir, w);
+    }
+}
+
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn wants_headers(&self) -> bool {
+        (**self).wants_headers()
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        (**self).wants_data(conn, stream)
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        (**self).gap(conn, dir, ts, framing_lost)
+    }
+    fn open(&mut self, meta: &ConnMeta) {
+        (**self).open(meta)
+    }
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        (**self).write(conn, dir, w)
+    }
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        (**self).frame(ev)
+    }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        (**self).upgraded_request(conn, dir, w, method, target)
+    }
+    fn close(&mut self, summary: &ConnSummary) {
+        (**self).close(summary)
+    }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        (**self).tls_record(conn, dir, w)
+    }
+}
+
+impl<O: Observer> Observer for Vec<O> {
+    fn wants_headers(&self) -> bool {
+        self.iter().any(|o| o.wants_headers())
+    }
+    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.iter().any(|o| o.wants_data(conn, stream))
+    }
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
+        self.iter_mut()
+            .for_each(|o| o.gap(conn, dir, ts, framing_lost));
+    }
+    fn open(&mut self, meta: &ConnMeta) {
+        self.iter_mut().for_each(|o| o.open(meta));
+    }
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.iter_mut().for_each(|o| o.write(conn, dir, w));
+    }
+    fn frame(&mut self, ev: &FrameEvent<'_>) {
+        self.iter_mut().for_each(|o| o.frame(ev));
+    }
+    fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        method: &[u8],
+        target: &[u8],
+    ) {
+        self.iter_mut()
+            .for_each(|o| o.upgraded_request(conn, dir, w, method, target));
+    }
+    fn close(&mut self, summary: &ConnSummary) {
+        self.iter_mut().for_each(|o| o.close(summary));
+    }
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.iter_mut().for_each(|o| o.tls_record(conn, dir, w));
+    }
+}

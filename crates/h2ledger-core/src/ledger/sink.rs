@@ -1,0 +1,286 @@
+//! The ledger as the reassembler's [`Sink`]: connections opened, bytes delivered, gaps, closes
+//! and evictions.
+
+use super::*;
+
+impl<O: Observer> Ledger<O> {
+    /// The connection `id` stands for: itself, or the evicted one it resumes.
+    pub(super) fn root(&self, id: ConnId) -> ConnId {
+        self.aliases.get(&id.0).copied().unwrap_or(id)
+    }
+
+    /// The connection is over for good: its observers fold it, and it is freed.
+    pub(super) fn finalize(&mut self, id: ConnId) {
+        self.evicted_now.remove(&id.0);
+        if let Some(c) = self.conns.0.remove(&id.0) {
+            self.observer.close(&c.summary());
+        }
+    }
+
+    /// The reassembler evicted `id` while it was open: whatever it sends while forgotten is
+    /// unknown, so framing is lost (a frame in progress is counted from its head, as at a gap).
+    /// If it comes back it is the same connection ([`ConnMeta::resumes`]).
+    pub(super) fn evicted(&mut self, id: ConnId, ts: Nanos) {
+        for dir in [Dir::Fwd, Dir::Rev] {
+            let Some(c) = self.conns.get(id.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            match ds.mode {
+                Mode::Detect | Mode::Resync if !ds.pending.is_empty() => {
+                    let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
+                        index: 0,
+                        ts: 0,
+                        len: 0,
+                    });
+                    self.detect(id, dir, &w, &[], true);
+                }
+                _ => {}
+            }
+            let c = &mut self.conns[id.0 as usize];
+            let ds = &mut c.dirs[di(dir)];
+            if ds.mode == Mode::Frames {
+                let cut = ds.cur.take().map(|p| p.head);
+                ds.lose_framing();
+                if let Some(head) = cut {
+                    let w = Write {
+                        index: NO_WRITE,
+                        ts,
+                        len: 0,
+                    };
+                    self.frame(id, dir, &w, head, &[], false);
+                    self.conns[id.0 as usize].dirs[di(dir)].carry.clear();
+                }
+            } else if ds.mode == Mode::Detect {
+                ds.at_start = false;
+            }
+        }
+        let c = &self.conns[id.0 as usize];
+        if !c.http2 {
+            return;
+        }
+        let (a, b) = (c.meta.first_src, c.meta.first_dst);
+        self.warnings.add("evicted", || {
+            format!(
+                "connection {} {a} <-> {b}: evicted from reassembly (too many connections tracked at once); if it comes back it is counted as the same connection, after a resynchronisation",
+                id.0
+            )
+        });
+    }
+}
+
+impl<O: Observer> Sink for Ledger<O> {
+    fn open(&mut self, meta: &ConnMeta) {
+        // An evicted connection back: its bytes go to the original (counted once), if its
+        // state is still kept.
+        let root = meta.resumes.map(|r| self.root(r));
+        if let Some(r) = root.filter(|r| *r != meta.id && self.conns.get(r.0 as usize).is_some()) {
+            self.aliases.insert(meta.id.0, r);
+            self.evicted_now.remove(&r.0);
+            return;
+        }
+        self.conns
+            .0
+            .insert(meta.id.0, Box::new(new_conn(meta.clone())));
+        self.observer.open(meta);
+    }
+
+    fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        let conn = self.root(conn);
+        self.observer.write(conn, dir, w);
+    }
+
+    fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        let conn = self.root(conn);
+        self.observer.tls_record(conn, dir, w);
+    }
+
+    fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
+        let conn = self.root(conn);
+        let Some(c) = self.conn_mut(conn) else {
+            return;
+        };
+        let ds = &mut c.dirs[di(dir)];
+        ds.tail_of = match ds.tail_of {
+            Some((t, n)) if t.index == w.index => Some((t, n + bytes.len() as u64)),
+            _ => Some((*w, bytes.len() as u64)),
+        };
+        match c.dirs[di(dir)].mode {
+            Mode::Dead => {}
+            Mode::Detect | Mode::Resync => self.detect(conn, dir, w, bytes, false),
+            Mode::Frames => self.frames(conn, dir, w, bytes),
+        }
+    }
+
+    fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64) {
+        let conn = self.root(conn);
+        // A direction still looking for a boundary: a chain that ends exactly at the gap (or
+        // whose last frame runs into it) is proven like one at the end of the connection.
+        if let Some(c) = self.conns.get(conn.0 as usize) {
+            let ds = &c.dirs[di(dir)];
+            if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                if let Some(&(_, w)) = ds.pending_writes.last() {
+                    self.detect(conn, dir, &w, &[], true);
+                }
+            }
+        }
+        let Some(c) = self.conns.get_mut(conn.0 as usize) else {
+            return;
+        };
+        let (src, dst) = c.addrs(dir);
+        let ds = &mut c.dirs[di(dir)];
+        // A snaplen-cut tail: the frame bytes in it were carried by that write.
+        let tail = match ds.tail_of.take() {
+            Some((t, n)) if n > 0 && n + len == u64::from(t.len) => Some(t),
+            _ => None,
+        };
+        let mut cut_short = None;
+        let mut ends_here = None;
+        let mut framing_lost = true;
+        let mut discarded = 0;
+        let what = match ds.mode {
+            Mode::Dead => return,
+            Mode::Frames => {
+                match ds.cur.as_mut() {
+                    Some(p) if len <= p.remaining as u64 && ds.head_have == 0 => {
+                        // The gap falls inside the current frame: framing survives.
+                        let consumed = p.head.length - p.remaining;
+                        if consumed < p.keep {
+                            p.lossy = true;
+                        }
+                        p.remaining -= len as u32;
+                        if p.remaining == 0 {
+                            // Its last byte was in the gap: the frame is complete now.
+                            ends_here = ds.cur.take();
+                        }
+                        framing_lost = false;
+                        "inside a frame; framing kept"
+                    }
+                    _ => {
+                        // A frame whose head we saw existed on the wire: count it, unread.
+                        cut_short = ds.cur.take().map(|p| p.head);
+                        ds.lose_framing();
+                        "framing lost; resynchronising, HPACK state reset"
+                    }
+                }
+            }
+            Mode::Detect | Mode::Resync => {
+                discarded = ds.pending.len();
+                ds.pending.clear();
+                ds.pending_writes.clear();
+                ds.scan = Scanner::default();
+                ds.at_start = false;
+                "before the first frame boundary"
+            }
+        };
+        let lost = Write {
+            index: NO_WRITE,
+            ts,
+            len: 0,
+        };
+        if let Some(p) = ends_here {
+            let w = tail.unwrap_or(lost);
+            let ds = &mut self.conns[conn.0 as usize].dirs[di(dir)];
+            let carry = std::mem::take(&mut ds.carry);
+            self.frame(conn, dir, &w, p.head, &carry, false);
+            let mut carry = carry;
+            carry.clear();
+            self.conns[conn.0 as usize].dirs[di(dir)].carry = carry;
+        }
+        if let Some(head) = cut_short {
+            let w = tail.unwrap_or(lost);
+            self.frame(conn, dir, &w, head, &[], false);
+            if let Some(c) = self.conns.get_mut(conn.0 as usize) {
+                c.dirs[di(dir)].carry.clear();
+            }
+        }
+        self.observer.gap(conn, dir, ts, framing_lost);
+        self.warnings.add("gap", || {
+            format!(
+                "connection {} {src} -> {dst}: {len} bytes missing from the capture ({what}){}",
+                conn.0,
+                if discarded > 0 {
+                    format!("; the {discarded} bytes before it had no proven frame boundary and are not counted")
+                } else {
+                    String::new()
+                }
+            )
+        });
+    }
+
+    fn close(&mut self, id: ConnId, ts: Nanos, kind: CloseKind) {
+        let conn = self.root(id);
+        self.aliases.remove(&id.0);
+        if kind == CloseKind::Evicted {
+            if self.conns.get(conn.0 as usize).is_none() {
+                return;
+            }
+            self.evicted(conn, ts);
+            self.evicted_now.insert(conn.0, ());
+            self.evicted.push_back(conn);
+            while self.evicted.len() > MAX_EVICTED_KEPT {
+                if let Some(old) = self.evicted.pop_front() {
+                    if self.evicted_now.contains_key(&old.0) {
+                        self.finalize(old);
+                    }
+                }
+            }
+            return;
+        }
+        // Directions still looking for a boundary get a last, shorter proof.
+        for dir in [Dir::Fwd, Dir::Rev] {
+            let Some(c) = self.conns.get(conn.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
+                    index: 0,
+                    ts: 0,
+                    len: 0,
+                });
+                self.detect(conn, dir, &w, &[], true);
+            }
+            // Still no boundary on an HTTP/2 connection: say what is not counted.
+            let Some(c) = self.conns.get(conn.0 as usize) else {
+                return;
+            };
+            let ds = &c.dirs[di(dir)];
+            if c.http2 && matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+                let n = ds.pending.len();
+                let (src, dst) = c.addrs(dir);
+                self.warnings.add("no-http2-boundary", || {
+                    format!(
+                        "connection {} {src} -> {dst}: the last {n} bytes have no proven frame boundary; their frames are not counted",
+                        conn.0
+                    )
+                });
+            }
+        }
+        if let Some(c) = self.conns.get_mut(conn.0 as usize) {
+            let unfinished = c
+                .dirs
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.mode == Mode::Frames && (d.cur.is_some() || d.head_have > 0))
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>();
+            for i in unfinished {
+                let (src, dst) = c.addrs(dir_of(i));
+                let ds = &mut c.dirs[i];
+                ds.cur = None;
+                ds.head_have = 0;
+                if c.http2 {
+                    self.warnings.add("truncated-frame", || {
+                        format!(
+                            "connection {} {src} -> {dst}: the capture ends inside a frame (not counted)",
+                            conn.0
+                        )
+                    });
+                }
+            }
+            c.streams = StreamMap::default();
+        }
+        self.finalize(conn);
+    }
+}

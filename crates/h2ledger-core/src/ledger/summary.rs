@@ -1,0 +1,81 @@
+//! What the ledger reports of a connection ([`ConnSummary`]) and of the run ([`Warnings`]).
+
+use super::*;
+
+/// How the client of a connection was identified, strongest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientBy {
+    Syn,
+    Preface,
+    /// A request (`:method`) or response (`:status`) header block.
+    PseudoHeaders,
+    OddStreams,
+    EphemeralPort,
+}
+
+impl ClientBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientBy::Syn => "syn",
+            ClientBy::Preface => "preface",
+            ClientBy::PseudoHeaders => "pseudo-headers",
+            ClientBy::OddStreams => "odd-streams",
+            ClientBy::EphemeralPort => "ephemeral-port",
+        }
+    }
+}
+
+/// What the ledger knows of a connection once the input is done.
+#[derive(Clone, Debug)]
+pub struct ConnSummary {
+    pub id: ConnId,
+    pub http2: bool,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub client_dir: Dir,
+    pub client_by: ClientBy,
+    /// The capture did not hold the start of at least one direction.
+    pub mid_stream: bool,
+    pub start: Nanos,
+    /// HTTP/2 began after HTTP/1.1 on this connection (an h2c upgrade or a CONNECT tunnel).
+    pub prelude: Option<Prelude>,
+    /// The HTTP/1.1 request of an h2c upgrade was seen: stream 1 is its call.
+    pub upgraded_call: bool,
+}
+
+/// What came before HTTP/2 on a connection seen from its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prelude {
+    /// `Upgrade: h2c` request, `101 Switching Protocols`, then the preface (RFC 7540 §3.2).
+    Upgrade,
+    /// `CONNECT` to a proxy, its `2xx` answer, then HTTP/2 inside the tunnel.
+    Connect,
+}
+
+impl Prelude {
+    pub fn name(self) -> &'static str {
+        match self {
+            Prelude::Upgrade => "h2c-upgrade",
+            Prelude::Connect => "connect-tunnel",
+        }
+    }
+}
+
+/// Warnings: the first [`MAX_WARNINGS`] as text, all counted by kind.
+#[derive(Debug, Default)]
+pub struct Warnings {
+    pub messages: Vec<String>,
+    pub counts: BTreeMap<&'static str, u64>,
+}
+
+impl Warnings {
+    pub fn add(&mut self, kind: &'static str, msg: impl FnOnce() -> String) {
+        *self.counts.entry(kind).or_default() += 1;
+        if self.messages.len() < MAX_WARNINGS {
+            self.messages.push(msg());
+        } else if self.messages.len() == MAX_WARNINGS {
+            self.messages
+                .push("further warnings are only counted (see \"anomalies\")".to_string());
+        }
+    }
+}
