@@ -80,6 +80,48 @@ fn replay_with_keylog_equals_tshark_now() {
     }
 }
 
+/// A real gRPC stack over TLS: tonic on rustls (crates/h2ledger-workload --tls), the key log
+/// written by rustls' KeyLogFile (scripts/make-tls-captures.sh tonic-tls). Every count equals
+/// the tshark reference and tshark now (when installed), and the calls the workload made.
+#[test]
+fn tonic_over_rustls_equals_tshark() {
+    let (cap, keylog) = (path("tonic-tls.pcap"), path("tonic-tls.keylog"));
+    let ours = replay_json(&cap, &["--keylog", &keylog]);
+    let reference = read_json(&capture("tonic-tls.tshark.json"));
+    assert_tls_ledger_eq("tonic-tls", &reference, &ours);
+    let workload = read_json(&capture("tonic-tls.workload.json"));
+    assert_eq!(n(&ours["calls"]), n(&workload["calls_made"]));
+    let c = &ours["tls"]["per_connection"][0];
+    assert_eq!(
+        (&c["version"], &c["cipher"], &c["alpn"], &c["status"]),
+        (
+            &Value::from("TLS 1.3"),
+            &Value::from("TLS_AES_256_GCM_SHA384"),
+            &Value::from("h2"),
+            &Value::from("decrypted")
+        )
+    );
+    assert_eq!(ours["warnings"].as_array().unwrap().len(), 0);
+    if !have("tshark") {
+        eprintln!(
+            "tonic_over_rustls: tshark not installed, compared with the stored reference only"
+        );
+        return;
+    }
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/tshark-ledger.py"))
+        .args([&cap, "--keylog", &keylog])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let now: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_tls_ledger_eq("tonic-tls vs tshark", &now, &ours);
+}
+
 #[test]
 fn keys_embedded_in_pcapng_need_no_keylog_flag() {
     let ours = replay_json(&path("curl-nghttpd-tls13-dsb.pcapng"), &[]);
