@@ -122,6 +122,43 @@ fn tonic_over_rustls_equals_tshark() {
     assert_tls_ledger_eq("tonic-tls vs tshark", &now, &ours);
 }
 
+/// The table's `tls_records` row: per side, as the JSON, and only when TLS was seen.
+#[test]
+fn the_table_has_tls_records_per_side_only_on_tls() {
+    let row = |args: &[&str]| {
+        let out = run(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("tls_records"))
+            .map(|l| {
+                l.split('│')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            })
+    };
+    let (cap, keylog) = (path("tonic-tls.pcap"), path("tonic-tls.keylog"));
+    let json = replay_json(&cap, &["--keylog", &keylog]);
+    let want = vec![
+        "tls_records".to_string(),
+        n(&json["sides"]["client"]["tls_records"]).to_string(),
+        n(&json["sides"]["server"]["tls_records"]).to_string(),
+    ];
+    assert_eq!(want[1..], ["86", "51"]);
+    assert_eq!(
+        row(&["replay", &cap, "--keylog", &keylog]),
+        Some(want.clone())
+    );
+    assert_eq!(row(&["replay", &path("grpcgo-article.pcap")]), None);
+}
+
 #[test]
 fn keys_embedded_in_pcapng_need_no_keylog_flag() {
     let ours = replay_json(&path("curl-nghttpd-tls13-dsb.pcapng"), &[]);
