@@ -17,6 +17,9 @@ pub const KEYLOG_HOWTO: &str = "pass --keylog FILE, written by the application: 
 SSLKEYLOGFILE=FILE for curl, OpenSSL, NSS (Firefox, Chrome) and rustls' KeyLogFile, \
 tls.Config.KeyLogWriter in Go, SSLContext.keylog_filename in Python";
 
+/// Capacity of a direction's record buffer kept after a record that spanned segments.
+const KEEP_RECORD_BUF: usize = 2048;
+
 /// Capacity of the pending-plaintext buffer kept between calls; a larger one (a big
 /// segment's records) is freed after use.
 const OUT_KEEP: usize = 1 << 17;
@@ -28,6 +31,10 @@ pub struct Config {
     /// seen yet, or, when `wait_for_keys`, a key log that has not caught up). Beyond this the
     /// held records are dropped as undecrypted and the direction is given up (counted).
     pub max_held_bytes_per_dir: usize,
+    /// The same, over all connections together: a direction that would hold more gives up
+    /// the same way. Without it, `max_connections` open connections could each hold the
+    /// per-direction bound.
+    pub max_held_bytes_total: usize,
     /// Live capture: the key log grows while we watch. A connection whose client random has
     /// no key yet holds its records until the key arrives ([`Layer::add_keys`]) or
     /// `key_wait` of capture time passes. Replay: `false`, a missing key is final at once.
@@ -43,6 +50,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             max_held_bytes_per_dir: 1 << 20,
+            max_held_bytes_total: 16 << 20,
             wait_for_keys: false,
             key_wait: 10_000_000_000,
             max_conn_reports: 10_000,
@@ -128,7 +136,8 @@ pub struct TlsReport {
     /// Records that failed authentication.
     pub auth_failures: u64,
     pub key_updates: u64,
-    /// Times a direction's held records hit [`Config::max_held_bytes_per_dir`].
+    /// Times a direction's held records hit [`Config::max_held_bytes_per_dir`] or
+    /// [`Config::max_held_bytes_total`].
     pub held_limit_hits: u64,
     /// Key log lines read (key lines, skipped lines) and client randoms known.
     pub keylog: KeyLogStats,
@@ -149,6 +158,8 @@ pub struct Tls {
     warnings_dropped: u64,
     /// Connections holding records for a key not in the key log yet.
     waiting: usize,
+    /// Bytes held in all connections' directions (see [`Config::max_held_bytes_total`]).
+    held_total: usize,
     /// Plaintext of the records one write (TCP segment) completed, decrypted in place here and
     /// handed to the inner sink in one `data` call: the ledger sees a write's bytes at once,
     /// as on cleartext, instead of one call per record. Never holds bytes between two calls
@@ -314,6 +325,7 @@ impl Tls {
             warnings: VecDeque::new(),
             warnings_dropped: 0,
             waiting: 0,
+            held_total: 0,
             out: Vec::new(),
             out_to: None,
         }
@@ -485,7 +497,9 @@ impl<S: Sink> Layer<'_, S> {
                 rec.clear();
                 if let Some(t) = t!(self, id) {
                     let d = &mut t.dirs[di(dir)];
-                    if d.buf.is_empty() && rec.capacity() <= 2 * wire::MAX_RECORD_PAYLOAD {
+                    // An idle direction keeps a small buffer only: with thousands of open
+                    // connections, a kept 16 KiB record buffer each would add up.
+                    if d.buf.is_empty() && rec.capacity() <= KEEP_RECORD_BUF {
                         d.buf = rec;
                     }
                 }
@@ -890,6 +904,11 @@ impl<S: Sink> Layer<'_, S> {
     /// Keeps a record until its keys are known.
     fn hold(&mut self, id: u32, dir: Dir, w: &Write, rec: &[u8], replay: bool) {
         let max = self.tls.cfg.max_held_bytes_per_dir;
+        let room = self
+            .tls
+            .cfg
+            .max_held_bytes_total
+            .saturating_sub(self.tls.held_total);
         let key_wait = self.tls.cfg.key_wait;
         let Some(t) = t!(self, id) else { return };
         if let Some(since) = t.wait_since {
@@ -902,12 +921,14 @@ impl<S: Sink> Layer<'_, S> {
         }
         let d = &mut t.dirs[di(dir)];
         if replay {
-            // Released but still not decryptable: back in front, in order.
+            // Released but still not decryptable: back in front, in order (already counted
+            // in the total before the release).
             d.held_bytes += rec.len();
+            self.tls.held_total += rec.len();
             d.held.push_back((*w, rec.to_vec()));
             return;
         }
-        if d.held_bytes + rec.len() > max {
+        if d.held_bytes + rec.len() > max || rec.len() > room {
             d.dead = true;
             let dropped: usize = d
                 .held
@@ -915,11 +936,20 @@ impl<S: Sink> Layer<'_, S> {
                 .map(|(_, r)| r.len() - RECORD_HEADER_LEN)
                 .sum();
             d.encrypted += (dropped + rec.len() - RECORD_HEADER_LEN) as u64;
+            self.tls.held_total -= d.held_bytes;
             d.held_bytes = 0;
             self.tls.report.held_limit_hits += 1;
+            let what = if rec.len() > room {
+                format!(
+                    "{} bytes of TLS records held in all connections together",
+                    self.tls.cfg.max_held_bytes_total
+                )
+            } else {
+                format!("{max} bytes of TLS records held")
+            };
             let msg = format!(
-                "{}: {max} bytes of TLS records held while waiting for their key; they are \
-                 dropped undecrypted and this direction is given up",
+                "{}: {what} while waiting for their key; this direction's are dropped \
+                 undecrypted and it is given up",
                 label(
                     &self.tls.conns[&id].meta,
                     self.tls.conns[&id].t.as_ref().unwrap()
@@ -929,6 +959,7 @@ impl<S: Sink> Layer<'_, S> {
             return;
         }
         d.held_bytes += rec.len();
+        self.tls.held_total += rec.len();
         d.held.push_back((*w, rec.to_vec()));
     }
 
@@ -937,6 +968,7 @@ impl<S: Sink> Layer<'_, S> {
         let Some(t) = t!(self, id) else { return };
         let d = &mut t.dirs[di(dir)];
         let held = std::mem::take(&mut d.held);
+        self.tls.held_total -= d.held_bytes;
         d.held_bytes = 0;
         for (w, rec) in held {
             self.process(id, dir, &w, &rec, true);
@@ -955,6 +987,7 @@ impl<S: Sink> Layer<'_, S> {
                 .map(|(_, r)| r.len() - RECORD_HEADER_LEN)
                 .sum();
             d.encrypted += n as u64;
+            self.tls.held_total -= d.held_bytes;
             d.held_bytes = 0;
         }
     }
@@ -1463,6 +1496,47 @@ mod tests {
         let rep = l.tls.report();
         assert_eq!(rep.decrypted, 1, "{rep:?}");
         assert_eq!(rep.per_connection[0].plaintext_bytes, [0, 14]);
+    }
+
+    /// Records held before the ServerHello are bounded over all connections together, not
+    /// only per direction: the connection that would pass the total gives up.
+    #[test]
+    fn held_records_are_bounded_over_all_connections() {
+        let (ch, _, keys, _) = tls13_hellos();
+        let cfg = Config {
+            max_held_bytes_total: 100,
+            ..Config::default()
+        };
+        let mut l = TlsLayer::new(Tls::new(cfg, keys), Rec::default());
+        let mut record = vec![23, 3, 3, 0, 40];
+        record.extend([9; 40]);
+        for id in 0..2 {
+            let mut m = meta(true);
+            m.id = ConnId(id);
+            m.first_src.set_port(40000 + id as u16);
+            l.open(&m);
+            l.data(ConnId(id), Dir::Fwd, &w(0), &ch);
+            l.data(ConnId(id), Dir::Fwd, &w(1), &record);
+        }
+        assert_eq!(l.tls.held_total, 90);
+        assert_eq!(l.tls.report().held_limit_hits, 0);
+        l.data(ConnId(1), Dir::Fwd, &w(2), &record);
+        assert_eq!(l.tls.report().held_limit_hits, 1);
+        assert_eq!(
+            l.tls.held_total, 45,
+            "connection 1's held records are dropped"
+        );
+        let warns: Vec<_> = l.tls.take_warnings().collect();
+        assert_eq!(warns[0].0, "tls-held-limit");
+        assert!(
+            warns[0].1.contains("all connections together"),
+            "{}",
+            warns[0].1
+        );
+        l.close(ConnId(0), 5, CloseKind::EndOfCapture);
+        l.close(ConnId(1), 5, CloseKind::EndOfCapture);
+        assert_eq!(l.tls.held_total, 0);
+        assert!(l.inner.data.is_empty());
     }
 
     #[test]
