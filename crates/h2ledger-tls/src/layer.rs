@@ -41,6 +41,7 @@ pub struct Config {
     pub wait_for_keys: bool,
     pub key_wait: Nanos,
     /// Per-connection summaries kept for the report; later connections only count in totals.
+    /// The default is the ledger's own list (`h2ledger_core::tally::MAX_CONN_DETAIL`).
     pub max_conn_reports: usize,
     /// Warnings waiting for [`Tls::take_warnings`]; later ones are only counted.
     pub max_pending_warnings: usize,
@@ -53,7 +54,7 @@ impl Default for Config {
             max_held_bytes_total: 16 << 20,
             wait_for_keys: false,
             key_wait: 10_000_000_000,
-            max_conn_reports: 10_000,
+            max_conn_reports: 1_000,
             max_pending_warnings: 10_000,
         }
     }
