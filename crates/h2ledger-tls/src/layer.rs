@@ -1367,25 +1367,11 @@ mod tests {
     #[test]
     fn no_key_is_one_warning_with_the_client_random() {
         // A ClientHello with ALPN h2, then a TLS 1.3 ServerHello, then application data.
-        let mut ch_body = vec![3, 3];
-        ch_body.extend([0x5a; 32]);
-        ch_body.extend([0, 0, 2, 0x13, 0x01, 1, 0]);
-        ch_body.extend([0, 9, 0, 16, 0, 5, 0, 3, 2, b'h', b'2']);
-        let mut sh_body = vec![3, 3];
-        sh_body.extend([0x11; 32]);
-        sh_body.extend([0, 0x13, 0x01, 0]);
-        sh_body.extend([0, 6, 0, 43, 0, 2, 3, 4]);
-        let rec = |t: u8, hs: u8, body: &[u8]| {
-            let mut m = vec![hs, 0, 0, body.len() as u8];
-            m.extend(body);
-            let mut r = vec![t, 3, 3, 0, m.len() as u8];
-            r.extend(m);
-            r
-        };
+        let (ch, sh, _, _) = tls13_hellos();
         let mut l = TlsLayer::new(Tls::new(Config::default(), KeyLog::new()), Rec::default());
         l.open(&meta(true));
-        l.data(ConnId(0), Dir::Fwd, &w(0), &rec(22, 1, &ch_body));
-        l.data(ConnId(0), Dir::Rev, &w(0), &rec(22, 2, &sh_body));
+        l.data(ConnId(0), Dir::Fwd, &w(0), &ch);
+        l.data(ConnId(0), Dir::Rev, &w(0), &sh);
         l.data(ConnId(0), Dir::Rev, &w(1), &[23, 3, 3, 0, 20]);
         l.data(ConnId(0), Dir::Rev, &w(2), &[0; 20]);
         l.close(ConnId(0), 5, CloseKind::EndOfCapture);

@@ -25,6 +25,21 @@ fn assert_tls_ledger_eq(what: &str, expected: &Value, actual: &Value) {
     }
 }
 
+/// `scripts/tshark-ledger.py CAPTURE --keylog KEYLOG`, run now.
+fn tshark_now(cap: &str, keylog: &str) -> Value {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/tshark-ledger.py"))
+        .args([cap, "--keylog", keylog])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn replay_with_keylog_equals_the_tshark_reference() {
     for name in ["curl-nghttpd-tls13", "curl-nghttpd-tls12"] {
@@ -64,17 +79,7 @@ fn replay_with_keylog_equals_tshark_now() {
             path(&format!("{name}.pcap")),
             path(&format!("{name}.keylog")),
         );
-        let out = Command::new("python3")
-            .arg(repo().join("scripts/tshark-ledger.py"))
-            .args([&cap, "--keylog", &keylog])
-            .output()
-            .expect("python3 runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let reference = tshark_now(&cap, &keylog);
         let ours = replay_json(&cap, &["--keylog", &keylog]);
         assert_tls_ledger_eq(&format!("{name} vs tshark"), &reference, &ours);
     }
@@ -108,18 +113,7 @@ fn tonic_over_rustls_equals_tshark() {
         );
         return;
     }
-    let out = Command::new("python3")
-        .arg(repo().join("scripts/tshark-ledger.py"))
-        .args([&cap, "--keylog", &keylog])
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let now: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_tls_ledger_eq("tonic-tls vs tshark", &now, &ours);
+    assert_tls_ledger_eq("tonic-tls vs tshark", &tshark_now(&cap, &keylog), &ours);
 }
 
 /// The table's `tls_records` row: per side, as the JSON, and only when TLS was seen.
