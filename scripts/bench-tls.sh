@@ -5,7 +5,7 @@
 # connection, 100 callers, N Health/Check calls, unpaced), once over h2c and once with
 # `--tls` (TLS 1.3 from rustls on ring, ALPN h2; the client writes the key log through
 # rustls' KeyLogFile, SSLKEYLOGFILE). tcpdump -i lo records both; the counts of both are
-# printed beside the times. Each capture is replayed RUNS times (plus a warm-up) and the
+# printed beside the times. The captures are replayed in RUNS rounds (plus a warm-up) and the
 # medians are compared. Target (issue 10): TLS <= 1.5 x cleartext.
 #
 # usage: sudo scripts/bench-tls.sh [N] [RUNS]        env: BENCH_DIR (default /tmp/h2ledger-bench-tls)
@@ -50,21 +50,8 @@ if [ ! -s "$DIR/tonic-tls-$N.pcap" ] || [ ! -s "$DIR/tonic-tls-$N.keylog" ] || [
   rm -f "$DIR/tonic-clear-$N.keylog"
 fi
 
-# Median wall and CPU (user + sys) seconds of RUNS replays, after one warm-up: "WALL CPU". On
-# this shared machine the wall time also counts waiting for a core; the CPU time does not, and
-# the ratio is taken on it (both are printed).
-median() {
-  local out=() t
-  "$@" >/dev/null
-  for _ in $(seq "$RUNS"); do
-    t=$( { /usr/bin/time -f "%e %U %S" "$@" >/dev/null; } 2>&1 | tail -1 )
-    out+=("$t")
-  done
-  printf '%s\n' "${out[@]}" | "$PY" -c '
-import statistics, sys
-rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
-print("%.3f %.3f" % (statistics.median(r[0] for r in rows), statistics.median(r[1] + r[2] for r in rows)))'
-}
+# "WALL CPU" (CPU = user + sys) seconds of one replay.
+one() { { /usr/bin/time -f "%e %U %S" "$@" >/dev/null; } 2>&1 | tail -1 | awk '{print $1, $2 + $3}'; }
 calls() { "$@" --format json | "$PY" -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -76,16 +63,25 @@ print("calls %d, frames %d/%d, writes %d/%d, tls records %d/%d, TLS connections 
 echo "workload: $(tail -1 "$DIR/tonic-clear-$N.workload.json" | cut -c1-120)"
 echo "cleartext: $(calls "$BIN" replay "$DIR/tonic-clear-$N.pcap")"
 echo "tls:       $(calls "$BIN" replay "$DIR/tonic-tls-$N.pcap" --keylog "$DIR/tonic-tls-$N.keylog")"
-tc=$(median "$BIN" replay "$DIR/tonic-clear-$N.pcap" --format json)
-tt=$(median "$BIN" replay "$DIR/tonic-tls-$N.pcap" --keylog "$DIR/tonic-tls-$N.keylog" --format json)
+# RUNS rounds (after a warm-up of each), each replaying the three in turn, so that the load
+# of the shared machine falls alike on all; the medians of each, and of the per-round ratio.
+CLEAR=("$BIN" replay "$DIR/tonic-clear-$N.pcap" --format json)
+TLS=("$BIN" replay "$DIR/tonic-tls-$N.pcap" --keylog "$DIR/tonic-tls-$N.keylog" --format json)
 # The same TLS capture without its key log: packets, reassembly and record framing only.
-tn=$(median "$BIN" replay "$DIR/tonic-tls-$N.pcap" --format json)
+NOKEY=("$BIN" replay "$DIR/tonic-tls-$N.pcap" --format json)
+"${CLEAR[@]}" >/dev/null; "${TLS[@]}" >/dev/null; "${NOKEY[@]}" >/dev/null
+for _ in $(seq "$RUNS"); do
+  echo "$(one "${CLEAR[@]}") $(one "${TLS[@]}") $(one "${NOKEY[@]}")"
+done >"$DIR/times"
 ls -l "$DIR/tonic-clear-$N.pcap" "$DIR/tonic-tls-$N.pcap" | awk '{print $5, $9}'
-"$PY" - "$RUNS" $tc $tt $tn <<'PYEOF'
-import sys
-runs = sys.argv[1]
-cw, cc, tw, tcpu, nw, nc = map(float, sys.argv[2:8])
-print("replay medians of %s runs (wall / CPU s): cleartext %.2f / %.2f, TLS with key log %.2f / %.2f, "
-      "TLS without key log %.2f / %.2f" % (runs, cw, cc, tw, tcpu, nw, nc))
-print("TLS / cleartext: CPU %.2f, wall %.2f (target <= 1.5)" % (tcpu / cc, tw / cw))
+"$PY" - "$RUNS" "$DIR/times" <<'PYEOF'
+import statistics as st, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]
+med = [st.median(r[i] for r in rows) for i in range(6)]
+cw, cc, tw, tcpu, nw, nc = med
+ratios = [r[3] / r[1] for r in rows if r[1] > 0]
+print("replay medians of %s rounds (wall / CPU s): cleartext %.2f / %.2f, TLS with key log %.2f / %.2f, "
+      "TLS without key log %.2f / %.2f" % (sys.argv[1], cw, cc, tw, tcpu, nw, nc))
+print("TLS / cleartext: CPU %.2f (per-round median %.2f, min %.2f, max %.2f), wall %.2f (target <= 1.5)"
+      % (tcpu / cc, st.median(ratios), min(ratios), max(ratios), tw / cw))
 PYEOF
