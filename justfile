@@ -80,7 +80,7 @@ bench: (deps bench_pkgs)
     scripts/bench.sh
     scripts/bench-tls.sh
 
-# TLS decryption cost: replay of 100k curl requests over TLS 1.3 (with the key log) vs h2c.
+# TLS decryption cost: replay of 100k tonic calls over TLS 1.3 (with the key log) vs the same over h2c.
 bench-tls N="100000": (deps bench_pkgs)
     scripts/bench-tls.sh {{N}}
 

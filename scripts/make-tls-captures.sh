@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Remake the TLS captures in captures/ (run as root): curl (Debian's, OpenSSL 3) with
-# SSLKEYLOGFILE against nghttpd with a self-signed certificate, over loopback.
+# SSLKEYLOGFILE against nghttpd with a self-signed certificate, openssl s_client, Go's
+# crypto/tls, Python's ssl + hyper-h2 and tonic (rustls), over loopback.
 #
 # usage: sudo scripts/make-tls-captures.sh [NAME...]     (default: every capture below)
 #
@@ -8,11 +9,14 @@
 #   captures/NAME.pcap            tcpdump -i lo of three curl connections (one cipher each)
 #   captures/NAME.keylog          the key log curl wrote (SSLKEYLOGFILE)
 #   captures/NAME.tshark.json     scripts/tshark-ledger.py captures/NAME.pcap --keylog captures/NAME.keylog
+# the same three files for openssl-nghttpd-tls13-keyupdate, go-nethttp-tls,
+# python-h2-nghttpd-tls and tonic-tls (plus tonic-tls.workload.json, the workload's result),
 # and captures/curl-nghttpd-tls13-dsb.pcapng: the TLS 1.3 capture with its key log embedded
 # as a pcapng Decryption Secrets Block (editcap --inject-secrets).
 #
 # needs: tcpdump, tshark + editcap (wireshark-common), nghttp2-server, curl, openssl,
-#        golang-go (captures/src/go-tls, standard library only), python3-h2.
+#        golang-go (captures/src/go-tls, standard library only), python3-h2, cargo (the
+#        tonic workload; or WORKLOAD_BIN=path of a built h2ledger-workload).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CAP=$ROOT/captures
@@ -152,6 +156,35 @@ if want $n; then
   for _ in $(seq 100); do grep -q "listening on" "$WORK/$n.err" && break; sleep 0.1; done
   "$PY" "$CAP/src/python-h2-tls/client.py" 127.0.0.1 "$P" "$CAP/$n.keylog" 5 --tls12 >"$WORK/py1.json"
   "$PY" "$CAP/src/python-h2-tls/client.py" 127.0.0.1 "$P" "$CAP/$n.keylog" 5 >"$WORK/py2.json"
+  sleep 0.5
+  kill -INT $D; wait $D || true
+  grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }
+  "$PY" "$ROOT/scripts/tshark-ledger.py" "$CAP/$n.pcap" --keylog "$CAP/$n.keylog" >"$CAP/$n.tshark.json"
+fi
+
+# tonic (crates/h2ledger-workload --tls: rustls 0.23 on ring, server and client in one
+# process, one connection), the client's keys written by rustls' KeyLogFile (SSLKEYLOGFILE):
+# Health/Check, 1 caller x 20/s for 1 s, then 4 callers x 5/s for 1 s. hyper's adaptive
+# window (BDP PINGs) stays on.
+n=tonic-tls
+if want $n; then
+  if [ -z "${WORKLOAD_BIN:-}" ]; then
+    (cd "$ROOT" && cargo build --release -p h2ledger-workload >&2)
+    WORKLOAD_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/h2ledger-workload
+  fi
+  log "$n"
+  rm -f "$CAP/$n".*
+  mkfifo "$WORK/$n.in"
+  SSLKEYLOGFILE=$CAP/$n.keylog "$WORKLOAD_BIN" --tls --wait --phase single:1:20:1 --phase fanout:4:5:1 \
+    <"$WORK/$n.in" >"$WORK/$n.out" & TW=$!; PIDS+=("$TW")
+  exec 3>"$WORK/$n.in"
+  for _ in $(seq 100); do [ -s "$WORK/$n.out" ] && break; sleep 0.1; done
+  TP=$(sed -n '1s/.*"port":\([0-9]*\).*/\1/p' "$WORK/$n.out")
+  tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo -w "$CAP/$n.pcap" "tcp port $TP" 2>"$WORK/$n.err" & D=$!; PIDS+=("$D")
+  for _ in $(seq 100); do grep -q "listening on" "$WORK/$n.err" && break; sleep 0.1; done
+  echo go >&3; exec 3>&-
+  wait $TW || { cat "$WORK/$n.out" >&2; exit 1; }
+  tail -1 "$WORK/$n.out" >"$CAP/$n.workload.json"
   sleep 0.5
   kill -INT $D; wait $D || true
   grep -q "^0 packets dropped by kernel" "$WORK/$n.err" || { cat "$WORK/$n.err" >&2; exit 1; }

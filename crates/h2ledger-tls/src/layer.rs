@@ -17,6 +17,13 @@ pub const KEYLOG_HOWTO: &str = "pass --keylog FILE, written by the application: 
 SSLKEYLOGFILE=FILE for curl, OpenSSL, NSS (Firefox, Chrome) and rustls' KeyLogFile, \
 tls.Config.KeyLogWriter in Go, SSLContext.keylog_filename in Python";
 
+/// Capacity of a direction's record buffer kept after a record that spanned segments.
+const KEEP_RECORD_BUF: usize = 2048;
+
+/// Capacity of the pending-plaintext buffer kept between calls; a larger one (a big
+/// segment's records) is freed after use.
+const OUT_KEEP: usize = 1 << 17;
+
 /// Memory bounds and live behaviour (docs/ledger.md, "Memory bounds").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -24,12 +31,17 @@ pub struct Config {
     /// seen yet, or, when `wait_for_keys`, a key log that has not caught up). Beyond this the
     /// held records are dropped as undecrypted and the direction is given up (counted).
     pub max_held_bytes_per_dir: usize,
+    /// The same, over all connections together: a direction that would hold more gives up
+    /// the same way. Without it, `max_connections` open connections could each hold the
+    /// per-direction bound.
+    pub max_held_bytes_total: usize,
     /// Live capture: the key log grows while we watch. A connection whose client random has
     /// no key yet holds its records until the key arrives ([`Layer::add_keys`]) or
     /// `key_wait` of capture time passes. Replay: `false`, a missing key is final at once.
     pub wait_for_keys: bool,
     pub key_wait: Nanos,
     /// Per-connection summaries kept for the report; later connections only count in totals.
+    /// The default is the ledger's own list (`h2ledger_core::tally::MAX_CONN_DETAIL`).
     pub max_conn_reports: usize,
     /// Warnings waiting for [`Tls::take_warnings`]; later ones are only counted.
     pub max_pending_warnings: usize,
@@ -39,9 +51,10 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             max_held_bytes_per_dir: 1 << 20,
+            max_held_bytes_total: 16 << 20,
             wait_for_keys: false,
             key_wait: 10_000_000_000,
-            max_conn_reports: 10_000,
+            max_conn_reports: 1_000,
             max_pending_warnings: 10_000,
         }
     }
@@ -124,7 +137,8 @@ pub struct TlsReport {
     /// Records that failed authentication.
     pub auth_failures: u64,
     pub key_updates: u64,
-    /// Times a direction's held records hit [`Config::max_held_bytes_per_dir`].
+    /// Times a direction's held records hit [`Config::max_held_bytes_per_dir`] or
+    /// [`Config::max_held_bytes_total`].
     pub held_limit_hits: u64,
     /// Key log lines read (key lines, skipped lines) and client randoms known.
     pub keylog: KeyLogStats,
@@ -145,7 +159,15 @@ pub struct Tls {
     warnings_dropped: u64,
     /// Connections holding records for a key not in the key log yet.
     waiting: usize,
-    scratch: Vec<u8>,
+    /// Bytes held in all connections' directions (see [`Config::max_held_bytes_total`]).
+    held_total: usize,
+    /// Plaintext of the records one write (TCP segment) completed, decrypted in place here and
+    /// handed to the inner sink in one `data` call: the ledger sees a write's bytes at once,
+    /// as on cleartext, instead of one call per record. Never holds bytes between two calls
+    /// of the layer; at most one data call's records.
+    out: Vec<u8>,
+    /// Whose bytes `out` holds: connection, direction, write.
+    out_to: Option<(u32, Dir, Write)>,
 }
 
 /// A [`Sink`] that decrypts in front of `inner`.
@@ -304,7 +326,9 @@ impl Tls {
             warnings: VecDeque::new(),
             warnings_dropped: 0,
             waiting: 0,
-            scratch: Vec::new(),
+            held_total: 0,
+            out: Vec::new(),
+            out_to: None,
         }
     }
 
@@ -383,6 +407,7 @@ impl<S: Sink> Layer<'_, S> {
             for id in ids {
                 self.retry_keys(id);
             }
+            self.flush();
         }
         n
     }
@@ -428,11 +453,7 @@ impl<S: Sink> Layer<'_, S> {
                 if let Some(h) = RecordHeader::parse(bytes) {
                     let n = RECORD_HEADER_LEN + h.length as usize;
                     if h.plausible() && bytes.len() >= n {
-                        let mut rec = std::mem::take(&mut self.tls.scratch);
-                        rec.clear();
-                        rec.extend_from_slice(&bytes[..n]);
-                        self.record(id, dir, w, &mut rec);
-                        self.tls.scratch = rec;
+                        self.record(id, dir, w, &bytes[..n]);
                         bytes = &bytes[n..];
                         continue;
                     }
@@ -473,11 +494,13 @@ impl<S: Sink> Layer<'_, S> {
             bytes = &bytes[n..];
             if n == want {
                 let mut rec = std::mem::take(&mut d.buf);
-                self.record(id, dir, w, &mut rec);
+                self.record(id, dir, w, &rec);
                 rec.clear();
                 if let Some(t) = t!(self, id) {
                     let d = &mut t.dirs[di(dir)];
-                    if d.buf.is_empty() && rec.capacity() <= 2 * wire::MAX_RECORD_PAYLOAD {
+                    // An idle direction keeps a small buffer only: with thousands of open
+                    // connections, a kept 16 KiB record buffer each would add up.
+                    if d.buf.is_empty() && rec.capacity() <= KEEP_RECORD_BUF {
                         d.buf = rec;
                     }
                 }
@@ -486,7 +509,7 @@ impl<S: Sink> Layer<'_, S> {
     }
 
     /// One complete record (header + payload) of a TLS direction.
-    fn record(&mut self, id: u32, dir: Dir, w: &Write, rec: &mut [u8]) {
+    fn record(&mut self, id: u32, dir: Dir, w: &Write, rec: &[u8]) {
         let Some(t) = t!(self, id) else { return };
         t.dirs[di(dir)].records += 1;
         self.tls.report.records += 1;
@@ -495,7 +518,7 @@ impl<S: Sink> Layer<'_, S> {
     }
 
     /// Reads or decrypts a record; `replay`: a held record released.
-    fn process(&mut self, id: u32, dir: Dir, w: &Write, rec: &mut [u8], replay: bool) {
+    fn process(&mut self, id: u32, dir: Dir, w: &Write, rec: &[u8], replay: bool) {
         let Some(t) = t!(self, id) else { return };
         let h = RecordHeader::parse(rec).expect("a whole record");
         let d = &t.dirs[di(dir)];
@@ -541,57 +564,112 @@ impl<S: Sink> Layer<'_, S> {
             return;
         }
         let header: [u8; 5] = rec[..5].try_into().expect("5 bytes");
-        let d = &mut t.dirs[di(dir)];
-        let dec = d.dec.as_mut().expect("checked");
-        let body = &mut rec[RECORD_HEADER_LEN..];
-        let range = match dec.open(&header, body) {
-            Ok(r) => {
-                d.trial = false;
-                r
-            }
-            Err(_) if d.trial => {
-                d.encrypted += payload_len as u64;
+        let payload = &rec[RECORD_HEADER_LEN..];
+        let trial = t.dirs[di(dir)].trial;
+        match self.decrypt(id, dir, w, &header, payload) {
+            Ok(len) => {
+                let t = t!(self, id).expect("exists");
+                t.dirs[di(dir)].trial = false;
+                self.plaintext(id, dir, w, h.content_type, len);
                 return;
             }
-            Err(_) => {
-                if tls13 == Some(true) && !d.app {
-                    // A handshake message this layer did not see end (or no Finished was
-                    // recognised): the application key may already be in use.
-                    if let Some(dec) = self.app_decryptor(id, dir) {
-                        let t = t!(self, id).expect("exists");
-                        let d = &mut t.dirs[di(dir)];
-                        d.dec = Some(dec);
-                        d.app = true;
-                        if let Ok(r) = d.dec.as_mut().expect("set").open(&header, body) {
-                            self.plaintext(id, dir, w, h.content_type, rec, r);
-                            return;
-                        }
-                    }
-                }
+            Err(_) if trial => {
+                t!(self, id).expect("exists").dirs[di(dir)].encrypted += payload_len as u64;
+                return;
+            }
+            Err(_) => {}
+        }
+        if tls13 == Some(true) && !t!(self, id).expect("exists").dirs[di(dir)].app {
+            // A handshake message this layer did not see end (or no Finished was recognised):
+            // the application key may already be in use.
+            if let Some(dec) = self.app_decryptor(id, dir) {
                 let t = t!(self, id).expect("exists");
                 let d = &mut t.dirs[di(dir)];
-                d.dead = true;
-                d.encrypted += payload_len as u64;
-                t.auth_failures += 1;
-                self.tls.report.auth_failures += 1;
-                let seq = d.dec.as_ref().map_or(0, |d| d.seq);
-                let who = if t.client == Some(dir) {
-                    "client"
-                } else {
-                    "server"
-                };
-                let msg =
-                    format!(
-                    "{}: a {who} TLS record (#{seq} under its key, {payload_len} bytes) failed \
-                     authentication: wrong key in the key log, or damaged bytes; the {who}'s \
-                     later records are not decrypted",
-                    label(&self.tls.conns[&id].meta, self.tls.conns[&id].t.as_ref().unwrap()),
-                );
-                self.tls.warn("tls-auth-failure", msg);
-                return;
+                d.dec = Some(dec);
+                d.app = true;
+                if let Ok(len) = self.decrypt(id, dir, w, &header, payload) {
+                    self.plaintext(id, dir, w, h.content_type, len);
+                    return;
+                }
             }
+        }
+        let t = t!(self, id).expect("exists");
+        let d = &mut t.dirs[di(dir)];
+        d.dead = true;
+        d.encrypted += payload_len as u64;
+        t.auth_failures += 1;
+        self.tls.report.auth_failures += 1;
+        let seq = d.dec.as_ref().map_or(0, |d| d.seq);
+        let who = if t.client == Some(dir) {
+            "client"
+        } else {
+            "server"
         };
-        self.plaintext(id, dir, w, h.content_type, rec, range);
+        let msg = format!(
+            "{}: a {who} TLS record (#{seq} under its key, {payload_len} bytes) failed \
+             authentication: wrong key in the key log, or damaged bytes; the {who}'s later \
+             records are not decrypted",
+            label(
+                &self.tls.conns[&id].meta,
+                self.tls.conns[&id].t.as_ref().unwrap()
+            ),
+        );
+        self.tls.warn("tls-auth-failure", msg);
+    }
+
+    /// Decrypts `payload` (a record of `dir` under its current key) at the end of the pending
+    /// plaintext of this write (`out`); returns the plaintext's length there. On failure `out`
+    /// is as before.
+    fn decrypt(
+        &mut self,
+        id: u32,
+        dir: Dir,
+        w: &Write,
+        header: &[u8; 5],
+        payload: &[u8],
+    ) -> Result<usize, crypto::AuthError> {
+        if self
+            .tls
+            .out_to
+            .is_some_and(|(i, d, o)| (i, d, o.index) != (id, dir, w.index))
+        {
+            self.flush();
+        }
+        let Some(dec) = self
+            .tls
+            .conns
+            .get_mut(&id)
+            .and_then(|c| c.t.as_deref_mut())
+            .and_then(|t| t.dirs[di(dir)].dec.as_mut())
+        else {
+            return Err(crypto::AuthError);
+        };
+        let out = &mut self.tls.out;
+        let start = out.len();
+        out.extend_from_slice(payload);
+        match dec.open(header, &mut out[start..]) {
+            Ok(len) => {
+                out.truncate(start + len);
+                Ok(len)
+            }
+            Err(e) => {
+                out.truncate(start);
+                Err(e)
+            }
+        }
+    }
+
+    /// Hands the pending plaintext (one write's records) to the inner sink.
+    fn flush(&mut self) {
+        if let Some((id, dir, w)) = self.tls.out_to.take() {
+            if !self.tls.out.is_empty() {
+                self.inner.data(ConnId(id), dir, &w, &self.tls.out);
+            }
+        }
+        self.tls.out.clear();
+        if self.tls.out.capacity() > OUT_KEEP {
+            self.tls.out = Vec::new();
+        }
     }
 
     /// The application traffic key of `dir`, from the key log as it is now (live, it may
@@ -610,44 +688,43 @@ impl<S: Sink> Layer<'_, S> {
         Some(dec)
     }
 
-    /// A decrypted record: `rec[5..][range]` is the plaintext.
-    fn plaintext(
-        &mut self,
-        id: u32,
-        dir: Dir,
-        w: &Write,
-        outer_type: u8,
-        rec: &[u8],
-        range: std::ops::Range<usize>,
-    ) {
-        let Some(t) = t!(self, id) else { return };
-        let mut pt = &rec[RECORD_HEADER_LEN..][range];
+    /// A decrypted record: the last `len` bytes of `out` are its plaintext. Application data
+    /// stays there for the inner sink (see [`Layer::flush`]); anything else is taken out.
+    fn plaintext(&mut self, id: u32, dir: Dir, w: &Write, outer_type: u8, len: usize) {
+        let start = self.tls.out.len() - len;
+        let Some(t) = t!(self, id) else {
+            self.tls.out.truncate(start);
+            return;
+        };
+        let pt = &self.tls.out[start..];
         let tls13 = t.sh.as_ref().is_some_and(|s| s.version == 0x0304);
-        let kind = if tls13 {
+        let (kind, end) = if tls13 {
             // TLSInnerPlaintext: content, the real type, zero padding (RFC 8446 §5.2).
             let Some(end) = pt.iter().rposition(|&b| b != 0) else {
+                self.tls.out.truncate(start);
                 return;
             };
-            let k = pt[end];
-            pt = &pt[..end];
-            k
+            (pt[end], end)
         } else {
-            outer_type
+            (outer_type, len)
         };
         t.decrypted_any = true;
         match kind {
             wire::APPLICATION_DATA => {
-                let d = &mut t.dirs[di(dir)];
-                d.plaintext += pt.len() as u64;
-                if forward(t) && !pt.is_empty() {
-                    self.inner.data(ConnId(id), dir, w, pt);
+                t.dirs[di(dir)].plaintext += end as u64;
+                if forward(t) && end > 0 {
+                    self.tls.out.truncate(start + end);
+                    self.tls.out_to = Some((id, dir, *w));
+                } else {
+                    self.tls.out.truncate(start);
                 }
             }
             wire::HANDSHAKE => {
-                let pt = pt.to_vec();
+                let pt = self.tls.out[start..start + end].to_vec();
+                self.tls.out.truncate(start);
                 self.handshake(id, dir, w, &pt);
             }
-            _ => {}
+            _ => self.tls.out.truncate(start),
         }
     }
 
@@ -828,6 +905,11 @@ impl<S: Sink> Layer<'_, S> {
     /// Keeps a record until its keys are known.
     fn hold(&mut self, id: u32, dir: Dir, w: &Write, rec: &[u8], replay: bool) {
         let max = self.tls.cfg.max_held_bytes_per_dir;
+        let room = self
+            .tls
+            .cfg
+            .max_held_bytes_total
+            .saturating_sub(self.tls.held_total);
         let key_wait = self.tls.cfg.key_wait;
         let Some(t) = t!(self, id) else { return };
         if let Some(since) = t.wait_since {
@@ -840,12 +922,14 @@ impl<S: Sink> Layer<'_, S> {
         }
         let d = &mut t.dirs[di(dir)];
         if replay {
-            // Released but still not decryptable: back in front, in order.
+            // Released but still not decryptable: back in front, in order (already counted
+            // in the total before the release).
             d.held_bytes += rec.len();
+            self.tls.held_total += rec.len();
             d.held.push_back((*w, rec.to_vec()));
             return;
         }
-        if d.held_bytes + rec.len() > max {
+        if d.held_bytes + rec.len() > max || rec.len() > room {
             d.dead = true;
             let dropped: usize = d
                 .held
@@ -853,11 +937,20 @@ impl<S: Sink> Layer<'_, S> {
                 .map(|(_, r)| r.len() - RECORD_HEADER_LEN)
                 .sum();
             d.encrypted += (dropped + rec.len() - RECORD_HEADER_LEN) as u64;
+            self.tls.held_total -= d.held_bytes;
             d.held_bytes = 0;
             self.tls.report.held_limit_hits += 1;
+            let what = if rec.len() > room {
+                format!(
+                    "{} bytes of TLS records held in all connections together",
+                    self.tls.cfg.max_held_bytes_total
+                )
+            } else {
+                format!("{max} bytes of TLS records held")
+            };
             let msg = format!(
-                "{}: {max} bytes of TLS records held while waiting for their key; they are \
-                 dropped undecrypted and this direction is given up",
+                "{}: {what} while waiting for their key; this direction's are dropped \
+                 undecrypted and it is given up",
                 label(
                     &self.tls.conns[&id].meta,
                     self.tls.conns[&id].t.as_ref().unwrap()
@@ -867,6 +960,7 @@ impl<S: Sink> Layer<'_, S> {
             return;
         }
         d.held_bytes += rec.len();
+        self.tls.held_total += rec.len();
         d.held.push_back((*w, rec.to_vec()));
     }
 
@@ -875,9 +969,10 @@ impl<S: Sink> Layer<'_, S> {
         let Some(t) = t!(self, id) else { return };
         let d = &mut t.dirs[di(dir)];
         let held = std::mem::take(&mut d.held);
+        self.tls.held_total -= d.held_bytes;
         d.held_bytes = 0;
-        for (w, mut rec) in held {
-            self.process(id, dir, &w, &mut rec, true);
+        for (w, rec) in held {
+            self.process(id, dir, &w, &rec, true);
         }
     }
 
@@ -893,6 +988,7 @@ impl<S: Sink> Layer<'_, S> {
                 .map(|(_, r)| r.len() - RECORD_HEADER_LEN)
                 .sum();
             d.encrypted += n as u64;
+            self.tls.held_total -= d.held_bytes;
             d.held_bytes = 0;
         }
     }
@@ -1047,6 +1143,49 @@ impl<S: Sink> Layer<'_, S> {
         }
     }
 
+    /// [`Sink::data`] without the final [`Layer::flush`].
+    fn data_unflushed(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
+        let id = conn.0;
+        let mode = match self.tls.conns.get(&id) {
+            None => Mode::Plain,
+            Some(c) => c.mode,
+        };
+        match mode {
+            Mode::Plain => self.inner.data(conn, dir, w, bytes),
+            Mode::Tls => self.tls_bytes(id, dir, w, bytes),
+            Mode::Undecided => {
+                let had = self.tls.conns[&id].first[di(dir)].clone();
+                match self.decide(id, dir, bytes) {
+                    Mode::Undecided => {}
+                    Mode::Plain => {
+                        if !had.is_empty() {
+                            self.inner.data(conn, dir, w, &had);
+                        }
+                        let o = std::mem::take(
+                            &mut self.tls.conns.get_mut(&id).expect("exists").first[di(other(dir))],
+                        );
+                        if !o.is_empty() {
+                            self.inner.data(conn, other(dir), w, &o);
+                        }
+                        self.inner.data(conn, dir, w, bytes);
+                    }
+                    Mode::Tls => {
+                        if !had.is_empty() {
+                            self.tls_bytes(id, dir, w, &had);
+                        }
+                        let o = std::mem::take(
+                            &mut self.tls.conns.get_mut(&id).expect("exists").first[di(other(dir))],
+                        );
+                        if !o.is_empty() {
+                            self.tls_bytes(id, other(dir), w, &o);
+                        }
+                        self.tls_bytes(id, dir, w, bytes);
+                    }
+                }
+            }
+        }
+    }
+
     /// First bytes of a connection: TLS or not.
     fn decide(&mut self, id: u32, dir: Dir, bytes: &[u8]) -> Mode {
         let Some(c) = self.tls.conns.get_mut(&id) else {
@@ -1123,45 +1262,8 @@ impl<S: Sink> Sink for Layer<'_, S> {
     }
 
     fn data(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
-        let id = conn.0;
-        let mode = match self.tls.conns.get(&id) {
-            None => Mode::Plain,
-            Some(c) => c.mode,
-        };
-        match mode {
-            Mode::Plain => self.inner.data(conn, dir, w, bytes),
-            Mode::Tls => self.tls_bytes(id, dir, w, bytes),
-            Mode::Undecided => {
-                let had = self.tls.conns[&id].first[di(dir)].clone();
-                match self.decide(id, dir, bytes) {
-                    Mode::Undecided => {}
-                    Mode::Plain => {
-                        if !had.is_empty() {
-                            self.inner.data(conn, dir, w, &had);
-                        }
-                        let o = std::mem::take(
-                            &mut self.tls.conns.get_mut(&id).expect("exists").first[di(other(dir))],
-                        );
-                        if !o.is_empty() {
-                            self.inner.data(conn, other(dir), w, &o);
-                        }
-                        self.inner.data(conn, dir, w, bytes);
-                    }
-                    Mode::Tls => {
-                        if !had.is_empty() {
-                            self.tls_bytes(id, dir, w, &had);
-                        }
-                        let o = std::mem::take(
-                            &mut self.tls.conns.get_mut(&id).expect("exists").first[di(other(dir))],
-                        );
-                        if !o.is_empty() {
-                            self.tls_bytes(id, other(dir), w, &o);
-                        }
-                        self.tls_bytes(id, dir, w, bytes);
-                    }
-                }
-            }
-        }
+        self.data_unflushed(conn, dir, w, bytes);
+        self.flush();
     }
 
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64) {
@@ -1265,25 +1367,11 @@ mod tests {
     #[test]
     fn no_key_is_one_warning_with_the_client_random() {
         // A ClientHello with ALPN h2, then a TLS 1.3 ServerHello, then application data.
-        let mut ch_body = vec![3, 3];
-        ch_body.extend([0x5a; 32]);
-        ch_body.extend([0, 0, 2, 0x13, 0x01, 1, 0]);
-        ch_body.extend([0, 9, 0, 16, 0, 5, 0, 3, 2, b'h', b'2']);
-        let mut sh_body = vec![3, 3];
-        sh_body.extend([0x11; 32]);
-        sh_body.extend([0, 0x13, 0x01, 0]);
-        sh_body.extend([0, 6, 0, 43, 0, 2, 3, 4]);
-        let rec = |t: u8, hs: u8, body: &[u8]| {
-            let mut m = vec![hs, 0, 0, body.len() as u8];
-            m.extend(body);
-            let mut r = vec![t, 3, 3, 0, m.len() as u8];
-            r.extend(m);
-            r
-        };
+        let (ch, sh, _, _) = tls13_hellos();
         let mut l = TlsLayer::new(Tls::new(Config::default(), KeyLog::new()), Rec::default());
         l.open(&meta(true));
-        l.data(ConnId(0), Dir::Fwd, &w(0), &rec(22, 1, &ch_body));
-        l.data(ConnId(0), Dir::Rev, &w(0), &rec(22, 2, &sh_body));
+        l.data(ConnId(0), Dir::Fwd, &w(0), &ch);
+        l.data(ConnId(0), Dir::Rev, &w(0), &sh);
         l.data(ConnId(0), Dir::Rev, &w(1), &[23, 3, 3, 0, 20]);
         l.data(ConnId(0), Dir::Rev, &w(2), &[0; 20]);
         l.close(ConnId(0), 5, CloseKind::EndOfCapture);
@@ -1300,6 +1388,141 @@ mod tests {
         assert_eq!(warns[0].0, "tls-no-key");
         assert!(warns[0].1.contains(&"5a".repeat(32)) || warns[0].1.contains("no key log"));
         assert!(warns[0].1.contains("SSLKEYLOGFILE"), "{}", warns[0].1);
+        assert!(l.inner.data.is_empty());
+    }
+
+    /// A TLS 1.3 hello pair (ALPN h2, TLS_AES_128_GCM_SHA256) and a key log with the
+    /// application secrets only (so they are tried on the first protected records), and the
+    /// server's secret.
+    fn tls13_hellos() -> (Vec<u8>, Vec<u8>, KeyLog, Vec<u8>) {
+        let mut ch_body = vec![3, 3];
+        ch_body.extend([0x5a; 32]);
+        ch_body.extend([0, 0, 2, 0x13, 0x01, 1, 0]);
+        ch_body.extend([0, 9, 0, 16, 0, 5, 0, 3, 2, b'h', b'2']);
+        let mut sh_body = vec![3, 3];
+        sh_body.extend([0x11; 32]);
+        sh_body.extend([0, 0x13, 0x01, 0]);
+        sh_body.extend([0, 6, 0, 43, 0, 2, 3, 4]);
+        let rec = |hs: u8, body: &[u8]| {
+            let mut m = vec![hs, 0, 0, body.len() as u8];
+            m.extend(body);
+            let mut r = vec![22, 3, 3, 0, m.len() as u8];
+            r.extend(m);
+            r
+        };
+        let secret = vec![0x77u8; 32];
+        let keys = KeyLog::parse(&format!(
+            "CLIENT_TRAFFIC_SECRET_0 {r} {}\nSERVER_TRAFFIC_SECRET_0 {r} {}\n",
+            "66".repeat(32),
+            "77".repeat(32),
+            r = "5a".repeat(32),
+        ));
+        (rec(1, &ch_body), rec(2, &sh_body), keys, secret)
+    }
+
+    /// Application data records sealed with `secret` (TLS 1.3, AES-128-GCM), from sequence 0.
+    fn sealed(secret: &[u8], payloads: &[&[u8]]) -> Vec<Vec<u8>> {
+        use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
+        let h = crypto::Hash::Sha256;
+        let key = crypto::expand_label(h, secret, b"key", 16).unwrap();
+        let iv = crypto::expand_label(h, secret, b"iv", 12).unwrap();
+        let key = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &key).unwrap());
+        payloads
+            .iter()
+            .enumerate()
+            .map(|(seq, p)| {
+                let mut inner = p.to_vec();
+                inner.push(wire::APPLICATION_DATA);
+                let len = inner.len() + crypto::TAG_LEN;
+                let header = [23, 3, 3, (len >> 8) as u8, len as u8];
+                let mut nonce: [u8; 12] = iv.clone().try_into().unwrap();
+                for (n, s) in nonce[4..].iter_mut().zip((seq as u64).to_be_bytes()) {
+                    *n ^= s;
+                }
+                key.seal_in_place_append_tag(
+                    Nonce::assume_unique_for_key(nonce),
+                    Aad::from(header),
+                    &mut inner,
+                )
+                .unwrap();
+                let mut r = header.to_vec();
+                r.extend(inner);
+                r
+            })
+            .collect()
+    }
+
+    /// The records one segment completes reach the ledger in one `data` call, tagged with that
+    /// segment, as its bytes would on cleartext; a record split over two segments goes with
+    /// the second.
+    #[test]
+    fn one_data_call_per_segment_with_the_plaintext_of_its_records() {
+        let (ch, sh, keys, secret) = tls13_hellos();
+        let mut l = TlsLayer::new(Tls::new(Config::default(), keys), Rec::default());
+        l.open(&meta(true));
+        l.data(ConnId(0), Dir::Fwd, &w(0), &ch);
+        l.data(ConnId(0), Dir::Rev, &w(1), &sh);
+        let r = sealed(&secret, &[b"abc", b"", b"defg", b"hi", b"jklmn"]);
+        let mut seg = r[0].clone();
+        seg.extend(&r[1]);
+        seg.extend(&r[2]);
+        seg.extend(&r[3][..4]);
+        l.data(ConnId(0), Dir::Rev, &w(2), &seg);
+        let mut seg = r[3][4..].to_vec();
+        seg.extend(&r[4]);
+        l.data(ConnId(0), Dir::Rev, &w(3), &seg);
+        l.close(ConnId(0), 5, CloseKind::EndOfCapture);
+        let got: Vec<(u64, &[u8])> = l
+            .inner
+            .data
+            .iter()
+            .map(|(_, i, b)| (*i, b.as_slice()))
+            .collect();
+        assert_eq!(got, [(2, &b"abcdefg"[..]), (3, &b"hijklmn"[..])]);
+        assert_eq!(l.inner.records, 2 + 5);
+        let rep = l.tls.report();
+        assert_eq!(rep.decrypted, 1, "{rep:?}");
+        assert_eq!(rep.per_connection[0].plaintext_bytes, [0, 14]);
+    }
+
+    /// Records held before the ServerHello are bounded over all connections together, not
+    /// only per direction: the connection that would pass the total gives up.
+    #[test]
+    fn held_records_are_bounded_over_all_connections() {
+        let (ch, _, keys, _) = tls13_hellos();
+        let cfg = Config {
+            max_held_bytes_total: 100,
+            ..Config::default()
+        };
+        let mut l = TlsLayer::new(Tls::new(cfg, keys), Rec::default());
+        let mut record = vec![23, 3, 3, 0, 40];
+        record.extend([9; 40]);
+        for id in 0..2 {
+            let mut m = meta(true);
+            m.id = ConnId(id);
+            m.first_src.set_port(40000 + id as u16);
+            l.open(&m);
+            l.data(ConnId(id), Dir::Fwd, &w(0), &ch);
+            l.data(ConnId(id), Dir::Fwd, &w(1), &record);
+        }
+        assert_eq!(l.tls.held_total, 90);
+        assert_eq!(l.tls.report().held_limit_hits, 0);
+        l.data(ConnId(1), Dir::Fwd, &w(2), &record);
+        assert_eq!(l.tls.report().held_limit_hits, 1);
+        assert_eq!(
+            l.tls.held_total, 45,
+            "connection 1's held records are dropped"
+        );
+        let warns: Vec<_> = l.tls.take_warnings().collect();
+        assert_eq!(warns[0].0, "tls-held-limit");
+        assert!(
+            warns[0].1.contains("all connections together"),
+            "{}",
+            warns[0].1
+        );
+        l.close(ConnId(0), 5, CloseKind::EndOfCapture);
+        l.close(ConnId(1), 5, CloseKind::EndOfCapture);
+        assert_eq!(l.tls.held_total, 0);
         assert!(l.inner.data.is_empty());
     }
 

@@ -11,9 +11,11 @@
 //! stay TCP segments. What could not be decrypted, and why, is in [`Tls::report`] and
 //! [`Tls::take_warnings`].
 //!
-//! The crate is pure: no pcap, no tokio, no printing, no unsafe; ciphers come from RustCrypto.
-//! Memory is bounded by [`Config`] and [`wire::MAX_RECORD_PAYLOAD`] (one partial record per
-//! direction).
+//! The crate is pure: no pcap, no tokio, no printing, no unsafe; the record AEADs come from
+//! `ring`, the key schedules from RustCrypto. Memory is bounded by [`Config`] and
+//! [`wire::MAX_RECORD_PAYLOAD`] (one partial record per direction), plus the plaintext of one
+//! `data` call while it is decrypted. The plaintext of the records one TCP segment completes
+//! reaches the inner sink in one `data` call, as that segment's bytes would on cleartext.
 //!
 //! ```
 //! use h2ledger_tls::{Config, KeyLog, Tls};

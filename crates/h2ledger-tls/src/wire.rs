@@ -231,6 +231,9 @@ pub fn encrypted_extensions_alpn(body: &[u8]) -> Option<Option<Vec<u8>>> {
 /// ClientHello (post-quantum key shares included).
 pub const MAX_KEPT_MESSAGE: usize = 1 << 16;
 
+/// Capacity of a kept message's buffer that survives the message (larger ones are freed).
+const KEEP_BODY: usize = 2048;
+
 /// Splits one direction's handshake byte stream into messages (which may span records and
 /// share them). Only the bodies of the messages this crate reads are buffered, up to
 /// [`MAX_KEPT_MESSAGE`]; the rest are skipped by length.
@@ -292,6 +295,10 @@ impl HandshakeReader {
                     kind: self.kind,
                     body,
                 });
+                if self.body.capacity() > KEEP_BODY {
+                    // Between messages (most of a connection's life) keep little per direction.
+                    self.body = Vec::new();
+                }
             }
         }
     }

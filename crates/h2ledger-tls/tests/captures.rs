@@ -521,6 +521,21 @@ fn go_nethttp_tls12_chacha_and_tls13_equal_tshark() {
 
 /// hyper-h2 over Python's ssl (SSLContext.keylog_filename, whose first line is a comment)
 /// against nghttpd: TLS 1.2 ECDHE-RSA-AES256-GCM-SHA384, then TLS 1.3; 5 multiplexed GETs each.
+/// tonic over rustls (crates/h2ledger-workload --tls), keys from rustls' KeyLogFile.
+#[test]
+fn tonic_rustls_tls13_equals_tshark() {
+    let (ledger, tls, warnings) = ours("tonic-tls");
+    let expected = read_json(&root().join("captures/tonic-tls.tshark.json"));
+    assert_matches_tshark("tonic-tls", &expected, &ledger);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!((tls.connections, tls.decrypted), (1, 1));
+    let c = &tls.per_connection[0];
+    assert_eq!(
+        (c.version, c.cipher.as_deref(), c.alpn.as_deref()),
+        (Some("TLS 1.3"), Some("TLS_AES_256_GCM_SHA384"), Some("h2"))
+    );
+}
+
 #[test]
 fn python_h2_tls12_and_tls13_equal_tshark() {
     let (ledger, tls, warnings) = ours("python-h2-nghttpd-tls");

@@ -4,6 +4,11 @@
 //! (tonic-health), and a client driver ([`run_phases`]) that issues
 //! `Health/Check` calls over **one** HTTP/2 connection (a single tonic
 //! `Channel`) from N concurrent callers per phase, each paced at a fixed rate.
+//!
+//! With [`Options::tls`] both ends speak TLS (rustls on ring through tonic, ALPN `h2`) and the
+//! client writes its secrets to the key log named by `SSLKEYLOGFILE` (rustls' `KeyLogFile`), so
+//! h2ledger and Wireshark can decrypt the capture. Everything else is unchanged: the same
+//! calls, the same windows, the same connection.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +20,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_stream::wrappers::TcpListenerStream;
-use tonic::transport::{Channel, Endpoint, Server};
+use tonic::transport::{
+    Certificate, Channel, ClientTlsConfig, Endpoint, Identity, Server, ServerTlsConfig,
+};
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
 
@@ -82,6 +89,72 @@ pub struct Options {
     /// SETTINGS_INITIAL_WINDOW_SIZE of both sides (`None`: hyper's default); meant with
     /// `adaptive_window` off.
     pub stream_window: Option<u32>,
+    /// Each phase ends after this many calls (or its seconds, whichever comes first).
+    pub max_calls: Option<u64>,
+    /// TLS on both ends (`None`: h2c, cleartext HTTP/2 with prior knowledge).
+    pub tls: Option<Tls>,
+}
+
+/// The certificate both ends use: the server presents it, the client trusts it (and only it)
+/// for the name `localhost`.
+#[derive(Clone)]
+pub struct Tls {
+    cert_pem: String,
+    key_pem: String,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tls { .. }")
+    }
+}
+
+/// The name in the certificate and the one the client checks.
+pub const TLS_NAME: &str = "localhost";
+
+impl Tls {
+    /// A fresh self-signed certificate for `localhost` (rcgen, ECDSA P-256).
+    pub fn self_signed() -> Result<Tls, String> {
+        let ck = rcgen::generate_simple_self_signed(vec![TLS_NAME.to_string()])
+            .map_err(|e| format!("self-signed certificate: {e}"))?;
+        Tls::from_pem(ck.cert.pem(), ck.signing_key.serialize_pem())
+    }
+
+    /// A PEM certificate (for `localhost`) and its PEM private key; the key may be empty on a
+    /// client, which only needs the certificate.
+    pub fn from_pem(cert_pem: String, key_pem: String) -> Result<Tls, String> {
+        let tls = Tls { cert_pem, key_pem };
+        if !tls.key_pem.is_empty() {
+            // tonic reads the PEM here; a bad file fails now rather than in the server task.
+            Server::builder()
+                .tls_config(tls.server_config())
+                .map_err(|e| format!("TLS certificate or key: {e}"))?;
+        }
+        Ok(tls)
+    }
+
+    /// The certificate in PEM.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// The private key in PEM ("" when only the certificate is known).
+    pub fn key_pem(&self) -> &str {
+        &self.key_pem
+    }
+
+    fn server_config(&self) -> ServerTlsConfig {
+        ServerTlsConfig::new().identity(Identity::from_pem(&self.cert_pem, &self.key_pem))
+    }
+
+    /// The client writes the key log (`SSLKEYLOGFILE`), the server does not: one line per
+    /// secret, as curl's.
+    fn client_config(&self) -> ClientTlsConfig {
+        ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(&self.cert_pem))
+            .domain_name(TLS_NAME)
+            .use_key_log()
+    }
 }
 
 /// The windows `--static-window` sets (1 MiB, as the Go and Python workloads).
@@ -98,6 +171,8 @@ impl Default for Options {
             call_timeout: Duration::from_secs(5),
             static_window: None,
             stream_window: None,
+            max_calls: None,
+            tls: None,
         }
     }
 }
@@ -209,6 +284,12 @@ pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
             .initial_stream_window_size(w)
             .initial_connection_window_size(w);
     }
+    if let Some(tls) = &opts.tls {
+        // Checked by `Tls::from_pem`.
+        builder = builder
+            .tls_config(tls.server_config())
+            .expect("TLS config checked when made");
+    }
     let task = tokio::spawn(async move {
         let _reporter = reporter; // keep statuses alive while serving
         builder
@@ -227,7 +308,8 @@ pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
 
 /// Connect one channel (= one HTTP/2 connection) to `addr`.
 pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic::transport::Error> {
-    let mut e = Endpoint::from_shared(format!("http://{addr}"))
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
+    let mut e = Endpoint::from_shared(format!("{scheme}://{addr}"))
         .expect("valid uri")
         .http2_adaptive_window(opts.adaptive_window)
         .initial_stream_window_size(opts.stream_window)
@@ -238,6 +320,9 @@ pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic:
             .initial_stream_window_size(w)
             .initial_connection_window_size(w);
     }
+    if let Some(tls) = &opts.tls {
+        e = e.tls_config(tls.client_config())?;
+    }
     e.connect().await
 }
 
@@ -247,8 +332,9 @@ pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic:
 /// connection) and issues `Check` on a `tokio::time::interval` of
 /// `1/rate_per_caller` seconds with `MissedTickBehavior::Delay` (paced, no
 /// burst catch-up). All callers of a phase start at the same instant, so with
-/// several callers the calls arrive in waves. A phase ends after `seconds`;
-/// calls still in flight then are awaited (and counted in that phase).
+/// several callers the calls arrive in waves. A phase ends after `seconds` (or
+/// [`Options::max_calls`] calls); calls still in flight then are awaited (and
+/// counted in that phase).
 ///
 /// If the connection cannot be established, every phase reports 0 calls.
 pub async fn run_phases(addr: SocketAddr, phases: &[Phase], opts: &Options) -> Vec<PhaseResult> {
@@ -275,6 +361,7 @@ pub async fn run_phases(addr: SocketAddr, phases: &[Phase], opts: &Options) -> V
                 let ok = ok.clone();
                 let service = opts.service.clone();
                 let timeout = opts.call_timeout;
+                let max_calls = opts.max_calls;
                 tasks.push(tokio::spawn(async move {
                     let mut tick = tokio::time::interval_at(t0, period);
                     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -283,7 +370,11 @@ pub async fn run_phases(addr: SocketAddr, phases: &[Phase], opts: &Options) -> V
                         if at >= deadline || Instant::now() >= deadline {
                             break;
                         }
-                        made.fetch_add(1, Ordering::Relaxed);
+                        let before = made.fetch_add(1, Ordering::Relaxed);
+                        if max_calls.is_some_and(|m| before >= m) {
+                            made.fetch_sub(1, Ordering::Relaxed);
+                            break;
+                        }
                         let mut req = tonic::Request::new(HealthCheckRequest {
                             service: service.clone(),
                         });

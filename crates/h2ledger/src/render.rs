@@ -129,6 +129,15 @@ pub fn ledger_table_with(columns: &[(&str, &LedgerReport)], calls_made: Option<&
     }));
     b.push_record(row("writes", &|r, s| r.sides.get(s).writes.to_string()));
     b.push_record(row("bytes", &|r, s| r.sides.get(s).bytes.to_string()));
+    // HTTP/2 over TLS: records per side (handshake ones too), as the JSON's `tls_records`.
+    if columns
+        .iter()
+        .any(|(_, r)| r.sides.client.tls_records + r.sides.server.tls_records > 0)
+    {
+        b.push_record(row("tls_records", &|r, s| {
+            r.sides.get(s).tls_records.to_string()
+        }));
+    }
     b.push_record(row("calls", &|r, s| match s {
         Side::Client => r.calls.to_string(),
         Side::Server => String::new(),

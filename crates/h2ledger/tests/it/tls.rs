@@ -25,6 +25,21 @@ fn assert_tls_ledger_eq(what: &str, expected: &Value, actual: &Value) {
     }
 }
 
+/// `scripts/tshark-ledger.py CAPTURE --keylog KEYLOG`, run now.
+fn tshark_now(cap: &str, keylog: &str) -> Value {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/tshark-ledger.py"))
+        .args([cap, "--keylog", keylog])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn replay_with_keylog_equals_the_tshark_reference() {
     for name in ["curl-nghttpd-tls13", "curl-nghttpd-tls12"] {
@@ -64,20 +79,78 @@ fn replay_with_keylog_equals_tshark_now() {
             path(&format!("{name}.pcap")),
             path(&format!("{name}.keylog")),
         );
-        let out = Command::new("python3")
-            .arg(repo().join("scripts/tshark-ledger.py"))
-            .args([&cap, "--keylog", &keylog])
-            .output()
-            .expect("python3 runs");
+        let reference = tshark_now(&cap, &keylog);
+        let ours = replay_json(&cap, &["--keylog", &keylog]);
+        assert_tls_ledger_eq(&format!("{name} vs tshark"), &reference, &ours);
+    }
+}
+
+/// A real gRPC stack over TLS: tonic on rustls (crates/h2ledger-workload --tls), the key log
+/// written by rustls' KeyLogFile (scripts/make-tls-captures.sh tonic-tls). Every count equals
+/// the tshark reference and tshark now (when installed), and the calls the workload made.
+#[test]
+fn tonic_over_rustls_equals_tshark() {
+    let (cap, keylog) = (path("tonic-tls.pcap"), path("tonic-tls.keylog"));
+    let ours = replay_json(&cap, &["--keylog", &keylog]);
+    let reference = read_json(&capture("tonic-tls.tshark.json"));
+    assert_tls_ledger_eq("tonic-tls", &reference, &ours);
+    let workload = read_json(&capture("tonic-tls.workload.json"));
+    assert_eq!(n(&ours["calls"]), n(&workload["calls_made"]));
+    let c = &ours["tls"]["per_connection"][0];
+    assert_eq!(
+        (&c["version"], &c["cipher"], &c["alpn"], &c["status"]),
+        (
+            &Value::from("TLS 1.3"),
+            &Value::from("TLS_AES_256_GCM_SHA384"),
+            &Value::from("h2"),
+            &Value::from("decrypted")
+        )
+    );
+    assert_eq!(ours["warnings"].as_array().unwrap().len(), 0);
+    if !have("tshark") {
+        eprintln!(
+            "tonic_over_rustls: tshark not installed, compared with the stored reference only"
+        );
+        return;
+    }
+    assert_tls_ledger_eq("tonic-tls vs tshark", &tshark_now(&cap, &keylog), &ours);
+}
+
+/// The table's `tls_records` row: per side, as the JSON, and only when TLS was seen.
+#[test]
+fn the_table_has_tls_records_per_side_only_on_tls() {
+    let row = |args: &[&str]| {
+        let out = run(args);
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let ours = replay_json(&cap, &["--keylog", &keylog]);
-        assert_tls_ledger_eq(&format!("{name} vs tshark"), &reference, &ours);
-    }
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("tls_records"))
+            .map(|l| {
+                l.split('│')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            })
+    };
+    let (cap, keylog) = (path("tonic-tls.pcap"), path("tonic-tls.keylog"));
+    let json = replay_json(&cap, &["--keylog", &keylog]);
+    let want = vec![
+        "tls_records".to_string(),
+        n(&json["sides"]["client"]["tls_records"]).to_string(),
+        n(&json["sides"]["server"]["tls_records"]).to_string(),
+    ];
+    assert_eq!(want[1..], ["86", "51"]);
+    assert_eq!(
+        row(&["replay", &cap, "--keylog", &keylog]),
+        Some(want.clone())
+    );
+    assert_eq!(row(&["replay", &path("grpcgo-article.pcap")]), None);
 }
 
 #[test]
