@@ -93,9 +93,10 @@ tls-captures: (deps test_pkgs)
 soak SECONDS="600" *ARGS: (deps soak_pkgs)
     scripts/soak.sh --live {{SECONDS}} {{ARGS}}
 
-# Run each fuzz target for SECONDS or RUNS executions (cargo-fuzz; stable Rust via RUSTC_BOOTSTRAP).
-fuzz SECONDS="60" RUNS="0":
-    scripts/fuzz.sh {{SECONDS}} {{RUNS}}
+# Run each fuzz target (those matching TARGET if given) for SECONDS or until RUNS executions
+# (cargo-fuzz, no sanitizer, stable Rust via RUSTC_BOOTSTRAP; scripts/fuzz.sh says more).
+fuzz SECONDS="60" RUNS="0" TARGET="":
+    scripts/fuzz.sh {{SECONDS}} {{RUNS}} {{TARGET}}
 
 # Install missing Debian packages (root), or print the command to do it.
 deps PKGS:

@@ -3,16 +3,19 @@
 //! sequence of operations, each either a raw packet of any link type or a TCP segment the
 //! harness wraps in IPv4 (so reassembly and HTTP/2 are reached often): up to four connections,
 //! either direction, SYN/FIN/RST, sequence jumps (gaps, retransmissions) and time jumps of up
-//! to 2^40 ns either way. The run must never panic, loop, or grow with the time span.
+//! to 2^40 ns either way. Header bit 3 lets the pipeline track only two connections at once,
+//! so eviction and the return of an evicted connection are fuzzed too. The run must never
+//! panic, loop, or grow with the time span.
 
 use h2ledger_core::analysis::{Cut, Splitter};
 use h2ledger_run::{build, Obs, Pipeline, Wanted};
 
 const LINKTYPES: [i32; 4] = [101, 1, 0, 113];
 
-pub fn run(data: &[u8]) {
+/// Returns the reassembly counters, for the tests.
+pub fn run(data: &[u8]) -> h2ledger_tcp::Stats {
     let Some((&head, mut rest)) = data.split_first() else {
-        return;
+        return h2ledger_tcp::Stats::default();
     };
     let splitter = match head & 3 {
         0 => None,
@@ -29,7 +32,12 @@ pub fn run(data: &[u8]) {
         splitter,
         timeline: Some(100_000_000),
     };
-    let mut p = Pipeline::new(Obs::new(&wanted));
+    let obs = Obs::new(&wanted);
+    let mut p = if head & 8 == 0 {
+        Pipeline::new(obs)
+    } else {
+        Pipeline::with_max_connections(obs, 2)
+    };
     let mut ts: i64 = 1_700_000_000_000_000_000;
     let mut seq = [[1000u32; 2]; 4];
     let mut first = true;
@@ -90,6 +98,7 @@ pub fn run(data: &[u8]) {
     if let Some(t) = &p.ledger.observer.timeline {
         assert!(t.counts.len() <= h2ledger_core::analysis::timeline::MAX_BUCKETS);
     }
+    p.reasm.stats()
 }
 
 fn ipv4_tcp(conn: usize, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {

@@ -1,6 +1,7 @@
 //! The whole-run fuzz harness (crates/h2ledger-run/fuzz), run on every input kept in
 //! fuzz/regressions/ and on inputs made here (an HTTP/2 connection with clock jumps under
-//! `--every 1ns`), so a crash found once stays fixed.
+//! `--every 1ns`, three connections taking turns in a pipeline that tracks two), so a crash found
+//! once stays fixed.
 
 #[path = "../fuzz/harness.rs"]
 mod harness;
@@ -30,7 +31,7 @@ fn http2_with_clock_jumps_every_nanosecond() {
     let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
     preface.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
     let ping = [0, 0, 8, 6, 0, 0, 0, 0, 0, 2, 4, 16, 16, 9, 14, 7, 7];
-    for head in 0..8u8 {
+    for head in 0..16u8 {
         let mut d = vec![head];
         op(&mut d, 0x00, 1, &[]); // SYN, client
         op(&mut d, 0x04, 1, &[]); // SYN, server
@@ -42,4 +43,23 @@ fn http2_with_clock_jumps_every_nanosecond() {
         op(&mut d, 0x0c, 1, &[]);
         harness::run(&d);
     }
+}
+
+#[test]
+fn evicted_connections_return_with_two_tracked() {
+    // Header bit 3: two connections tracked at once; three take turns, each evicted and back
+    // (reassembly remembers as many evicted connections as it tracks).
+    let mut d = vec![8 | 2];
+    for round in 0..3u8 {
+        for conn in 0..3u8 {
+            if round == 0 {
+                op(&mut d, conn, 1, &[]); // SYN, client
+                op(&mut d, 0x04 | conn, 1, &[]); // SYN, server
+            }
+            op(&mut d, 0x20 | conn, 1, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        }
+    }
+    let stats = harness::run(&d);
+    assert!(stats.evicted >= 6, "{stats:?}");
+    assert!(stats.resumed >= 6, "{stats:?}");
 }

@@ -11,3 +11,7 @@ fuzz_target!(|data: &[u8]| {
 mod h2_frame_parser_fuzz_shared {
     include!("../../tests/replay/hpack.rs");
 }
+
+// -malloc_limit_mb without a sanitizer (scripts/fuzz.sh builds with `-s none`).
+#[path = "../../../h2ledger-run/fuzz/malloc_limit.rs"]
+mod malloc_limit;

@@ -3,4 +3,10 @@
 #[path = "../harness.rs"]
 mod harness;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    harness::run(data);
+});
+
+// -malloc_limit_mb without a sanitizer (scripts/fuzz.sh builds with `-s none`).
+#[path = "../malloc_limit.rs"]
+mod malloc_limit;

@@ -13,3 +13,7 @@ fuzz_target!(|data: &[u8]| {
 
 #[path = "../src/check.rs"]
 mod h2ledger_tcp_fuzz_check;
+
+// -malloc_limit_mb without a sanitizer (scripts/fuzz.sh builds with `-s none`).
+#[path = "../../../h2ledger-run/fuzz/malloc_limit.rs"]
+mod malloc_limit;
