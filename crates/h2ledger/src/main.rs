@@ -2,16 +2,19 @@
 
 mod calls;
 mod demo;
+mod devices;
 mod durations;
 mod flowview;
 mod frames;
 mod input;
+mod install;
 mod keys;
 mod lines;
 mod live;
 mod phases;
 mod pipeline;
 mod plot;
+mod progress;
 mod render;
 mod sniff;
 mod source;
@@ -20,7 +23,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory as _, Parser, Subcommand, ValueEnum};
 use h2ledger_core::analysis::Splitter;
 use h2ledger_core::{LedgerReport, Side, Tally};
 
@@ -39,11 +42,26 @@ use crate::pipeline::Pipeline;
         `h2ledger sniff --write`) and prints a ledger of HTTP/2 frames per side (client, server): \
         HEADERS, TRAILERS, DATA, WINDOW_UPDATE, PING and PING ACK (with grpc-go's BDP pings \
         flagged), SETTINGS, and the TCP writes that carried them. HTTP/2 is found on any port, \
-        also when the capture starts mid-connection. docs/ledger.md defines every term."
+        also when the capture starts mid-connection. docs/ledger.md defines every term.",
+    arg_required_else_help = true
 )]
 struct Cli {
+    /// List the capture devices, numbered, with their flags and addresses (like tcpdump -D)
+    #[arg(short = 'D', long)]
+    list_interfaces: bool,
+    /// Quiet: no progress display on stderr while a capture file is read
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
-    cmd: Cmd,
+    cmd: Option<Cmd>,
+}
+
+/// `-q`: set once, before the command runs.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `-q/--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[derive(Subcommand)]
@@ -60,6 +78,16 @@ enum Cmd {
     /// (one connection), 1 caller x 24 calls/s then 8 callers x 3 calls/s; the finding, then
     /// both phases' ledgers side by side. Each stack is its own program (see --workloads)
     Demo(demo::DemoArgs),
+    /// Print a shell completion script (bash, zsh, fish) on stdout
+    ///
+    /// `h2ledger completions bash > ~/.local/share/bash-completion/completions/h2ledger`;
+    /// `just install` puts all three in place.
+    Completions(install::CompletionsArgs),
+    /// Print the manual page (roff) on stdout: `h2ledger man | man -l -`
+    ///
+    /// h2ledger(1), or h2ledger-SUBCOMMAND(1) for one subcommand; `--dir DIR` writes them all
+    /// (`just install` puts them in man1).
+    Man(install::ManArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -327,12 +355,32 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    match cli.cmd {
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
+    // The line views print while they read: no progress over them on one terminal.
+    progress::set_streaming(match &cli.cmd {
+        Some(Cmd::Calls(_) | Cmd::Frames(_)) => true,
+        Some(Cmd::Sniff(a)) => a.every.is_some(),
+        _ => false,
+    });
+    if cli.list_interfaces {
+        return devices::list();
+    }
+    let Some(cmd) = cli.cmd else {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingSubcommand,
+                "give a subcommand (replay, sniff, calls, frames, ...) or -D",
+            )
+            .exit()
+    };
+    match cmd {
         Cmd::Replay(a) => replay(a),
         Cmd::Sniff(a) => sniff::sniff(a),
         Cmd::Calls(a) => calls_cmd(a),
         Cmd::Frames(a) => frames_cmd(a),
         Cmd::Demo(a) => demo::demo(a),
+        Cmd::Completions(a) => install::completions(a),
+        Cmd::Man(a) => install::man(a),
     }
 }
 
@@ -347,7 +395,8 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         Pipeline::with_max_connections(Obs::new(&wanted), a.filter.max_connections).with_keys(keys);
     let read = cap.for_each(|ts, data| {
         p.ledger.observer.set_origin(ts);
-        p.packet(linktype, ts, data)
+        p.packet(linktype, ts, data);
+        progress::frames(p.ledger.observer.frames());
     });
     p.finish();
     let mut report = ledger_report(&p, &p.ledger.observer.tally);
@@ -441,6 +490,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
             self.printer.set_origin(ts);
             self.ticks.packet();
             self.p.packet(linktype, ts, data);
+            progress::frames(self.p.ledger.observer.frames());
             if let Some(an) = self.p.ledger.observer.analysis.as_mut() {
                 let printer = &mut self.printer;
                 an.drain_finished(|c| printer.call(&c));
@@ -559,6 +609,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
             self.ticks.packet();
             self.p.packet(linktype, ts, data);
             let o = &self.p.ledger.observer;
+            progress::frames(o.out.records);
             !o.out.broken && !o.full()
         }
         fn idle(&mut self) {

@@ -51,6 +51,7 @@ impl source::Hooks for Sniffer<'_> {
     fn packet(&mut self, linktype: i32, ts: h2ledger_tcp::Nanos, data: &[u8]) -> bool {
         self.p.ledger.observer.set_origin(ts);
         self.p.packet(linktype, ts, data);
+        crate::progress::frames(self.p.ledger.observer.frames());
         !self
             .max_frames
             .is_some_and(|n| self.p.ledger.observer.frames() >= n)
