@@ -106,7 +106,9 @@ impl<R: std::io::Read> std::io::Read for Counting<R> {
 pub fn wanted() -> bool {
     let stderr = std::io::stderr().is_terminal();
     let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-    let shared = STREAMING.load(Relaxed) && std::io::stdout().is_terminal();
+    // `report_is_terminal`: `-w -` sends the running reports to stderr.
+    let shared =
+        STREAMING.load(Relaxed) && (std::io::stdout().is_terminal() || crate::report_is_terminal());
     stderr && !dumb && !shared && !crate::quiet()
 }
 
