@@ -7,7 +7,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
 demo_pkgs := "libpcap-dev golang-go golang-google-grpc-dev python3-grpcio"
-test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl"
+test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base"
 bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl"
 soak_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server time"
 
@@ -97,6 +97,16 @@ soak SECONDS="600" *ARGS: (deps soak_pkgs)
 # (cargo-fuzz, no sanitizer, stable Rust via RUSTC_BOOTSTRAP; scripts/fuzz.sh says more).
 fuzz SECONDS="60" RUNS="0" TARGET="":
     scripts/fuzz.sh {{SECONDS}} {{RUNS}} {{TARGET}}
+
+# Build the release binary and install it with its completions (bash, zsh, fish) and man pages
+# under PREFIX (/usr/local as root, ~/.local otherwise), then grant capture permission
+# (setcap cap_net_raw,cap_net_admin=eip; one sudo prompt when not root). Prints what went where.
+install: (deps "libpcap-dev libcap2-bin")
+    scripts/install.sh install
+
+# Remove what `just install` put under PREFIX (the same default).
+uninstall:
+    scripts/install.sh uninstall
 
 # Install missing Debian packages (root), or print the command to do it.
 deps PKGS:

@@ -61,7 +61,7 @@ pub fn scan_pcapng<R: Read + Seek>(r: &mut R) -> std::io::Result<Option<Embedded
         }
         let kind = word(&head, le);
         let len = word(&head[4..], le) as usize;
-        if len < 12 || len % 4 != 0 {
+        if len < 12 || !len.is_multiple_of(4) {
             break;
         }
         // `head` holds the block's first 12 bytes; the next block starts `len` bytes in.

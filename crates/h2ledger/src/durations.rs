@@ -119,6 +119,17 @@ fn too_long(t: &str) -> String {
     format!("\"{t}\" is too long: durations are at most 100 years")
 }
 
+/// A duration as the shortest exact unit: `1s`, `90s`, `250ms`, `1500us`, `7ns`.
+pub fn show(d: Duration) -> String {
+    let ns = d.as_nanos();
+    match ns {
+        _ if ns.is_multiple_of(1_000_000_000) => format!("{}s", ns / 1_000_000_000),
+        _ if ns.is_multiple_of(1_000_000) => format!("{}ms", ns / 1_000_000),
+        _ if ns.is_multiple_of(1_000) => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,16 +175,5 @@ mod tests {
         assert!(parse("99999999999999999999s")
             .unwrap_err()
             .contains("too long"));
-    }
-}
-
-/// A duration as the shortest exact unit: `1s`, `90s`, `250ms`, `1500us`, `7ns`.
-pub fn show(d: Duration) -> String {
-    let ns = d.as_nanos();
-    match ns {
-        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
-        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
-        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
-        _ => format!("{ns}ns"),
     }
 }

@@ -9,6 +9,8 @@ use anyhow::{anyhow, Result};
 use h2ledger_tcp::Nanos;
 use pcap::{Capture, Offline, Precision};
 
+use crate::progress::{self, Progress};
+
 /// The BPF program for `--port` and a tcpdump-style expression.
 pub fn bpf(ports: &[u16], expr: &[String]) -> Option<String> {
     let ports = ports
@@ -35,6 +37,10 @@ pub struct SavedCapture {
     feeder: Option<JoinHandle<std::io::Result<()>>>,
     /// What the feeder decodes ("gzip", "zstd"), for its errors.
     pub compression: Option<&'static str>,
+    /// For the progress display: the file's size (`None` on standard input) and where the
+    /// bytes read so far are found.
+    size: Option<u64>,
+    read: progress::Bytes,
 }
 
 /// Compression formats read transparently, by their magic bytes.
@@ -246,15 +252,19 @@ impl SavedCapture {
             )
         };
         let mut source = source;
+        let size = (path != "-").then(|| std::fs::metadata(path).map_or(0, |m| m.len()));
         (&mut source)
             .take(4)
             .read_to_end(&mut head)
             .map_err(|e| anyhow!("{name}: cannot read: {}", io_reason(&e)))?;
         let compression = compression_of(&head);
         let (mut feeder, mut pipe) = (None, None);
+        let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(head.len() as u64));
         let open_path = if compression.is_none() && path != "-" {
             path.to_string()
         } else {
+            let n = counted.clone();
+            let source = progress::Counting { r: source, n };
             let r = decoder(head, source, compression)
                 .map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
             let (p, reader, f) = piped(r).map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
@@ -284,12 +294,19 @@ impl SavedCapture {
                 .map_err(|e| anyhow!("bad filter expression \"{f}\": {}", pcap_reason(&e)))?;
         }
         let linktype = cap.get_datalink().0;
+        let read = if feeder.is_some() {
+            progress::Bytes::Counted(counted)
+        } else {
+            progress::Bytes::File(path.into())
+        };
         Ok(SavedCapture {
             cap: Some(cap),
             name,
             linktype,
             feeder,
             compression,
+            size,
+            read,
         })
     }
 
@@ -305,15 +322,19 @@ impl SavedCapture {
         let Some(cap) = self.cap.as_mut() else {
             return Ok(());
         };
+        let read = std::mem::replace(&mut self.read, progress::Bytes::Fd(None));
+        let mut shown = Progress::start(self.size, read);
         let ended = loop {
             match cap.next_packet() {
                 Ok(p) => {
                     f(crate::pipeline::ts_nanos(&p.header.ts), p.data);
+                    shown.packet();
                 }
                 Err(pcap::Error::NoMorePackets) => break Ok(()),
                 Err(e) => break Err(anyhow!("{}: {}", self.name, pcap_reason(&e))),
             }
         };
+        shown.finish();
         // A corrupt compressed stream looks like a cut capture to libpcap: say what it was.
         match self.close() {
             Some(e) => Err(anyhow!(

@@ -63,11 +63,12 @@ impl Out {
             (Shape::Document, _) => b",\n",
             _ => b"",
         };
-        if self.shape == Shape::Document && self.records == 0 {
-            if write!(self.w, "{{\"{}\": [\n", self.view).is_err() {
-                self.broken = true;
-                return;
-            }
+        if self.shape == Shape::Document
+            && self.records == 0
+            && writeln!(self.w, "{{\"{}\": [", self.view).is_err()
+        {
+            self.broken = true;
+            return;
         }
         self.records += 1;
         let ok = self.w.write_all(sep).is_ok()

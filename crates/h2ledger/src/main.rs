@@ -3,16 +3,19 @@
 mod calls;
 mod compare;
 mod demo;
+mod devices;
 mod durations;
 mod flowview;
 mod frames;
 mod input;
+mod install;
 mod keys;
 mod lines;
 mod live;
 mod phases;
 mod pipeline;
 mod plot;
+mod progress;
 mod render;
 mod sniff;
 mod source;
@@ -22,7 +25,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory as _, Parser, Subcommand, ValueEnum};
 use h2ledger_core::analysis::Splitter;
 use h2ledger_core::{LedgerReport, Side, Tally};
 use h2ledger_run::{secs, Report};
@@ -43,17 +46,27 @@ use crate::pipeline::Pipeline;
         `h2ledger sniff --write`) and prints a ledger of HTTP/2 frames per side (client, server): \
         HEADERS, TRAILERS, DATA, WINDOW_UPDATE, PING and PING ACK (with grpc-go's BDP pings \
         flagged), SETTINGS, and the TCP writes that carried them. HTTP/2 is found on any port, \
-        also when the capture starts mid-connection. docs/ledger.md defines every term."
+        also when the capture starts mid-connection. docs/ledger.md defines every term.",
+    arg_required_else_help = true
 )]
 struct Cli {
-    /// Quiet: one line per kind of warning (with a count and the first example), no progress
+    /// List the capture devices, numbered, with their flags and addresses (like tcpdump -D)
+    #[arg(short = 'D', long)]
+    list_interfaces: bool,
+    /// Quiet: one line per kind of warning (with a count and the first example), and no
+    /// progress display on stderr while a capture file is read
     #[arg(short = 'q', long, global = true)]
     quiet: bool,
     /// Plain ASCII tables (the default when the locale is not UTF-8)
     #[arg(long, global = true)]
     ascii: bool,
     #[command(subcommand)]
-    cmd: Cmd,
+    cmd: Option<Cmd>,
+}
+
+/// Whether `-q/--quiet` was given (set once, before the command runs).
+pub fn quiet() -> bool {
+    warn::quiet()
 }
 
 #[derive(Subcommand)]
@@ -74,6 +87,16 @@ enum Cmd {
     /// Two captures' ledgers side by side with the difference per row (B - A, per side):
     /// what changed on the wire between two runs
     Compare(compare::CompareArgs),
+    /// Print a shell completion script (bash, zsh, fish) on stdout
+    ///
+    /// `h2ledger completions bash > ~/.local/share/bash-completion/completions/h2ledger`;
+    /// `just install` puts all three in place.
+    Completions(install::CompletionsArgs),
+    /// Print the manual page (roff) on stdout: `h2ledger man | man -l -`
+    ///
+    /// h2ledger(1), or h2ledger-SUBCOMMAND(1) for one subcommand; `--dir DIR` writes them all
+    /// (`just install` puts them in man1).
+    Man(install::ManArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -385,13 +408,32 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    match cli.cmd {
+    // The line views print while they read: no progress over them on one terminal.
+    progress::set_streaming(match &cli.cmd {
+        Some(Cmd::Calls(_) | Cmd::Frames(_)) => true,
+        Some(Cmd::Sniff(a)) => a.every.is_some(),
+        _ => false,
+    });
+    if cli.list_interfaces {
+        return devices::list();
+    }
+    let Some(cmd) = cli.cmd else {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingSubcommand,
+                "give a subcommand (replay, sniff, calls, frames, ...) or -D",
+            )
+            .exit()
+    };
+    match cmd {
         Cmd::Replay(a) => replay(a),
         Cmd::Sniff(a) => sniff::sniff(a),
         Cmd::Calls(a) => calls_cmd(a),
         Cmd::Frames(a) => frames_cmd(a),
         Cmd::Demo(a) => demo::demo(a),
         Cmd::Compare(a) => compare::compare(a),
+        Cmd::Completions(a) => install::completions(a),
+        Cmd::Man(a) => install::man(a),
     }
 }
 
@@ -406,7 +448,8 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         Pipeline::with_max_connections(Obs::new(&wanted), a.filter.max_connections).with_keys(keys);
     let read = cap.for_each(|ts, data| {
         p.ledger.observer.set_origin(ts);
-        p.packet(linktype, ts, data)
+        p.packet(linktype, ts, data);
+        progress::frames(p.ledger.observer.frames());
     });
     p.finish();
     let mut report = ledger_report(&p, &p.ledger.observer.tally);
@@ -502,6 +545,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
             self.printer.set_origin(ts);
             self.ticks.packet();
             self.p.packet(linktype, ts, data);
+            progress::frames(self.p.ledger.observer.frames());
             if let Some(an) = self.p.ledger.observer.analysis.as_mut() {
                 let printer = &mut self.printer;
                 an.drain_finished(|c| printer.call(&c));
@@ -618,6 +662,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
             self.ticks.packet();
             self.p.packet(linktype, ts, data);
             let o = &self.p.ledger.observer;
+            progress::frames(o.out.records);
             !o.out.broken && !o.full()
         }
         fn idle(&mut self) {

@@ -51,9 +51,9 @@ impl source::Hooks for Sniffer<'_> {
     fn packet(&mut self, linktype: i32, ts: h2ledger_tcp::Nanos, data: &[u8]) -> bool {
         self.p.ledger.observer.set_origin(ts);
         self.p.packet(linktype, ts, data);
-        !self
-            .max_frames
-            .is_some_and(|n| self.p.ledger.observer.frames() >= n)
+        crate::progress::frames(self.p.ledger.observer.frames());
+        self.max_frames
+            .is_none_or(|n| self.p.ledger.observer.frames() < n)
     }
 
     fn tick(&mut self, _at: h2ledger_tcp::Nanos, drops: Option<&mut crate::live::Drops>) {
@@ -370,6 +370,16 @@ fn rate(r: f64) -> String {
     }
 }
 
+impl From<crate::live::Drops> for h2ledger_run::Drops {
+    fn from(d: crate::live::Drops) -> Self {
+        h2ledger_run::Drops {
+            received: d.received,
+            kernel: d.kernel,
+            interface: d.interface,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,15 +426,5 @@ mod tests {
             (rate(0.0), rate(2.5), rate(1234.4)),
             ("0".into(), "2.5".into(), "1234".into())
         );
-    }
-}
-
-impl From<crate::live::Drops> for h2ledger_run::Drops {
-    fn from(d: crate::live::Drops) -> Self {
-        h2ledger_run::Drops {
-            received: d.received,
-            kernel: d.kernel,
-            interface: d.interface,
-        }
     }
 }

@@ -73,6 +73,25 @@ pub fn print(warnings: &[String]) {
     }
 }
 
+/// Plain ASCII output (`--ascii`, or a locale set to one that is not UTF-8, such as `LANG=C`;
+/// with no locale variable set at all, UTF-8 is assumed): table borders and the ellipsis of cut
+/// text.
+static ASCII: AtomicBool = AtomicBool::new(false);
+
+pub fn set_ascii(forced: bool) {
+    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "C.UTF-8".to_string())
+        .to_ascii_lowercase();
+    let utf8 = locale.contains("utf-8") || locale.contains("utf8");
+    ASCII.store(forced || !utf8, Ordering::Relaxed);
+}
+
+pub fn ascii() -> bool {
+    ASCII.load(Ordering::Relaxed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,23 +115,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// Plain ASCII output (`--ascii`, or a locale set to one that is not UTF-8, such as `LANG=C`;
-/// with no locale variable set at all, UTF-8 is assumed): table borders and the ellipsis of cut
-/// text.
-static ASCII: AtomicBool = AtomicBool::new(false);
-
-pub fn set_ascii(forced: bool) {
-    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| "C.UTF-8".to_string())
-        .to_ascii_lowercase();
-    let utf8 = locale.contains("utf-8") || locale.contains("utf8");
-    ASCII.store(forced || !utf8, Ordering::Relaxed);
-}
-
-pub fn ascii() -> bool {
-    ASCII.load(Ordering::Relaxed)
 }

@@ -212,7 +212,7 @@ impl Head {
         match self.kind {
             Kind::Unknown(_) => false,
             Kind::Settings => {
-                zero && self.length % 6 == 0 && !(self.flags.is_ack() && self.length != 0)
+                zero && self.length.is_multiple_of(6) && !(self.flags.is_ack() && self.length != 0)
             }
             Kind::Ping => zero && self.length == 8,
             Kind::GoAway => zero,

@@ -65,7 +65,7 @@ impl<'a> Settings<'a> {
         // FRAME_SIZE_ERROR."
         // "A SETTINGS frame with a length other than a multiple of 6 octets MUST be treated as
         // a connection error (Section 5.4.1) of type FRAME_SIZE_ERROR."
-        if (head.flags.is_ack() && !payload.is_empty()) || payload.len() % 6 != 0 {
+        if (head.flags.is_ack() && !payload.is_empty()) || !payload.len().is_multiple_of(6) {
             return Err(FrameError::BadFrameSize {
                 kind: head.kind,
                 length: payload.len(),

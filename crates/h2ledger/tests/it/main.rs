@@ -23,6 +23,9 @@
 //! * `schema`: docs/schema/*.json against the real output of every view.
 //! * `usage`: issue 12, the CLI as a tcpdump/tshark user runs it: `-r`, `-D`, `-c`, compressed
 //!   captures, `--format table|json|jsonl` on every view, completions, the man page.
+//! * `install`: issue 12 items 4 and 11: completions parsed by bash/zsh/fish, the man pages
+//!   rendered by groff, `-D` listing lo (also as nobody), the progress bar on a pty and never
+//!   without one.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
 //!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
@@ -37,6 +40,7 @@ mod cli;
 mod doc_examples;
 mod flow;
 mod golden;
+mod install;
 mod live;
 mod real_captures;
 mod schema;

@@ -60,7 +60,7 @@ struct Bits {
 impl Bits {
     fn push(&mut self, code: u32, len: u8) {
         for i in (0..len).rev() {
-            if self.len % 8 == 0 {
+            if self.len.is_multiple_of(8) {
                 self.bytes.push(0);
             }
             if (code >> i) & 1 == 1 {
@@ -136,7 +136,7 @@ fn table_shape() {
         let used = e >> SHIFT_USED;
         assert!((1..=BITS).contains(&used));
         let next = (e & NEXT_MASK) as usize;
-        assert!(next % WIDTH == 0 && next / WIDTH < HTTLIB_TABLE.len());
+        assert!(next.is_multiple_of(WIDTH) && next / WIDTH < HTTLIB_TABLE.len());
         if e & (EMIT | EOS | INVALID) == 0 {
             assert_eq!(used, BITS);
             assert_ne!(next, 0);
