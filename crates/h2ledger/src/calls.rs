@@ -90,13 +90,6 @@ fn wide() -> Vec<(usize, &'static str, i32)> {
         .collect()
 }
 
-/// `grpc-status 0` as `grpc 0`, `:status 200` as `http 200`, `RST_STREAM` as `RST`.
-fn short_status(s: &str) -> String {
-    s.replace("grpc-status ", "grpc ")
-        .replace(":status ", "http ")
-        .replace("RST_STREAM", "RST")
-}
-
 /// `s` in at most `w` characters: a longer one keeps its end (a method's name) after `…`.
 fn fit(s: &str, w: usize) -> String {
     let n = s.chars().count();
@@ -169,7 +162,7 @@ impl CallPrinter {
             },
             c.method.to_string(),
             if narrow {
-                short_status(&c.status())
+                crate::render::short_status(&c.status())
             } else {
                 c.status()
             },

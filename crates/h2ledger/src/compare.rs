@@ -8,7 +8,7 @@ use clap::Args;
 use h2ledger_core::{FrameClass, LedgerReport, Side, Tally};
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
-use tabled::settings::{Alignment, Style};
+use tabled::settings::Alignment;
 
 use crate::input::SavedCapture;
 use crate::keys::WithKeys as _;
@@ -109,7 +109,7 @@ fn table(a: &LedgerReport, b: &LedgerReport) -> String {
     let mut head = vec![String::new()];
     for s in Side::ALL {
         for c in ["A", "B", "B - A"] {
-            head.push(format!("{} {c}", s.name()));
+            head.push(format!("{}\n{c}", s.name()));
         }
     }
     t.push_record(head);
@@ -149,11 +149,7 @@ fn table(a: &LedgerReport, b: &LedgerReport) -> String {
         r.sides.get(s).frames.control()
     }));
     let mut t = t.build();
-    if crate::warn::ascii() {
-        t.with(Style::ascii());
-    } else {
-        t.with(Style::sharp());
-    }
+    render::styled(&mut t);
     t.modify(Columns::new(1..), Alignment::right());
     t.to_string()
 }

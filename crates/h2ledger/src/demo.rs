@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tabled::builder::Builder;
 use tabled::settings::object::{Cell, Columns};
-use tabled::settings::{Alignment, Span, Style};
+use tabled::settings::{Alignment, Span};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
@@ -799,7 +799,7 @@ impl Done {
         let rows = b.count_records();
         let spanned = [0usize, 2, 3, rows - 2, rows - 1];
         let mut t = b.build();
-        t.with(Style::sharp());
+        crate::render::styled(&mut t);
         t.modify(Columns::new(1..), Alignment::right());
         for i in 0..self.phases.len() {
             let col = 1 + 2 * i;

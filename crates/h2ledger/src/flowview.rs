@@ -7,7 +7,7 @@ use h2ledger_core::grpc::GrpcSide;
 use h2ledger_core::{AnalysisReport, Side};
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
-use tabled::settings::{Alignment, Style};
+use tabled::settings::Alignment;
 
 fn opt_us(v: Option<f64>) -> String {
     match v {
@@ -35,7 +35,7 @@ fn side_table<T>(
             header.push(if name.is_empty() {
                 s.name().to_string()
             } else {
-                format!("{name} {}", s.name())
+                format!("{name}\n{}", s.name())
             });
         }
     }
@@ -50,7 +50,7 @@ fn side_table<T>(
         b.push_record(r);
     }
     let mut t = b.build();
-    t.with(Style::sharp());
+    crate::render::styled(&mut t);
     t.modify(Columns::new(1..), Alignment::right());
     t.to_string()
 }
@@ -132,22 +132,22 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
                 "gRPC method",
                 "calls",
                 "status",
-                "messages c/s",
-                "message bytes c/s",
-                "call p50 us",
-                "call p99 us",
+                "messages\nc/s",
+                "message\nbytes c/s",
+                "call\np50 us",
+                "call\np99 us",
             ]
             .map(String::from),
         );
         for m in &a.grpc.methods {
             b.push_record([
-                m.method.clone(),
+                crate::render::cut(&m.method, 20),
                 m.calls.to_string(),
                 m.status
                     .iter()
-                    .map(|(k, v)| format!("{k}: {v}"))
+                    .map(|(k, v)| format!("{}: {v}", crate::render::short_status(k)))
                     .collect::<Vec<_>>()
-                    .join(", "),
+                    .join("\n"),
                 format!("{}/{}", m.messages.client, m.messages.server),
                 format!("{}/{}", m.message_bytes.client, m.message_bytes.server),
                 opt_us(m.latency_us.p50),
@@ -155,7 +155,7 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
             ]);
         }
         let mut t = b.build();
-        t.with(Style::sharp());
+        crate::render::styled(&mut t);
         t.modify(Columns::new(1..), Alignment::right());
         out.push('\n');
         out.push_str(&t.to_string());

@@ -710,6 +710,41 @@ pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<
 /// held at a time and each block stays readable.
 const PHASES_PER_TABLE: usize = 8;
 
+/// The widest a table may be: 100 columns (issue 12); a block holds as many phases as fit.
+const TABLE_WIDTH: usize = 100;
+
+/// The tables of one block of columns (the whole capture and/or some phases).
+fn block_tables(cols: &[(String, &Report)], whole: &Report, first_block: bool) -> String {
+    let mut out = String::new();
+    let lcols: Vec<(&str, &LedgerReport)> =
+        cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
+    out.push_str(&render::ledger_table(&lcols));
+    out.push('\n');
+    let acols: Vec<(&str, &Report)> = cols.iter().map(|(n, f)| (n.as_str(), *f)).collect();
+    if let Some(t) = render::analysis_table(&acols) {
+        out.push_str(&t);
+        out.push('\n');
+    }
+    if first_block {
+        if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
+            out.push_str(&t);
+            out.push('\n');
+        }
+    }
+    let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
+        .iter()
+        .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (n.as_str(), a)))
+        .collect();
+    for t in [flowview::flow_table(&fcols), flowview::grpc_table(&fcols)]
+        .into_iter()
+        .flatten()
+    {
+        out.push_str(&t);
+        out.push('\n');
+    }
+    out
+}
+
 /// Prints a run's report (and its phases, built one at a time by `phases`) in the chosen format.
 pub fn print_full(
     format: Format,
@@ -724,62 +759,67 @@ pub fn print_full(
             let _ = render::write_json(&mut out, whole, phases);
         }
         Format::Table => {
-            let _ = writeln!(out, "{}", render::headline(source, report));
+            let _ = writeln!(
+                out,
+                "{}",
+                render::wrap(&render::headline(source, report), TABLE_WIDTH)
+            );
             let mut phases = phases.peekable();
             let split = phases.peek().is_some();
             let origin = whole.start.unwrap_or(0);
             // Each phase's name and bounds, for the lines under the tables.
             let mut spans: Vec<(String, Nanos, Nanos)> = Vec::new();
             let mut first_block = true;
-            while report.connections > 0 && (first_block || phases.peek().is_some()) {
-                let block: Vec<Report> = phases.by_ref().take(PHASES_PER_TABLE).collect();
-                let mut cols: Vec<(String, &Report)> = Vec::new();
-                if first_block {
-                    cols.push((
-                        if split {
-                            "all".to_string()
-                        } else {
-                            String::new()
-                        },
-                        whole,
-                    ));
-                }
-                for f in &block {
-                    let (start, end) = (f.start.unwrap_or(0), f.end.unwrap_or(0));
-                    spans.push((f.name.clone(), start, end));
-                    cols.push((
-                        format!(
-                            "{} ({:.3}-{:.3} s)",
-                            f.name,
-                            secs(start - origin),
-                            secs(end - origin)
-                        ),
-                        f,
-                    ));
-                }
-                let lcols: Vec<(&str, &LedgerReport)> =
-                    cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
-                let _ = writeln!(out, "{}", render::ledger_table(&lcols));
-                let acols: Vec<(&str, &Report)> =
-                    cols.iter().map(|(n, f)| (n.as_str(), *f)).collect();
-                if let Some(t) = render::analysis_table(&acols) {
-                    let _ = writeln!(out, "{t}");
-                }
-                if first_block {
-                    if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
-                        let _ = writeln!(out, "{t}");
+            // Phases wait here until a table of them is printed: at most PHASES_PER_TABLE.
+            let mut pending: Vec<Report> = Vec::new();
+            while report.connections > 0
+                && (first_block || phases.peek().is_some() || !pending.is_empty())
+            {
+                while pending.len() < PHASES_PER_TABLE {
+                    match phases.next() {
+                        Some(f) => pending.push(f),
+                        None => break,
                     }
                 }
-                let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
-                    .iter()
-                    .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (n.as_str(), a)))
-                    .collect();
-                for t in [flowview::flow_table(&fcols), flowview::grpc_table(&fcols)]
-                    .into_iter()
-                    .flatten()
-                {
-                    let _ = writeln!(out, "{t}");
+                // As many phases as fit in 100 columns (at least one).
+                let mut k = pending.len();
+                let text = loop {
+                    let mut cols: Vec<(String, &Report)> = Vec::new();
+                    if first_block {
+                        cols.push((
+                            if split {
+                                "all".to_string()
+                            } else {
+                                String::new()
+                            },
+                            whole,
+                        ));
+                    }
+                    for f in &pending[..k] {
+                        let (start, end) = (f.start.unwrap_or(0), f.end.unwrap_or(0));
+                        cols.push((
+                            format!(
+                                "{}\n{:.3}-{:.3} s",
+                                f.name,
+                                secs(start - origin),
+                                secs(end - origin)
+                            ),
+                            f,
+                        ));
+                    }
+                    let text = block_tables(&cols, whole, first_block);
+                    let width = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+                    // The whole capture's column alone if need be, then one phase a block.
+                    let least = usize::from(!first_block);
+                    if width <= TABLE_WIDTH || k <= least {
+                        break text;
+                    }
+                    k -= 1;
+                };
+                for f in pending.drain(..k) {
+                    spans.push((f.name.clone(), f.start.unwrap_or(0), f.end.unwrap_or(0)));
                 }
+                let _ = write!(out, "{text}");
                 first_block = false;
             }
             if report.connections > 0 {
@@ -805,7 +845,7 @@ pub fn print_full(
                 render::footer(&capture, &tcp, whole.drops.as_ref())
             );
             if let Some(l) = whole.tls.as_ref().and_then(keys::tls_line) {
-                let _ = writeln!(out, "{l}");
+                let _ = writeln!(out, "{}", render::wrap(&l, TABLE_WIDTH));
             }
             let _ = out.flush();
             warn::print(&report.warnings);

@@ -59,7 +59,7 @@ pub fn ledger_table_with(columns: &[(&str, &LedgerReport)], calls_made: Option<&
             if name.is_empty() {
                 header.push(s.name().to_string());
             } else {
-                header.push(format!("{name} {}", s.name()));
+                header.push(format!("{name}\n{}", s.name()));
             }
         }
     }
@@ -160,7 +160,7 @@ pub fn ledger_table_with(columns: &[(&str, &LedgerReport)], calls_made: Option<&
         per(r.sides.get(s).frames.control(), r.calls)
     }));
     let mut t = b.build();
-    t.with(Style::sharp());
+    crate::render::styled(&mut t);
     t.modify(Columns::new(1..), Alignment::right());
     t.to_string()
 }
@@ -199,10 +199,10 @@ pub fn connections_table(r: &LedgerReport) -> Option<String> {
             "client",
             "server",
             "calls",
-            "client frames",
-            "server frames",
-            "client writes",
-            "server writes",
+            "client\nframes",
+            "server\nframes",
+            "client\nwrites",
+            "server\nwrites",
         ]
         .map(String::from),
     );
@@ -219,7 +219,7 @@ pub fn connections_table(r: &LedgerReport) -> Option<String> {
         ]);
     }
     let mut t = b.build();
-    t.with(Style::sharp());
+    crate::render::styled(&mut t);
     let mut s = t.to_string();
     if r.per_connection_omitted > 0 {
         s.push_str(&format!(
@@ -268,7 +268,7 @@ pub fn analysis_table(columns: &[(&str, &Report)]) -> Option<String> {
             header.push(if name.is_empty() {
                 s.name().to_string()
             } else {
-                format!("{name} {}", s.name())
+                format!("{name}\n{}", s.name())
             });
         }
     }
@@ -337,7 +337,7 @@ pub fn analysis_table(columns: &[(&str, &Report)]) -> Option<String> {
         }
     }));
     let mut t = b.build();
-    t.with(Style::sharp());
+    crate::render::styled(&mut t);
     t.modify(Columns::new(1..), Alignment::right());
     let mut out = t.to_string();
     // Calls: concurrency and latency, one column per scope.
@@ -388,7 +388,7 @@ pub fn analysis_table(columns: &[(&str, &Report)]) -> Option<String> {
         a.too_many_pings.to_string()
     }));
     let mut t = b.build();
-    t.with(Style::sharp());
+    crate::render::styled(&mut t);
     t.modify(Columns::new(1..), Alignment::right());
     out.push('\n');
     out.push_str(&t.to_string());
@@ -406,24 +406,24 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport) -> Option<String> {
             "method",
             "calls",
             "status",
-            "client frames/call",
-            "server frames/call",
-            "client writes/call",
-            "server writes/call",
-            "call p50 us",
-            "call p99 us",
+            "client\nframes\n/call",
+            "server\nframes\n/call",
+            "client\nwrites\n/call",
+            "server\nwrites\n/call",
+            "call\np50 us",
+            "call\np99 us",
         ]
         .map(String::from),
     );
     for m in &a.methods {
         b.push_record([
-            m.method.clone(),
+            crate::render::cut(&m.method, 20),
             m.calls.to_string(),
             m.status
                 .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
+                .map(|(k, v)| format!("{}: {v}", crate::render::short_status(k)))
                 .collect::<Vec<_>>()
-                .join(", "),
+                .join("\n"),
             opt(m.sides.client.frames_per_call),
             opt(m.sides.server.frames_per_call),
             opt(m.sides.client.writes_per_call),
@@ -433,7 +433,7 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport) -> Option<String> {
         ]);
     }
     let mut t = b.build();
-    t.with(Style::sharp());
+    crate::render::styled(&mut t);
     t.modify(Columns::new(1..), Alignment::right());
     Some(t.to_string())
 }
@@ -444,4 +444,51 @@ fn opt(v: Option<f64>) -> String {
         Some(x) => format!("{x:.2}"),
         None => "-".to_string(),
     }
+}
+
+/// Box drawing, or ASCII with `--ascii` or a locale that is not UTF-8.
+pub fn styled(t: &mut tabled::Table) {
+    if crate::warn::ascii() {
+        t.with(Style::ascii());
+    } else {
+        t.with(Style::sharp());
+    }
+}
+
+/// `s` in at most `w` characters: a longer one keeps its end (a method's name) after `…`
+/// (`~` in ASCII).
+pub fn cut(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        return s.to_string();
+    }
+    let mark = if crate::warn::ascii() { "~" } else { "…" };
+    let tail: String = s.chars().skip(n - (w - 1)).collect();
+    format!("{mark}{tail}")
+}
+
+/// `grpc-status 0` as `grpc 0`, `:status 200` as `http 200`, `RST_STREAM` as `RST`.
+pub fn short_status(s: &str) -> String {
+    s.replace("grpc-status ", "grpc ")
+        .replace(":status ", "http ")
+        .replace("RST_STREAM", "RST")
+}
+
+/// `s` wrapped at spaces into lines of at most `w` characters (a longer word stays whole).
+pub fn wrap(s: &str, w: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in s.split(' ') {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > w {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
 }

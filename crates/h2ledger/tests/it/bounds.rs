@@ -176,18 +176,21 @@ fn a_table_of_many_phases_comes_in_blocks_of_eight() {
     let out = run(&["replay", f, "--every", "200ms"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.matches("│ HEADERS ").count(), phases.len().div_ceil(8));
+    // Blocks of at most 8 phases, fewer when 8 do not fit in 100 columns.
+    let blocks = text.matches("│ HEADERS ").count();
+    assert!(blocks >= phases.len().div_ceil(8), "{blocks} blocks");
+    assert!(text.lines().all(|l| l.chars().count() <= 100));
     // The whole capture's column: in the first block only (as many tables as without blocks).
-    let whole = text.matches("all client").count();
+    let whole = text.matches("│ all ").count();
     let one_block = run(&["replay", f, "--every", "10s"]);
     let one_block = String::from_utf8(one_block.stdout).unwrap();
-    assert_eq!(whole, one_block.matches("all client").count());
+    assert_eq!(whole, one_block.matches("│ all ").count());
     // Every phase: in one block's tables, as often as phase 1, and one line under the tables.
-    let per = text.matches("phase 1 (").count();
+    let per = text.matches("│ phase 1 ").count();
     assert!(per > 0);
     for p in phases {
         let name = p["name"].as_str().unwrap();
-        assert_eq!(text.matches(&format!("{name} (")).count(), per, "{name}");
+        assert_eq!(text.matches(&format!("│ {name} ")).count(), per, "{name}");
         assert_eq!(text.matches(&format!("\n{name}: ")).count(), 1, "{name}");
     }
 }

@@ -286,3 +286,66 @@ fn quiet_groups_repeated_warnings() {
     assert!(q.contains("warnings like this one:"), "{q}");
     assert_eq!(loud.stdout, quiet.stdout, "-q changes stderr only");
 }
+
+#[test]
+fn replay_tables_fit_100_columns_with_phases() {
+    for f in [
+        F,
+        "node-http2.pcap",
+        "grpcgo-flow-static.pcap",
+        "tonic-tls.pcap",
+    ] {
+        for extra in [
+            &[][..],
+            &["--analyze"],
+            &["--split-at", "3s"],
+            &["--every", "1s"],
+        ] {
+            let mut args = vec!["replay", f];
+            args.extend_from_slice(extra);
+            let o = at(&args);
+            let text = String::from_utf8(o.stdout).unwrap();
+            let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            assert!(widest <= 100, "{args:?}: {widest} columns\n{text}");
+        }
+    }
+    // Every phase is still there, each once.
+    let o = at(&["replay", F, "--every", "1s"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    for i in 1..=6 {
+        assert!(
+            text.contains(&format!("phase {i}: ")),
+            "phase {i} has its bounds line"
+        );
+    }
+    let o = at(&["compare", F, "grpcgo-flow-bdp.pcap"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    assert!(text.contains("B - A"), "{text}");
+}
+
+#[test]
+fn compare_shows_both_and_the_difference() {
+    let o = at(&[
+        "compare",
+        "grpcgo-flow-static.pcap",
+        "grpcgo-flow-bdp.pcap",
+        "-T",
+        "json",
+    ]);
+    let v = json_of(&o);
+    let a = replay_json(capture("grpcgo-flow-static.pcap").to_str().unwrap(), &[]);
+    let b = replay_json(capture("grpcgo-flow-bdp.pcap").to_str().unwrap(), &[]);
+    assert_eq!(v["a"]["sides"], a["sides"]);
+    assert_eq!(v["b"]["sides"], b["sides"]);
+    let t = String::from_utf8(
+        at(&["compare", "grpcgo-flow-static.pcap", "grpcgo-flow-bdp.pcap"]).stdout,
+    )
+    .unwrap();
+    // Client PINGs: 0 with the static window, 20 with BDP on.
+    let ping = t
+        .lines()
+        .find(|l| l.contains("│ PING ") || l.contains("| PING "))
+        .unwrap();
+    assert!(ping.contains("+20"), "{ping}");
+}
