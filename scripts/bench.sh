@@ -156,6 +156,11 @@ say "timing: ${HYPERFINE:-bash date loop}; $RUNS runs (+1 warm-up) for tcpdump a
 T_TCPDUMP=$(median_seconds tcpdump "$RUNS" 1 "tcpdump -r $F -w /dev/null")
 T_H2L=$(median_seconds h2ledger "$RUNS" 1 "$H2L replay $F --format json > /dev/null")
 T_H2LP=$(median_seconds h2ledger-port "$RUNS" 1 "$H2L replay $F --format json --port $P > /dev/null")
+# The line views (issue 12): records per second, as ratios to replay's time on the same file.
+T_FRAMES=$(median_seconds frames-jsonl "$RUNS" 1 "$H2L frames $F --format jsonl > /dev/null")
+T_CALLS=$(median_seconds calls-jsonl "$RUNS" 1 "$H2L calls $F --format jsonl > /dev/null")
+N_FRAMES=$("$H2L" frames "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["frames"])')
+N_CALLS=$("$H2L" calls "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["calls"])')
 T_TSHARK=""
 if [ "$DO_TSHARK" = 1 ]; then
     # The last timed run's output is kept for the cross-check; GNU time around it records the
@@ -198,6 +203,11 @@ if runs["tshark"]:
     t = float(runs["tshark"])
     print(f"\nh2ledger / tshark: {float(runs['h2ledger']) / t:.4f} (tshark is {t / float(runs['h2ledger']):.1f}x slower)")
 print(f"h2ledger peak RSS / tcpdump peak RSS: {int(rss['h2ledger']) / int(rss['tcpdump']):.2f}")
+replay = float(runs["h2ledger"])
+for name, t, n, unit in [("frames --format jsonl", "$T_FRAMES", "$N_FRAMES", "frames"),
+                         ("calls --format jsonl", "$T_CALLS", "$N_CALLS", "calls")]:
+    t, n = float(t), int(n)
+    print(f"{name}: {t:.3f} s, {t / replay:.2f}x replay, {n / t / 1e6:.2f}M {unit}/s ({n} {unit})")
 print("\ncommands (F = the capture):")
 for k, c in cmds.items():
     if runs[k]:

@@ -169,6 +169,10 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
             let v = serde_json::json!({"a": x.json, "b": y.json});
             let _ = writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"));
         }
+        Format::Jsonl => {
+            let v = serde_json::json!({"a": x.json, "b": y.json});
+            let _ = writeln!(out, "{}", render::record_line(v, "summary"));
+        }
         _ => {
             let _ = writeln!(out, "A = {}", render::headline(&x.name, &x.report));
             let _ = writeln!(out, "B = {}", render::headline(&y.name, &y.report));

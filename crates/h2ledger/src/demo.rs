@@ -474,7 +474,7 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match a.format {
-        Format::Json => {
+        Format::Json | Format::Jsonl => {
             let workloads: Vec<Value> = done.iter().map(|d| d.json(a.static_window)).collect();
             let first = done.first();
             let v = json!({
@@ -488,7 +488,11 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
                 "drops": drops,
                 "limits": limits,
             });
-            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+            if a.format == Format::Jsonl {
+                writeln!(out, "{}", crate::render::record_line(v, "summary"))?;
+            } else {
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+            }
         }
         Format::Table => {
             for (i, d) in done.iter().enumerate() {

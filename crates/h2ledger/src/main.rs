@@ -101,8 +101,13 @@ enum Cmd {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
+    /// Tables (warnings on stderr)
     Table,
+    /// One JSON document (warnings inside)
     Json,
+    /// One JSON object per line, each with `record` and `type`: a `tick` per --every period
+    /// (sniff), a `phase` per phase, and the `summary` (the whole ledger) last
+    Jsonl,
 }
 
 #[derive(Args, Clone)]
@@ -188,7 +193,8 @@ struct ReplayArgs {
     /// The capture file (.pcap or .pcapng); `-` reads standard input
     #[arg(value_name = "FILE")]
     file: String,
-    /// Output format: a table (warnings on stderr) or one JSON object (warnings inside)
+    /// Output format: tables (warnings on stderr), one JSON document (warnings inside), or JSON
+    /// lines: a `phase` record per phase, then the `summary`
     #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
     format: Format,
     #[command(flatten)]
@@ -757,6 +763,9 @@ pub fn print_full(
     match format {
         Format::Json => {
             let _ = render::write_json(&mut out, whole, phases);
+        }
+        Format::Jsonl => {
+            let _ = render::write_jsonl(&mut out, whole, phases);
         }
         Format::Table => {
             let _ = writeln!(

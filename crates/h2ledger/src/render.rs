@@ -45,6 +45,28 @@ pub fn write_json(
     writeln!(out, "\n  ]\n}}")
 }
 
+/// `value` as one JSON line with `record` and `type` set to `kind`.
+pub fn record_line(value: serde_json::Value, kind: &str) -> String {
+    let mut v = value;
+    if let Value::Object(m) = &mut v {
+        m.insert("record".into(), Value::from(kind));
+        m.insert("type".into(), Value::from(kind));
+    }
+    v.to_string()
+}
+
+/// JSON lines: one `phase` record per phase (built one at a time), then the `summary`.
+pub fn write_jsonl(
+    out: &mut dyn std::io::Write,
+    whole: &Report,
+    phases: &mut dyn Iterator<Item = Report>,
+) -> std::io::Result<()> {
+    for f in phases {
+        writeln!(out, "{}", record_line(json_value(&f), "phase"))?;
+    }
+    writeln!(out, "{}", record_line(json_value(whole), "summary"))
+}
+
 /// Rows of the ledger table for one or more ledgers side by side (phases, or just one).
 pub fn ledger_table(columns: &[(&str, &LedgerReport)]) -> String {
     ledger_table_with(columns, None)

@@ -210,7 +210,9 @@ impl Ticker {
         };
         let mut out = crate::report_out();
         match format {
-            Format::Json => {
+            // One document at the end: no tick lines in it.
+            Format::Json => {}
+            Format::Jsonl => {
                 let tick = h2ledger_run::Tick {
                     ledger: &now.report,
                     capture: &p.stats,
@@ -222,7 +224,7 @@ impl Ticker {
                 if let serde_json::Value::Object(m) = &mut v {
                     m.insert("live".into(), render::json_value(&header));
                 }
-                let _ = writeln!(out, "{v}");
+                let _ = writeln!(out, "{}", render::record_line(v, "tick"));
             }
             Format::Table => {
                 let text = self.table(&header, wall, &now.report, &last, p, drops);

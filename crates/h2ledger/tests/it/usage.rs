@@ -349,3 +349,28 @@ fn compare_shows_both_and_the_difference() {
         .unwrap();
     assert!(ping.contains("+20"), "{ping}");
 }
+
+#[test]
+fn replay_jsonl_is_phases_then_the_summary() {
+    let doc = json_of(&at(&["replay", F, "-T", "json", "--every", "1s"]));
+    let o = at(&["replay", F, "-T", "jsonl", "--every", "1s"]);
+    assert!(o.status.success());
+    let phases = records(&o.stdout, "phase");
+    assert_eq!(phases.len(), doc["phases"].as_array().unwrap().len());
+    for (p, d) in phases.iter().zip(doc["phases"].as_array().unwrap()) {
+        assert_eq!(p["type"], "phase");
+        assert_eq!(p["sides"], d["sides"]);
+    }
+    let text = String::from_utf8_lossy(&o.stdout);
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["record"], "summary");
+    assert_eq!(last["sides"], doc["sides"]);
+    assert_eq!(last["calls"], doc["calls"]);
+    // compare and the plain replay too: one line each.
+    let o = at(&["compare", F, F, "-T", "jsonl"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.lines().count(), 1);
+    let v: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(v["type"], "summary");
+    assert_eq!(v["a"]["sides"], v["b"]["sides"]);
+}

@@ -288,11 +288,14 @@ fn sniff_every_json_ticks_have_the_header_numbers() {
         "--duration",
         "700ms",
         "--format",
-        "json",
+        "jsonl",
     ]);
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
     let first: serde_json::Value = serde_json::from_str(s.lines().next().unwrap()).unwrap();
+    assert_eq!(first["record"], "tick", "{first}");
+    let last: serde_json::Value = serde_json::from_str(s.lines().last().unwrap()).unwrap();
+    assert_eq!(last["record"], "summary", "the summary comes last: {last}");
     let live = &first["live"];
     for k in [
         "time",
