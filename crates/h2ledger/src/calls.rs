@@ -73,7 +73,7 @@ fn row(layout: &[(usize, &str, i32)], cells: &[String]) -> String {
         let c = &cells[*cell];
         let width = w.unsigned_abs() as usize;
         if *w < 0 {
-            let c = fit(c, width);
+            let c = crate::render::cut(c, width);
             line.push_str(&format!("{c:<width$}"));
         } else {
             line.push_str(&format!("{c:>width$}"));
@@ -88,17 +88,6 @@ fn wide() -> Vec<(usize, &'static str, i32)> {
         .enumerate()
         .map(|(i, (h, w))| (i, *h, *w))
         .collect()
-}
-
-/// `s` in at most `w` characters: a longer one keeps its end (a method's name) after `…`.
-fn fit(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n <= w {
-        return s.to_string();
-    }
-    let mark = if crate::warn::ascii() { "~" } else { "…" };
-    let tail: String = s.chars().skip(n - (w - 1)).collect();
-    format!("{mark}{tail}")
 }
 
 impl CallPrinter {
