@@ -467,7 +467,10 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         code = ExitCode::from(1);
     }
     note_empty(&mut report, &p, filter.as_deref());
-    let (whole, phases) = phases::build(&mut p, report);
+    let (mut whole, phases) = phases::build(&mut p, report);
+    if a.analysis.split_at.is_some() {
+        warn_cuts_outside(&mut whole, &phases);
+    }
     if let (Some(path), Some(file)) = (&a.analysis.plot, plot) {
         write_plot(path, file, &p, &phases, &cap.name)?;
     }
@@ -478,6 +481,33 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         &mut phases.reports(&p.ledger.observer),
     );
     Ok(code)
+}
+
+/// `--split-at` cuts before the first packet or after the last one make empty phases: say so.
+pub fn warn_cuts_outside(whole: &mut Report, phases: &phases::Phases) {
+    let (Some(first), Some(last)) = (whole.start, whole.end) else {
+        return;
+    };
+    for k in 1..phases.len() {
+        let (cut, _) = phases.bounds(k);
+        let empty = if cut < first {
+            format!("phase {k} is empty")
+        } else if cut > last {
+            format!("phase {} and those after it are empty", k + 1)
+        } else {
+            continue;
+        };
+        whole.ledger.warnings.push(format!(
+            "the cut at {} ({:+.3} s) is outside the capture ({} to {}): {empty}",
+            phases::fmt_rfc3339(cut),
+            secs(cut - first),
+            phases::fmt_rfc3339(first),
+            phases::fmt_rfc3339(last),
+        ));
+        if cut > last {
+            break;
+        }
+    }
 }
 
 /// Creates the `--plot` file before the capture is read: an unwritable path fails at once, not

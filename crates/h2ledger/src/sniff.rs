@@ -116,6 +116,9 @@ pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
         eprintln!("h2ledger: stopped ({stop})");
     }
     let (mut whole, phases) = phases::build(&mut p, report);
+    if a.analysis.split_at.is_some() {
+        crate::warn_cuts_outside(&mut whole, &phases);
+    }
     whole.drops = out.drops.map(Into::into);
     if let (Some(path), Some(file)) = (&a.analysis.plot, plot) {
         write_plot(path, file, &p, &phases, &out.source)?;

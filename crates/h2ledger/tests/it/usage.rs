@@ -374,3 +374,21 @@ fn replay_jsonl_is_phases_then_the_summary() {
     assert_eq!(v["type"], "summary");
     assert_eq!(v["a"]["sides"], v["b"]["sides"]);
 }
+
+#[test]
+fn a_cut_outside_the_capture_is_said() {
+    let v = json_of(&at(&["replay", F, "--split-at", "2s,100s", "-T", "json"]));
+    let w: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        w.iter()
+            .any(|w| w.contains("+100.000 s") && w.contains("outside the capture")),
+        "{w:?}"
+    );
+    let v = json_of(&at(&["replay", F, "--split-at", "2s,4s", "-T", "json"]));
+    assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
+}
