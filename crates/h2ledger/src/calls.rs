@@ -2,11 +2,7 @@
 
 use h2ledger_core::analysis::CallView;
 
-use crate::lines::{CallLine, Out, Shape};
-
-fn secs(ns: i64) -> f64 {
-    ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 / 1e9
-}
+use crate::lines::{secs, CallLine, Out, Shape};
 
 /// The `calls` listing, printed as calls are folded (about the order they end, within a second
 /// of capture time), so that no row is held: the table's columns have fixed widths.

@@ -169,7 +169,8 @@ fn us(ns: i64) -> Option<f64> {
     (ns >= 0).then(|| ns as f64 / 1000.0)
 }
 
-fn secs(ns: i64) -> f64 {
+/// Epoch seconds of `ns`, exact in its integer part (the line views' times).
+pub fn secs(ns: i64) -> f64 {
     ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 / 1e9
 }
 
