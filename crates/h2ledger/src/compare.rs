@@ -45,7 +45,10 @@ fn load(file: &str, filter: &FilterArgs) -> Result<One> {
     let keys = crate::keys::load(filter.keylog.as_deref(), Some(file), false)?;
     let mut p =
         Pipeline::with_max_connections(Tally::new(), filter.max_connections).with_keys(keys);
-    let read = cap.for_each(|ts, data| p.packet(linktype, ts, data));
+    let read = cap.for_each(|ts, data| {
+        p.packet(linktype, ts, data);
+        true
+    });
     p.finish();
     let mut report = crate::ledger_report(&p, &p.ledger.observer);
     if let Err(e) = &read {

@@ -1,25 +1,17 @@
-//! Durations on the command line: `30s`, `500ms`, `250us`, `1m30s`, `1.5` (seconds).
+//! Durations on the command line: `30s`, `500ms`, `250us`, `1m30s`, `1h 5m`, `PT90S`, `1.5`
+//! (a bare number is seconds).
 //!
-//! Parsed exactly (integer nanoseconds, no floating point), so no value can overflow, round to
-//! zero unnoticed or panic: every bad value is one line that says what is wrong.
+//! Read by jiff's duration grammar (its "friendly" format and ISO 8601, decision 94), which
+//! keeps every value in integer nanoseconds: nothing can overflow, round to zero unnoticed or
+//! panic, and every bad value is one line that says what is wrong.
 
 use std::time::Duration;
+
+use jiff::{Span, SpanRelativeTo};
 
 /// The longest duration accepted anywhere: 100 years. Longer values are typing mistakes, and
 /// every time computed from one stays far inside `i64` nanoseconds.
 pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
-
-const UNITS: &[(&str, u128)] = &[
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("min", 60_000_000_000),
-    ("m", 60_000_000_000),
-    ("h", 3_600_000_000_000),
-    ("d", 86_400_000_000_000),
-];
 
 const HINT: &str = "e.g. 30s, 500ms, 250us, 1m30s, 1.5";
 
@@ -29,45 +21,58 @@ pub fn parse(s: &str) -> Result<Duration, String> {
     if t.is_empty() {
         return Err(format!("empty duration ({HINT})"));
     }
-    let mut rest = t;
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return Err(not_a_duration(t));
-        }
-        let (num, after) = rest.split_at(num_len);
-        let unit_len = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after.len());
-        let (unit, next) = after.split_at(unit_len);
-        let scale = if unit.is_empty() {
-            if num_len != t.len() {
-                return Err(format!(
-                    "\"{t}\": a number without unit must stand alone ({HINT})"
-                ));
-            }
-            1_000_000_000
-        } else {
-            UNITS
-                .iter()
-                .find(|(u, _)| *u == unit)
-                .map(|(_, n)| *n)
-                .ok_or_else(|| {
-                    format!("\"{t}\": unknown unit \"{unit}\" (use ns, us, ms, s, m, h or d)")
-                })?
-        };
-        total = total
-            .checked_add(scaled(num, scale).ok_or_else(|| not_a_duration(t))?)
-            .ok_or_else(|| too_long(t))?;
-        if total > MAX.as_nanos() {
-            return Err(too_long(t));
-        }
-        rest = next;
+    if t.starts_with(['-', '+']) || t.ends_with("ago") {
+        return Err(format!("\"{t}\": a duration has no sign ({HINT})"));
     }
-    Ok(Duration::from_nanos(total as u64))
+    // A bare number is seconds, like tshark's `-a duration:N`; ".5s" reads as "0.5s".
+    let bare = t.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let text = match (bare, t.starts_with('.')) {
+        (true, _) => format!("{}{t}s", if t.starts_with('.') { "0" } else { "" }),
+        (false, true) => format!("0{t}"),
+        (false, false) => t.to_string(),
+    };
+    let too_long = || format!("\"{t}\" is too long: durations are at most 100 years");
+    // Digits beyond what 100 years in nanoseconds needs are an overflow, not a typo to explain.
+    let int_digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    if int_digits > 20 && text.bytes().take(int_digits).any(|b| b != b'0') {
+        return Err(too_long());
+    }
+    if text
+        .split('.')
+        .skip(1)
+        .any(|f| f.bytes().take_while(u8::is_ascii_digit).count() > 9)
+    {
+        return Err(format!(
+            "\"{t}\": at most 9 decimals (durations are whole nanoseconds)"
+        ));
+    }
+    let span: Span = text.parse().map_err(|e: jiff::Error| {
+        let why = e.to_string();
+        if why.contains("overflow") || why.contains("out of range") || why.contains("too big") {
+            return too_long();
+        }
+        let why = why
+            .strip_prefix("failed to parse input in the \"friendly\" duration format: ")
+            .unwrap_or(&why);
+        format!("\"{t}\" is not a duration ({HINT}): {why}")
+    })?;
+    // Days are 24 hours and weeks 7 days; months and years have no fixed length: refused.
+    let d = span
+        .to_duration(SpanRelativeTo::days_are_24_hours())
+        .map_err(|e| {
+            let why = e.to_string();
+            if why.contains("overflow") || why.contains("out of range") {
+                too_long()
+            } else {
+                format!("\"{t}\": use units up to weeks (w), not months or years")
+            }
+        })?;
+    let d =
+        Duration::try_from(d).map_err(|_| format!("\"{t}\": a duration has no sign ({HINT})"))?;
+    if d > MAX {
+        return Err(too_long());
+    }
+    Ok(d)
 }
 
 /// A duration above zero (`--every`, `--duration`).
@@ -80,43 +85,6 @@ pub fn parse_period(s: &str) -> Result<Duration, String> {
         ));
     }
     Ok(d)
-}
-
-/// `num` (digits with at most one `.`) times `scale` nanoseconds, truncated to whole
-/// nanoseconds; `None` when it is not a number or too large.
-fn scaled(num: &str, scale: u128) -> Option<u128> {
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // Leading digits beyond what 100 years in nanoseconds needs are an overflow, not a number
-    // to multiply out.
-    let int = int.trim_start_matches('0');
-    if int.len() > 20 {
-        return Some(u128::MAX);
-    }
-    let mut v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    v = v.saturating_mul(scale);
-    let mut unit = scale;
-    for d in frac.bytes().take(30) {
-        unit /= 10;
-        if unit == 0 {
-            break;
-        }
-        v = v.saturating_add(u128::from(d - b'0') * unit);
-    }
-    Some(v)
-}
-
-fn not_a_duration(t: &str) -> String {
-    format!("\"{t}\" is not a duration ({HINT})")
-}
-
-fn too_long(t: &str) -> String {
-    format!("\"{t}\" is too long: durations are at most 100 years")
 }
 
 /// A duration as the shortest exact unit: `1s`, `90s`, `250ms`, `1500us`, `7ns`.
@@ -148,6 +116,11 @@ mod tests {
         assert_eq!(parse(".5s"), Ok(Duration::from_millis(500)));
         assert_eq!(parse("0s"), Ok(Duration::ZERO));
         assert_eq!(parse("36500d"), Ok(MAX));
+        assert_eq!(parse("30 s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse("1h 5m"), Ok(Duration::from_secs(3900)));
+        assert_eq!(parse("2w"), Ok(Duration::from_secs(14 * 86_400)));
+        assert_eq!(parse("PT90S"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse("1.5"), Ok(Duration::from_millis(1500)));
     }
 
     #[test]
@@ -164,7 +137,8 @@ mod tests {
             "99999999999999999999s",
             "36501d",
             "1e9s",
-            "30 s",
+            "1y",
+            "1 day ago",
             "1s5",
         ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");

@@ -316,9 +316,10 @@ impl SavedCapture {
         self.feeder.take()?.join().ok()?.err()
     }
 
-    /// Calls `f(ts, data)` for every packet. A damaged or truncated file stops the loop with an
-    /// error after the packets before the damage were delivered.
-    pub fn for_each(&mut self, mut f: impl FnMut(Nanos, &[u8])) -> Result<()> {
+    /// Calls `f(ts, data)` for every packet until it returns `false` (`-c`, `--duration`, a
+    /// closed output: the rest of the file is not read). A damaged or truncated file stops the
+    /// loop with an error after the packets before the damage were delivered.
+    pub fn for_each(&mut self, mut f: impl FnMut(Nanos, &[u8]) -> bool) -> Result<()> {
         let Some(cap) = self.cap.as_mut() else {
             return Ok(());
         };
@@ -327,8 +328,11 @@ impl SavedCapture {
         let ended = loop {
             match cap.next_packet() {
                 Ok(p) => {
-                    f(crate::pipeline::ts_nanos(&p.header.ts), p.data);
+                    let more = f(crate::pipeline::ts_nanos(&p.header.ts), p.data);
                     shown.packet();
+                    if !more {
+                        break Ok(());
+                    }
                 }
                 Err(pcap::Error::NoMorePackets) => break Ok(()),
                 Err(e) => break Err(anyhow!("{}: {}", self.name, pcap_reason(&e))),

@@ -456,6 +456,7 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data);
         progress::frames(p.ledger.observer.frames());
+        true
     });
     p.finish();
     let mut report = ledger_report(&p, &p.ledger.observer.tally);

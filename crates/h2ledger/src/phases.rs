@@ -51,94 +51,22 @@ fn epoch_nanos(s: &str) -> Option<Nanos> {
     secs.checked_mul(1_000_000_000)?.checked_add(frac)
 }
 
-/// RFC 3339 date-time to nanoseconds since the epoch.
+/// RFC 3339 date-time to nanoseconds since the epoch, by jiff (real calendar: no February 31,
+/// no February 29 outside leap years; an offset or `Z` is required).
 pub fn rfc3339(s: &str) -> Result<Nanos, String> {
-    let bad = || format!("\"{s}\" is not an RFC 3339 time (e.g. 2026-11-30T12:10:24.664Z)");
-    let b = s.as_bytes();
-    let num = |a: usize, z: usize| -> Result<i64, String> {
-        s.get(a..z)
-            .filter(|x| x.bytes().all(|c| c.is_ascii_digit()))
-            .and_then(|x| x.parse().ok())
-            .ok_or_else(bad)
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return Err(bad());
-    }
-    let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
-    let (h, mi, se) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    let mut i = 19;
-    let mut frac = 0i64;
-    if b.get(i) == Some(&b'.') {
-        let j = i + 1 + b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let digits = &s[i + 1..j];
-        if digits.is_empty() {
-            return Err(bad());
-        }
-        let d9: String = digits
-            .chars()
-            .chain(std::iter::repeat('0'))
-            .take(9)
-            .collect();
-        frac = d9.parse().map_err(|_| bad())?;
-        i = j;
-    }
-    let off = match b.get(i) {
-        Some(b'Z') | Some(b'z') if i + 1 == b.len() => 0,
-        Some(&c @ (b'+' | b'-')) if i + 6 == b.len() && b[i + 3] == b':' => {
-            let m = num(i + 1, i + 3)? * 3600 + num(i + 4, i + 6)? * 60;
-            if c == b'+' {
-                m
-            } else {
-                -m
-            }
-        }
-        _ => return Err(bad()),
-    };
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let month_days = match mo {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    if !(1..=12).contains(&mo) || !(1..=month_days).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return Err(bad());
-    }
-    // Howard Hinnant's days_from_civil.
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + se - off;
-    Ok(secs * 1_000_000_000 + frac)
+    let ts: jiff::Timestamp = s.parse().map_err(|e: jiff::Error| {
+        format!("\"{s}\" is not an RFC 3339 time (e.g. 2026-11-30T12:10:24.664Z): {e}")
+    })?;
+    Nanos::try_from(ts.as_nanosecond())
+        .map_err(|_| format!("\"{s}\" is outside the years 1678 to 2262 that captures can hold"))
 }
 
 /// Nanoseconds since the epoch as RFC 3339 UTC with microseconds.
 pub fn fmt_rfc3339(t: Nanos) -> String {
-    let total_us = (i128::from(t) + 500).div_euclid(1000) as i64;
-    let secs = total_us.div_euclid(1_000_000);
-    let us = total_us.rem_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{us:06}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let ts = jiff::Timestamp::from_nanosecond(i128::from(t))
+        .and_then(|ts| ts.round(jiff::Unit::Microsecond))
+        .unwrap_or(jiff::Timestamp::MAX);
+    ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
 #[cfg(test)]

@@ -180,18 +180,12 @@ fn run_file(
     let period = every.map(|d| d.as_nanos().clamp(1, i64::MAX as u128) as i64);
     let (mut first, mut next_tick, mut packets) = (None::<Nanos>, None::<Nanos>, 0u64);
     let mut stop = "the capture ended";
-    // libpcap's loop cannot be left from inside: after a stop, the rest is skipped unread.
-    let mut stopped = false;
     let error = saved
         .for_each(|ts, data| {
-            if stopped {
-                return;
-            }
             let t0 = *first.get_or_insert(ts);
             if limit.is_some_and(|l| ts.saturating_sub(t0) > l) {
                 stop = "--duration reached";
-                stopped = true;
-                return;
+                return false;
             }
             if let Some(p) = period {
                 let due = next_tick.get_or_insert(t0.saturating_add(p));
@@ -205,11 +199,13 @@ fn run_file(
             packets += 1;
             if !hooks.packet(linktype, ts, data) {
                 stop = "the output ended";
-                stopped = true;
-            } else if cap.count.is_some_and(|n| packets >= n) {
-                stop = "--count reached";
-                stopped = true;
+                return false;
             }
+            if cap.count.is_some_and(|n| packets >= n) {
+                stop = "--count reached";
+                return false;
+            }
+            true
         })
         .err();
     Ok(Outcome {

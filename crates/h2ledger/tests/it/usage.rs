@@ -178,6 +178,26 @@ fn dash_c_counts_packets_and_max_frames_counts_frames() {
     assert_eq!(records(&o.stdout, "frame").len(), 7);
     let o = at(&["calls", F, "-c", "100", "-T", "jsonl"]);
     assert_eq!(records(&o.stdout, "summary")[0]["capture"]["packets"], 100);
+    // -c stops reading the file (tcpdump -c): damage after packet N is never reached.
+    let cut = tmp("cut.pcap");
+    let bytes = std::fs::read(capture(F)).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 7]).unwrap();
+    let o = at(&["calls", cut.to_str().unwrap(), "-T", "jsonl"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a cut file is an error when read to its end"
+    );
+    let o = at(&["calls", cut.to_str().unwrap(), "-c", "100", "-T", "jsonl"]);
+    let s = &records(&o.stdout, "summary")[0];
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(s["error"], Value::Null);
+    assert_eq!(s["capture"]["packets"], 100);
     for bad in ["0", "-1", "x"] {
         let o = at(&["frames", F, "-c", bad]);
         assert_eq!(o.status.code(), Some(2), "-c {bad}");
