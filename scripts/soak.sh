@@ -3,10 +3,12 @@
 # RSS of every view on inputs that grow, each at a base size and at three times that size, plus
 # the cost per byte of garbage against valid traffic, and optionally a long live sniff.
 #
-# usage: scripts/soak.sh [--live SECONDS] [--quick] [--regen]
+# usage: scripts/soak.sh [--live SECONDS] [--live-only SECONDS] [--quick] [--regen]
 #
 #   --live SECONDS  also sniff lo for SECONDS while h2load opens 1,000 new connections a second
 #                   against nghttpd (default 0: skipped; `just soak` passes 600)
+#   --live-only SECONDS  only that live sniff (its RSS at a third of the time against the end
+#                   is the "input triples" ratio)
 #   --quick         base sizes divided by 10 (a smoke test of the script itself)
 #   --regen         remake the captures even if BENCH_DIR holds them
 #
@@ -21,14 +23,16 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_DIR=${BENCH_DIR:-/tmp/h2ledger-bench}
 LIVE=0
+LIVE_ONLY=0
 SCALE=1
 REGEN=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --live) LIVE=$2; shift ;;
+        --live-only) LIVE=$2; LIVE_ONLY=1; shift ;;
         --quick) SCALE=10 ;;
         --regen) REGEN=1 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "soak.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -91,6 +95,8 @@ measure() {
 
 B=$((1000000 / SCALE))
 C=$((100000 / SCALE))
+T_GP=0 T_GV=0 T_GR=0
+if [ "$LIVE_ONLY" = 0 ]; then
 for k in 1 3; do
     measure "syn x$k" "$(gen syn $((B * k)))"
     measure "sequential x$k" "$(gen sequential $((C * k)))"
@@ -112,8 +118,10 @@ per_byte() {
 T_GP=$(per_byte "$GP")
 T_GV=$(per_byte "$GV")
 T_GR=$(per_byte "$GR")
+fi
 
 LIVE_LINE=""
+LIVE_KIB=0
 if [ "$LIVE" -gt 0 ]; then
     docroot="$WORK/docroot"
     mkdir -p "$docroot"
@@ -143,11 +151,12 @@ if [ "$LIVE" -gt 0 ]; then
     wait "$sniff" || true
     kill "$load" 2>/dev/null || true
     read -r kib secs <"$WORK/live.time"
+    LIVE_KIB=$kib
     conns=$(python3 -c "import json; print(json.load(open('$WORK/live.json'))['connections'])" 2>/dev/null || echo "?")
     LIVE_LINE="live sniff ${LIVE}s: $conns connections, peak RSS $((kib / 1024)) MiB; RSS/anonymous every 10 s (KiB): $(tr '\n' ' ' <"$WORK/live-rss.txt")"
 fi
 
-python3 - "$RESULTS" "$T_GP" "$T_GV" "$T_GR" "$LIVE_LINE" <<'EOF'
+python3 - "$RESULTS" "$T_GP" "$T_GV" "$T_GR" "$LIVE_LINE" "$LIVE_KIB" "$WORK/live-rss.txt" <<'EOF'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 by = {(r[0], r[1]): (int(r[2]), float(r[3])) for r in rows}
@@ -173,9 +182,19 @@ for i in inputs:
         print(f"{i:<12} {v:<22} {a[0]/1024:>7.1f} {b[0]/1024:>7.1f} {ratio:>6.2f} {a[1]:>7.2f} {b[1]:>7.2f}"
               + ("" if good else "  <- over target"))
 gp, gv, gr = (float(x) for x in sys.argv[2:5])
-print(f"\ngarbage: 1 MiB of 'P' in 4-byte segments: {gp/gv:.2f}x the time per byte of valid HTTP/2 in 4-byte segments (target <= 3)")
-print(f"         40 MiB of random payload: {gr*1e9:.1f} ns per byte")
+if gv > 0:
+    print(f"\ngarbage: 1 MiB of 'P' in 4-byte segments: {gp/gv:.2f}x the time per byte of valid HTTP/2 in 4-byte segments (target <= 3)")
+    print(f"         40 MiB of random payload: {gr*1e9:.1f} ns per byte")
 if sys.argv[5]:
     print(sys.argv[5])
+    live_kib = int(sys.argv[6])
+    samples = [int(l.split("/")[0]) for l in open(sys.argv[7]) if l.strip()]
+    # The connections triple between a third of the run and its end.
+    third = samples[len(samples) // 3] if samples else 0
+    ratio = samples[-1] / third if third else float("nan")
+    good = live_kib <= 64 * 1024 and ratio <= 1.2
+    ok &= good
+    print(f"live: peak RSS {live_kib/1024:.1f} MiB; RSS at the end / at a third of the run: {ratio:.2f}"
+          + ("" if good else "  <- over target"))
 print("\ntargets (peak RSS <= 64 MiB, x3/x1 <= 1.2):", "met" if ok else "NOT met")
 EOF

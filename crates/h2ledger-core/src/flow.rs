@@ -25,7 +25,9 @@
 //! `unknown_connections` and nothing is guessed.
 
 use crate::analysis::Phased;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use crate::FastMap;
 
 use h2_frame_parser::{Frame, SettingId};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos};
@@ -100,7 +102,7 @@ struct ConnFlow {
     /// The side of each direction, as the ledger told it.
     side: [Side; 2],
     sides: [SideFlow; 2],
-    streams: HashMap<u32, StreamFlow>,
+    streams: FastMap<u32, StreamFlow>,
     /// The highest stream id seen open, by parity: lower ids not in `streams` are closed.
     max_id: [u32; 2],
     /// Per sending direction: the stream that carried the most DATA so far, and how much.
@@ -190,13 +192,13 @@ impl WindowSeries {
 pub struct Flow {
     /// Set by [`Flow::record_series`] (for `--plot`).
     pub series: Option<WindowSeries>,
-    conns: HashMap<u32, ConnFlow>,
+    conns: FastMap<u32, ConnFlow>,
     streams: usize,
     whole: Scope,
     phases: Phased<Scope>,
     /// Per call in flight or not yet folded (by the analysis' call sequence number); taken by
     /// [`Flow::take_call`] when the analysis folds the call.
-    calls: HashMap<u64, CallFlow>,
+    calls: FastMap<u64, CallFlow>,
 }
 
 fn di(d: Dir) -> usize {
@@ -298,7 +300,7 @@ impl Flow {
                 seen_frame: false,
                 side: [Side::Client, Side::Server],
                 sides: [SideFlow::new(), SideFlow::new()],
-                streams: HashMap::new(),
+                streams: FastMap::default(),
                 max_id: [0; 2],
                 busiest: [None; 2],
             },

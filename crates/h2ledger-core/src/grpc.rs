@@ -23,7 +23,9 @@
 //! per recorded call a [`CallGrpc`]. A lost framing is recorded in O(1) per gap (a per-direction
 //! loss counter each stream compares with the one it last saw).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::FastMap;
 
 use crate::analysis::Phased;
 use std::sync::Arc;
@@ -178,7 +180,7 @@ struct ConnG {
     epoch: [u32; 2],
     pings: Vec<([u8; 8], Nanos, Dir)>,
     last_rtt: i64,
-    streams: HashMap<u32, Stream>,
+    streams: FastMap<u32, Stream>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -192,10 +194,10 @@ struct SideMsgs {
 /// The gRPC tracker. [`crate::Analysis`] feeds it every frame.
 #[derive(Debug, Default)]
 pub struct Grpc {
-    conns: HashMap<u32, ConnG>,
+    conns: FastMap<u32, ConnG>,
     open: usize,
     /// Per call in flight or not yet folded, by the analysis' call sequence number.
-    calls: HashMap<u64, CallGrpc>,
+    calls: FastMap<u64, CallGrpc>,
     /// `grpc-encoding` values seen.
     pub encodings: Vec<Arc<str>>,
     whole: [SideMsgs; 2],

@@ -1,7 +1,9 @@
 //! Counting: the per-side frame ledger, writes and bytes, per connection (for the whole run, or
 //! one phase of it: the run routes each event to its phase's tally).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::FastMap;
 
 use h2_frame_parser::{ping, Frame};
 use h2ledger_tcp::{ConnId, Dir, Write};
@@ -85,7 +87,7 @@ const PHASE_CONN_DETAIL: usize = 16;
 #[derive(Debug, Default)]
 pub struct Tally {
     /// Boxed: hash-map buckets are reserved ahead, and an entry is several hundred bytes.
-    open: HashMap<u32, Box<[SideTally; 2]>>,
+    open: FastMap<u32, Box<[SideTally; 2]>>,
     /// The closed HTTP/2 connections: totals, and the first [`MAX_CONN_DETAIL`] one by one.
     closed: Sides<SideTally>,
     closed_conns: u64,

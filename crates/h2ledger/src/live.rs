@@ -11,9 +11,10 @@ use serde::Serialize;
 
 /// A snap length that holds a whole 64 KiB loopback segment with its headers.
 pub const DEFAULT_SNAPLEN: i32 = 262_144;
-/// Kernel buffer, in KiB (tcpdump -B): 128 MiB holds a full-speed loopback burst while the
-/// load generator keeps every core busy (docs/performance.md).
-pub const DEFAULT_BUFFER_KIB: i32 = 128 * 1024;
+/// Kernel buffer, in KiB (tcpdump -B): 32 MiB, which libpcap maps into the process, so it
+/// counts in the RSS of a long sniff (decision 95). A full-speed loopback burst while the load
+/// generator keeps every core busy needs `-B 131072` (docs/performance.md).
+pub const DEFAULT_BUFFER_KIB: i32 = 32 * 1024;
 
 #[derive(Clone, Debug)]
 pub struct LiveOptions {
@@ -148,7 +149,7 @@ impl Live {
         let cap = Capture::from_device(dev)
             .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?
             // Not immediate mode: on Linux it makes libpcap use TPACKET_V2, a ring of fixed
-            // snaplen-sized slots (a few hundred packets in 128 MiB), which dropped a third of a
+            // snaplen-sized slots (a few hundred packets even in 128 MiB), which dropped a third of a
             // full-speed h2load run on a busy machine. TPACKET_V3 packs packets into blocks (the
             // same memory holds hundreds of thousands) and hands a block over within the
             // timeout below.

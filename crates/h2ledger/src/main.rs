@@ -9,6 +9,7 @@ mod flowview;
 mod frames;
 mod input;
 mod install;
+mod jsonw;
 mod keys;
 mod lines;
 mod live;

@@ -40,7 +40,8 @@ pub struct CaptureArgs {
     /// `-w -` writes them to standard output and the report to standard error
     #[arg(short = 'w', long, value_name = "FILE")]
     pub write: Option<PathBuf>,
-    /// Live: kernel capture buffer in KiB, like tcpdump -B [default: 131072]
+    /// Live: kernel capture buffer in KiB, like tcpdump -B [default: 32768; 131072 for
+    /// full-speed loopback bursts]
     #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(i32).range(1..=4_194_304))]
     pub buffer_kib: Option<i32>,
     /// Live: snap length, bytes kept of each packet, like tcpdump -s [default: 262144]

@@ -32,7 +32,9 @@ mod observer;
 mod pings;
 mod writes;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::FastMap;
 
 use h2_frame_parser::{ping, ErrorCode, Frame};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
@@ -360,12 +362,12 @@ pub struct Analysis {
     splitter: Splitter,
     phased: bool,
     /// Boxed: hash-map buckets are reserved ahead, and a state is several hundred bytes.
-    conns: HashMap<u32, Box<ConnState>>,
+    conns: FastMap<u32, Box<ConnState>>,
     /// Calls in flight and recently ended, by sequence number.
-    calls: HashMap<u64, Live>,
+    calls: FastMap<u64, Live>,
     next_seq: u64,
     /// In-flight calls by (connection, stream).
-    active: HashMap<(u32, u32), u64>,
+    active: FastMap<(u32, u32), u64>,
     /// Ended calls waiting to be folded, in the order they ended, with their end time.
     recent: VecDeque<(u64, Nanos)>,
     /// The last calls that ended (END_STREAM or RST_STREAM), most recent last: frames that
@@ -383,7 +385,7 @@ pub struct Analysis {
     finished: Vec<Finished>,
     /// `:path` values, indexed by [`CallRec::method`].
     pub methods: Vec<String>,
-    method_ids: HashMap<Vec<u8>, u32>,
+    method_ids: FastMap<Vec<u8>, u32>,
     goaways: Vec<GoAwayRec>,
     pool: Vec<Vec<u32>>,
     limits: AnalysisLimits,

@@ -412,3 +412,48 @@ fn a_cut_outside_the_capture_is_said() {
     let v = json_of(&at(&["replay", F, "--split-at", "2s,4s", "-T", "json"]));
     assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
 }
+
+/// `calls --format jsonl|json` writes its records by hand (jsonw.rs) for speed: the bytes must
+/// equal serde_json's on every golden capture (escapes, nulls, floats, gRPC and not).
+#[test]
+fn call_lines_equal_serde() {
+    let mut files: Vec<_> = std::fs::read_dir(repo().join("captures"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 10, "the golden captures are there");
+    let mut calls = 0;
+    for f in &files {
+        for format in ["jsonl", "json"] {
+            let run = |serde: bool| {
+                let mut c = Command::new(bin());
+                c.args(["calls", f.to_str().unwrap(), "-T", format]);
+                if serde {
+                    c.env("H2LEDGER_CALLS_VIA_SERDE", "1");
+                }
+                c.output().unwrap()
+            };
+            let (fast, slow) = (run(false), run(true));
+            assert_eq!(fast.status.code(), slow.status.code(), "{}", f.display());
+            if fast.stdout != slow.stdout {
+                let a = String::from_utf8_lossy(&fast.stdout);
+                let b = String::from_utf8_lossy(&slow.stdout);
+                let (x, y) = a
+                    .lines()
+                    .zip(b.lines())
+                    .find(|(x, y)| x != y)
+                    .unwrap_or(("", ""));
+                panic!(
+                    "{} -T {format}: hand writer\n{x}\nserde_json\n{y}",
+                    f.display()
+                );
+            }
+            if format == "jsonl" {
+                calls += records(&fast.stdout, "call").len();
+            }
+        }
+    }
+    assert!(calls > 1000, "{calls} calls compared");
+}

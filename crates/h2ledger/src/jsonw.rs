@@ -1,0 +1,105 @@
+//! A JSON object writer for the records printed a million times (`calls --format jsonl`):
+//! keys are written as they are (they are ours and need no escaping), numbers by itoa and
+//! zmij, the same crates serde_json uses, so the bytes equal `serde_json::to_writer`'s (a test
+//! compares them on every call of the golden captures).
+
+/// One JSON object being written into `buf`; `end` closes it.
+pub struct Obj<'a> {
+    buf: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> Obj<'a> {
+    pub fn new(buf: &'a mut Vec<u8>) -> Obj<'a> {
+        buf.push(b'{');
+        Obj { buf, first: true }
+    }
+
+    fn key(&mut self, k: &str) -> &mut Vec<u8> {
+        if !self.first {
+            self.buf.push(b',');
+        }
+        self.first = false;
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(k.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+        self.buf
+    }
+
+    pub fn u64(&mut self, k: &str, v: u64) {
+        let b = self.key(k);
+        b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    }
+
+    pub fn f64(&mut self, k: &str, v: f64) {
+        let b = self.key(k);
+        float(b, v);
+    }
+
+    pub fn bool(&mut self, k: &str, v: bool) {
+        let b = self.key(k);
+        b.extend_from_slice(if v { b"true" } else { b"false" });
+    }
+
+    pub fn str(&mut self, k: &str, v: &str) {
+        let b = self.key(k);
+        string(b, v);
+    }
+
+    pub fn null(&mut self, k: &str) {
+        self.key(k).extend_from_slice(b"null");
+    }
+
+    pub fn opt_u64(&mut self, k: &str, v: Option<u64>) {
+        match v {
+            Some(v) => self.u64(k, v),
+            None => self.null(k),
+        }
+    }
+
+    pub fn opt_f64(&mut self, k: &str, v: Option<f64>) {
+        match v {
+            Some(v) => self.f64(k, v),
+            None => self.null(k),
+        }
+    }
+
+    pub fn opt_str(&mut self, k: &str, v: Option<&str>) {
+        match v {
+            Some(v) => self.str(k, v),
+            None => self.null(k),
+        }
+    }
+
+    /// A nested object under `k`, written by `f`.
+    pub fn obj(&mut self, k: &str, f: impl FnOnce(&mut Obj<'_>)) {
+        let b = self.key(k);
+        let mut o = Obj::new(b);
+        f(&mut o);
+        o.end();
+    }
+
+    pub fn end(self) {
+        self.buf.push(b'}');
+    }
+}
+
+/// serde_json's float: `null` when not finite, else zmij's shortest form.
+fn float(b: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        b.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        b.extend_from_slice(b"null");
+    }
+}
+
+/// A JSON string: copied when nothing in it needs an escape, else serde_json's escaping.
+fn string(b: &mut Vec<u8>, v: &str) {
+    if v.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+        b.push(b'"');
+        b.extend_from_slice(v.as_bytes());
+        b.push(b'"');
+    } else {
+        serde_json::to_writer(b, v).expect("a string always serializes into a Vec");
+    }
+}
