@@ -263,12 +263,13 @@ impl Grpc {
         &mut self,
         seq: u64,
         method: &str,
-        status: &str,
+        status: impl FnOnce() -> String,
         latency: Option<i64>,
         phase: Option<u64>,
     ) -> Option<CallGrpc> {
         let g = self.calls.remove(&seq)?;
         if g.grpc {
+            let status = status();
             let scopes = std::iter::once(&mut self.methods)
                 .chain(phase.and_then(|p| self.phase_methods.get_mut(p)));
             for sc in scopes {
@@ -277,9 +278,19 @@ impl Grpc {
                     sc.methods_folded += 1;
                     continue;
                 }
-                let m = sc.methods.entry(method.to_string()).or_default();
+                // Looked up before inserting: no key is allocated for a method or status seen.
+                if !sc.methods.contains_key(method) {
+                    sc.methods
+                        .insert(method.to_string(), GrpcMethodAgg::default());
+                }
+                let m = sc.methods.get_mut(method).expect("inserted above");
                 m.calls += 1;
-                *m.status.entry(status.to_string()).or_default() += 1;
+                match m.status.get_mut(status.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        m.status.insert(status.clone(), 1);
+                    }
+                }
                 for k in 0..2 {
                     m.messages[k] += u64::from(g.counts[k].messages);
                     m.bytes[k] += g.counts[k].bytes;

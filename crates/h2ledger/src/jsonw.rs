@@ -3,7 +3,16 @@
 //! zmij, the same crates serde_json uses, so the bytes equal `serde_json::to_writer`'s (a test
 //! compares them on every call of the golden captures).
 
-/// One JSON object being written into `buf`; `end` closes it.
+/// A key as the writer takes it: `k!("conn")` is `"conn":`, quoted at compile time, so a key
+/// costs one copy.
+macro_rules! k {
+    ($name:literal) => {
+        concat!("\"", $name, "\":")
+    };
+}
+pub(crate) use k;
+
+/// One JSON object being written into `buf`; `end` closes it. Keys come from [`k!`].
 pub struct Obj<'a> {
     buf: &'a mut Vec<u8>,
     first: bool,
@@ -20,9 +29,7 @@ impl<'a> Obj<'a> {
             self.buf.push(b',');
         }
         self.first = false;
-        self.buf.push(b'"');
         self.buf.extend_from_slice(k.as_bytes());
-        self.buf.extend_from_slice(b"\":");
         self.buf
     }
 
@@ -44,6 +51,16 @@ impl<'a> Obj<'a> {
     pub fn str(&mut self, k: &str, v: &str) {
         let b = self.key(k);
         string(b, v);
+    }
+
+    /// A string made of `text` (nothing to escape in it) and the number `n`: `"grpc-status 0"`.
+    pub fn str_num(&mut self, k: &str, text: &'static str, n: u16) {
+        debug_assert!(text.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\'));
+        let b = self.key(k);
+        b.push(b'"');
+        b.extend_from_slice(text.as_bytes());
+        b.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        b.push(b'"');
     }
 
     pub fn null(&mut self, k: &str) {

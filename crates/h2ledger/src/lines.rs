@@ -3,7 +3,7 @@
 //! line), as JSON lines or as one JSON document. Every record has a `type` and a `record`
 //! key (docs/ledger.md, "Output formats"); keys are in alphabetical order, as they always were.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
 use h2_frame_parser::{ping, Frame};
 use h2ledger_core::analysis::{escape_bytes, CallView, NO_STATUS};
@@ -24,37 +24,49 @@ pub enum Shape {
     Document,
 }
 
-/// Standard output for a line view: buffered, with a broken pipe (`| head`) remembered.
+/// Standard output for a line view: buffered (records are written straight into the buffer,
+/// which goes out in pieces of [`BUFFER`]), with a broken pipe (`| head`) remembered.
 pub struct Out {
-    w: BufWriter<Box<dyn Write>>,
+    w: Box<dyn Write>,
+    buf: Vec<u8>,
     pub shape: Shape,
     /// `frames` or `calls`: the document's array key.
     view: &'static str,
     /// Records written so far.
     pub records: u64,
     pub broken: bool,
-    /// One record is serialized here, then written in one piece: serde_json's many small
-    /// writes cost less into a `Vec` than through the `BufWriter`'s dynamic writer.
-    scratch: Vec<u8>,
 }
 
 impl Out {
     pub fn new(shape: Shape, view: &'static str) -> Out {
         Out {
-            w: BufWriter::with_capacity(BUFFER, crate::report_out()),
+            w: crate::report_out(),
+            buf: Vec::with_capacity(BUFFER + 4096),
             shape,
             view,
             records: 0,
             broken: false,
-            scratch: Vec::with_capacity(1024),
+        }
+    }
+
+    /// Sends the buffer on once it holds [`BUFFER`] bytes.
+    fn spill(&mut self) {
+        if self.buf.len() >= BUFFER {
+            if !self.broken && self.w.write_all(&self.buf).is_err() {
+                self.broken = true;
+            }
+            self.buf.clear();
         }
     }
 
     /// A text line (the table).
     pub fn line(&mut self, s: &str) {
-        if !self.broken && writeln!(self.w, "{s}").is_err() {
-            self.broken = true;
+        if self.broken {
+            return;
         }
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.push(b'\n');
+        self.spill();
     }
 
     /// One record (JSON line, or the next element of the document's array).
@@ -62,35 +74,30 @@ impl Out {
         self.record_with(|buf| serde_json::to_writer(buf, r).is_ok());
     }
 
-    /// One record that `write` appends to the buffer as JSON (false: it could not).
+    /// One record that `write` appends to the buffer as JSON (false: it could not, and
+    /// nothing of it is kept).
     pub fn record_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> bool) {
         if self.broken {
             return;
         }
-        let sep: &[u8] = match (self.shape, self.records) {
-            (Shape::Document, 0) => b"",
-            (Shape::Document, _) => b",\n",
-            _ => b"",
-        };
-        if self.shape == Shape::Document
-            && self.records == 0
-            && writeln!(self.w, "{{\"{}\": [", self.view).is_err()
-        {
+        if self.shape == Shape::Document {
+            if self.records == 0 {
+                let _ = writeln!(self.buf, "{{\"{}\": [", self.view);
+            } else {
+                self.buf.extend_from_slice(b",\n");
+            }
+        }
+        let start = self.buf.len();
+        if !write(&mut self.buf) {
+            self.buf.truncate(start);
             self.broken = true;
             return;
         }
         self.records += 1;
-        self.scratch.clear();
-        self.scratch.extend_from_slice(sep);
-        let ok = write(&mut self.scratch) && {
-            if self.shape == Shape::Lines {
-                self.scratch.push(b'\n');
-            }
-            self.w.write_all(&self.scratch).is_ok()
-        };
-        if !ok {
-            self.broken = true;
+        if self.shape == Shape::Lines {
+            self.buf.push(b'\n');
         }
+        self.spill();
     }
 
     /// The closing summary record (JSON shapes), then flush.
@@ -98,20 +105,22 @@ impl Out {
         // Through a `Value`: its keys come out sorted at every depth, like every other record.
         let s = &serde_json::to_value(s).expect("a summary always serializes");
         if !self.broken {
+            let b = &mut self.buf;
             let ok = match self.shape {
                 Shape::Table => true,
                 Shape::Lines => {
-                    serde_json::to_writer(&mut self.w, s).is_ok() && self.w.write_all(b"\n").is_ok()
+                    let ok = serde_json::to_writer(&mut *b, s).is_ok();
+                    b.push(b'\n');
+                    ok
                 }
                 Shape::Document => {
-                    let head = if self.records == 0 {
-                        format!("{{\"{}\": [", self.view)
-                    } else {
-                        String::new()
-                    };
-                    write!(self.w, "{head}\n],\n\"summary\": ").is_ok()
-                        && serde_json::to_writer_pretty(&mut self.w, s).is_ok()
-                        && self.w.write_all(b"}\n").is_ok()
+                    if self.records == 0 {
+                        let _ = write!(b, "{{\"{}\": [", self.view);
+                    }
+                    b.extend_from_slice(b"\n],\n\"summary\": ");
+                    let ok = serde_json::to_writer_pretty(&mut *b, s).is_ok();
+                    b.extend_from_slice(b"}\n");
+                    ok
                 }
             };
             if !ok {
@@ -122,9 +131,10 @@ impl Out {
     }
 
     pub fn flush(&mut self) {
-        if !self.broken && self.w.flush().is_err() {
+        if !self.broken && (self.w.write_all(&self.buf).is_err() || self.w.flush().is_err()) {
             self.broken = true;
         }
+        self.buf.clear();
     }
 }
 
@@ -337,8 +347,11 @@ impl CallFrames {
     };
 
     fn write(&self, o: &mut crate::jsonw::Obj<'_>) {
-        for i in Self::SORTED {
-            o.u64(h2ledger_core::analysis::CALL_KINDS[i], u64::from(self.0[i]));
+        use crate::jsonw::k;
+        // The keys of CALL_KINDS in SORTED order.
+        const KEYS: [&str; 4] = [k!("DATA"), k!("HEADERS"), k!("TRAILERS"), k!("other")];
+        for (key, i) in KEYS.into_iter().zip(Self::SORTED) {
+            o.u64(key, u64::from(self.0[i]));
         }
     }
 }
@@ -385,11 +398,23 @@ pub struct CallLine<'a> {
     stalled_us: Pair<f64>,
     stalls: Pair<u32>,
     start: f64,
-    status: String,
+    status: Status,
     stream: u32,
     #[serde(rename = "type")]
     kind: &'static str,
     writes: Pair<u16>,
+}
+
+/// A call's status (`grpc-status 0`), kept in parts: printed without a `String`.
+struct Status((&'static str, Option<u16>));
+
+impl Serialize for Status {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            (text, Some(n)) => s.collect_str(&format_args!("{text}{n}")),
+            (text, None) => s.serialize_str(text),
+        }
+    }
 }
 
 /// [`CallFrames`] by value (the record is `Copy`).
@@ -439,7 +464,7 @@ impl<'a> CallLine<'a> {
             ]),
             stalls: pair(f.stalls),
             start: secs(r.start),
-            status: c.status(),
+            status: Status(c.status_parts()),
             stream: r.stream,
             kind: "call",
             writes: pair(r.writes),
@@ -451,61 +476,64 @@ impl CallLine<'_> {
     /// The record as `serde_json::to_writer` writes it (same keys, same order, same bytes:
     /// `it::usage::call_lines_equal_serde` checks), several times faster.
     pub fn write_json(&self, buf: &mut Vec<u8>) {
-        use crate::jsonw::Obj;
+        use crate::jsonw::{k, Obj};
         fn pair_u64<T: Into<u64> + Copy>(o: &mut Obj<'_>, k: &str, p: &Option<Pair<T>>) {
             match p {
                 Some(p) => o.obj(k, |o| {
-                    o.u64("client", p.client.into());
-                    o.u64("server", p.server.into());
+                    o.u64(k!("client"), p.client.into());
+                    o.u64(k!("server"), p.server.into());
                 }),
                 None => o.null(k),
             }
         }
         let mut o = Obj::new(buf);
-        pair_u64(&mut o, "compressed", &self.compressed);
-        o.u64("conn", self.conn.into());
-        o.opt_f64("duration_us", self.duration_us);
-        o.opt_f64("end", self.end);
-        o.opt_f64("first_byte_us", self.first_byte_us);
-        o.obj("frames", |o| {
-            o.obj("client", |o| self.frames.client.write(o));
-            o.obj("server", |o| self.frames.server.write(o));
+        pair_u64(&mut o, k!("compressed"), &self.compressed);
+        o.u64(k!("conn"), self.conn.into());
+        o.opt_f64(k!("duration_us"), self.duration_us);
+        o.opt_f64(k!("end"), self.end);
+        o.opt_f64(k!("first_byte_us"), self.first_byte_us);
+        o.obj(k!("frames"), |o| {
+            o.obj(k!("client"), |o| self.frames.client.write(o));
+            o.obj(k!("server"), |o| self.frames.server.write(o));
         });
-        o.obj("grpc_encoding", |o| {
-            o.opt_str("client", self.grpc_encoding.client);
-            o.opt_str("server", self.grpc_encoding.server);
+        o.obj(k!("grpc_encoding"), |o| {
+            o.opt_str(k!("client"), self.grpc_encoding.client);
+            o.opt_str(k!("server"), self.grpc_encoding.server);
         });
-        o.opt_str("grpc_message", self.grpc_message);
-        o.opt_u64("grpc_status", self.grpc_status.map(u64::from));
-        o.opt_u64("http_status", self.http_status.map(u64::from));
-        o.u64("in_flight_at_start", self.in_flight_at_start.into());
-        pair_u64(&mut o, "incomplete_messages", &self.incomplete_messages);
-        pair_u64(&mut o, "message_bytes", &self.message_bytes);
-        pair_u64(&mut o, "messages", &self.messages);
-        o.str("method", self.method);
-        o.obj("opened_bdp_round", |o| {
-            o.bool("client", self.opened_bdp_round.client);
-            o.bool("server", self.opened_bdp_round.server);
+        o.opt_str(k!("grpc_message"), self.grpc_message);
+        o.opt_u64(k!("grpc_status"), self.grpc_status.map(u64::from));
+        o.opt_u64(k!("http_status"), self.http_status.map(u64::from));
+        o.u64(k!("in_flight_at_start"), self.in_flight_at_start.into());
+        pair_u64(&mut o, k!("incomplete_messages"), &self.incomplete_messages);
+        pair_u64(&mut o, k!("message_bytes"), &self.message_bytes);
+        pair_u64(&mut o, k!("messages"), &self.messages);
+        o.str(k!("method"), self.method);
+        o.obj(k!("opened_bdp_round"), |o| {
+            o.bool(k!("client"), self.opened_bdp_round.client);
+            o.bool(k!("server"), self.opened_bdp_round.server);
         });
-        o.opt_f64("ping_rtt_us", self.ping_rtt_us);
-        o.str("record", self.record);
-        o.bool("reset", self.reset);
-        o.opt_f64("server_time_us", self.server_time_us);
-        o.obj("stalled_us", |o| {
-            o.f64("client", self.stalled_us.client);
-            o.f64("server", self.stalled_us.server);
+        o.opt_f64(k!("ping_rtt_us"), self.ping_rtt_us);
+        o.str(k!("record"), self.record);
+        o.bool(k!("reset"), self.reset);
+        o.opt_f64(k!("server_time_us"), self.server_time_us);
+        o.obj(k!("stalled_us"), |o| {
+            o.f64(k!("client"), self.stalled_us.client);
+            o.f64(k!("server"), self.stalled_us.server);
         });
-        o.obj("stalls", |o| {
-            o.u64("client", self.stalls.client.into());
-            o.u64("server", self.stalls.server.into());
+        o.obj(k!("stalls"), |o| {
+            o.u64(k!("client"), self.stalls.client.into());
+            o.u64(k!("server"), self.stalls.server.into());
         });
-        o.f64("start", self.start);
-        o.str("status", &self.status);
-        o.u64("stream", self.stream.into());
-        o.str("type", self.kind);
-        o.obj("writes", |o| {
-            o.u64("client", self.writes.client.into());
-            o.u64("server", self.writes.server.into());
+        o.f64(k!("start"), self.start);
+        match self.status.0 {
+            (text, Some(n)) => o.str_num(k!("status"), text, n),
+            (text, None) => o.str(k!("status"), text),
+        }
+        o.u64(k!("stream"), self.stream.into());
+        o.str(k!("type"), self.kind);
+        o.obj(k!("writes"), |o| {
+            o.u64(k!("client"), self.writes.client.into());
+            o.u64(k!("server"), self.writes.server.into());
         });
         o.end();
     }

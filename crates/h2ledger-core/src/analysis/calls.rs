@@ -35,7 +35,7 @@ impl Analysis {
             return;
         };
         if let Some(c) = self.conns.get_mut(&key.0) {
-            c.active = c.active.saturating_sub(1);
+            c.active.remove(&key.1);
         }
         let end = ts.unwrap_or(self.now);
         self.recent.push_back((seq, end));
@@ -102,12 +102,14 @@ impl Analysis {
             .unwrap_or("(other)");
         let latency = (c.end >= 0 && !c.reset()).then_some(c.end);
         let phase = self.phase(c.start);
-        let status = c.status_key().name();
         if !c.counted() {
             self.grpc.drop_call(seq);
             return;
         }
-        let grpc = self.grpc.fold_call(seq, method, &status, latency, phase);
+        let key = c.status_key();
+        let grpc = self
+            .grpc
+            .fold_call(seq, method, || key.name(), latency, phase);
         if self.keep_finished {
             self.finished.push(Finished {
                 rec: *c,
@@ -176,8 +178,8 @@ impl Analysis {
                 None => self.method_id_str("(unknown)"),
             };
             let c = self.conn(ev.conn);
-            let inflight = c.active.min(u32::from(u16::MAX)) as u16;
-            c.active += 1;
+            let inflight = c.active.len().min(usize::from(u16::MAX)) as u16;
+            c.active.insert(sid);
             let seq = self.next_seq;
             self.next_seq += 1;
             let mut flags = if ev.dir == Dir::Rev { F_REQ_REV } else { 0 };
@@ -327,5 +329,11 @@ impl CallView<'_> {
     /// `grpc-status N`, `:status N`, `RST_STREAM` or `none`.
     pub fn status(&self) -> String {
         self.rec.status_key().name()
+    }
+
+    /// [`CallView::status`] in two parts, the text and the number after it (`("grpc-status ",
+    /// Some(0))`, `("RST_STREAM", None)`), for writers that print it without a `String`.
+    pub fn status_parts(&self) -> (&'static str, Option<u16>) {
+        self.rec.status_key().parts()
     }
 }

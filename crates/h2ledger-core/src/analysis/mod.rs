@@ -178,11 +178,18 @@ enum StatusKey {
 
 impl StatusKey {
     fn name(self) -> String {
+        match self.parts() {
+            (text, Some(n)) => format!("{text}{n}"),
+            (text, None) => text.to_string(),
+        }
+    }
+
+    fn parts(self) -> (&'static str, Option<u16>) {
         match self {
-            StatusKey::Reset => "RST_STREAM".to_string(),
-            StatusKey::Grpc(s) => format!("grpc-status {s}"),
-            StatusKey::Http(s) => format!(":status {s}"),
-            StatusKey::None => "none".to_string(),
+            StatusKey::Reset => ("RST_STREAM", None),
+            StatusKey::Grpc(s) => ("grpc-status ", Some(s)),
+            StatusKey::Http(s) => (":status ", Some(s)),
+            StatusKey::None => ("none", None),
         }
     }
 }
@@ -289,7 +296,9 @@ impl Acc {
 #[derive(Debug, Default)]
 struct ConnState {
     dirs: [DirState; 2],
-    active: u32,
+    /// Stream ids of this connection's calls in flight (keys of [`Analysis::active`]): a close
+    /// ends them without a scan of every connection's calls.
+    active: std::collections::HashSet<u32, foldhash::fast::RandomState>,
     /// By direction (`Dir::Fwd` first); folded by side when the connection closes.
     whole: [Acc; 2],
     phases: Phased<[Acc; 2]>,

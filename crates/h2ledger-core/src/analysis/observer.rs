@@ -26,8 +26,8 @@ impl Observer for Analysis {
         }
         let method = self.method_id(target);
         let c = self.conn(conn);
-        let inflight = c.active.min(u32::from(u16::MAX)) as u16;
-        c.active += 1;
+        let inflight = c.active.len().min(usize::from(u16::MAX)) as u16;
+        c.active.insert(1);
         let seq = self.next_seq;
         self.next_seq += 1;
         let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };
@@ -174,7 +174,14 @@ impl Observer for Analysis {
         self.flow.close(summary.id);
         self.grpc.close(summary.id, phase);
         self.close_pending(id);
-        let mut live: Vec<(u32, u32)> = self.active.keys().filter(|k| k.0 == id).copied().collect();
+        let mut live: Vec<(u32, u32)> = self
+            .conns
+            .get_mut(&id)
+            .map(|c| std::mem::take(&mut c.active))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|sid| (id, sid))
+            .collect();
         live.sort_unstable();
         for key in live {
             self.end_call(key, None);
