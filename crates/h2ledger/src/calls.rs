@@ -25,8 +25,8 @@ const WIDE: [(&str, i32); 16] = [
     ("start s", 10),
     ("method", -28),
     ("status", -14),
-    ("1st byte ms", 11),
-    ("call ms", 9),
+    ("1st byte us", 11),
+    ("call us", 9),
     ("in fl", 5),
     ("client H/D/T/o", 14),
     ("server H/D/T/o", 14),
@@ -34,9 +34,9 @@ const WIDE: [(&str, i32); 16] = [
     ("round c/s", 9),
     // Flow control and gRPC (crate::flowview::call_cells).
     ("stalls c/s", 10),
-    ("stalled ms c/s", 14),
+    ("stalled us c/s", 14),
     ("msgs c/s", 9),
-    ("server ms / rtt ms", 18),
+    ("server us / rtt us", 18),
 ];
 
 /// The default table, at most 100 columns: (index into [`WIDE`]'s cells, header, width).
@@ -46,8 +46,8 @@ const NARROW: [(usize, &str, i32); 11] = [
     (2, "start s", 8),
     (3, "method", -23),
     (4, "status", -8),
-    (5, "1st ms", 7),
-    (6, "call ms", 7),
+    (5, "1st us", 7),
+    (6, "call us", 7),
     (8, "c H/D/T/o", 9),
     (9, "s H/D/T/o", 9),
     (10, "wr c/s", 6),
@@ -56,11 +56,11 @@ const NARROW: [(usize, &str, i32); 11] = [
 
 /// What the columns mean (`calls --help` and docs/ledger.md say the same).
 pub const LEGEND: &str = "Columns: conn and stream number the call; start s: seconds from the \
-first packet; 1st ms: request HEADERS to the first response frame; call ms: to the response's \
+first packet; 1st us: request HEADERS to the first response frame; call us: to the response's \
 END_STREAM; c/s: client/server; H/D/T/o: the call's HEADERS/DATA/TRAILERS/other frames sent by \
 that side; wr: TCP writes that carried them; rnd: the call opened a BDP-estimator round of the \
-client/server (y); in fl (--wide): other calls in flight at its start; stalls, stalled ms, msgs, \
-server ms / rtt ms (--wide): flow-control stalls, gRPC messages, server time and the \
+client/server (y); in fl (--wide): other calls in flight at its start; stalls, stalled us, msgs, \
+server us / rtt us (--wide): flow-control stalls, gRPC messages, server time and the \
 connection's PING round trip. All times in milliseconds; `-` is not seen.";
 
 fn row(layout: &[(usize, &str, i32)], cells: &[String]) -> String {
@@ -134,11 +134,12 @@ impl CallPrinter {
             self.line(&l);
         }
         let r = c.rec;
-        let ms = |ns: i64| {
+        // Durations in microseconds, like every other table and the JSON keys (decision 97).
+        let us = |ns: i64| {
             if ns < 0 {
                 "-".to_string()
             } else {
-                format!("{:.3}", ns as f64 / 1e6)
+                format!("{:.0}", ns as f64 / 1e3)
             }
         };
         let f = |rel: usize| {
@@ -163,8 +164,8 @@ impl CallPrinter {
             } else {
                 c.status()
             },
-            ms(r.first_byte),
-            ms(r.end),
+            us(r.first_byte),
+            us(r.end),
             r.inflight.to_string(),
             f(0),
             f(1),

@@ -163,15 +163,15 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
     Some(out)
 }
 
-/// The cells of the flow-control and gRPC columns of the `calls` table (stalls c/s, stalled ms
-/// c/s, msgs c/s, server ms / rtt ms) for one call.
+/// The cells of the flow-control and gRPC columns of the `calls` table (stalls c/s, stalled us
+/// c/s, msgs c/s, server us / rtt us) for one call.
 pub fn call_cells(c: &CallView<'_>) -> [String; 4] {
     let f = c.flow;
-    let ms = |ns: i64| {
+    let us = |ns: i64| {
         if ns < 0 {
             "-".to_string()
         } else {
-            format!("{:.3}", ns as f64 / 1e6)
+            format!("{:.0}", ns as f64 / 1e3)
         }
     };
     let msgs = match c.grpc {
@@ -183,8 +183,8 @@ pub fn call_cells(c: &CallView<'_>) -> [String; 4] {
         .map_or((-1, -1), |g| (g.server_time_ns, g.ping_rtt_ns));
     [
         format!("{}/{}", f.stalls[0], f.stalls[1]),
-        format!("{}/{}", ms(f.stalled_ns[0]), ms(f.stalled_ns[1])),
+        format!("{}/{}", us(f.stalled_ns[0]), us(f.stalled_ns[1])),
         msgs,
-        format!("{} / {}", ms(st), ms(rtt)),
+        format!("{} / {}", us(st), us(rtt)),
     ]
 }
