@@ -51,6 +51,13 @@ pub fn parse(s: &str) -> Result<Duration, String> {
         if why.contains("overflow") || why.contains("out of range") || why.contains("too big") {
             return too_long();
         }
+        if why.contains("unit designator") {
+            if let Some(unit) = unknown_unit(t) {
+                return format!(
+                    "\"{t}\": unknown unit \"{unit}\" (use ns, us, ms, s, m, h, d or w; {HINT})"
+                );
+            }
+        }
         let why = why
             .strip_prefix("failed to parse input in the \"friendly\" duration format: ")
             .unwrap_or(&why);
@@ -73,6 +80,16 @@ pub fn parse(s: &str) -> Result<Duration, String> {
         return Err(too_long());
     }
     Ok(d)
+}
+
+/// The first word of letters in `t` that is not one of the units jiff knows, if any.
+fn unknown_unit(t: &str) -> Option<&str> {
+    t.split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+        .find(|w| {
+            let probe = format!("1{w}");
+            probe.parse::<Span>().is_err()
+        })
 }
 
 /// A duration above zero (`--every`, `--duration`).
@@ -149,5 +166,10 @@ mod tests {
         assert!(parse("99999999999999999999s")
             .unwrap_err()
             .contains("too long"));
+        assert!(parse("1parsec")
+            .unwrap_err()
+            .contains("unknown unit \"parsec\""));
+        assert!(parse("0.0000000001s").unwrap_err().contains("9 decimals"));
+        assert!(parse("-1s").unwrap_err().contains("no sign"));
     }
 }
