@@ -120,3 +120,61 @@ fn string(b: &mut Vec<u8>, v: &str) {
         serde_json::to_writer(b, v).expect("a string always serializes into a Vec");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_and_floats_equal_serde_json() {
+        for v in [
+            "",
+            "plain /grpc.health.v1.Health/Check",
+            "quote \" and backslash \\",
+            "controls \u{0} \u{1f} \n \t \r",
+            "DEL \u{7f}, non-ASCII é 漢 \u{2028} \u{fffd}",
+        ] {
+            let mut b = Vec::new();
+            string(&mut b, v);
+            assert_eq!(b, serde_json::to_vec(v).unwrap(), "{v:?}");
+        }
+        for v in [
+            0.0,
+            -0.0,
+            0.1,
+            464.0,
+            1796119299.326338,
+            1e300,
+            5e-324,
+            f64::MAX,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            let mut b = Vec::new();
+            float(&mut b, v);
+            assert_eq!(b, serde_json::to_vec(&v).unwrap(), "{v}");
+        }
+    }
+
+    #[test]
+    fn an_object_is_compact_json() {
+        let mut b = Vec::new();
+        let mut o = Obj::new(&mut b);
+        o.u64(k!("a"), u64::MAX);
+        o.opt_f64(k!("b"), None);
+        o.obj(k!("c"), |o| {
+            o.bool(k!("d"), true);
+            o.str_num(k!("e"), "grpc-status ", 14);
+        });
+        o.opt_str(k!("f"), Some("x\"y"));
+        o.end();
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"a": u64::MAX, "b": null, "c": {"d": true, "e": "grpc-status 14"}, "f": "x\"y"})
+        );
+        let text = String::from_utf8_lossy(&b);
+        assert!(!text.contains(", ") && !text.contains("\": "), "{text}");
+    }
+}
