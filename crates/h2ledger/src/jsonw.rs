@@ -24,6 +24,7 @@ impl<'a> Obj<'a> {
         Obj { buf, first: true }
     }
 
+    #[inline(always)]
     fn key(&mut self, k: &str) -> &mut Vec<u8> {
         if !self.first {
             self.buf.push(b',');
@@ -33,27 +34,32 @@ impl<'a> Obj<'a> {
         self.buf
     }
 
+    #[inline(always)]
     pub fn u64(&mut self, k: &str, v: u64) {
         let b = self.key(k);
         b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
     }
 
+    #[inline(always)]
     pub fn f64(&mut self, k: &str, v: f64) {
         let b = self.key(k);
         float(b, v);
     }
 
+    #[inline(always)]
     pub fn bool(&mut self, k: &str, v: bool) {
         let b = self.key(k);
         b.extend_from_slice(if v { b"true" } else { b"false" });
     }
 
+    #[inline(always)]
     pub fn str(&mut self, k: &str, v: &str) {
         let b = self.key(k);
         string(b, v);
     }
 
     /// A string made of `text` (nothing to escape in it) and the number `n`: `"grpc-status 0"`.
+    #[inline(always)]
     pub fn str_num(&mut self, k: &str, text: &'static str, n: u16) {
         debug_assert!(text.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\'));
         let b = self.key(k);
@@ -63,10 +69,12 @@ impl<'a> Obj<'a> {
         b.push(b'"');
     }
 
+    #[inline(always)]
     pub fn null(&mut self, k: &str) {
         self.key(k).extend_from_slice(b"null");
     }
 
+    #[inline(always)]
     pub fn opt_u64(&mut self, k: &str, v: Option<u64>) {
         match v {
             Some(v) => self.u64(k, v),
@@ -74,6 +82,7 @@ impl<'a> Obj<'a> {
         }
     }
 
+    #[inline(always)]
     pub fn opt_f64(&mut self, k: &str, v: Option<f64>) {
         match v {
             Some(v) => self.f64(k, v),
@@ -81,6 +90,7 @@ impl<'a> Obj<'a> {
         }
     }
 
+    #[inline(always)]
     pub fn opt_str(&mut self, k: &str, v: Option<&str>) {
         match v {
             Some(v) => self.str(k, v),
@@ -89,6 +99,7 @@ impl<'a> Obj<'a> {
     }
 
     /// A nested object under `k`, written by `f`.
+    #[inline(always)]
     pub fn obj(&mut self, k: &str, f: impl FnOnce(&mut Obj<'_>)) {
         let b = self.key(k);
         let mut o = Obj::new(b);
