@@ -54,9 +54,14 @@ impl Analysis {
                 break;
             }
             self.recent.pop_front();
-            if !all && self.is_candidate(seq) {
+            // One lookup: taken out, and put back in the rare case it is still a candidate.
+            let Some(l) = self.calls.remove(&seq) else {
+                continue;
+            };
+            if !all && self.is_candidate_rec(seq, l.rec.conn) {
+                self.calls.insert(seq, l);
                 self.pinned.push(seq);
-            } else if let Some(l) = self.calls.remove(&seq) {
+            } else {
                 self.fold_call(seq, &l.rec);
             }
         }
@@ -71,12 +76,17 @@ impl Analysis {
 
     /// Whether call `seq` is a BDP candidate of either direction of its connection.
     pub(super) fn is_candidate(&self, seq: u64) -> bool {
-        self.calls.get(&seq).is_some_and(|l| {
-            self.conns.get(&l.rec.conn).is_some_and(|st| {
-                st.dirs
-                    .iter()
-                    .any(|d| d.candidate.is_some_and(|(_, s)| s == Some(seq)))
-            })
+        self.calls
+            .get(&seq)
+            .is_some_and(|l| self.is_candidate_rec(seq, l.rec.conn))
+    }
+
+    /// [`Analysis::is_candidate`] for call `seq` of connection `conn`.
+    fn is_candidate_rec(&self, seq: u64, conn: u32) -> bool {
+        self.conns.get(&conn).is_some_and(|st| {
+            st.dirs
+                .iter()
+                .any(|d| d.candidate.is_some_and(|(_, s)| s == Some(seq)))
         })
     }
 

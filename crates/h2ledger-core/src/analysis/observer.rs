@@ -107,18 +107,23 @@ impl Observer for Analysis {
                 }
             }
         }
-        let call_before = self.active.get(&(ev.conn.0, sid)).copied();
-        if sid != 0 {
+        // The call before this frame, and after it (a frame may open or end it); stream 0
+        // carries no call.
+        let (call_before, call_after) = if sid != 0 {
+            let before = self.active.get(&(ev.conn.0, sid)).copied();
             self.on_call_frame(ev);
-        }
-        let call = call_before.or_else(|| self.active.get(&(ev.conn.0, sid)).copied());
+            (before, self.active.get(&(ev.conn.0, sid)).copied())
+        } else {
+            (None, None)
+        };
+        let call = call_before.or(call_after);
         let phase = self.phase(ev.ts);
         self.flow.frame(ev, phase, call);
         self.grpc.frame(ev, phase, call);
         match (ev.class, ev.frame) {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.
-                let seq = self.active.get(&(ev.conn.0, sid)).copied();
+                let seq = call_after;
                 let ds = &mut self.conn(ev.conn).dirs[other(d)];
                 match ds.round.as_mut() {
                     Some(r) => {
