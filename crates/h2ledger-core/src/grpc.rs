@@ -257,6 +257,11 @@ impl Grpc {
         self.calls.remove(&seq);
     }
 
+    /// Call `seq`'s record, removed, without folding it into any total (the calls view).
+    pub fn take_call(&mut self, seq: u64) -> Option<CallGrpc> {
+        self.calls.remove(&seq)
+    }
+
     /// Folds call `seq` (the analysis' call sequence number) into the per-method totals of
     /// the whole capture and of `phase`, and hands its record back (removed).
     pub fn fold_call(
@@ -756,6 +761,48 @@ mod ledger_tests {
         let a = &mut c.ledger.observer;
         a.flush();
         a.grpc.report(None)
+    }
+
+    /// `calls` runs the analysis with [`Analysis::calls_only`]: each call's record (times,
+    /// frames, writes, BDP round, stalls, gRPC) must be the one the full analysis gives.
+    #[test]
+    fn calls_only_gives_the_same_call_records() {
+        use crate::Analysis;
+        let run = |an: Analysis| {
+            let mut c = Conn::started_with(an, &[(4, 20)]);
+            for s in [1u32, 3, 5, 7] {
+                c.client(&request(s, "/pkg.S/M", s != 5));
+                // Past the 20-byte window: a stall, which the WINDOW_UPDATE below ends.
+                c.client(&fr(0, 0, s, &grpc_msg(0, 30)));
+                c.client(&fr(0, 1, s, &[]));
+                // BDP estimator PING and its ACK, a WINDOW_UPDATE.
+                c.server(&fr(6, 0, 0, &[2, 4, 16, 16, 9, 14, 7, 7]));
+                c.client(&fr(6, 1, 0, &[2, 4, 16, 16, 9, 14, 7, 7]));
+                c.client(&fr(8, 0, 0, &100u32.to_be_bytes()));
+                c.server(&fr(8, 0, s, &100u32.to_be_bytes()));
+                if s == 7 {
+                    c.client(&fr(3, 0, s, &8u32.to_be_bytes()));
+                    continue;
+                }
+                c.server(&response(s, false, &[]));
+                c.server(&fr(0, 0, s, &grpc_msg(0, 25)));
+                c.server(&trailers(s, &[("grpc-status", "0")]));
+            }
+            c.client(&request(9, "/pkg.S/Open", true));
+            c.close();
+            let mut out = Vec::new();
+            c.ledger.observer.drain_finished(|v| {
+                out.push(format!(
+                    "{:?} {} {:?} {:?}",
+                    v.rec, v.method, v.flow, v.grpc
+                ));
+            });
+            out
+        };
+        let full = run(Analysis::new(None).keep_finished());
+        assert_eq!(full.len(), 5, "{full:#?}");
+        assert!(full[0].contains("stalls: [1, 0]"), "{full:#?}");
+        assert_eq!(full, run(Analysis::new(None).calls_only()));
     }
 
     #[test]

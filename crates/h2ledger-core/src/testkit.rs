@@ -82,7 +82,12 @@ pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 impl Conn {
     pub fn new(syn: bool) -> Conn {
-        let mut ledger = Ledger::new(Analysis::new(None).keep_finished());
+        Conn::with(Analysis::new(None).keep_finished(), syn)
+    }
+
+    /// A connection observed by `analysis`.
+    pub fn with(analysis: Analysis, syn: bool) -> Conn {
+        let mut ledger = Ledger::new(analysis);
         ledger.open(&ConnMeta {
             id: ConnId(0),
             first_src: "127.0.0.1:50000".parse().unwrap(),
@@ -100,7 +105,12 @@ impl Conn {
 
     /// Client preface and both SETTINGS exchanged (with `server` as the server's SETTINGS).
     pub fn started(server: &[(u16, u32)]) -> Conn {
-        let mut c = Conn::new(true);
+        Conn::started_with(Analysis::new(None).keep_finished(), server)
+    }
+
+    /// [`Conn::started`] observed by `analysis`.
+    pub fn started_with(analysis: Analysis, server: &[(u16, u32)]) -> Conn {
+        let mut c = Conn::with(analysis, true);
         let mut p = PREFACE.to_vec();
         p.extend(settings(&[]));
         c.client(&p);

@@ -570,7 +570,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         ..Wanted::default()
     };
     let mut obs = Obs::new(&wanted);
-    obs.analysis = obs.analysis.map(|an| an.keep_finished());
+    obs.analysis = obs.analysis.map(|an| an.calls_only());
     let p = Pipeline::with_max_connections(obs, filter.max_connections)
         .with_keys(source::keys(&input, &filter)?);
     struct Calls {

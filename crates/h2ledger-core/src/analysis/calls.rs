@@ -116,6 +116,15 @@ impl Analysis {
             self.grpc.drop_call(seq);
             return;
         }
+        if self.calls_only {
+            let grpc = self.grpc.take_call(seq);
+            self.finished.push(Finished {
+                rec: *c,
+                flow,
+                grpc,
+            });
+            return;
+        }
         let key = c.status_key();
         let grpc = self
             .grpc

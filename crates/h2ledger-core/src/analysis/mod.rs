@@ -391,6 +391,9 @@ pub struct Analysis {
     phases: Phased<Scope>,
     /// Folded calls kept for [`Analysis::drain_finished`] (only when asked for).
     keep_finished: bool,
+    /// Only the per-call records ([`Analysis::calls_only`]): no totals, histograms or write
+    /// accounting.
+    calls_only: bool,
     finished: Vec<Finished>,
     /// `:path` values, indexed by [`CallRec::method`].
     pub methods: Vec<String>,
@@ -419,6 +422,15 @@ impl Analysis {
     /// Keep every call as it is folded, for [`Analysis::drain_finished`] (`h2ledger calls`).
     pub fn keep_finished(mut self) -> Self {
         self.keep_finished = true;
+        self
+    }
+
+    /// Only what each call's record needs (`h2ledger calls`): calls are kept for
+    /// [`Analysis::drain_finished`], and the totals, histograms and per-write accounting the
+    /// report is made of are skipped (the report of such an analysis is not meant to be read).
+    pub fn calls_only(mut self) -> Self {
+        self.keep_finished = true;
+        self.calls_only = true;
         self
     }
 

@@ -61,6 +61,9 @@ impl Observer for Analysis {
             self.splitter.set_origin(w.ts);
         }
         self.now = self.now.max(w.ts);
+        if self.calls_only {
+            return;
+        }
         let d = di(dir);
         let streams = self.pool.pop().unwrap_or_default();
         let ds = &mut self.conn(conn).dirs[d];
@@ -86,7 +89,7 @@ impl Observer for Analysis {
         let d = di(ev.dir);
         let sid = ev.head.stream_id;
         // What the write carried.
-        if ev.write != NO_WRITE {
+        if ev.write != NO_WRITE && !self.calls_only {
             loop {
                 let ds = &mut self.conn(ev.conn).dirs[d];
                 match ds.open_writes.front() {
