@@ -112,9 +112,14 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// serde_json's float: `null` when not finite, else zmij's shortest form.
+/// serde_json's float: `null` when not finite, else zmij's shortest form, which for a whole
+/// number below 10^15 is its digits and `.0` (written here without zmij: most durations in
+/// microseconds are whole).
 fn float(b: &mut Vec<u8>, v: f64) {
-    if v.is_finite() {
+    if v.fract() == 0.0 && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative()) {
+        b.extend_from_slice(itoa::Buffer::new().format(v as i64).as_bytes());
+        b.extend_from_slice(b".0");
+    } else if v.is_finite() {
         b.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
     } else {
         b.extend_from_slice(b"null");
@@ -154,6 +159,11 @@ mod tests {
             -0.0,
             0.1,
             464.0,
+            -464.0,
+            999_999_999_999_999.0,
+            1e15,
+            1e16,
+            123_456_789_012.0,
             1796119299.326338,
             1e300,
             5e-324,
