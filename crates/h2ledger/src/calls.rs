@@ -61,7 +61,8 @@ END_STREAM; c/s: client/server; H/D/T/o: the call's HEADERS/DATA/TRAILERS/other 
 that side; wr: TCP writes that carried them; rnd: the call opened a BDP-estimator round of the \
 client/server (y); in fl (--wide): other calls in flight at its start; stalls, stalled us, msgs, \
 server us / rtt us (--wide): flow-control stalls, gRPC messages, server time and the \
-connection's PING round trip. All times in milliseconds; `-` is not seen.";
+connection's PING round trip. Durations in microseconds (us), like every table and the JSON \
+keys; `-` is not seen.";
 
 fn row(layout: &[(usize, &str, i32)], cells: &[String]) -> String {
     let mut line = String::new();

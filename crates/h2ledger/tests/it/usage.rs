@@ -285,7 +285,7 @@ fn tables_fit_100_columns_and_ascii_without_utf8() {
         assert!(o.stdout.is_ascii(), "{f}: LANG=C output is ASCII");
     }
     let help = String::from_utf8(at(&["calls", "--help"]).stdout).unwrap();
-    for abbreviation in ["H/D/T/o", "wr:", "rnd:", "c/s:", "milliseconds"] {
+    for abbreviation in ["H/D/T/o", "wr:", "rnd:", "c/s:", "microseconds"] {
         assert!(
             help.contains(abbreviation),
             "calls --help explains {abbreviation}"
