@@ -340,11 +340,9 @@ impl<'a> FrameLine<'a> {
 struct CallFrames([u16; 4]);
 
 impl CallFrames {
-    /// `CALL_KINDS` indices in key order.
-    const SORTED: [usize; 4] = {
-        // DATA, HEADERS, TRAILERS, other (CALL_KINDS is HEADERS, DATA, TRAILERS, other).
-        [1, 0, 2, 3]
-    };
+    /// `CALL_KINDS` (HEADERS, DATA, TRAILERS, other) indices in key order: DATA, HEADERS,
+    /// TRAILERS, other.
+    const SORTED: [usize; 4] = [1, 0, 2, 3];
 
     fn write(&self, o: &mut crate::jsonw::Obj<'_>) {
         use crate::jsonw::k;
