@@ -52,6 +52,8 @@ mod testkit;
 /// at random per process (std's SipHash took about a sixth of `calls --format jsonl`; decision
 /// 96).
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// The set of [`FastMap`]'s kind.
+pub(crate) type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 pub use analysis::{Analysis, AnalysisReport, Splitter, Timeline};
 pub use headers::{Header, HeaderList};

@@ -136,13 +136,7 @@ impl CallPrinter {
         }
         let r = c.rec;
         // Durations in microseconds, like every other table and the JSON keys (decision 97).
-        let us = |ns: i64| {
-            if ns < 0 {
-                "-".to_string()
-            } else {
-                format!("{:.0}", ns as f64 / 1e3)
-            }
-        };
+        let us = crate::flowview::us;
         let f = |rel: usize| {
             r.frames[rel]
                 .iter()

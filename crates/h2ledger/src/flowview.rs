@@ -163,17 +163,20 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
     Some(out)
 }
 
+/// A duration of the `calls` table, nanoseconds as whole microseconds (decision 97); `-` when
+/// not seen (negative).
+pub fn us(ns: i64) -> String {
+    if ns < 0 {
+        "-".to_string()
+    } else {
+        format!("{:.0}", ns as f64 / 1e3)
+    }
+}
+
 /// The cells of the flow-control and gRPC columns of the `calls` table (stalls c/s, stalled us
 /// c/s, msgs c/s, server us / rtt us) for one call.
 pub fn call_cells(c: &CallView<'_>) -> [String; 4] {
     let f = c.flow;
-    let us = |ns: i64| {
-        if ns < 0 {
-            "-".to_string()
-        } else {
-            format!("{:.0}", ns as f64 / 1e3)
-        }
-    };
     let msgs = match c.grpc {
         Some(g) if g.grpc => format!("{}/{}", g.counts[0].messages, g.counts[1].messages),
         _ => "-".into(),

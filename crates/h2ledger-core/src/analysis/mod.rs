@@ -298,7 +298,7 @@ struct ConnState {
     dirs: [DirState; 2],
     /// Stream ids of this connection's calls in flight (keys of [`Analysis::active`]): a close
     /// ends them without a scan of every connection's calls.
-    active: std::collections::HashSet<u32, foldhash::fast::RandomState>,
+    active: crate::FastSet<u32>,
     /// By direction (`Dir::Fwd` first); folded by side when the connection closes.
     whole: [Acc; 2],
     phases: Phased<[Acc; 2]>,
