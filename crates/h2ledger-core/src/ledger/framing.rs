@@ -5,139 +5,25 @@ use super::*;
 
 impl<O: Observer> Ledger<O> {
     /// Framing: split `bytes` into frames, completing the one in progress first.
-    pub(super) fn frames(&mut self, id: ConnId, dir: Dir, w: &Write, mut bytes: &[u8]) {
-        let d = di(dir);
-        while !bytes.is_empty() {
-            let Some(c) = self.conns.get_mut(id.0 as usize) else {
-                return;
-            };
-            let ds = &mut c.dirs[d];
-            if ds.mode != Mode::Frames {
-                // A malformed head sent us back to resync: the rest goes to detection.
-                self.detect(id, dir, w, bytes, false);
-                return;
-            }
-            if let Some(p) = ds.cur.as_mut() {
-                let n = (p.remaining as usize).min(bytes.len());
-                let consumed_before = p.head.length - p.remaining;
-                if consumed_before < p.keep {
-                    let want = (p.keep - consumed_before) as usize;
-                    ds.carry.extend_from_slice(&bytes[..n.min(want)]);
-                }
-                p.remaining -= n as u32;
-                bytes = &bytes[n..];
-                if p.remaining == 0 {
-                    let p = ds.cur.take().expect("checked above");
-                    let carry = std::mem::take(&mut ds.carry);
-                    let complete = !p.lossy && carry.len() as u32 == p.head.length;
-                    self.frame(id, dir, w, p.head, &carry, complete);
-                    if let Some(c) = self.conns.get_mut(id.0 as usize) {
-                        let mut carry = carry;
-                        carry.clear();
-                        // A large DATA payload kept for an observer: do not hold its size.
-                        carry.shrink_to(MAX_HEADER_BLOCK);
-                        c.dirs[d].carry = carry;
-                    }
-                }
-                continue;
-            }
-            // A frame head: straight from the input when we have all of it.
-            let head = if ds.head_have == 0 && bytes.len() >= HEAD_LEN {
-                match raw_frame(bytes) {
-                    Ok((rest, raw)) => {
-                        // The whole frame is here: no copy at all.
-                        let consumed = bytes.len() - rest.len();
-                        let head = raw.head;
-                        if !self.sane(id, dir, &head) {
-                            continue;
-                        }
-                        self.frame(id, dir, w, head, raw.payload, true);
-                        bytes = &bytes[consumed..];
-                        continue;
-                    }
-                    Err(_) => match Head::parse(bytes) {
-                        Ok((_, h)) => {
-                            bytes = &bytes[HEAD_LEN..];
-                            h
-                        }
-                        Err(_) => return,
-                    },
-                }
-            } else {
-                let n = (HEAD_LEN - ds.head_have).min(bytes.len());
-                ds.head_buf[ds.head_have..ds.head_have + n].copy_from_slice(&bytes[..n]);
-                ds.head_have += n;
-                bytes = &bytes[n..];
-                if ds.head_have < HEAD_LEN {
-                    return;
-                }
-                ds.head_have = 0;
-                match Head::parse(&ds.head_buf) {
-                    Ok((_, h)) => h,
-                    Err(_) => return,
-                }
-            };
-            if !self.sane(id, dir, &head) {
-                continue;
-            }
-            if head.length == 0 {
-                self.frame(id, dir, w, head, &[], true);
-                continue;
-            }
-            let keep = if head.kind == Kind::Data && self.observer.wants_data(id, head.stream_id) {
-                head.length
-            } else {
-                keep_len(&head)
-            };
-            let ds = &mut self.conns[id.0 as usize].dirs[d];
-            ds.carry.clear();
-            ds.cur = Some(Payload {
-                head,
-                remaining: head.length,
-                keep,
-                lossy: false,
-            });
+    pub(super) fn frames(&mut self, id: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
+        let Ledger {
+            conns,
+            observer,
+            warnings,
+            ..
+        } = self;
+        // One lookup for the whole segment: the connection stays open while it is framed.
+        let Some(c) = conns.get_mut(id.0 as usize) else {
+            return;
+        };
+        if let Some(rest) = frames_in(c, observer, warnings, id, dir, w, bytes) {
+            // A malformed head sent us back to resync: the rest goes to detection.
+            self.detect(id, dir, w, rest, false);
         }
     }
 
     /// A head that no implementation would send (reserved bit, a length beyond anything
     /// allowed) means we lost framing: count it and look for a boundary again.
-    pub(super) fn sane(&mut self, id: ConnId, dir: Dir, head: &Head) -> bool {
-        let c = &mut self.conns[id.0 as usize];
-        let ds = &mut c.dirs[di(dir)];
-        let limit = if ds.mid_stream {
-            crate::detect::MAX_FRAME_LEN
-        } else {
-            ds.max_frame
-        };
-        if head.length <= limit {
-            return true;
-        }
-        if head.plausible(crate::detect::MAX_FRAME_LEN) {
-            // Framing is intact (the boundary was proven and every length followed): a frame
-            // above the peer's SETTINGS_MAX_FRAME_SIZE is on the wire; count it and say so.
-            let (src, dst) = c.addrs(dir);
-            let (len, kind, stream) = (head.length, head.kind.name(), head.stream_id);
-            self.warnings.add("malformed-frame", || {
-                format!(
-                    "connection {} {src} -> {dst}: {kind} frame on stream {stream} of {len} bytes, above the allowed maximum {limit} (RFC 9113 §4.2): counted, framing kept",
-                    id.0
-                )
-            });
-            return true;
-        }
-        ds.lose_framing();
-        let (src, dst) = c.addrs(dir);
-        let len = head.length;
-        self.warnings.add("bad-frame-head", || {
-            format!(
-                "connection {} {src} -> {dst}: frame header with length {len} above the allowed maximum {limit}: framing lost, resynchronising",
-                id.0
-            )
-        });
-        false
-    }
-
     pub(super) fn frame(
         &mut self,
         id: ConnId,
@@ -147,217 +33,370 @@ impl<O: Observer> Ledger<O> {
         payload: &[u8],
         complete: bool,
     ) {
-        let d = di(dir);
-        let keep = self.observer.wants_headers();
-        let c = &mut self.conns[id.0 as usize];
+        if let Some(c) = self.conns.get_mut(id.0 as usize) {
+            frame(
+                c,
+                &mut self.observer,
+                &mut self.warnings,
+                id,
+                dir,
+                w,
+                head,
+                payload,
+                complete,
+            );
+        }
+    }
+}
+
+/// [`Ledger::frames`] on the connection `c`: `Some(rest)` when framing was lost and `rest`
+/// goes back to detection.
+fn frames_in<'b, O: Observer>(
+    c: &mut Conn,
+    observer: &mut O,
+    warnings: &mut Warnings,
+    id: ConnId,
+    dir: Dir,
+    w: &Write,
+    mut bytes: &'b [u8],
+) -> Option<&'b [u8]> {
+    let d = di(dir);
+    while !bytes.is_empty() {
+        let ds = &mut c.dirs[d];
+        if ds.mode != Mode::Frames {
+            return Some(bytes);
+        }
+        if let Some(p) = ds.cur.as_mut() {
+            let n = (p.remaining as usize).min(bytes.len());
+            let consumed_before = p.head.length - p.remaining;
+            if consumed_before < p.keep {
+                let want = (p.keep - consumed_before) as usize;
+                ds.carry.extend_from_slice(&bytes[..n.min(want)]);
+            }
+            p.remaining -= n as u32;
+            bytes = &bytes[n..];
+            if p.remaining == 0 {
+                let p = ds.cur.take().expect("checked above");
+                let mut carry = std::mem::take(&mut ds.carry);
+                let complete = !p.lossy && carry.len() as u32 == p.head.length;
+                frame(c, observer, warnings, id, dir, w, p.head, &carry, complete);
+                carry.clear();
+                // A large DATA payload kept for an observer: do not hold its size.
+                carry.shrink_to(MAX_HEADER_BLOCK);
+                c.dirs[d].carry = carry;
+            }
+            continue;
+        }
+        // A frame head: straight from the input when we have all of it.
+        let head = if ds.head_have == 0 && bytes.len() >= HEAD_LEN {
+            match raw_frame(bytes) {
+                Ok((rest, raw)) => {
+                    // The whole frame is here: no copy at all.
+                    let consumed = bytes.len() - rest.len();
+                    let head = raw.head;
+                    if !sane(c, warnings, id, dir, &head) {
+                        continue;
+                    }
+                    frame(c, observer, warnings, id, dir, w, head, raw.payload, true);
+                    bytes = &bytes[consumed..];
+                    continue;
+                }
+                Err(_) => match Head::parse(bytes) {
+                    Ok((_, h)) => {
+                        bytes = &bytes[HEAD_LEN..];
+                        h
+                    }
+                    Err(_) => return None,
+                },
+            }
+        } else {
+            let n = (HEAD_LEN - ds.head_have).min(bytes.len());
+            ds.head_buf[ds.head_have..ds.head_have + n].copy_from_slice(&bytes[..n]);
+            ds.head_have += n;
+            bytes = &bytes[n..];
+            if ds.head_have < HEAD_LEN {
+                return None;
+            }
+            ds.head_have = 0;
+            match Head::parse(&ds.head_buf) {
+                Ok((_, h)) => h,
+                Err(_) => return None,
+            }
+        };
+        if !sane(c, warnings, id, dir, &head) {
+            continue;
+        }
+        if head.length == 0 {
+            frame(c, observer, warnings, id, dir, w, head, &[], true);
+            continue;
+        }
+        let keep = if head.kind == Kind::Data && observer.wants_data(id, head.stream_id) {
+            head.length
+        } else {
+            keep_len(&head)
+        };
+        let ds = &mut c.dirs[d];
+        ds.carry.clear();
+        ds.cur = Some(Payload {
+            head,
+            remaining: head.length,
+            keep,
+            lossy: false,
+        });
+    }
+    None
+}
+
+/// A head that no implementation would send (reserved bit, a length beyond anything
+/// allowed) means we lost framing: count it and look for a boundary again.
+fn sane(c: &mut Conn, warnings: &mut Warnings, id: ConnId, dir: Dir, head: &Head) -> bool {
+    let ds = &mut c.dirs[di(dir)];
+    let limit = if ds.mid_stream {
+        crate::detect::MAX_FRAME_LEN
+    } else {
+        ds.max_frame
+    };
+    if head.length <= limit {
+        return true;
+    }
+    if head.plausible(crate::detect::MAX_FRAME_LEN) {
+        // Framing is intact (the boundary was proven and every length followed): a frame
+        // above the peer's SETTINGS_MAX_FRAME_SIZE is on the wire; count it and say so.
         let (src, dst) = c.addrs(dir);
-        let load = head.kind != Kind::Data || self.observer.wants_data(id, head.stream_id);
-        let loaded = if complete && load {
-            match Frame::load(RawFrame { head, payload }) {
-                Ok(f) => Some(f),
-                Err(e) => {
-                    self.warnings.add("malformed-frame", || {
-                        format!(
-                            "connection {} {src} -> {dst}: malformed {} frame on stream {}: {e}",
-                            id.0,
-                            head.kind.name(),
-                            head.stream_id
-                        )
-                    });
-                    None
+        let (len, kind, stream) = (head.length, head.kind.name(), head.stream_id);
+        warnings.add("malformed-frame", || {
+                format!(
+                    "connection {} {src} -> {dst}: {kind} frame on stream {stream} of {len} bytes, above the allowed maximum {limit} (RFC 9113 §4.2): counted, framing kept",
+                    id.0
+                )
+            });
+        return true;
+    }
+    ds.lose_framing();
+    let (src, dst) = c.addrs(dir);
+    let len = head.length;
+    warnings.add("bad-frame-head", || {
+            format!(
+                "connection {} {src} -> {dst}: frame header with length {len} above the allowed maximum {limit}: framing lost, resynchronising",
+                id.0
+            )
+        });
+    false
+}
+
+#[allow(clippy::too_many_arguments)]
+fn frame<O: Observer>(
+    c: &mut Conn,
+    observer: &mut O,
+    warnings: &mut Warnings,
+    id: ConnId,
+    dir: Dir,
+    w: &Write,
+    head: Head,
+    payload: &[u8],
+    complete: bool,
+) {
+    let d = di(dir);
+    let keep = observer.wants_headers();
+    let (src, dst) = c.addrs(dir);
+    let load = head.kind != Kind::Data || observer.wants_data(id, head.stream_id);
+    let loaded = if complete && load {
+        match Frame::load(RawFrame { head, payload }) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                warnings.add("malformed-frame", || {
+                    format!(
+                        "connection {} {src} -> {dst}: malformed {} frame on stream {}: {e}",
+                        id.0,
+                        head.kind.name(),
+                        head.stream_id
+                    )
+                });
+                None
+            }
+        }
+    } else if head.kind == Kind::GoAway && payload.len() >= 8 {
+        // GOAWAY whose debug data was cut at MAX_GOAWAY_DEBUG: load what we kept.
+        let mut h = head;
+        h.length = payload.len() as u32;
+        Frame::load(RawFrame { head: h, payload }).ok()
+    } else {
+        None
+    };
+    // Settings: remember ours until the peer ACKs; apply the peer's on our ACK.
+    match &loaded {
+        Some(Frame::Settings(s)) if !s.is_ack() => {
+            let mut table = None;
+            let mut frame_size = None;
+            for (id, v) in s.iter() {
+                if id == SettingId::HEADER_TABLE_SIZE {
+                    table = Some(v);
+                } else if id == SettingId::MAX_FRAME_SIZE {
+                    frame_size = Some(v);
                 }
             }
-        } else if head.kind == Kind::GoAway && payload.len() >= 8 {
-            // GOAWAY whose debug data was cut at MAX_GOAWAY_DEBUG: load what we kept.
-            let mut h = head;
-            h.length = payload.len() as u32;
-            Frame::load(RawFrame { head: h, payload }).ok()
-        } else {
-            None
-        };
-        // Settings: remember ours until the peer ACKs; apply the peer's on our ACK.
-        match &loaded {
-            Some(Frame::Settings(s)) if !s.is_ack() => {
-                let mut table = None;
-                let mut frame_size = None;
-                for (id, v) in s.iter() {
-                    if id == SettingId::HEADER_TABLE_SIZE {
-                        table = Some(v);
-                    } else if id == SettingId::MAX_FRAME_SIZE {
-                        frame_size = Some(v);
-                    }
-                }
-                let ds = &mut c.dirs[d];
-                let q = &mut ds.settings_sent;
-                if q.len() < MAX_PENDING_SETTINGS {
-                    q.push_back((table, frame_size));
-                } else if let Some(last) = q.back_mut() {
-                    let max = |a: Option<u32>, b: Option<u32>| match (a, b) {
-                        (Some(x), Some(y)) => Some(x.max(y)),
-                        (x, y) => x.or(y),
-                    };
-                    *last = (max(last.0, table), max(last.1, frame_size));
-                    if !ds.settings_reported {
-                        ds.settings_reported = true;
-                        self.warnings.add("settings-cap", || {
+            let ds = &mut c.dirs[d];
+            let q = &mut ds.settings_sent;
+            if q.len() < MAX_PENDING_SETTINGS {
+                q.push_back((table, frame_size));
+            } else if let Some(last) = q.back_mut() {
+                let max = |a: Option<u32>, b: Option<u32>| match (a, b) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                };
+                *last = (max(last.0, table), max(last.1, frame_size));
+                if !ds.settings_reported {
+                    ds.settings_reported = true;
+                    warnings.add("settings-cap", || {
                             format!(
                                 "connection {} {src} -> {dst}: more than {MAX_PENDING_SETTINGS} SETTINGS frames awaiting ACK; later ones are merged into the last (largest values applied at its ACK)",
                                 id.0
                             )
                         });
-                    }
                 }
             }
-            Some(Frame::Settings(_)) => {
-                if let Some((table, frame_size)) = c.dirs[1 - d].settings_sent.pop_front() {
-                    let ds = &mut c.dirs[d];
-                    if let Some(t) = table {
-                        if !ds.mid_stream {
-                            ds.hpack.set_max_size_limit(t);
-                        }
-                    }
-                    if let Some(f) = frame_size {
-                        ds.max_frame = f.clamp(DEFAULT_MAX_FRAME, crate::detect::MAX_FRAME_LEN);
-                    }
-                }
-            }
-            _ => {}
         }
-        // Header blocks.
-        let ds = &mut c.dirs[d];
-        let mut decoded = false;
-        let fragment = match &loaded {
-            Some(Frame::Headers(h)) => Some((h.fragment, true)),
-            Some(Frame::PushPromise(p)) => Some((p.fragment, true)),
-            Some(Frame::Continuation(k)) => Some((k.fragment, false)),
-            _ => None,
-        };
-        let header_kind = matches!(
-            head.kind,
-            Kind::Headers | Kind::PushPromise | Kind::Continuation
-        );
-        if header_kind {
-            let end = head.flags.is_end_headers();
-            match fragment {
-                Some((frag, true)) => {
-                    if ds.block_stream.is_some() {
-                        self.warnings.add("header-block", || {
+        Some(Frame::Settings(_)) => {
+            if let Some((table, frame_size)) = c.dirs[1 - d].settings_sent.pop_front() {
+                let ds = &mut c.dirs[d];
+                if let Some(t) = table {
+                    if !ds.mid_stream {
+                        ds.hpack.set_max_size_limit(t);
+                    }
+                }
+                if let Some(f) = frame_size {
+                    ds.max_frame = f.clamp(DEFAULT_MAX_FRAME, crate::detect::MAX_FRAME_LEN);
+                }
+            }
+        }
+        _ => {}
+    }
+    // Header blocks.
+    let ds = &mut c.dirs[d];
+    let mut decoded = false;
+    let fragment = match &loaded {
+        Some(Frame::Headers(h)) => Some((h.fragment, true)),
+        Some(Frame::PushPromise(p)) => Some((p.fragment, true)),
+        Some(Frame::Continuation(k)) => Some((k.fragment, false)),
+        _ => None,
+    };
+    let header_kind = matches!(
+        head.kind,
+        Kind::Headers | Kind::PushPromise | Kind::Continuation
+    );
+    if header_kind {
+        let end = head.flags.is_end_headers();
+        match fragment {
+            Some((frag, true)) => {
+                if ds.block_stream.is_some() {
+                    warnings.add("header-block", || {
                             format!(
                                 "connection {} {src} -> {dst}: {} on stream {} while a header block on stream {} awaits CONTINUATION",
                                 id.0, head.kind.name(), head.stream_id, ds.block_stream.unwrap_or(0)
                             )
                         });
-                    }
-                    ds.block_stream = None;
-                    ds.block_push = head.kind == Kind::PushPromise;
-                    if end {
-                        decoded = decode_block(ds, frag, keep, &mut self.warnings, id, src, dst);
-                    } else {
-                        ds.block.clear();
-                        ds.block_overflow = false;
-                        ds.block.extend_from_slice(frag);
-                        ds.block_stream = Some(head.stream_id);
-                    }
                 }
-                Some((frag, false)) => {
-                    if ds.block_stream == Some(head.stream_id) {
-                        if ds.block.len() + frag.len() > MAX_HEADER_BLOCK {
-                            ds.block_overflow = true;
-                        } else {
-                            ds.block.extend_from_slice(frag);
-                        }
-                        if end {
-                            ds.block_stream = None;
-                            if ds.block_overflow {
-                                ds.lose_hpack_sync();
-                                self.warnings.add("header-block", || {
+                ds.block_stream = None;
+                ds.block_push = head.kind == Kind::PushPromise;
+                if end {
+                    decoded = decode_block(ds, frag, keep, warnings, id, src, dst);
+                } else {
+                    ds.block.clear();
+                    ds.block_overflow = false;
+                    ds.block.extend_from_slice(frag);
+                    ds.block_stream = Some(head.stream_id);
+                }
+            }
+            Some((frag, false)) => {
+                if ds.block_stream == Some(head.stream_id) {
+                    if ds.block.len() + frag.len() > MAX_HEADER_BLOCK {
+                        ds.block_overflow = true;
+                    } else {
+                        ds.block.extend_from_slice(frag);
+                    }
+                    if end {
+                        ds.block_stream = None;
+                        if ds.block_overflow {
+                            ds.lose_hpack_sync();
+                            warnings.add("header-block", || {
                                     format!("connection {} {src} -> {dst}: header block on stream {} larger than {MAX_HEADER_BLOCK} bytes: not decoded, HPACK state lost", id.0, head.stream_id)
                                 });
-                            } else {
-                                let block = std::mem::take(&mut ds.block);
-                                decoded = decode_block(
-                                    ds,
-                                    &block,
-                                    keep,
-                                    &mut self.warnings,
-                                    id,
-                                    src,
-                                    dst,
-                                );
-                                ds.block = block;
-                            }
+                        } else {
+                            let block = std::mem::take(&mut ds.block);
+                            decoded = decode_block(ds, &block, keep, warnings, id, src, dst);
+                            ds.block = block;
                         }
-                    } else {
-                        self.warnings.add("header-block", || {
+                    }
+                } else {
+                    warnings.add("header-block", || {
                             format!("connection {} {src} -> {dst}: CONTINUATION on stream {} without a header block in progress", id.0, head.stream_id)
                         });
-                    }
                 }
-                None => {
-                    // The frame did not load (or was cut by a gap): its fragment is lost.
-                    ds.lose_hpack_sync();
-                    self.warnings.add("hpack-sync", || {
+            }
+            None => {
+                // The frame did not load (or was cut by a gap): its fragment is lost.
+                ds.lose_hpack_sync();
+                warnings.add("hpack-sync", || {
                         format!("connection {} {src} -> {dst}: {} frame on stream {} could not be read; HPACK state reset (later references may show placeholders)", id.0, head.kind.name(), head.stream_id)
                     });
-                }
             }
         }
-        let pseudo = if decoded && head.kind == Kind::Headers {
-            let sum = c.dirs[d].summary;
-            if sum.pseudo {
-                BlockKind::Pseudo
-            } else if sum.unseen {
-                BlockKind::Unknown
-            } else {
-                BlockKind::NoPseudo
-            }
-        } else {
+    }
+    let pseudo = if decoded && head.kind == Kind::Headers {
+        let sum = c.dirs[d].summary;
+        if sum.pseudo {
+            BlockKind::Pseudo
+        } else if sum.unseen {
             BlockKind::Unknown
-        };
-        let class = classify(c, d, &head, loaded.as_ref(), pseudo);
-        if c.streams_full && !c.streams_reported {
-            c.streams_reported = true;
-            self.warnings.add("streams-cap", || {
+        } else {
+            BlockKind::NoPseudo
+        }
+    } else {
+        BlockKind::Unknown
+    };
+    let class = classify(c, d, &head, loaded.as_ref(), pseudo);
+    if c.streams_full && !c.streams_reported {
+        c.streams_reported = true;
+        warnings.add("streams-cap", || {
                 format!(
                     "connection {} {src} -> {dst}: more than {MAX_STREAMS} open streams tracked; HEADERS vs TRAILERS on further streams is read from the header block (pseudo-header fields), or END_STREAM when unreadable",
                     id.0
                 )
             });
-        }
-        if c.client.is_none() && header_kind {
-            // Who asks and who answers: requests carry :method, responses :status (RFC 9113
-            // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
-            let ds = &c.dirs[d];
-            if decoded && !ds.block_push {
-                if ds.summary.request {
-                    c.set_client(dir, ClientBy::PseudoHeaders);
-                } else if ds.summary.response {
-                    c.set_client(dir_of(1 - d), ClientBy::PseudoHeaders);
-                }
+    }
+    if c.client.is_none() && header_kind {
+        // Who asks and who answers: requests carry :method, responses :status (RFC 9113
+        // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
+        let ds = &c.dirs[d];
+        if decoded && !ds.block_push {
+            if ds.summary.request {
+                c.set_client(dir, ClientBy::PseudoHeaders);
+            } else if ds.summary.response {
+                c.set_client(dir_of(1 - d), ClientBy::PseudoHeaders);
             }
         }
-        if c.client.is_none() && class == FrameClass::Headers && head.stream_id % 2 == 1 {
-            // No readable pseudo-header: the client opens odd-numbered streams (RFC 9113
-            // §5.1.1). Weaker, as a response on an odd stream looks the same.
-            c.odd_streams[d] += 1;
-        }
-        let side = c.side(dir);
-        let late_start = c.dirs.iter().any(|x| x.synced && x.late_start);
-        let ds = &c.dirs[d];
-        let ev = FrameEvent {
-            conn: id,
-            dir,
-            side,
-            ts: w.ts,
-            write: w.index,
-            head,
-            class,
-            frame: loaded.as_ref(),
-            headers: (decoded && keep).then_some(&ds.headers),
-            src,
-            dst,
-            late_start,
-        };
-        self.observer.frame(&ev);
     }
+    if c.client.is_none() && class == FrameClass::Headers && head.stream_id % 2 == 1 {
+        // No readable pseudo-header: the client opens odd-numbered streams (RFC 9113
+        // §5.1.1). Weaker, as a response on an odd stream looks the same.
+        c.odd_streams[d] += 1;
+    }
+    let side = c.side(dir);
+    let late_start = c.dirs.iter().any(|x| x.synced && x.late_start);
+    let ds = &c.dirs[d];
+    let ev = FrameEvent {
+        conn: id,
+        dir,
+        side,
+        ts: w.ts,
+        write: w.index,
+        head,
+        class,
+        frame: loaded.as_ref(),
+        headers: (decoded && keep).then_some(&ds.headers),
+        src,
+        dst,
+        late_start,
+    };
+    observer.frame(&ev);
 }

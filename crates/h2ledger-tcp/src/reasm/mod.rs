@@ -8,6 +8,10 @@ mod half;
 mod tests;
 
 use std::collections::{HashMap, VecDeque};
+
+/// foldhash, seeded at random per process: every packet looks its 4-tuple up, and SipHash
+/// of two socket addresses was about 2% of a replay (docs/decisions.md, 96).
+use foldhash::fast::RandomState;
 use std::net::SocketAddr;
 
 use self::half::{Bounds, Half, Out};
@@ -203,7 +207,7 @@ pub struct Reassembler {
     cfg: Config,
     stats: Stats,
     next_id: u32,
-    map: HashMap<Key, usize>,
+    map: HashMap<Key, usize, RandomState>,
     slab: Vec<Option<Conn>>,
     free: Vec<usize>,
     /// Most and least recently active connections.
@@ -211,7 +215,7 @@ pub struct Reassembler {
     oldest: usize,
     /// Connections evicted while open, by 4-tuple (at most `max_connections`, oldest first
     /// forgotten), so that one coming back is known as the same connection.
-    evicted: HashMap<Key, ConnId>,
+    evicted: HashMap<Key, ConnId, RandomState>,
     evicted_order: VecDeque<(Key, ConnId)>,
 }
 
@@ -222,12 +226,12 @@ impl Reassembler {
             cfg,
             stats: Stats::default(),
             next_id: 0,
-            map: HashMap::new(),
+            map: HashMap::default(),
             slab: Vec::new(),
             free: Vec::new(),
             newest: NIL,
             oldest: NIL,
-            evicted: HashMap::new(),
+            evicted: HashMap::default(),
             evicted_order: VecDeque::new(),
         }
     }
