@@ -217,7 +217,9 @@ struct OpenWrite {
 struct Round {
     ts: Nanos,
     payload: [u8; 8],
-    streams: Vec<u32>,
+    /// The calls' streams in this round (a set: every DATA frame asks whether its stream is
+    /// in, and a round may hold up to `MAX_ROUND_CALLS`).
+    streams: crate::FastSet<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -231,7 +233,7 @@ struct DirState {
     candidate: Option<(u32, Option<u64>)>,
     /// Other streams whose DATA arrived after the candidate's, before the PING (at most
     /// `MAX_ROUND_CALLS`): they are in the round the PING opens.
-    waiting: Vec<u32>,
+    waiting: crate::FastSet<u32>,
 }
 
 /// Counters of one direction (or side) within one scope (whole capture or a phase).
@@ -400,6 +402,8 @@ pub struct Analysis {
     method_ids: FastMap<Vec<u8>, u32>,
     goaways: Vec<GoAwayRec>,
     pool: Vec<Vec<u32>>,
+    /// Emptied round sets, for the next round.
+    round_pool: Vec<crate::FastSet<u32>>,
     limits: AnalysisLimits,
     /// The latest time seen (calls cut short by a close end then).
     now: Nanos,

@@ -130,18 +130,15 @@ impl Observer for Analysis {
                 let ds = &mut self.conn(ev.conn).dirs[other(d)];
                 match ds.round.as_mut() {
                     Some(r) => {
-                        if r.streams.len() < MAX_ROUND_CALLS && !r.streams.contains(&sid) {
-                            r.streams.push(sid);
+                        if r.streams.len() < MAX_ROUND_CALLS {
+                            r.streams.insert(sid);
                         }
                     }
                     None => match ds.candidate {
                         None => ds.candidate = Some((sid, seq)),
                         Some((c, _)) => {
-                            if c != sid
-                                && ds.waiting.len() + 1 < MAX_ROUND_CALLS
-                                && !ds.waiting.contains(&sid)
-                            {
-                                ds.waiting.push(sid);
+                            if c != sid && ds.waiting.len() + 1 < MAX_ROUND_CALLS {
+                                ds.waiting.insert(sid);
                             }
                         }
                     },

@@ -14,8 +14,8 @@ impl Analysis {
         });
         let mut s = r.streams;
         s.clear();
-        if self.pool.len() < 64 {
-            self.pool.push(s);
+        if self.round_pool.len() < 64 {
+            self.round_pool.push(s);
         }
     }
 
@@ -37,10 +37,10 @@ impl Analysis {
             if known.is_some_and(|k| k.bdp) {
                 let prev = ds.round.take();
                 let cand = ds.candidate.take();
-                let mut streams = self.pool.pop().unwrap_or_default();
+                let mut streams = self.round_pool.pop().unwrap_or_default();
                 if let Some((s, seq)) = cand {
-                    streams.push(s);
-                    streams.append(&mut self.conn(ev.conn).dirs[d].waiting);
+                    streams.insert(s);
+                    streams.extend(self.conn(ev.conn).dirs[d].waiting.drain());
                     if let Some(call) = seq.and_then(|q| self.calls.get_mut(&q)) {
                         let call = &mut call.rec;
                         call.flags |= if ev.dir == call.req_dir() {
