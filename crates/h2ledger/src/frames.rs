@@ -38,6 +38,9 @@ pub struct FramePrinter {
     /// Stop after this many frames printed (`--max-frames`).
     pub max: Option<u64>,
     addrs: Addrs,
+    /// `H2LEDGER_FRAMES_VIA_SERDE` set: the JSON records by serde_json instead of the faster
+    /// hand writer (jsonw.rs), to compare the two (`it::usage::frame_lines_equal_serde`).
+    via_serde: bool,
 }
 
 impl FramePrinter {
@@ -48,6 +51,7 @@ impl FramePrinter {
             origin: None,
             max: None,
             addrs: Addrs::default(),
+            via_serde: std::env::var_os("H2LEDGER_FRAMES_VIA_SERDE").is_some(),
         }
     }
 
@@ -72,13 +76,51 @@ impl Observer for FramePrinter {
             let l = frame_line(ev, origin);
             self.out.line(&l);
         } else {
-            self.out.record(&FrameLine::new(ev, &mut self.addrs));
+            let line = FrameLine::new(ev, &mut self.addrs);
+            if self.via_serde {
+                self.out.record(&line);
+            } else {
+                self.out.record_with(|buf| {
+                    line.write_json(buf);
+                    true
+                });
+            }
         }
     }
 }
 
-pub fn flag_names(kind: Kind, flags: u8) -> Vec<&'static str> {
-    let mut v = Vec::new();
+/// The names of the flags set on a frame, in bit order (at most four: HEADERS').
+#[derive(Clone, Copy, Default)]
+pub struct FlagNames {
+    names: [&'static str; 4],
+    n: usize,
+}
+
+impl FlagNames {
+    fn push(&mut self, name: &'static str) {
+        if let Some(slot) = self.names.get_mut(self.n) {
+            *slot = name;
+            self.n += 1;
+        }
+    }
+
+    pub fn as_slice(&self) -> &[&'static str] {
+        &self.names[..self.n]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+impl serde::Serialize for FlagNames {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize(s)
+    }
+}
+
+pub fn flag_names(kind: Kind, flags: u8) -> FlagNames {
+    let mut v = FlagNames::default();
     let f = |bit: u8| flags & bit != 0;
     match kind {
         Kind::Data => {
@@ -174,7 +216,7 @@ fn frame_line(ev: &FrameEvent<'_>, origin: Nanos) -> String {
         if flags.is_empty() {
             String::new()
         } else {
-            format!(" ({})", flags.join(" | "))
+            format!(" ({})", flags.as_slice().join(" | "))
         },
         ev.head.length,
         summary(ev)

@@ -259,7 +259,7 @@ pub struct FrameLine<'a> {
     dst: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-    flag_names: Vec<&'static str>,
+    flag_names: crate::frames::FlagNames,
     flags: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     headers: Option<Headers<'a>>,
@@ -333,6 +333,87 @@ impl<'a> FrameLine<'a> {
             _ => {}
         }
         l
+    }
+}
+
+impl FrameLine<'_> {
+    /// This record as serde_json writes it (the same bytes, by hand: `frames --format jsonl`
+    /// prints millions; `it::usage::frame_lines_equal_serde` compares the two).
+    pub fn write_json(&self, buf: &mut Vec<u8>) {
+        use crate::jsonw::{k, Obj};
+        let mut o = Obj::new(buf);
+        o.plain(k!("class"), self.class);
+        o.u64(k!("conn"), self.conn.into());
+        if let Some(d) = &self.debug {
+            o.str(k!("debug"), d);
+        }
+        o.plain(k!("dst"), self.dst);
+        if let Some(e) = &self.error {
+            o.str(k!("error"), e);
+        }
+        o.plain_strs(k!("flag_names"), self.flag_names.as_slice());
+        o.u64(k!("flags"), self.flags.into());
+        if let Some(h) = &self.headers {
+            o.raw(k!("headers"), |b| {
+                b.push(b'[');
+                for (i, h) in h.0.iter().enumerate() {
+                    if i > 0 {
+                        b.push(b',');
+                    }
+                    b.push(b'[');
+                    escaped(b, h.name);
+                    b.push(b',');
+                    escaped(b, h.value);
+                    b.push(b']');
+                }
+                b.push(b']');
+            });
+        }
+        if let Some(v) = self.increment {
+            o.u64(k!("increment"), v.into());
+        }
+        if let Some(v) = self.last_stream_id {
+            o.u64(k!("last_stream_id"), v.into());
+        }
+        o.u64(k!("length"), self.length.into());
+        if let Some(p) = self.ping {
+            o.raw(k!("ping"), |b| {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                b.push(b'"');
+                for x in p {
+                    b.extend_from_slice(&[HEX[usize::from(x >> 4)], HEX[usize::from(x & 15)]]);
+                }
+                b.push(b'"');
+            });
+        }
+        if let Some(l) = self.ping_label {
+            o.plain(k!("ping_label"), l);
+        }
+        o.plain(k!("record"), self.record);
+        if let Some(s) = &self.settings {
+            // Rare (a few per connection): serde_json's own bytes.
+            o.raw(k!("settings"), |b| {
+                serde_json::to_writer(b, s).expect("settings always serialize into a Vec")
+            });
+        }
+        o.plain(k!("side"), self.side);
+        o.plain(k!("src"), self.src);
+        o.u64(k!("stream"), self.stream.into());
+        o.f64(k!("time"), self.time);
+        o.plain(k!("type"), self.kind);
+        o.opt_u64(k!("write"), self.write);
+        o.end();
+    }
+}
+
+/// [`Escaped`] into `b`: printable ASCII without `"` or `\` (nearly every header) is copied.
+fn escaped(b: &mut Vec<u8>, v: &[u8]) {
+    if !crate::jsonw::needs_escape(v, true) {
+        b.push(b'"');
+        b.extend_from_slice(v);
+        b.push(b'"');
+    } else {
+        serde_json::to_writer(b, &Escaped(v)).expect("a string always serializes into a Vec");
     }
 }
 
@@ -511,7 +592,7 @@ impl CallLine<'_> {
             o.bool(k!("server"), self.opened_bdp_round.server);
         });
         o.opt_f64(k!("ping_rtt_us"), self.ping_rtt_us);
-        o.str(k!("record"), self.record);
+        o.plain(k!("record"), self.record);
         o.bool(k!("reset"), self.reset);
         o.opt_f64(k!("server_time_us"), self.server_time_us);
         o.obj(k!("stalled_us"), |o| {
@@ -528,7 +609,7 @@ impl CallLine<'_> {
             (text, None) => o.str(k!("status"), text),
         }
         o.u64(k!("stream"), self.stream.into());
-        o.str(k!("type"), self.kind);
+        o.plain(k!("type"), self.kind);
         o.obj(k!("writes"), |o| {
             o.u64(k!("client"), self.writes.client.into());
             o.u64(k!("server"), self.writes.server.into());
@@ -618,6 +699,37 @@ impl Ticks {
             out.line(&l);
         } else {
             out.record(&t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header writer's fast path and its fallback give serde_json's bytes of `Escaped`.
+    #[test]
+    fn header_bytes_equal_serde() {
+        let cases: [&[u8]; 9] = [
+            b"",
+            b"content-type",
+            b"application/grpc+proto",
+            b"a \"quoted\" value",
+            b"back\\slash",
+            b"tab\tnewline\n\x00\x1f",
+            b"del \x7f",
+            "caf\u{e9} \u{1f600}".as_bytes(),
+            b"not utf-8 \xff\xfe\x80",
+        ];
+        for v in cases {
+            let mut fast = Vec::new();
+            escaped(&mut fast, v);
+            let slow = serde_json::to_vec(&Escaped(v)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&fast),
+                String::from_utf8_lossy(&slow),
+                "{v:?}"
+            );
         }
     }
 }

@@ -413,10 +413,10 @@ fn a_cut_outside_the_capture_is_said() {
     assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
 }
 
-/// `calls --format jsonl|json` writes its records by hand (jsonw.rs) for speed: the bytes must
-/// equal serde_json's on every golden capture (escapes, nulls, floats, gRPC and not).
-#[test]
-fn call_lines_equal_serde() {
+/// `calls` and `frames --format jsonl|json` write their records by hand (jsonw.rs) for speed:
+/// the bytes must equal serde_json's on every golden capture (escapes, nulls, floats, gRPC and
+/// not). Returns the records of `kind` compared.
+fn lines_equal_serde(view: &str, env: &str, kind: &str) -> usize {
     let mut files: Vec<_> = std::fs::read_dir(repo().join("captures"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -424,14 +424,14 @@ fn call_lines_equal_serde() {
         .collect();
     files.sort();
     assert!(files.len() > 10, "the golden captures are there");
-    let mut calls = 0;
+    let mut n = 0;
     for f in &files {
         for format in ["jsonl", "json"] {
             let run = |serde: bool| {
                 let mut c = Command::new(bin());
-                c.args(["calls", f.to_str().unwrap(), "-T", format]);
+                c.args([view, f.to_str().unwrap(), "-T", format]);
                 if serde {
-                    c.env("H2LEDGER_CALLS_VIA_SERDE", "1");
+                    c.env(env, "1");
                 }
                 c.output().unwrap()
             };
@@ -446,14 +446,26 @@ fn call_lines_equal_serde() {
                     .find(|(x, y)| x != y)
                     .unwrap_or(("", ""));
                 panic!(
-                    "{} -T {format}: hand writer\n{x}\nserde_json\n{y}",
+                    "{view} {} -T {format}: hand writer\n{x}\nserde_json\n{y}",
                     f.display()
                 );
             }
             if format == "jsonl" {
-                calls += records(&fast.stdout, "call").len();
+                n += records(&fast.stdout, kind).len();
             }
         }
     }
+    n
+}
+
+#[test]
+fn call_lines_equal_serde() {
+    let calls = lines_equal_serde("calls", "H2LEDGER_CALLS_VIA_SERDE", "call");
     assert!(calls > 1000, "{calls} calls compared");
+}
+
+#[test]
+fn frame_lines_equal_serde() {
+    let frames = lines_equal_serde("frames", "H2LEDGER_FRAMES_VIA_SERDE", "frame");
+    assert!(frames > 10_000, "{frames} frames compared");
 }
