@@ -199,6 +199,9 @@ pub struct Flow {
     /// Per call in flight or not yet folded (by the analysis' call sequence number); taken by
     /// [`Flow::take_call`] when the analysis folds the call.
     calls: FastMap<u64, CallFlow>,
+    /// Skip the per-side ordered set of open streams, kept only for the largest stream window
+    /// of the totals ([`Flow::calls_only`]).
+    no_max_window: bool,
 }
 
 fn di(d: Dir) -> usize {
@@ -234,6 +237,13 @@ fn scope_mut<'a>(
 impl Flow {
     pub fn new() -> Self {
         Flow::default()
+    }
+
+    /// Only the per-call records (stalls and stalled time) are read: the largest stream window
+    /// (`max_stream` of the totals) is not kept, which saves four ordered-set operations per
+    /// stream. Stall detection and resolution do not depend on it.
+    pub fn calls_only(&mut self) {
+        self.no_max_window = true;
     }
 
     /// Also keep a [`WindowSeries`] with buckets of `bucket` from `origin` (the first packet).
@@ -427,7 +437,9 @@ impl Flow {
         );
         let mut init = [0i64; 2];
         for (d, sf) in c.sides.iter_mut().enumerate() {
-            sf.open.insert((0, sid));
+            if !self.no_max_window {
+                sf.open.insert((0, sid));
+            }
             init[si(c.side[d])] = sf.initial;
         }
         self.acc(phase, |s| {
@@ -464,8 +476,10 @@ impl Flow {
         let old = st.adj[d];
         st.adj[d] -= len;
         let new = st.adj[d];
-        sf.open.remove(&(old, sid));
-        sf.open.insert((new, sid));
+        if !self.no_max_window {
+            sf.open.remove(&(old, sid));
+            sf.open.insert((new, sid));
+        }
         if st.stall[d].is_some() {
             sf.stalled.remove(&(old, sid));
             sf.stalled.insert((new, sid));
@@ -534,8 +548,10 @@ impl Flow {
         let old = st.adj[s];
         st.adj[s] += inc;
         let new = st.adj[s];
-        sf.open.remove(&(old, sid));
-        sf.open.insert((new, sid));
+        if !self.no_max_window {
+            sf.open.remove(&(old, sid));
+            sf.open.insert((new, sid));
+        }
         if st.stall[s].is_some() {
             sf.stalled.remove(&(old, sid));
             sf.stalled.insert((new, sid));
@@ -634,7 +650,9 @@ impl Flow {
         self.streams -= 1;
         for d in 0..2 {
             let sf = &mut c.sides[d];
-            sf.open.remove(&(st.adj[d], sid));
+            if !self.no_max_window {
+                sf.open.remove(&(st.adj[d], sid));
+            }
             if let Some(stall) = st.stall[d] {
                 sf.stalled.remove(&(st.adj[d], sid));
                 let side = si(c.side[d]);

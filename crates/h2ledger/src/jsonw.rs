@@ -37,7 +37,12 @@ impl<'a> Obj<'a> {
     #[inline(always)]
     pub fn u64(&mut self, k: &str, v: u64) {
         let b = self.key(k);
-        b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+        if v < 10 {
+            // Most counts of a record are one digit.
+            b.push(b'0' + v as u8);
+        } else {
+            b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+        }
     }
 
     #[inline(always)]

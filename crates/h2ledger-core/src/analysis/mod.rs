@@ -435,6 +435,7 @@ impl Analysis {
     pub fn calls_only(mut self) -> Self {
         self.keep_finished = true;
         self.calls_only = true;
+        self.flow.calls_only();
         self
     }
 
