@@ -106,6 +106,28 @@ median_seconds() {
     fi
 }
 
+# interleaved RUNS NAME CMD [NAME CMD ...]: one warm-up of each command, then RUNS rounds that
+# run every command once, in order, so that all of them see the machine in the same state (its
+# speed moves by 2x within minutes). Writes $WORK/NAME.times, one wall time per round.
+interleaved() {
+    local runs=$1 i j t0 t1
+    shift
+    local -a names=() cmds=()
+    while [ $# -gt 0 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
+    for j in "${!cmds[@]}"; do
+        bash -c "${cmds[$j]}" >/dev/null 2>&1
+        : >"$WORK/${names[$j]}.times"
+    done
+    for ((i = 0; i < runs; i++)); do
+        for j in "${!cmds[@]}"; do
+            t0=$(date +%s.%N)
+            bash -c "${cmds[$j]}" >/dev/null 2>&1
+            t1=$(date +%s.%N)
+            python3 -c "print($t1 - $t0)" >>"$WORK/${names[$j]}.times"
+        done
+    done
+}
+
 # peak_rss_kib COMMAND...: GNU time's "Maximum resident set size" (KiB), output discarded.
 peak_rss_kib() {
     /usr/bin/time -v "$@" >/dev/null 2>"$WORK/time.out" || true
@@ -155,15 +177,16 @@ PACKETS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["captu
 FILE_BYTES=$(stat -c %s "$F")
 
 say "capture: $F ($FILE_BYTES bytes, $PACKETS packets, port $P, tcpdump drops: $DROPS)"
-say "timing: ${HYPERFINE:-bash date loop}; $RUNS runs (+1 warm-up) for tcpdump and h2ledger, $TSHARK_RUNS for tshark"
+say "timing: $RUNS interleaved rounds (+1 warm-up) of tcpdump, replay and the line views; $TSHARK_RUNS runs of tshark (${HYPERFINE:-bash date loop})"
 
 # --- Time -------------------------------------------------------------------------------
-T_TCPDUMP=$(median_seconds tcpdump "$RUNS" 1 "tcpdump -r $F -w /dev/null")
-T_H2L=$(median_seconds h2ledger "$RUNS" 1 "$H2L replay $F --format json > /dev/null")
-T_H2LP=$(median_seconds h2ledger-port "$RUNS" 1 "$H2L replay $F --format json --port $P > /dev/null")
-# The line views (issue 12): records per second, as ratios to replay's time on the same file.
-T_FRAMES=$(median_seconds frames-jsonl "$RUNS" 1 "$H2L frames $F --format jsonl > /dev/null")
-T_CALLS=$(median_seconds calls-jsonl "$RUNS" 1 "$H2L calls $F --format jsonl > /dev/null")
+# tcpdump, replay and the line views (issue 12) in interleaved rounds: each ratio below is the
+# median of the per-round ratios, each seconds figure the median of the rounds.
+interleaved "$RUNS" tcpdump "tcpdump -r $F -w /dev/null" \
+    h2ledger "$H2L replay $F --format json > /dev/null" \
+    h2ledger-port "$H2L replay $F --format json --port $P > /dev/null" \
+    frames-jsonl "$H2L frames $F --format jsonl > /dev/null" \
+    calls-jsonl "$H2L calls $F --format jsonl > /dev/null"
 N_FRAMES=$("$H2L" frames "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["frames"])')
 N_CALLS=$("$H2L" calls "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["calls"])')
 T_TSHARK=""
@@ -182,8 +205,16 @@ RSS_TSHARK=$([ -s "$WORK/tshark.rss" ] && tail -1 "$WORK/tshark.rss" || echo "")
 
 # --- Report -----------------------------------------------------------------------------
 python3 - "$WORK/ledger.json" "$WORK/tshark-tree.txt" <<EOF
-import json, re, sys
-runs = {"tcpdump": "$T_TCPDUMP", "h2ledger": "$T_H2L", "h2ledger --port": "$T_H2LP", "tshark": "$T_TSHARK"}
+import json, re, statistics, sys
+def times(name):
+    return [float(l) for l in open(f"$WORK/{name}.times") if l.strip()]
+rounds = {k: times(n) for k, n in [("tcpdump", "tcpdump"), ("h2ledger", "h2ledger"),
+          ("h2ledger --port", "h2ledger-port"), ("frames", "frames-jsonl"), ("calls", "calls-jsonl")]}
+def ratio(a, b):
+    """The median over rounds of a's time / b's time in the same round."""
+    return statistics.median(x / y for x, y in zip(rounds[a], rounds[b]))
+runs = {k: str(statistics.median(v)) for k, v in rounds.items()}
+runs["tshark"] = "$T_TSHARK"
 rss = {"tcpdump": "$RSS_TCPDUMP", "h2ledger": "$RSS_H2L", "h2ledger --port": "$RSS_H2LP", "tshark": "$RSS_TSHARK"}
 cmds = {
     "tcpdump": "tcpdump -r F -w /dev/null",
@@ -199,20 +230,23 @@ print(f"  {size} bytes, {packets} packets, mode --$MODE, tcpdump drops while cap
 print()
 print(f"{'tool':<17} {'median s':>9} {'/ tcpdump':>10} {'packets/s':>11} {'MB/s':>8} {'peak RSS MiB':>13}")
 for k in ["tcpdump", "h2ledger", "h2ledger --port", "tshark"]:
-    if not runs[k]:
+    if not runs.get(k):
         continue
     t = float(runs[k])
     r = f"{int(rss[k]) / 1024:.1f}" if rss[k] else "-"
-    print(f"{k:<17} {t:>9.3f} {t / base:>9.2f}x {packets / t:>11.0f} {size / t / 1e6:>8.1f} {r:>13}")
+    x = ratio(k, "tcpdump") if k in rounds else t / base
+    print(f"{k:<17} {t:>9.3f} {x:>9.2f}x {packets / t:>11.0f} {size / t / 1e6:>8.1f} {r:>13}")
 if runs["tshark"]:
     t = float(runs["tshark"])
     print(f"\nh2ledger / tshark: {float(runs['h2ledger']) / t:.4f} (tshark is {t / float(runs['h2ledger']):.1f}x slower)")
 print(f"h2ledger peak RSS / tcpdump peak RSS: {int(rss['h2ledger']) / int(rss['tcpdump']):.2f}")
-replay = float(runs["h2ledger"])
-for name, t, n, unit in [("frames --format jsonl", "$T_FRAMES", "$N_FRAMES", "frames"),
-                         ("calls --format jsonl", "$T_CALLS", "$N_CALLS", "calls")]:
-    t, n = float(t), int(n)
-    print(f"{name}: {t:.3f} s, {t / replay:.2f}x replay, {n / t / 1e6:.2f}M {unit}/s ({n} {unit})")
+print("(each ratio is the median of the per-round ratios; seconds are medians of the rounds)")
+for name, key, n, unit in [("frames --format jsonl", "frames", "$N_FRAMES", "frames"),
+                           ("calls --format jsonl", "calls", "$N_CALLS", "calls")]:
+    t, n = float(runs[key]), int(n)
+    fastest = min(rounds[key])
+    print(f"{name}: {t:.3f} s, {ratio(key, 'h2ledger'):.2f}x replay, {n / t / 1e6:.2f}M {unit}/s "
+          f"(fastest round {n / fastest / 1e6:.2f}M/s; {n} {unit})")
 print("\ncommands (F = the capture):")
 for k, c in cmds.items():
     if runs[k]:
