@@ -506,6 +506,11 @@ impl Grpc {
                 self.incomplete(idx, r, phase);
             }
         }
+        if done.is_empty() && e.is_none() && msg.is_none() && server_time.is_none() && last_rtt < 0
+        {
+            // Nothing for the call's record (most frames of a call that is not gRPC).
+            return;
+        }
         let cg = self.call_mut(idx);
         for (n, z) in done {
             let k = &mut cg.counts[rel];

@@ -177,20 +177,27 @@ impl Analysis {
         self.limits.methods_folded += folded;
     }
 
-    pub(super) fn on_call_frame(&mut self, ev: &FrameEvent<'_>) {
+    /// `before`: the call of this frame's stream before it (`active`'s entry); returns the call
+    /// after it (none when the frame ended it).
+    pub(super) fn on_call_frame(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        before: Option<u64>,
+    ) -> Option<u64> {
         let sid = ev.head.stream_id;
         let key = (ev.conn.0, sid);
-        if ev.class == FrameClass::Headers && !self.active.contains_key(&key) {
+        let mut cur = before;
+        if ev.class == FrameClass::Headers && cur.is_none() {
             let is_response = ev
                 .headers
                 .and_then(|h| h.iter().next())
                 .is_some_and(|h| h.name == b":status");
             if is_response {
-                return;
+                return None;
             }
             if self.active.len() >= MAX_ACTIVE_CALLS {
                 self.limits.untracked_calls += 1;
-                return;
+                return None;
             }
             let method = match ev.headers.and_then(|h| h.get(b":path")) {
                 Some(p) => self.method_id(p),
@@ -228,34 +235,33 @@ impl Analysis {
                 },
             );
             self.active.insert(key, seq);
+            cur = Some(seq);
         }
         if ev.class == FrameClass::Continuation {
-            let pending = self
-                .active
-                .get(&key)
-                .and_then(|q| self.calls.get(q))
+            let pending = cur
+                .and_then(|q| self.calls.get(&q))
                 .is_some_and(|l| l.path_pending);
             if pending {
                 if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
                     let m = self.method_id(p);
-                    if let Some(l) = self.active.get(&key).and_then(|q| self.calls.get_mut(q)) {
+                    if let Some(l) = cur.and_then(|q| self.calls.get_mut(&q)) {
                         l.path_pending = false;
                         l.rec.method = m;
                     }
                 }
             }
         }
-        let Some(&seq) = self.active.get(&key) else {
+        let Some(seq) = cur else {
             // A frame after the call's end: counted in it while it is not folded.
             if let Some(&(_, q)) = self.ended.iter().rev().find(|r| r.0 == key) {
                 if let Some(l) = self.calls.get_mut(&q) {
                     l.rec.count_frame(ev);
                 }
             }
-            return;
+            return None;
         };
         let Some(a) = self.calls.get_mut(&seq) else {
-            return;
+            return cur;
         };
         let call = &mut a.rec;
         let rel = call.count_frame(ev);
@@ -306,7 +312,9 @@ impl Analysis {
             }
             self.ended.push_back((key, seq));
             self.end_call(key, Some(ev.ts));
+            return None;
         }
+        cur
     }
 
     /// Hands the calls folded since the last call to `f`, in the order they were folded (about

@@ -114,8 +114,7 @@ impl Observer for Analysis {
         // carries no call.
         let (call_before, call_after) = if sid != 0 {
             let before = self.active.get(&(ev.conn.0, sid)).copied();
-            self.on_call_frame(ev);
-            (before, self.active.get(&(ev.conn.0, sid)).copied())
+            (before, self.on_call_frame(ev, before))
         } else {
             (None, None)
         };
