@@ -22,8 +22,8 @@ impl<O: Observer> Ledger<O> {
         }
     }
 
-    /// A head that no implementation would send (reserved bit, a length beyond anything
-    /// allowed) means we lost framing: count it and look for a boundary again.
+    /// One frame of connection `id` outside the framing loop (the sink's gap and end paths):
+    /// [`frame`] on the connection, if it is still open.
     pub(super) fn frame(
         &mut self,
         id: ConnId,
@@ -184,6 +184,8 @@ fn sane(c: &mut Conn, warnings: &mut Warnings, id: ConnId, dir: Dir, head: &Head
     false
 }
 
+/// One whole frame (or one cut by a gap, `complete` false): loaded, its SETTINGS tracked, its
+/// header block decoded, classified, and handed to the observer.
 #[allow(clippy::too_many_arguments)]
 fn frame<O: Observer>(
     c: &mut Conn,
