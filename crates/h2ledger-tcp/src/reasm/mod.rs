@@ -8,11 +8,11 @@ mod half;
 mod tests;
 
 use std::collections::{HashMap, VecDeque};
-
-/// foldhash, seeded at random per process: every packet looks its 4-tuple up, and SipHash
-/// of two socket addresses was about 2% of a replay (docs/decisions.md, 96).
-use foldhash::fast::RandomState;
 use std::net::SocketAddr;
+
+// foldhash, seeded at random per process: every packet looks its 4-tuple up, and SipHash of
+// two socket addresses was about 2% of a replay (docs/decisions.md, 96).
+use foldhash::fast::RandomState;
 
 use self::half::{Bounds, Half, Out};
 use crate::seq::SeqNumber;
