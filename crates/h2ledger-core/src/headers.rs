@@ -14,6 +14,8 @@ struct Field {
 pub struct HeaderList {
     bytes: Vec<u8>,
     fields: Vec<Field>,
+    /// Only the first field and those [`crate::ledger::analysis_header`] names were kept.
+    partial: bool,
 }
 
 /// One decoded field. `unseen`: the name or value came from a dynamic table entry the capture
@@ -29,6 +31,10 @@ impl HeaderList {
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
+    }
+
+    pub(crate) fn set_partial(&mut self, partial: bool) {
+        self.partial = partial;
     }
 
     pub fn push(&mut self, h: &HeaderRef<'_>) {
@@ -62,6 +68,11 @@ impl HeaderList {
 
     /// The value of the first field with this name.
     pub fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        debug_assert!(
+            !self.partial || crate::ledger::analysis_header(name),
+            "{:?} is not kept in a partial list: add it to ledger::analysis_header",
+            String::from_utf8_lossy(name)
+        );
         self.iter().find(|h| h.name == name).map(|h| h.value)
     }
 }

@@ -32,6 +32,9 @@ pub struct Obs {
     pub analysis: Option<Analysis>,
     pub timeline: Option<Timeline>,
     origin_set: bool,
+    /// Copy out every header field, not only those the analysis reads (a test compares the
+    /// two runs: `it::usage::analysis_reads_only_kept_headers`).
+    pub all_headers: bool,
 }
 
 impl Obs {
@@ -50,6 +53,7 @@ impl Obs {
             }),
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
+            all_headers: false,
         }
     }
 
@@ -97,6 +101,11 @@ impl Obs {
 impl Observer for Obs {
     fn wants_headers(&self) -> bool {
         self.analysis.is_some()
+    }
+
+    fn wants_all_headers(&self) -> bool {
+        // Only the analysis reads them.
+        self.all_headers
     }
 
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {

@@ -173,6 +173,15 @@ pub struct AnalysisArgs {
     pub plot: Option<std::path::PathBuf>,
 }
 
+/// A run's observers. `H2LEDGER_ALL_HEADERS` set: every header field is copied out for the
+/// analysis, not only those it reads (to compare the two, `it::usage::analysis_reads_only_
+/// kept_headers`).
+pub fn observers(w: &Wanted) -> Obs {
+    let mut o = Obs::new(w);
+    o.all_headers = std::env::var_os("H2LEDGER_ALL_HEADERS").is_some();
+    o
+}
+
 impl AnalysisArgs {
     /// What to attach, given `--every`-style phases of `every` (if any).
     pub fn wanted(&self, every: Option<std::time::Duration>) -> Wanted {
@@ -451,8 +460,8 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let linktype = cap.linktype;
     let wanted = a.analysis.wanted(a.every);
     let keys = keys::load(a.filter.keylog.as_deref(), Some(&a.file), false)?;
-    let mut p =
-        Pipeline::with_max_connections(Obs::new(&wanted), a.filter.max_connections).with_keys(keys);
+    let mut p = Pipeline::with_max_connections(observers(&wanted), a.filter.max_connections)
+        .with_keys(keys);
     let read = cap.for_each(|ts, data| {
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data);
@@ -569,7 +578,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         analysis: true,
         ..Wanted::default()
     };
-    let mut obs = Obs::new(&wanted);
+    let mut obs = observers(&wanted);
     obs.analysis = obs.analysis.map(|an| an.calls_only());
     let p = Pipeline::with_max_connections(obs, filter.max_connections)
         .with_keys(source::keys(&input, &filter)?);

@@ -72,7 +72,7 @@ pub fn sniff(a: SniffArgs) -> Result<ExitCode> {
     // Also before: the plot file is created as root, like the -w file.
     let plot = a.analysis.plot.as_deref().map(open_plot).transpose()?;
     let mut p = Pipeline::with_max_connections(
-        Obs::new(&a.analysis.wanted(a.every)),
+        crate::observers(&a.analysis.wanted(a.every)),
         filter.max_connections,
     )
     .with_keys(keys);

@@ -3,6 +3,10 @@
 use super::*;
 
 impl Observer for Analysis {
+    fn wants_all_headers(&self) -> bool {
+        false
+    }
+
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.grpc.wants_data(conn, stream)
     }

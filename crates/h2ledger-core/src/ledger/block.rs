@@ -22,22 +22,33 @@ pub(super) struct BlockSummary {
     pub(super) unseen: bool,
 }
 
-/// Decodes a header block, keeping the fields in `ds.headers` only when an observer wants them.
+/// Which decoded fields go into [`DirState::headers`] for the observers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    None,
+    /// The block's first field and those [`analysis_header`] names.
+    Analysis,
+    All,
+}
+
+/// Decodes a header block, keeping fields in `ds.headers` as `keep` says.
 pub(super) fn decode_block(
     ds: &mut DirState,
     block: &[u8],
-    keep: bool,
+    keep: Keep,
     warnings: &mut Warnings,
     id: ConnId,
     src: SocketAddr,
     dst: SocketAddr,
 ) -> bool {
     ds.headers.clear();
+    ds.headers.set_partial(keep == Keep::Analysis);
     let headers = &mut ds.headers;
     let mut sum = BlockSummary::default();
     let mut first = true;
     let result = ds.hpack.decode(block, |h| {
         let unseen = h.name_unseen || h.value_unseen;
+        let was_first = first;
         if first {
             first = false;
             sum.request = !h.name_unseen && h.name == b":method";
@@ -45,7 +56,12 @@ pub(super) fn decode_block(
         }
         sum.pseudo |= !unseen && h.name.starts_with(b":");
         sum.unseen |= unseen;
-        if keep {
+        let wanted = match keep {
+            Keep::None => false,
+            Keep::All => true,
+            Keep::Analysis => was_first || analysis_header(h.name),
+        };
+        if wanted {
             headers.push(&h);
         }
     });

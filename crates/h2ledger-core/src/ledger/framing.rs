@@ -200,6 +200,11 @@ fn frame<O: Observer>(
 ) {
     let d = di(dir);
     let keep = observer.wants_headers();
+    let which = match (keep, observer.wants_all_headers()) {
+        (false, _) => Keep::None,
+        (true, true) => Keep::All,
+        (true, false) => Keep::Analysis,
+    };
     let (src, dst) = c.addrs(dir);
     let load = head.kind != Kind::Data || observer.wants_data(id, head.stream_id);
     let loaded = if complete && load {
@@ -301,7 +306,7 @@ fn frame<O: Observer>(
                 ds.block_stream = None;
                 ds.block_push = head.kind == Kind::PushPromise;
                 if end {
-                    decoded = decode_block(ds, frag, keep, warnings, id, src, dst);
+                    decoded = decode_block(ds, frag, which, warnings, id, src, dst);
                 } else {
                     ds.block.clear();
                     ds.block_overflow = false;
@@ -325,7 +330,7 @@ fn frame<O: Observer>(
                                 });
                         } else {
                             let block = std::mem::take(&mut ds.block);
-                            decoded = decode_block(ds, &block, keep, warnings, id, src, dst);
+                            decoded = decode_block(ds, &block, which, warnings, id, src, dst);
                             ds.block = block;
                         }
                     }

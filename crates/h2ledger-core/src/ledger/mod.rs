@@ -44,7 +44,7 @@ mod start;
 mod summary;
 
 use block::*;
-pub use observer::{FrameEvent, Observer};
+pub use observer::{analysis_header, FrameEvent, Observer};
 pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

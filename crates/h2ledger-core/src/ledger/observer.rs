@@ -29,12 +29,34 @@ pub struct FrameEvent<'a> {
     pub late_start: bool,
 }
 
+/// Whether `name` is a header field [`crate::Analysis`] and its trackers read (`:path`,
+/// `:status`, `grpc-status`, `grpc-message`, `grpc-encoding`, `content-type`): with a block's
+/// first field, what an observer that does not want all headers gets.
+#[inline]
+pub fn analysis_header(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b":path"
+            | b":status"
+            | b"grpc-status"
+            | b"grpc-message"
+            | b"grpc-encoding"
+            | b"content-type"
+    )
+}
+
 /// What the ledger feeds. Every method has an empty default.
 pub trait Observer {
     /// Whether [`FrameEvent::headers`] is wanted. Decoding always runs (the HPACK table must
     /// follow the peer); copying the fields out costs time, so observers that never read them
     /// say no.
     fn wants_headers(&self) -> bool {
+        true
+    }
+    /// When [`Observer::wants_headers`]: whether every field of a block is wanted, or only its
+    /// first field and those [`analysis_header`] names (all the analysis reads; the others
+    /// are not copied out, and [`crate::HeaderList::get`] of another name is a bug).
+    fn wants_all_headers(&self) -> bool {
         true
     }
     /// Whether the payload of DATA frames on this stream is wanted (asked at each DATA frame's
@@ -76,6 +98,10 @@ impl Observer for () {
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn wants_headers(&self) -> bool {
         self.0.wants_headers() || self.1.wants_headers()
+    }
+    fn wants_all_headers(&self) -> bool {
+        (self.0.wants_headers() && self.0.wants_all_headers())
+            || (self.1.wants_headers() && self.1.wants_all_headers())
     }
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.0.wants_data(conn, stream) || self.1.wants_data(conn, stream)
@@ -121,6 +147,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn wants_headers(&self) -> bool {
         (**self).wants_headers()
     }
+    fn wants_all_headers(&self) -> bool {
+        (**self).wants_all_headers()
+    }
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         (**self).wants_data(conn, stream)
     }
@@ -157,6 +186,10 @@ impl<O: Observer + ?Sized> Observer for &mut O {
 impl<O: Observer> Observer for Vec<O> {
     fn wants_headers(&self) -> bool {
         self.iter().any(|o| o.wants_headers())
+    }
+    fn wants_all_headers(&self) -> bool {
+        self.iter()
+            .any(|o| o.wants_headers() && o.wants_all_headers())
     }
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.iter().any(|o| o.wants_data(conn, stream))

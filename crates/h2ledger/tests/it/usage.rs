@@ -469,3 +469,45 @@ fn frame_lines_equal_serde() {
     let frames = lines_equal_serde("frames", "H2LEDGER_FRAMES_VIA_SERDE", "frame");
     assert!(frames > 10_000, "{frames} frames compared");
 }
+
+/// The analysis gets only a block's first field and the fields it reads (`ledger::
+/// analysis_header`): its records and report must equal those of a run that copies every
+/// field (`H2LEDGER_ALL_HEADERS=1`), on every golden capture. Fails when the analysis reads a
+/// field that is not kept.
+#[test]
+fn analysis_reads_only_kept_headers() {
+    let mut files: Vec<_> = std::fs::read_dir(repo().join("captures"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 10, "the golden captures are there");
+    let mut calls = 0;
+    for f in &files {
+        for args in [
+            &["calls", "-T", "jsonl"][..],
+            &["replay", "--analyze", "-T", "json"][..],
+        ] {
+            let run = |all: bool| {
+                let mut c = Command::new(bin());
+                c.arg(args[0]).arg(f).args(&args[1..]);
+                if all {
+                    c.env("H2LEDGER_ALL_HEADERS", "1");
+                }
+                c.output().unwrap()
+            };
+            let (kept, all) = (run(false), run(true));
+            assert_eq!(kept.status.code(), all.status.code(), "{}", f.display());
+            assert!(
+                kept.stdout == all.stdout,
+                "{} {args:?}: the analysis differs when it gets every header field",
+                f.display()
+            );
+            if args[0] == "calls" {
+                calls += records(&kept.stdout, "call").len();
+            }
+        }
+    }
+    assert!(calls > 1000, "{calls} calls compared");
+}
