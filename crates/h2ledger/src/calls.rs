@@ -1,13 +1,21 @@
 //! `h2ledger calls`: every call (stream) of a capture, as a table or JSON lines.
 
-use h2ledger_core::analysis::CallView;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use h2ledger_core::analysis::{CallRec, CallView};
+use h2ledger_core::flow::CallFlow;
+use h2ledger_core::grpc::CallGrpc;
 
 use crate::lines::{secs, CallLine, Out, Shape};
 
 /// The `calls` listing, printed as calls are folded (about the order they end, within a second
 /// of capture time), so that no row is held: the table's columns have fixed widths.
 pub struct CallPrinter {
-    pub out: Out,
+    /// `None` while the writer thread has it.
+    out: Option<Out>,
     layout: Vec<(usize, &'static str, i32)>,
     /// Times are printed relative to this (the first packet), seconds since the epoch.
     origin: Option<f64>,
@@ -15,7 +23,42 @@ pub struct CallPrinter {
     /// `H2LEDGER_CALLS_VIA_SERDE` set: the JSON records by serde_json instead of the faster
     /// hand writer (a test compares the two outputs byte for byte).
     via_serde: bool,
+    /// The JSON records' writer thread, while it runs.
+    writer: Option<Writer>,
+    /// Method names by the analysis' method id, shared with the writer thread.
+    methods: Vec<Arc<str>>,
 }
+
+/// A call handed to the writer thread: what its record is made of, owned.
+struct Owned {
+    rec: CallRec,
+    method: Arc<str>,
+    flow: CallFlow,
+    grpc: Option<CallGrpc>,
+}
+
+/// The JSON records are formatted and written on a second thread, in order: formatting is
+/// about a quarter of `calls --format jsonl` on one core (docs/performance.md). The channel is
+/// bounded (backpressure, bounded memory), and the main thread takes the output back (joins
+/// the thread) before it writes anything itself: a tick, a flush when idle, the summary.
+struct Writer {
+    tx: SyncSender<Msg>,
+    batch: Vec<Owned>,
+    thread: JoinHandle<Option<Out>>,
+    broken: Arc<AtomicBool>,
+}
+
+enum Msg {
+    /// The output, first: it stays with the main thread when no thread can be started.
+    Start(Box<Out>),
+    Calls(Vec<Owned>),
+}
+
+/// Calls per message to the writer thread, and messages in flight.
+const BATCH: usize = 256;
+const IN_FLIGHT: usize = 4;
+/// Method ids cached for the writer (the analysis keeps at most 4,096 names).
+const MAX_CACHED_METHODS: usize = 1 << 16;
 
 /// Column headers and widths of the `--wide` table (a negative width aligns left and may cut
 /// the text; numbers are never cut).
@@ -93,12 +136,142 @@ fn wide() -> Vec<(usize, &'static str, i32)> {
 impl CallPrinter {
     pub fn new(shape: Shape, wide_table: bool) -> Self {
         CallPrinter {
-            out: Out::new(shape, "calls"),
+            out: Some(Out::new(shape, "calls")),
             layout: if wide_table { wide() } else { NARROW.to_vec() },
             origin: None,
             calls: 0,
             via_serde: std::env::var_os("H2LEDGER_CALLS_VIA_SERDE").is_some(),
+            writer: None,
+            methods: Vec::new(),
         }
+    }
+
+    /// The output, back from the writer thread (every call handed to it written first).
+    pub fn out(&mut self) -> &mut Out {
+        if let Some(w) = self.writer.take() {
+            let Writer {
+                tx, batch, thread, ..
+            } = w;
+            if !batch.is_empty() {
+                let _ = tx.send(Msg::Calls(batch));
+            }
+            drop(tx);
+            // The thread ends when the channel closes and gives the output back; a panic
+            // there is one here.
+            match thread.join() {
+                Ok(out) => self.out = out,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        self.out.get_or_insert_with(|| {
+            // Only if the thread never got the output (it is handed over right after the
+            // start): nothing more can be written.
+            let mut o = Out::new(Shape::Lines, "calls");
+            o.broken = true;
+            o
+        })
+    }
+
+    /// The reader of the output went away (`| head`).
+    pub fn broken(&self) -> bool {
+        self.out.as_ref().is_some_and(|o| o.broken)
+            || self
+                .writer
+                .as_ref()
+                .is_some_and(|w| w.broken.load(Ordering::Relaxed))
+    }
+
+    /// Hands a call to the writer thread (started on the first call); false when no thread
+    /// could be started (the caller writes the record itself).
+    fn hand_over(&mut self, c: &CallView<'_>) -> bool {
+        if self.writer.is_none() {
+            if self.out.as_ref().is_none_or(|o| o.broken) {
+                return false;
+            }
+            let broken = Arc::new(AtomicBool::new(false));
+            let (tx, rx) = sync_channel::<Msg>(IN_FLIGHT);
+            let flag = broken.clone();
+            let spawned = std::thread::Builder::new()
+                .name("calls-writer".into())
+                .spawn(move || {
+                    let mut out = match rx.recv() {
+                        Ok(Msg::Start(out)) => out,
+                        _ => return None,
+                    };
+                    for msg in rx {
+                        let Msg::Calls(batch) = msg else {
+                            continue;
+                        };
+                        for o in batch {
+                            if out.broken {
+                                continue;
+                            }
+                            let v = CallView {
+                                rec: &o.rec,
+                                method: &o.method,
+                                flow: o.flow,
+                                grpc: o.grpc.as_ref(),
+                            };
+                            let line = CallLine::new(&v);
+                            out.record_with(|buf| {
+                                line.write_json(buf);
+                                true
+                            });
+                        }
+                        flag.store(out.broken, Ordering::Relaxed);
+                    }
+                    Some(*out)
+                });
+            let Ok(thread) = spawned else {
+                return false;
+            };
+            let Some(out) = self.out.take() else {
+                return false;
+            };
+            if let Err(e) = tx.send(Msg::Start(Box::new(out))) {
+                // The thread is gone already: the output comes back with the error.
+                if let Msg::Start(out) = e.0 {
+                    self.out = Some(*out);
+                }
+                return false;
+            }
+            self.writer = Some(Writer {
+                tx,
+                batch: Vec::with_capacity(BATCH),
+                thread,
+                broken,
+            });
+        }
+        let id = c.rec.method as usize;
+        let method = match self.methods.get(id) {
+            Some(m) if **m == *c.method => m.clone(),
+            _ => {
+                let m: Arc<str> = Arc::from(c.method);
+                if id < MAX_CACHED_METHODS {
+                    if self.methods.len() <= id {
+                        self.methods.resize(id + 1, Arc::from(""));
+                    }
+                    self.methods[id] = m.clone();
+                }
+                m
+            }
+        };
+        let Some(w) = self.writer.as_mut() else {
+            return false;
+        };
+        w.batch.push(Owned {
+            rec: *c.rec,
+            method,
+            flow: c.flow,
+            grpc: c.grpc.cloned(),
+        });
+        if w.batch.len() >= BATCH {
+            let batch = std::mem::replace(&mut w.batch, Vec::with_capacity(BATCH));
+            if w.tx.send(Msg::Calls(batch)).is_err() {
+                w.broken.store(true, Ordering::Relaxed);
+            }
+        }
+        true
     }
 
     pub fn set_origin(&mut self, t: h2ledger_tcp::Nanos) {
@@ -108,18 +281,21 @@ impl CallPrinter {
     }
 
     fn line(&mut self, s: &str) {
-        self.out.line(s);
+        self.out().line(s);
     }
 
     pub fn call(&mut self, c: &CallView<'_>) {
         self.calls += 1;
-        if self.out.shape != Shape::Table {
-            let line = CallLine::new(c);
-            if self.via_serde {
-                self.out.record(&line);
+        if self.writer.is_some() || self.out().shape != Shape::Table {
+            if !self.via_serde && self.hand_over(c) {
                 return;
             }
-            self.out.record_with(|buf| {
+            let line = CallLine::new(c);
+            if self.via_serde {
+                self.out().record(&line);
+                return;
+            }
+            self.out().record_with(|buf| {
                 line.write_json(buf);
                 true
             });
@@ -181,7 +357,7 @@ impl CallPrinter {
 
     /// After the last call (table): the count. The JSON shapes end with the summary record.
     pub fn finish(&mut self) {
-        if self.out.shape == Shape::Table {
+        if self.out().shape == Shape::Table {
             let n = self.calls;
             self.line(&format!("{n} calls"));
         }

@@ -319,11 +319,12 @@ enum SideArg {
 static REPORT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Where reports are printed: stdout, or stderr when stdout carries the packets (`-w -`).
-pub fn report_out() -> Box<dyn std::io::Write> {
+pub fn report_out() -> Box<dyn std::io::Write + Send> {
+    // Not locked: the `calls` writer thread owns its output (each write takes the lock).
     if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
-        Box::new(std::io::stderr().lock())
+        Box::new(std::io::stderr())
     } else {
-        Box::new(std::io::stdout().lock())
+        Box::new(std::io::stdout())
     }
 }
 
@@ -597,15 +598,22 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
                 let printer = &mut self.printer;
                 an.drain_finished(|c| printer.call(&c));
             }
-            !self.printer.out.broken
+            !self.printer.broken()
         }
         fn idle(&mut self) {
-            self.printer.out.flush();
+            // Nothing arrives: calls that ended a second ago are due (live, packets carry
+            // the wall clock), not held until the next frame.
+            if let Some(an) = self.p.ledger.observer.analysis.as_mut() {
+                an.advance(source::now_nanos());
+                let printer = &mut self.printer;
+                an.drain_finished(|c| printer.call(&c));
+            }
+            self.printer.out().flush();
         }
         fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut live::Drops>) {
             let (f, c) = (self.p.ledger.observer.frames(), self.printer.calls);
             self.ticks
-                .tick(&mut self.printer.out, at, f, c, drops.map(|d| *d));
+                .tick(self.printer.out(), at, f, c, drops.map(|d| *d));
         }
     }
     let mut h = Calls {
@@ -633,7 +641,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         tcp,
         warnings,
     };
-    listing_done(&mut h.printer.out, s, outcome)
+    listing_done(h.printer.out(), s, outcome)
 }
 
 /// What the summary record of `calls` and `frames` says.

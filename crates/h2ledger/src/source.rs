@@ -114,7 +114,8 @@ impl CaptureArgs {
 pub trait Hooks {
     /// One packet. Return `false` to stop (`--max-frames` reached, the reader went away).
     fn packet(&mut self, linktype: i32, ts: Nanos, data: &[u8]) -> bool;
-    /// Live: no packet is waiting right now (flush what was printed).
+    /// Live: no packet is waiting right now (flush what was printed); called again every
+    /// [`IDLE_WAKE`] while none comes.
     fn idle(&mut self) {}
     /// Every `--every` period: live on the wall clock (with libpcap's drop counters), on a file
     /// by capture time (`at`: the period's end).
@@ -290,6 +291,9 @@ async fn run_live(
                         hooks.tick(now_nanos(), Some(&mut live.drops()));
                         continue;
                     }
+                    // Quiet input: idle again now and then, so that what became due with
+                    // time alone (a call that ended a second ago) is printed.
+                    _ = tokio::time::sleep(IDLE_WAKE) => continue,
                 }
             }
         };
@@ -329,6 +333,9 @@ async fn run_live(
         write_error,
     })
 }
+
+/// While no packet comes, the live loop calls [`Hooks::idle`] again this often.
+const IDLE_WAKE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The wall clock in nanoseconds since the epoch.
 pub fn now_nanos() -> Nanos {

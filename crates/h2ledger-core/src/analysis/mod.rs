@@ -487,6 +487,20 @@ impl Analysis {
         }
     }
 
+    /// Time passed without a frame (a live capture gone quiet, `now` from the clock the packets
+    /// are stamped with): the calls that ended more than a second before `now` are folded, as
+    /// the next frame would have done, so that [`Analysis::drain_finished`] hands them out
+    /// instead of holding them until more traffic comes.
+    pub fn advance(&mut self, now: Nanos) {
+        if self
+            .recent
+            .front()
+            .is_some_and(|(_, end)| end.saturating_add(RECENT_NS) < now)
+        {
+            self.fold_recent(now, false);
+        }
+    }
+
     /// Closes what is still open at the end of the input: writes waiting for frames, BDP rounds
     /// waiting for their ACK (counted as unacknowledged), calls (counted as unfinished). Call it
     /// before [`Analysis::report`].

@@ -565,6 +565,54 @@ fn frames_and_calls_live() {
     assert!(calls.iter().all(|c| c["grpc_status"] == 0), "{calls:?}");
 }
 
+/// A live `calls` prints each call once it is over even when no more traffic comes: the
+/// calls of one short burst appear while the capture still runs (they used to wait for the
+/// next frame, or the end).
+#[test]
+fn live_calls_print_when_traffic_stops() {
+    if skip_unless_root("live_calls_print_when_traffic_stops") {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (made, seen) = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let opts = Options::default();
+        let server = h2ledger_workload::serve(listener, &opts).await;
+        let port = addr.port().to_string();
+        let mut calls = start("calls", &["-i", "lo", "--format", "jsonl", "--port", &port]);
+        let results =
+            h2ledger_workload::run_phases(addr, &[Phase::new("one", 1, 10.0, 0.5)], &opts).await;
+        // Read call lines while the capture runs, with no traffic from here on; the bound is
+        // far above the one second a call waits (for late frames) before it is printed.
+        let made = results[0].calls_made;
+        let out = calls.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if line.contains("\"record\":\"call\"") && tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = 0;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while seen < made {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if rx.recv_timeout(left).is_err() {
+                break;
+            }
+            seen += 1;
+        }
+        let _ = calls.kill();
+        let _ = calls.wait();
+        let _ = server.shutdown().await;
+        (made, seen)
+    });
+    assert!(made >= 3, "{made}");
+    assert_eq!(seen, made, "calls printed while the capture still ran");
+}
+
 /// SIGTERM, then every JSON line the command printed.
 fn stop_lines(child: Child) -> Vec<Value> {
     let pid = child.id().to_string();
