@@ -413,10 +413,8 @@ fn a_cut_outside_the_capture_is_said() {
     assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
 }
 
-/// `calls` and `frames --format jsonl|json` write their records by hand (jsonw.rs) for speed:
-/// the bytes must equal serde_json's on every golden capture (escapes, nulls, floats, gRPC and
-/// not). Returns the records of `kind` compared.
-fn lines_equal_serde(view: &str, env: &str, kind: &str) -> usize {
+/// Every golden capture (captures/*.pcap, *.pcapng), sorted.
+fn golden_captures() -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(repo().join("captures"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -424,6 +422,14 @@ fn lines_equal_serde(view: &str, env: &str, kind: &str) -> usize {
         .collect();
     files.sort();
     assert!(files.len() > 10, "the golden captures are there");
+    files
+}
+
+/// `calls` and `frames --format jsonl|json` write their records by hand (jsonw.rs) for speed:
+/// the bytes must equal serde_json's on every golden capture (escapes, nulls, floats, gRPC and
+/// not). Returns the records of `kind` compared.
+fn lines_equal_serde(view: &str, env: &str, kind: &str) -> usize {
+    let files = golden_captures();
     let mut n = 0;
     for f in &files {
         for format in ["jsonl", "json"] {
@@ -476,13 +482,7 @@ fn frame_lines_equal_serde() {
 /// field that is not kept.
 #[test]
 fn analysis_reads_only_kept_headers() {
-    let mut files: Vec<_> = std::fs::read_dir(repo().join("captures"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
-    assert!(files.len() > 10, "the golden captures are there");
+    let files = golden_captures();
     let mut calls = 0;
     for f in &files {
         for args in [
