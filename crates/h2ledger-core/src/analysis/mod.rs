@@ -487,10 +487,10 @@ impl Analysis {
         }
     }
 
-    /// Time passed without a frame (a live capture gone quiet, `now` from the clock the packets
-    /// are stamped with): the calls that ended more than a second before `now` are folded, as
-    /// the next frame would have done, so that [`Analysis::drain_finished`] hands them out
-    /// instead of holding them until more traffic comes.
+    /// Time reached `now` (each frame's time, or, when a live capture has gone quiet, the clock
+    /// the packets are stamped with): the calls that ended more than a second before `now` are
+    /// folded, so that [`Analysis::drain_finished`] hands them out instead of holding them
+    /// until more traffic comes.
     pub fn advance(&mut self, now: Nanos) {
         if self
             .recent

@@ -167,13 +167,7 @@ impl Observer for Analysis {
             }
             _ => {}
         }
-        if self
-            .recent
-            .front()
-            .is_some_and(|(_, end)| end.saturating_add(RECENT_NS) < ev.ts)
-        {
-            self.fold_recent(ev.ts, false);
-        }
+        self.advance(ev.ts);
     }
 
     fn close(&mut self, summary: &ConnSummary) {
