@@ -76,7 +76,7 @@ impl<'a> Obj<'a> {
     /// A string made of `text` (nothing to escape in it) and the number `n`: `"grpc-status 0"`.
     #[inline(always)]
     pub fn str_num(&mut self, k: &str, text: &'static str, n: u16) {
-        debug_assert!(text.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\'));
+        debug_assert!(!needs_escape(text.as_bytes(), false), "{text:?}");
         let b = self.key(k);
         b.push(b'"');
         b.extend_from_slice(text.as_bytes());
@@ -119,7 +119,7 @@ impl<'a> Obj<'a> {
         let b = self.key(k);
         b.push(b'[');
         for (i, s) in v.iter().enumerate() {
-            debug_assert!(s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\'));
+            debug_assert!(!needs_escape(s.as_bytes(), false), "{s:?}");
             if i > 0 {
                 b.push(b',');
             }
