@@ -40,7 +40,8 @@ struct Owned {
 /// The JSON records are formatted and written on a second thread, in order: formatting is
 /// about a quarter of `calls --format jsonl` on one core (docs/performance.md). The channel is
 /// bounded (backpressure, bounded memory), and the main thread takes the output back (joins
-/// the thread) before it writes anything itself: a tick, a flush when idle, the summary.
+/// the thread) before it writes anything itself: a tick, the summary. A flush when idle is a
+/// message to the thread.
 struct Writer {
     tx: SyncSender<Msg>,
     batch: Vec<Owned>,
@@ -52,6 +53,8 @@ enum Msg {
     /// The output, first: it stays with the main thread when no thread can be started.
     Start(Box<Out>),
     Calls(Vec<Owned>),
+    /// Write out what is buffered (live, when the input is idle).
+    Flush,
 }
 
 /// Calls per message to the writer thread, and messages in flight.
@@ -172,6 +175,22 @@ impl CallPrinter {
         })
     }
 
+    /// Writes out what is buffered, on the writer thread when it runs (no join: live, the
+    /// input goes idle between bursts many times a second).
+    pub fn flush(&mut self) {
+        let Some(w) = self.writer.as_mut() else {
+            self.out().flush();
+            return;
+        };
+        let sent = (w.batch.is_empty() || {
+            let batch = std::mem::replace(&mut w.batch, Vec::with_capacity(BATCH));
+            w.tx.send(Msg::Calls(batch)).is_ok()
+        }) && w.tx.send(Msg::Flush).is_ok();
+        if !sent {
+            w.broken.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// The reader of the output went away (`| head`).
     pub fn broken(&self) -> bool {
         self.out.as_ref().is_some_and(|o| o.broken)
@@ -199,8 +218,14 @@ impl CallPrinter {
                         _ => return None,
                     };
                     for msg in rx {
-                        let Msg::Calls(batch) = msg else {
-                            continue;
+                        let batch = match msg {
+                            Msg::Calls(batch) => batch,
+                            Msg::Flush => {
+                                out.flush();
+                                flag.store(out.broken, Ordering::Relaxed);
+                                continue;
+                            }
+                            Msg::Start(_) => continue,
                         };
                         for o in batch {
                             if out.broken {

@@ -608,7 +608,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
                 let printer = &mut self.printer;
                 an.drain_finished(|c| printer.call(&c));
             }
-            self.printer.out().flush();
+            self.printer.flush();
         }
         fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut live::Drops>) {
             let (f, c) = (self.p.ledger.observer.frames(), self.printer.calls);
