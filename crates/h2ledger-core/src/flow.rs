@@ -25,6 +25,7 @@
 //! `unknown_connections` and nothing is guessed.
 
 use crate::analysis::Phased;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, VecDeque};
 
 use crate::FastMap;
@@ -234,6 +235,125 @@ fn scope_mut<'a>(
     [Some(whole), ph]
 }
 
+/// Opens `sid` on `c` if it is new (stream 0 and closed ids are not); whether it is tracked.
+fn open_in(
+    c: &mut ConnFlow,
+    streams: &mut usize,
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    no_max_window: bool,
+    sid: u32,
+    phase: Option<u64>,
+) -> bool {
+    if sid == 0 {
+        return false;
+    }
+    let slot = match c.streams.entry(sid) {
+        Entry::Occupied(_) => return true,
+        Entry::Vacant(v) => v,
+    };
+    let par = (sid & 1) as usize;
+    if sid <= c.max_id[par] {
+        return false; // closed
+    }
+    c.max_id[par] = sid;
+    if *streams >= MAX_FLOW_STREAMS {
+        for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+            s.untracked_streams += 1;
+        }
+        return false;
+    }
+    *streams += 1;
+    slot.insert(StreamFlow {
+        adj: [0; 2],
+        stall: [None; 2],
+        ended: [false; 2],
+        call: None,
+        sent: [0; 2],
+    });
+    let mut init = [0i64; 2];
+    for (d, sf) in c.sides.iter_mut().enumerate() {
+        if !no_max_window {
+            sf.open.insert((0, sid));
+        }
+        init[si(c.side[d])] = sf.initial;
+    }
+    for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+        for (a, w) in s.sides.iter_mut().zip(init) {
+            a.max_stream = a.max_stream.max(w);
+        }
+    }
+    true
+}
+
+/// Drops stream `sid` of `c`; its open stalls are unresolved.
+fn free_in(
+    c: &mut ConnFlow,
+    sid: u32,
+    streams: &mut usize,
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    no_max_window: bool,
+) {
+    let Some(st) = c.streams.remove(&sid) else {
+        return;
+    };
+    *streams -= 1;
+    for d in 0..2 {
+        let sf = &mut c.sides[d];
+        if !no_max_window {
+            sf.open.remove(&(st.adj[d], sid));
+        }
+        if let Some(stall) = st.stall[d] {
+            sf.stalled.remove(&(st.adj[d], sid));
+            let side = si(c.side[d]);
+            for x in scope_mut(whole, phases, stall.phase).into_iter().flatten() {
+                x.sides[side].unresolved += 1;
+            }
+        }
+    }
+}
+
+/// Records the windows of sending direction `d` of connection `conn` (`c`) after a frame at
+/// `ts`, when a series is kept.
+fn sample_in(
+    series: &mut Option<WindowSeries>,
+    conn: u32,
+    c: &ConnFlow,
+    d: usize,
+    sid: Option<u32>,
+    ts: Nanos,
+    stall: bool,
+) {
+    let Some(series) = series.as_mut() else {
+        return;
+    };
+    if series.conn.is_none() && sid.is_some() {
+        series.conn = Some(conn);
+    }
+    if series.conn != Some(conn) {
+        return;
+    }
+    let side = si(c.side[d]);
+    let sf = &c.sides[d];
+    // The busiest stream's window while it is open, else the frame's stream.
+    let sid = c.busiest[d]
+        .map(|b| b.0)
+        .filter(|s| c.streams.contains_key(s))
+        .or(sid);
+    let stream = sid
+        .and_then(|s| c.streams.get(&s))
+        .map(|st| (sf.initial + st.adj[d]).min(sf.conn_window));
+    let Some(p) = series.at(ts).map(|p| &mut p[side]) else {
+        return;
+    };
+    p.0 = Some(sf.conn_window);
+    if stream.is_some() {
+        p.1 = stream;
+    }
+    p.2 += u32::from(stall);
+}
+
 impl Flow {
     pub fn new() -> Self {
         Flow::default()
@@ -257,36 +377,12 @@ impl Flow {
 
     /// Records the windows of sending direction `d` of `conn` after a frame at `ts`.
     fn sample(&mut self, conn: u32, d: usize, sid: Option<u32>, ts: Nanos, stall: bool) {
-        let Some(series) = self.series.as_mut() else {
-            return;
-        };
-        if series.conn.is_none() && sid.is_some() {
-            series.conn = Some(conn);
-        }
-        if series.conn != Some(conn) {
+        if self.series.is_none() {
             return;
         }
-        let Some(c) = self.conns.get(&conn) else {
-            return;
-        };
-        let side = si(c.side[d]);
-        let sf = &c.sides[d];
-        // The busiest stream's window while it is open, else the frame's stream.
-        let sid = c.busiest[d]
-            .map(|b| b.0)
-            .filter(|s| c.streams.contains_key(s))
-            .or(sid);
-        let stream = sid
-            .and_then(|s| c.streams.get(&s))
-            .map(|st| (sf.initial + st.adj[d]).min(sf.conn_window));
-        let Some(p) = series.at(ts).map(|p| &mut p[side]) else {
-            return;
-        };
-        p.0 = Some(sf.conn_window);
-        if stream.is_some() {
-            p.1 = stream;
+        if let Some(c) = self.conns.get(&conn) {
+            sample_in(&mut self.series, conn, c, d, sid, ts, stall);
         }
-        p.2 += u32::from(stall);
     }
 
     /// The per-call record of call `seq` (the analysis' call sequence number), removed: the
@@ -338,9 +434,6 @@ impl Flow {
             self.make_unknown(ev.conn.0, phase);
             return;
         }
-        let Some(c) = self.conns.get_mut(&ev.conn.0) else {
-            return;
-        };
         if !c.known {
             if !c.counted {
                 c.counted = true;
@@ -358,15 +451,8 @@ impl Flow {
         }
         let sid = ev.head.stream_id;
         match ev.class {
-            FrameClass::Data => self.on_data(ev, phase, call),
-            FrameClass::Headers | FrameClass::Trailers => {
-                if ev.class == FrameClass::Headers {
-                    self.open_stream(ev.conn.0, sid, phase);
-                }
-                self.set_call(ev.conn.0, sid, call);
-                if ev.head.flags.is_end_stream() {
-                    self.end_half(ev.conn.0, sid, d, phase);
-                }
+            FrameClass::Data | FrameClass::Headers | FrameClass::Trailers => {
+                self.stream_frame(ev, phase, call)
             }
             FrameClass::RstStream => self.free_stream(ev.conn.0, sid),
             FrameClass::WindowUpdate => {
@@ -396,130 +482,96 @@ impl Flow {
         }
     }
 
-    fn set_call(&mut self, conn: u32, sid: u32, call: Option<u64>) {
-        if let (Some(i), Some(st)) = (
-            call,
-            self.conns
-                .get_mut(&conn)
-                .and_then(|c| c.streams.get_mut(&sid)),
-        ) {
-            st.call = Some(i);
-        }
-    }
-
-    /// Opens `sid` if it is new; returns whether it is tracked.
-    fn open_stream(&mut self, conn: u32, sid: u32, phase: Option<u64>) -> bool {
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return false;
-        };
-        if sid == 0 || c.streams.contains_key(&sid) {
-            return sid != 0;
-        }
-        let par = (sid & 1) as usize;
-        if sid <= c.max_id[par] {
-            return false; // closed
-        }
-        c.max_id[par] = sid;
-        if self.streams >= MAX_FLOW_STREAMS {
-            self.acc(phase, |s| s.untracked_streams += 1);
-            return false;
-        }
-        self.streams += 1;
-        c.streams.insert(
-            sid,
-            StreamFlow {
-                adj: [0; 2],
-                stall: [None; 2],
-                ended: [false; 2],
-                call: None,
-                sent: [0; 2],
-            },
-        );
-        let mut init = [0i64; 2];
-        for (d, sf) in c.sides.iter_mut().enumerate() {
-            if !self.no_max_window {
-                sf.open.insert((0, sid));
-            }
-            init[si(c.side[d])] = sf.initial;
-        }
-        self.acc(phase, |s| {
-            for (a, w) in s.sides.iter_mut().zip(init) {
-                a.max_stream = a.max_stream.max(w);
-            }
-        });
-        true
-    }
-
-    fn on_data(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    /// HEADERS, TRAILERS and DATA, with one lookup of the connection and of the stream: the
+    /// stream opened (HEADERS, DATA) and given its call, DATA charged to the windows (a stall
+    /// begins when one is exhausted), the sending half ended on END_STREAM.
+    fn stream_frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let conn = ev.conn.0;
         let d = di(ev.dir);
         let sid = ev.head.stream_id;
-        let len = i64::from(ev.head.length);
-        let tracked = self.open_stream(conn, sid, phase);
-        self.set_call(conn, sid, call);
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let data = ev.class == FrameClass::Data;
+        let Flow {
+            series,
+            conns,
+            streams,
+            whole,
+            phases,
+            calls,
+            no_max_window,
+        } = self;
+        let Some(c) = conns.get_mut(&conn) else {
             return;
         };
-        let side = si(c.side[d]);
-        let sf = &mut c.sides[d];
-        sf.conn_window -= len;
-        if !tracked {
-            return;
+        if data || ev.class == FrameClass::Headers {
+            open_in(c, streams, whole, phases, *no_max_window, sid, phase);
         }
+        let len = i64::from(ev.head.length);
+        if data {
+            c.sides[d].conn_window -= len;
+        }
+        // Not in the map: stream 0, closed, or beyond MAX_FLOW_STREAMS (untracked).
         let Some(st) = c.streams.get_mut(&sid) else {
             return;
         };
-        st.sent[d] += len as u64;
-        if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
-            c.busiest[d] = Some((sid, st.sent[d]));
+        if call.is_some() {
+            st.call = call;
         }
-        let old = st.adj[d];
-        st.adj[d] -= len;
-        let new = st.adj[d];
-        if !self.no_max_window {
-            sf.open.remove(&(old, sid));
-            sf.open.insert((new, sid));
-        }
-        if st.stall[d].is_some() {
-            sf.stalled.remove(&(old, sid));
-            sf.stalled.insert((new, sid));
-        }
-        let stream_w = sf.initial + new;
-        let conn_w = sf.conn_window;
         let end = ev.head.flags.is_end_stream();
-        let mut started = None;
-        if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
-            let limit = match (stream_w <= 0, conn_w <= 0) {
-                (true, true) => Limit::Both,
-                (true, false) => Limit::Stream,
-                _ => Limit::Connection,
-            };
-            st.stall[d] = Some(Stall {
-                start: ev.ts,
-                phase,
-            });
-            sf.stalled.insert((new, sid));
-            started = Some((limit, st.call));
-        }
-        if let Some((limit, call)) = started {
-            if let Some(i) = call {
-                let cf = self.calls_at(i);
-                cf.stalls[side] = cf.stalls[side].saturating_add(1);
+        let mut started = false;
+        if data {
+            let side = si(c.side[d]);
+            let sf = &mut c.sides[d];
+            st.sent[d] += len as u64;
+            if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
+                c.busiest[d] = Some((sid, st.sent[d]));
             }
-            self.acc(phase, |s| {
-                let a = &mut s.sides[side];
-                a.stalls += 1;
-                a.by_limit[limit as usize] += 1;
-            });
+            let old = st.adj[d];
+            st.adj[d] -= len;
+            let new = st.adj[d];
+            if !*no_max_window {
+                sf.open.remove(&(old, sid));
+                sf.open.insert((new, sid));
+            }
+            if st.stall[d].is_some() {
+                sf.stalled.remove(&(old, sid));
+                sf.stalled.insert((new, sid));
+            }
+            let stream_w = sf.initial + new;
+            let conn_w = sf.conn_window;
+            if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
+                let limit = match (stream_w <= 0, conn_w <= 0) {
+                    (true, true) => Limit::Both,
+                    (true, false) => Limit::Stream,
+                    _ => Limit::Connection,
+                };
+                st.stall[d] = Some(Stall {
+                    start: ev.ts,
+                    phase,
+                });
+                sf.stalled.insert((new, sid));
+                started = true;
+                if let Some(i) = st.call {
+                    let cf = calls.entry(i).or_default();
+                    cf.stalls[side] = cf.stalls[side].saturating_add(1);
+                }
+                for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+                    let a = &mut s.sides[side];
+                    a.stalls += 1;
+                    a.by_limit[limit as usize] += 1;
+                }
+            }
         }
-        self.sample(conn, d, Some(sid), ev.ts, started.is_some());
+        let mut done = false;
         if end {
-            self.end_half(conn, sid, d, phase);
+            st.ended[d] = true;
+            done = st.ended == [true; 2];
         }
-    }
-
-    fn calls_at(&mut self, i: u64) -> &mut CallFlow {
-        self.calls.entry(i).or_default()
+        if data {
+            sample_in(series, conn, c, d, Some(sid), ev.ts, started);
+        }
+        if done {
+            free_in(c, sid, streams, whole, phases, *no_max_window);
+        }
     }
 
     fn on_window_update(&mut self, ev: &FrameEvent<'_>, s: usize, inc: u32, phase: Option<u64>) {
@@ -625,45 +677,20 @@ impl Flow {
         }
     }
 
-    fn end_half(&mut self, conn: u32, sid: u32, d: usize, _phase: Option<u64>) {
-        let Some(st) = self
-            .conns
-            .get_mut(&conn)
-            .and_then(|c| c.streams.get_mut(&sid))
-        else {
-            return;
-        };
-        st.ended[d] = true;
-        if st.ended == [true; 2] {
-            self.free_stream(conn, sid);
-        }
-    }
-
     /// Drops a stream; its open stalls are unresolved.
     fn free_stream(&mut self, conn: u32, sid: u32) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let Some(st) = c.streams.remove(&sid) else {
-            return;
-        };
-        self.streams -= 1;
-        for d in 0..2 {
-            let sf = &mut c.sides[d];
-            if !self.no_max_window {
-                sf.open.remove(&(st.adj[d], sid));
-            }
-            if let Some(stall) = st.stall[d] {
-                sf.stalled.remove(&(st.adj[d], sid));
-                let side = si(c.side[d]);
-                for x in scope_mut(&mut self.whole, &mut self.phases, stall.phase)
-                    .into_iter()
-                    .flatten()
-                {
-                    x.sides[side].unresolved += 1;
-                }
-            }
-        }
+        let nm = self.no_max_window;
+        free_in(
+            c,
+            sid,
+            &mut self.streams,
+            &mut self.whole,
+            &mut self.phases,
+            nm,
+        );
     }
 
     fn drop_streams(&mut self, conn: u32) {

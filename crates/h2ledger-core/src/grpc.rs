@@ -23,6 +23,7 @@
 //! per recorded call a [`CallGrpc`]. A lost framing is recorded in O(1) per gap (a per-direction
 //! loss counter each stream compares with the one it last saw).
 
+use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 
 use crate::FastMap;
@@ -242,6 +243,20 @@ fn percent_decode(v: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The interned `grpc-encoding` value `v` (at most [`MAX_ENCODINGS`] distinct, then "(other)").
+fn encoding_id(encodings: &mut Vec<Arc<str>>, v: &[u8]) -> Arc<str> {
+    let s = escape_bytes(&v[..v.len().min(64)]);
+    if let Some(e) = encodings.iter().find(|e| ***e == *s) {
+        return e.clone();
+    }
+    if encodings.len() >= MAX_ENCODINGS {
+        return Arc::from("(other)");
+    }
+    let e: Arc<str> = Arc::from(s);
+    encodings.push(e.clone());
+    e
+}
+
 impl Grpc {
     pub fn new() -> Self {
         Grpc::default()
@@ -317,16 +332,7 @@ impl Grpc {
     }
 
     fn encoding_id(&mut self, v: &[u8]) -> Arc<str> {
-        let s = escape_bytes(&v[..v.len().min(64)]);
-        if let Some(e) = self.encodings.iter().find(|e| ***e == *s) {
-            return e.clone();
-        }
-        if self.encodings.len() >= MAX_ENCODINGS {
-            return Arc::from("(other)");
-        }
-        let e: Arc<str> = Arc::from(s);
-        self.encodings.push(e.clone());
-        e
+        encoding_id(&mut self.encodings, v)
     }
 
     fn call_mut(&mut self, idx: u64) -> &mut CallGrpc {
@@ -371,26 +377,38 @@ impl Grpc {
             }
             return;
         }
-        let c = self.conns.entry(conn).or_insert_with(|| ConnG {
+        let Grpc {
+            conns,
+            open,
+            calls,
+            encodings,
+            untracked_calls,
+            ..
+        } = self;
+        let c = conns.entry(conn).or_insert_with(|| ConnG {
             last_rtt: -1,
             ..ConnG::default()
         });
-        if ev.class == FrameClass::Headers && !c.streams.contains_key(&sid) {
-            let Some(idx) = call else {
-                return;
-            };
-            if self.open >= MAX_GRPC_STREAMS {
-                self.untracked_calls += 1;
-                return;
-            }
-            let grpc = ev
-                .headers
-                .and_then(|h| h.get(b"content-type"))
-                .is_some_and(|v| v.starts_with(b"application/grpc"));
-            let d = di(ev.dir);
-            c.streams.insert(
-                sid,
-                Stream {
+        let st = match c.streams.entry(sid) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                // A call's first HEADERS opens its stream here.
+                if ev.class != FrameClass::Headers {
+                    return;
+                }
+                let Some(idx) = call else {
+                    return;
+                };
+                if *open >= MAX_GRPC_STREAMS {
+                    *untracked_calls += 1;
+                    return;
+                }
+                let grpc = ev
+                    .headers
+                    .and_then(|h| h.get(b"content-type"))
+                    .is_some_and(|v| v.starts_with(b"application/grpc"));
+                let d = di(ev.dir);
+                let st = v.insert(Stream {
                     idx,
                     req_dir: ev.dir,
                     grpc,
@@ -400,25 +418,19 @@ impl Grpc {
                     req_end: None,
                     responded: false,
                     ending: false,
-                },
-            );
-            self.open += 1;
-            let enc = ev
-                .headers
-                .and_then(|h| h.get(b"grpc-encoding"))
-                .map(<[u8]>::to_vec);
-            let e = enc.map(|v| self.encoding_id(&v));
-            let cg = self.call_mut(idx);
-            cg.grpc = grpc;
-            cg.encoding[0] = e;
-        }
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return;
+                });
+                *open += 1;
+                let e = ev
+                    .headers
+                    .and_then(|h| h.get(b"grpc-encoding"))
+                    .map(|v| encoding_id(encodings, v));
+                let cg = calls.entry(idx).or_default();
+                cg.grpc = grpc;
+                cg.encoding[0] = e;
+                st
+            }
         };
         let last_rtt = c.last_rtt;
-        let Some(st) = c.streams.get_mut(&sid) else {
-            return;
-        };
         let idx = st.idx;
         let rel = usize::from(ev.dir != st.req_dir);
         // Framing lost in a gap since this stream last looked: those directions lack bytes.
@@ -479,7 +491,7 @@ impl Grpc {
         }
         if end {
             c.streams.remove(&sid);
-            self.open -= 1;
+            *open -= 1;
         }
         // Per-call record and totals.
         let (enc, msg) = match (rel, ev.headers) {
