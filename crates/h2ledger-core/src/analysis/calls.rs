@@ -5,16 +5,30 @@ use super::*;
 
 impl Analysis {
     pub(super) fn method_id(&mut self, path: &[u8]) -> u32 {
-        if let Some(&i) = self.method_ids.get(path) {
-            return i;
+        let (last, last_id) = &mut self.last_method;
+        if let Some(i) = *last_id {
+            if last.as_slice() == path {
+                return i;
+            }
         }
-        if self.methods.len() >= MAX_METHODS {
-            self.limits.methods_folded += 1;
-            return self.method_id_str("(other)");
-        }
-        let i = self.methods.len() as u32;
-        self.methods.push(escape_bytes(path));
-        self.method_ids.insert(path.to_vec(), i);
+        let i = match self.method_ids.get(path) {
+            Some(&i) => i,
+            None => {
+                if self.methods.len() >= MAX_METHODS {
+                    // Not remembered: each such call is counted in `methods_folded`.
+                    self.limits.methods_folded += 1;
+                    return self.method_id_str("(other)");
+                }
+                let i = self.methods.len() as u32;
+                self.methods.push(escape_bytes(path));
+                self.method_ids.insert(path.to_vec(), i);
+                i
+            }
+        };
+        let (last, last_id) = &mut self.last_method;
+        last.clear();
+        last.extend_from_slice(path);
+        *last_id = Some(i);
         i
     }
 
