@@ -213,6 +213,12 @@ struct ReplayArgs {
     /// implies --analyze
     #[arg(long, value_name = "D", value_parser = durations::parse_period, conflicts_with = "split_at")]
     every: Option<std::time::Duration>,
+    /// Read only the first N packets (after the filter), like tcpdump -r FILE -c N
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = source::count)]
+    count: Option<u64>,
+    /// Read only this much capture time from the first packet (30s, 1m30s, 250ms)
+    #[arg(short = 'd', long, value_parser = durations::parse_period, value_name = "D")]
+    duration: Option<std::time::Duration>,
     #[command(flatten)]
     filter: FilterArgs,
 }
@@ -463,11 +469,15 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let keys = keys::load(a.filter.keylog.as_deref(), Some(&a.file), false)?;
     let mut p = Pipeline::with_max_connections(observers(&wanted), a.filter.max_connections)
         .with_keys(keys);
+    let mut limits = source::FileLimits::new(a.count, a.duration);
     let read = cap.for_each(|ts, data| {
+        if limits.past_duration(ts) {
+            return false;
+        }
         p.ledger.observer.set_origin(ts);
         p.packet(linktype, ts, data);
         progress::frames(p.ledger.observer.frames());
-        true
+        !limits.counted()
     });
     p.finish();
     let mut report = ledger_report(&p, &p.ledger.observer.tally);

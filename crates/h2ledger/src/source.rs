@@ -51,7 +51,7 @@ pub struct CaptureArgs {
     pub user: UserArg,
 }
 
-fn count(s: &str) -> Result<u64, String> {
+pub fn count(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("\"{s}\": give a number of packets, 1 or more")),
@@ -167,6 +167,43 @@ pub fn run(
     }
 }
 
+/// `-c N` and `--duration D` on a saved capture: N packets (after the filter), and capture
+/// time from the first packet (a packet more than D after it is not read).
+pub struct FileLimits {
+    count: Option<u64>,
+    limit: Option<Nanos>,
+    first: Option<Nanos>,
+    packets: u64,
+}
+
+impl FileLimits {
+    pub fn new(count: Option<u64>, duration: Option<Duration>) -> Self {
+        FileLimits {
+            count,
+            limit: duration.map(|d| d.as_nanos().min(i64::MAX as u128) as i64),
+            first: None,
+            packets: 0,
+        }
+    }
+
+    /// The first packet's time (the packet at `ts` when it is the first).
+    pub fn start(&mut self, ts: Nanos) -> Nanos {
+        *self.first.get_or_insert(ts)
+    }
+
+    /// Whether the packet at `ts` is beyond `--duration` (it is not read; the reading stops).
+    pub fn past_duration(&mut self, ts: Nanos) -> bool {
+        let t0 = self.start(ts);
+        self.limit.is_some_and(|l| ts.saturating_sub(t0) > l)
+    }
+
+    /// Counts a packet that is read; whether it is the last one `-c` allows.
+    pub fn counted(&mut self) -> bool {
+        self.packets += 1;
+        self.count.is_some_and(|n| self.packets >= n)
+    }
+}
+
 fn run_file(
     file: &str,
     cap: &CaptureArgs,
@@ -176,16 +213,14 @@ fn run_file(
 ) -> Result<Outcome> {
     let mut saved = SavedCapture::open(file, bpf)?;
     let linktype = saved.linktype;
-    let limit = cap
-        .duration
-        .map(|d| d.as_nanos().min(i64::MAX as u128) as i64);
+    let mut limits = FileLimits::new(cap.count, cap.duration);
     let period = every.map(|d| d.as_nanos().clamp(1, i64::MAX as u128) as i64);
-    let (mut first, mut next_tick, mut packets) = (None::<Nanos>, None::<Nanos>, 0u64);
+    let mut next_tick = None::<Nanos>;
     let mut stop = "the capture ended";
     let error = saved
         .for_each(|ts, data| {
-            let t0 = *first.get_or_insert(ts);
-            if limit.is_some_and(|l| ts.saturating_sub(t0) > l) {
+            let t0 = limits.start(ts);
+            if limits.past_duration(ts) {
                 stop = "--duration reached";
                 return false;
             }
@@ -198,12 +233,12 @@ fn run_file(
                     *due = due.saturating_add(p.saturating_mul(behind + 1));
                 }
             }
-            packets += 1;
+            let last = limits.counted();
             if !hooks.packet(linktype, ts, data) {
                 stop = "the output ended";
                 return false;
             }
-            if cap.count.is_some_and(|n| packets >= n) {
+            if last {
                 stop = "--count reached";
                 return false;
             }

@@ -201,7 +201,30 @@ fn dash_c_counts_packets_and_max_frames_counts_frames() {
     for bad in ["0", "-1", "x"] {
         let o = at(&["frames", F, "-c", bad]);
         assert_eq!(o.status.code(), Some(2), "-c {bad}");
+        let o = at(&["-r", F, "-c", bad]);
+        assert_eq!(o.status.code(), Some(2), "-r F -c {bad}");
     }
+    // tcpdump -r F -c N: replay (and so `h2ledger -r F`) takes -c and --duration as sniff -r
+    // does, and reads the same packets. The cut file ends in a whole ledger of 100 packets.
+    for limit in [["-c", "100"], ["--duration", "1s"]] {
+        let want = at(&["sniff", "-r", F, limit[0], limit[1], "-T", "json"]);
+        let got = at(&["-r", F, limit[0], limit[1], "-T", "json"]);
+        assert_eq!(got.stdout, want.stdout, "{limit:?}");
+        let all = json_of(&at(&["-r", F, "-T", "json"]));
+        let part = json_of(&got);
+        assert!(n(&part["capture"]["packets"]) < n(&all["capture"]["packets"]));
+    }
+    assert_eq!(
+        json_of(&at(&["-r", F, "-c", "100", "-T", "json"]))["capture"]["packets"],
+        100
+    );
+    let o = at(&["replay", cut.to_str().unwrap(), "-c", "100", "-T", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Live-only flags on a file are an error, not ignored.
     for flag in [["-w", "/tmp/x.pcap"], ["-B", "1024"], ["-s", "1500"]] {
         let o = at(&["calls", F, flag[0], flag[1]]);
