@@ -73,8 +73,9 @@ impl Observer for FramePrinter {
         let origin = *self.origin.get_or_insert(ev.ts);
         if self.out.shape == Shape::Table {
             self.out.records += 1;
-            let l = frame_line(ev, origin);
-            self.out.line(&l);
+            for l in frame_lines(ev, origin) {
+                self.out.line(&l);
+            }
         } else {
             let line = FrameLine::new(ev, &mut self.addrs);
             if self.via_serde {
@@ -166,16 +167,16 @@ fn hex(b: &[u8]) -> String {
         .join(" ")
 }
 
-/// The one-line summary of a frame's content.
-fn summary(ev: &FrameEvent<'_>) -> String {
+/// The frame's content as items (header fields, settings) and the text that joins them.
+fn summary(ev: &FrameEvent<'_>) -> (Vec<String>, &'static str) {
     if let Some(h) = ev.headers {
-        return h
+        let items = h
             .iter()
             .map(|x| format!("{}: {}", escape_bytes(x.name), escape_bytes(x.value)))
-            .collect::<Vec<_>>()
-            .join("; ");
+            .collect();
+        return (items, "; ");
     }
-    match ev.frame {
+    let one = match ev.frame {
         Some(Frame::Ping(p)) => {
             let label = ping::classify(&p.payload).map_or("other", |k| k.label);
             format!("opaque_data={} ({label})", hex(&p.payload))
@@ -188,39 +189,168 @@ fn summary(ev: &FrameEvent<'_>) -> String {
             g.code,
             escape_bytes(g.debug)
         ),
-        Some(Frame::Settings(s)) => s
-            .iter()
-            .map(|(id, v)| format!("{id}={v}"))
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
-    }
+        Some(Frame::Settings(s)) => {
+            return (s.iter().map(|(id, v)| format!("{id}={v}")).collect(), " ")
+        }
+        _ => return (Vec::new(), " "),
+    };
+    (vec![one], " ")
 }
 
-fn frame_line(ev: &FrameEvent<'_>, origin: Nanos) -> String {
+/// The table's width: a frame whose line would be wider goes on as many lines as it takes,
+/// each starting with the frame's time, connection, side and stream and then `+` and its
+/// class (`+HEADERS`, `+PING_ACK`), so that a line found by `grep` still says whose it is.
+pub const WIDTH: usize = 100;
+
+fn frame_lines(ev: &FrameEvent<'_>, origin: Nanos) -> Vec<String> {
     let flags = flag_names(ev.head.kind, ev.head.flags.0);
     let class = if ev.class.name() != ev.head.kind.name() && ev.class != FrameClass::Unknown {
         format!(" [{}]", ev.class.name())
     } else {
         String::new()
     };
-    format!(
-        "[{:>10.6}] c{} {:<6} stream={:<5} {:<13}{} flags=0x{:02x}{} length={} {}",
+    let tag = format!(
+        "[{:>10.6}] c{} {:<6} stream={:<5}",
         (ev.ts - origin) as f64 / 1e9,
         ev.conn.0,
         ev.side.name(),
         ev.head.stream_id,
-        ev.head.kind.name(),
-        class,
-        ev.head.flags.0,
-        if flags.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", flags.as_slice().join(" | "))
-        },
-        ev.head.length,
-        summary(ev)
-    )
-    .trim_end()
-    .to_string()
+    );
+    let kind = format!("{tag} {:<13}{class}", ev.head.kind.name());
+    let mut flag_text = format!("flags=0x{:02x}", ev.head.flags.0);
+    if !flags.is_empty() {
+        flag_text.push_str(&format!(" ({})", flags.as_slice().join(" | ")));
+    }
+    let length = format!("length={}", ev.head.length);
+    let (items, sep) = summary(ev);
+    let one = format!("{kind} {flag_text} {length} {}", items.join(sep))
+        .trim_end()
+        .to_string();
+    if one.chars().count() <= WIDTH {
+        return vec![one];
+    }
+    let mut parts = vec![(kind.as_str(), ""), (&flag_text, " "), (&length, " ")];
+    for (k, item) in items.iter().enumerate() {
+        parts.push((item, if k == 0 { " " } else { sep }));
+    }
+    // Each continuation names the frame's class after a `+`, so that a line found by grep
+    // still tells a PING from its ACK and trailers from headers.
+    let more = format!("+{}", ev.class.name());
+    wrap(&parts, &format!("{tag} {more:<13} "))
+}
+
+/// `parts` (each with the text that joins it to the one before) in lines of at most [`WIDTH`]
+/// characters; the lines after the first start with `cont`, and a line that stops before a
+/// part ends with its joint, trimmed (`;` between header fields). A part longer than a whole
+/// line is cut.
+fn wrap(parts: &[(&str, &str)], cont: &str) -> Vec<String> {
+    let cont_len = cont.chars().count();
+    // Room for the trimmed joint (`;`) that ends a line cut before the next part.
+    let ends = parts
+        .iter()
+        .map(|p| p.1.trim_end().len())
+        .max()
+        .unwrap_or(0);
+    let limit = WIDTH - ends;
+    let room = limit.saturating_sub(cont_len).max(20);
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    let mut len = 0;
+    for (k, &(part, joint)) in parts.iter().enumerate() {
+        let n = part.chars().count();
+        let joint_len = joint.chars().count();
+        if k > 0 && len + joint_len + n <= limit {
+            cur.push_str(joint);
+            cur.push_str(part);
+            len += joint_len + n;
+            continue;
+        }
+        if k > 0 {
+            cur.push_str(joint.trim_end());
+            lines.push(std::mem::take(&mut cur).trim_end().to_string());
+            cur.push_str(cont);
+            len = cont_len;
+        }
+        let width = if k == 0 { limit } else { room };
+        let chars: Vec<char> = part.chars().collect();
+        let mut pieces = chars.chunks(width).peekable();
+        while let Some(piece) = pieces.next() {
+            cur.extend(piece);
+            len += piece.len();
+            if pieces.peek().is_some() {
+                lines.push(std::mem::take(&mut cur));
+                cur.push_str(cont);
+                len = cont_len;
+            }
+        }
+    }
+    lines.push(cur.trim_end().to_string());
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines never pass [`WIDTH`], the parts come back whole when the lines are put together
+    /// again, and a line that fits is left as one line.
+    #[test]
+    fn wrap_fits_the_width_and_loses_nothing() {
+        let cont = format!("{:<36}+HEADERS      ", "[  0.001159] c0 client stream=1");
+        let long = "v".repeat(230);
+        let fields: Vec<String> = (0..40)
+            .map(|i| match i % 3 {
+                0 => format!("x-{i}: {}", "a".repeat(i * 3)),
+                1 => format!("k{i}: {long}"),
+                _ => format!("n{i}: é{i}"),
+            })
+            .collect();
+        let mut parts = vec![("[  0.001159] c0 client stream=1     HEADERS      ", "")];
+        parts.extend(fields.iter().map(|f| (f.as_str(), "; ")));
+        let lines = wrap(&parts, &cont);
+        assert!(lines.len() > 40);
+        for l in &lines {
+            assert!(
+                l.chars().count() <= WIDTH,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+        for (i, l) in lines.iter().enumerate().skip(1) {
+            assert!(l.starts_with(&cont), "line {i}: {l}");
+        }
+        // Put together: each continuation's prefix removed, and a cut inside a part (no `;`
+        // at the line's end) joined without a space.
+        let mut text = String::new();
+        for (i, l) in lines.iter().enumerate() {
+            let body = if i == 0 { l.as_str() } else { &l[cont.len()..] };
+            if i > 0 && text.ends_with(';') {
+                text.push(' ');
+            }
+            text.push_str(body);
+        }
+        let want = format!("{}{}", parts[0].0.trim_end(), "");
+        assert!(text.starts_with(&want));
+        let items: Vec<&str> = fields.iter().map(String::as_str).collect();
+        assert!(text.ends_with(&items.join("; ")), "{text}");
+        // Every way a line can meet the width: heads and fields of each length.
+        for h in 30..100 {
+            let head = "h".repeat(h);
+            let fields: Vec<String> = (0..60).map(|i| format!("f: {}", "a".repeat(i))).collect();
+            let mut parts = vec![(head.as_str(), "")];
+            parts.extend(fields.iter().map(|f| (f.as_str(), "; ")));
+            for l in wrap(&parts, &cont) {
+                assert!(l.chars().count() <= WIDTH, "head {h}: {l}");
+            }
+        }
+        // A short frame is one line.
+        let one = wrap(
+            &[("[  0.1] c0 client stream=1 DATA", ""), ("length=5", " ")],
+            &cont,
+        );
+        assert_eq!(
+            one,
+            vec!["[  0.1] c0 client stream=1 DATA length=5".to_string()]
+        );
+    }
 }
