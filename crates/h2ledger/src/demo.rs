@@ -68,8 +68,8 @@ pub struct DemoArgs {
     pub write: Option<PathBuf>,
     #[command(flatten)]
     pub user: crate::live::UserArg,
-    /// Output format
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    /// Output format (`-T`, like every other view; `-f` still works here)
+    #[arg(short = 'T', long, short_alias = 'f', value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
 

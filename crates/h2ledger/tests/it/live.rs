@@ -409,6 +409,17 @@ fn demo_without_workloads_says_how_to_build_them() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+    // The format flag is -T as on every view (-f, the filter elsewhere, still works here).
+    for flag in ["-T", "-f", "--format"] {
+        let out = Command::new(&lone)
+            .args(["demo", flag, "json", "--seconds", "1"])
+            .env_remove("H2LEDGER_WORKLOADS")
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {e}");
+        assert!(e.contains("h2ledger-grpcgo"), "{flag}: {e}");
+    }
     let _ = std::fs::remove_dir_all(&empty);
 }
 
