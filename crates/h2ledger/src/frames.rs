@@ -203,40 +203,54 @@ fn summary(ev: &FrameEvent<'_>) -> (Vec<String>, &'static str) {
 pub const WIDTH: usize = 100;
 
 fn frame_lines(ev: &FrameEvent<'_>, origin: Nanos) -> Vec<String> {
+    use std::fmt::Write as _;
     let flags = flag_names(ev.head.kind, ev.head.flags.0);
-    let class = if ev.class.name() != ev.head.kind.name() && ev.class != FrameClass::Unknown {
-        format!(" [{}]", ev.class.name())
-    } else {
-        String::new()
-    };
-    let tag = format!(
+    // One line, noting where its parts end: the tag (time, connection, side, stream), the
+    // type and class, the flags, the length.
+    let mut line = String::with_capacity(128);
+    let _ = write!(
+        line,
         "[{:>10.6}] c{} {:<6} stream={:<5}",
         (ev.ts - origin) as f64 / 1e9,
         ev.conn.0,
         ev.side.name(),
         ev.head.stream_id,
     );
-    let kind = format!("{tag} {:<13}{class}", ev.head.kind.name());
-    let mut flag_text = format!("flags=0x{:02x}", ev.head.flags.0);
+    let tag = line.len();
+    let _ = write!(line, " {:<13}", ev.head.kind.name());
+    if ev.class.name() != ev.head.kind.name() && ev.class != FrameClass::Unknown {
+        let _ = write!(line, " [{}]", ev.class.name());
+    }
+    let kind = line.len();
+    let _ = write!(line, " flags=0x{:02x}", ev.head.flags.0);
     if !flags.is_empty() {
-        flag_text.push_str(&format!(" ({})", flags.as_slice().join(" | ")));
+        let _ = write!(line, " ({})", flags.as_slice().join(" | "));
     }
-    let length = format!("length={}", ev.head.length);
+    let flag_end = line.len();
+    let _ = write!(line, " length={}", ev.head.length);
+    let length = line.len();
     let (items, sep) = summary(ev);
-    let one = format!("{kind} {flag_text} {length} {}", items.join(sep))
-        .trim_end()
-        .to_string();
-    if one.chars().count() <= WIDTH {
-        return vec![one];
+    for (k, item) in items.iter().enumerate() {
+        line.push_str(if k == 0 { " " } else { sep });
+        line.push_str(item);
     }
-    let mut parts = vec![(kind.as_str(), ""), (&flag_text, " "), (&length, " ")];
+    let fits = line.len() <= WIDTH || line.chars().count() <= WIDTH;
+    if fits {
+        line.truncate(line.trim_end().len());
+        return vec![line];
+    }
+    let mut parts = vec![
+        (&line[..kind], ""),
+        (&line[kind + 1..flag_end], " "),
+        (&line[flag_end + 1..length], " "),
+    ];
     for (k, item) in items.iter().enumerate() {
         parts.push((item, if k == 0 { " " } else { sep }));
     }
     // Each continuation names the frame's class after a `+`, so that a line found by grep
     // still tells a PING from its ACK and trailers from headers.
     let more = format!("+{}", ev.class.name());
-    wrap(&parts, &format!("{tag} {more:<13} "))
+    wrap(&parts, &format!("{} {more:<13} ", &line[..tag]))
 }
 
 /// `parts` (each with the text that joins it to the one before) in lines of at most [`WIDTH`]
