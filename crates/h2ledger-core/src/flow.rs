@@ -235,7 +235,8 @@ fn scope_mut<'a>(
     [Some(whole), ph]
 }
 
-/// Opens `sid` on `c` if it is new (stream 0 and closed ids are not); whether it is tracked.
+/// Opens `sid` on `c` if it is new: not stream 0, not a closed id, and not beyond
+/// [`MAX_FLOW_STREAMS`] (counted in `untracked_streams`). Tracked streams are those in `c.streams`.
 fn open_in(
     c: &mut ConnFlow,
     streams: &mut usize,
@@ -244,24 +245,24 @@ fn open_in(
     no_max_window: bool,
     sid: u32,
     phase: Option<u64>,
-) -> bool {
+) {
     if sid == 0 {
-        return false;
+        return;
     }
     let slot = match c.streams.entry(sid) {
-        Entry::Occupied(_) => return true,
+        Entry::Occupied(_) => return,
         Entry::Vacant(v) => v,
     };
     let par = (sid & 1) as usize;
     if sid <= c.max_id[par] {
-        return false; // closed
+        return; // closed
     }
     c.max_id[par] = sid;
     if *streams >= MAX_FLOW_STREAMS {
         for s in scope_mut(whole, phases, phase).into_iter().flatten() {
             s.untracked_streams += 1;
         }
-        return false;
+        return;
     }
     *streams += 1;
     slot.insert(StreamFlow {
@@ -283,7 +284,6 @@ fn open_in(
             a.max_stream = a.max_stream.max(w);
         }
     }
-    true
 }
 
 /// Drops stream `sid` of `c`; its open stalls are unresolved.
