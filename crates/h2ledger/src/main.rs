@@ -930,3 +930,14 @@ pub fn print_full(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own checks of the whole command line (two flags on one letter, a default that is
+    /// not a possible value, ...), which otherwise only a debug build's first run would hit.
+    #[test]
+    fn command_line_is_consistent() {
+        use clap::CommandFactory as _;
+        super::Cli::command().debug_assert();
+    }
+}
