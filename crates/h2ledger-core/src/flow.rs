@@ -286,6 +286,30 @@ fn open_in(
     }
 }
 
+/// Moves the window of stream `sid` of sending direction `d` by `delta` (DATA sent: down; a
+/// WINDOW_UPDATE: up), with the side's ordered sets keyed by it; the new `adj`.
+fn shift(
+    sf: &mut SideFlow,
+    st: &mut StreamFlow,
+    d: usize,
+    sid: u32,
+    delta: i64,
+    no_max_window: bool,
+) -> i64 {
+    let old = st.adj[d];
+    st.adj[d] += delta;
+    let new = st.adj[d];
+    if !no_max_window {
+        sf.open.remove(&(old, sid));
+        sf.open.insert((new, sid));
+    }
+    if st.stall[d].is_some() {
+        sf.stalled.remove(&(old, sid));
+        sf.stalled.insert((new, sid));
+    }
+    new
+}
+
 /// Drops stream `sid` of `c`; its open stalls are unresolved.
 fn free_in(
     c: &mut ConnFlow,
@@ -525,17 +549,7 @@ impl Flow {
             if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
                 c.busiest[d] = Some((sid, st.sent[d]));
             }
-            let old = st.adj[d];
-            st.adj[d] -= len;
-            let new = st.adj[d];
-            if !*no_max_window {
-                sf.open.remove(&(old, sid));
-                sf.open.insert((new, sid));
-            }
-            if st.stall[d].is_some() {
-                sf.stalled.remove(&(old, sid));
-                sf.stalled.insert((new, sid));
-            }
+            let new = shift(sf, st, d, sid, -len, *no_max_window);
             let stream_w = sf.initial + new;
             let conn_w = sf.conn_window;
             if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
@@ -597,17 +611,7 @@ impl Flow {
         let Some(st) = c.streams.get_mut(&sid) else {
             return;
         };
-        let old = st.adj[s];
-        st.adj[s] += inc;
-        let new = st.adj[s];
-        if !self.no_max_window {
-            sf.open.remove(&(old, sid));
-            sf.open.insert((new, sid));
-        }
-        if st.stall[s].is_some() {
-            sf.stalled.remove(&(old, sid));
-            sf.stalled.insert((new, sid));
-        }
+        let new = shift(sf, st, s, sid, inc, self.no_max_window);
         let w = sf.initial + new;
         self.acc(phase, |x| {
             let a = &mut x.sides[side];
