@@ -354,7 +354,8 @@ impl CallPrinter {
             } else {
                 format!("{:.6}", secs(r.start) - self.origin.unwrap_or(0.0))
             },
-            c.method.to_string(),
+            // Escaped before the column is sized (crate::tty).
+            crate::tty::escape(c.method).into_owned(),
             if narrow {
                 crate::render::short_status(&c.status())
             } else {

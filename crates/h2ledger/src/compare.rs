@@ -177,6 +177,8 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
             let _ = writeln!(out, "{}", render::record_line(v, "summary"));
         }
         _ => {
+            // Method names and statuses come from the captures (crate::tty).
+            let mut out = crate::tty::Safe::new(&mut out);
             let _ = writeln!(out, "A = {}", render::headline(&x.name, &x.report));
             let _ = writeln!(out, "B = {}", render::headline(&y.name, &y.report));
             let _ = writeln!(

@@ -168,11 +168,14 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// The frame's content as items (header fields, settings) and the text that joins them.
+/// Bytes from the capture are escaped for the terminal here (crate::tty), before the line is
+/// measured and cut.
 fn summary(ev: &FrameEvent<'_>) -> (Vec<String>, &'static str) {
+    let text = |b: &[u8]| crate::tty::escape(&escape_bytes(b)).into_owned();
     if let Some(h) = ev.headers {
         let items = h
             .iter()
-            .map(|x| format!("{}: {}", escape_bytes(x.name), escape_bytes(x.value)))
+            .map(|x| format!("{}: {}", text(x.name), text(x.value)))
             .collect();
         return (items, "; ");
     }
@@ -183,12 +186,14 @@ fn summary(ev: &FrameEvent<'_>) -> (Vec<String>, &'static str) {
         }
         Some(Frame::WindowUpdate(w)) => format!("window_size_increment={}", w.increment),
         Some(Frame::RstStream(r)) => format!("error_code={}", r.code),
-        Some(Frame::GoAway(g)) => format!(
-            "last_stream_id={} error_code={} debug=\"{}\"",
-            g.last_stream_id,
-            g.code,
-            escape_bytes(g.debug)
-        ),
+        Some(Frame::GoAway(g)) => {
+            let items = vec![
+                format!("last_stream_id={}", g.last_stream_id),
+                format!("error_code={}", g.code),
+                format!("debug=\"{}\"", text(g.debug)),
+            ];
+            return (items, " ");
+        }
         Some(Frame::Settings(s)) => {
             return (s.iter().map(|(id, v)| format!("{id}={v}")).collect(), " ")
         }

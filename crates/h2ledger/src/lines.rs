@@ -64,7 +64,8 @@ impl Out {
         if self.broken {
             return;
         }
-        self.buf.extend_from_slice(s.as_bytes());
+        // Table rows quote the capture: methods, header fields (crate::tty).
+        self.buf.extend_from_slice(crate::tty::escape(s).as_bytes());
         self.buf.push(b'\n');
         self.spill();
     }

@@ -20,6 +20,7 @@ mod progress;
 mod render;
 mod sniff;
 mod source;
+mod tty;
 mod warn;
 
 use std::io::Write as _;
@@ -829,6 +830,8 @@ pub fn print_full(
             let _ = render::write_jsonl(&mut out, whole, phases);
         }
         Format::Table => {
+            // Method names, statuses and GOAWAY debug come from the capture (crate::tty).
+            let mut out = tty::Safe::new(&mut out);
             let _ = writeln!(
                 out,
                 "{}",
@@ -923,7 +926,7 @@ pub fn print_full(
                 for g in a.goaways.iter().filter(|g| g.too_many_pings) {
                     eprintln!(
                         "warning: connection {}: the {} sent GOAWAY ENHANCE_YOUR_CALM (debug \"{}\"): too many pings",
-                        g.conn, g.side, g.debug
+                        g.conn, g.side, tty::escape(&g.debug)
                     );
                 }
             }

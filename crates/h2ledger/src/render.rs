@@ -478,8 +478,10 @@ pub fn styled(t: &mut tabled::Table) {
 }
 
 /// `s` in at most `w` characters: a longer one keeps its end (a method's name) after `…`
-/// (`~` in ASCII).
+/// (`~` in ASCII). Control characters are first written `\xNN` (crate::tty), so that the
+/// width counts what the terminal shows.
 pub fn cut(s: &str, w: usize) -> String {
+    let s = crate::tty::escape(s);
     let n = s.chars().count();
     if n <= w {
         return s.to_string();

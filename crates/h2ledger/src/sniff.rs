@@ -231,6 +231,8 @@ impl Ticker {
             }
             Format::Table => {
                 let text = self.table(&header, wall, &now.report, &last, p, drops);
+                // Method names and statuses come from the capture (crate::tty).
+                let text = crate::tty::escape(&text);
                 let _ = if self.redraw {
                     // One write per view: the terminal never shows half of one.
                     let mut buf = Vec::new();

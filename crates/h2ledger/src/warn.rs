@@ -69,7 +69,8 @@ pub fn lines(warnings: &[String], quiet: bool) -> Vec<String> {
 /// Prints `warnings` on stderr, grouped with `-q`.
 pub fn print(warnings: &[String]) {
     for l in lines(warnings, quiet()) {
-        eprintln!("warning: {l}");
+        // A warning may quote the capture (crate::tty).
+        eprintln!("warning: {}", crate::tty::escape(&l));
     }
 }
 

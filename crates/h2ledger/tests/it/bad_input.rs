@@ -230,3 +230,90 @@ fn unreadable_file() {
         .unwrap();
     assert_one_line_error(&o, p.to_str().unwrap(), "permission denied");
 }
+
+/// HPACK literal without indexing, new name (RFC 7541 §6.2.2), no Huffman.
+fn literal(name: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut b = vec![0, name.len() as u8];
+    b.extend_from_slice(name);
+    b.push(value.len() as u8);
+    b.extend_from_slice(value);
+    b
+}
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A capture whose `:path`, header values, grpc-message and GOAWAY debug data hold ESC, BEL,
+/// DEL and a C1 control: the tables and warnings show them as `\xNN` and never hand them to
+/// the terminal (they would clear the screen, retitle the window), JSON keeps them exact.
+#[test]
+fn control_characters_from_the_capture_never_reach_the_terminal() {
+    let mut req = vec![0x82, 0x86, 0x04, 9];
+    req.extend_from_slice(b"/\x1b[2Jevil");
+    req.extend_from_slice(&[0x01, 1, b'h']);
+    req.extend(literal(b"content-type", b"application/grpc"));
+    req.extend(literal(b"x-evil", b"\x1b]0;pwned\x07\xc2\x9b\x7f"));
+    let mut c2s = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    c2s.extend(frame(4, 0, 0, b""));
+    c2s.extend(frame(1, 0x05, 1, &req));
+    let mut resp = vec![0x88];
+    resp.extend(literal(b"grpc-status", b"2"));
+    resp.extend(literal(b"grpc-message", b"\x1b[31mred\x07"));
+    let mut s2c = frame(4, 0, 0, b"");
+    s2c.extend(frame(1, 0x05, 1, &resp));
+    s2c.extend(frame(7, 0, 0, b"\0\0\0\x01\0\0\0\x0b\x1b[2Jcalm"));
+    let packets = vec![
+        tcp(40001, 50051, 1000, SYN, b""),
+        tcp(50051, 40001, 5000, SYN | ACK, b""),
+        tcp(40001, 50051, 1001, PSH_ACK, &c2s),
+        tcp(50051, 40001, 5001, PSH_ACK, &s2c),
+    ];
+    let p = tmp("controls.pcap", &pcap(101, &packets));
+    let f = p.to_str().unwrap();
+    let dangerous = |b: &[u8]| {
+        b.iter().any(|&x| (x < 0x20 && x != b'\n') || x == 0x7f)
+            || b.windows(2)
+                .any(|w| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]))
+    };
+    let mut seen = String::new();
+    for args in [
+        vec!["frames", f],
+        vec!["calls", f],
+        vec!["calls", f, "--wide"],
+        vec!["replay", f, "--analyze"],
+        vec!["compare", f, f],
+    ] {
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(
+            !dangerous(&o.stdout),
+            "{args:?}: {:?}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(!dangerous(&o.stderr), "{args:?}: {:?}", stderr(&o));
+        seen.push_str(&String::from_utf8_lossy(&o.stdout));
+        seen.push_str(&stderr(&o));
+    }
+    for shown in [
+        "/\\x1b[2Jevil",
+        "\\x1b]0;pwned\\x07\\xc2\\x9b\\x7f",
+        "\\x1b[2Jcalm",
+    ] {
+        assert!(seen.contains(shown), "{shown} not in {seen}");
+    }
+    // JSON keeps the bytes: its strings escape control characters themselves.
+    let o = run(&["frames", f, "-T", "jsonl"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\\u001b]0;pwned\\u0007"));
+    let v = records(&o.stdout, "frame");
+    let evil = v
+        .iter()
+        .flat_map(|r| r["headers"].as_array().cloned().unwrap_or_default())
+        .find(|h| h[0] == "x-evil")
+        .expect("x-evil header");
+    assert_eq!(evil[1], "\u{1b}]0;pwned\u{7}\u{9b}\u{7f}");
+}
