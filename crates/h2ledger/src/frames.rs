@@ -41,6 +41,9 @@ pub struct FramePrinter {
     /// `H2LEDGER_FRAMES_VIA_SERDE` set: the JSON records by serde_json instead of the faster
     /// hand writer (jsonw.rs), to compare the two (`it::usage::frame_lines_equal_serde`).
     via_serde: bool,
+    /// The table goes to a terminal: frames wider than [`WIDTH`] go on over more lines.
+    /// Piped or redirected, a frame is one line (`wc -l` and `grep -c` count frames).
+    wrap: bool,
 }
 
 impl FramePrinter {
@@ -52,6 +55,7 @@ impl FramePrinter {
             max: None,
             addrs: Addrs::default(),
             via_serde: std::env::var_os("H2LEDGER_FRAMES_VIA_SERDE").is_some(),
+            wrap: crate::report_is_terminal(),
         }
     }
 
@@ -73,7 +77,7 @@ impl Observer for FramePrinter {
         let origin = *self.origin.get_or_insert(ev.ts);
         if self.out.shape == Shape::Table {
             self.out.records += 1;
-            for l in frame_lines(ev, origin) {
+            for l in frame_lines(ev, origin, self.wrap) {
                 self.out.line(&l);
             }
         } else {
@@ -202,12 +206,12 @@ fn summary(ev: &FrameEvent<'_>) -> (Vec<String>, &'static str) {
     (vec![one], " ")
 }
 
-/// The table's width: a frame whose line would be wider goes on as many lines as it takes,
-/// each starting with the frame's time, connection, side and stream and then `+` and its
-/// class (`+HEADERS`, `+PING_ACK`), so that a line found by `grep` still says whose it is.
+/// The table's width on a terminal: a frame whose line would be wider goes on as many lines as
+/// it takes, each starting with the frame's time, connection, side and stream and then `+`
+/// and its class (`+HEADERS`, `+PING_ACK`). Piped or redirected, every frame is one line.
 pub const WIDTH: usize = 100;
 
-fn frame_lines(ev: &FrameEvent<'_>, origin: Nanos) -> Vec<String> {
+fn frame_lines(ev: &FrameEvent<'_>, origin: Nanos, wrap_wide: bool) -> Vec<String> {
     use std::fmt::Write as _;
     let flags = flag_names(ev.head.kind, ev.head.flags.0);
     // One line, noting where its parts end: the tag (time, connection, side, stream), the
@@ -240,7 +244,7 @@ fn frame_lines(ev: &FrameEvent<'_>, origin: Nanos) -> Vec<String> {
         line.push_str(item);
     }
     let fits = line.len() <= WIDTH || line.chars().count() <= WIDTH;
-    if fits {
+    if fits || !wrap_wide {
         line.truncate(line.trim_end().len());
         return vec![line];
     }

@@ -80,9 +80,9 @@ enum Cmd {
     /// List every call (HTTP/2 stream): method, status, frames and writes per side, latency
     #[command(after_help = calls::LEGEND)]
     Calls(CallsArgs),
-    /// Print every frame as it is seen, one line each (like `nghttp -v`; a frame wider than 100
-    /// columns goes on, on lines that repeat its time, connection, side and stream, then `+`
-    /// and its class)
+    /// Print every frame as it is seen, one line each (like `nghttp -v`; on a terminal, a frame
+    /// wider than 100 columns goes on, on lines that repeat its time, connection, side and
+    /// stream, then `+` and its class)
     Frames(FramesArgs),
     /// The article's experiment, sniffed live: grpc-go's health server and client on loopback
     /// (one connection), 1 caller x 24 calls/s then 8 callers x 3 calls/s; the finding, then

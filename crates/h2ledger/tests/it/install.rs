@@ -260,3 +260,34 @@ fn progress_on_a_terminal_only() {
         );
     }
 }
+
+/// On a terminal the frames table fits 100 columns: a wider frame goes on, on lines that start
+/// with its time, connection, side and stream, then `+` and its class (decision 100).
+#[test]
+fn frames_fit_a_terminal() {
+    let b = bin();
+    for f in [
+        "grpcgo-article.pcap",
+        "tonic-small-window.pcap",
+        "hyper-h2.pcap",
+    ] {
+        let shown = on_a_pty(&format!("{b} frames {}", quoted(&capture(f))), "xterm");
+        let lines: Vec<&str> = shown.lines().map(|l| l.trim_end_matches('\r')).collect();
+        assert!(lines.len() > 10, "{f}: {shown}");
+        let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 100, "{f}: {widest} columns");
+        assert!(
+            lines.iter().any(|l| l.contains("+HEADERS ")),
+            "{f}: nothing wrapped"
+        );
+    }
+    let article = quoted(&capture("grpcgo-article.pcap"));
+    let shown = on_a_pty(&format!("{b} frames {article} --stream 0"), "xterm");
+    let acks: Vec<&str> = shown.lines().filter(|l| l.contains("+PING_ACK ")).collect();
+    assert!(!acks.is_empty(), "{shown}");
+    assert!(
+        acks.iter()
+            .all(|l| l.contains("opaque_data=02 04 10 10 09 0e 07 07")),
+        "{acks:?}"
+    );
+}
