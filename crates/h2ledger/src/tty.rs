@@ -31,6 +31,23 @@ fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
+/// `bytes` with their control characters written `\xNN`, appended to `out`.
+fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
+    let mut i = 0;
+    while i < bytes.len() {
+        match control_at(bytes, i) {
+            0 => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+            n => {
+                push_escaped(out, &bytes[i..i + n]);
+                i += n;
+            }
+        }
+    }
+}
+
 /// `s` with its control characters written `\xNN` (unchanged, and not copied, when it has none).
 pub fn escape(s: &str) -> Cow<'_, str> {
     let b = s.as_bytes();
@@ -38,19 +55,7 @@ pub fn escape(s: &str) -> Cow<'_, str> {
         return Cow::Borrowed(s);
     }
     let mut out = Vec::with_capacity(b.len() + 16);
-    let mut i = 0;
-    while i < b.len() {
-        match control_at(b, i) {
-            0 => {
-                out.push(b[i]);
-                i += 1;
-            }
-            n => {
-                push_escaped(&mut out, &b[i..i + n]);
-                i += n;
-            }
-        }
-    }
+    escape_into(&mut out, b);
     // Only whole characters were replaced by ASCII: still UTF-8.
     Cow::Owned(String::from_utf8(out).expect("escaping keeps UTF-8"))
 }
@@ -78,19 +83,7 @@ impl<W: Write> Write for Safe<W> {
             self.carry = bytes.pop();
         }
         let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            match control_at(&bytes, i) {
-                0 => {
-                    out.push(bytes[i]);
-                    i += 1;
-                }
-                n => {
-                    push_escaped(&mut out, &bytes[i..i + n]);
-                    i += n;
-                }
-            }
-        }
+        escape_into(&mut out, &bytes);
         self.inner.write_all(&out)?;
         Ok(buf.len())
     }
