@@ -49,6 +49,17 @@ struct Writer {
     broken: Arc<AtomicBool>,
 }
 
+impl Writer {
+    /// Sends the calls batched so far (none: nothing to send); false when the thread is gone.
+    fn send_batch(&mut self) -> bool {
+        if self.batch.is_empty() {
+            return true;
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        self.tx.send(Msg::Calls(batch)).is_ok()
+    }
+}
+
 enum Msg {
     /// The output, first: it stays with the main thread when no thread can be started.
     Start(Box<Out>),
@@ -151,13 +162,9 @@ impl CallPrinter {
 
     /// The output, back from the writer thread (every call handed to it written first).
     pub fn out(&mut self) -> &mut Out {
-        if let Some(w) = self.writer.take() {
-            let Writer {
-                tx, batch, thread, ..
-            } = w;
-            if !batch.is_empty() {
-                let _ = tx.send(Msg::Calls(batch));
-            }
+        if let Some(mut w) = self.writer.take() {
+            w.send_batch();
+            let Writer { tx, thread, .. } = w;
             drop(tx);
             // The thread ends when the channel closes and gives the output back; a panic
             // there is one here.
@@ -182,10 +189,7 @@ impl CallPrinter {
             self.out().flush();
             return;
         };
-        let sent = (w.batch.is_empty() || {
-            let batch = std::mem::replace(&mut w.batch, Vec::with_capacity(BATCH));
-            w.tx.send(Msg::Calls(batch)).is_ok()
-        }) && w.tx.send(Msg::Flush).is_ok();
+        let sent = w.send_batch() && w.tx.send(Msg::Flush).is_ok();
         if !sent {
             w.broken.store(true, Ordering::Relaxed);
         }
@@ -290,11 +294,8 @@ impl CallPrinter {
             flow: c.flow,
             grpc: c.grpc.cloned(),
         });
-        if w.batch.len() >= BATCH {
-            let batch = std::mem::replace(&mut w.batch, Vec::with_capacity(BATCH));
-            if w.tx.send(Msg::Calls(batch)).is_err() {
-                w.broken.store(true, Ordering::Relaxed);
-            }
+        if w.batch.len() >= BATCH && !w.send_batch() {
+            w.broken.store(true, Ordering::Relaxed);
         }
         true
     }
