@@ -271,6 +271,21 @@ pub struct LedgerReport {
 }
 
 impl LedgerReport {
+    /// The counts of this report beyond `before`, an earlier report of the same running
+    /// capture (the live view's last period): connections as they are now, warnings none.
+    pub fn since(&self, before: &LedgerReport) -> LedgerReport {
+        LedgerReport {
+            connections: self.connections,
+            calls: self.calls.saturating_sub(before.calls),
+            upgraded_calls: self.upgraded_calls.saturating_sub(before.upgraded_calls),
+            sides: Sides {
+                client: self.sides.client.since(&before.sides.client),
+                server: self.sides.server.since(&before.sides.server),
+            },
+            ..LedgerReport::default()
+        }
+    }
+
     /// Builds the report from `tally`: its closed HTTP/2 connections, and those among the open
     /// connections `conns` (from [`crate::Ledger::connections`]) that it holds counts of.
     pub fn build(conns: &[ConnSummary], tally: &Tally) -> LedgerReport {
@@ -304,4 +319,32 @@ impl LedgerReport {
 /// "ip:port", "[ip6]:port".
 fn fmt_addr(a: &std::net::SocketAddr) -> String {
     a.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_period_is_what_came_since_the_previous_tick() {
+        let mut before = LedgerReport {
+            calls: 10,
+            connections: 1,
+            ..LedgerReport::default()
+        };
+        before.sides.client.frames.add(FrameClass::Headers, 10);
+        before.sides.client.ping_labels.insert("grpc-go-bdp", 4);
+        let mut now = before.clone();
+        // Nothing happened: the last period is empty, not the last busy one.
+        let l = now.since(&before);
+        assert_eq!((l.calls, l.sides.client.frames.total()), (0, 0));
+        assert!(l.sides.client.ping_labels.is_empty());
+        now.calls = 13;
+        now.sides.client.frames.add(FrameClass::Headers, 3);
+        now.sides.client.writes = 3;
+        let l = now.since(&before);
+        assert_eq!(l.calls, 3);
+        assert_eq!(l.sides.client.frames.total(), 3);
+        assert_eq!(l.sides.client.writes, 3);
+    }
 }

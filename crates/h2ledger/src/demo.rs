@@ -12,7 +12,6 @@
 //! phase is a few thousand; capped at [`MAX_PACKETS`], reported when hit) and each stack's
 //! ledger is cut into phases at the phase starts the program reported (docs/decisions.md 7).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
@@ -20,28 +19,20 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
 use h2ledger_core::analysis::{Cut, Splitter};
-use h2ledger_core::{AnalysisReport, FrameClass, Side};
 use h2ledger_tcp::Nanos;
 use serde::Deserialize;
-use serde_json::{json, Value};
-use tabled::builder::Builder;
-use tabled::settings::object::{Cell, Columns};
-use tabled::settings::{Alignment, Span};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::live::{Live, LiveOptions, Pkt, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
 use crate::phases::{Obs, Wanted};
 use crate::pipeline::Pipeline;
-use crate::{render, Format};
-use h2ledger_run::{Report, TcpReport};
+use crate::Format;
+use h2ledger_output::demo::PhaseResult;
+use h2ledger_run::Report;
 
 /// Packets kept for the tally at the end (about 200 bytes each on loopback: 200 MB at most).
 pub const MAX_PACKETS: usize = 1_000_000;
-
-/// The finding stays on one line up to this width (the issue's own example is 106 columns;
-/// the tables below it fit 100), else it takes one line per phase.
-const FINDING_WIDTH: usize = 110;
 
 /// Environment variable naming the directory of the workload programs (as `--workloads`).
 pub const WORKLOADS_ENV: &str = "H2LEDGER_WORKLOADS";
@@ -165,7 +156,7 @@ struct Hello {
 }
 
 #[derive(Deserialize, Clone)]
-struct PhaseResult {
+struct WorkloadPhase {
     name: String,
     callers: u64,
     rate_per_caller: f64,
@@ -177,7 +168,7 @@ struct PhaseResult {
 
 #[derive(Deserialize)]
 struct Results {
-    phases: Vec<PhaseResult>,
+    phases: Vec<WorkloadPhase>,
 }
 
 /// One started workload program.
@@ -442,7 +433,7 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
             program: r.program,
             version: r.version,
             port: r.port,
-            results: res.phases,
+            results: res.phases.into_iter().map(Into::into).collect(),
             packets: Vec::new(),
         });
     }
@@ -467,64 +458,38 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
         }
     }
     let done: Vec<Done> = runs.into_iter().map(|r| tally(r, linktype)).collect();
-    let mut limits = serde_json::Map::new();
-    if capped > 0 {
-        limits.insert("demo_packets".into(), json!(capped));
-    }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match a.format {
-        Format::Json | Format::Jsonl => {
-            let workloads: Vec<Value> = done.iter().map(|d| d.json(a.static_window)).collect();
-            let first = done.first();
-            let v = json!({
-                "server": first.map(|d| format!("127.0.0.1:{}", d.port)),
-                "adaptive_window": !a.static_window,
-                "static_window": a.static_window,
-                "phases": first.map(|d| d.phases_json()).unwrap_or_default(),
-                "workloads": workloads,
-                "capture": first.map(|d| &d.pipeline.stats),
-                "tcp": first.map(|d| TcpReport::from(&d.pipeline.reasm.stats())),
-                "drops": drops,
-                "limits": limits,
-            });
-            if a.format == Format::Jsonl {
-                writeln!(out, "{}", crate::render::record_line(v, "summary"))?;
-            } else {
-                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-            }
-        }
-        Format::Table => {
-            for (i, d) in done.iter().enumerate() {
-                if i > 0 {
-                    writeln!(out)?;
-                }
-                writeln!(out, "{}", d.finding())?;
-                writeln!(out, "{}", d.table(a.static_window))?;
-                writeln!(
-                    out,
-                    "{}",
-                    render::footer(&d.pipeline.stats, &(&d.pipeline.reasm.stats()).into(), None)
-                )?;
-            }
-            writeln!(
-                out,
-                "capture on lo: dropped by the kernel: {}, by the interface: {}",
-                drops.kernel, drops.interface
-            )?;
-            out.flush()?;
-            for d in &done {
-                for w in &d.whole.ledger.warnings {
-                    eprintln!("warning: {}: {w}", d.stack.name());
-                }
-            }
-            if capped > 0 {
-                eprintln!(
-                    "warning: {capped} packets past the demo's cap of {MAX_PACKETS} were not tallied (shorten --seconds)"
-                );
-            }
-        }
-    }
+    let programs: Vec<String> = done
+        .iter()
+        .map(|d| d.program.display().to_string())
+        .collect();
+    let stacks: Vec<h2ledger_output::demo::Stack<'_>> = done
+        .iter()
+        .zip(&programs)
+        .map(|(d, program)| h2ledger_output::demo::Stack {
+            name: d.stack.name(),
+            version: &d.version,
+            program,
+            port: d.port,
+            bdp_known: d.stack != Stack::Grpcio,
+            results: &d.results,
+            phases: &d.phases,
+            whole: &d.whole,
+            capture: &d.pipeline.stats,
+            tcp: (&d.pipeline.reasm.stats()).into(),
+        })
+        .collect();
+    let format = crate::output_format(a.format);
+    h2ledger_output::demo::write_demo(
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+        format,
+        &stacks,
+        a.static_window,
+        drops,
+        capped,
+        MAX_PACKETS,
+        crate::style(),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -579,280 +544,23 @@ fn tally(r: Run, linktype: i32) -> Done {
     }
 }
 
-/// Per-phase numbers the finding line and the test read.
-struct Finding {
-    /// BDP PINGs (a payload the PING table marks as a BDP probe) per call, mean of both sides.
-    bdp_per_call: Option<f64>,
-    /// All PINGs (not ACKs) per call, mean of both sides.
-    pings_per_call: Option<f64>,
-    /// Labels of the PINGs seen.
-    labels: Vec<&'static str>,
-}
-
-fn finding_of(f: &Report) -> Finding {
-    let l = &f.ledger;
-    let calls = l.calls as f64;
-    let bdp = f.analysis.as_ref().map_or(0, |a| {
-        a.sides.client.rounds.rounds + a.sides.server.rounds.rounds
-    });
-    let pings =
-        l.sides.client.frames.get(FrameClass::Ping) + l.sides.server.frames.get(FrameClass::Ping);
-    let mut labels: Vec<&'static str> = [&l.sides.client, &l.sides.server]
-        .iter()
-        .flat_map(|s| s.ping_labels.keys().copied())
-        .collect();
-    labels.sort_unstable();
-    labels.dedup();
-    let per = |n: u64| (l.calls > 0).then(|| n as f64 / 2.0 / calls);
-    Finding {
-        bdp_per_call: per(bdp),
-        pings_per_call: per(pings),
-        labels,
-    }
-}
-
-fn f2(v: Option<f64>) -> String {
-    v.map_or("-".into(), |x| format!("{x:.2}"))
-}
-
-impl Done {
-    /// `grpc-go, 1 caller x 24/s: 1.00 BDP ping per call per side; 8 callers x 3/s: 0.13 (...)`
-    fn finding(&self) -> String {
-        let mut parts = Vec::new();
-        for (i, (f, res)) in self.phases.iter().zip(&self.results).enumerate() {
-            let x = finding_of(f);
-            // grpc-go and hyper probe with a fixed payload the PING table knows; C-core's
-            // PINGs carry a counter, so for grpcio the line counts every PING, by label.
-            let bdp_known = self.stack != Stack::Grpcio;
-            let mut s = format!("{}: ", res.name);
-            if bdp_known {
-                s.push_str(&f2(x.bdp_per_call));
-                if i == 0 {
-                    s.push_str(" BDP ping per call per side");
-                }
-            } else {
-                s.push_str(&format!(
-                    "{} PING per call per side (payload {}: not a known BDP probe)",
-                    f2(x.pings_per_call),
-                    x.labels.join("/")
-                ));
-            }
-            if res.callers > 1 && bdp_known && f.ledger.calls > 0 {
-                // Rounds per side per wave of `callers` calls.
-                let per_wave = x.bdp_per_call.unwrap_or(0.0) * res.callers as f64;
-                let what = if (per_wave - 1.0).abs() < 0.25 {
-                    "one round".to_string()
-                } else {
-                    format!("{per_wave:.1} rounds")
-                };
-                s.push_str(&format!(" ({what} per wave of {})", res.callers));
-            }
-            parts.push(s);
-        }
-        let line = format!("{}, {}", self.stack.name(), parts.join("; "));
-        if line.chars().count() <= FINDING_WIDTH {
-            return line;
-        }
-        // One line per phase when the phases do not fit one line.
-        format!("{}:\n  {}", self.stack.name(), parts.join("\n  "))
-    }
-
-    fn phases_json(&self) -> Vec<Value> {
-        self.phases
-            .iter()
-            .zip(&self.results)
-            .map(|(f, res)| {
-                let x = finding_of(f);
-                json!({
-                    "name": res.name,
-                    "callers": res.callers,
-                    "rate_per_caller": res.rate_per_caller,
-                    "calls_made": res.calls_made,
-                    "calls_ok": res.calls_ok,
-                    "start": res.start_ns as f64 / 1e9,
-                    "end": res.end_ns as f64 / 1e9,
-                    "bdp_pings_per_call_per_side": x.bdp_per_call,
-                    "pings_per_call_per_side": x.pings_per_call,
-                    "ledger": render::json_value(f),
-                })
-            })
-            .collect()
-    }
-
-    fn json(&self, static_window: bool) -> Value {
-        json!({
-            "impl": self.stack.name(),
-            "version": self.version,
-            "program": self.program.display().to_string(),
-            "server": format!("127.0.0.1:{}", self.port),
-            "static_window": static_window,
-            "finding": self.finding(),
-            "phases": self.phases_json(),
-            "capture": self.pipeline.stats,
-            "tcp": TcpReport::from(&self.pipeline.reasm.stats()),
-        })
-    }
-
-    /// Both phases side by side, client and server columns; fits 100 columns.
-    fn table(&self, static_window: bool) -> String {
-        let mut b = Builder::default();
-        let title = format!(
-            "{} {}{}",
-            self.stack.name(),
-            self.version,
-            if static_window { ", static window" } else { "" }
-        );
-        let mut h1 = vec![title];
-        let mut h2 = vec![String::new()];
-        for f in &self.phases {
-            h1.push(f.name.clone());
-            h1.push(String::new());
-            h2.push("client".into());
-            h2.push("server".into());
-        }
-        b.push_record(h1);
-        b.push_record(h2);
-        type SideCell<'a> = &'a dyn Fn(&Report, Option<&AnalysisReport>, Side) -> String;
-        let side_row = |b: &mut Builder, label: &str, f: SideCell<'_>| {
-            let mut r = vec![label.to_string()];
-            for p in &self.phases {
-                for s in Side::ALL {
-                    r.push(f(p, p.analysis.as_ref(), s));
-                }
-            }
-            b.push_record(r);
-        };
-        // A value for the whole phase, in the client column (the server's is spanned over).
-        let phase_row = |b: &mut Builder, label: &str, f: &dyn Fn(usize, &Report) -> String| {
-            let mut r = vec![label.to_string()];
-            for (i, p) in self.phases.iter().enumerate() {
-                r.push(f(i, p));
-                r.push(String::new());
-            }
-            b.push_record(r);
-        };
-        phase_row(&mut b, "calls made (workload)", &|i, _| {
-            self.results[i].calls_made.to_string()
-        });
-        phase_row(&mut b, "calls on the wire", &|_, p| {
-            p.ledger.calls.to_string()
-        });
-        for c in [
-            FrameClass::Headers,
-            FrameClass::Trailers,
-            FrameClass::Data,
-            FrameClass::WindowUpdate,
-            FrameClass::Ping,
-        ] {
-            side_row(&mut b, c.name(), &|p, _, s| {
-                p.ledger.sides.get(s).frames.get(c).to_string()
-            });
-        }
-        let mut labels: Vec<&'static str> = self
-            .phases
-            .iter()
-            .flat_map(|p| [&p.ledger.sides.client, &p.ledger.sides.server])
-            .flat_map(|t| t.ping_labels.keys().copied())
-            .collect();
-        labels.sort_unstable();
-        labels.dedup();
-        for l in labels {
-            side_row(&mut b, &format!("  of which {l}"), &|p, _, s| {
-                let n = p.ledger.sides.get(s).ping_labels.get(l).copied();
-                n.unwrap_or(0).to_string()
-            });
-        }
-        side_row(&mut b, "PING_ACK", &|p, _, s| {
-            p.ledger
-                .sides
-                .get(s)
-                .frames
-                .get(FrameClass::PingAck)
-                .to_string()
-        });
-        side_row(&mut b, "writes", &|p, _, s| {
-            p.ledger.sides.get(s).writes.to_string()
-        });
-        side_row(&mut b, "writes per call", &|p, _, s| {
-            per(p.ledger.sides.get(s).writes, p.ledger.calls)
-        });
-        side_row(&mut b, "calls per write (max)", &|_, a, s| {
-            a.map_or("-".into(), |a| {
-                calls_per_write(&a.sides.get(s).writes_by_calls.0)
-            })
-        });
-        side_row(&mut b, "BDP rounds", &|_, a, s| {
-            a.map_or("-".into(), |a| a.sides.get(s).rounds.rounds.to_string())
-        });
-        side_row(&mut b, "calls per round", &|_, a, s| {
-            a.map_or("-".into(), |a| f2(a.sides.get(s).rounds.calls_per_round))
-        });
-        let us = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.0}"));
-        phase_row(&mut b, "PING rtt p50 / p99 (us)", &|_, p| {
-            p.analysis.as_ref().map_or("-".into(), |a| {
-                let r = &a.latency_us.ping_rtt;
-                format!("{} / {}", us(r.p50), us(r.p99))
-            })
-        });
-        phase_row(&mut b, "call p50 / p99 (us)", &|_, p| {
-            p.analysis.as_ref().map_or("-".into(), |a| {
-                let r = &a.latency_us.call;
-                format!("{} / {}", us(r.p50), us(r.p99))
-            })
-        });
-        let rows = b.count_records();
-        let spanned = [0usize, 2, 3, rows - 2, rows - 1];
-        let mut t = b.build();
-        crate::render::styled(&mut t);
-        t.modify(Columns::new(1..), Alignment::right());
-        for i in 0..self.phases.len() {
-            let col = 1 + 2 * i;
-            for &row in &spanned {
-                t.modify(Cell::new(row, col), Span::column(2));
-            }
-        }
-        t.modify(Cell::new(0, 1), Alignment::center());
-        if self.phases.len() > 1 {
-            t.modify(Cell::new(0, 3), Alignment::center());
-        }
-        t.to_string()
-    }
-}
-
-fn per(n: u64, calls: u64) -> String {
-    if calls == 0 {
-        "-".to_string()
-    } else {
-        format!("{:.2}", n as f64 / calls as f64)
-    }
-}
-
-/// Mean calls per write over the writes that carried at least one call, and the most calls
-/// one write carried: `4.60 (8)`.
-fn calls_per_write(hist: &[u64]) -> String {
-    let (mut writes, mut calls, mut max) = (0u64, 0u64, 0usize);
-    for (k, &n) in hist.iter().enumerate().skip(1) {
-        writes += n;
-        calls += k as u64 * n;
-        if n > 0 {
-            max = k;
+impl From<WorkloadPhase> for PhaseResult {
+    fn from(p: WorkloadPhase) -> PhaseResult {
+        PhaseResult {
+            name: p.name,
+            callers: p.callers,
+            rate_per_caller: p.rate_per_caller,
+            calls_made: p.calls_made,
+            calls_ok: p.calls_ok,
+            start_ns: p.start_ns,
+            end_ns: p.end_ns,
         }
     }
-    if writes == 0 {
-        return "-".into();
-    }
-    format!("{:.2} ({max})", calls as f64 / writes as f64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn calls_per_write_skips_control_only_writes() {
-        assert_eq!(calls_per_write(&[10, 6, 0, 3, 16]), "3.16 (4)");
-        assert_eq!(calls_per_write(&[5]), "-");
-    }
 
     #[test]
     fn impl_all_expands_once() {

@@ -104,17 +104,6 @@ pub fn parse_period(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// A duration as the shortest exact unit: `1s`, `90s`, `250ms`, `1500us`, `7ns`.
-pub fn show(d: Duration) -> String {
-    let ns = d.as_nanos();
-    match ns {
-        _ if ns.is_multiple_of(1_000_000_000) => format!("{}s", ns / 1_000_000_000),
-        _ if ns.is_multiple_of(1_000_000) => format!("{}ms", ns / 1_000_000),
-        _ if ns.is_multiple_of(1_000) => format!("{}us", ns / 1_000),
-        _ => format!("{ns}ns"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

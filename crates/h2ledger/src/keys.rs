@@ -6,7 +6,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
-use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls, TlsReport};
+use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls};
 
 /// A key log file that may grow (live): what was appended is read on [`KeyLogFile::poll`].
 pub struct KeyLogFile {
@@ -94,24 +94,6 @@ pub fn load(
         ..Config::default()
     };
     Ok((Tls::new(cfg, keys), file))
-}
-
-/// The table's TLS line, when TLS was seen.
-pub fn tls_line(r: &TlsReport) -> Option<String> {
-    (r.connections > 0).then(|| {
-        format!(
-            "TLS: {} connections, {} decrypted, {} without key, {} not h2, {} without handshake; {} records, {} failed authentication; key log: {} key lines, {} skipped",
-            r.connections,
-            r.decrypted,
-            r.without_key,
-            r.not_h2,
-            r.no_handshake + r.truncated_handshake,
-            r.records,
-            r.auth_failures,
-            r.keylog.key_lines,
-            r.keylog.skipped_lines
-        )
-    })
 }
 
 /// `Pipeline::with_tls` from what [`load`] returns: the key log file is polled by the run.

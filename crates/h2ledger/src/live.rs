@@ -7,7 +7,6 @@ use anyhow::{anyhow, bail, Context, Result};
 use futures::StreamExt;
 use h2ledger_tcp::Nanos;
 use pcap::{Active, Capture, Device, Packet, PacketCodec, PacketStream, Precision, Savefile};
-use serde::Serialize;
 
 /// A snap length that holds a whole 64 KiB loopback segment with its headers.
 pub const DEFAULT_SNAPLEN: i32 = 262_144;
@@ -90,15 +89,7 @@ impl PacketCodec for Codec {
 }
 
 /// Drop counts from libpcap (`pcap_stats`).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Drops {
-    /// Packets the filter accepted (as libpcap counts them).
-    pub received: u64,
-    /// Dropped by the kernel: the buffer was full (raise --buffer-size).
-    pub kernel: u64,
-    /// Dropped by the interface or its driver.
-    pub interface: u64,
-}
+pub use h2ledger_run::Drops;
 
 pub struct Live {
     stream: PacketStream<Active, Codec>,

@@ -1,29 +1,19 @@
 //! h2ledger: what your RPCs really cost on the wire. See README.md and docs/.
 
-mod calls;
 mod compare;
 mod demo;
 mod devices;
 mod durations;
-mod flowview;
-mod frames;
 mod input;
 mod install;
-mod jsonw;
 mod keys;
-mod lines;
 mod live;
 mod phases;
 mod pipeline;
-mod plot;
 mod progress;
-mod render;
 mod sniff;
 mod source;
-mod tty;
-mod warn;
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -31,7 +21,6 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand, ValueEnum};
 use h2ledger_core::analysis::Splitter;
 use h2ledger_core::{LedgerReport, Side, Tally};
 use h2ledger_run::{secs, Report};
-use h2ledger_tcp::Nanos;
 
 use crate::input::SavedCapture;
 use crate::keys::WithKeys as _;
@@ -66,9 +55,25 @@ struct Cli {
     cmd: Option<Cmd>,
 }
 
-/// Whether `-q/--quiet` was given (set once, before the command runs).
+/// How text looks (`--ascii`, the locale, `-q`), set once before the command runs.
+static STYLE: std::sync::OnceLock<h2ledger_output::Style> = std::sync::OnceLock::new();
+
+pub fn style() -> h2ledger_output::Style {
+    STYLE.get().copied().unwrap_or_default()
+}
+
+/// Whether `-q/--quiet` was given.
 pub fn quiet() -> bool {
-    warn::quiet()
+    style().quiet
+}
+
+/// The output library's format of a command's `--format`.
+pub fn output_format(f: Format) -> h2ledger_output::Format {
+    match f {
+        Format::Table => h2ledger_output::Format::Table,
+        Format::Json => h2ledger_output::Format::Json,
+        Format::Jsonl => h2ledger_output::Format::Jsonl,
+    }
 }
 
 #[derive(Subcommand)]
@@ -78,7 +83,7 @@ enum Cmd {
     /// Capture live (loopback by default) and print the ledger on Ctrl-C, SIGTERM, --duration or --count
     Sniff(sniff::SniffArgs),
     /// List every call (HTTP/2 stream): method, status, frames and writes per side, latency
-    #[command(after_help = calls::LEGEND)]
+    #[command(after_help = h2ledger_output::lines::LEGEND)]
     Calls(CallsArgs),
     /// Print every frame as it is seen, one line each (like `nghttp -v`; on a terminal, a frame
     /// wider than 100 columns goes on, on lines that repeat its time, connection, side and
@@ -176,13 +181,9 @@ pub struct AnalysisArgs {
     pub plot: Option<std::path::PathBuf>,
 }
 
-/// A run's observers. `H2LEDGER_ALL_HEADERS` set: every header field is copied out for the
-/// analysis, not only those it reads (to compare the two, `it::usage::analysis_reads_only_
-/// kept_headers`).
+/// A run's observers.
 pub fn observers(w: &Wanted) -> Obs {
-    let mut o = Obs::new(w);
-    o.all_headers = std::env::var_os("H2LEDGER_ALL_HEADERS").is_some();
-    o
+    Obs::new(w)
 }
 
 impl AnalysisArgs {
@@ -238,11 +239,11 @@ pub enum LineFormat {
 }
 
 impl LineFormat {
-    fn shape(self) -> lines::Shape {
+    fn shape(self) -> h2ledger_output::lines::Shape {
         match self {
-            LineFormat::Table => lines::Shape::Table,
-            LineFormat::Json => lines::Shape::Document,
-            LineFormat::Jsonl => lines::Shape::Lines,
+            LineFormat::Table => h2ledger_output::lines::Shape::Table,
+            LineFormat::Json => h2ledger_output::lines::Shape::Document,
+            LineFormat::Jsonl => h2ledger_output::lines::Shape::Lines,
         }
     }
 }
@@ -421,8 +422,9 @@ fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
 fn main() -> ExitCode {
     quiet_failures();
     let cli = Cli::parse_from(tcpdump_style(std::env::args_os().collect()));
-    warn::set_quiet(cli.quiet);
-    warn::set_ascii(cli.ascii);
+    let _ = STYLE.set(h2ledger_output::Style::new(cli.ascii, cli.quiet, |k| {
+        std::env::var(k).ok()
+    }));
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -524,10 +526,10 @@ pub fn warn_cuts_outside(whole: &mut Report, phases: &phases::Phases) {
         };
         whole.ledger.warnings.push(format!(
             "the cut at {} ({:+.3} s) is outside the capture ({} to {}): {empty}",
-            phases::fmt_rfc3339(cut),
+            h2ledger_output::time::fmt_rfc3339(cut),
             secs(cut - first),
-            phases::fmt_rfc3339(first),
-            phases::fmt_rfc3339(last),
+            h2ledger_output::time::fmt_rfc3339(first),
+            h2ledger_output::time::fmt_rfc3339(last),
         ));
         if cut > last {
             break;
@@ -571,7 +573,7 @@ pub fn write_plot(
         .as_ref()
         .and_then(|a| a.flow.series.as_ref());
     let end = p.stats.last.map(|l| l as f64 / 1e9 - origin);
-    let svg = plot::svg(
+    let svg = h2ledger_output::plot::svg(
         t,
         &cuts,
         end,
@@ -598,8 +600,8 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
         .with_keys(source::keys(&input, &filter)?);
     struct Calls {
         p: Pipeline<Obs>,
-        printer: calls::CallPrinter,
-        ticks: lines::Ticks,
+        printer: h2ledger_output::lines::CallPrinter,
+        ticks: h2ledger_output::lines::Ticks,
     }
     impl source::Hooks for Calls {
         fn packet(&mut self, linktype: i32, ts: h2ledger_tcp::Nanos, data: &[u8]) -> bool {
@@ -623,7 +625,7 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
             }
             self.printer.flush();
         }
-        fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut live::Drops>) {
+        fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut h2ledger_run::Drops>) {
             let (f, c) = (self.p.ledger.observer.frames(), self.printer.calls);
             self.ticks
                 .tick(self.printer.out(), at, f, c, drops.map(|d| *d));
@@ -631,8 +633,12 @@ fn calls_cmd(a: CallsArgs) -> Result<ExitCode> {
     }
     let mut h = Calls {
         p,
-        printer: calls::CallPrinter::new(a.format.shape(), a.wide),
-        ticks: lines::Ticks::new(a.every),
+        printer: h2ledger_output::lines::CallPrinter::new(
+            h2ledger_output::lines::Out::new(report_out(), a.format.shape(), "calls"),
+            a.wide,
+            style(),
+        ),
+        ticks: h2ledger_output::lines::Ticks::new(a.every),
     };
     let outcome = source::run(&input, &a.capture, bpf.as_deref(), a.every, &mut h)?;
     h.p.finish();
@@ -670,13 +676,13 @@ struct Listing<'a> {
 /// After `calls` or `frames`: the summary record (JSON shapes), warnings on stderr, and exit
 /// status 1 when the input ended early.
 fn listing_done(
-    out: &mut lines::Out,
+    out: &mut h2ledger_output::lines::Out,
     s: Listing<'_>,
     outcome: source::Outcome,
 ) -> Result<ExitCode> {
     let (view, warnings) = (s.view, s.warnings);
     let error = outcome.error.as_ref().map(|e| format!("{e:#}"));
-    out.summary(&lines::Summary {
+    out.summary(&h2ledger_output::lines::Summary {
         calls: s.calls,
         capture: s.capture,
         error: error.clone(),
@@ -691,7 +697,7 @@ fn listing_done(
         // The reader went away (`| head`): quietly done.
         return Ok(ExitCode::SUCCESS);
     }
-    warn::print(warnings);
+    h2ledger_output::warn::write(&mut std::io::stderr(), warnings, style());
     let code = match error {
         Some(e) => {
             eprintln!("warning: {e}; the {view} listed are those before that point");
@@ -707,7 +713,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     let bpf = source::bpf(&filter);
-    let ff = frames::FrameFilter {
+    let ff = h2ledger_output::lines::FrameFilter {
         conns: a.conns,
         streams: a.streams,
         types: a.types,
@@ -716,13 +722,17 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
             SideArg::Server => Side::Server,
         }),
     };
-    let mut printer = frames::FramePrinter::new(a.format.shape(), ff);
+    let mut printer = h2ledger_output::lines::FramePrinter::new(
+        h2ledger_output::lines::Out::new(report_out(), a.format.shape(), "frames"),
+        ff,
+        report_is_terminal(),
+    );
     printer.max = a.max_frames;
     let p = Pipeline::with_max_connections(printer, filter.max_connections)
         .with_keys(source::keys(&input, &filter)?);
     struct Frames {
-        p: Pipeline<frames::FramePrinter>,
-        ticks: lines::Ticks,
+        p: Pipeline<h2ledger_output::lines::FramePrinter>,
+        ticks: h2ledger_output::lines::Ticks,
     }
     impl source::Hooks for Frames {
         fn packet(&mut self, linktype: i32, ts: h2ledger_tcp::Nanos, data: &[u8]) -> bool {
@@ -736,7 +746,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
         fn idle(&mut self) {
             self.p.ledger.observer.out.flush();
         }
-        fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut live::Drops>) {
+        fn tick(&mut self, at: h2ledger_tcp::Nanos, drops: Option<&mut h2ledger_run::Drops>) {
             let o = &mut self.p.ledger.observer;
             let printed = o.out.records;
             self.ticks
@@ -745,7 +755,7 @@ fn frames_cmd(a: FramesArgs) -> Result<ExitCode> {
     }
     let mut h = Frames {
         p,
-        ticks: lines::Ticks::new(a.every),
+        ticks: h2ledger_output::lines::Ticks::new(a.every),
     };
     let outcome = source::run(&input, &a.capture, bpf.as_deref(), a.every, &mut h)?;
     h.p.finish();
@@ -773,46 +783,6 @@ pub fn note_empty<O>(report: &mut LedgerReport, p: &Pipeline<O>, filter: Option<
     p.note_empty(report, filter)
 }
 
-/// Phase columns per table block: a table of more phases is printed as consecutive blocks of
-/// this many phases (the whole capture's column in the first), so only one block's reports are
-/// held at a time and each block stays readable.
-const PHASES_PER_TABLE: usize = 8;
-
-/// The widest a table may be: 100 columns (issue 12); a block holds as many phases as fit.
-const TABLE_WIDTH: usize = 100;
-
-/// The tables of one block of columns (the whole capture and/or some phases).
-fn block_tables(cols: &[(String, &Report)], whole: &Report, first_block: bool) -> String {
-    let mut out = String::new();
-    let lcols: Vec<(&str, &LedgerReport)> =
-        cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
-    out.push_str(&render::ledger_table(&lcols));
-    out.push('\n');
-    let acols: Vec<(&str, &Report)> = cols.iter().map(|(n, f)| (n.as_str(), *f)).collect();
-    if let Some(t) = render::analysis_table(&acols) {
-        out.push_str(&t);
-        out.push('\n');
-    }
-    if first_block {
-        if let Some(t) = whole.analysis.as_ref().and_then(render::methods_table) {
-            out.push_str(&t);
-            out.push('\n');
-        }
-    }
-    let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
-        .iter()
-        .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (n.as_str(), a)))
-        .collect();
-    for t in [flowview::flow_table(&fcols), flowview::grpc_table(&fcols)]
-        .into_iter()
-        .flatten()
-    {
-        out.push_str(&t);
-        out.push('\n');
-    }
-    out
-}
-
 /// Prints a run's report (and its phases, built one at a time by `phases`) in the chosen format.
 pub fn print_full(
     format: Format,
@@ -820,118 +790,15 @@ pub fn print_full(
     whole: &Report,
     phases: &mut dyn Iterator<Item = Report>,
 ) {
-    let mut out = report_out();
-    let report = &whole.ledger;
-    match format {
-        Format::Json => {
-            let _ = render::write_json(&mut out, whole, phases);
-        }
-        Format::Jsonl => {
-            let _ = render::write_jsonl(&mut out, whole, phases);
-        }
-        Format::Table => {
-            // Method names, statuses and GOAWAY debug come from the capture (crate::tty).
-            let mut out = tty::Safe::new(&mut out);
-            let _ = writeln!(
-                out,
-                "{}",
-                render::wrap(&render::headline(source, report), TABLE_WIDTH)
-            );
-            let mut phases = phases.peekable();
-            let split = phases.peek().is_some();
-            let origin = whole.start.unwrap_or(0);
-            // Each phase's name and bounds, for the lines under the tables.
-            let mut spans: Vec<(String, Nanos, Nanos)> = Vec::new();
-            let mut first_block = true;
-            // Phases wait here until a table of them is printed: at most PHASES_PER_TABLE.
-            let mut pending: Vec<Report> = Vec::new();
-            while report.connections > 0
-                && (first_block || phases.peek().is_some() || !pending.is_empty())
-            {
-                while pending.len() < PHASES_PER_TABLE {
-                    match phases.next() {
-                        Some(f) => pending.push(f),
-                        None => break,
-                    }
-                }
-                // As many phases as fit in 100 columns (at least one).
-                let mut k = pending.len();
-                let text = loop {
-                    let mut cols: Vec<(String, &Report)> = Vec::new();
-                    if first_block {
-                        cols.push((
-                            if split {
-                                "all".to_string()
-                            } else {
-                                String::new()
-                            },
-                            whole,
-                        ));
-                    }
-                    for f in &pending[..k] {
-                        let (start, end) = (f.start.unwrap_or(0), f.end.unwrap_or(0));
-                        cols.push((
-                            format!(
-                                "{}\n{:.3}-{:.3} s",
-                                f.name,
-                                secs(start - origin),
-                                secs(end - origin)
-                            ),
-                            f,
-                        ));
-                    }
-                    let text = block_tables(&cols, whole, first_block);
-                    let width = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
-                    // The whole capture's column alone if need be, then one phase a block.
-                    let least = usize::from(!first_block);
-                    if width <= TABLE_WIDTH || k <= least {
-                        break text;
-                    }
-                    k -= 1;
-                };
-                for f in pending.drain(..k) {
-                    spans.push((f.name.clone(), f.start.unwrap_or(0), f.end.unwrap_or(0)));
-                }
-                let _ = write!(out, "{text}");
-                first_block = false;
-            }
-            if report.connections > 0 {
-                if let Some(t) = render::connections_table(report) {
-                    let _ = writeln!(out, "{t}");
-                }
-                for (name, start, end) in &spans {
-                    let _ = writeln!(
-                        out,
-                        "{name}: {} to {}",
-                        phases::fmt_rfc3339(*start),
-                        phases::fmt_rfc3339(*end)
-                    );
-                }
-            }
-            let (capture, tcp) = (
-                whole.capture.clone().unwrap_or_default(),
-                whole.tcp.unwrap_or_default(),
-            );
-            let _ = writeln!(
-                out,
-                "{}",
-                render::footer(&capture, &tcp, whole.drops.as_ref())
-            );
-            if let Some(l) = whole.tls.as_ref().and_then(keys::tls_line) {
-                let _ = writeln!(out, "{}", render::wrap(&l, TABLE_WIDTH));
-            }
-            let _ = out.flush();
-            warn::print(&report.warnings);
-            if let Some(a) = &whole.analysis {
-                for g in a.goaways.iter().filter(|g| g.too_many_pings) {
-                    eprintln!(
-                        "warning: connection {}: the {} sent GOAWAY ENHANCE_YOUR_CALM (debug \"{}\"): too many pings",
-                        g.conn, g.side, tty::escape(&g.debug)
-                    );
-                }
-            }
-        }
-    }
+    h2ledger_output::write_report(
+        &mut report_out(),
+        &mut std::io::stderr(),
+        output_format(format),
+        source,
+        whole,
+        phases,
+        style(),
+    );
 }
 
 #[cfg(test)]

@@ -61,17 +61,10 @@ pub fn rfc3339(s: &str) -> Result<Nanos, String> {
         .map_err(|_| format!("\"{s}\" is outside the years 1678 to 2262 that captures can hold"))
 }
 
-/// Nanoseconds since the epoch as RFC 3339 UTC with microseconds.
-pub fn fmt_rfc3339(t: Nanos) -> String {
-    let ts = jiff::Timestamp::from_nanosecond(i128::from(t))
-        .and_then(|ts| ts.round(jiff::Unit::Microsecond))
-        .unwrap_or(jiff::Timestamp::MAX);
-    ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use h2ledger_output::time::fmt_rfc3339;
 
     #[test]
     fn times() {

@@ -1,5 +1,5 @@
-//! Output of issue 11: the flow-control and gRPC blocks of `--analyze` and the per-call keys
-//! and columns of `calls`. Called from render/main/calls with one line each.
+//! The flow-control and gRPC blocks of `--analyze` (issue 11), and the flow and gRPC cells of
+//! a `calls` row.
 
 use h2ledger_core::analysis::CallView;
 use h2ledger_core::flow::FlowSide;
@@ -8,6 +8,8 @@ use h2ledger_core::{AnalysisReport, Side};
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::Alignment;
+
+use crate::Style;
 
 fn opt_us(v: Option<f64>) -> String {
     match v {
@@ -24,6 +26,7 @@ fn opt_n(v: Option<u64>) -> String {
 type Row<'a, T> = (&'a str, &'a dyn Fn(&T) -> String);
 
 fn side_table<T>(
+    st: Style,
     cols: &[(&str, &AnalysisReport)],
     get: impl Fn(&AnalysisReport, Side) -> &T,
     rows: &[Row<'_, T>],
@@ -50,13 +53,13 @@ fn side_table<T>(
         b.push_record(r);
     }
     let mut t = b.build();
-    crate::render::styled(&mut t);
+    super::styled(&mut t, st);
     t.modify(Columns::new(1..), Alignment::right());
     t.to_string()
 }
 
 /// The flow-control block: per side, per scope.
-pub fn flow_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
+pub fn flow_table(cols: &[(&str, &AnalysisReport)], st: Style) -> Option<String> {
     if cols.is_empty() {
         return None;
     }
@@ -90,7 +93,7 @@ pub fn flow_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
             f.max_window.connection.to_string()
         }),
     ];
-    let mut out = side_table(cols, |a, s| a.flow_control.sides.get(s), &rows);
+    let mut out = side_table(st, cols, |a, s| a.flow_control.sides.get(s), &rows);
     let unknown: Vec<String> = cols
         .iter()
         .map(|(_, a)| a.flow_control.unknown_connections.to_string())
@@ -103,7 +106,7 @@ pub fn flow_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
 }
 
 /// The gRPC block: per side, per scope, then per method (whole capture).
-pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
+pub fn grpc_table(cols: &[(&str, &AnalysisReport)], st: Style) -> Option<String> {
     if cols.iter().all(|(_, a)| a.grpc.calls == 0) {
         return None;
     }
@@ -123,7 +126,7 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
             g.incomplete.to_string()
         }),
     ];
-    let mut out = side_table(cols, |a, s| a.grpc.sides.get(s), &rows);
+    let mut out = side_table(st, cols, |a, s| a.grpc.sides.get(s), &rows);
     let a = cols[0].1;
     if !a.grpc.methods.is_empty() {
         let mut b = Builder::default();
@@ -141,11 +144,11 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
         );
         for m in &a.grpc.methods {
             b.push_record([
-                crate::render::cut(&m.method, 20),
+                super::cut(&m.method, 20, st),
                 m.calls.to_string(),
                 m.status
                     .iter()
-                    .map(|(k, v)| format!("{}: {v}", crate::render::short_status(k)))
+                    .map(|(k, v)| format!("{}: {v}", super::short_status(k)))
                     .collect::<Vec<_>>()
                     .join("\n"),
                 format!("{}/{}", m.messages.client, m.messages.server),
@@ -155,7 +158,7 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)]) -> Option<String> {
             ]);
         }
         let mut t = b.build();
-        crate::render::styled(&mut t);
+        super::styled(&mut t, st);
         t.modify(Columns::new(1..), Alignment::right());
         out.push('\n');
         out.push_str(&t.to_string());

@@ -1,160 +1,13 @@
-//! The line views' output (`frames`, `calls`): one typed record per frame or call, serialized
-//! straight into a large buffer over stdout (no `serde_json::Value` per line, no flush per
-//! line), as JSON lines or as one JSON document. Every record has a `type` and a `record`
-//! key (docs/ledger.md, "Output formats"); keys are in alphabetical order, as they always were.
-
-use std::io::Write;
+//! The records of the line views as JSON: one typed record per frame and per call, written by
+//! hand ([`crate::jsonw`]) into the output buffer, byte for byte as `serde_json::to_writer`
+//! writes the same type (a test compares the two on every golden capture). Keys are in
+//! alphabetical order, as they always were.
 
 use h2_frame_parser::{ping, Frame};
 use h2ledger_core::analysis::{escape_bytes, CallView, NO_STATUS};
 use h2ledger_core::FrameEvent;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
-
-/// Buffer size of the line views: 256 KiB between write(2) calls.
-const BUFFER: usize = 256 * 1024;
-
-/// How a line view prints its records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    Table,
-    /// One JSON object per line.
-    Lines,
-    /// One JSON document: `{"<view>": [records...], "summary": {...}}`.
-    Document,
-}
-
-/// Standard output for a line view: buffered (records are written straight into the buffer,
-/// which goes out in pieces of [`BUFFER`]), with a broken pipe (`| head`) remembered.
-pub struct Out {
-    w: Box<dyn Write + Send>,
-    buf: Vec<u8>,
-    pub shape: Shape,
-    /// `frames` or `calls`: the document's array key.
-    view: &'static str,
-    /// Records written so far.
-    pub records: u64,
-    pub broken: bool,
-}
-
-impl Out {
-    pub fn new(shape: Shape, view: &'static str) -> Out {
-        Out {
-            w: crate::report_out(),
-            buf: Vec::with_capacity(BUFFER + 4096),
-            shape,
-            view,
-            records: 0,
-            broken: false,
-        }
-    }
-
-    /// Sends the buffer on once it holds [`BUFFER`] bytes.
-    fn spill(&mut self) {
-        if self.buf.len() >= BUFFER {
-            if !self.broken && self.w.write_all(&self.buf).is_err() {
-                self.broken = true;
-            }
-            self.buf.clear();
-        }
-    }
-
-    /// A text line (the table).
-    pub fn line(&mut self, s: &str) {
-        if self.broken {
-            return;
-        }
-        // Table rows quote the capture: methods, header fields (crate::tty).
-        self.buf.extend_from_slice(crate::tty::escape(s).as_bytes());
-        self.buf.push(b'\n');
-        self.spill();
-    }
-
-    /// One record (JSON line, or the next element of the document's array).
-    pub fn record<T: Serialize>(&mut self, r: &T) {
-        self.record_with(|buf| serde_json::to_writer(buf, r).is_ok());
-    }
-
-    /// One record that `write` appends to the buffer as JSON (false: it could not, and
-    /// nothing of it is kept).
-    pub fn record_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> bool) {
-        if self.broken {
-            return;
-        }
-        if self.shape == Shape::Document {
-            if self.records == 0 {
-                let _ = writeln!(self.buf, "{{\"{}\": [", self.view);
-            } else {
-                self.buf.extend_from_slice(b",\n");
-            }
-        }
-        let start = self.buf.len();
-        if !write(&mut self.buf) {
-            self.buf.truncate(start);
-            self.broken = true;
-            return;
-        }
-        self.records += 1;
-        if self.shape == Shape::Lines {
-            self.buf.push(b'\n');
-        }
-        self.spill();
-    }
-
-    /// The closing summary record (JSON shapes), then flush.
-    pub fn summary<T: Serialize>(&mut self, s: &T) {
-        // Through a `Value`: its keys come out sorted at every depth, like every other record.
-        let s = &serde_json::to_value(s).expect("a summary always serializes");
-        if !self.broken {
-            let b = &mut self.buf;
-            let ok = match self.shape {
-                Shape::Table => true,
-                Shape::Lines => {
-                    let ok = serde_json::to_writer(&mut *b, s).is_ok();
-                    b.push(b'\n');
-                    ok
-                }
-                Shape::Document => {
-                    if self.records == 0 {
-                        let _ = write!(b, "{{\"{}\": [", self.view);
-                    }
-                    b.extend_from_slice(b"\n],\n\"summary\": ");
-                    let ok = serde_json::to_writer_pretty(&mut *b, s).is_ok();
-                    b.extend_from_slice(b"}\n");
-                    ok
-                }
-            };
-            if !ok {
-                self.broken = true;
-            }
-        }
-        self.flush();
-    }
-
-    pub fn flush(&mut self) {
-        if !self.broken && (self.w.write_all(&self.buf).is_err() || self.w.flush().is_err()) {
-            self.broken = true;
-        }
-        self.buf.clear();
-    }
-}
-
-/// The last record of `frames` and `calls` in the JSON shapes.
-#[derive(Serialize)]
-pub struct Summary<'a> {
-    /// Calls listed (calls) or frames printed (frames).
-    pub calls: Option<u64>,
-    pub capture: &'a h2ledger_run::pipeline::CaptureStats,
-    /// The input ended early (a damaged file): what stopped it.
-    pub error: Option<String>,
-    pub frames: Option<u64>,
-    pub record: &'static str,
-    pub tcp: h2ledger_run::TcpReport,
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub view: &'static str,
-    pub warnings: &'a [String],
-}
 
 /// The text of the last frame's addresses: consecutive frames nearly always share them, and
 /// formatting an address costs more than the rest of a frame's line.
@@ -260,7 +113,7 @@ pub struct FrameLine<'a> {
     dst: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-    flag_names: crate::frames::FlagNames,
+    flag_names: super::frames::FlagNames,
     flags: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     headers: Option<Headers<'a>>,
@@ -293,6 +146,7 @@ fn opt_hex<S: Serializer>(v: &Option<&[u8]>, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl<'a> FrameLine<'a> {
+    /// The record of a frame (its addresses' text from `addrs`).
     pub fn new(ev: &'a FrameEvent<'a>, addrs: &'a mut Addrs) -> FrameLine<'a> {
         let (src, dst) = addrs.get(ev.src, ev.dst);
         let mut l = FrameLine {
@@ -301,7 +155,7 @@ impl<'a> FrameLine<'a> {
             debug: None,
             dst,
             error: None,
-            flag_names: crate::frames::flag_names(ev.head.kind, ev.head.flags.0),
+            flag_names: super::frames::flag_names(ev.head.kind, ev.head.flags.0),
             flags: ev.head.flags.0,
             headers: ev.headers.map(Headers),
             increment: None,
@@ -501,6 +355,7 @@ impl Serialize for Status {
 type CallFramesRef = CallFrames;
 
 impl<'a> CallLine<'a> {
+    /// The record of a call.
     pub fn new(c: &'a CallView<'a>) -> CallLine<'a> {
         let r = c.rec;
         let f = c.flow;
@@ -620,90 +475,6 @@ impl CallLine<'_> {
 }
 
 /// `--every` on `calls` and `frames`: one `tick` record per period with what it saw.
-pub struct Ticks {
-    period: Option<std::time::Duration>,
-    packets: u64,
-    /// Totals at the previous tick.
-    last: (u64, u64),
-}
-
-#[derive(Serialize)]
-struct Tick {
-    /// Calls listed in the period (`calls` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    calls: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    drops: Option<crate::live::Drops>,
-    frames: u64,
-    packets: u64,
-    period_s: f64,
-    record: &'static str,
-    /// The end of the period, seconds since the epoch.
-    time: f64,
-    #[serde(rename = "type")]
-    kind: &'static str,
-}
-
-impl Ticks {
-    pub fn new(period: Option<std::time::Duration>) -> Ticks {
-        Ticks {
-            period,
-            packets: 0,
-            last: (0, 0),
-        }
-    }
-
-    pub fn packet(&mut self) {
-        self.packets += 1;
-    }
-
-    /// The tick at `at`, given the totals of frames and calls (0 when not counted) so far.
-    pub fn tick(
-        &mut self,
-        out: &mut Out,
-        at: h2ledger_tcp::Nanos,
-        frames: u64,
-        calls: u64,
-        drops: Option<crate::live::Drops>,
-    ) {
-        let Some(p) = self.period else { return };
-        let t = Tick {
-            calls: (out.view == "calls").then(|| calls - self.last.1),
-            drops,
-            frames: frames - self.last.0,
-            packets: std::mem::take(&mut self.packets),
-            period_s: p.as_secs_f64(),
-            record: "tick",
-            time: secs(at),
-            kind: "tick",
-        };
-        self.last = (frames, calls);
-        if out.shape == Shape::Table {
-            let mut l = format!(
-                "-- {} (last {}): {} packets, {} {}",
-                crate::phases::fmt_rfc3339(at),
-                crate::durations::show(p),
-                t.packets,
-                t.frames,
-                if out.view == "calls" {
-                    "frames"
-                } else {
-                    "frames printed"
-                },
-            );
-            if let Some(c) = t.calls {
-                l.push_str(&format!(", {c} calls"));
-            }
-            if let Some(d) = drops {
-                l.push_str(&format!(", {} dropped", d.kernel + d.interface));
-            }
-            out.line(&l);
-        } else {
-            out.record(&t);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

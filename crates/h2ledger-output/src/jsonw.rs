@@ -19,6 +19,7 @@ pub struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
+    /// Starts an object at the end of `buf`.
     pub fn new(buf: &'a mut Vec<u8>) -> Obj<'a> {
         buf.push(b'{');
         Obj { buf, first: true }
@@ -35,6 +36,7 @@ impl<'a> Obj<'a> {
     }
 
     #[inline(always)]
+    /// An unsigned integer.
     pub fn u64(&mut self, k: &str, v: u64) {
         let b = self.key(k);
         if v < 10 {
@@ -46,18 +48,21 @@ impl<'a> Obj<'a> {
     }
 
     #[inline(always)]
+    /// A float, as serde_json writes it (`null` when not finite).
     pub fn f64(&mut self, k: &str, v: f64) {
         let b = self.key(k);
         float(b, v);
     }
 
     #[inline(always)]
+    /// A boolean.
     pub fn bool(&mut self, k: &str, v: bool) {
         let b = self.key(k);
         b.extend_from_slice(if v { b"true" } else { b"false" });
     }
 
     #[inline(always)]
+    /// A string, escaped as JSON needs.
     pub fn str(&mut self, k: &str, v: &str) {
         let b = self.key(k);
         string(b, v);
@@ -85,11 +90,13 @@ impl<'a> Obj<'a> {
     }
 
     #[inline(always)]
+    /// `null`.
     pub fn null(&mut self, k: &str) {
         self.key(k).extend_from_slice(b"null");
     }
 
     #[inline(always)]
+    /// An integer or `null`.
     pub fn opt_u64(&mut self, k: &str, v: Option<u64>) {
         match v {
             Some(v) => self.u64(k, v),
@@ -98,6 +105,7 @@ impl<'a> Obj<'a> {
     }
 
     #[inline(always)]
+    /// A float or `null`.
     pub fn opt_f64(&mut self, k: &str, v: Option<f64>) {
         match v {
             Some(v) => self.f64(k, v),
@@ -106,6 +114,7 @@ impl<'a> Obj<'a> {
     }
 
     #[inline(always)]
+    /// A string or `null`.
     pub fn opt_str(&mut self, k: &str, v: Option<&str>) {
         match v {
             Some(v) => self.str(k, v),
@@ -145,6 +154,7 @@ impl<'a> Obj<'a> {
         o.end();
     }
 
+    /// Closes the object.
     pub fn end(self) {
         self.buf.push(b'}');
     }

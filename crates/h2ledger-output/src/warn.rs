@@ -1,18 +1,7 @@
 //! Warnings on stderr: one line each, or with `-q/--quiet` one line per kind (the messages with
 //! their numbers and addresses taken out) with a count and the first example.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-static QUIET: AtomicBool = AtomicBool::new(false);
-
-/// `-q`: group repeated warnings (and no progress display).
-pub fn set_quiet(q: bool) {
-    QUIET.store(q, Ordering::Relaxed);
-}
-
-pub fn quiet() -> bool {
-    QUIET.load(Ordering::Relaxed)
-}
+use crate::Style;
 
 /// The kind of a warning: its text with every run of digits (and of the `.`, `:`, `[`, `]`
 /// between them, as in addresses) replaced by `#`.
@@ -66,31 +55,12 @@ pub fn lines(warnings: &[String], quiet: bool) -> Vec<String> {
         .collect()
 }
 
-/// Prints `warnings` on stderr, grouped with `-q`.
-pub fn print(warnings: &[String]) {
-    for l in lines(warnings, quiet()) {
+/// Writes `warnings` (grouped with `-q`), one `warning: ` line each.
+pub fn write(out: &mut dyn std::io::Write, warnings: &[String], style: Style) {
+    for l in lines(warnings, style.quiet) {
         // A warning may quote the capture (crate::tty).
-        eprintln!("warning: {}", crate::tty::escape(&l));
+        let _ = writeln!(out, "warning: {}", crate::tty::escape(&l));
     }
-}
-
-/// Plain ASCII output (`--ascii`, or a locale set to one that is not UTF-8, such as `LANG=C`;
-/// with no locale variable set at all, UTF-8 is assumed): table borders and the ellipsis of cut
-/// text.
-static ASCII: AtomicBool = AtomicBool::new(false);
-
-pub fn set_ascii(forced: bool) {
-    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| "C.UTF-8".to_string())
-        .to_ascii_lowercase();
-    let utf8 = locale.contains("utf-8") || locale.contains("utf8");
-    ASCII.store(forced || !utf8, Ordering::Relaxed);
-}
-
-pub fn ascii() -> bool {
-    ASCII.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]

@@ -5,15 +5,18 @@ use h2ledger_core::analysis::escape_bytes;
 use h2ledger_core::{FrameClass, FrameEvent, Observer, Side};
 use h2ledger_tcp::Nanos;
 
-use crate::lines::{Addrs, FrameLine, Out, Shape};
+use super::{Addrs, FrameLine, Out, Shape};
 
 /// Which frames to print.
 #[derive(Clone, Debug, Default)]
 pub struct FrameFilter {
+    /// Only these connections (none: all).
     pub conns: Vec<u32>,
+    /// Only these streams (none: all).
     pub streams: Vec<u32>,
     /// Wire type names (`HEADERS`) or ledger classes (`TRAILERS`, `PING_ACK`), upper case.
     pub types: Vec<String>,
+    /// Only frames sent by this side.
     pub side: Option<Side>,
 }
 
@@ -32,33 +35,33 @@ impl FrameFilter {
 
 /// Prints each frame as it arrives (buffered; the live loop flushes when the input is idle).
 pub struct FramePrinter {
+    /// Where the frames go.
     pub out: Out,
     filter: FrameFilter,
     origin: Option<Nanos>,
     /// Stop after this many frames printed (`--max-frames`).
     pub max: Option<u64>,
     addrs: Addrs,
-    /// `H2LEDGER_FRAMES_VIA_SERDE` set: the JSON records by serde_json instead of the faster
-    /// hand writer (jsonw.rs), to compare the two (`it::usage::frame_lines_equal_serde`).
-    via_serde: bool,
     /// The table goes to a terminal: frames wider than [`WIDTH`] go on over more lines.
     /// Piped or redirected, a frame is one line (`wc -l` and `grep -c` count frames).
     wrap: bool,
 }
 
 impl FramePrinter {
-    pub fn new(shape: Shape, filter: FrameFilter) -> Self {
+    /// A printer of the frames `filter` keeps into `out`; `wrap`: the table goes to a terminal
+    /// (a frame wider than [`WIDTH`] goes on over more lines).
+    pub fn new(out: Out, filter: FrameFilter, wrap: bool) -> Self {
         FramePrinter {
-            out: Out::new(shape, "frames"),
+            out,
             filter,
             origin: None,
             max: None,
             addrs: Addrs::default(),
-            via_serde: std::env::var_os("H2LEDGER_FRAMES_VIA_SERDE").is_some(),
-            wrap: crate::report_is_terminal(),
+            wrap,
         }
     }
 
+    /// The first packet's time: the table's times count from it.
     pub fn set_origin(&mut self, t: Nanos) {
         self.origin.get_or_insert(t);
     }
@@ -82,14 +85,10 @@ impl Observer for FramePrinter {
             }
         } else {
             let line = FrameLine::new(ev, &mut self.addrs);
-            if self.via_serde {
-                self.out.record(&line);
-            } else {
-                self.out.record_with(|buf| {
-                    line.write_json(buf);
-                    true
-                });
-            }
+            self.out.record_with(|buf| {
+                line.write_json(buf);
+                true
+            });
         }
     }
 }
@@ -109,10 +108,12 @@ impl FlagNames {
         }
     }
 
+    /// The names, in bit order.
     pub fn as_slice(&self) -> &[&'static str] {
         &self.names[..self.n]
     }
 
+    /// No flag set.
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
@@ -124,6 +125,7 @@ impl serde::Serialize for FlagNames {
     }
 }
 
+/// The names of the flags set on a frame of type `kind`.
 pub fn flag_names(kind: Kind, flags: u8) -> FlagNames {
     let mut v = FlagNames::default();
     let f = |bit: u8| flags & bit != 0;

@@ -69,6 +69,7 @@ pub struct Safe<W: Write> {
 }
 
 impl<W: Write> Safe<W> {
+    /// A writer that escapes on its way to `inner`.
     pub fn new(inner: W) -> Self {
         Safe { inner, carry: None }
     }

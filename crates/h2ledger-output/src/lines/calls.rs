@@ -9,7 +9,8 @@ use h2ledger_core::analysis::{CallRec, CallView};
 use h2ledger_core::flow::CallFlow;
 use h2ledger_core::grpc::CallGrpc;
 
-use crate::lines::{secs, CallLine, Out, Shape};
+use super::{secs, CallLine, Out, Shape};
+use crate::Style;
 
 /// The `calls` listing, printed as calls are folded (about the order they end, within a second
 /// of capture time), so that no row is held: the table's columns have fixed widths.
@@ -19,10 +20,9 @@ pub struct CallPrinter {
     layout: Vec<(usize, &'static str, i32)>,
     /// Times are printed relative to this (the first packet), seconds since the epoch.
     origin: Option<f64>,
+    /// Calls printed so far.
     pub calls: u64,
-    /// `H2LEDGER_CALLS_VIA_SERDE` set: the JSON records by serde_json instead of the faster
-    /// hand writer (a test compares the two outputs byte for byte).
-    via_serde: bool,
+    style: Style,
     /// The JSON records' writer thread, while it runs.
     writer: Option<Writer>,
     /// Method names by the analysis' method id, shared with the writer thread.
@@ -89,7 +89,7 @@ const WIDE: [(&str, i32); 16] = [
     ("server H/D/T/o", 14),
     ("writes c/s", 10),
     ("round c/s", 9),
-    // Flow control and gRPC (crate::flowview::call_cells).
+    // Flow control and gRPC (crate::table::flow::call_cells).
     ("stalls c/s", 10),
     ("stalled us c/s", 14),
     ("msgs c/s", 9),
@@ -121,7 +121,7 @@ server us / rtt us (--wide): flow-control stalls, gRPC messages, server time and
 connection's PING round trip. Durations in microseconds (us), like every table and the JSON \
 keys; `-` is not seen.";
 
-fn row(layout: &[(usize, &str, i32)], cells: &[String]) -> String {
+fn row(layout: &[(usize, &str, i32)], cells: &[String], st: Style) -> String {
     let mut line = String::new();
     for (i, (cell, _, w)) in layout.iter().enumerate() {
         if i > 0 {
@@ -130,7 +130,7 @@ fn row(layout: &[(usize, &str, i32)], cells: &[String]) -> String {
         let c = &cells[*cell];
         let width = w.unsigned_abs() as usize;
         if *w < 0 {
-            let c = crate::render::cut(c, width);
+            let c = crate::table::cut(c, width, st);
             line.push_str(&format!("{c:<width$}"));
         } else {
             line.push_str(&format!("{c:>width$}"));
@@ -148,13 +148,14 @@ fn wide() -> Vec<(usize, &'static str, i32)> {
 }
 
 impl CallPrinter {
-    pub fn new(shape: Shape, wide_table: bool) -> Self {
+    /// A printer of calls into `out`; `wide_table`: every column of the table.
+    pub fn new(out: Out, wide_table: bool, style: Style) -> Self {
         CallPrinter {
-            out: Some(Out::new(shape, "calls")),
+            out: Some(out),
             layout: if wide_table { wide() } else { NARROW.to_vec() },
             origin: None,
             calls: 0,
-            via_serde: std::env::var_os("H2LEDGER_CALLS_VIA_SERDE").is_some(),
+            style,
             writer: None,
             methods: Vec::new(),
         }
@@ -176,7 +177,7 @@ impl CallPrinter {
         self.out.get_or_insert_with(|| {
             // Only if the thread never got the output (it is handed over right after the
             // start): nothing more can be written.
-            let mut o = Out::new(Shape::Lines, "calls");
+            let mut o = Out::new(Box::new(std::io::sink()), Shape::Lines, "calls");
             o.broken = true;
             o
         })
@@ -300,6 +301,7 @@ impl CallPrinter {
         true
     }
 
+    /// The first packet's time: `start s` counts from it.
     pub fn set_origin(&mut self, t: h2ledger_tcp::Nanos) {
         if self.origin.is_none() {
             self.origin = Some(secs(t));
@@ -310,17 +312,14 @@ impl CallPrinter {
         self.out().line(s);
     }
 
+    /// Prints one call (a table row, or a JSON record).
     pub fn call(&mut self, c: &CallView<'_>) {
         self.calls += 1;
         if self.writer.is_some() || self.out().shape != Shape::Table {
-            if !self.via_serde && self.hand_over(c) {
+            if self.hand_over(c) {
                 return;
             }
             let line = CallLine::new(c);
-            if self.via_serde {
-                self.out().record(&line);
-                return;
-            }
             self.out().record_with(|buf| {
                 line.write_json(buf);
                 true
@@ -333,12 +332,12 @@ impl CallPrinter {
             for (i, h, _) in &self.layout {
                 head[*i] = h.to_string();
             }
-            let l = row(&self.layout, &head);
+            let l = row(&self.layout, &head, self.style);
             self.line(&l);
         }
         let r = c.rec;
         // Durations in microseconds, like every other table and the JSON keys (decision 97).
-        let us = crate::flowview::us;
+        let us = crate::table::flow::us;
         let f = |rel: usize| {
             r.frames[rel]
                 .iter()
@@ -358,7 +357,7 @@ impl CallPrinter {
             // Escaped before the column is sized (crate::tty).
             crate::tty::escape(c.method).into_owned(),
             if narrow {
-                crate::render::short_status(&c.status())
+                crate::table::short_status(&c.status())
             } else {
                 c.status()
             },
@@ -376,9 +375,9 @@ impl CallPrinter {
         ];
         let cells: Vec<String> = base
             .into_iter()
-            .chain(crate::flowview::call_cells(c))
+            .chain(crate::table::flow::call_cells(c))
             .collect();
-        let l = row(&self.layout, &cells);
+        let l = row(&self.layout, &cells, self.style);
         self.line(&l);
     }
 

@@ -1,0 +1,14 @@
+//! The line views, `frames` and `calls`: a record per frame or per call as it is seen, as a
+//! table row, a JSON line or an element of one JSON document, then a summary.
+
+mod calls;
+mod frames;
+mod json;
+mod out;
+mod ticks;
+
+pub use calls::{CallPrinter, LEGEND};
+pub use frames::{flag_names, FlagNames, FrameFilter, FramePrinter, WIDTH};
+pub use json::{secs, Addrs, CallLine, FrameLine};
+pub use out::{Out, Shape, Summary};
+pub use ticks::Ticks;

@@ -1,0 +1,163 @@
+//! The line views' output buffer: records are written straight into a large buffer that goes
+//! out in pieces of [`BUFFER`] bytes, with a broken pipe (`| head`) remembered.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+/// Buffer size of the line views: 256 KiB between write(2) calls.
+const BUFFER: usize = 256 * 1024;
+
+/// How a line view prints its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Fixed columns, one row per record.
+    Table,
+    /// One JSON object per line.
+    Lines,
+    /// One JSON document: `{"<view>": [records...], "summary": {...}}`.
+    Document,
+}
+
+/// Standard output for a line view: buffered (records are written straight into the buffer,
+/// which goes out in pieces of [`BUFFER`]), with a broken pipe (`| head`) remembered.
+pub struct Out {
+    w: Box<dyn Write + Send>,
+    buf: Vec<u8>,
+    /// How the records are printed.
+    pub shape: Shape,
+    /// `frames` or `calls`: the document's array key.
+    pub view: &'static str,
+    /// Records written so far.
+    pub records: u64,
+    /// The reader went away (`| head`): nothing more is written.
+    pub broken: bool,
+}
+
+impl Out {
+    /// Records of `view` (`frames` or `calls`) in `shape`, written to `w`.
+    pub fn new(w: Box<dyn Write + Send>, shape: Shape, view: &'static str) -> Out {
+        Out {
+            w,
+            buf: Vec::with_capacity(BUFFER + 4096),
+            shape,
+            view,
+            records: 0,
+            broken: false,
+        }
+    }
+
+    /// Sends the buffer on once it holds [`BUFFER`] bytes.
+    fn spill(&mut self) {
+        if self.buf.len() >= BUFFER {
+            if !self.broken && self.w.write_all(&self.buf).is_err() {
+                self.broken = true;
+            }
+            self.buf.clear();
+        }
+    }
+
+    /// A text line (the table).
+    pub fn line(&mut self, s: &str) {
+        if self.broken {
+            return;
+        }
+        // Table rows quote the capture: methods, header fields (crate::tty).
+        self.buf.extend_from_slice(crate::tty::escape(s).as_bytes());
+        self.buf.push(b'\n');
+        self.spill();
+    }
+
+    /// One record (JSON line, or the next element of the document's array).
+    pub fn record<T: Serialize>(&mut self, r: &T) {
+        self.record_with(|buf| serde_json::to_writer(buf, r).is_ok());
+    }
+
+    /// One record that `write` appends to the buffer as JSON (false: it could not, and
+    /// nothing of it is kept).
+    pub fn record_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> bool) {
+        if self.broken {
+            return;
+        }
+        if self.shape == Shape::Document {
+            if self.records == 0 {
+                let _ = writeln!(self.buf, "{{\"{}\": [", self.view);
+            } else {
+                self.buf.extend_from_slice(b",\n");
+            }
+        }
+        let start = self.buf.len();
+        if !write(&mut self.buf) {
+            self.buf.truncate(start);
+            self.broken = true;
+            return;
+        }
+        self.records += 1;
+        if self.shape == Shape::Lines {
+            self.buf.push(b'\n');
+        }
+        self.spill();
+    }
+
+    /// The closing summary record (JSON shapes), then flush.
+    pub fn summary<T: Serialize>(&mut self, s: &T) {
+        // Through a `Value`: its keys come out sorted at every depth, like every other record.
+        let s = &serde_json::to_value(s).expect("a summary always serializes");
+        if !self.broken {
+            let b = &mut self.buf;
+            let ok = match self.shape {
+                Shape::Table => true,
+                Shape::Lines => {
+                    let ok = serde_json::to_writer(&mut *b, s).is_ok();
+                    b.push(b'\n');
+                    ok
+                }
+                Shape::Document => {
+                    if self.records == 0 {
+                        let _ = write!(b, "{{\"{}\": [", self.view);
+                    }
+                    b.extend_from_slice(b"\n],\n\"summary\": ");
+                    let ok = serde_json::to_writer_pretty(&mut *b, s).is_ok();
+                    b.extend_from_slice(b"}\n");
+                    ok
+                }
+            };
+            if !ok {
+                self.broken = true;
+            }
+        }
+        self.flush();
+    }
+
+    /// Writes out what is buffered.
+    pub fn flush(&mut self) {
+        if !self.broken && (self.w.write_all(&self.buf).is_err() || self.w.flush().is_err()) {
+            self.broken = true;
+        }
+        self.buf.clear();
+    }
+}
+
+/// The last record of `frames` and `calls` in the JSON shapes.
+#[derive(Serialize)]
+pub struct Summary<'a> {
+    /// Calls listed (calls) or frames printed (frames).
+    pub calls: Option<u64>,
+    /// Packet counts of the run.
+    pub capture: &'a h2ledger_run::pipeline::CaptureStats,
+    /// The input ended early (a damaged file): what stopped it.
+    pub error: Option<String>,
+    /// Frames printed (`frames`) or seen (`calls`).
+    pub frames: Option<u64>,
+    /// `summary`.
+    pub record: &'static str,
+    /// Reassembly counts of the run.
+    pub tcp: h2ledger_run::TcpReport,
+    /// `summary`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `calls` or `frames`.
+    pub view: &'static str,
+    /// The run's warnings.
+    pub warnings: &'a [String],
+}

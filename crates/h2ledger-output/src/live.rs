@@ -1,0 +1,287 @@
+//! The live view of `sniff --every`: at each tick, a header (wall clock, elapsed time, the
+//! rates and drops of the period since the previous tick), the running ledger and that period
+//! beside it. Redrawn in place through crossterm on a terminal that can take it, appended as
+//! plain lines otherwise (a pipe, a file, `TERM=dumb`); with JSON lines, one `tick` record.
+
+use std::io::Write;
+use std::time::Instant;
+
+use h2ledger_core::LedgerReport;
+use h2ledger_run::{CaptureStats, Drops, TcpReport};
+use serde::Serialize;
+
+use crate::table::{footer, ledger_table};
+use crate::time::fmt_rfc3339;
+use crate::{tty, Style};
+
+/// What a tick shows: the running ledger, the period since the previous tick, and the
+/// capture's counters.
+pub struct Snapshot<'a> {
+    /// The running ledger (the whole capture so far).
+    pub total: &'a LedgerReport,
+    /// What came since the previous tick.
+    pub last: &'a LedgerReport,
+    /// Packet counts so far.
+    pub capture: &'a CaptureStats,
+    /// Reassembly counts so far.
+    pub tcp: TcpReport,
+    /// libpcap's counters.
+    pub drops: Drops,
+    /// Frames so far.
+    pub frames: u64,
+}
+
+/// How the ticks are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TickFormat {
+    /// The table view (redrawn or appended).
+    Table,
+    /// One `tick` JSON line per tick.
+    Jsonl,
+    /// Nothing per tick (one JSON document at the end).
+    None,
+}
+
+/// The live view's state between ticks.
+pub struct LiveView {
+    device: String,
+    started: Instant,
+    prev_at: Instant,
+    prev_packets: u64,
+    prev_frames: u64,
+    format: TickFormat,
+    redraw: bool,
+    ticks: u64,
+    style: Style,
+}
+
+/// The header's numbers (also the `live` object of a JSON tick line).
+#[derive(Clone, Debug, Serialize)]
+pub struct TickHeader {
+    /// Wall clock, RFC 3339 UTC.
+    pub time: String,
+    /// Seconds since the sniff began.
+    pub elapsed_s: f64,
+    /// The period the rates and `last` cover: since the previous tick.
+    pub period_s: f64,
+    /// Packets per second in the period.
+    pub packets_per_s: f64,
+    /// Frames per second in the period.
+    pub frames_per_s: f64,
+    /// Calls per second in the period.
+    pub calls_per_s: f64,
+}
+
+/// A JSON tick line: the running ledger with the capture facts, the last period's ledger and
+/// the header.
+#[derive(Serialize)]
+struct TickLine<'a> {
+    #[serde(flatten)]
+    ledger: &'a LedgerReport,
+    capture: &'a CaptureStats,
+    tcp: TcpReport,
+    drops: Drops,
+    last: &'a LedgerReport,
+    live: &'a TickHeader,
+}
+
+impl LiveView {
+    /// A view of the sniff on `device`; `redraw`: the output is a terminal that takes cursor
+    /// movement (see [`can_redraw`]).
+    pub fn new(device: &str, format: TickFormat, redraw: bool, style: Style) -> LiveView {
+        let started = Instant::now();
+        LiveView {
+            device: device.to_string(),
+            started,
+            prev_at: started,
+            prev_packets: 0,
+            prev_frames: 0,
+            format,
+            redraw: format == TickFormat::Table && redraw,
+            ticks: 0,
+            style,
+        }
+    }
+
+    /// One tick: the view of now, and what changed since the previous one.
+    pub fn tick(&mut self, out: &mut dyn Write, s: &Snapshot<'_>) {
+        let now = Instant::now();
+        let period = now.duration_since(self.prev_at).as_secs_f64().max(1e-9);
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let header = TickHeader {
+            time: fmt_rfc3339((wall * 1e9) as i64),
+            elapsed_s: now.duration_since(self.started).as_secs_f64(),
+            period_s: period,
+            packets_per_s: s.capture.packets.saturating_sub(self.prev_packets) as f64 / period,
+            frames_per_s: s.frames.saturating_sub(self.prev_frames) as f64 / period,
+            calls_per_s: s.last.calls as f64 / period,
+        };
+        match self.format {
+            TickFormat::None => {}
+            TickFormat::Jsonl => {
+                let tick = TickLine {
+                    ledger: s.total,
+                    capture: s.capture,
+                    tcp: s.tcp,
+                    drops: s.drops,
+                    last: s.last,
+                    live: &header,
+                };
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    crate::json::record_line(crate::json::json_value(&tick), "tick")
+                );
+            }
+            TickFormat::Table => {
+                let text = self.table(&header, wall, s);
+                // Method names and statuses come from the capture (crate::tty).
+                let text = tty::escape(&text);
+                let _ = if self.redraw {
+                    // One write per view: the terminal never shows half of one.
+                    let mut buf = Vec::new();
+                    let _ = redraw(&mut buf, &text, self.ticks == 0);
+                    out.write_all(&buf)
+                } else {
+                    // Appended: a blank line between two views, never an escape sequence.
+                    let sep = if self.ticks == 0 { "" } else { "\n" };
+                    write!(out, "{sep}{text}")
+                };
+            }
+        }
+        let _ = out.flush();
+        self.prev_at = now;
+        self.prev_packets = s.capture.packets;
+        self.prev_frames = s.frames;
+        self.ticks += 1;
+    }
+
+    fn table(&self, h: &TickHeader, wall: f64, s: &Snapshot<'_>) -> String {
+        let mut t = format!(
+            "h2ledger sniff on {}  {}  elapsed {}  (Ctrl-C to stop)\n",
+            self.device,
+            clock(wall),
+            elapsed(h.elapsed_s)
+        );
+        let period = format!("last {}", period(h.period_s));
+        t.push_str(&format!(
+            "{period}: {} packets/s, {} frames/s, {} calls/s;  drops: kernel {}, interface {}\n",
+            rate(h.packets_per_s),
+            rate(h.frames_per_s),
+            rate(h.calls_per_s),
+            s.drops.kernel,
+            s.drops.interface
+        ));
+        let total = s.total;
+        if total.connections == 0 {
+            t.push_str("no HTTP/2 seen yet (if this stays, check --port and the filter)\n");
+        } else {
+            let plural = if total.connections == 1 { "" } else { "s" };
+            t.push_str(&format!(
+                "so far: {} HTTP/2 connection{plural}, {} calls\n",
+                total.connections, total.calls
+            ));
+        }
+        t.push_str(&ledger_table(
+            &[("total", total), ("last", s.last)],
+            self.style,
+        ));
+        t.push('\n');
+        // The drops are in the header.
+        t.push_str(&footer(s.capture, &s.tcp, None));
+        t.push('\n');
+        t
+    }
+}
+
+/// Whether a view can be redrawn in place: it goes to a terminal (`is_terminal`), and `term`
+/// (the `TERM` variable) names one that takes cursor movement.
+pub fn can_redraw(is_terminal: bool, term: Option<&str>) -> bool {
+    is_terminal && term.is_some_and(|t| !t.is_empty() && t != "dumb")
+}
+
+/// Redraws `text` from the top left corner, clearing what the previous view left (the first
+/// time, the whole screen), cut to the terminal's height so that nothing scrolls.
+fn redraw(out: &mut impl Write, text: &str, first: bool) -> std::io::Result<()> {
+    use crossterm::{cursor, queue, terminal};
+    // A terminal of 0 rows (a pty nobody sized) is one of unknown height.
+    let rows = match terminal::size() {
+        Ok((_, r)) if r > 0 => usize::from(r).max(2),
+        _ => usize::MAX,
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    if first {
+        queue!(out, terminal::Clear(terminal::ClearType::All))?;
+    }
+    queue!(out, cursor::MoveTo(0, 0))?;
+    let shown = if lines.len() < rows {
+        lines.len()
+    } else {
+        rows - 1
+    };
+    for l in &lines[..shown] {
+        write!(out, "{l}")?;
+        queue!(out, terminal::Clear(terminal::ClearType::UntilNewLine))?;
+        write!(out, "\r\n")?;
+    }
+    if shown < lines.len() {
+        write!(
+            out,
+            "({} more lines: a taller terminal shows them)",
+            lines.len() - shown
+        )?;
+    }
+    queue!(out, terminal::Clear(terminal::ClearType::FromCursorDown))?;
+    out.flush()
+}
+
+/// `12:41:07 UTC`.
+fn clock(unix_s: f64) -> String {
+    let s = (unix_s as i64).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// `0:01:23`, `27:00:05`.
+fn elapsed(s: f64) -> String {
+    let s = s as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// `1.0 s`, `250 ms` (a 1 s tick that came 1 ms early is `1.0 s`, not `999 ms`).
+fn period(s: f64) -> String {
+    if s < 0.95 {
+        format!("{:.0} ms", s * 1e3)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// A rate: whole numbers from 10 on, one decimal below.
+fn rate(r: f64) -> String {
+    if r >= 10.0 || r == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_fields() {
+        assert_eq!(clock(1_796_035_824.66), "10:50:24 UTC");
+        assert_eq!(elapsed(83.9), "0:01:23");
+        assert_eq!(elapsed(97_205.0), "27:00:05");
+        assert_eq!(period(1.0004), "1.0 s");
+        assert_eq!(period(0.25), "250 ms");
+        assert_eq!(period(0.999), "1.0 s");
+        assert_eq!(
+            (rate(0.0), rate(2.5), rate(1234.4)),
+            ("0".into(), "2.5".into(), "1234".into())
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! The ledger table (frames, writes and bytes per side, per scope), the headline above it and
+//! the connections and capture facts under it.
+
+use h2ledger_core::{FrameClass, LedgerReport, Side};
+use h2ledger_run::{CaptureStats, Drops, TcpReport};
+use tabled::builder::Builder;
+use tabled::settings::object::Columns;
+use tabled::settings::Alignment;
+
+use crate::Style;
+
+/// Rows of the ledger table for one or more ledgers side by side (phases, or just one).
+pub fn ledger_table(columns: &[(&str, &LedgerReport)], st: Style) -> String {
+    ledger_table_with(columns, None, st)
+}
+
+/// [`ledger_table`], with a row of the calls a workload says it made (one per column).
+pub fn ledger_table_with(
+    columns: &[(&str, &LedgerReport)],
+    calls_made: Option<&[u64]>,
+    st: Style,
+) -> String {
+    let mut b = Builder::default();
+    let mut header = vec![String::new()];
+    for (name, _) in columns {
+        for s in Side::ALL {
+            if name.is_empty() {
+                header.push(s.name().to_string());
+            } else {
+                header.push(format!("{name}\n{}", s.name()));
+            }
+        }
+    }
+    b.push_record(header);
+    let row = |label: &str, f: &dyn Fn(&LedgerReport, Side) -> String| {
+        let mut r = vec![label.to_string()];
+        for (_, rep) in columns {
+            for s in Side::ALL {
+                r.push(f(rep, s));
+            }
+        }
+        r
+    };
+    for c in FrameClass::ALL {
+        // Rows that are zero everywhere are noise, except the ones the article reads.
+        let always = matches!(
+            c,
+            FrameClass::Headers
+                | FrameClass::Trailers
+                | FrameClass::Data
+                | FrameClass::WindowUpdate
+                | FrameClass::Ping
+                | FrameClass::PingAck
+                | FrameClass::Settings
+                | FrameClass::SettingsAck
+        );
+        let any = columns
+            .iter()
+            .any(|(_, r)| r.sides.client.frames.get(c) + r.sides.server.frames.get(c) > 0);
+        if always || any {
+            b.push_record(row(c.name(), &|r, s| {
+                r.sides.get(s).frames.get(c).to_string()
+            }));
+        }
+    }
+    b.push_record(row("  of which bdpPing", &|r, s| {
+        r.sides.get(s).bdp_pings.to_string()
+    }));
+    // Other PING payloads by label (hyper's own BDP/keepalive payload, keepalive zeros, ...).
+    let mut labels: Vec<&str> = columns
+        .iter()
+        .flat_map(|(_, r)| [&r.sides.client, &r.sides.server])
+        .flat_map(|t| t.ping_labels.keys().copied())
+        .filter(|l| {
+            *l != h2_frame_parser::ping::classify(&h2_frame_parser::ping::GRPC_GO_BDP)
+                .map_or("", |k| k.label)
+        })
+        .collect();
+    labels.sort_unstable();
+    labels.dedup();
+    for l in labels {
+        b.push_record(row(&format!("  of which {l}"), &|r, s| {
+            r.sides
+                .get(s)
+                .ping_labels
+                .get(l)
+                .copied()
+                .unwrap_or(0)
+                .to_string()
+        }));
+    }
+    b.push_record(row("frames", &|r, s| {
+        r.sides.get(s).frames.total().to_string()
+    }));
+    b.push_record(row("control frames", &|r, s| {
+        r.sides.get(s).frames.control().to_string()
+    }));
+    b.push_record(row("writes", &|r, s| r.sides.get(s).writes.to_string()));
+    b.push_record(row("bytes", &|r, s| r.sides.get(s).bytes.to_string()));
+    // HTTP/2 over TLS: records per side (handshake ones too), as the JSON's `tls_records`.
+    if columns
+        .iter()
+        .any(|(_, r)| r.sides.client.tls_records + r.sides.server.tls_records > 0)
+    {
+        b.push_record(row("tls_records", &|r, s| {
+            r.sides.get(s).tls_records.to_string()
+        }));
+    }
+    b.push_record(row("calls", &|r, s| match s {
+        Side::Client => r.calls.to_string(),
+        Side::Server => String::new(),
+    }));
+    if let Some(made) = calls_made {
+        let mut r = vec!["calls made (workload)".to_string()];
+        for (i, _) in columns.iter().enumerate() {
+            r.push(made.get(i).map(|n| n.to_string()).unwrap_or_default());
+            r.push(String::new());
+        }
+        b.push_record(r);
+    }
+    b.push_record(row("writes per call", &|r, s| {
+        per(r.sides.get(s).writes, r.calls)
+    }));
+    b.push_record(row("frames per call", &|r, s| {
+        per(r.sides.get(s).frames.total(), r.calls)
+    }));
+    b.push_record(row("control frames per call", &|r, s| {
+        per(r.sides.get(s).frames.control(), r.calls)
+    }));
+    let mut t = b.build();
+    super::styled(&mut t, st);
+    t.modify(Columns::new(1..), Alignment::right());
+    t.to_string()
+}
+
+fn per(n: u64, calls: u64) -> String {
+    if calls == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}", n as f64 / calls as f64)
+    }
+}
+
+/// A one-line summary above the table.
+pub fn headline(source: &str, r: &LedgerReport) -> String {
+    let conns = r.connections;
+    let plural = if conns == 1 { "" } else { "s" };
+    let mut s = format!(
+        "{source}: {conns} HTTP/2 connection{plural}, {} calls",
+        r.calls
+    );
+    if conns == 0 {
+        s.push_str(" (no HTTP/2 seen: check --port / the filter, or that the capture holds HTTP/2 over cleartext TCP)");
+    }
+    s
+}
+
+/// Per-connection lines under the table (only when there is more than one).
+pub fn connections_table(r: &LedgerReport, st: Style) -> Option<String> {
+    if r.per_connection.len() < 2 {
+        return None;
+    }
+    let mut b = Builder::default();
+    b.push_record(
+        [
+            "conn",
+            "client",
+            "server",
+            "calls",
+            "client\nframes",
+            "server\nframes",
+            "client\nwrites",
+            "server\nwrites",
+        ]
+        .map(String::from),
+    );
+    for c in &r.per_connection {
+        b.push_record([
+            c.id.to_string(),
+            c.client.clone(),
+            c.server.clone(),
+            c.calls.to_string(),
+            c.sides.client.frames.total().to_string(),
+            c.sides.server.frames.total().to_string(),
+            c.sides.client.writes.to_string(),
+            c.sides.server.writes.to_string(),
+        ]);
+    }
+    let mut t = b.build();
+    super::styled(&mut t, st);
+    let mut s = t.to_string();
+    if r.per_connection_omitted > 0 {
+        s.push_str(&format!(
+            "\n... and {} more connections, in the totals but not listed (at most {} are)",
+            r.per_connection_omitted,
+            h2ledger_core::tally::MAX_CONN_DETAIL
+        ));
+    }
+    Some(s)
+}
+
+/// The capture facts under the table: packets, drops, reassembly gaps.
+pub fn footer(c: &CaptureStats, t: &TcpReport, drops: Option<&Drops>) -> String {
+    let mut s = format!(
+        "{} packets, {} TCP segments; {} retransmissions; {} reassembly gaps ({} bytes)",
+        c.packets, c.tcp_segments, t.retransmissions, t.gaps, t.gap_bytes
+    );
+    if let Some(d) = drops {
+        s.push_str(&format!(
+            "; dropped by the kernel: {}, by the interface: {}",
+            d.kernel, d.interface
+        ));
+    }
+    if t.evicted > 0 {
+        s.push_str(&format!(
+            "; {} connections evicted to stay within --max-connections",
+            t.evicted
+        ));
+    }
+    s
+}
+
+/// The table's TLS line, when TLS was seen.
+pub fn tls_line(r: &h2ledger_tls::TlsReport) -> Option<String> {
+    (r.connections > 0).then(|| {
+        format!(
+            "TLS: {} connections, {} decrypted, {} without key, {} not h2, {} without handshake; {} records, {} failed authentication; key log: {} key lines, {} skipped",
+            r.connections,
+            r.decrypted,
+            r.without_key,
+            r.not_h2,
+            r.no_handshake + r.truncated_handshake,
+            r.records,
+            r.auth_failures,
+            r.keylog.key_lines,
+            r.keylog.skipped_lines
+        )
+    })
+}

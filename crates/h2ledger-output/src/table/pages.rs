@@ -1,0 +1,163 @@
+//! A report with its phases as tables: the headline, then blocks of tables with the whole
+//! capture's column and as many phases as fit [`TABLE_WIDTH`], the connections, the phases'
+//! bounds and the capture facts; the warnings on the error writer.
+
+use std::io::Write;
+
+use h2ledger_core::LedgerReport;
+use h2ledger_run::{secs, Report};
+use h2ledger_tcp::Nanos;
+
+use super::{
+    analysis_table, connections_table, flow, footer, headline, ledger_table, methods_table, wrap,
+};
+use crate::{time::fmt_rfc3339, tty, warn, Style, TABLE_WIDTH};
+
+/// Phase columns per table block: a table of more phases is printed as consecutive blocks of
+/// this many phases (the whole capture's column in the first), so only one block's reports are
+/// held at a time and each block stays readable.
+const PHASES_PER_TABLE: usize = 8;
+
+/// The tables of one block of columns (the whole capture and/or some phases).
+fn block_tables(
+    cols: &[(String, &Report)],
+    whole: &Report,
+    first_block: bool,
+    st: Style,
+) -> String {
+    let mut out = String::new();
+    let lcols: Vec<(&str, &LedgerReport)> =
+        cols.iter().map(|(n, f)| (n.as_str(), &f.ledger)).collect();
+    out.push_str(&ledger_table(&lcols, st));
+    out.push('\n');
+    let acols: Vec<(&str, &Report)> = cols.iter().map(|(n, f)| (n.as_str(), *f)).collect();
+    if let Some(t) = analysis_table(&acols, st) {
+        out.push_str(&t);
+        out.push('\n');
+    }
+    if first_block {
+        if let Some(t) = whole.analysis.as_ref().and_then(|a| methods_table(a, st)) {
+            out.push_str(&t);
+            out.push('\n');
+        }
+    }
+    let fcols: Vec<(&str, &h2ledger_core::AnalysisReport)> = cols
+        .iter()
+        .filter_map(|(n, f)| f.analysis.as_ref().map(|a| (n.as_str(), a)))
+        .collect();
+    for t in [flow::flow_table(&fcols, st), flow::grpc_table(&fcols, st)]
+        .into_iter()
+        .flatten()
+    {
+        out.push_str(&t);
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes a run's report as tables on `out` (its phases, built one at a time by `phases`), and
+/// its warnings on `err`.
+pub fn write_tables(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    source: &str,
+    whole: &Report,
+    phases: &mut dyn Iterator<Item = Report>,
+    st: Style,
+) {
+    let report = &whole.ledger;
+    // Method names, statuses and GOAWAY debug come from the capture (crate::tty).
+    let mut out = tty::Safe::new(out);
+    let _ = writeln!(out, "{}", wrap(&headline(source, report), TABLE_WIDTH));
+    let mut phases = phases.peekable();
+    let split = phases.peek().is_some();
+    let origin = whole.start.unwrap_or(0);
+    // Each phase's name and bounds, for the lines under the tables.
+    let mut spans: Vec<(String, Nanos, Nanos)> = Vec::new();
+    let mut first_block = true;
+    // Phases wait here until a table of them is printed: at most PHASES_PER_TABLE.
+    let mut pending: Vec<Report> = Vec::new();
+    while report.connections > 0 && (first_block || phases.peek().is_some() || !pending.is_empty())
+    {
+        while pending.len() < PHASES_PER_TABLE {
+            match phases.next() {
+                Some(f) => pending.push(f),
+                None => break,
+            }
+        }
+        // As many phases as fit in 100 columns (at least one).
+        let mut k = pending.len();
+        let text = loop {
+            let mut cols: Vec<(String, &Report)> = Vec::new();
+            if first_block {
+                cols.push((
+                    if split {
+                        "all".to_string()
+                    } else {
+                        String::new()
+                    },
+                    whole,
+                ));
+            }
+            for f in &pending[..k] {
+                let (start, end) = (f.start.unwrap_or(0), f.end.unwrap_or(0));
+                cols.push((
+                    format!(
+                        "{}\n{:.3}-{:.3} s",
+                        f.name,
+                        secs(start - origin),
+                        secs(end - origin)
+                    ),
+                    f,
+                ));
+            }
+            let text = block_tables(&cols, whole, first_block, st);
+            let width = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            // The whole capture's column alone if need be, then one phase a block.
+            let least = usize::from(!first_block);
+            if width <= TABLE_WIDTH || k <= least {
+                break text;
+            }
+            k -= 1;
+        };
+        for f in pending.drain(..k) {
+            spans.push((f.name.clone(), f.start.unwrap_or(0), f.end.unwrap_or(0)));
+        }
+        let _ = write!(out, "{text}");
+        first_block = false;
+    }
+    if report.connections > 0 {
+        if let Some(t) = connections_table(report, st) {
+            let _ = writeln!(out, "{t}");
+        }
+        for (name, start, end) in &spans {
+            let _ = writeln!(
+                out,
+                "{name}: {} to {}",
+                fmt_rfc3339(*start),
+                fmt_rfc3339(*end)
+            );
+        }
+    }
+    let (capture, tcp) = (
+        whole.capture.clone().unwrap_or_default(),
+        whole.tcp.unwrap_or_default(),
+    );
+    let _ = writeln!(out, "{}", footer(&capture, &tcp, whole.drops.as_ref()));
+    if let Some(l) = whole.tls.as_ref().and_then(super::tls_line) {
+        let _ = writeln!(out, "{}", wrap(&l, TABLE_WIDTH));
+    }
+    let _ = out.flush();
+    warn::write(err, &report.warnings, st);
+    if let Some(a) = &whole.analysis {
+        for g in a.goaways.iter().filter(|g| g.too_many_pings) {
+            let _ = writeln!(
+                err,
+                "warning: connection {}: the {} sent GOAWAY ENHANCE_YOUR_CALM (debug \"{}\"): too many pings",
+                g.conn,
+                g.side,
+                tty::escape(&g.debug)
+            );
+        }
+    }
+}
