@@ -766,33 +766,33 @@ impl Flow {
 /// `flow_control.client` / `.server` of the analysis.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FlowSide {
+    pub by_limit: ByLimit,
+    pub max_window: MaxWindow,
+    pub stalled_us: StalledUs,
     pub stalls: u64,
     pub unresolved: u64,
-    pub by_limit: ByLimit,
-    pub stalled_us: StalledUs,
-    pub max_window: MaxWindow,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ByLimit {
-    pub stream: u64,
-    pub connection: u64,
     pub both: u64,
+    pub connection: u64,
+    pub stream: u64,
 }
 
 /// Time stalled, microseconds, over the stalls that ended (p50/p99 per [`crate::hist`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StalledUs {
-    pub total: f64,
+    pub max: Option<f64>,
     pub p50: Option<f64>,
     pub p99: Option<f64>,
-    pub max: Option<f64>,
+    pub total: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MaxWindow {
-    pub stream: i64,
     pub connection: i64,
+    pub stream: i64,
 }
 
 impl FlowSide {

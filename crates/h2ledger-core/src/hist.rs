@@ -103,10 +103,10 @@ impl LogHist {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct HistSummary {
     pub count: u64,
-    pub total: u64,
+    pub max: Option<u64>,
     pub p50: Option<u64>,
     pub p99: Option<u64>,
-    pub max: Option<u64>,
+    pub total: u64,
 }
 
 #[cfg(test)]

@@ -173,9 +173,13 @@ impl FrameCounts {
 }
 
 impl Serialize for FrameCounts {
+    /// Keyed by class name, in the published order of every JSON object: byte order of the
+    /// names (`CONTINUATION`, `DATA`, `GOAWAY`, ...).
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut names = FrameClass::ALL;
+        names.sort_unstable_by_key(|c| c.name());
         let mut m = s.serialize_map(Some(FrameClass::COUNT))?;
-        for c in FrameClass::ALL {
+        for c in names {
             m.serialize_entry(c.name(), &self.get(c))?;
         }
         m.end()

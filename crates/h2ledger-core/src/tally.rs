@@ -15,17 +15,17 @@ use crate::model::{FrameClass, FrameCounts, Side, Sides};
 /// One direction's counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SideTally {
-    pub frames: FrameCounts,
     /// PING frames (not ACKs) carrying grpc-go's BDP estimator payload.
     pub bdp_pings: u64,
-    /// TCP segments carrying new payload (retransmissions excluded).
-    pub writes: u64,
     /// Payload bytes of those writes.
     pub bytes: u64,
+    pub frames: FrameCounts,
     /// PING frames (not ACKs) by the label of their payload (`other` when unknown).
     pub ping_labels: BTreeMap<&'static str, u64>,
     /// TLS records this side sent (0 on cleartext), counted in the write that completed them.
     pub tls_records: u64,
+    /// TCP segments carrying new payload (retransmissions excluded).
+    pub writes: u64,
 }
 
 impl SideTally {
@@ -234,19 +234,19 @@ impl Observer for Tally {
 /// One connection's ledger.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConnLedger {
-    pub id: u32,
+    pub calls: u64,
     pub client: String,
-    pub server: String,
     /// How the client was told apart: syn, preface, odd-streams or ephemeral-port.
     pub client_by: &'static str,
+    pub id: u32,
     pub mid_stream: bool,
     /// HTTP/1.1 before HTTP/2: `h2c-upgrade` or `connect-tunnel` (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prelude: Option<&'static str>,
-    pub calls: u64,
+    pub server: String,
+    pub sides: Sides<SideTally>,
     /// 1 when the call on stream 1 was an upgraded HTTP/1.1 request (not in `calls`).
     pub upgraded_calls: u64,
-    pub sides: Sides<SideTally>,
 }
 
 /// The ledger over a whole capture (or one phase of it). The keys `connections`, `calls`,
@@ -254,20 +254,20 @@ pub struct ConnLedger {
 /// contract.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LedgerReport {
-    pub connections: u64,
+    /// Warnings counted by kind (gaps, malformed frames, HPACK errors, ...).
+    pub anomalies: BTreeMap<String, u64>,
     pub calls: u64,
-    /// Requests sent as HTTP/1.1 and answered on stream 1 after an h2c upgrade: calls that
-    /// `calls` (request HEADERS frames) does not count.
-    pub upgraded_calls: u64,
-    pub sides: Sides<SideTally>,
+    pub connections: u64,
     /// The first [`MAX_CONN_DETAIL`] connections (those that closed first, then open ones), by
     /// id; later ones are counted in the totals only.
     pub per_connection: Vec<ConnLedger>,
     /// HTTP/2 connections counted in the totals but not listed in `per_connection`.
     pub per_connection_omitted: u64,
+    pub sides: Sides<SideTally>,
+    /// Requests sent as HTTP/1.1 and answered on stream 1 after an h2c upgrade: calls that
+    /// `calls` (request HEADERS frames) does not count.
+    pub upgraded_calls: u64,
     pub warnings: Vec<String>,
-    /// Warnings counted by kind (gaps, malformed frames, HPACK errors, ...).
-    pub anomalies: BTreeMap<String, u64>,
 }
 
 impl LedgerReport {

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use h2ledger_core::{AnalysisReport, FrameClass, Side};
 use h2ledger_run::{CaptureStats, Drops, Report, TcpReport};
-use serde_json::{json, Value};
+use serde::Serialize;
 use tabled::builder::Builder;
 use tabled::settings::object::{Cell, Columns};
 use tabled::settings::{Alignment, Span};
@@ -59,6 +59,63 @@ pub struct Stack<'a> {
     pub tcp: TcpReport,
 }
 
+/// The demo's JSON document (`-T json`; `-T jsonl`: one `summary` record), keys in the
+/// published order.
+#[derive(Serialize)]
+struct Doc<'a> {
+    adaptive_window: bool,
+    capture: Option<&'a CaptureStats>,
+    drops: Drops,
+    limits: Limits,
+    phases: Vec<PhaseJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<&'static str>,
+    server: Option<String>,
+    static_window: bool,
+    tcp: Option<TcpReport>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    workloads: Vec<WorkloadJson<'a>>,
+}
+
+/// The demo's caps that were hit.
+#[derive(Serialize)]
+struct Limits {
+    /// Packets past [`write_demo`]'s `max_packets`, not tallied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    demo_packets: Option<u64>,
+}
+
+/// One workload phase: what the program reported, and the ledger of that phase.
+#[derive(Serialize)]
+struct PhaseJson<'a> {
+    bdp_pings_per_call_per_side: Option<f64>,
+    callers: u64,
+    calls_made: u64,
+    calls_ok: u64,
+    end: f64,
+    ledger: &'a Report,
+    name: &'a str,
+    pings_per_call_per_side: Option<f64>,
+    rate_per_caller: f64,
+    start: f64,
+}
+
+/// One stack's run.
+#[derive(Serialize)]
+struct WorkloadJson<'a> {
+    capture: &'a CaptureStats,
+    finding: String,
+    #[serde(rename = "impl")]
+    name: &'a str,
+    phases: Vec<PhaseJson<'a>>,
+    program: &'a str,
+    server: String,
+    static_window: bool,
+    tcp: TcpReport,
+    version: &'a str,
+}
+
 /// Writes the demo's result: per stack the finding, the table and the capture facts, then the
 /// capture's drops (table; warnings on `err`), or one JSON document or line.
 #[allow(clippy::too_many_arguments)]
@@ -75,27 +132,27 @@ pub fn write_demo(
 ) -> std::io::Result<()> {
     match format {
         crate::Format::Json | crate::Format::Jsonl => {
-            let mut limits = serde_json::Map::new();
-            if capped > 0 {
-                limits.insert("demo_packets".into(), json!(capped));
-            }
-            let workloads: Vec<Value> = stacks.iter().map(|d| d.json(static_window)).collect();
+            let tag = (format == crate::Format::Jsonl).then_some("summary");
             let first = stacks.first();
-            let v = json!({
-                "server": first.map(|d| format!("127.0.0.1:{}", d.port)),
-                "adaptive_window": !static_window,
-                "static_window": static_window,
-                "phases": first.map(|d| d.phases_json()).unwrap_or_default(),
-                "workloads": workloads,
-                "capture": first.map(|d| d.capture),
-                "tcp": first.map(|d| d.tcp),
-                "drops": drops,
-                "limits": limits,
-            });
-            if format == crate::Format::Jsonl {
-                writeln!(out, "{}", crate::json::record_line(v, "summary"))?;
+            let doc = Doc {
+                adaptive_window: !static_window,
+                capture: first.map(|d| d.capture),
+                drops,
+                limits: Limits {
+                    demo_packets: (capped > 0).then_some(capped),
+                },
+                phases: first.map(|d| d.phases_json()).unwrap_or_default(),
+                record: tag,
+                server: first.map(|d| format!("127.0.0.1:{}", d.port)),
+                static_window,
+                tcp: first.map(|d| d.tcp),
+                kind: tag,
+                workloads: stacks.iter().map(|d| d.json(static_window)).collect(),
+            };
+            if tag.is_some() {
+                crate::json::write_line(out, &doc)?;
             } else {
-                writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
+                crate::json::write_pretty(out, &doc)?;
             }
         }
         crate::Format::Table => {
@@ -208,40 +265,40 @@ impl Stack<'_> {
         format!("{}:\n  {}", self.name, parts.join("\n  "))
     }
 
-    fn phases_json(&self) -> Vec<Value> {
+    fn phases_json(&self) -> Vec<PhaseJson<'_>> {
         self.phases
             .iter()
             .zip(self.results)
             .map(|(f, res)| {
                 let x = finding_of(f);
-                json!({
-                    "name": res.name,
-                    "callers": res.callers,
-                    "rate_per_caller": res.rate_per_caller,
-                    "calls_made": res.calls_made,
-                    "calls_ok": res.calls_ok,
-                    "start": res.start_ns as f64 / 1e9,
-                    "end": res.end_ns as f64 / 1e9,
-                    "bdp_pings_per_call_per_side": x.bdp_per_call,
-                    "pings_per_call_per_side": x.pings_per_call,
-                    "ledger": crate::json::json_value(f),
-                })
+                PhaseJson {
+                    bdp_pings_per_call_per_side: x.bdp_per_call,
+                    callers: res.callers,
+                    calls_made: res.calls_made,
+                    calls_ok: res.calls_ok,
+                    end: res.end_ns as f64 / 1e9,
+                    ledger: f,
+                    name: &res.name,
+                    pings_per_call_per_side: x.pings_per_call,
+                    rate_per_caller: res.rate_per_caller,
+                    start: res.start_ns as f64 / 1e9,
+                }
             })
             .collect()
     }
 
-    fn json(&self, static_window: bool) -> Value {
-        json!({
-            "impl": self.name,
-            "version": self.version,
-            "program": self.program,
-            "server": format!("127.0.0.1:{}", self.port),
-            "static_window": static_window,
-            "finding": self.finding(),
-            "phases": self.phases_json(),
-            "capture": self.capture,
-            "tcp": self.tcp,
-        })
+    fn json(&self, static_window: bool) -> WorkloadJson<'_> {
+        WorkloadJson {
+            capture: self.capture,
+            finding: self.finding(),
+            name: self.name,
+            phases: self.phases_json(),
+            program: self.program,
+            server: format!("127.0.0.1:{}", self.port),
+            static_window,
+            tcp: self.tcp,
+            version: self.version,
+        }
     }
 
     /// Both phases side by side, client and server columns; fits 100 columns.

@@ -6,7 +6,9 @@
 use std::io::Write;
 use std::time::Instant;
 
-use h2ledger_core::LedgerReport;
+use std::collections::BTreeMap;
+
+use h2ledger_core::{ConnLedger, LedgerReport, SideTally, Sides};
 use h2ledger_run::{CaptureStats, Drops, TcpReport};
 use serde::Serialize;
 
@@ -58,31 +60,40 @@ pub struct LiveView {
 /// The header's numbers (also the `live` object of a JSON tick line).
 #[derive(Clone, Debug, Serialize)]
 pub struct TickHeader {
-    /// Wall clock, RFC 3339 UTC.
-    pub time: String,
-    /// Seconds since the sniff began.
-    pub elapsed_s: f64,
-    /// The period the rates and `last` cover: since the previous tick.
-    pub period_s: f64,
-    /// Packets per second in the period.
-    pub packets_per_s: f64,
-    /// Frames per second in the period.
-    pub frames_per_s: f64,
     /// Calls per second in the period.
     pub calls_per_s: f64,
+    /// Seconds since the sniff began.
+    pub elapsed_s: f64,
+    /// Frames per second in the period.
+    pub frames_per_s: f64,
+    /// Packets per second in the period.
+    pub packets_per_s: f64,
+    /// The period the rates and `last` cover: since the previous tick.
+    pub period_s: f64,
+    /// Wall clock, RFC 3339 UTC.
+    pub time: String,
 }
 
-/// A JSON tick line: the running ledger with the capture facts, the last period's ledger and
-/// the header.
+/// A JSON tick line: the running ledger's keys with the capture facts, the last period's
+/// ledger and the header, in the published order.
 #[derive(Serialize)]
 struct TickLine<'a> {
-    #[serde(flatten)]
-    ledger: &'a LedgerReport,
+    anomalies: &'a BTreeMap<String, u64>,
+    calls: u64,
     capture: &'a CaptureStats,
-    tcp: TcpReport,
+    connections: u64,
     drops: Drops,
     last: &'a LedgerReport,
     live: &'a TickHeader,
+    per_connection: &'a [ConnLedger],
+    per_connection_omitted: u64,
+    record: &'static str,
+    sides: &'a Sides<SideTally>,
+    tcp: TcpReport,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    upgraded_calls: u64,
+    warnings: &'a [String],
 }
 
 impl LiveView {
@@ -121,19 +132,25 @@ impl LiveView {
         match self.format {
             TickFormat::None => {}
             TickFormat::Jsonl => {
+                let t = s.total;
                 let tick = TickLine {
-                    ledger: s.total,
+                    anomalies: &t.anomalies,
+                    calls: t.calls,
                     capture: s.capture,
-                    tcp: s.tcp,
+                    connections: t.connections,
                     drops: s.drops,
                     last: s.last,
                     live: &header,
+                    per_connection: &t.per_connection,
+                    per_connection_omitted: t.per_connection_omitted,
+                    record: "tick",
+                    sides: &t.sides,
+                    tcp: s.tcp,
+                    kind: "tick",
+                    upgraded_calls: t.upgraded_calls,
+                    warnings: &t.warnings,
                 };
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    crate::json::record_line(crate::json::json_value(&tick), "tick")
-                );
+                let _ = crate::json::write_line(out, &tick);
             }
             TickFormat::Table => {
                 let text = self.table(&header, wall, s);

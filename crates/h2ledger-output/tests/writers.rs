@@ -156,3 +156,178 @@ fn analysis_reads_only_kept_headers() {
     }
     assert!(calls > 1000, "{calls} calls compared");
 }
+
+/// Checks, while it is read, that every JSON object's keys are in byte order (the published
+/// order), except that a report's `phases` come last.
+struct Ordered;
+
+impl<'de> serde::Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(OrderVisitor)
+    }
+}
+
+struct OrderVisitor;
+
+impl<'de> serde::de::Visitor<'de> for OrderVisitor {
+    type Value = Ordered;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Ordered, E> {
+        Ok(Ordered)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Ordered, E> {
+        Ok(Ordered)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Ordered, E> {
+        Ok(Ordered)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Ordered, E> {
+        Ok(Ordered)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Ordered, E> {
+        Ok(Ordered)
+    }
+    fn visit_unit<E>(self) -> Result<Ordered, E> {
+        Ok(Ordered)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Ordered, A::Error> {
+        while a.next_element::<Ordered>()?.is_some() {}
+        Ok(Ordered)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Ordered, A::Error> {
+        let mut prev: Option<String> = None;
+        let mut after_phases = false;
+        while let Some(k) = a.next_key::<String>()? {
+            a.next_value::<Ordered>()?;
+            if after_phases {
+                return Err(serde::de::Error::custom(format!(
+                    "\"{k}\" after \"phases\""
+                )));
+            }
+            let in_order = prev.as_ref().is_none_or(|p| p.as_bytes() < k.as_bytes());
+            if k == "phases" && !in_order {
+                // A report's phases come after its other keys.
+                after_phases = true;
+                continue;
+            }
+            if let Some(p) = &prev {
+                if p.as_bytes() >= k.as_bytes() {
+                    return Err(serde::de::Error::custom(format!("\"{k}\" after \"{p}\"")));
+                }
+            }
+            prev = Some(k);
+        }
+        Ok(Ordered)
+    }
+}
+
+fn assert_ordered(what: &str, text: &[u8]) {
+    let text = std::str::from_utf8(text).unwrap();
+    for line in text.lines().filter(|l| l.starts_with('{')) {
+        // JSON lines: each line; a document: the whole text.
+        if serde_json::from_str::<serde_json::Value>(line).is_err() {
+            break;
+        }
+        if let Err(e) = serde_json::from_str::<Ordered>(line) {
+            panic!("{what}: keys out of order: {e}\n{line}");
+        }
+    }
+    if let Err(e) = serde_json::from_str::<Ordered>(text.trim_end()) {
+        if serde_json::from_str::<serde_json::Value>(text.trim_end()).is_ok() {
+            panic!("{what}: keys out of order: {e}");
+        }
+    }
+}
+
+/// Every JSON record h2ledger prints declares its keys in the published order (alphabetical,
+/// `phases` last): reports with analysis and phases (document and lines), the live view's tick
+/// line, the demo's and compare's documents, on every golden capture.
+#[test]
+fn every_json_record_keeps_the_published_key_order() {
+    use h2ledger_output::{json, live, Format, Style};
+    let mut checked = 0;
+    for f in golden_captures() {
+        let mut p = Pipeline::new(Obs::new(&Wanted {
+            analysis: true,
+            splitter: Some(h2ledger_core::Splitter::every(1_000_000_000)),
+            timeline: None,
+        }));
+        replay(&f, &mut p, |p| {
+            if let Some(t) = p.stats.first {
+                p.ledger.observer.set_origin(t)
+            }
+        });
+        let whole = p.ledger_report(&p.ledger.observer.tally);
+        let (whole, phases) = h2ledger_run::build(&mut p, whole);
+        let o = &p.ledger.observer;
+        let name = f.display().to_string();
+        let mut doc = Vec::new();
+        json::write_json(&mut doc, &whole, &mut phases.reports(o)).unwrap();
+        assert_ordered(&name, &doc);
+        let mut lines = Vec::new();
+        json::write_jsonl(&mut lines, &whole, &mut phases.reports(o)).unwrap();
+        assert_ordered(&name, &lines);
+        let mut cmp = Vec::new();
+        json::write_compare(&mut cmp, &whole, &whole, false);
+        assert_ordered(&name, &cmp);
+        let mut tick = Vec::new();
+        let mut view = live::LiveView::new("lo", live::TickFormat::Jsonl, false, Style::default());
+        view.tick(
+            &mut tick,
+            &live::Snapshot {
+                total: &whole.ledger,
+                last: &whole.ledger,
+                capture: &p.stats,
+                tcp: (&p.reasm.stats()).into(),
+                drops: Default::default(),
+                frames: o.frames(),
+            },
+        );
+        assert_ordered(&name, &tick);
+        let reports: Vec<h2ledger_run::Report> = phases.reports(o).collect();
+        let results: Vec<h2ledger_output::demo::PhaseResult> = reports
+            .iter()
+            .map(|r| h2ledger_output::demo::PhaseResult {
+                name: r.name.clone(),
+                callers: 1,
+                rate_per_caller: 1.0,
+                calls_made: r.ledger.calls,
+                calls_ok: r.ledger.calls,
+                start_ns: r.start.unwrap_or(0),
+                end_ns: r.end.unwrap_or(0),
+            })
+            .collect();
+        let stack = h2ledger_output::demo::Stack {
+            name: "grpc-go",
+            version: "1",
+            program: "p",
+            port: 1,
+            bdp_known: true,
+            results: &results,
+            phases: &reports,
+            whole: &whole,
+            capture: &p.stats,
+            tcp: (&p.reasm.stats()).into(),
+        };
+        for format in [Format::Json, Format::Jsonl] {
+            let mut demo = Vec::new();
+            h2ledger_output::demo::write_demo(
+                &mut demo,
+                &mut std::io::sink(),
+                format,
+                std::slice::from_ref(&stack),
+                false,
+                Default::default(),
+                3,
+                10,
+                Style::default(),
+            )
+            .unwrap();
+            assert_ordered(&name, &demo);
+        }
+        checked += 1;
+    }
+    assert!(checked > 10);
+}

@@ -33,5 +33,5 @@ pub mod report;
 pub mod run;
 
 pub use pipeline::{CaptureStats, Pipeline};
-pub use report::{secs, Drops, Report, TcpReport, Tick};
+pub use report::{secs, Drops, Report, TcpReport};
 pub use run::{build, Obs, Phases, Wanted};

@@ -13,15 +13,15 @@ use crate::report::{secs, Report, TcpReport};
 /// Packet-level counts of one run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CaptureStats {
-    pub packets: u64,
-    pub tcp_segments: u64,
-    pub not_tcp: u64,
-    pub undecodable: u64,
     /// First and last packet time (nanoseconds since the epoch; seconds in the JSON).
     #[serde(serialize_with = "crate::report::secs_opt")]
     pub first: Option<Nanos>,
     #[serde(serialize_with = "crate::report::secs_opt")]
     pub last: Option<Nanos>,
+    pub not_tcp: u64,
+    pub packets: u64,
+    pub tcp_segments: u64,
+    pub undecodable: u64,
 }
 
 /// Where a live key log's new lines come from (the binary reads the file; the library only asks).

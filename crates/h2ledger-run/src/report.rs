@@ -9,8 +9,13 @@
 
 use std::collections::BTreeMap;
 
-use h2ledger_core::analysis::SideAnalysis;
-use h2ledger_core::{AnalysisReport, ConnLedger, LedgerReport, SideTally, Sides};
+use h2ledger_core::analysis::{
+    AnalysisLimits, BytesPerWrite, Concurrency, FramesPerWrite, GoAwayReport, Hist, Latency,
+    MethodReport, PingSide, RoundSide,
+};
+use h2ledger_core::flow::FlowReport;
+use h2ledger_core::grpc::GrpcReport;
+use h2ledger_core::{AnalysisReport, ConnLedger, FrameCounts, LedgerReport, Sides};
 use h2ledger_tcp::{Nanos, Stats};
 use h2ledger_tls::TlsReport;
 use serde::{Serialize, Serializer};
@@ -20,17 +25,17 @@ use crate::pipeline::CaptureStats;
 /// TCP reassembly facts: the JSON `tcp` object.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TcpReport {
-    pub segments: u64,
-    pub retransmissions: u64,
-    pub overlaps: u64,
-    pub out_of_order: u64,
-    pub gaps: u64,
-    pub gap_bytes: u64,
-    pub truncated: u64,
     pub bound_hits: u64,
-    pub evicted: u64,
-    pub resumed: u64,
     pub data_after_rst: u64,
+    pub evicted: u64,
+    pub gap_bytes: u64,
+    pub gaps: u64,
+    pub out_of_order: u64,
+    pub overlaps: u64,
+    pub resumed: u64,
+    pub retransmissions: u64,
+    pub segments: u64,
+    pub truncated: u64,
 }
 
 impl From<&Stats> for TcpReport {
@@ -54,12 +59,12 @@ impl From<&Stats> for TcpReport {
 /// A live capture's packet counters (libpcap's): the JSON `drops` object.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Drops {
-    /// Packets the filter accepted.
-    pub received: u64,
-    /// Dropped by the kernel: its buffer was full.
-    pub kernel: u64,
     /// Dropped by the interface or its driver.
     pub interface: u64,
+    /// Dropped by the kernel: its buffer was full.
+    pub kernel: u64,
+    /// Packets the filter accepted.
+    pub received: u64,
 }
 
 /// One scope's report: the whole capture (`name` empty) or one phase.
@@ -107,104 +112,189 @@ pub(crate) fn secs_opt<S: Serializer>(t: &Option<Nanos>, s: S) -> Result<S::Ok, 
 
 #[derive(Serialize)]
 struct PerCall {
-    frames: Option<f64>,
     control_frames: Option<f64>,
+    frames: Option<f64>,
     writes: Option<f64>,
 }
 
+/// One side of a report: the ledger's keys, `per_call`, and the analysis' keys of that side,
+/// in the published order.
 #[derive(Serialize)]
 struct SideJson<'a> {
-    #[serde(flatten)]
-    tally: &'a SideTally,
+    bdp_pings: u64,
+    bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes_per_write: Option<&'a BytesPerWrite>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    control_only_writes: Option<u64>,
+    frames: &'a FrameCounts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frames_per_write: Option<&'a FramesPerWrite>,
     per_call: PerCall,
-    #[serde(flatten)]
-    analysis: Option<&'a SideAnalysis>,
+    ping_labels: &'a BTreeMap<&'static str, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pings: Option<&'a PingSide>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rounds: Option<&'a RoundSide>,
+    tls_records: u64,
+    writes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writes_by_calls: Option<&'a Hist>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writes_without_frame_end: Option<u64>,
 }
 
-/// The JSON object of a [`Report`]. The ledger's keys are listed here (its `sides` are
-/// extended); the analysis' keys come from [`AnalysisReport`] itself.
+/// The JSON object of a [`Report`]: the ledger's keys (its `sides` extended), the analysis'
+/// keys, the whole capture's facts or a phase's name and bounds, in the published order
+/// (alphabetical, `phases` last); `record` and `type` for a JSON line.
 #[derive(Serialize)]
-struct Json<'a> {
-    connections: u64,
-    calls: u64,
-    upgraded_calls: u64,
-    sides: Sides<SideJson<'a>>,
-    per_connection: &'a [ConnLedger],
-    per_connection_omitted: u64,
-    warnings: &'a [String],
+struct Json<'a, P: Serialize> {
     anomalies: &'a BTreeMap<String, u64>,
-    #[serde(flatten)]
-    analysis: Option<&'a AnalysisReport>,
+    calls: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     capture: Option<&'a CaptureStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tcp: Option<&'a TcpReport>,
+    concurrency: Option<&'a Concurrency>,
+    connections: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    start: Option<f64>,
+    drops: Option<&'a Drops>,
     #[serde(skip_serializing_if = "Option::is_none")]
     end: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    flow_control: Option<&'a FlowReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    goaways: Option<&'a [GoAwayReport]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grpc: Option<&'a GrpcReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_us: Option<&'a Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<&'a AnalysisLimits>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    methods: Option<&'a [MethodReport]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    per_connection: &'a [ConnLedger],
+    per_connection_omitted: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<&'a str>,
+    sides: Sides<SideJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp: Option<&'a TcpReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     tls: Option<&'a TlsReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    drops: Option<&'a Drops>,
+    too_many_pings: Option<u64>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
+    upgraded_calls: u64,
+    warnings: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phases: Option<P>,
 }
 
-impl Serialize for Report {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Report {
+    fn json<P: Serialize>(&self, tag: Option<&'static str>, phases: Option<P>) -> Json<'_, P> {
         let l = &self.ledger;
         let a = self.analysis.as_ref();
         let phase = self.is_phase();
         Json {
-            connections: l.connections,
+            anomalies: &l.anomalies,
             calls: l.calls,
-            upgraded_calls: l.upgraded_calls,
-            sides: Sides::from_fn(|side| {
-                let t = l.sides.get(side);
-                SideJson {
-                    tally: t,
-                    per_call: PerCall {
-                        frames: self.per_call(t.frames.total()),
-                        control_frames: self.per_call(t.frames.control()),
-                        writes: self.per_call(t.writes),
-                    },
-                    analysis: a.map(|a| a.sides.get(side)),
-                }
-            }),
+            capture: self.capture.as_ref(),
+            concurrency: a.map(|a| &a.concurrency),
+            connections: l.connections,
+            drops: self.drops.as_ref(),
+            end: phase.then(|| self.end.map(secs)),
+            flow_control: a.map(|a| &a.flow_control),
+            goaways: a.map(|a| &a.goaways[..]),
+            grpc: a.map(|a| &a.grpc),
+            latency_us: a.map(|a| &a.latency_us),
+            limits: a.map(|a| &a.limits),
+            methods: a.map(|a| &a.methods[..]),
+            name: phase.then_some(self.name.as_str()),
             per_connection: &l.per_connection,
             per_connection_omitted: l.per_connection_omitted,
-            warnings: &l.warnings,
-            anomalies: &l.anomalies,
-            analysis: a,
-            capture: self.capture.as_ref(),
-            tcp: self.tcp.as_ref(),
-            name: phase.then_some(self.name.as_str()),
+            record: tag,
+            sides: Sides::from_fn(|side| {
+                let t = l.sides.get(side);
+                let s = a.map(|a| a.sides.get(side));
+                SideJson {
+                    bdp_pings: t.bdp_pings,
+                    bytes: t.bytes,
+                    bytes_per_write: s.map(|s| &s.bytes_per_write),
+                    control_only_writes: s.map(|s| s.control_only_writes),
+                    frames: &t.frames,
+                    frames_per_write: s.map(|s| &s.frames_per_write),
+                    per_call: PerCall {
+                        control_frames: self.per_call(t.frames.control()),
+                        frames: self.per_call(t.frames.total()),
+                        writes: self.per_call(t.writes),
+                    },
+                    ping_labels: &t.ping_labels,
+                    pings: s.map(|s| &s.pings),
+                    rounds: s.map(|s| &s.rounds),
+                    tls_records: t.tls_records,
+                    writes: t.writes,
+                    writes_by_calls: s.map(|s| &s.writes_by_calls),
+                    writes_without_frame_end: s.map(|s| s.writes_without_frame_end),
+                }
+            }),
             start: phase.then(|| self.start.map(secs)).flatten(),
-            end: phase.then(|| self.end.map(secs)),
+            tcp: self.tcp.as_ref(),
             tls: self.tls.as_ref(),
-            drops: self.drops.as_ref(),
+            too_many_pings: a.map(|a| a.too_many_pings),
+            kind: tag,
+            upgraded_calls: l.upgraded_calls,
+            warnings: &l.warnings,
+            phases,
         }
-        .serialize(s)
+    }
+
+    /// This report as a JSON line: its object with `record` and `type` set to `tag`.
+    pub fn tagged(&self, tag: &'static str) -> impl Serialize + '_ {
+        self.json::<()>(Some(tag), None)
+    }
+
+    /// This report with `phases`, an array written one element at a time as the iterator
+    /// builds them (so that a run of 1,000 phases never holds 1,000 reports), as its last key.
+    pub fn with_phases<'a, I: Iterator<Item = Report> + 'a>(
+        &'a self,
+        phases: I,
+    ) -> impl Serialize + 'a {
+        self.json(None, Some(Lazy(std::cell::RefCell::new(Some(phases)))))
     }
 }
 
-/// What `sniff --every` prints at each tick (`--format json`, one line): the running ledger
-/// with the capture facts, and the last complete period's ledger.
-#[derive(Serialize)]
-pub struct Tick<'a> {
-    #[serde(flatten)]
-    pub ledger: &'a LedgerReport,
-    pub capture: &'a CaptureStats,
-    pub tcp: TcpReport,
-    pub drops: Drops,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last: Option<&'a LedgerReport>,
+/// A sequence serialized from an iterator, once.
+struct Lazy<I>(std::cell::RefCell<Option<I>>);
+
+impl<I: Iterator<Item = Report>> Serialize for Lazy<I> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(None)?;
+        if let Some(it) = self.0.borrow_mut().take() {
+            for r in it {
+                seq.serialize_element(&r)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json::<()>(None, None).serialize(s)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use h2ledger_core::analysis::SideAnalysis;
+    use h2ledger_core::SideTally;
     use serde_json::Value;
 
     fn keys(v: &Value) -> Vec<String> {

@@ -97,55 +97,55 @@ impl Status {
 /// One TLS connection, for the report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ConnReport {
-    pub id: u32,
-    /// The ClientHello's sender and receiver ("ip:port"); the first packet's when no
-    /// ClientHello was seen.
-    pub client: String,
-    pub server: String,
-    pub version: Option<&'static str>,
-    pub cipher: Option<String>,
     /// The ALPN protocol the server chose; `None` when not seen.
     pub alpn: Option<String>,
     /// The ALPN protocols the client offered.
     pub alpn_offered: Vec<String>,
-    pub status: Status,
+    pub auth_failures: u64,
+    pub cipher: Option<String>,
+    /// The ClientHello's sender and receiver ("ip:port"); the first packet's when no
+    /// ClientHello was seen.
+    pub client: String,
     pub client_random: Option<String>,
-    /// Records per side (client, server).
-    pub records: [u64; 2],
-    /// Application data bytes decrypted per side (client, server).
-    pub plaintext_bytes: [u64; 2],
     /// Record bytes per side that could not be decrypted (no key, after a failure or a gap).
     pub encrypted_bytes: [u64; 2],
-    pub auth_failures: u64,
+    pub id: u32,
     pub key_updates: u64,
+    /// Application data bytes decrypted per side (client, server).
+    pub plaintext_bytes: [u64; 2],
+    /// Records per side (client, server).
+    pub records: [u64; 2],
+    pub server: String,
+    pub status: Status,
+    pub version: Option<&'static str>,
 }
 
 /// Totals over every TLS connection, and the per-connection summaries.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TlsReport {
+    pub auth_failed: u64,
+    /// Records that failed authentication.
+    pub auth_failures: u64,
     /// TCP connections that carried TLS.
     pub connections: u64,
     pub decrypted: u64,
-    pub without_key: u64,
-    pub not_h2: u64,
-    pub no_handshake: u64,
-    pub truncated_handshake: u64,
-    pub unsupported: u64,
-    pub auth_failed: u64,
-    /// TLS records seen (both sides).
-    pub records: u64,
-    /// Records that failed authentication.
-    pub auth_failures: u64,
-    pub key_updates: u64,
     /// Times a direction's held records hit [`Config::max_held_bytes_per_dir`] or
     /// [`Config::max_held_bytes_total`].
     pub held_limit_hits: u64,
+    pub key_updates: u64,
     /// Key log lines read (key lines, skipped lines) and client randoms known.
     pub keylog: KeyLogStats,
     pub keylog_randoms: u64,
+    pub no_handshake: u64,
+    pub not_h2: u64,
     pub per_connection: Vec<ConnReport>,
     /// Connections beyond [`Config::max_conn_reports`], in the totals only.
     pub per_connection_dropped: u64,
+    /// TLS records seen (both sides).
+    pub records: u64,
+    pub truncated_handshake: u64,
+    pub unsupported: u64,
+    pub without_key: u64,
 }
 
 /// The TLS state of every connection. Use it as a [`Sink`] in front of the ledger with

@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use h2_frame_parser::hpack::Decoder as Ours;
-use serde_json::Value;
+use serde::Deserialize;
 
 /// A decoded header list: (name, value) pairs in order.
 type Headers = Vec<(Vec<u8>, Vec<u8>)>;
@@ -144,47 +144,52 @@ fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-fn pair(n: &Value, v: &Value) -> (Vec<u8>, Vec<u8>) {
-    let s = |x: &Value| x.as_str().expect("header string").as_bytes().to_vec();
-    (s(n), s(v))
+/// A header in either form: compact (`[n, v]`) or original (`{n: v}`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum JsonHeader {
+    Pair(String, String),
+    Object(BTreeMap<String, String>),
 }
 
-/// One case in either form: compact (`headers: [[n, v]]`) or original (`headers: [{n: v}]`).
-fn case(c: &Value) -> Case {
-    let headers = c["headers"]
-        .as_array()
-        .expect("headers")
-        .iter()
+/// One case of a story, as the fixtures write it.
+#[derive(Deserialize)]
+struct JsonCase {
+    headers: Vec<JsonHeader>,
+    wire: String,
+    header_table_size: Option<u32>,
+}
+
+/// One story: its cases in order.
+#[derive(Deserialize)]
+struct JsonStory {
+    cases: Vec<JsonCase>,
+}
+
+fn case(c: JsonCase) -> Case {
+    let headers = c
+        .headers
+        .into_iter()
         .map(|h| match h {
-            Value::Array(a) => pair(&a[0], &a[1]),
-            Value::Object(o) => {
-                let (n, v) = o.iter().next().expect("one-pair object");
-                (
-                    n.as_bytes().to_vec(),
-                    v.as_str().expect("value").as_bytes().to_vec(),
-                )
+            JsonHeader::Pair(n, v) => (n.into_bytes(), v.into_bytes()),
+            JsonHeader::Object(o) => {
+                let (n, v) = o.into_iter().next().expect("one-pair object");
+                (n.into_bytes(), v.into_bytes())
             }
-            _ => panic!("unexpected header form"),
         })
         .collect();
     Case {
-        wire: unhex(c["wire"].as_str().expect("wire")),
-        table_size: c
-            .get("header_table_size")
-            .and_then(Value::as_u64)
-            .map(|n| n as u32),
+        wire: unhex(&c.wire),
+        table_size: c.header_table_size,
         headers,
     }
 }
 
-fn story(name: String, v: &Value) -> Story {
-    let cases = v["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .map(case)
-        .collect();
-    Story { name, cases }
+fn story(name: String, v: JsonStory) -> Story {
+    Story {
+        name,
+        cases: v.cases.into_iter().map(case).collect(),
+    }
 }
 
 fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
@@ -208,11 +213,9 @@ fn load_compact(dir: &Path) -> Vec<Story> {
         flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("open"))
             .read_to_string(&mut json)
             .expect("gunzip");
-        let v: Value = serde_json::from_str(&json).expect("json");
-        let mut names: Vec<&String> = v.as_object().expect("object").keys().collect();
-        names.sort();
-        for name in names {
-            out.push(story(format!("{encoder}/{name}"), &v[name.as_str()]));
+        let v: BTreeMap<String, JsonStory> = serde_json::from_str(&json).expect("json");
+        for (name, st) in v {
+            out.push(story(format!("{encoder}/{name}"), st));
         }
     }
     out
@@ -227,10 +230,10 @@ fn load_original(dir: &Path) -> Vec<Story> {
             if !(file.starts_with("story_") && file.ends_with(".json")) {
                 continue;
             }
-            let v: Value =
+            let v: JsonStory =
                 serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
             let name = format!("{}/{}", enc.file_name().unwrap().to_string_lossy(), file);
-            out.push(story(name, &v));
+            out.push(story(name, v));
         }
     }
     out

@@ -101,8 +101,6 @@ impl Out {
 
     /// The closing summary record (JSON shapes), then flush.
     pub fn summary<T: Serialize>(&mut self, s: &T) {
-        // Through a `Value`: its keys come out sorted at every depth, like every other record.
-        let s = &serde_json::to_value(s).expect("a summary always serializes");
         if !self.broken {
             let b = &mut self.buf;
             let ok = match self.shape {

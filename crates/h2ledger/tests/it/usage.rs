@@ -450,15 +450,3 @@ fn a_cut_outside_the_capture_is_said() {
     let v = json_of(&at(&["replay", F, "--split-at", "2s,4s", "-T", "json"]));
     assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
 }
-
-/// Every golden capture (captures/*.pcap, *.pcapng), sorted.
-fn golden_captures() -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(repo().join("captures"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
-    assert!(files.len() > 10, "the golden captures are there");
-    files
-}
