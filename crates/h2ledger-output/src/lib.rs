@@ -25,7 +25,7 @@ pub mod lines;
 pub mod live;
 pub mod plot;
 pub mod table;
-pub mod time;
+pub use h2ledger_run::time;
 pub mod tty;
 pub mod warn;
 

@@ -9,29 +9,12 @@ use std::time::Instant;
 use std::collections::BTreeMap;
 
 use h2ledger_core::{ConnLedger, LedgerReport, SideTally, Sides};
-use h2ledger_run::{CaptureStats, Drops, TcpReport};
+use h2ledger_run::{CaptureStats, Drops, TcpReport, Tick};
 use serde::Serialize;
 
 use crate::table::{footer, ledger_table};
 use crate::time::fmt_rfc3339;
 use crate::{tty, Style};
-
-/// What a tick shows: the running ledger, the period since the previous tick, and the
-/// capture's counters.
-pub struct Snapshot<'a> {
-    /// The running ledger (the whole capture so far).
-    pub total: &'a LedgerReport,
-    /// What came since the previous tick.
-    pub last: &'a LedgerReport,
-    /// Packet counts so far.
-    pub capture: &'a CaptureStats,
-    /// Reassembly counts so far.
-    pub tcp: TcpReport,
-    /// libpcap's counters.
-    pub drops: Drops,
-    /// Frames so far.
-    pub frames: u64,
-}
 
 /// How the ticks are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,8 +97,9 @@ impl LiveView {
         }
     }
 
-    /// One tick: the view of now, and what changed since the previous one.
-    pub fn tick(&mut self, out: &mut dyn Write, s: &Snapshot<'_>) {
+    /// One tick: the view of now, and what changed since the previous one (`s`, from the
+    /// session), with libpcap's drop counters.
+    pub fn tick(&mut self, out: &mut dyn Write, s: &Tick, drops: Drops) {
         let now = Instant::now();
         let period = now.duration_since(self.prev_at).as_secs_f64().max(1e-9);
         let wall = std::time::SystemTime::now()
@@ -132,14 +116,14 @@ impl LiveView {
         match self.format {
             TickFormat::None => {}
             TickFormat::Jsonl => {
-                let t = s.total;
+                let t = &s.total;
                 let tick = TickLine {
                     anomalies: &t.anomalies,
                     calls: t.calls,
-                    capture: s.capture,
+                    capture: &s.capture,
                     connections: t.connections,
-                    drops: s.drops,
-                    last: s.last,
+                    drops,
+                    last: &s.last,
                     live: &header,
                     per_connection: &t.per_connection,
                     per_connection_omitted: t.per_connection_omitted,
@@ -153,7 +137,7 @@ impl LiveView {
                 let _ = crate::json::write_line(out, &tick);
             }
             TickFormat::Table => {
-                let text = self.table(&header, wall, s);
+                let text = self.table(&header, wall, s, drops);
                 // Method names and statuses come from the capture (crate::tty).
                 let text = tty::escape(&text);
                 let _ = if self.redraw {
@@ -175,7 +159,7 @@ impl LiveView {
         self.ticks += 1;
     }
 
-    fn table(&self, h: &TickHeader, wall: f64, s: &Snapshot<'_>) -> String {
+    fn table(&self, h: &TickHeader, wall: f64, s: &Tick, drops: Drops) -> String {
         let mut t = format!(
             "h2ledger sniff on {}  {}  elapsed {}  (Ctrl-C to stop)\n",
             self.device,
@@ -188,10 +172,10 @@ impl LiveView {
             rate(h.packets_per_s),
             rate(h.frames_per_s),
             rate(h.calls_per_s),
-            s.drops.kernel,
-            s.drops.interface
+            drops.kernel,
+            drops.interface
         ));
-        let total = s.total;
+        let total = &s.total;
         if total.connections == 0 {
             t.push_str("no HTTP/2 seen yet (if this stays, check --port and the filter)\n");
         } else {
@@ -202,12 +186,12 @@ impl LiveView {
             ));
         }
         t.push_str(&ledger_table(
-            &[("total", total), ("last", s.last)],
+            &[("total", total), ("last", &s.last)],
             self.style,
         ));
         t.push('\n');
         // The drops are in the header.
-        t.push_str(&footer(s.capture, &s.tcp, None));
+        t.push_str(&footer(&s.capture, &s.tcp, None));
         t.push('\n');
         t
     }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use h2ledger_core::{FrameEvent, Observer};
 use h2ledger_output::lines::{Addrs, CallLine, FrameLine};
-use h2ledger_run::{Obs, Pipeline, Wanted};
+use h2ledger_run::{End, Obs, Options, Session, View, Wanted};
+use h2ledger_tcp::LinkType;
 
 fn golden_captures() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../captures");
@@ -21,8 +22,8 @@ fn golden_captures() -> Vec<PathBuf> {
     files
 }
 
-/// Feeds every packet of `file` (with its key log, if one is beside it) to `p`.
-fn replay<O: Observer>(file: &Path, p: &mut Pipeline<O>, mut after: impl FnMut(&mut Pipeline<O>)) {
+/// The session options of `file`: its key log (beside it, or inside a pcapng).
+fn options(file: &Path) -> Options {
     let mut keys = String::new();
     if let Ok(k) = std::fs::read_to_string(file.with_extension("keylog")) {
         keys.push_str(&k);
@@ -30,15 +31,21 @@ fn replay<O: Observer>(file: &Path, p: &mut Pipeline<O>, mut after: impl FnMut(&
     if let Some(e) = h2ledger_tls::keylog_from_pcapng(&std::fs::read(file).unwrap()) {
         keys.push_str(&e.text);
     }
-    p.tls = h2ledger_tls::Tls::new(Default::default(), h2ledger_tls::KeyLog::parse(&keys));
+    Options {
+        tls: h2ledger_tls::Tls::new(Default::default(), h2ledger_tls::KeyLog::parse(&keys)),
+        ..Options::default()
+    }
+}
+
+/// Feeds every packet of `file` to `s`, calling `after` after each.
+fn replay<O: View>(file: &Path, s: &mut Session<O>, mut after: impl FnMut(&mut Session<O>)) {
     let mut cap = pcap::Capture::from_file_with_precision(file, pcap::Precision::Nano).unwrap();
-    let linktype = cap.get_datalink().0;
+    let linktype = LinkType(cap.get_datalink().0);
     while let Ok(pkt) = cap.next_packet() {
         let ts = pkt.header.ts.tv_sec * 1_000_000_000 + pkt.header.ts.tv_usec;
-        p.packet(linktype, ts, pkt.data);
-        after(p);
+        let _ = s.feed(linktype, ts, pkt.data);
+        after(s);
     }
-    p.finish();
 }
 
 /// Compares both writers on every frame it sees.
@@ -47,6 +54,12 @@ struct FrameCheck {
     addrs: Addrs,
     frames: usize,
     first_difference: Option<(String, String)>,
+}
+
+impl View for FrameCheck {
+    fn frames(&self) -> u64 {
+        self.frames as u64
+    }
 }
 
 impl Observer for FrameCheck {
@@ -69,9 +82,10 @@ impl Observer for FrameCheck {
 fn frame_lines_equal_serde() {
     let mut n = 0;
     for f in golden_captures() {
-        let mut p = Pipeline::new(FrameCheck::default());
-        replay(&f, &mut p, |_| {});
-        let c = &p.ledger.observer;
+        let mut s = Session::new(FrameCheck::default(), options(&f));
+        replay(&f, &mut s, |_| {});
+        s.end();
+        let c = s.view();
         if let Some((fast, slow)) = &c.first_difference {
             panic!("{}: hand writer\n{fast}\nserde_json\n{slow}", f.display());
         }
@@ -82,32 +96,28 @@ fn frame_lines_equal_serde() {
 
 /// Every call of `file` as the hand writer writes it, checked against serde_json's bytes.
 fn call_lines(file: &Path, all_headers: bool) -> Vec<String> {
-    let mut obs = Obs::new(&Wanted {
+    let obs = Obs::new(&Wanted {
         analysis: true,
+        calls_only: true,
+        all_headers,
         ..Wanted::default()
     });
-    obs.all_headers = all_headers;
-    obs.analysis = obs.analysis.map(|a| a.calls_only());
-    let mut p = Pipeline::new(obs);
+    let mut s = Session::new(obs, options(file));
     let mut lines = Vec::new();
-    let mut take = |p: &mut Pipeline<Obs>| {
-        if let Some(a) = p.ledger.observer.analysis.as_mut() {
-            a.drain_finished(|c| {
-                let line = CallLine::new(&c);
-                let mut fast = Vec::new();
-                line.write_json(&mut fast);
-                let slow = serde_json::to_vec(&line).unwrap();
-                let fast = String::from_utf8(fast).unwrap();
-                assert_eq!(fast, String::from_utf8(slow).unwrap(), "{}", file.display());
-                lines.push(fast);
-            });
-        }
+    let mut take = |s: &mut Session| {
+        s.drain_calls(|c| {
+            let line = CallLine::new(&c);
+            let mut fast = Vec::new();
+            line.write_json(&mut fast);
+            let slow = serde_json::to_vec(&line).unwrap();
+            let fast = String::from_utf8(fast).unwrap();
+            assert_eq!(fast, String::from_utf8(slow).unwrap(), "{}", file.display());
+            lines.push(fast);
+        });
     };
-    replay(file, &mut p, &mut take);
-    if let Some(a) = p.ledger.observer.analysis.as_mut() {
-        a.flush();
-    }
-    take(&mut p);
+    replay(file, &mut s, &mut take);
+    s.end();
+    take(&mut s);
     lines
 }
 
@@ -136,16 +146,15 @@ fn analysis_reads_only_kept_headers() {
         );
         calls += kept.len();
         let report = |all: bool| {
-            let mut obs = Obs::new(&Wanted {
+            let obs = Obs::new(&Wanted {
                 analysis: true,
+                all_headers: all,
                 ..Wanted::default()
             });
-            obs.all_headers = all;
-            let mut p = Pipeline::new(obs);
-            replay(&f, &mut p, |_| {});
-            let whole = p.ledger_report(&p.ledger.observer.tally);
-            let (r, _) = h2ledger_run::build(&mut p, whole);
-            serde_json::to_string(&r).unwrap()
+            let mut s = Session::new(obs, options(&f));
+            replay(&f, &mut s, |_| {});
+            let done = s.finish(&End::Complete, None);
+            serde_json::to_string(&done.report).unwrap()
         };
         assert_eq!(
             report(false),
@@ -249,44 +258,33 @@ fn every_json_record_keeps_the_published_key_order() {
     use h2ledger_output::{json, live, Format, Style};
     let mut checked = 0;
     for f in golden_captures() {
-        let mut p = Pipeline::new(Obs::new(&Wanted {
-            analysis: true,
-            splitter: Some(h2ledger_core::Splitter::every(1_000_000_000)),
-            timeline: None,
-        }));
-        replay(&f, &mut p, |p| {
-            if let Some(t) = p.stats.first {
-                p.ledger.observer.set_origin(t)
-            }
-        });
-        let whole = p.ledger_report(&p.ledger.observer.tally);
-        let (whole, phases) = h2ledger_run::build(&mut p, whole);
-        let o = &p.ledger.observer;
+        let mut s = Session::new(
+            Obs::new(&Wanted {
+                analysis: true,
+                splitter: Some(h2ledger_core::Splitter::every(1_000_000_000)),
+                ..Wanted::default()
+            }),
+            options(&f),
+        );
+        replay(&f, &mut s, |_| {});
+        let tick = s.tick();
+        let done = s.finish(&End::Complete, None);
+        let whole = &done.report;
         let name = f.display().to_string();
         let mut doc = Vec::new();
-        json::write_json(&mut doc, &whole, &mut phases.reports(o)).unwrap();
+        json::write_json(&mut doc, whole, &mut s.phases(&done)).unwrap();
         assert_ordered(&name, &doc);
         let mut lines = Vec::new();
-        json::write_jsonl(&mut lines, &whole, &mut phases.reports(o)).unwrap();
+        json::write_jsonl(&mut lines, whole, &mut s.phases(&done)).unwrap();
         assert_ordered(&name, &lines);
         let mut cmp = Vec::new();
-        json::write_compare(&mut cmp, &whole, &whole, false);
+        json::write_compare(&mut cmp, whole, whole, false);
         assert_ordered(&name, &cmp);
-        let mut tick = Vec::new();
+        let mut line = Vec::new();
         let mut view = live::LiveView::new("lo", live::TickFormat::Jsonl, false, Style::default());
-        view.tick(
-            &mut tick,
-            &live::Snapshot {
-                total: &whole.ledger,
-                last: &whole.ledger,
-                capture: &p.stats,
-                tcp: (&p.reasm.stats()).into(),
-                drops: Default::default(),
-                frames: o.frames(),
-            },
-        );
-        assert_ordered(&name, &tick);
-        let reports: Vec<h2ledger_run::Report> = phases.reports(o).collect();
+        view.tick(&mut line, &tick, Default::default());
+        assert_ordered(&name, &line);
+        let reports: Vec<h2ledger_run::Report> = s.phases(&done).collect();
         let results: Vec<h2ledger_output::demo::PhaseResult> = reports
             .iter()
             .map(|r| h2ledger_output::demo::PhaseResult {
@@ -307,9 +305,9 @@ fn every_json_record_keeps_the_published_key_order() {
             bdp_known: true,
             results: &results,
             phases: &reports,
-            whole: &whole,
-            capture: &p.stats,
-            tcp: (&p.reasm.stats()).into(),
+            whole,
+            capture: whole.capture.as_ref().unwrap(),
+            tcp: whole.tcp.unwrap(),
         };
         for format in [Format::Json, Format::Jsonl] {
             let mut demo = Vec::new();

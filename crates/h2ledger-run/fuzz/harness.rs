@@ -8,14 +8,20 @@
 //! panic, loop, or grow with the time span.
 
 use h2ledger_core::analysis::{Cut, Splitter};
-use h2ledger_run::{build, Obs, Pipeline, Wanted};
+use h2ledger_run::{End, Obs, Options, Session, Wanted};
+use h2ledger_tcp::LinkType;
 
-const LINKTYPES: [i32; 4] = [101, 1, 0, 113];
+const LINKTYPES: [LinkType; 4] = [
+    LinkType::RAW,
+    LinkType::ETHERNET,
+    LinkType::NULL,
+    LinkType::LINUX_SLL,
+];
 
 /// Returns the reassembly counters, for the tests.
-pub fn run(data: &[u8]) -> h2ledger_tcp::Stats {
+pub fn run(data: &[u8]) -> h2ledger_run::TcpReport {
     let Some((&head, mut rest)) = data.split_first() else {
-        return h2ledger_tcp::Stats::default();
+        return h2ledger_run::TcpReport::default();
     };
     let splitter = match head & 3 {
         0 => None,
@@ -31,16 +37,16 @@ pub fn run(data: &[u8]) -> h2ledger_tcp::Stats {
         analysis: head & 4 == 0,
         splitter,
         timeline: Some(100_000_000),
+        ..Wanted::default()
     };
     let obs = Obs::new(&wanted);
-    let mut p = if head & 8 == 0 {
-        Pipeline::new(obs)
-    } else {
-        Pipeline::with_max_connections(obs, 2)
+    let opts = Options {
+        max_connections: if head & 8 == 0 { 4096 } else { 2 },
+        ..Options::default()
     };
+    let mut p = Session::new(obs, opts);
     let mut ts: i64 = 1_700_000_000_000_000_000;
     let mut seq = [[1000u32; 2]; 4];
-    let mut first = true;
     while rest.len() >= 4 {
         let (op, b1, len) = (
             rest[0],
@@ -57,13 +63,9 @@ pub fn run(data: &[u8]) -> h2ledger_tcp::Stats {
         let n = len.min(rest.len());
         let (payload, tail) = rest.split_at(n);
         rest = tail;
-        if first {
-            p.ledger.observer.set_origin(ts);
-            first = false;
-        }
         if op & 0x80 != 0 {
             // A raw packet of one of the link types.
-            p.packet(LINKTYPES[usize::from(op & 3)], ts, payload);
+            let _ = p.feed(LINKTYPES[usize::from(op & 3)], ts, payload);
             continue;
         }
         let conn = usize::from(op & 3);
@@ -84,21 +86,19 @@ pub fn run(data: &[u8]) -> h2ledger_tcp::Stats {
         seq[conn][dir] = seq[conn][dir]
             .wrapping_add(body.len() as u32)
             .wrapping_add(u32::from(flags & 0x03 != 0));
-        p.packet(101, ts, &pkt);
+        let _ = p.feed(LinkType::RAW, ts, &pkt);
     }
-    p.finish();
-    let whole = p.ledger_report(&p.ledger.observer.tally);
-    let (full, phases) = build(&mut p, whole);
-    assert!(phases.len() <= h2ledger_core::analysis::MAX_PHASES);
+    let done = p.finish(&End::Complete, None);
+    assert!(done.phase_count() <= h2ledger_core::analysis::MAX_PHASES);
     // Phase reports are built when asked for: build each one.
-    for r in phases.reports(&p.ledger.observer) {
+    for r in p.phases(&done) {
         let _ = r.ledger.sides.server.frames.total();
     }
-    let _ = full.ledger.sides.client.frames.total();
-    if let Some(t) = &p.ledger.observer.timeline {
-        assert!(t.counts.len() <= h2ledger_core::analysis::timeline::MAX_BUCKETS);
+    let _ = done.report.ledger.sides.client.frames.total();
+    if let Some(plot) = p.plot(&done) {
+        assert!(plot.timeline.counts.len() <= h2ledger_core::analysis::timeline::MAX_BUCKETS);
     }
-    p.reasm.stats()
+    p.tcp()
 }
 
 fn ipv4_tcp(conn: usize, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {

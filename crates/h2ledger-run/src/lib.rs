@@ -1,37 +1,47 @@
 //! One h2ledger run as a library: packets in, reports out.
 //!
-//! [`Pipeline`] decodes each packet (link, IP, TCP), reassembles each direction and feeds the
-//! ledger, which hands frames to an observer; [`Obs`] is the observer of a run (the tally,
-//! per-phase tallies, the analysis and the plot timeline, each only when asked for), and
-//! [`build`] turns a finished run into the whole capture's [`Report`] and its [`Phases`],
-//! whose reports are built one at a time when printed. A `Report` is typed
-//! (`#[derive(Serialize)]`-backed): the binary's tables read its fields and its JSON is the
-//! published object; the crate never patches JSON after the fact. The crate
-//! is pure: no pcap, no tokio, no printing, no unsafe; the binary adds the capture sources, the
-//! command line and the rendering. Memory is bounded as docs/ledger.md ("Memory bounds") says.
+//! A [`Session`] is what every command drives: built from an observer (usually [`Obs`], the
+//! run's observers: the tally, per-phase tallies, the analysis and the plot timeline, each only
+//! when asked for by [`Wanted`]) and [`Options`] (connections tracked, limits, the filter, TLS
+//! keys), it is fed packets ([`Session::feed`] decodes the link, IP and TCP layers, reassembles
+//! each direction, decrypts TLS and feeds the ledger; it says with a typed [`Stop`] when a limit
+//! ends the run), told about idle time, and finished with how the input ended ([`End`]). The
+//! [`Finished`] run holds the whole capture's [`Report`]; its phases' reports are built one at a
+//! time when printed. A `Report` is typed: its JSON is the published object, fields in the
+//! published order.
+//!
+//! The crate is pure: no pcap, no tokio, no printing, no unsafe. Memory is bounded as
+//! docs/ledger.md ("Memory bounds") says.
 //!
 //! ```
-//! use h2ledger_run::{build, Obs, Pipeline, Wanted};
+//! use h2ledger_run::{End, Obs, Options, Session, Wanted};
+//! use h2ledger_tcp::LinkType;
 //!
-//! let mut p = Pipeline::new(Obs::new(&Wanted { analysis: true, ..Wanted::default() }));
-//! // A raw IPv4 packet (LINKTYPE_RAW = 101) that is not TCP: counted, nothing else.
+//! let obs = Obs::new(&Wanted { analysis: true, ..Wanted::default() });
+//! let mut s = Session::new(obs, Options::default());
+//! // A raw IPv4 packet that is not TCP: counted, nothing else.
 //! let mut udp = vec![0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1];
 //! udp.extend_from_slice(&[0, 1, 0, 2, 0, 8, 0, 0]);
-//! p.packet(101, 1_000_000_000, &udp);
-//! p.finish();
-//! let whole = p.ledger_report(&p.ledger.observer.tally);
-//! let (full, phases) = build(&mut p, whole);
-//! assert_eq!(full.ledger.connections, 0);
-//! assert_eq!(full.capture.as_ref().map(|c| c.packets), Some(1));
-//! assert_eq!(p.stats.not_tcp, 1);
-//! assert!(phases.is_empty());
+//! assert!(s.feed(LinkType::RAW, 1_000_000_000, &udp).is_continue());
+//! let done = s.finish(&End::Complete, None);
+//! assert_eq!(done.report.ledger.connections, 0);
+//! assert_eq!(done.report.capture.as_ref().map(|c| (c.packets, c.not_tcp)), Some((1, 1)));
+//! assert_eq!(done.phase_count(), 0);
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
-pub mod pipeline;
-pub mod report;
-pub mod run;
+mod obs;
+mod pipeline;
+mod report;
+mod session;
+mod ticker;
+pub mod time;
 
-pub use pipeline::{CaptureStats, Pipeline};
+pub use obs::{Obs, Wanted};
+pub use pipeline::{CaptureStats, KeyPoll};
 pub use report::{secs, Drops, Report, TcpReport};
-pub use run::{build, Obs, Phases, Wanted};
+pub use session::{
+    End, Finished, Options, PlotInput, Session, Stop, Tick, View, DEFAULT_MAX_CONNECTIONS,
+};
+pub use ticker::Ticker;

@@ -4,7 +4,7 @@
 //! over; [`Pipeline::finish`] ends the input (every connection is closed and folded).
 
 use h2ledger_core::{Ledger, LedgerReport, Observer, Tally};
-use h2ledger_tcp::{link, Config, Nanos, Reassembler};
+use h2ledger_tcp::{link, Config, LinkType, Nanos, Reassembler};
 use h2ledger_tls::Tls;
 use serde::Serialize;
 
@@ -13,26 +13,31 @@ use crate::report::{secs, Report, TcpReport};
 /// Packet-level counts of one run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CaptureStats {
-    /// First and last packet time (nanoseconds since the epoch; seconds in the JSON).
+    /// First packet time (nanoseconds since the epoch; seconds in the JSON).
     #[serde(serialize_with = "crate::report::secs_opt")]
     pub first: Option<Nanos>,
+    /// Last packet time (nanoseconds since the epoch; seconds in the JSON).
     #[serde(serialize_with = "crate::report::secs_opt")]
     pub last: Option<Nanos>,
+    /// Packets that are not TCP over IPv4 or IPv6.
     pub not_tcp: u64,
+    /// Packets read.
     pub packets: u64,
+    /// TCP segments among them.
     pub tcp_segments: u64,
+    /// Packets whose link, IP or TCP header could not be decoded.
     pub undecodable: u64,
 }
 
 /// Where a live key log's new lines come from (the binary reads the file; the library only asks).
 pub type KeyPoll = Box<dyn FnMut() -> Option<String>>;
 
-pub struct Pipeline<O> {
-    pub reasm: Reassembler,
-    pub ledger: Ledger<O>,
-    pub stats: CaptureStats,
+pub(crate) struct Pipeline<O> {
+    pub(crate) reasm: Reassembler,
+    pub(crate) ledger: Ledger<O>,
+    pub(crate) stats: CaptureStats,
     /// Between reassembly and the ledger: TLS connections decrypted, the rest passed through.
-    pub tls: Tls,
+    pub(crate) tls: Tls,
     key_poll: Option<KeyPoll>,
     first: Option<Nanos>,
     last: Nanos,
@@ -48,10 +53,6 @@ const TIMESTAMP_JUMP_NS: u64 = 3_600_000_000_000;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 impl<O: Observer> Pipeline<O> {
-    pub fn new(observer: O) -> Self {
-        Self::with_max_connections(observer, DEFAULT_MAX_CONNECTIONS)
-    }
-
     /// A pipeline that tracks at most `max` connections at once (at least 1).
     pub fn with_max_connections(observer: O, max: usize) -> Self {
         Pipeline {
@@ -90,7 +91,7 @@ impl<O: Observer> Pipeline<O> {
         }
     }
 
-    pub fn packet(&mut self, linktype: i32, ts: Nanos, data: &[u8]) {
+    pub fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) {
         self.stats.packets += 1;
         match self.first {
             None => self.first = Some(ts),

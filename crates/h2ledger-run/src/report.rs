@@ -25,16 +25,27 @@ use crate::pipeline::CaptureStats;
 /// TCP reassembly facts: the JSON `tcp` object.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TcpReport {
+    /// Times a direction's reassembly buffer or hole list was full.
     pub bound_hits: u64,
+    /// Segments with payload after the peer's RST.
     pub data_after_rst: u64,
+    /// Connections closed to stay within `--max-connections`.
     pub evicted: u64,
+    /// Bytes in those gaps.
     pub gap_bytes: u64,
+    /// Stretches of a direction the capture lacks.
     pub gaps: u64,
+    /// Segments that came before the bytes preceding them.
     pub out_of_order: u64,
+    /// Segments overlapping bytes already seen, with new bytes too.
     pub overlaps: u64,
+    /// Connections seen again after being evicted.
     pub resumed: u64,
+    /// Segments that carried only bytes already seen.
     pub retransmissions: u64,
+    /// TCP segments.
     pub segments: u64,
+    /// Segments cut short by the snap length.
     pub truncated: u64,
 }
 
@@ -75,13 +86,19 @@ pub struct Report {
     /// The scope's bounds: the first and last packet for the whole capture, `[start, end)`
     /// for a phase.
     pub start: Option<Nanos>,
+    /// See `start`.
     pub end: Option<Nanos>,
+    /// The frame ledger.
     pub ledger: LedgerReport,
+    /// The analysis, when one was attached.
     pub analysis: Option<AnalysisReport>,
     /// The whole capture's packet counts, reassembly, TLS and (live) drop counters.
     pub capture: Option<CaptureStats>,
+    /// The whole capture's reassembly counts.
     pub tcp: Option<TcpReport>,
+    /// The whole capture's TLS facts.
     pub tls: Option<TlsReport>,
+    /// A live capture's drop counters.
     pub drops: Option<Drops>,
 }
 

@@ -39,7 +39,7 @@
 //!     0x9c, 0x40, 0xc3, 0x83, 0, 0, 0x03, 0xe8, 0, 0, 0, 1, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0,
 //!     b'P', b'R', b'I', b' ',
 //! ];
-//! let seg = link::decode(101, frame).unwrap().expect("a TCP segment");
+//! let seg = link::decode(link::LinkType::RAW, frame).unwrap().expect("a TCP segment");
 //! assert_eq!(seg.dst.port(), 50051);
 //! assert_eq!(seg.payload, b"PRI ");
 //!
@@ -62,7 +62,7 @@ pub mod link;
 mod reasm;
 pub mod seq;
 
-pub use link::DecodeError;
+pub use link::{DecodeError, LinkType};
 pub use reasm::{CloseKind, Config, ConnId, ConnMeta, Dir, Reassembler, Sink, Stats, Write};
 
 /// Nanoseconds since the Unix epoch.

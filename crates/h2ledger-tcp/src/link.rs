@@ -38,26 +38,38 @@ use etherparse::{
 
 use crate::{TcpFlags, TcpSegment};
 
-/// pcap `LINKTYPE_NULL`: BSD loopback, family in host byte order.
-pub const LINKTYPE_NULL: i32 = 0;
-/// pcap `LINKTYPE_ETHERNET`.
-pub const LINKTYPE_ETHERNET: i32 = 1;
-/// `DLT_RAW` as found in some pcap files (OpenBSD numbering).
-pub const LINKTYPE_RAW_12: i32 = 12;
-/// `DLT_RAW` as found in some pcap files (BSD/OS numbering).
-pub const LINKTYPE_RAW_14: i32 = 14;
-/// pcap `LINKTYPE_RAW`: raw IPv4 or IPv6.
-pub const LINKTYPE_RAW: i32 = 101;
-/// pcap `LINKTYPE_LOOP`: OpenBSD loopback, family in network byte order.
-pub const LINKTYPE_LOOP: i32 = 108;
-/// pcap `LINKTYPE_LINUX_SLL`: Linux cooked capture v1.
-pub const LINKTYPE_LINUX_SLL: i32 = 113;
-/// pcap `LINKTYPE_IPV4`.
-pub const LINKTYPE_IPV4: i32 = 228;
-/// pcap `LINKTYPE_IPV6`.
-pub const LINKTYPE_IPV6: i32 = 229;
-/// pcap `LINKTYPE_LINUX_SLL2`: Linux cooked capture v2.
-pub const LINKTYPE_LINUX_SLL2: i32 = 276;
+/// A pcap `LINKTYPE_` number: how a captured frame begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LinkType(pub i32);
+
+impl LinkType {
+    /// `LINKTYPE_NULL`: BSD loopback, family in host byte order.
+    pub const NULL: LinkType = LinkType(0);
+    /// `LINKTYPE_ETHERNET`.
+    pub const ETHERNET: LinkType = LinkType(1);
+    /// `DLT_RAW` as found in some pcap files (OpenBSD numbering).
+    pub const RAW_12: LinkType = LinkType(12);
+    /// `DLT_RAW` as found in some pcap files (BSD/OS numbering).
+    pub const RAW_14: LinkType = LinkType(14);
+    /// `LINKTYPE_RAW`: raw IPv4 or IPv6.
+    pub const RAW: LinkType = LinkType(101);
+    /// `LINKTYPE_LOOP`: OpenBSD loopback, family in network byte order.
+    pub const LOOP: LinkType = LinkType(108);
+    /// `LINKTYPE_LINUX_SLL`: Linux cooked capture v1.
+    pub const LINUX_SLL: LinkType = LinkType(113);
+    /// `LINKTYPE_IPV4`.
+    pub const IPV4: LinkType = LinkType(228);
+    /// `LINKTYPE_IPV6`.
+    pub const IPV6: LinkType = LinkType(229);
+    /// `LINKTYPE_LINUX_SLL2`: Linux cooked capture v2.
+    pub const LINUX_SLL2: LinkType = LinkType(276);
+}
+
+impl std::fmt::Display for LinkType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 
 const SLL_HEADER_LEN: usize = 16;
 const SLL2_HEADER_LEN: usize = 20;
@@ -109,14 +121,14 @@ impl std::error::Error for DecodeError {}
 /// Decodes one captured frame of pcap link type `linktype` down to its TCP segment.
 ///
 /// `Ok(None)`: a valid frame that is not TCP over IPv4/IPv6 (ARP, UDP, ICMP, ...).
-pub fn decode(linktype: i32, frame: &[u8]) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+pub fn decode(linktype: LinkType, frame: &[u8]) -> Result<Option<TcpSegment<'_>>, DecodeError> {
     match linktype {
-        LINKTYPE_ETHERNET => {
+        LinkType::ETHERNET => {
             let eth = Ethernet2Slice::from_slice_without_fcs(frame)
                 .map_err(|_| DecodeError::TruncatedLink)?;
             by_ether_type(eth.ether_type(), eth.payload_slice())
         }
-        LINKTYPE_LINUX_SLL => {
+        LinkType::LINUX_SLL => {
             // packet type (2), ARPHRD type (2), address length (2), address (8), protocol (2)
             if frame.len() < SLL_HEADER_LEN {
                 return Err(DecodeError::TruncatedLink);
@@ -124,7 +136,7 @@ pub fn decode(linktype: i32, frame: &[u8]) -> Result<Option<TcpSegment<'_>>, Dec
             let proto = u16::from_be_bytes([frame[14], frame[15]]);
             by_ether_type(EtherType(proto), &frame[SLL_HEADER_LEN..])
         }
-        LINKTYPE_LINUX_SLL2 => {
+        LinkType::LINUX_SLL2 => {
             // protocol (2), reserved (2), ifindex (4), ARPHRD type (2), packet type (1),
             // address length (1), address (8)
             if frame.len() < SLL2_HEADER_LEN {
@@ -133,7 +145,7 @@ pub fn decode(linktype: i32, frame: &[u8]) -> Result<Option<TcpSegment<'_>>, Dec
             let proto = u16::from_be_bytes([frame[0], frame[1]]);
             by_ether_type(EtherType(proto), &frame[SLL2_HEADER_LEN..])
         }
-        LINKTYPE_NULL | LINKTYPE_LOOP => {
+        LinkType::NULL | LinkType::LOOP => {
             if frame.len() < NULL_HEADER_LEN {
                 return Err(DecodeError::TruncatedLink);
             }
@@ -141,7 +153,7 @@ pub fn decode(linktype: i32, frame: &[u8]) -> Result<Option<TcpSegment<'_>>, Dec
             let be = u32::from_be_bytes(raw);
             // NULL is in the capturing host's order, which the file does not record:
             // try both. LOOP is always network order.
-            let family = if linktype == LINKTYPE_LOOP || is_known_family(be) {
+            let family = if linktype == LinkType::LOOP || is_known_family(be) {
                 be
             } else {
                 u32::from_le_bytes(raw)
@@ -153,10 +165,10 @@ pub fn decode(linktype: i32, frame: &[u8]) -> Result<Option<TcpSegment<'_>>, Dec
                 _ => Ok(None),
             }
         }
-        LINKTYPE_RAW | LINKTYPE_RAW_12 | LINKTYPE_RAW_14 => ip(None, frame),
-        LINKTYPE_IPV4 => ip(Some(4), frame),
-        LINKTYPE_IPV6 => ip(Some(6), frame),
-        other => Err(DecodeError::UnsupportedLinktype(other)),
+        LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 => ip(None, frame),
+        LinkType::IPV4 => ip(Some(4), frame),
+        LinkType::IPV6 => ip(Some(6), frame),
+        other => Err(DecodeError::UnsupportedLinktype(other.0)),
     }
 }
 

@@ -104,7 +104,7 @@ fn replay_some(capture: &Path, keylog: &str, keep: impl Fn(usize) -> bool) -> (R
             continue;
         }
         last = ts;
-        if let Ok(Some(seg)) = link::decode(lt, &data) {
+        if let Ok(Some(seg)) = link::decode(link::LinkType(lt), &data) {
             reasm.push(ts, &seg, &mut tls.layer(&mut ledger));
         }
     }
@@ -458,7 +458,7 @@ fn keys_that_arrive_late_decrypt_the_held_records() {
     let mut waited = false;
     for (i, (lt, ts, data)) in packets(&bytes).into_iter().enumerate() {
         last = ts;
-        if let Ok(Some(seg)) = link::decode(lt, &data) {
+        if let Ok(Some(seg)) = link::decode(link::LinkType(lt), &data) {
             reasm.push(ts, &seg, &mut tls.layer(&mut ledger));
         }
         waited |= tls.waiting_for_keys();

@@ -72,6 +72,22 @@ impl FramePrinter {
     }
 }
 
+impl h2ledger_run::View for FramePrinter {
+    fn frames(&self) -> u64 {
+        self.out.records
+    }
+    /// The reader went away, or `--max-frames` frames were printed.
+    fn stop(&self) -> Option<h2ledger_run::Stop> {
+        if self.out.broken {
+            Some(h2ledger_run::Stop::OutputClosed)
+        } else if self.full() {
+            Some(h2ledger_run::Stop::MaxFrames)
+        } else {
+            None
+        }
+    }
+}
+
 impl Observer for FramePrinter {
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         if self.out.broken || self.full() || !self.filter.keep(ev) {

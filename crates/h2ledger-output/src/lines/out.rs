@@ -142,7 +142,7 @@ pub struct Summary<'a> {
     /// Calls listed (calls) or frames printed (frames).
     pub calls: Option<u64>,
     /// Packet counts of the run.
-    pub capture: &'a h2ledger_run::pipeline::CaptureStats,
+    pub capture: &'a h2ledger_run::CaptureStats,
     /// The input ended early (a damaged file): what stopped it.
     pub error: Option<String>,
     /// Frames printed (`frames`) or seen (`calls`).

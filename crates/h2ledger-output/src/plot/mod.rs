@@ -4,7 +4,7 @@
 //! window of its busiest stream. Drawn with plotters' SVG backend.
 //!
 //! What is drawn is decided first, as data ([`Plan`]): the rows, the bins, the ticks and the
-//! legend entries (only for marks that are drawn). [`render`] then draws a plan.
+//! legend entries (only for marks that are drawn). [`svg`] then draws it.
 
 mod draw;
 mod plan;
@@ -25,3 +25,24 @@ impl std::fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Writes the `--plot` SVG of a finished run into `file`; a cap of the timeline that was hit
+/// is said on `err`.
+pub fn write(
+    mut file: std::fs::File,
+    p: &h2ledger_run::PlotInput<'_>,
+    title: &str,
+    err: &mut dyn std::io::Write,
+) -> Result<(), Error> {
+    let t = p.timeline;
+    if t.refused > 0 {
+        let _ = writeln!(
+            err,
+            "warning: the plot keeps {} time buckets: {} frames of later buckets are not drawn",
+            h2ledger_core::analysis::timeline::MAX_BUCKETS,
+            t.refused
+        );
+    }
+    let svg = svg(t, &p.cuts, p.end, title, p.windows)?;
+    std::io::Write::write_all(&mut file, svg.as_bytes()).map_err(|e| Error(e.to_string()))
+}

@@ -29,7 +29,7 @@ pub fn run(data: &[u8]) {
         rest = &rest[4..];
         let frame = &rest[..len.min(rest.len())];
         rest = &rest[frame.len()..];
-        if let Ok(Some(seg)) = link::decode(linktype, frame) {
+        if let Ok(Some(seg)) = link::decode(link::LinkType(linktype), frame) {
             assert!(seg.payload.len() <= seg.wire_payload_len as usize);
             reasm.push(ts, &seg, &mut sink);
         }

@@ -35,7 +35,7 @@ fn cat(head: &[u8], rest: &[u8]) -> Vec<u8> {
 }
 
 #[track_caller]
-fn assert_v4_segment(linktype: i32, frame: &[u8]) {
+fn assert_v4_segment(linktype: LinkType, frame: &[u8]) {
     let seg = decode(linktype, frame).unwrap().expect("TCP");
     assert_eq!(seg.src, "127.0.0.1:40000".parse().unwrap());
     assert_eq!(seg.dst, "127.0.0.2:50051".parse().unwrap());
@@ -53,7 +53,7 @@ fn assert_v4_segment(linktype: i32, frame: &[u8]) {
 }
 
 #[track_caller]
-fn assert_v6_segment(linktype: i32, frame: &[u8]) {
+fn assert_v6_segment(linktype: LinkType, frame: &[u8]) {
     let seg = decode(linktype, frame).unwrap().expect("TCP");
     assert_eq!(seg.src, "[::1]:40000".parse().unwrap());
     assert_eq!(seg.dst, "[::2]:50051".parse().unwrap());
@@ -72,7 +72,7 @@ fn ethernet_loopback_zero_macs() {
         .write(&mut frame, PAYLOAD)
         .unwrap();
     assert_eq!(&frame[12..14], &[0x08, 0x00]);
-    assert_v4_segment(LINKTYPE_ETHERNET, &frame);
+    assert_v4_segment(LinkType::ETHERNET, &frame);
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn ethernet_vlan() {
         .write(&mut frame, PAYLOAD)
         .unwrap();
     assert_eq!(&frame[12..14], &[0x81, 0x00]);
-    assert_v4_segment(LINKTYPE_ETHERNET, &frame);
+    assert_v4_segment(LinkType::ETHERNET, &frame);
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn ethernet_padding_is_not_payload() {
     frame.extend(v4(b"hi"));
     frame.extend([0xAA; 4]);
     assert_eq!(frame.len(), 60);
-    let seg = decode(LINKTYPE_ETHERNET, &frame).unwrap().unwrap();
+    let seg = decode(LinkType::ETHERNET, &frame).unwrap().unwrap();
     assert_eq!(seg.payload, b"hi");
     assert_eq!(seg.wire_payload_len, 2);
 
@@ -105,7 +105,7 @@ fn ethernet_padding_is_not_payload() {
     let mut frame = cat(&[0; 12], &[0x08, 0x00]);
     frame.extend(v4(b""));
     frame.extend([0xAA; 6]);
-    let seg = decode(LINKTYPE_ETHERNET, &frame).unwrap().unwrap();
+    let seg = decode(LinkType::ETHERNET, &frame).unwrap().unwrap();
     assert_eq!(seg.payload, b"");
     assert_eq!(seg.wire_payload_len, 0);
 }
@@ -116,24 +116,24 @@ fn ethernet_ipv6() {
         &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x86, 0xdd],
         &v6(PAYLOAD),
     );
-    assert_v6_segment(LINKTYPE_ETHERNET, &frame);
+    assert_v6_segment(LinkType::ETHERNET, &frame);
 }
 
 #[test]
 fn linux_sll_loopback_arphrd_772() {
     // packet type 0 (host), ARPHRD 772 (loopback), address length 6, address, IPv4
     let head = [0, 0, 0x03, 0x04, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00];
-    assert_v4_segment(LINKTYPE_LINUX_SLL, &cat(&head, &v4(PAYLOAD)));
+    assert_v4_segment(LinkType::LINUX_SLL, &cat(&head, &v4(PAYLOAD)));
     let head6 = [0, 4, 0x03, 0x04, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0x86, 0xdd];
-    assert_v6_segment(LINKTYPE_LINUX_SLL, &cat(&head6, &v6(PAYLOAD)));
+    assert_v6_segment(LinkType::LINUX_SLL, &cat(&head6, &v6(PAYLOAD)));
     // Too short for the header.
     assert_eq!(
-        decode(LINKTYPE_LINUX_SLL, &head[..15]),
+        decode(LinkType::LINUX_SLL, &head[..15]),
         Err(DecodeError::TruncatedLink)
     );
     // ARP: not TCP.
     let arp = [0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 0x08, 0x06, 0, 1];
-    assert_eq!(decode(LINKTYPE_LINUX_SLL, &arp), Ok(None));
+    assert_eq!(decode(LinkType::LINUX_SLL, &arp), Ok(None));
 }
 
 #[test]
@@ -142,67 +142,67 @@ fn linux_sll2() {
     let head = [
         0x08, 0x00, 0, 0, 0, 0, 0, 1, 0x03, 0x04, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0,
     ];
-    assert_v4_segment(LINKTYPE_LINUX_SLL2, &cat(&head, &v4(PAYLOAD)));
+    assert_v4_segment(LinkType::LINUX_SLL2, &cat(&head, &v4(PAYLOAD)));
     let mut head6 = head;
     head6[..2].copy_from_slice(&[0x86, 0xdd]);
-    assert_v6_segment(LINKTYPE_LINUX_SLL2, &cat(&head6, &v6(PAYLOAD)));
+    assert_v6_segment(LinkType::LINUX_SLL2, &cat(&head6, &v6(PAYLOAD)));
     assert_eq!(
-        decode(LINKTYPE_LINUX_SLL2, &head[..19]),
+        decode(LinkType::LINUX_SLL2, &head[..19]),
         Err(DecodeError::TruncatedLink)
     );
 }
 
 #[test]
 fn bsd_null_both_byte_orders() {
-    assert_v4_segment(LINKTYPE_NULL, &cat(&[2, 0, 0, 0], &v4(PAYLOAD)));
-    assert_v4_segment(LINKTYPE_NULL, &cat(&[0, 0, 0, 2], &v4(PAYLOAD)));
+    assert_v4_segment(LinkType::NULL, &cat(&[2, 0, 0, 0], &v4(PAYLOAD)));
+    assert_v4_segment(LinkType::NULL, &cat(&[0, 0, 0, 2], &v4(PAYLOAD)));
     for family in [10u32, 24, 28, 30] {
-        assert_v6_segment(LINKTYPE_NULL, &cat(&family.to_le_bytes(), &v6(PAYLOAD)));
-        assert_v6_segment(LINKTYPE_NULL, &cat(&family.to_be_bytes(), &v6(PAYLOAD)));
+        assert_v6_segment(LinkType::NULL, &cat(&family.to_le_bytes(), &v6(PAYLOAD)));
+        assert_v6_segment(LinkType::NULL, &cat(&family.to_be_bytes(), &v6(PAYLOAD)));
     }
     // Unknown family (e.g. AF_UNIX): not TCP over IP.
     assert_eq!(
-        decode(LINKTYPE_NULL, &cat(&[1, 0, 0, 0], &v4(PAYLOAD))),
+        decode(LinkType::NULL, &cat(&[1, 0, 0, 0], &v4(PAYLOAD))),
         Ok(None)
     );
     assert_eq!(
-        decode(LINKTYPE_NULL, &[2, 0, 0]),
+        decode(LinkType::NULL, &[2, 0, 0]),
         Err(DecodeError::TruncatedLink)
     );
 }
 
 #[test]
 fn openbsd_loop_network_order() {
-    assert_v4_segment(LINKTYPE_LOOP, &cat(&[0, 0, 0, 2], &v4(PAYLOAD)));
-    assert_v6_segment(LINKTYPE_LOOP, &cat(&[0, 0, 0, 24], &v6(PAYLOAD)));
+    assert_v4_segment(LinkType::LOOP, &cat(&[0, 0, 0, 2], &v4(PAYLOAD)));
+    assert_v6_segment(LinkType::LOOP, &cat(&[0, 0, 0, 24], &v6(PAYLOAD)));
     // Host order is not accepted for LOOP.
     assert_eq!(
-        decode(LINKTYPE_LOOP, &cat(&[2, 0, 0, 0], &v4(PAYLOAD))),
+        decode(LinkType::LOOP, &cat(&[2, 0, 0, 0], &v4(PAYLOAD))),
         Ok(None)
     );
 }
 
 #[test]
 fn raw_ip_linktypes() {
-    for lt in [LINKTYPE_RAW, LINKTYPE_RAW_12, LINKTYPE_RAW_14] {
+    for lt in [LinkType::RAW, LinkType::RAW_12, LinkType::RAW_14] {
         assert_v4_segment(lt, &v4(PAYLOAD));
         assert_v6_segment(lt, &v6(PAYLOAD));
     }
-    assert_v4_segment(LINKTYPE_IPV4, &v4(PAYLOAD));
-    assert_v6_segment(LINKTYPE_IPV6, &v6(PAYLOAD));
+    assert_v4_segment(LinkType::IPV4, &v4(PAYLOAD));
+    assert_v6_segment(LinkType::IPV6, &v6(PAYLOAD));
     assert_eq!(
-        decode(LINKTYPE_IPV4, &v6(PAYLOAD)),
+        decode(LinkType::IPV4, &v6(PAYLOAD)),
         Err(DecodeError::BadIpHeader)
     );
     assert_eq!(
-        decode(LINKTYPE_IPV6, &v4(PAYLOAD)),
+        decode(LinkType::IPV6, &v4(PAYLOAD)),
         Err(DecodeError::BadIpHeader)
     );
     assert_eq!(
-        decode(LINKTYPE_RAW, &[0x75; 40]),
+        decode(LinkType::RAW, &[0x75; 40]),
         Err(DecodeError::BadIpHeader)
     );
-    assert_eq!(decode(LINKTYPE_RAW, &[]), Err(DecodeError::TruncatedIp));
+    assert_eq!(decode(LinkType::RAW, &[]), Err(DecodeError::TruncatedIp));
 }
 
 #[test]
@@ -212,7 +212,7 @@ fn ipv4_options() {
     let total = u16::from_be_bytes([p[2], p[3]]) + 4;
     p[2..4].copy_from_slice(&total.to_be_bytes());
     p.splice(20..20, [1, 1, 1, 0]); // NOP NOP NOP EOL
-    assert_v4_segment(LINKTYPE_RAW, &p);
+    assert_v4_segment(LinkType::RAW, &p);
 }
 
 #[test]
@@ -223,7 +223,7 @@ fn ipv6_extension_header() {
     p[4..6].copy_from_slice(&len.to_be_bytes());
     // next header TCP, length 0 (8 bytes), PadN of 4
     p.splice(40..40, [6, 0, 1, 4, 0, 0, 0, 0]);
-    assert_v6_segment(LINKTYPE_RAW, &p);
+    assert_v6_segment(LinkType::RAW, &p);
 }
 
 #[test]
@@ -231,26 +231,26 @@ fn truncated_by_snaplen() {
     let full = cat(&[0; 12], &[0x08, 0x00]);
     let full = cat(&full, &v4(&[7u8; 100]));
     // Snaplen 84: 14 + 20 + 20 + 30 payload bytes.
-    let seg = decode(LINKTYPE_ETHERNET, &full[..84]).unwrap().unwrap();
+    let seg = decode(LinkType::ETHERNET, &full[..84]).unwrap().unwrap();
     assert_eq!(seg.payload, &[7u8; 30]);
     assert_eq!(seg.wire_payload_len, 100);
 
     let six = v6(&[9u8; 50]);
-    let seg = decode(LINKTYPE_RAW, &six[..70]).unwrap().unwrap();
+    let seg = decode(LinkType::RAW, &six[..70]).unwrap().unwrap();
     assert_eq!(seg.payload, &[9u8; 10]);
     assert_eq!(seg.wire_payload_len, 50);
 
     // Cut inside the TCP header, inside the IP header.
     assert_eq!(
-        decode(LINKTYPE_RAW, &six[..50]),
+        decode(LinkType::RAW, &six[..50]),
         Err(DecodeError::TruncatedTcp)
     );
     assert_eq!(
-        decode(LINKTYPE_RAW, &six[..30]),
+        decode(LinkType::RAW, &six[..30]),
         Err(DecodeError::TruncatedIp)
     );
     assert_eq!(
-        decode(LINKTYPE_ETHERNET, &full[..10]),
+        decode(LinkType::ETHERNET, &full[..10]),
         Err(DecodeError::TruncatedLink)
     );
 }
@@ -260,26 +260,26 @@ fn ipv4_zero_total_length_uses_frame() {
     // TSO/GSO super-packets are captured with total length 0.
     let mut p = v4(PAYLOAD);
     p[2..4].copy_from_slice(&[0, 0]);
-    assert_v4_segment(LINKTYPE_RAW, &p);
+    assert_v4_segment(LinkType::RAW, &p);
 }
 
 #[test]
 fn tcp_header_longer_than_ip_payload_is_malformed() {
     let mut p = v4(b"");
     p[32] = 0xf0; // data offset 15 words, but only 20 TCP bytes in the packet
-    assert_eq!(decode(LINKTYPE_RAW, &p), Err(DecodeError::BadTcpHeader));
+    assert_eq!(decode(LinkType::RAW, &p), Err(DecodeError::BadTcpHeader));
     p[32] = 0x40; // data offset 4 < 5
-    assert_eq!(decode(LINKTYPE_RAW, &p), Err(DecodeError::BadTcpHeader));
+    assert_eq!(decode(LinkType::RAW, &p), Err(DecodeError::BadTcpHeader));
 }
 
 #[test]
 fn fragments_are_errors() {
     let mut first = v4(PAYLOAD);
     first[6] = 0x20; // MF, offset 0
-    assert_eq!(decode(LINKTYPE_RAW, &first), Err(DecodeError::IpFragment));
+    assert_eq!(decode(LinkType::RAW, &first), Err(DecodeError::IpFragment));
     let mut later = v4(PAYLOAD);
     later[6..8].copy_from_slice(&[0x00, 0x10]); // offset 16 * 8 bytes, last fragment
-    assert_eq!(decode(LINKTYPE_RAW, &later), Err(DecodeError::IpFragment));
+    assert_eq!(decode(LinkType::RAW, &later), Err(DecodeError::IpFragment));
 }
 
 #[test]
@@ -289,15 +289,15 @@ fn non_tcp_is_none() {
         .udp(1, 2)
         .write(&mut udp, b"x")
         .unwrap();
-    assert_eq!(decode(LINKTYPE_RAW, &udp), Ok(None));
+    assert_eq!(decode(LinkType::RAW, &udp), Ok(None));
     let arp = cat(&[0; 12], &[0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1]);
-    assert_eq!(decode(LINKTYPE_ETHERNET, &arp), Ok(None));
+    assert_eq!(decode(LinkType::ETHERNET, &arp), Ok(None));
 }
 
 #[test]
 fn unsupported_linktype() {
     assert_eq!(
-        decode(147, &v4(PAYLOAD)),
+        decode(LinkType(147), &v4(PAYLOAD)),
         Err(DecodeError::UnsupportedLinktype(147))
     );
     assert_eq!(
@@ -316,7 +316,7 @@ fn syn_fin_rst_flags() {
         .rst()
         .write(&mut p, b"")
         .unwrap();
-    let seg = decode(LINKTYPE_IPV4, &p).unwrap().unwrap();
+    let seg = decode(LinkType::IPV4, &p).unwrap().unwrap();
     assert_eq!(
         seg.flags,
         TcpFlags {

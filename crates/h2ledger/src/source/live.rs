@@ -27,20 +27,6 @@ pub struct LiveOptions {
     pub user: Option<String>,
 }
 
-/// `-Z USER`, shared by the commands that capture live.
-#[derive(clap::Args, Clone, Debug)]
-pub struct UserArg {
-    /// When started as root, switch to this user once the capture is open (tcpdump -Z);
-    /// `-Z root` keeps root
-    #[arg(
-        short = 'Z',
-        long = "user",
-        default_value = "nobody",
-        value_name = "USER"
-    )]
-    pub user: String,
-}
-
 /// The longest a captured packet waits in the kernel before we see it.
 pub const DELIVERY_TIMEOUT_MS: i32 = 50;
 
@@ -76,13 +62,13 @@ impl PacketCodec for Codec {
                 s.packets += 1;
                 if s.packets % FLUSH_EVERY == 0 {
                     if let Err(e) = s.file.flush() {
-                        s.error = Some(crate::input::pcap_reason(&e));
+                        s.error = Some(super::file::pcap_reason(&e));
                     }
                 }
             }
         }
         Pkt {
-            ts: crate::pipeline::ts_nanos(&p.header.ts),
+            ts: super::file::ts_nanos(&p.header.ts),
             data: p.data.to_vec(),
         }
     }
@@ -122,7 +108,7 @@ impl Live {
         let devices = Device::list().map_err(|e| {
             anyhow!(
                 "cannot list capture devices: {}",
-                crate::input::pcap_reason(&e)
+                super::file::pcap_reason(&e)
             )
         })?;
         let Some(dev) = devices.iter().find(|d| d.name == o.device).cloned() else {
@@ -138,7 +124,7 @@ impl Live {
             );
         };
         let cap = Capture::from_device(dev)
-            .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?
+            .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?
             // Not immediate mode: on Linux it makes libpcap use TPACKET_V2, a ring of fixed
             // snaplen-sized slots (a few hundred packets even in 128 MiB), which dropped a third of a
             // full-speed h2load run on a busy machine. TPACKET_V3 packs packets into blocks (the
@@ -153,7 +139,7 @@ impl Live {
         let mut cap = match cap.open() {
             Ok(c) => c,
             Err(e) => {
-                let msg = crate::input::pcap_reason(&e);
+                let msg = super::file::pcap_reason(&e);
                 if msg.contains("ermission") || msg.contains("not permitted") {
                     return Err(permission_error(&o.device));
                 }
@@ -164,7 +150,7 @@ impl Live {
             cap.filter(f, true).map_err(|e| {
                 anyhow!(
                     "bad filter expression \"{f}\": {}",
-                    crate::input::pcap_reason(&e)
+                    super::file::pcap_reason(&e)
                 )
             })?;
         }
@@ -174,7 +160,7 @@ impl Live {
                     anyhow!(
                         "{}: cannot write the capture: {}",
                         p.display(),
-                        crate::input::pcap_reason(&e)
+                        super::file::pcap_reason(&e)
                     )
                 })?;
                 Some((
@@ -193,12 +179,12 @@ impl Live {
         let dropped_to = drop_privileges(o.user.as_deref())?;
         let cap = cap
             .setnonblock()
-            .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?;
+            .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?;
         let stream = cap
             .stream(Codec {
                 save: save.as_ref().map(|(_, s)| s.clone()),
             })
-            .map_err(|e| anyhow!("{}: {}", o.device, crate::input::pcap_reason(&e)))?;
+            .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?;
         Ok(Live {
             stream,
             save,
@@ -213,7 +199,7 @@ impl Live {
         self.stream
             .next()
             .await
-            .map(|r| r.map_err(|e| anyhow!("{}: {}", self.device, crate::input::pcap_reason(&e))))
+            .map(|r| r.map_err(|e| anyhow!("{}: {}", self.device, super::file::pcap_reason(&e))))
     }
 
     /// Packets that were already captured when we decided to stop: read them for up to
@@ -232,7 +218,7 @@ impl Live {
         let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
         if s.error.is_none() {
             if let Err(e) = s.file.flush() {
-                s.error = Some(crate::input::pcap_reason(&e));
+                s.error = Some(super::file::pcap_reason(&e));
             }
         }
         match &s.error {

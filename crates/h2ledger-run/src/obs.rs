@@ -13,31 +13,38 @@ use crate::report::Report;
 /// What a run computes beyond the plain ledger.
 #[derive(Clone, Debug, Default)]
 pub struct Wanted {
+    /// The analysis (`--analyze`; phases attach it too).
     pub analysis: bool,
+    /// Phases: `--split-at` cuts or `--every` periods.
     pub splitter: Option<Splitter>,
     /// Timeline bucket for `--plot`.
     pub timeline: Option<Nanos>,
+    /// Only what the `calls` view prints of the analysis (no per-scope totals).
+    pub calls_only: bool,
+    /// Copy out every header field, not only those the analysis reads (a test compares the
+    /// two runs).
+    pub all_headers: bool,
 }
 
 /// Every observer of a run. Only the tally is always there: the analysis and the timeline cost
 /// memory per call and per time bucket, so they are attached only when their output is asked for.
 #[derive(Debug)]
 pub struct Obs {
-    pub tally: Tally,
+    pub(crate) tally: Tally,
     /// Phase `i`'s ledger: frames and writes whose time falls in phase `i` (only the phases
     /// that saw something, at most `MAX_PHASES`).
-    pub phases: Phased<Tally>,
+    pub(crate) phases: Phased<Tally>,
     /// The phases each open connection has counts in (folded there when it closes).
     touched: HashMap<u32, Vec<u64>>,
-    pub analysis: Option<Analysis>,
-    pub timeline: Option<Timeline>,
+    pub(crate) analysis: Option<Analysis>,
+    pub(crate) timeline: Option<Timeline>,
     origin_set: bool,
-    /// Copy out every header field, not only those the analysis reads (a test compares the
-    /// two runs: `it::usage::analysis_reads_only_kept_headers`).
-    pub all_headers: bool,
+    /// See [`Wanted::all_headers`].
+    all_headers: bool,
 }
 
 impl Obs {
+    /// The observers `w` asks for.
     pub fn new(w: &Wanted) -> Obs {
         Obs {
             tally: Tally::new(),
@@ -49,16 +56,19 @@ impl Obs {
                 if let Some(b) = w.timeline {
                     a.flow.record_series(b, None);
                 }
+                if w.calls_only {
+                    a = a.calls_only();
+                }
                 a
             }),
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
-            all_headers: false,
+            all_headers: w.all_headers,
         }
     }
 
     /// The first packet's time: phase offsets, `--every` and the plot count from it.
-    pub fn set_origin(&mut self, t: Nanos) {
+    pub(crate) fn set_origin(&mut self, t: Nanos) {
         if self.origin_set {
             return;
         }
@@ -74,12 +84,13 @@ impl Obs {
         }
     }
 
+    /// Frames counted so far.
     pub fn frames(&self) -> u64 {
         self.tally.frames()
     }
 
     /// The run's one phase router (see [`Analysis::splitter`]); `None` without phases.
-    pub fn splitter(&self) -> Option<&Splitter> {
+    pub(crate) fn splitter(&self) -> Option<&Splitter> {
         self.analysis.as_ref().and_then(|a| a.splitter())
     }
 
@@ -181,7 +192,7 @@ impl Observer for Obs {
 /// make is reported; with `--every` only those in which something happened (a capture whose
 /// clock jumps a day has two phases, not 86,400). A phase's report is built when it is asked
 /// for, so a run of 1,000 phases never holds 1,000 reports (issue 7).
-pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases) {
+pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases) {
     if let Some(a) = &mut p.ledger.observer.analysis {
         a.flush();
     }
@@ -233,7 +244,7 @@ pub fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases)
 /// A finished run's phases, in time order. Each phase's report is built by [`Phases::report`]
 /// from the run's observers when it is printed, and can be dropped right after.
 #[derive(Debug)]
-pub struct Phases {
+pub(crate) struct Phases {
     splitter: Splitter,
     /// The phase index (from the splitter) of each phase reported.
     indexes: Vec<u64>,
@@ -246,10 +257,6 @@ pub struct Phases {
 impl Phases {
     pub fn len(&self) -> usize {
         self.indexes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.indexes.is_empty()
     }
 
     /// Phase `k`'s `[start, end)`, nanoseconds since the epoch.

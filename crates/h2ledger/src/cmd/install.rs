@@ -4,31 +4,15 @@
 //! h2ledger-replay(1) and so on, as git does (decision 91).
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
-use clap::{Args, CommandFactory as _};
+use clap::CommandFactory as _;
 
-#[derive(Args)]
-pub struct CompletionsArgs {
-    /// The shell to complete for (bash, zsh, fish; also elvish, powershell)
-    #[arg(value_enum)]
-    shell: clap_complete::Shell,
-}
-
-#[derive(Args)]
-pub struct ManArgs {
-    /// Print this subcommand's page (h2ledger-SUBCOMMAND(1)) instead of h2ledger(1)
-    #[arg(value_name = "SUBCOMMAND")]
-    page: Option<String>,
-    /// Write every page into DIR (h2ledger.1, h2ledger-replay.1, ...) and list them on stderr
-    #[arg(long, value_name = "DIR", conflicts_with = "page")]
-    dir: Option<PathBuf>,
-}
+use crate::cli::{CompletionsArgs, ManArgs};
 
 /// The CLI as clap knows it, built (subcommands get their `h2ledger-NAME` display names).
 fn command() -> clap::Command {
-    let mut cmd = crate::Cli::command();
+    let mut cmd = crate::cli::Cli::command();
     cmd.build();
     cmd
 }

@@ -50,7 +50,7 @@ pub fn list() -> Result<ExitCode> {
     let devices = Device::list().map_err(|e| {
         anyhow!(
             "cannot list capture devices: {}",
-            crate::input::pcap_reason(&e)
+            super::file::pcap_reason(&e)
         )
     })?;
     if devices.is_empty() {

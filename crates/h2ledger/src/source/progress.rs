@@ -11,35 +11,16 @@
 //! [`CHECK_EVERY`] packets, the bar drawn at most every [`PERIOD`].
 
 use std::io::IsTerminal as _;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// Frames seen so far, set by the view that counts them ([`frames`]).
-static FRAMES: AtomicU64 = AtomicU64::new(0);
-/// Packets read so far, as of the last look at the clock (read when the bar is drawn).
-static PACKETS: AtomicU64 = AtomicU64::new(0);
-/// The view prints records on stdout while it reads ([`set_streaming`]).
-static STREAMING: AtomicBool = AtomicBool::new(false);
-
 /// Packets between two looks at the clock.
 const CHECK_EVERY: u64 = 256;
 /// The shortest time between two redraws.
 const PERIOD: Duration = Duration::from_millis(100);
-
-/// Tells the progress how many frames the view has seen (a relaxed store: call it per packet).
-#[inline]
-pub fn frames(n: u64) {
-    FRAMES.store(n, Relaxed);
-}
-
-/// The view prints its records on stdout as it reads: no progress when stdout is a terminal
-/// too, the two would be drawn over each other.
-pub fn set_streaming(on: bool) {
-    STREAMING.store(on, Relaxed);
-}
 
 /// Where the bytes-read figure comes from.
 pub enum Bytes {
@@ -102,14 +83,14 @@ impl<R: std::io::Read> std::io::Read for Counting<R> {
     }
 }
 
-/// Whether a progress display is wanted now (see the module doc).
-pub fn wanted() -> bool {
+/// Whether a progress display may be drawn (see the module doc): `streams`, the command
+/// prints records while it reads; `report_on_terminal`, its report goes to a terminal (stderr
+/// with `-w -`).
+pub fn wanted(streams: bool, report_on_terminal: bool, quiet: bool) -> bool {
     let stderr = std::io::stderr().is_terminal();
     let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-    // `report_is_terminal`: `-w -` sends the running reports to stderr.
-    let shared =
-        STREAMING.load(Relaxed) && (std::io::stdout().is_terminal() || crate::report_is_terminal());
-    stderr && !dumb && !shared && !crate::quiet()
+    let shared = streams && (std::io::stdout().is_terminal() || report_on_terminal);
+    stderr && !dumb && !shared && !quiet
 }
 
 /// The progress of one read; hidden unless [`wanted`].
@@ -120,6 +101,9 @@ pub struct Progress {
 struct Bar {
     bar: ProgressBar,
     bytes: Bytes,
+    /// Packets and frames as of the last draw, read by the bar's `counts` key.
+    shown: Arc<[AtomicU64; 2]>,
+    frames: u64,
     packets: u64,
     next_check: u64,
     next_draw: Instant,
@@ -127,13 +111,14 @@ struct Bar {
 }
 
 impl Progress {
-    /// A progress of `total` bytes (`None`: unknown, standard input), drawn at once.
-    pub fn start(total: Option<u64>, bytes: Bytes) -> Progress {
-        if !wanted() {
+    /// A progress of `total` bytes (`None`: unknown, standard input), drawn at once when
+    /// `enabled` ([`wanted`]).
+    pub fn start(enabled: bool, total: Option<u64>, bytes: Bytes) -> Progress {
+        if !enabled {
             return Progress { bar: None };
         }
-        FRAMES.store(0, Relaxed);
-        PACKETS.store(0, Relaxed);
+        let shown: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let counts = shown.clone();
         let target = ProgressDrawTarget::stderr_with_hz(10);
         // Under 80 columns at 1M packets; the counts are read when a line is drawn, so one
         // `set_position` is one draw.
@@ -149,12 +134,12 @@ impl Progress {
         }
         .with_key(
             "counts",
-            |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
                 let _ = write!(
                     w,
                     "{} packets, {} frames",
-                    short(PACKETS.load(Relaxed)),
-                    short(FRAMES.load(Relaxed))
+                    short(counts[0].load(Relaxed)),
+                    short(counts[1].load(Relaxed))
                 );
             },
         );
@@ -162,6 +147,8 @@ impl Progress {
         let mut b = Bar {
             bar,
             bytes: bytes.resolve(),
+            shown,
+            frames: 0,
             packets: 0,
             next_check: CHECK_EVERY,
             next_draw: Instant::now(),
@@ -186,6 +173,14 @@ impl Progress {
         }
     }
 
+    /// Frames seen so far (by the view that counts them).
+    #[inline]
+    pub fn frames(&mut self, n: u64) {
+        if let Some(b) = &mut self.bar {
+            b.frames = n;
+        }
+    }
+
     /// Clears the display (also on drop).
     pub fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
@@ -206,7 +201,8 @@ impl Bar {
         if let Some(n) = self.bytes.read() {
             self.last_bytes = n;
         }
-        PACKETS.store(self.packets, Relaxed);
+        self.shown[0].store(self.packets, Relaxed);
+        self.shown[1].store(self.frames, Relaxed);
         self.bar.set_position(self.last_bytes);
         if self.bar.length().is_none() {
             self.bar.tick();

@@ -17,17 +17,16 @@ use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::{Args, ValueEnum};
 use h2ledger_core::analysis::{Cut, Splitter};
-use h2ledger_tcp::Nanos;
+use h2ledger_run::{End, Finished, Obs, Options, Session, Wanted};
+use h2ledger_tcp::{LinkType, Nanos};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
-use crate::live::{Live, LiveOptions, Pkt, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
-use crate::phases::{Obs, Wanted};
-use crate::pipeline::Pipeline;
-use crate::Format;
+use crate::cli::{DemoArgs, Format, ImplArg};
+use crate::source::live::{Live, LiveOptions, Pkt, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
+use crate::Ctx;
 use h2ledger_output::demo::PhaseResult;
 use h2ledger_run::Report;
 
@@ -36,46 +35,6 @@ pub const MAX_PACKETS: usize = 1_000_000;
 
 /// Environment variable naming the directory of the workload programs (as `--workloads`).
 pub const WORKLOADS_ENV: &str = "H2LEDGER_WORKLOADS";
-
-#[derive(Args)]
-pub struct DemoArgs {
-    /// Seconds per phase
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
-    pub seconds: f64,
-    /// The gRPC stack(s) to run, one after the other (repeatable; default grpc-go)
-    #[arg(long = "impl", value_enum, value_name = "IMPL")]
-    pub impls: Vec<ImplArg>,
-    /// Fixed flow-control windows on both ends, which turns the BDP estimator off (grpc-go:
-    /// WithInitialWindowSize/WithInitialConnWindowSize and the server's InitialWindowSize/
-    /// InitialConnWindowSize; grpcio: grpc.http2.bdp_probe=0; tonic: no adaptive window)
-    #[arg(long, alias = "no-bdp")]
-    pub static_window: bool,
-    /// Directory of the workload programs (h2ledger-grpcgo, h2ledger-grpcio.py,
-    /// h2ledger-workload); default: $H2LEDGER_WORKLOADS, then the h2ledger binary's directory
-    #[arg(long, value_name = "DIR")]
-    pub workloads: Option<PathBuf>,
-    /// Also save the demo's packets to FILE (pcap), to replay later
-    #[arg(short = 'w', long, value_name = "FILE")]
-    pub write: Option<PathBuf>,
-    #[command(flatten)]
-    pub user: crate::live::UserArg,
-    /// Output format (`-T`, like every other view; `-f` still works here)
-    #[arg(short = 'T', long, short_alias = 'f', value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ImplArg {
-    /// grpc-go (Debian's golang-google-grpc-dev), the article's stack
-    #[value(name = "grpc-go")]
-    GrpcGo,
-    /// python3-grpcio (gRPC C-core)
-    Grpcio,
-    /// tonic (hyper + h2)
-    Tonic,
-    /// all three
-    All,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stack {
@@ -242,7 +201,7 @@ fn stacks(impls: &[ImplArg]) -> Vec<Stack> {
     out
 }
 
-pub fn demo(a: DemoArgs) -> Result<ExitCode> {
+pub fn demo(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     if !(a.seconds > 0.0 && a.seconds.is_finite() && a.seconds <= 3600.0) {
         return Err(anyhow!("--seconds must be a number in (0, 3600]"));
     }
@@ -251,7 +210,7 @@ pub fn demo(a: DemoArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    rt.block_on(demo_async(a))
+    rt.block_on(demo_async(a, ctx))
 }
 
 /// Starts one workload program and reads its hello line.
@@ -297,7 +256,7 @@ struct Run {
     packets: Vec<Pkt>,
 }
 
-async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
+async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     let table = a.format == Format::Table;
     let specs = [
         PhaseSpec {
@@ -337,7 +296,7 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
         write: a.write.clone(),
         user: Some(a.user.user.clone()),
     })?;
-    let linktype = live.linktype;
+    let linktype = LinkType(live.linktype);
     if table {
         eprintln!(
             "h2ledger demo: {} s per phase, windows {}{}",
@@ -474,11 +433,11 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
             results: &d.results,
             phases: &d.phases,
             whole: &d.whole,
-            capture: &d.pipeline.stats,
-            tcp: (&d.pipeline.reasm.stats()).into(),
+            capture: d.whole.capture.as_ref().expect("a whole capture's report"),
+            tcp: d.whole.tcp.unwrap_or_default(),
         })
         .collect();
-    let format = crate::output_format(a.format);
+    let format = a.format.output();
     h2ledger_output::demo::write_demo(
         &mut std::io::stdout().lock(),
         &mut std::io::stderr(),
@@ -488,7 +447,7 @@ async fn demo_async(a: DemoArgs) -> Result<ExitCode> {
         drops,
         capped,
         MAX_PACKETS,
-        crate::style(),
+        ctx.style,
     )?;
     Ok(ExitCode::SUCCESS)
 }
@@ -500,13 +459,12 @@ struct Done {
     version: String,
     port: u16,
     results: Vec<PhaseResult>,
-    pipeline: Pipeline<Obs>,
     whole: Report,
     /// One per workload phase (empty ledgers when the capture saw nothing).
     phases: Vec<Report>,
 }
 
-fn tally(r: Run, linktype: i32) -> Done {
+fn tally(r: Run, linktype: LinkType) -> Done {
     // Phase i runs from its start (the first from the capture's start) to the next one's.
     let cuts = r
         .results
@@ -517,17 +475,15 @@ fn tally(r: Run, linktype: i32) -> Done {
     let wanted = Wanted {
         analysis: true,
         splitter: Some(Splitter::at(cuts)),
-        timeline: None,
+        ..Wanted::default()
     };
-    let mut p = Pipeline::new(Obs::new(&wanted));
+    let mut s = Session::new(Obs::new(&wanted), Options::default());
     for pkt in &r.packets {
-        p.ledger.observer.set_origin(pkt.ts);
-        p.packet(linktype, pkt.ts, &pkt.data);
+        // The demo's session has no limit that stops it.
+        let _ = s.feed(linktype, pkt.ts, &pkt.data);
     }
-    p.finish();
-    let report = crate::ledger_report(&p, &p.ledger.observer.tally);
-    let (whole, phases) = crate::phases::build(&mut p, report);
-    let mut phases: Vec<Report> = phases.reports(&p.ledger.observer).collect();
+    let done: Finished = s.finish(&End::Complete, None);
+    let mut phases: Vec<Report> = s.phases(&done).collect();
     phases.resize_with(r.results.len(), Report::default);
     for (f, res) in phases.iter_mut().zip(&r.results) {
         f.name = res.name.clone();
@@ -538,8 +494,7 @@ fn tally(r: Run, linktype: i32) -> Done {
         version: r.version,
         port: r.port,
         results: r.results,
-        pipeline: p,
-        whole,
+        whole: done.report,
         phases,
     }
 }

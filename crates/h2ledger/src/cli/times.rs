@@ -1,10 +1,8 @@
-//! Phases on the command line (`--split-at` times); the observers and the per-phase reports
-//! live in the library (crates/h2ledger-run).
+//! Times on the command line: `--split-at` cuts (RFC 3339, @EPOCH, offsets from the first
+//! packet).
 
 use h2ledger_core::analysis::{Cut, MAX_PHASES};
 use h2ledger_tcp::Nanos;
-
-pub use h2ledger_run::run::*;
 
 /// `--split-at`: RFC 3339 times (`2026-11-30T12:10:24.664Z`, `...+01:00`), `@EPOCH` seconds,
 /// or offsets from the first packet (`30s`, `1.5`, `500ms`), comma separated.
@@ -34,7 +32,7 @@ fn parse_cut(s: &str) -> Result<Cut, String> {
     if s.len() >= 19 && s.as_bytes()[4] == b'-' {
         return rfc3339(s).map(Cut::At);
     }
-    crate::durations::parse(s).map(|d| Cut::Offset(d.as_nanos() as Nanos))
+    super::durations::parse(s).map(|d| Cut::Offset(d.as_nanos() as Nanos))
 }
 
 /// Exact decimal seconds to nanoseconds ("1796035824.6646295").

@@ -9,23 +9,7 @@ use anyhow::{anyhow, Result};
 use h2ledger_tcp::Nanos;
 use pcap::{Capture, Offline, Precision};
 
-use crate::progress::{self, Progress};
-
-/// The BPF program for `--port` and a tcpdump-style expression.
-pub fn bpf(ports: &[u16], expr: &[String]) -> Option<String> {
-    let ports = ports
-        .iter()
-        .map(|p| format!("tcp port {p}"))
-        .collect::<Vec<_>>()
-        .join(" or ");
-    let expr = expr.join(" ");
-    match (ports.is_empty(), expr.trim().is_empty()) {
-        (true, true) => None,
-        (false, true) => Some(ports),
-        (true, false) => Some(expr),
-        (false, false) => Some(format!("({ports}) and ({expr})")),
-    }
-}
+use super::progress::{self, Progress};
 
 /// An open saved capture (pcap or pcapng; `-` is standard input).
 pub struct SavedCapture {
@@ -316,19 +300,24 @@ impl SavedCapture {
         self.feeder.take()?.join().ok()?.err()
     }
 
-    /// Calls `f(ts, data)` for every packet until it returns `false` (`-c`, `--duration`, a
-    /// closed output: the rest of the file is not read). A damaged or truncated file stops the
-    /// loop with an error after the packets before the damage were delivered.
-    pub fn for_each(&mut self, mut f: impl FnMut(Nanos, &[u8]) -> bool) -> Result<()> {
+    /// Calls `f(ts, data, progress)` for every packet until it returns `false` (`-c`,
+    /// `--duration`, a closed output: the rest of the file is not read), with a progress
+    /// display when `progress`. A damaged or truncated file stops the loop with an error after
+    /// the packets before the damage were delivered.
+    pub fn for_each(
+        &mut self,
+        progress: bool,
+        mut f: impl FnMut(Nanos, &[u8], &mut Progress) -> bool,
+    ) -> Result<()> {
         let Some(cap) = self.cap.as_mut() else {
             return Ok(());
         };
         let read = std::mem::replace(&mut self.read, progress::Bytes::Fd(None));
-        let mut shown = Progress::start(self.size, read);
+        let mut shown = Progress::start(progress, self.size, read);
         let ended = loop {
             match cap.next_packet() {
                 Ok(p) => {
-                    let more = f(crate::pipeline::ts_nanos(&p.header.ts), p.data);
+                    let more = f(ts_nanos(&p.header.ts), p.data, &mut shown);
                     shown.packet();
                     if !more {
                         break Ok(());
@@ -366,4 +355,12 @@ pub fn pcap_reason(e: &pcap::Error) -> String {
         pcap::Error::PcapError(s) => s.trim().to_string(),
         other => other.to_string(),
     }
+}
+
+/// A libpcap timestamp in nanoseconds. Captures are opened with nanosecond precision, so
+/// `tv_usec` holds nanoseconds.
+pub fn ts_nanos(ts: &libc::timeval) -> Nanos {
+    ts.tv_sec
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_usec)
 }

@@ -76,12 +76,12 @@ pub fn load(
         if let Ok(mut f) = File::open(cap) {
             let mut head = Vec::with_capacity(4);
             let _ = (&mut f).take(4).read_to_end(&mut head);
-            let found = match crate::input::compression_of(&head) {
+            let found = match super::file::compression_of(&head) {
                 None => f
                     .seek(SeekFrom::Start(0))
                     .and_then(|_| scan_pcapng(&mut BufReader::with_capacity(1 << 20, f))),
-                Some(kind) => crate::input::decoder(head, f, Some(kind))
-                    .and_then(|r| scan_pcapng(&mut crate::input::Forward::new(r))),
+                Some(kind) => super::file::decoder(head, f, Some(kind))
+                    .and_then(|r| scan_pcapng(&mut super::file::Forward::new(r))),
             };
             if let Ok(Some(e)) = found {
                 keys.add_text(&e.text);
@@ -96,14 +96,23 @@ pub fn load(
     Ok((Tls::new(cfg, keys), file))
 }
 
-/// `Pipeline::with_tls` from what [`load`] returns: the key log file is polled by the run.
-pub trait WithKeys {
-    fn with_keys(self, keys: (h2ledger_tls::Tls, Option<KeyLogFile>)) -> Self;
-}
-
-impl<O: h2ledger_core::Observer> WithKeys for crate::pipeline::Pipeline<O> {
-    fn with_keys(self, (tls, file): (h2ledger_tls::Tls, Option<KeyLogFile>)) -> Self {
-        let poll = file.map(|mut f| Box::new(move || f.poll()) as crate::pipeline::KeyPoll);
-        self.with_tls(tls, poll)
-    }
+/// The session options of a command's input: its TLS keys (`--keylog`, re-read while live,
+/// and a pcapng file's own), its filter (named when nothing matched it), the connections it
+/// tracks and `--max-frames`.
+pub fn options(
+    input: &super::Input,
+    filter: &crate::cli::FilterArgs,
+    max_frames: Option<u64>,
+) -> Result<h2ledger_run::Options> {
+    let (tls, file) = match input {
+        super::Input::File(f) => load(filter.keylog.as_deref(), Some(f), false)?,
+        super::Input::Device(_) => load(filter.keylog.as_deref(), None, true)?,
+    };
+    Ok(h2ledger_run::Options {
+        max_connections: filter.max_connections,
+        max_frames,
+        filter: filter.bpf(),
+        tls,
+        key_poll: file.map(|mut f| Box::new(move || f.poll()) as h2ledger_run::KeyPoll),
+    })
 }

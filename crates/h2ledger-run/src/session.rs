@@ -1,0 +1,371 @@
+//! A [`Session`]: what every command drives. Built from an observer and [`Options`], fed
+//! packets ([`Session::feed`], which says when a limit stops the run), told about idle time
+//! ([`Session::idle`]) and ended with how the input ended ([`Session::finish`]). The finish
+//! sequence lives here once: the pipeline's end, the ledger report with its warnings, the
+//! damaged-input and empty-capture notes, the drop warning, the phases and the cut warnings.
+
+use std::ops::ControlFlow;
+
+use h2ledger_core::{LedgerReport, Observer};
+use h2ledger_tcp::{LinkType, Nanos};
+use h2ledger_tls::Tls;
+
+use crate::obs::{build, Obs, Phases};
+use crate::pipeline::{CaptureStats, KeyPoll, Pipeline};
+use crate::report::{secs, Drops, Report, TcpReport};
+use crate::time::fmt_rfc3339;
+
+/// Why a run stopped before its input ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// `-c N` packets were read.
+    Count,
+    /// `--duration D` passed.
+    Duration,
+    /// `--max-frames N` frames were counted (or printed).
+    MaxFrames,
+    /// Ctrl-C.
+    Interrupted,
+    /// SIGTERM.
+    Terminated,
+    /// The reader of the output went away (`| head`).
+    OutputClosed,
+}
+
+impl Stop {
+    /// How a person is told (`h2ledger: stopped (--count reached)`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stop::Count => "--count reached",
+            Stop::Duration => "--duration reached",
+            Stop::MaxFrames => "--max-frames reached",
+            Stop::Interrupted => "interrupted",
+            Stop::Terminated => "SIGTERM",
+            Stop::OutputClosed => "the output ended",
+        }
+    }
+
+    /// Whether packets the kernel already holds are still read after this stop (not when
+    /// the count is reached, as tcpdump -c stops at exactly N, nor when nobody reads).
+    pub fn drains(self) -> bool {
+        !matches!(self, Stop::Count | Stop::OutputClosed | Stop::MaxFrames)
+    }
+}
+
+/// How the input ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The capture ended (end of file, or the device closed).
+    Complete,
+    /// A limit or a signal stopped the run.
+    Stopped(Stop),
+    /// The input is damaged from here on (a truncated or corrupt file): what failed.
+    Damaged(String),
+}
+
+impl End {
+    /// How a person is told.
+    pub fn describe(&self) -> &str {
+        match self {
+            End::Complete => "the capture ended",
+            End::Stopped(s) => s.describe(),
+            End::Damaged(e) => e,
+        }
+    }
+}
+
+/// What a session is built with, besides its observer.
+pub struct Options {
+    /// Connections tracked at once ([`DEFAULT_MAX_CONNECTIONS`]).
+    pub max_connections: usize,
+    /// Stop once the observer counted this many frames (`--max-frames`; `-c` and
+    /// `--duration` are the input's: the capture source stops reading).
+    pub max_frames: Option<u64>,
+    /// The capture filter, named when nothing matched it.
+    pub filter: Option<String>,
+    /// TLS keys, and live, where new key-log lines come from.
+    pub tls: Tls,
+    /// See [`KeyPoll`].
+    pub key_poll: Option<KeyPoll>,
+}
+
+/// Connections tracked at once by default (`--max-connections`): each costs a few KiB (its
+/// reassembly, framing and HPACK state, its counters), so 4,096 keep a run with the analysis
+/// within about 64 MiB. Beyond, the least recently active connection is closed as evicted and
+/// counted.
+pub const DEFAULT_MAX_CONNECTIONS: usize = crate::pipeline::DEFAULT_MAX_CONNECTIONS;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_frames: None,
+            filter: None,
+            tls: Tls::new(Default::default(), Default::default()),
+            key_poll: None,
+        }
+    }
+}
+
+/// What a session's observer tells the session: the frames it counted (the progress display,
+/// `--max-frames`) and whether it wants the run to stop.
+pub trait View: Observer {
+    /// Frames counted (or printed) so far.
+    fn frames(&self) -> u64;
+    /// The observer cannot go on (its output closed, its own limit reached).
+    fn stop(&self) -> Option<Stop> {
+        None
+    }
+    /// The first packet's time (phase offsets, `--every` and plots count from it).
+    fn origin(&mut self, _t: Nanos) {}
+    /// The input ended and every connection is closed: fold what is still pending.
+    fn end(&mut self) {}
+}
+
+impl View for Obs {
+    fn frames(&self) -> u64 {
+        self.tally.frames()
+    }
+    fn origin(&mut self, t: Nanos) {
+        self.set_origin(t);
+    }
+    fn end(&mut self) {
+        if let Some(a) = &mut self.analysis {
+            a.flush();
+        }
+    }
+}
+
+/// One run: packets in, a report out. See the module docs.
+pub struct Session<O = Obs> {
+    pipe: Pipeline<O>,
+    max_frames: Option<u64>,
+    filter: Option<String>,
+    /// The running ledger at the previous [`Session::tick`].
+    ticked: LedgerReport,
+}
+
+impl<O: View> Session<O> {
+    /// A session of `observer` with `opts`.
+    pub fn new(observer: O, opts: Options) -> Self {
+        Session {
+            pipe: Pipeline::with_max_connections(observer, opts.max_connections)
+                .with_tls(opts.tls, opts.key_poll),
+            max_frames: opts.max_frames,
+            filter: opts.filter,
+            ticked: LedgerReport::default(),
+        }
+    }
+
+    /// One captured packet (`linktype`, time, bytes as captured). `Break` when the run must
+    /// stop: `--max-frames` was reached, or the observer cannot go on.
+    pub fn feed(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
+        self.pipe.ledger.observer.origin(ts);
+        self.pipe.packet(linktype, ts, data);
+        let o = &self.pipe.ledger.observer;
+        if let Some(s) = o.stop() {
+            return ControlFlow::Break(s);
+        }
+        if self.max_frames.is_some_and(|n| o.frames() >= n) {
+            return ControlFlow::Break(Stop::MaxFrames);
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Frames the observer counted so far (the progress display).
+    pub fn frames(&self) -> u64 {
+        self.pipe.ledger.observer.frames()
+    }
+
+    /// The session's observer (a view's printer, which the command made).
+    pub fn view(&self) -> &O {
+        &self.pipe.ledger.observer
+    }
+
+    /// See [`Session::view`].
+    pub fn view_mut(&mut self) -> &mut O {
+        &mut self.pipe.ledger.observer
+    }
+
+    /// Packet counts so far.
+    pub fn capture(&self) -> &CaptureStats {
+        &self.pipe.stats
+    }
+
+    /// Reassembly counts so far.
+    pub fn tcp(&self) -> TcpReport {
+        TcpReport::from(&self.pipe.reasm.stats())
+    }
+
+    /// The run's warnings so far.
+    pub fn warnings(&self) -> &[String] {
+        &self.pipe.ledger.warnings.messages
+    }
+
+    /// The end of the input when no report is wanted (`frames`, `calls`): every connection
+    /// is closed and folded; the counts and warnings stay readable (and `calls` still drains
+    /// the calls this folds).
+    pub fn end(&mut self) {
+        self.pipe.finish();
+        self.pipe.ledger.observer.end();
+    }
+
+    /// The ledger of `tally` with the run's warnings.
+    fn ledger(&self, tally: &h2ledger_core::Tally) -> LedgerReport {
+        self.pipe.ledger_report(tally)
+    }
+}
+
+/// What a tick of a live view shows: the running ledger, the period since the previous tick,
+/// and the capture's counters.
+pub struct Tick {
+    /// The running ledger (the whole capture so far).
+    pub total: LedgerReport,
+    /// What came since the previous tick.
+    pub last: LedgerReport,
+    /// Packet counts so far.
+    pub capture: CaptureStats,
+    /// Reassembly counts so far.
+    pub tcp: TcpReport,
+    /// Frames so far.
+    pub frames: u64,
+}
+
+impl Session<Obs> {
+    /// No packet for a while (live): calls that ended long enough ago are due now (`now`:
+    /// the wall clock, which live packets carry).
+    pub fn idle(&mut self, now: Nanos) {
+        if let Some(a) = self.pipe.ledger.observer.analysis.as_mut() {
+            a.advance(now);
+        }
+    }
+
+    /// Hands each call that is over and folded to `f` (`calls`), then frees it.
+    pub fn drain_calls(&mut self, f: impl FnMut(h2ledger_core::analysis::CallView<'_>)) {
+        if let Some(a) = self.pipe.ledger.observer.analysis.as_mut() {
+            a.drain_finished(f);
+        }
+    }
+
+    /// The running ledger now, and what came since the previous tick.
+    pub fn tick(&mut self) -> Tick {
+        let total = self.ledger(&self.pipe.ledger.observer.tally);
+        let last = total.since(&self.ticked);
+        self.ticked = total.clone();
+        Tick {
+            last,
+            capture: self.pipe.stats.clone(),
+            tcp: self.tcp(),
+            frames: self.frames(),
+            total,
+        }
+    }
+
+    /// Ends the run: `end` says how the input ended, `drops` are a live capture's counters.
+    /// Calls still unfolded are folded ([`Session::drain_calls`] hands them over after this).
+    pub fn finish(&mut self, end: &End, drops: Option<Drops>) -> Finished {
+        self.pipe.finish();
+        let mut whole = self.ledger(&self.pipe.ledger.observer.tally);
+        if let End::Damaged(e) = end {
+            whole.warnings.push(format!(
+                "{e}; the ledger covers the packets before that point"
+            ));
+        }
+        self.pipe.note_empty(&mut whole, self.filter.as_deref());
+        if let Some(d) = drops.filter(|d| d.kernel + d.interface > 0) {
+            whole.warnings.push(format!(
+                "{} packets dropped by the kernel and {} by the interface: counts are low (raise --buffer-size)",
+                d.kernel, d.interface
+            ));
+        }
+        let (mut report, phases) = build(&mut self.pipe, whole);
+        let cuts = self
+            .pipe
+            .ledger
+            .observer
+            .splitter()
+            .is_some_and(|s| s.cut_phases().is_some());
+        if cuts {
+            warn_cuts_outside(&mut report, &phases);
+        }
+        report.drops = drops;
+        Finished { report, phases }
+    }
+
+    /// The phases of a finished run, built one at a time.
+    pub fn phases<'a>(&'a self, f: &'a Finished) -> impl Iterator<Item = Report> + 'a {
+        f.phases.reports(&self.pipe.ledger.observer)
+    }
+
+    /// What `--plot` draws: the frames timeline, the phase boundaries (seconds from the
+    /// timeline's origin), the last packet (seconds from it) and the flow-control windows of
+    /// the busiest connection.
+    pub fn plot<'a>(&'a self, f: &Finished) -> Option<PlotInput<'a>> {
+        let o = &self.pipe.ledger.observer;
+        let t = o.timeline.as_ref()?;
+        let origin = t.origin.unwrap_or(0) as f64 / 1e9;
+        let cuts = (1..f.phases.len())
+            .map(|k| f.phases.bounds(k).0 as f64 / 1e9 - origin)
+            .collect();
+        Some(PlotInput {
+            timeline: t,
+            cuts,
+            end: self.pipe.stats.last.map(|l| l as f64 / 1e9 - origin),
+            windows: o.analysis.as_ref().and_then(|a| a.flow.series.as_ref()),
+        })
+    }
+}
+
+/// A finished run: the whole capture's report, and its phases (built from the session on
+/// demand: [`Session::phases`]).
+pub struct Finished {
+    /// The whole capture's report.
+    pub report: Report,
+    phases: Phases,
+}
+
+impl Finished {
+    /// How many phases the run has.
+    pub fn phase_count(&self) -> usize {
+        self.phases.len()
+    }
+}
+
+/// See [`Session::plot`].
+pub struct PlotInput<'a> {
+    /// Frames per time bucket, per kind and side.
+    pub timeline: &'a h2ledger_core::Timeline,
+    /// Phase boundaries, seconds from the timeline's origin.
+    pub cuts: Vec<f64>,
+    /// The last packet, seconds from the origin.
+    pub end: Option<f64>,
+    /// Flow-control windows over time, with `--analyze`.
+    pub windows: Option<&'a h2ledger_core::flow::WindowSeries>,
+}
+
+/// `--split-at` cuts before the first packet or after the last one make empty phases: say so.
+fn warn_cuts_outside(whole: &mut Report, phases: &Phases) {
+    let (Some(first), Some(last)) = (whole.start, whole.end) else {
+        return;
+    };
+    for k in 1..phases.len() {
+        let (cut, _) = phases.bounds(k);
+        let empty = if cut < first {
+            format!("phase {k} is empty")
+        } else if cut > last {
+            format!("phase {} and those after it are empty", k + 1)
+        } else {
+            continue;
+        };
+        whole.ledger.warnings.push(format!(
+            "the cut at {} ({:+.3} s) is outside the capture ({} to {}): {empty}",
+            fmt_rfc3339(cut),
+            secs(cut - first),
+            fmt_rfc3339(first),
+            fmt_rfc3339(last),
+        ));
+        if cut > last {
+            break;
+        }
+    }
+}

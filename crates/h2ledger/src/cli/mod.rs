@@ -1,0 +1,555 @@
+//! The command line: every flag of every command (clap), parsed into one [`Cli`], and the
+//! parsers of the values they take (durations, times, counts).
+
+pub mod durations;
+pub mod times;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, CommandFactory as _, Parser, Subcommand, ValueEnum};
+use h2ledger_core::analysis::{Cut, Splitter};
+use h2ledger_run::Wanted;
+
+#[derive(Parser)]
+#[command(
+    name = "h2ledger",
+    version,
+    about = "Watch HTTP/2 on the wire and tell what your RPCs really cost",
+    long_about = "Watch HTTP/2 on the wire and tell what your RPCs really cost.\n\n\
+        h2ledger reads a saved capture (pcap or pcapng, as written by tcpdump, Wireshark or \
+        `h2ledger sniff --write`) and prints a ledger of HTTP/2 frames per side (client, server): \
+        HEADERS, TRAILERS, DATA, WINDOW_UPDATE, PING and PING ACK (with grpc-go's BDP pings \
+        flagged), SETTINGS, and the TCP writes that carried them. HTTP/2 is found on any port, \
+        also when the capture starts mid-connection. docs/ledger.md defines every term.",
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    /// List the capture devices, numbered, with their flags and addresses (like tcpdump -D)
+    #[arg(short = 'D', long)]
+    pub list_interfaces: bool,
+    /// Quiet: one line per kind of warning (with a count and the first example), and no
+    /// progress display on stderr while a capture file is read
+    #[arg(short = 'q', long, global = true)]
+    pub quiet: bool,
+    /// Plain ASCII tables (the default when the locale is not UTF-8)
+    #[arg(long, global = true)]
+    pub ascii: bool,
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Read a saved capture and print the per-side HTTP/2 frame ledger
+    Replay(ReplayArgs),
+    /// Capture live (loopback by default) and print the ledger on Ctrl-C, SIGTERM, --duration or --count
+    Sniff(SniffArgs),
+    /// List every call (HTTP/2 stream): method, status, frames and writes per side, latency
+    #[command(after_help = h2ledger_output::lines::LEGEND)]
+    Calls(CallsArgs),
+    /// Print every frame as it is seen, one line each (like `nghttp -v`; on a terminal, a frame
+    /// wider than 100 columns goes on, on lines that repeat its time, connection, side and
+    /// stream, then `+` and its class)
+    Frames(FramesArgs),
+    /// The article's experiment, sniffed live: grpc-go's health server and client on loopback
+    /// (one connection), 1 caller x 24 calls/s then 8 callers x 3 calls/s; the finding, then
+    /// both phases' ledgers side by side. Each stack is its own program (see --workloads)
+    Demo(DemoArgs),
+    /// Two captures' ledgers side by side with the difference per row (B - A, per side):
+    /// what changed on the wire between two runs
+    Compare(CompareArgs),
+    /// Print a shell completion script (bash, zsh, fish) on stdout
+    ///
+    /// `h2ledger completions bash > ~/.local/share/bash-completion/completions/h2ledger`;
+    /// `just install` puts all three in place.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout: `h2ledger man | man -l -`
+    ///
+    /// h2ledger(1), or h2ledger-SUBCOMMAND(1) for one subcommand; `--dir DIR` writes them all
+    /// (`just install` puts them in man1).
+    Man(ManArgs),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Tables (warnings on stderr)
+    Table,
+    /// One JSON document (warnings inside)
+    Json,
+    /// One JSON object per line, each with `record` and `type`: a `tick` per --every period
+    /// (sniff), a `phase` per phase, and the `summary` (the whole ledger) last
+    Jsonl,
+}
+
+impl Format {
+    /// The output library's format.
+    pub fn output(self) -> h2ledger_output::Format {
+        match self {
+            Format::Table => h2ledger_output::Format::Table,
+            Format::Json => h2ledger_output::Format::Json,
+            Format::Jsonl => h2ledger_output::Format::Jsonl,
+        }
+    }
+}
+
+/// The formats of the line views (`calls`, `frames`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LineFormat {
+    /// Fixed columns, one row per record
+    Table,
+    /// One JSON document: the records in an array, then the summary
+    Json,
+    /// One JSON object per line, each with a `type`; the last one is the summary
+    Jsonl,
+}
+
+impl LineFormat {
+    /// The output library's shape of the line views.
+    pub fn shape(self) -> h2ledger_output::lines::Shape {
+        match self {
+            LineFormat::Table => h2ledger_output::lines::Shape::Table,
+            LineFormat::Json => h2ledger_output::lines::Shape::Document,
+            LineFormat::Jsonl => h2ledger_output::lines::Shape::Lines,
+        }
+    }
+}
+
+#[derive(Args, Clone)]
+pub struct FilterArgs {
+    /// Only TCP port N (repeatable); HTTP/2 is detected on any port without it
+    #[arg(short, long = "port", value_name = "N")]
+    pub ports: Vec<u16>,
+    /// Decrypt HTTP/2 over TLS with this key log (SSLKEYLOGFILE format); keys embedded in a
+    /// pcapng capture (Decryption Secrets Blocks) are used without it
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
+    /// A tcpdump-style BPF capture filter, like tshark -f: `-f "host 127.0.0.1 and tcp port 50051"`
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// The filter as trailing words, like tcpdump (`... tcp port 50051`); options may follow
+    /// them, and words after `--` are always filter words
+    #[arg(value_name = "EXPRESSION")]
+    pub expression: Vec<String>,
+    /// Connections tracked at once (a few KiB each); beyond, the least recently active one is
+    /// closed as evicted and counted (tcp.evicted, a warning)
+    #[arg(long, value_name = "N", default_value_t = h2ledger_run::DEFAULT_MAX_CONNECTIONS,
+          value_parser = max_connections)]
+    pub max_connections: usize,
+}
+
+fn max_connections(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=10_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "\"{s}\": give a number of connections from 1 to 10000000"
+        )),
+    }
+}
+
+impl FilterArgs {
+    /// The filter words: `-f EXPR` first, then the trailing words (joined with `and`).
+    pub fn words(&self) -> Vec<String> {
+        match (&self.filter, self.expression.is_empty()) {
+            (Some(f), true) => vec![f.clone()],
+            (Some(f), false) => {
+                vec![format!("({f}) and ({})", self.expression.join(" "))]
+            }
+            (None, _) => self.expression.clone(),
+        }
+    }
+
+    /// The BPF program of `--port`, `-f` and the expression words.
+    pub fn bpf(&self) -> Option<String> {
+        let ports = self
+            .ports
+            .iter()
+            .map(|p| format!("tcp port {p}"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let expr = self.words().join(" ");
+        match (ports.is_empty(), expr.trim().is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(ports),
+            (true, false) => Some(expr),
+            (false, false) => Some(format!("({ports}) and ({expr})")),
+        }
+    }
+}
+
+/// Analysis options shared by `replay` and `sniff`.
+#[derive(Args, Clone, Default)]
+pub struct AnalysisArgs {
+    /// Add the analysis: what each write carried, PING round trips and BDP rounds, calls in
+    /// flight, latency percentiles, per-method totals (costs ~64 bytes per call)
+    #[arg(short = 'a', long)]
+    pub analyze: bool,
+    /// Cut the capture into phases at these times (comma separated): RFC 3339
+    /// (2026-11-30T12:10:24.664Z), @EPOCH seconds, or offsets from the first packet (30s);
+    /// implies --analyze
+    #[arg(long, value_name = "T[,T...]", value_parser = times::parse_cuts)]
+    pub split_at: Option<std::vec::Vec<Cut>>,
+    /// Draw frames per second by kind and side over time as SVG into FILE
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+impl AnalysisArgs {
+    /// What to attach, given `--every`-style phases of `every` (if any).
+    pub fn wanted(&self, every: Option<Duration>) -> Wanted {
+        let splitter = match (&self.split_at, every) {
+            (Some(c), _) => Some(Splitter::at(c.clone())),
+            (None, Some(d)) => Some(Splitter::every(d.as_nanos() as i64)),
+            _ => None,
+        };
+        Wanted {
+            analysis: self.analyze || splitter.is_some(),
+            splitter,
+            timeline: self.plot.as_ref().map(|_| 100_000_000),
+            ..Wanted::default()
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The capture file (.pcap or .pcapng); `-` reads standard input
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// Output format: tables (warnings on stderr), one JSON document (warnings inside), or JSON
+    /// lines: a `phase` record per phase, then the `summary`
+    #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// Cut the capture into phases of this length from the first packet (30s, 500ms);
+    /// implies --analyze
+    #[arg(long, value_name = "D", value_parser = durations::parse_period, conflicts_with = "split_at")]
+    pub every: Option<Duration>,
+    /// Read only the first N packets (after the filter), like tcpdump -r FILE -c N
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = count)]
+    pub count: Option<u64>,
+    /// Read only this much capture time from the first packet (30s, 1m30s, 250ms)
+    #[arg(short = 'd', long, value_parser = durations::parse_period, value_name = "D")]
+    pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// The capture flags every capturing command takes.
+#[derive(Args, Clone, Debug)]
+pub struct CaptureArgs {
+    /// Read this saved capture (like tcpdump -r); the same as giving FILE
+    #[arg(
+        short = 'r',
+        long = "read",
+        value_name = "FILE",
+        conflicts_with = "interface"
+    )]
+    pub read: Option<String>,
+    /// Capture live on DEV (`lo` for loopback, `any` for all; `h2ledger -D` lists them)
+    #[arg(short = 'i', long = "interface", value_name = "DEV")]
+    pub interface: Option<String>,
+    /// Stop after N packets (read or captured, after the filter), like tcpdump -c
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = count)]
+    pub count: Option<u64>,
+    /// Stop after this long (30s, 1m30s, 250ms): wall-clock time live, capture time from the
+    /// first packet when reading a file
+    #[arg(short = 'd', long, value_parser = durations::parse_period, value_name = "D")]
+    pub duration: Option<Duration>,
+    /// Live: also save the packets to FILE (pcap, nanosecond timestamps), like tcpdump -w;
+    /// `-w -` writes them to standard output and the report to standard error
+    #[arg(short = 'w', long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// Live: kernel capture buffer in KiB, like tcpdump -B [default: 32768; 131072 for
+    /// full-speed loopback bursts]
+    #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(i32).range(1..=4_194_304))]
+    pub buffer_kib: Option<i32>,
+    /// Live: snap length, bytes kept of each packet, like tcpdump -s [default: 262144]
+    #[arg(short = 's', long = "snapshot-length", visible_alias = "snaplen", value_name = "BYTES", value_parser = clap::value_parser!(i32).range(64..=262_144))]
+    pub snaplen: Option<i32>,
+    #[command(flatten)]
+    pub user: UserArg,
+}
+
+impl CaptureArgs {
+    /// The flags of a saved capture read with tcpdump's `-c` and `--duration` only (`replay`,
+    /// `compare`).
+    pub fn file_only(count: Option<u64>, duration: Option<Duration>) -> CaptureArgs {
+        CaptureArgs {
+            read: None,
+            interface: None,
+            count,
+            duration,
+            write: None,
+            buffer_kib: None,
+            snaplen: None,
+            user: UserArg {
+                user: "nobody".into(),
+            },
+        }
+    }
+}
+
+/// `-Z USER`, shared by the commands that capture live.
+#[derive(Args, Clone, Debug)]
+pub struct UserArg {
+    /// When started as root, switch to this user once the capture is open (tcpdump -Z);
+    /// `-Z root` keeps root
+    #[arg(
+        short = 'Z',
+        long = "user",
+        default_value = "nobody",
+        value_name = "USER"
+    )]
+    pub user: String,
+}
+
+/// `-c N`: a number of packets, 1 or more.
+pub fn count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("\"{s}\": give a number of packets, 1 or more")),
+    }
+}
+
+#[derive(Args)]
+pub struct SniffArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Stop after N HTTP/2 frames (`-c` counts packets, like tcpdump)
+    #[arg(long, value_name = "N")]
+    pub max_frames: Option<u64>,
+    /// Reprint the running ledger every D, the last D beside the total (redrawn in place on a
+    /// terminal, appended otherwise; with --format jsonl one `tick` record per line); the final
+    /// ledger is then cut into phases of D, like `replay --every`
+    #[arg(long, value_parser = durations::parse_period, value_name = "D", conflicts_with = "split_at")]
+    pub every: Option<Duration>,
+    /// Output format
+    #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+#[derive(Args)]
+pub struct CallsArgs {
+    /// The capture file (.pcap, .pcapng, also gzip- or zstd-compressed); `-` reads standard
+    /// input. With -i, this word is the first word of the filter
+    #[arg(value_name = "FILE")]
+    pub file: Option<String>,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Print a `tick` line (packets, frames and calls of the last D) every D: wall-clock time
+    /// live, capture time on a file
+    #[arg(long, value_parser = durations::parse_period, value_name = "D")]
+    pub every: Option<Duration>,
+    /// A table, one JSON document, or one JSON object per call (then a summary line)
+    #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
+    pub format: LineFormat,
+    /// The table with every column (about 200 characters wide): calls in flight, flow-control
+    /// stalls, gRPC messages, server time and PING round trip
+    #[arg(long)]
+    pub wide: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+#[derive(Args)]
+pub struct FramesArgs {
+    /// The capture file (.pcap, .pcapng, also gzip- or zstd-compressed); `-` reads standard
+    /// input. With -i, this word is the first word of the filter
+    #[arg(value_name = "FILE")]
+    pub file: Option<String>,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Stop after N frames printed (`-c` counts packets, like tcpdump)
+    #[arg(long, value_name = "N")]
+    pub max_frames: Option<u64>,
+    /// Print a `tick` line (packets and frames of the last D) every D: wall-clock time live,
+    /// capture time on a file
+    #[arg(long, value_parser = durations::parse_period, value_name = "D")]
+    pub every: Option<Duration>,
+    /// One line per frame, one JSON document, or one JSON object per frame (then a summary)
+    #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
+    pub format: LineFormat,
+    /// Only connection N (repeatable; numbered from 0 in order of appearance)
+    #[arg(long = "conn", value_name = "N")]
+    pub conns: Vec<u32>,
+    /// Only stream N (repeatable)
+    #[arg(long = "stream", value_name = "N")]
+    pub streams: Vec<u32>,
+    /// Only frames of this wire type (HEADERS, DATA, PING, ...) or ledger class (TRAILERS,
+    /// PING_ACK, SETTINGS_ACK); repeatable, case-insensitive
+    #[arg(short = 't', long = "type", value_name = "TYPE", value_parser = frame_type)]
+    pub types: Vec<String>,
+    /// Only frames sent by this side
+    #[arg(long, value_enum)]
+    pub side: Option<SideArg>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// `-t NAME`: a frame type or ledger class, checked, in upper case.
+fn frame_type(s: &str) -> Result<String, String> {
+    h2ledger_core::FrameClass::from_name(s.trim())
+        .map(|c| c.name().to_string())
+        .ok_or_else(|| {
+            let names: Vec<&str> = h2ledger_core::FrameClass::ALL
+                .iter()
+                .map(|c| c.name())
+                .collect();
+            format!("unknown frame type \"{s}\" (one of {})", names.join(", "))
+        })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SideArg {
+    Client,
+    Server,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The capture before (A): pcap or pcapng, also gzip- or zstd-compressed
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// The capture after (B)
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// A table (A, B and B - A per side), or `{"a": ledger, "b": ledger}`
+    #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Seconds per phase
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub seconds: f64,
+    /// The gRPC stack(s) to run, one after the other (repeatable; default grpc-go)
+    #[arg(long = "impl", value_enum, value_name = "IMPL")]
+    pub impls: Vec<ImplArg>,
+    /// Fixed flow-control windows on both ends, which turns the BDP estimator off (grpc-go:
+    /// WithInitialWindowSize/WithInitialConnWindowSize and the server's InitialWindowSize/
+    /// InitialConnWindowSize; grpcio: grpc.http2.bdp_probe=0; tonic: no adaptive window)
+    #[arg(long, alias = "no-bdp")]
+    pub static_window: bool,
+    /// Directory of the workload programs (h2ledger-grpcgo, h2ledger-grpcio.py,
+    /// h2ledger-workload); default: $H2LEDGER_WORKLOADS, then the h2ledger binary's directory
+    #[arg(long, value_name = "DIR")]
+    pub workloads: Option<PathBuf>,
+    /// Also save the demo's packets to FILE (pcap), to replay later
+    #[arg(short = 'w', long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    #[command(flatten)]
+    pub user: UserArg,
+    /// Output format (`-T`, like every other view; `-f` still works here)
+    #[arg(short = 'T', long, short_alias = 'f', value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ImplArg {
+    /// grpc-go (Debian's golang-google-grpc-dev), the article's stack
+    #[value(name = "grpc-go")]
+    GrpcGo,
+    /// python3-grpcio (gRPC C-core)
+    Grpcio,
+    /// tonic (hyper + h2)
+    Tonic,
+    /// all three
+    All,
+}
+
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for (bash, zsh, fish; also elvish, powershell)
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+pub struct ManArgs {
+    /// Print this subcommand's page (h2ledger-SUBCOMMAND(1)) instead of h2ledger(1)
+    #[arg(value_name = "SUBCOMMAND")]
+    pub page: Option<String>,
+    /// Write every page into DIR (h2ledger.1, h2ledger-replay.1, ...) and list them on stderr
+    #[arg(long, value_name = "DIR", conflicts_with = "page")]
+    pub dir: Option<PathBuf>,
+}
+
+impl Cli {
+    /// Whether the reports go to stderr: the packets take stdout (`-w -`).
+    pub fn packets_on_stdout(&self) -> bool {
+        let dash = |p: &Option<PathBuf>| p.as_deref() == Some(std::path::Path::new("-"));
+        match &self.cmd {
+            Some(Cmd::Sniff(a)) => dash(&a.capture.write),
+            Some(Cmd::Calls(a)) => dash(&a.capture.write),
+            Some(Cmd::Frames(a)) => dash(&a.capture.write),
+            _ => false,
+        }
+    }
+
+    /// Whether the command prints records while it reads (then a progress display on the
+    /// same terminal would be drawn over them).
+    pub fn streams(&self) -> bool {
+        match &self.cmd {
+            Some(Cmd::Calls(_) | Cmd::Frames(_)) => true,
+            Some(Cmd::Sniff(a)) => a.every.is_some(),
+            _ => false,
+        }
+    }
+}
+
+/// tcpdump's `-r FILE` with no subcommand: `h2ledger [-q] -r F ARGS...` is `h2ledger [-q]
+/// replay F ARGS...` (`-rF` and `--read=F` too). Words after a subcommand are left alone.
+pub fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let subcommands: Vec<String> = Cli::command()
+        .get_subcommands()
+        .flat_map(|c| {
+            std::iter::once(c.get_name().to_string()).chain(c.get_all_aliases().map(str::to_string))
+        })
+        .chain(["help".to_string()])
+        .collect();
+    for i in 1..args.len() {
+        let Some(a) = args[i].to_str().map(str::to_string) else {
+            break;
+        };
+        if subcommands.contains(&a) || a == "--" {
+            break;
+        }
+        if a == "-r" || a == "--read" {
+            args[i] = "replay".into();
+            break;
+        }
+        let file = a.strip_prefix("--read=").or_else(|| {
+            a.strip_prefix("-r")
+                .filter(|f| !f.is_empty() && !a.starts_with("--"))
+        });
+        if let Some(f) = file {
+            let f = f.to_string();
+            args.splice(i..=i, ["replay".into(), f.into()]);
+            break;
+        }
+        if !a.starts_with('-') {
+            break;
+        }
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap's own checks of the whole command line (two flags on one letter, a default that is
+    /// not a possible value, ...), which otherwise only a debug build's first run would hit.
+    #[test]
+    fn command_line_is_consistent() {
+        use clap::CommandFactory as _;
+        super::Cli::command().debug_assert();
+    }
+}

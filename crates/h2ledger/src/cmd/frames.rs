@@ -1,0 +1,86 @@
+//! `h2ledger frames`: every frame as it is seen, one line each (like `nghttp -v`), as a table
+//! or JSON.
+
+use std::ops::ControlFlow;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use h2ledger_core::Side;
+use h2ledger_output::lines::{FrameFilter, FramePrinter, Out, Ticks};
+use h2ledger_run::{Drops, Session, Stop};
+use h2ledger_tcp::{LinkType, Nanos};
+
+use crate::cli::{FramesArgs, SideArg};
+use crate::source::{self, Hooks, Reading};
+use crate::Ctx;
+
+struct Frames {
+    session: Session<FramePrinter>,
+    ticks: Ticks,
+}
+
+impl Hooks for Frames {
+    fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
+        self.session.view_mut().set_origin(ts);
+        self.ticks.packet();
+        self.session.feed(linktype, ts, data)
+    }
+
+    fn frames(&self) -> u64 {
+        self.session.frames()
+    }
+
+    fn idle(&mut self, _now: Nanos) {
+        self.session.view_mut().out.flush();
+    }
+
+    fn tick(&mut self, at: Nanos, drops: Option<Drops>) {
+        let o = self.session.view_mut();
+        let printed = o.out.records;
+        self.ticks.tick(&mut o.out, at, printed, 0, drops);
+    }
+}
+
+pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
+    let mut filter = a.filter.clone();
+    let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
+    let opts = source::keys::options(&input, &filter, None)?;
+    let ff = FrameFilter {
+        conns: a.conns,
+        streams: a.streams,
+        types: a.types,
+        side: a.side.map(|s| match s {
+            SideArg::Client => Side::Client,
+            SideArg::Server => Side::Server,
+        }),
+    };
+    let out = Out::new(ctx.out(), a.format.shape(), "frames");
+    let mut printer = FramePrinter::new(out, ff, ctx.out_is_terminal());
+    printer.max = a.max_frames;
+    let mut h = Frames {
+        session: Session::new(printer, opts),
+        ticks: Ticks::new(a.every),
+    };
+    let bpf = filter.bpf();
+    let reading = Reading {
+        input: &input,
+        cap: &a.capture,
+        bpf: bpf.as_deref(),
+        every: a.every,
+        progress: ctx.progress,
+    };
+    let ended = source::run(&reading, &mut h)?;
+    let s = &mut h.session;
+    s.end();
+    let (capture, tcp) = (s.capture().clone(), s.tcp());
+    let warnings = s.warnings().to_vec();
+    let listing = super::listing::Listing {
+        view: "frames",
+        calls: None,
+        frames: s.frames(),
+        capture: &capture,
+        tcp,
+        warnings: &warnings,
+    };
+    super::listing::done(&mut s.view_mut().out, listing, ended, ctx)
+}

@@ -1,0 +1,12 @@
+//! One file per command: each turns its flags into a session and a source, and its result
+//! into output.
+
+pub mod calls;
+pub mod compare;
+pub mod demo;
+pub mod frames;
+pub mod install;
+pub mod ledger;
+pub mod listing;
+pub mod replay;
+pub mod sniff;

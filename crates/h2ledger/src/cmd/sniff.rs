@@ -1,0 +1,27 @@
+//! `h2ledger sniff`: the replay pipeline on live packets (or `-r FILE`), with the live view of
+//! `--every`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::SniffArgs;
+use crate::Ctx;
+
+pub fn sniff(a: SniffArgs, ctx: Ctx) -> Result<ExitCode> {
+    let mut filter = a.filter.clone();
+    let input = a.capture.input(None, &mut filter, Some("lo"))?;
+    super::ledger::run(
+        super::ledger::Ledger {
+            input,
+            cap: &a.capture,
+            filter: &filter,
+            analysis: &a.analysis,
+            every: a.every,
+            format: a.format,
+            max_frames: a.max_frames,
+            live: true,
+        },
+        ctx,
+    )
+}

@@ -1,0 +1,330 @@
+//! Where packets come from, for every command: a saved capture (`FILE`, `-r FILE`, `-` for
+//! standard input; plain, gzip or zstd) or a live device (`-i DEV`). The capture flags are the
+//! same on `sniff`, `calls` and `frames` (tcpdump's `-i -B -s -w -c -Z`, plus `--duration`), and
+//! one loop drives every command, live or not: [`run`] hands each packet to the command's
+//! [`Hooks`], with one ticker ([`Ticker`]) for `--every`.
+
+pub mod devices;
+pub mod file;
+pub mod keys;
+pub mod live;
+pub mod progress;
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use futures::FutureExt as _;
+use h2ledger_run::{Drops, End, Stop, Ticker};
+use h2ledger_tcp::{LinkType, Nanos};
+
+use crate::cli::{CaptureArgs, FilterArgs};
+use file::SavedCapture;
+use live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
+
+/// A saved capture or a live device, resolved from FILE / `-r` / `-i`.
+#[derive(Clone, Debug)]
+pub enum Input {
+    File(String),
+    Device(String),
+}
+
+impl CaptureArgs {
+    /// The input: `-i DEV`, else `-r FILE` or the FILE word, else `default_device` (sniff).
+    /// With `-i`, a FILE word is the first word of the filter expression.
+    pub fn input(
+        &self,
+        file: Option<&str>,
+        filter: &mut FilterArgs,
+        default_device: Option<&str>,
+    ) -> Result<Input> {
+        if let Some(dev) = &self.interface {
+            if let Some(f) = file {
+                filter.expression.insert(0, f.to_string());
+            }
+            return Ok(Input::Device(dev.clone()));
+        }
+        let file = match (&self.read, file) {
+            (Some(r), Some(f)) => {
+                // `-r F` and more words: they are the filter.
+                filter.expression.insert(0, f.to_string());
+                r.clone()
+            }
+            (Some(r), None) => r.clone(),
+            (None, Some(f)) => f.to_string(),
+            (None, None) => match default_device {
+                Some(d) => return Ok(Input::Device(d.to_string())),
+                None => bail!("give a capture FILE (or -r FILE, or -i DEV to capture live)"),
+            },
+        };
+        for (set, flag) in [
+            (self.write.is_some(), "-w/--write"),
+            (self.buffer_kib.is_some(), "-B/--buffer-size"),
+            (self.snaplen.is_some(), "-s/--snapshot-length"),
+        ] {
+            if set {
+                bail!("{flag} applies to a live capture (-i DEV), not to reading {file}");
+            }
+        }
+        Ok(Input::File(file))
+    }
+}
+
+impl Input {
+    /// What is read, for the report's headline: the file's name or the device's.
+    pub fn name(&self) -> &str {
+        match self {
+            Input::File(f) | Input::Device(f) => f,
+        }
+    }
+}
+
+/// What a command does with the packets; every method but `packet` and `frames` has an empty
+/// default.
+pub trait Hooks {
+    /// One packet. `Break` to stop (`--max-frames` reached, the reader went away).
+    fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop>;
+    /// Frames seen so far (the progress display).
+    fn frames(&self) -> u64;
+    /// Live: no packet is waiting right now (`now`: the wall clock); called again every
+    /// [`IDLE_WAKE`] while none comes.
+    fn idle(&mut self, _now: Nanos) {}
+    /// Every `--every` period: live on the wall clock (with libpcap's drop counters), on a file
+    /// by capture time (`at`: the period's end).
+    fn tick(&mut self, _at: Nanos, _drops: Option<Drops>) {}
+}
+
+/// How the input ended.
+pub struct Ended {
+    /// Why the reading stopped.
+    pub end: End,
+    /// Live: libpcap's counters at the end.
+    pub drops: Option<Drops>,
+    /// What was read: the file's name, or "DEV (live)".
+    pub source: String,
+    /// Live `-w`: a write to the file failed (the report is printed, then this is the error).
+    pub write_error: Option<anyhow::Error>,
+}
+
+impl Ended {
+    /// After the report: a failed `-w` is an error (exit status 2).
+    pub fn saved(self) -> Result<()> {
+        match self.write_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How a command reads: the input, its capture flags and filter, `--every`, and whether a
+/// progress display may be drawn.
+pub struct Reading<'a> {
+    pub input: &'a Input,
+    pub cap: &'a CaptureArgs,
+    pub bpf: Option<&'a str>,
+    pub every: Option<Duration>,
+    pub progress: bool,
+}
+
+/// Drives `hooks` with every packet of the input until it ends or a stop condition is met.
+/// `--every` ticks and the `-c`/`--duration` limits apply to files and devices alike.
+pub fn run(r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<Ended> {
+    match r.input {
+        Input::File(f) => run_file(f, r, hooks),
+        Input::Device(d) => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
+            rt.block_on(run_live(d, r, hooks))
+        }
+    }
+}
+
+fn ticker(every: Option<Duration>) -> Option<Ticker> {
+    every.map(|d| Ticker::new(d.as_nanos().clamp(1, i64::MAX as u128) as i64))
+}
+
+fn run_file(file: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<Ended> {
+    let mut saved = SavedCapture::open(file, r.bpf)?;
+    let linktype = LinkType(saved.linktype);
+    let limit = r
+        .cap
+        .duration
+        .map(|d| d.as_nanos().min(i64::MAX as u128) as i64);
+    let mut ticker = ticker(r.every);
+    let (mut first, mut packets) = (None::<Nanos>, 0u64);
+    let mut stop = None;
+    let error = saved
+        .for_each(r.progress, |ts, data, shown| {
+            let t0 = *first.get_or_insert(ts);
+            // A packet more than D after the first is not read.
+            if limit.is_some_and(|l| ts.saturating_sub(t0) > l) {
+                stop = Some(Stop::Duration);
+                return false;
+            }
+            if let Some(t) = ticker.as_mut() {
+                t.start(t0);
+                if let Some(at) = t.due(ts) {
+                    hooks.tick(at, None);
+                }
+            }
+            packets += 1;
+            let flow = hooks.packet(linktype, ts, data);
+            shown.frames(hooks.frames());
+            if let ControlFlow::Break(s) = flow {
+                stop = Some(s);
+                return false;
+            }
+            if r.cap.count.is_some_and(|n| packets >= n) {
+                stop = Some(Stop::Count);
+                return false;
+            }
+            true
+        })
+        .err();
+    let end = match (error, stop) {
+        (Some(e), _) => End::Damaged(format!("{e:#}")),
+        (None, Some(s)) => End::Stopped(s),
+        (None, None) => End::Complete,
+    };
+    Ok(Ended {
+        end,
+        drops: None,
+        source: saved.name.clone(),
+        write_error: None,
+    })
+}
+
+async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<Ended> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let cap = r.cap;
+    let mut live = Live::open(&LiveOptions {
+        device: dev.to_string(),
+        filter: r.bpf.map(str::to_string),
+        snaplen: cap.snaplen.unwrap_or(DEFAULT_SNAPLEN),
+        buffer_kib: cap.buffer_kib.unwrap_or(DEFAULT_BUFFER_KIB),
+        write: cap.write.clone(),
+        user: Some(cap.user.user.clone()),
+    })?;
+    // Always said (like tcpdump's "listening on"): scripts wait for this line.
+    eprintln!(
+        "h2ledger: listening on {}{}{}; Ctrl-C to stop",
+        live.device,
+        r.bpf
+            .map(|f| format!(", filter \"{f}\""))
+            .unwrap_or_default(),
+        live.dropped_to
+            .as_deref()
+            .map(|u| format!(", running as {u}"))
+            .unwrap_or_default()
+    );
+    let linktype = LinkType(live.linktype);
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
+    let deadline = cap.duration.map(|d| tokio::time::Instant::now() + d);
+    // Ticks by the wall clock: the deadline of the next one, as a tokio instant.
+    let mut ticker = ticker(r.every);
+    if let Some(t) = ticker.as_mut() {
+        t.start(now_nanos());
+    }
+    let next_tick = |t: &Option<Ticker>| {
+        t.and_then(|t| t.next()).map(|at| {
+            let wait = at.saturating_sub(now_nanos()).max(0) as u64;
+            tokio::time::Instant::now() + Duration::from_nanos(wait)
+        })
+    };
+    let mut packets = 0u64;
+    let stop = loop {
+        // While packets wait, take them without sleeping; when none does, say so (flush) and
+        // wait for whichever comes first.
+        let pkt = match live.next().now_or_never() {
+            Some(p) => {
+                if int.recv().now_or_never().is_some() {
+                    break Stop::Interrupted;
+                }
+                if term.recv().now_or_never().is_some() {
+                    break Stop::Terminated;
+                }
+                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    break Stop::Duration;
+                }
+                if let Some(at) = ticker.as_mut().and_then(|t| t.due(now_nanos())) {
+                    hooks.tick(at, Some(live.drops()));
+                }
+                p
+            }
+            None => {
+                hooks.idle(now_nanos());
+                let tick_at = next_tick(&ticker);
+                tokio::select! {
+                    p = live.next() => p,
+                    _ = int.recv() => break Stop::Interrupted,
+                    _ = term.recv() => break Stop::Terminated,
+                    _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
+                        break Stop::Duration;
+                    }
+                    _ = async { tokio::time::sleep_until(tick_at.expect("guarded")).await }, if tick_at.is_some() => {
+                        if let Some(at) = ticker.as_mut().and_then(|t| t.due(now_nanos())) {
+                            hooks.tick(at, Some(live.drops()));
+                        }
+                        continue;
+                    }
+                    // Quiet input: idle again now and then, so that what became due with
+                    // time alone (a call that ended a second ago) is printed.
+                    _ = tokio::time::sleep(IDLE_WAKE) => continue,
+                }
+            }
+        };
+        match pkt {
+            Some(Ok(p)) => {
+                packets += 1;
+                if let ControlFlow::Break(s) = hooks.packet(linktype, p.ts, &p.data) {
+                    break s;
+                }
+                if cap.count.is_some_and(|n| packets >= n) {
+                    break Stop::Count;
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                return finish_live(live, End::Complete);
+            }
+        }
+    };
+    // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
+    if stop.drains() {
+        let quiet = Duration::from_millis(4 * live::DELIVERY_TIMEOUT_MS as u64);
+        let mut more = true;
+        live.drain(quiet, |p| {
+            if more {
+                more = hooks.packet(linktype, p.ts, &p.data).is_continue();
+            }
+        })
+        .await;
+    }
+    finish_live(live, End::Stopped(stop))
+}
+
+fn finish_live(mut live: Live, end: End) -> Result<Ended> {
+    let drops = live.drops();
+    let write_error = live.finish_write().err();
+    Ok(Ended {
+        end,
+        drops: Some(drops),
+        source: format!("{} (live)", live.device),
+        write_error,
+    })
+}
+
+/// While no packet comes, the live loop calls [`Hooks::idle`] again this often.
+const IDLE_WAKE: Duration = Duration::from_millis(500);
+
+/// The wall clock in nanoseconds since the epoch.
+pub fn now_nanos() -> Nanos {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
