@@ -62,10 +62,12 @@ test: (deps test_pkgs)
     awk '/^test result:/ { p += $4; f += $6 } END { printf "summary: %d passed, %d failed\n", p, f }' "$log"
     exit "$rc"
 
-# fmt and clippy, as CI runs them.
+# fmt, clippy, the docs and the module graph, as CI runs them.
 lint: (deps build_pkgs)
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+    python3 scripts/module-cycles.py
 
 # Replay a capture: just replay captures/grpcgo-article.pcap --format json
 replay *ARGS: (deps build_pkgs)

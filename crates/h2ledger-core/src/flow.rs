@@ -24,7 +24,7 @@
 //! loses framing in a gap, has unknown windows from then on: it counts in
 //! `unknown_connections` and nothing is guessed.
 
-use crate::analysis::Phased;
+use crate::phase::Phased;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -34,14 +34,14 @@ use h2_frame_parser::{Frame, SettingId};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos};
 use serde::Serialize;
 
-use crate::hist::LogHist;
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side, Sides};
+use crate::stats::LogHist;
 
 /// The initial connection and stream window (RFC 9113 §6.9.2).
 const DEFAULT_WINDOW: i64 = 65_535;
 /// Streams tracked at once over every connection.
-const MAX_FLOW_STREAMS: usize = 1 << 20;
+pub const MAX_FLOW_STREAMS: usize = 1 << 20;
 /// SETTINGS of one side waiting for the other's ACK; more means the windows are unknown.
 const MAX_PENDING_SETTINGS: usize = 16;
 
@@ -172,12 +172,12 @@ pub struct WindowSeries {
 pub type WindowPoint = (Option<i64>, Option<i64>, u32);
 
 impl WindowSeries {
-    /// The bucket of `ts`; `None` beyond [`crate::analysis::timeline::MAX_BUCKETS`] buckets from
+    /// The bucket of `ts`; `None` beyond [`crate::phase::MAX_BUCKETS`] buckets from
     /// the origin (a clock jump costs nothing: those points are not drawn, `refused` counts them).
     fn at(&mut self, ts: Nanos) -> Option<&mut [WindowPoint; 2]> {
         let o = *self.origin.get_or_insert(ts);
-        let b = (ts.saturating_sub(o).max(0) / self.bucket.max(1)) as usize;
-        if b >= crate::analysis::timeline::MAX_BUCKETS {
+        let b = crate::phase::bucket(ts, o, self.bucket) as usize;
+        if b >= crate::phase::MAX_BUCKETS {
             self.refused += 1;
             return None;
         }
@@ -780,7 +780,7 @@ pub struct ByLimit {
     pub stream: u64,
 }
 
-/// Time stalled, microseconds, over the stalls that ended (p50/p99 per [`crate::hist`]).
+/// Time stalled, microseconds, over the stalls that ended (p50/p99 per [`crate::stats::LogHist`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StalledUs {
     pub max: Option<f64>,

@@ -28,20 +28,21 @@ use std::collections::BTreeMap;
 
 use crate::FastMap;
 
-use crate::analysis::Phased;
+use crate::phase::Phased;
 use std::sync::Arc;
 
 use h2_frame_parser::Frame;
 use h2ledger_tcp::{ConnId, Dir, Nanos};
 use serde::Serialize;
 
-use crate::analysis::{escape_bytes, Percentiles};
-use crate::hist::LogHist;
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Sides};
+use crate::stats::LogHist;
+use crate::stats::Percentiles;
+use crate::text::escape_bytes;
 
 /// Calls followed at once.
-const MAX_GRPC_STREAMS: usize = 1 << 20;
+pub const MAX_GRPC_STREAMS: usize = 1 << 20;
 /// Bytes of `grpc-message` kept (after percent-decoding).
 const MAX_GRPC_MESSAGE: usize = 256;
 /// Distinct `grpc-encoding` values named; later ones are `(other)`.
@@ -654,7 +655,7 @@ struct GrpcMethodAgg {
     status: BTreeMap<String, u64>,
     messages: [u64; 2],
     bytes: [u64; 2],
-    latency: crate::analysis::LatencyHist,
+    latency: crate::stats::LatencyHist,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -670,7 +671,7 @@ pub struct GrpcSide {
     pub compressed: u64,
     pub incomplete: u64,
     pub message_bytes: u64,
-    /// Bytes per message (p50/p99 per [`crate::hist`]).
+    /// Bytes per message (p50/p99 per [`crate::stats::LogHist`]).
     pub message_size: MessageSize,
     pub messages: u64,
 }

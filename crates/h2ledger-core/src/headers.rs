@@ -14,8 +14,8 @@ struct Field {
 pub struct HeaderList {
     bytes: Vec<u8>,
     fields: Vec<Field>,
-    /// Only the first field and those [`crate::ledger::analysis_header`] names were kept.
-    partial: bool,
+    /// Only the first field and the names this function accepts were kept.
+    kept: Option<fn(&[u8]) -> bool>,
 }
 
 /// One decoded field. `unseen`: the name or value came from a dynamic table entry the capture
@@ -33,8 +33,8 @@ impl HeaderList {
         self.fields.clear();
     }
 
-    pub(crate) fn set_partial(&mut self, partial: bool) {
-        self.partial = partial;
+    pub(crate) fn set_kept(&mut self, kept: Option<fn(&[u8]) -> bool>) {
+        self.kept = kept;
     }
 
     pub fn push(&mut self, h: &HeaderRef<'_>) {
@@ -69,8 +69,8 @@ impl HeaderList {
     /// The value of the first field with this name.
     pub fn get(&self, name: &[u8]) -> Option<&[u8]> {
         debug_assert!(
-            !self.partial || crate::ledger::analysis_header(name),
-            "{:?} is not kept in a partial list: add it to ledger::analysis_header",
+            self.kept.is_none_or(|kept| kept(name)),
+            "{:?} is not kept: the observer's HeaderNeed does not name it",
             String::from_utf8_lossy(name)
         );
         self.iter().find(|h| h.name == name).map(|h| h.value)

@@ -41,12 +41,14 @@ pub mod detect;
 pub mod flow;
 pub mod grpc;
 pub mod headers;
-pub mod hist;
 pub mod ledger;
 pub mod model;
+pub mod phase;
+pub mod stats;
 pub mod tally;
 #[cfg(test)]
 mod testkit;
+pub mod text;
 
 /// The maps keyed by connection, stream and call ids that every frame touches: foldhash, seeded
 /// at random per process (std's SipHash took about a sixth of `calls --format jsonl`; decision

@@ -80,7 +80,7 @@ impl SideTally {
 pub const MAX_CONN_DETAIL: usize = 1000;
 /// The same for one phase's ledger: phases are many, and their connections are listed in full
 /// in the whole capture's ledger.
-const PHASE_CONN_DETAIL: usize = 16;
+pub const PHASE_CONN_DETAIL: usize = 16;
 
 /// Counts per open connection and direction, of the events handed to it;
 /// closed connections are folded into per-side totals (their side is final then) and freed.
@@ -176,8 +176,8 @@ fn conn_ledger(c: &ConnSummary, t: &Tally) -> ConnLedger {
 }
 
 impl Observer for Tally {
-    fn wants_headers(&self) -> bool {
-        false
+    fn header_need(&self) -> crate::ledger::HeaderNeed {
+        crate::ledger::HeaderNeed::None
     }
 
     fn close(&mut self, c: &ConnSummary) {

@@ -12,7 +12,7 @@ macro_rules! k {
 }
 pub(crate) use k;
 
-/// One JSON object being written into `buf`; `end` closes it. Keys come from [`k!`].
+/// One JSON object being written into `buf`; `end` closes it. Keys come from `k!`.
 pub struct Obj<'a> {
     buf: &'a mut Vec<u8>,
     first: bool,

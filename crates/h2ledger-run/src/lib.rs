@@ -39,8 +39,8 @@ mod ticker;
 pub mod time;
 
 pub use obs::{Obs, Wanted};
-pub use pipeline::{CaptureStats, KeyPoll};
-pub use report::{secs, Drops, Report, TcpReport};
+pub use pipeline::KeyPoll;
+pub use report::{secs, CaptureStats, Drops, Report, TcpReport};
 pub use session::{
     End, Finished, Options, PlotInput, Session, Stop, Tick, View, DEFAULT_MAX_CONNECTIONS,
 };

@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 
 use h2ledger_core::analysis::{Phased, Splitter, MAX_PHASES};
+use h2ledger_core::ledger::HeaderNeed;
 use h2ledger_core::{Analysis, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 use crate::pipeline::Pipeline;
-use crate::report::Report;
+use crate::report::{Report, TcpReport};
 
 /// What a run computes beyond the plain ledger.
 #[derive(Clone, Debug, Default)]
@@ -110,13 +111,13 @@ impl Obs {
 }
 
 impl Observer for Obs {
-    fn wants_headers(&self) -> bool {
-        self.analysis.is_some()
-    }
-
-    fn wants_all_headers(&self) -> bool {
+    fn header_need(&self) -> HeaderNeed {
         // Only the analysis reads them.
-        self.all_headers
+        match &self.analysis {
+            Some(_) if self.all_headers => HeaderNeed::All,
+            Some(a) => a.header_need(),
+            None => HeaderNeed::None,
+        }
     }
 
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
@@ -206,8 +207,14 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
         whole.anomalies.insert("phases-capped".to_string(), refused);
     }
     let full = Report {
+        start: p.stats.first,
+        end: p.stats.last,
+        ledger: whole,
         analysis: o.analysis.as_ref().map(|a| a.report(&conns, None)),
-        ..p.report(whole)
+        capture: Some(p.stats.clone()),
+        tcp: Some(TcpReport::from(&p.reasm.stats())),
+        tls: Some(p.tls.report()),
+        ..Report::default()
     };
     let mut phases = Phases {
         splitter: Splitter::default(),

@@ -6,28 +6,8 @@
 use h2ledger_core::{Ledger, LedgerReport, Observer, Tally};
 use h2ledger_tcp::{link, Config, LinkType, Nanos, Reassembler};
 use h2ledger_tls::Tls;
-use serde::Serialize;
 
-use crate::report::{secs, Report, TcpReport};
-
-/// Packet-level counts of one run.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CaptureStats {
-    /// First packet time (nanoseconds since the epoch; seconds in the JSON).
-    #[serde(serialize_with = "crate::report::secs_opt")]
-    pub first: Option<Nanos>,
-    /// Last packet time (nanoseconds since the epoch; seconds in the JSON).
-    #[serde(serialize_with = "crate::report::secs_opt")]
-    pub last: Option<Nanos>,
-    /// Packets that are not TCP over IPv4 or IPv6.
-    pub not_tcp: u64,
-    /// Packets read.
-    pub packets: u64,
-    /// TCP segments among them.
-    pub tcp_segments: u64,
-    /// Packets whose link, IP or TCP header could not be decoded.
-    pub undecodable: u64,
-}
+use crate::report::{secs, CaptureStats};
 
 /// Where a live key log's new lines come from (the binary reads the file; the library only asks).
 pub type KeyPoll = Box<dyn FnMut() -> Option<String>>;
@@ -143,20 +123,6 @@ impl<O: Observer> Pipeline<O> {
         self.ledger.finish();
         self.stats.first = self.first;
         self.stats.last = self.first.map(|_| self.last);
-    }
-
-    /// The whole capture's report of `ledger` (no analysis): with the capture, TCP and TLS
-    /// facts of this run.
-    pub fn report(&self, ledger: LedgerReport) -> Report {
-        Report {
-            start: self.stats.first,
-            end: self.stats.last,
-            ledger,
-            capture: Some(self.stats.clone()),
-            tcp: Some(TcpReport::from(&self.reasm.stats())),
-            tls: Some(self.tls.report()),
-            ..Report::default()
-        }
     }
 
     /// The ledger report from `tally` (the run's, or one phase's), with the run's warnings.

@@ -20,7 +20,24 @@ use h2ledger_tcp::{Nanos, Stats};
 use h2ledger_tls::TlsReport;
 use serde::{Serialize, Serializer};
 
-use crate::pipeline::CaptureStats;
+/// Packet-level counts of one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CaptureStats {
+    /// First packet time (nanoseconds since the epoch; seconds in the JSON).
+    #[serde(serialize_with = "secs_opt")]
+    pub first: Option<Nanos>,
+    /// Last packet time (nanoseconds since the epoch; seconds in the JSON).
+    #[serde(serialize_with = "secs_opt")]
+    pub last: Option<Nanos>,
+    /// Packets that are not TCP over IPv4 or IPv6.
+    pub not_tcp: u64,
+    /// Packets read.
+    pub packets: u64,
+    /// TCP segments among them.
+    pub tcp_segments: u64,
+    /// Packets whose link, IP or TCP header could not be decoded.
+    pub undecodable: u64,
+}
 
 /// TCP reassembly facts: the JSON `tcp` object.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -11,8 +11,8 @@ use h2ledger_tcp::{LinkType, Nanos};
 use h2ledger_tls::Tls;
 
 use crate::obs::{build, Obs, Phases};
-use crate::pipeline::{CaptureStats, KeyPoll, Pipeline};
-use crate::report::{secs, Drops, Report, TcpReport};
+use crate::pipeline::{KeyPoll, Pipeline};
+use crate::report::{secs, CaptureStats, Drops, Report, TcpReport};
 use crate::time::fmt_rfc3339;
 
 /// Why a run stopped before its input ended.

@@ -4,7 +4,7 @@
 //! [`Analysis`] is an [`Observer`]; attach it next to a [`crate::Tally`] only when its output is
 //! wanted. Its memory follows what is open, never what has passed: a call is a 64-byte
 //! [`CallRec`] while in flight and for a moment after it ends (a BDP PING may still name it),
-//! then it is folded into counters and bounded histograms ([`hist::LatencyHist`]) and dropped;
+//! then it is folded into counters and bounded histograms ([`LatencyHist`]) and dropped;
 //! a connection's counters are folded by side when it closes. docs/ledger.md states every bound;
 //! docs/article.md defines every term (call, write, round, in flight, latency) with the capture
 //! it was checked on.
@@ -20,10 +20,7 @@
 //! assert_eq!(report.concurrency.calls, 0);
 //! ```
 
-pub mod hist;
-pub mod phase;
 mod report;
-pub mod stats;
 pub mod timeline;
 
 mod build;
@@ -42,22 +39,22 @@ use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 use crate::ledger::{ConnSummary, FrameEvent, Observer, NO_WRITE};
 use crate::model::{FrameClass, Side, Sides};
 
+pub use crate::phase::{Cut, Phased, Splitter, MAX_PHASES};
+pub use crate::stats::{nearest_rank, LatencyHist, Percentiles, PERCENTILES};
+pub use crate::text::escape_bytes;
 pub use calls::CallView;
 use calls::Finished;
-pub use hist::LatencyHist;
-pub use phase::{Cut, Phased, Splitter, MAX_PHASES};
 pub use report::*;
-pub use stats::{nearest_rank, Percentiles, PERCENTILES};
 pub use timeline::Timeline;
 
 /// Calls followed at once (in flight); calls beyond are counted in `limits.untracked_calls`.
-const MAX_ACTIVE_CALLS: usize = 1 << 16;
+pub const MAX_ACTIVE_CALLS: usize = 1 << 16;
 /// Distinct `:path` values kept; later ones are counted under `(other)`.
-const MAX_METHODS: usize = 4096;
+pub const MAX_METHODS: usize = 4096;
 /// Distinct methods reported per phase; later ones are counted under `(other)` there.
-const MAX_PHASE_METHODS: usize = 64;
+pub const MAX_PHASE_METHODS: usize = 64;
 /// GOAWAY frames listed; later ones are only counted.
-const MAX_GOAWAYS: usize = 1000;
+pub const MAX_GOAWAYS: usize = 1000;
 /// Writes per direction whose frames may still arrive (while the ledger looks for a frame
 /// boundary it holds writes back); older ones are closed.
 const MAX_OPEN_WRITES: usize = 4096;
@@ -536,26 +533,6 @@ fn parse_u16(v: &[u8]) -> Option<u16> {
         return Some(v.iter().fold(0, |n, d| n * 10 + u16::from(d - b'0')));
     }
     std::str::from_utf8(v).ok()?.trim().parse().ok()
-}
-
-/// Header bytes as text: valid UTF-8 is kept; every byte of an invalid sequence is written
-/// `\xNN` (two lowercase hex digits) and a backslash is written `\\`, so the bytes can be
-/// recovered exactly.
-pub fn escape_bytes(b: &[u8]) -> String {
-    let mut out = String::with_capacity(b.len());
-    for chunk in b.utf8_chunks() {
-        for ch in chunk.valid().chars() {
-            if ch == '\\' {
-                out.push_str("\\\\");
-            } else {
-                out.push(ch);
-            }
-        }
-        for x in chunk.invalid() {
-            out.push_str(&format!("\\x{x:02x}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

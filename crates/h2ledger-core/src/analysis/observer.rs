@@ -1,10 +1,26 @@
 //! The analysis as an [`Observer`]: each write, frame, gap and close routed to the jobs above.
 
 use super::*;
+use crate::ledger::HeaderNeed;
+
+/// Whether `name` is a header field the analysis and its trackers read (`:path`, `:status`,
+/// `grpc-status`, `grpc-message`, `grpc-encoding`, `content-type`).
+#[inline]
+pub fn reads_header(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b":path"
+            | b":status"
+            | b"grpc-status"
+            | b"grpc-message"
+            | b"grpc-encoding"
+            | b"content-type"
+    )
+}
 
 impl Observer for Analysis {
-    fn wants_all_headers(&self) -> bool {
-        false
+    fn header_need(&self) -> HeaderNeed {
+        HeaderNeed::Some(reads_header)
     }
 
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::stats::Percentiles;
 use crate::model::Sides;
+use crate::stats::Percentiles;
 
 /// A histogram indexed by a small count, serialized as `{"0": n, "1": n, ...}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -162,7 +162,7 @@ pub struct GoAwayReport {
     pub too_many_pings: bool,
 }
 
-/// Everything [`Analysis`] reports for one scope.
+/// Everything [`super::Analysis`] reports for one scope.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct AnalysisReport {
     pub concurrency: Concurrency,
@@ -192,7 +192,7 @@ pub struct AnalysisLimits {
     /// `:path` values in all, or [`super::MAX_PHASE_METHODS`] in one phase.
     pub methods_folded: u64,
     /// Events (writes, frames, calls, round trips) kept out of the phases because
-    /// [`super::phase::MAX_PHASES`] phases already held something.
+    /// [`crate::phase::MAX_PHASES`] phases already held something.
     pub phase_events_dropped: u64,
     /// Calls not followed because [`super::MAX_ACTIVE_CALLS`] calls were in flight.
     pub untracked_calls: u64,

@@ -7,9 +7,9 @@ use h2ledger_tcp::Nanos;
 use crate::ledger::{FrameEvent, Observer};
 use crate::model::{FrameClass, Side};
 
-/// Buckets kept: 100,000 buckets of 112 bytes (2.8 hours of 100 ms buckets that all hold a
-/// frame). Frames of further buckets are counted in [`Timeline::refused`].
-pub const MAX_BUCKETS: usize = 100_000;
+/// Buckets kept (112 bytes each); frames of further buckets are counted in
+/// [`Timeline::refused`].
+pub use crate::phase::MAX_BUCKETS;
 
 /// Frame counts in fixed buckets from the first frame on, kept only for buckets that hold a
 /// frame: a capture whose clock jumps a day costs two buckets, not a day of them.
@@ -42,13 +42,13 @@ impl Timeline {
 }
 
 impl Observer for Timeline {
-    fn wants_headers(&self) -> bool {
-        false
+    fn header_need(&self) -> crate::ledger::HeaderNeed {
+        crate::ledger::HeaderNeed::None
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         let o = *self.origin.get_or_insert(ev.ts);
-        let b = (ev.ts.saturating_sub(o).max(0) / self.bucket) as u64;
+        let b = crate::phase::bucket(ev.ts, o, self.bucket);
         if !self.counts.contains_key(&b) && self.counts.len() >= MAX_BUCKETS {
             self.refused += 1;
             return;

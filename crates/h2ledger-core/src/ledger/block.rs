@@ -22,27 +22,21 @@ pub(super) struct BlockSummary {
     pub(super) unseen: bool,
 }
 
-/// Which decoded fields go into [`DirState::headers`] for the observers.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Keep {
-    None,
-    /// The block's first field and those [`analysis_header`] names.
-    Analysis,
-    All,
-}
-
-/// Decodes a header block, keeping fields in `ds.headers` as `keep` says.
+/// Decodes a header block, keeping the fields the observers need in `ds.headers`.
 pub(super) fn decode_block(
     ds: &mut DirState,
     block: &[u8],
-    keep: Keep,
+    keep: HeaderNeed,
     warnings: &mut Warnings,
     id: ConnId,
     src: SocketAddr,
     dst: SocketAddr,
 ) -> bool {
     ds.headers.clear();
-    ds.headers.set_partial(keep == Keep::Analysis);
+    ds.headers.set_kept(match keep {
+        HeaderNeed::Some(f) => Some(f),
+        _ => None,
+    });
     let headers = &mut ds.headers;
     let mut sum = BlockSummary::default();
     let mut first = true;
@@ -57,9 +51,9 @@ pub(super) fn decode_block(
         sum.pseudo |= !unseen && h.name.starts_with(b":");
         sum.unseen |= unseen;
         let wanted = match keep {
-            Keep::None => false,
-            Keep::All => true,
-            Keep::Analysis => was_first || analysis_header(h.name),
+            HeaderNeed::None => false,
+            HeaderNeed::All => true,
+            HeaderNeed::Some(reads) => was_first || reads(h.name),
         };
         if wanted {
             headers.push(&h);

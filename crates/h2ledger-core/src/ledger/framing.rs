@@ -199,12 +199,7 @@ fn frame<O: Observer>(
     complete: bool,
 ) {
     let d = di(dir);
-    let keep = observer.wants_headers();
-    let which = match (keep, observer.wants_all_headers()) {
-        (false, _) => Keep::None,
-        (true, true) => Keep::All,
-        (true, false) => Keep::Analysis,
-    };
+    let which = observer.header_need();
     let (src, dst) = c.addrs(dir);
     let load = head.kind != Kind::Data || observer.wants_data(id, head.stream_id);
     let loaded = if complete && load {
@@ -400,7 +395,7 @@ fn frame<O: Observer>(
         head,
         class,
         frame: loaded.as_ref(),
-        headers: (decoded && keep).then_some(&ds.headers),
+        headers: (decoded && !matches!(which, HeaderNeed::None)).then_some(&ds.headers),
         src,
         dst,
         late_start,

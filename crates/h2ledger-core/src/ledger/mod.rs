@@ -25,7 +25,7 @@ const MAX_GOAWAY_DEBUG: u32 = 1024;
 /// Streams tracked per connection (for HEADERS vs TRAILERS) before new ones are no longer tracked.
 pub const MAX_STREAMS: usize = 1 << 20;
 /// Warnings kept as text; later ones are only counted.
-const MAX_WARNINGS: usize = 200;
+pub const MAX_WARNINGS: usize = 200;
 /// Default SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
 const DEFAULT_MAX_FRAME: u32 = 16_384;
 /// SETTINGS frames waiting for their ACK, per direction. Beyond that, a new one is merged
@@ -44,7 +44,7 @@ mod start;
 mod summary;
 
 use block::*;
-pub use observer::{analysis_header, FrameEvent, Observer};
+pub use observer::{FrameEvent, HeaderNeed, Observer};
 pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,35 +29,35 @@ pub struct FrameEvent<'a> {
     pub late_start: bool,
 }
 
-/// Whether `name` is a header field [`crate::Analysis`] and its trackers read (`:path`,
-/// `:status`, `grpc-status`, `grpc-message`, `grpc-encoding`, `content-type`): with a block's
-/// first field, what an observer that does not want all headers gets.
-#[inline]
-pub fn analysis_header(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b":path"
-            | b":status"
-            | b"grpc-status"
-            | b"grpc-message"
-            | b"grpc-encoding"
-            | b"content-type"
-    )
+/// Which decoded header fields an observer reads. Decoding always runs (the HPACK table must
+/// follow the peer); copying fields out costs time, so an observer asks only for what it reads.
+#[derive(Clone, Copy, Debug)]
+pub enum HeaderNeed {
+    /// No field.
+    None,
+    /// A block's first field (it tells a request from a response), and the fields whose
+    /// name the function accepts; [`crate::HeaderList::get`] of another name is a bug.
+    Some(fn(&[u8]) -> bool),
+    /// Every field.
+    All,
+}
+
+impl HeaderNeed {
+    /// What two observers need together (two different name filters: every field).
+    pub fn and(self, other: HeaderNeed) -> HeaderNeed {
+        match (self, other) {
+            (HeaderNeed::None, x) | (x, HeaderNeed::None) => x,
+            (HeaderNeed::Some(a), HeaderNeed::Some(b)) if std::ptr::fn_addr_eq(a, b) => self,
+            _ => HeaderNeed::All,
+        }
+    }
 }
 
 /// What the ledger feeds. Every method has an empty default.
 pub trait Observer {
-    /// Whether [`FrameEvent::headers`] is wanted. Decoding always runs (the HPACK table must
-    /// follow the peer); copying the fields out costs time, so observers that never read them
-    /// say no.
-    fn wants_headers(&self) -> bool {
-        true
-    }
-    /// When [`Observer::wants_headers`]: whether every field of a block is wanted, or only its
-    /// first field and those [`analysis_header`] names (all the analysis reads; the others
-    /// are not copied out, and [`crate::HeaderList::get`] of another name is a bug).
-    fn wants_all_headers(&self) -> bool {
-        true
+    /// Which fields of [`FrameEvent::headers`] are wanted (see [`HeaderNeed`]).
+    fn header_need(&self) -> HeaderNeed {
+        HeaderNeed::All
     }
     /// Whether the payload of DATA frames on this stream is wanted (asked at each DATA frame's
     /// head and end). Frames split across writes are then copied, up to the frame size limit.
@@ -90,18 +90,14 @@ pub trait Observer {
 }
 
 impl Observer for () {
-    fn wants_headers(&self) -> bool {
-        false
+    fn header_need(&self) -> HeaderNeed {
+        HeaderNeed::None
     }
 }
 
 impl<A: Observer, B: Observer> Observer for (A, B) {
-    fn wants_headers(&self) -> bool {
-        self.0.wants_headers() || self.1.wants_headers()
-    }
-    fn wants_all_headers(&self) -> bool {
-        (self.0.wants_headers() && self.0.wants_all_headers())
-            || (self.1.wants_headers() && self.1.wants_all_headers())
+    fn header_need(&self) -> HeaderNeed {
+        self.0.header_need().and(self.1.header_need())
     }
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.0.wants_data(conn, stream) || self.1.wants_data(conn, stream)
@@ -144,11 +140,8 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
-    fn wants_headers(&self) -> bool {
-        (**self).wants_headers()
-    }
-    fn wants_all_headers(&self) -> bool {
-        (**self).wants_all_headers()
+    fn header_need(&self) -> HeaderNeed {
+        (**self).header_need()
     }
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         (**self).wants_data(conn, stream)
@@ -184,12 +177,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
 }
 
 impl<O: Observer> Observer for Vec<O> {
-    fn wants_headers(&self) -> bool {
-        self.iter().any(|o| o.wants_headers())
-    }
-    fn wants_all_headers(&self) -> bool {
+    fn header_need(&self) -> HeaderNeed {
         self.iter()
-            .any(|o| o.wants_headers() && o.wants_all_headers())
+            .fold(HeaderNeed::None, |n, o| n.and(o.header_need()))
     }
     fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.iter().any(|o| o.wants_data(conn, stream))

@@ -20,7 +20,7 @@ pub enum Shape {
 }
 
 /// Standard output for a line view: buffered (records are written straight into the buffer,
-/// which goes out in pieces of [`BUFFER`]), with a broken pipe (`| head`) remembered.
+/// which goes out in pieces of 256 KiB), with a broken pipe (`| head`) remembered.
 pub struct Out {
     w: Box<dyn Write + Send>,
     buf: Vec<u8>,

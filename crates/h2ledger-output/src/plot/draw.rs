@@ -15,7 +15,8 @@ impl Axis {
         Ticked(self.clone())
     }
 }
-/// Renders the timeline (see [`Plan::new`]).
+/// Renders the timeline as SVG: frames per second by kind and side, the phase boundaries
+/// `cuts` and, with `windows`, the flow-control rows.
 pub fn svg(
     t: &Timeline,
     cuts: &[f64],

@@ -3,7 +3,7 @@
 //! other; with `--analyze`, two more rows: each side's connection window and the available
 //! window of its busiest stream. Drawn with plotters' SVG backend.
 //!
-//! What is drawn is decided first, as data ([`Plan`]): the rows, the bins, the ticks and the
+//! What is drawn is decided first, as data (a plan): the rows, the bins, the ticks and the
 //! legend entries (only for marks that are drawn). [`svg`] then draws it.
 
 mod draw;

@@ -1,10 +1,19 @@
+//! Counting durations and sizes in bounded memory: nearest-rank percentiles, the latency
+//! histogram (exact while small, log-linear after) and the log-bucket histogram of sizes.
+//!
 //! Nearest-rank percentiles.
 //!
 //! The p-th percentile of `n` sorted samples is the sample of rank `ceil(p * n / 100)`
 //! (1-based, at least 1): always one of the samples, never interpolated. With 144 samples,
 //! p50 is the 72nd smallest and p99 the 143rd.
 
+mod latency;
+mod log;
+
 use serde::Serialize;
+
+pub use latency::LatencyHist;
+pub use log::{HistSummary, LogHist};
 
 /// The percentiles printed everywhere (gogrpcping's lines).
 pub const PERCENTILES: [u32; 7] = [1, 25, 50, 75, 90, 95, 99];
@@ -40,8 +49,8 @@ impl Percentiles {
         Self::from_ranks(samples.len() as u64, |p| nearest_rank(samples, p))
     }
 
-    /// From a bounded histogram (exact while it holds few values; see [`super::hist`]).
-    pub fn of_hist(h: &super::LatencyHist) -> Percentiles {
+    /// From a bounded histogram (exact while it holds few values; see [`LatencyHist`]).
+    pub fn of_hist(h: &LatencyHist) -> Percentiles {
         Self::from_ranks(h.count(), |p| h.percentile(p))
     }
 

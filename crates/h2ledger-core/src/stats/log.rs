@@ -13,7 +13,7 @@ use serde::Serialize;
 const EXACT: u64 = 32;
 const SUB_BITS: u32 = 4;
 /// Buckets a histogram can ever hold (every `u64`).
-pub const MAX_BUCKETS: usize = EXACT as usize + (64 - 5) * (1 << SUB_BITS);
+pub(crate) const MAX_BUCKETS: usize = EXACT as usize + (64 - 5) * (1 << SUB_BITS);
 
 /// See the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,6 +56,7 @@ impl LogHist {
             Ok(i) => self.buckets[i].1 += 1,
             Err(i) => self.buckets.insert(i, (b, 1)),
         }
+        debug_assert!(self.buckets.len() <= MAX_BUCKETS);
     }
 
     pub fn merge(&mut self, o: &LogHist) {

@@ -1,4 +1,6 @@
-//! Phases: a capture cut at given times, or every D.
+//! Phases and time buckets: a capture cut at given times or every D, and the one arithmetic
+//! that puts a time into a fixed-width bucket from an origin (phases of `--every`, the plot's
+//! timeline, the flow-control window series).
 //!
 //! Phase `i` runs from cut `i-1` (inclusive) to cut `i` (exclusive); the first phase starts
 //! at the capture's first packet, the last ends at its last packet. A frame or write belongs
@@ -7,6 +9,17 @@
 use std::collections::BTreeMap;
 
 use h2ledger_tcp::Nanos;
+
+/// Buckets kept by a time series (the plot's timeline, the window series): 100,000 buckets
+/// (2.8 hours of 100 ms buckets that all hold a frame).
+pub const MAX_BUCKETS: usize = 100_000;
+
+/// The bucket of time `t` in buckets of `width` nanoseconds from `origin` (times before the
+/// origin are in bucket 0).
+#[inline]
+pub fn bucket(t: Nanos, origin: Nanos, width: Nanos) -> u64 {
+    (t.saturating_sub(origin).max(0) / width.max(1)) as u64
+}
 
 /// One `--split-at` point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,14 +87,7 @@ impl Splitter {
     /// The phase of time `t` (offsets and `every` count from the origin: set it first).
     pub fn phase_of(&self, t: Nanos) -> u64 {
         match self.every {
-            Some(d) => {
-                let o = self.origin.unwrap_or(t);
-                if t <= o {
-                    0
-                } else {
-                    ((t - o) / d) as u64
-                }
-            }
+            Some(d) => bucket(t, self.origin.unwrap_or(t), d),
             None => self.resolved.partition_point(|&c| c <= t) as u64,
         }
     }

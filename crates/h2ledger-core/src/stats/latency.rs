@@ -171,7 +171,7 @@ mod tests {
         assert!(!h.is_exact());
         v.sort_unstable();
         for p in [1, 25, 50, 75, 90, 95, 99, 100] {
-            let want = crate::analysis::nearest_rank(&v, p).unwrap() as f64;
+            let want = crate::stats::nearest_rank(&v, p).unwrap() as f64;
             let got = h.percentile(p).unwrap() as f64;
             assert!((got - want).abs() / want < 0.008, "p{p}: {got} vs {want}");
         }
