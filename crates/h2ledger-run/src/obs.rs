@@ -90,18 +90,20 @@ impl Obs {
         self.tally.frames()
     }
 
-    /// The run's one phase router (see [`Analysis::splitter`]); `None` without phases.
+    /// The run's phases (see [`Analysis::splitter`]); `None` without phases.
     pub(crate) fn splitter(&self) -> Option<&Splitter> {
         self.analysis.as_ref().and_then(|a| a.splitter())
     }
 
-    fn phase_tally(&mut self, conn: ConnId, t: Nanos) -> Option<&mut Tally> {
-        let a = self.analysis.as_mut()?;
-        a.splitter()?;
-        if a.splitter().and_then(|s| s.origin()).is_none() {
-            a.set_origin(t);
-        }
-        let i = a.splitter()?.phase_of(t);
+    /// The phase of time `t`: each write and frame is routed here, once, and its phase given
+    /// to every per-phase count (the phase tallies, the analysis, its flow and gRPC trackers).
+    fn route(&mut self, t: Nanos) -> Option<u64> {
+        self.analysis.as_mut()?.route(t)
+    }
+
+    /// Phase `i`'s tally, made when needed; `conn` is remembered to fold there when it closes.
+    fn phase_tally(&mut self, conn: ConnId, phase: Option<u64>) -> Option<&mut Tally> {
+        let i = phase?;
         let touched = self.touched.entry(conn.0).or_default();
         if !touched.contains(&i) {
             touched.push(i);
@@ -141,28 +143,31 @@ impl Observer for Obs {
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.tally.write(conn, dir, w);
-        if let Some(t) = self.phase_tally(conn, w.ts) {
+        let phase = self.route(w.ts);
+        if let Some(t) = self.phase_tally(conn, phase) {
             t.write(conn, dir, w);
         }
         if let Some(a) = &mut self.analysis {
-            a.write(conn, dir, w);
+            a.write_in(conn, dir, w);
         }
     }
 
     fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.tally.tls_record(conn, dir, w);
-        if let Some(t) = self.phase_tally(conn, w.ts) {
+        let phase = self.route(w.ts);
+        if let Some(t) = self.phase_tally(conn, phase) {
             t.tls_record(conn, dir, w);
         }
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.tally.frame(ev);
-        if let Some(t) = self.phase_tally(ev.conn, ev.ts) {
+        let phase = self.route(ev.ts);
+        if let Some(t) = self.phase_tally(ev.conn, phase) {
             t.frame(ev);
         }
         if let Some(a) = &mut self.analysis {
-            a.frame(ev);
+            a.frame_in(ev, phase);
         }
         if let Some(tl) = &mut self.timeline {
             tl.frame(ev);

@@ -120,7 +120,7 @@ impl Analysis {
             });
         }
         for g in &self.goaways {
-            if phase.is_some_and(|p| self.splitter.phase_of(g.ts) != p) {
+            if phase.is_some_and(|p| g.phase != Some(p)) {
                 continue;
             }
             let calm = g.code == ErrorCode::ENHANCE_YOUR_CALM;

@@ -339,6 +339,8 @@ struct Scope {
 #[derive(Clone, Debug)]
 struct GoAwayRec {
     ts: Nanos,
+    /// The phase it came in.
+    phase: Option<u64>,
     conn: u32,
     side: Side,
     last_stream_id: u32,
@@ -457,6 +459,19 @@ impl Analysis {
 
     fn conn(&mut self, id: ConnId) -> &mut ConnState {
         self.conns.entry(id.0).or_default()
+    }
+
+    /// The phase of time `t`: the run's one phase router (`None` without phases). The first
+    /// time seen is the origin of offsets and `--every`.
+    pub fn route(&mut self, t: Nanos) -> Option<u64> {
+        self.origin(t);
+        self.phase(t)
+    }
+
+    fn origin(&mut self, t: Nanos) {
+        if self.splitter.origin().is_none() {
+            self.splitter.set_origin(t);
+        }
     }
 
     fn phase(&self, t: Nanos) -> Option<u64> {

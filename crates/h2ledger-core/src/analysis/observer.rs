@@ -77,115 +77,13 @@ impl Observer for Analysis {
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
-        if self.splitter.origin().is_none() {
-            self.splitter.set_origin(w.ts);
-        }
-        self.now = self.now.max(w.ts);
-        if self.calls_only {
-            return;
-        }
-        let d = di(dir);
-        let streams = self.pool.pop().unwrap_or_default();
-        let ds = &mut self.conn(conn).dirs[d];
-        ds.open_writes.push_back(OpenWrite {
-            index: w.index,
-            ts: w.ts,
-            len: w.len,
-            frames: 0,
-            streams,
-        });
-        if ds.open_writes.len() > MAX_OPEN_WRITES {
-            if let Some(old) = ds.open_writes.pop_front() {
-                self.close_write(conn.0, d, old);
-            }
-        }
+        self.write_in(conn, dir, w);
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        if self.splitter.origin().is_none() {
-            self.splitter.set_origin(ev.ts);
-        }
-        self.now = self.now.max(ev.ts);
-        let d = di(ev.dir);
-        let sid = ev.head.stream_id;
-        // What the write carried.
-        if ev.write != NO_WRITE && !self.calls_only {
-            loop {
-                let ds = &mut self.conn(ev.conn).dirs[d];
-                match ds.open_writes.front() {
-                    Some(w) if w.index < ev.write => {
-                        let w = ds.open_writes.pop_front().expect("front exists");
-                        self.close_write(ev.conn.0, d, w);
-                    }
-                    _ => break,
-                }
-            }
-            let ds = &mut self.conn(ev.conn).dirs[d];
-            if let Some(w) = ds.open_writes.front_mut() {
-                if w.index == ev.write {
-                    w.frames += 1;
-                    if sid != 0 && !ev.class.is_control() && !w.streams.contains(&sid) {
-                        w.streams.push(sid);
-                    }
-                }
-            }
-        }
-        // The call before this frame, and after it (a frame may open or end it); stream 0
-        // carries no call.
-        let (call_before, call_after) = if sid != 0 {
-            let before = self.active.get(&(ev.conn.0, sid)).copied();
-            (before, self.on_call_frame(ev, before))
-        } else {
-            (None, None)
-        };
-        let call = call_before.or(call_after);
-        let phase = self.phase(ev.ts);
-        self.flow.frame(ev, phase, call);
-        self.grpc.frame(ev, phase, call);
-        match (ev.class, ev.frame) {
-            (FrameClass::Data, _) if sid != 0 => {
-                // DATA received by the other direction: BDP round bookkeeping of the receiver.
-                let seq = call_after;
-                let ds = &mut self.conn(ev.conn).dirs[other(d)];
-                match ds.round.as_mut() {
-                    Some(r) => {
-                        if r.streams.len() < MAX_ROUND_CALLS {
-                            r.streams.insert(sid);
-                        }
-                    }
-                    None => match ds.candidate {
-                        None => ds.candidate = Some((sid, seq)),
-                        Some((c, _)) => {
-                            if c != sid && ds.waiting.len() + 1 < MAX_ROUND_CALLS {
-                                ds.waiting.insert(sid);
-                            }
-                        }
-                    },
-                }
-            }
-            (FrameClass::Ping | FrameClass::PingAck, Some(Frame::Ping(p))) => {
-                self.on_ping(ev, p.payload, ev.class == FrameClass::PingAck);
-            }
-            (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
-                if self.goaways.len() < MAX_GOAWAYS {
-                    let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
-                    self.goaways.push(GoAwayRec {
-                        ts: ev.ts,
-                        conn: ev.conn.0,
-                        side: ev.side,
-                        last_stream_id: g.last_stream_id,
-                        code: g.code,
-                        debug,
-                    });
-                } else {
-                    self.limits.goaways_omitted += 1;
-                }
-            }
-            _ => {}
-        }
-        self.advance(ev.ts);
+        let phase = self.route(ev.ts);
+        self.frame_in(ev, phase);
     }
-
     fn close(&mut self, summary: &ConnSummary) {
         let id = summary.id.0;
         let phase = self.phase(self.now);
@@ -227,5 +125,116 @@ impl Observer for Analysis {
                 None => self.limits.phase_events_dropped += 1,
             }
         }
+    }
+}
+
+impl Analysis {
+    /// One write (its phase, when the run has phases, is routed when its frames are counted).
+    pub fn write_in(&mut self, conn: ConnId, dir: Dir, w: &Write) {
+        self.origin(w.ts);
+        self.now = self.now.max(w.ts);
+
+        if self.calls_only {
+            return;
+        }
+        let d = di(dir);
+        let streams = self.pool.pop().unwrap_or_default();
+        let ds = &mut self.conn(conn).dirs[d];
+        ds.open_writes.push_back(OpenWrite {
+            index: w.index,
+            ts: w.ts,
+            len: w.len,
+            frames: 0,
+            streams,
+        });
+        if ds.open_writes.len() > MAX_OPEN_WRITES {
+            if let Some(old) = ds.open_writes.pop_front() {
+                self.close_write(conn.0, d, old);
+            }
+        }
+    }
+
+    /// One frame, in `phase` (the run routes each frame to its phase once; [`Analysis::route`]).
+    pub fn frame_in(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>) {
+        self.origin(ev.ts);
+        self.now = self.now.max(ev.ts);
+        let d = di(ev.dir);
+        let sid = ev.head.stream_id;
+        // What the write carried.
+        if ev.write != NO_WRITE && !self.calls_only {
+            loop {
+                let ds = &mut self.conn(ev.conn).dirs[d];
+                match ds.open_writes.front() {
+                    Some(w) if w.index < ev.write => {
+                        let w = ds.open_writes.pop_front().expect("front exists");
+                        self.close_write(ev.conn.0, d, w);
+                    }
+                    _ => break,
+                }
+            }
+            let ds = &mut self.conn(ev.conn).dirs[d];
+            if let Some(w) = ds.open_writes.front_mut() {
+                if w.index == ev.write {
+                    w.frames += 1;
+                    if sid != 0 && !ev.class.is_control() && !w.streams.contains(&sid) {
+                        w.streams.push(sid);
+                    }
+                }
+            }
+        }
+        // The call before this frame, and after it (a frame may open or end it); stream 0
+        // carries no call.
+        let (call_before, call_after) = if sid != 0 {
+            let before = self.active.get(&(ev.conn.0, sid)).copied();
+            (before, self.on_call_frame(ev, before))
+        } else {
+            (None, None)
+        };
+        let call = call_before.or(call_after);
+        self.flow.frame(ev, phase, call);
+        self.grpc.frame(ev, phase, call);
+        match (ev.class, ev.frame) {
+            (FrameClass::Data, _) if sid != 0 => {
+                // DATA received by the other direction: BDP round bookkeeping of the receiver.
+                let seq = call_after;
+                let ds = &mut self.conn(ev.conn).dirs[other(d)];
+                match ds.round.as_mut() {
+                    Some(r) => {
+                        if r.streams.len() < MAX_ROUND_CALLS {
+                            r.streams.insert(sid);
+                        }
+                    }
+                    None => match ds.candidate {
+                        None => ds.candidate = Some((sid, seq)),
+                        Some((c, _)) => {
+                            if c != sid && ds.waiting.len() + 1 < MAX_ROUND_CALLS {
+                                ds.waiting.insert(sid);
+                            }
+                        }
+                    },
+                }
+            }
+            (FrameClass::Ping | FrameClass::PingAck, Some(Frame::Ping(p))) => {
+                self.on_ping(ev, p.payload, ev.class == FrameClass::PingAck);
+            }
+            (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
+                if self.goaways.len() < MAX_GOAWAYS {
+                    let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
+                    self.goaways.push(GoAwayRec {
+                        ts: ev.ts,
+                        phase,
+                        conn: ev.conn.0,
+                        side: ev.side,
+                        last_stream_id: g.last_stream_id,
+                        code: g.code,
+                        debug,
+                    });
+                } else {
+                    self.limits.goaways_omitted += 1;
+                }
+            }
+            _ => {}
+        }
+        self.advance(ev.ts);
     }
 }
