@@ -7,7 +7,7 @@
 //!   .gopclntab agree, the Go version, the one-line errors).
 //! * `live`: attaching to the running peer (root only; skipped with a reason otherwise, failed
 //!   under CI): every secret it wrote to its own key log is delivered, TLS 1.3 and 1.2,
-//!   stripped and not.
+//!   stripped and not; grpc-go over TLS (testdata/grpcgo-tls, Debian's grpc-go), stripped.
 
 mod binaries;
 mod live;

@@ -83,3 +83,35 @@ pub fn peers() -> Option<Peers> {
         Err(why) => skip(why),
     }
 }
+
+/// grpcgo-tls (crates/h2ledger-keys/testdata/grpcgo-tls) built with -s -w against Debian's
+/// grpc-go, or `None` after printing why (failing under CI).
+pub fn grpc_peer() -> Option<PathBuf> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        if Command::new("go").arg("version").output().is_err() {
+            return Err("no `go` on PATH (apt-get install golang-go)".into());
+        }
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-peers");
+        let script = repo().join("scripts/build-grpcgo-tls.sh");
+        let r = Command::new(&script)
+            .arg(&out)
+            .output()
+            .map_err(|e| format!("{}: {e}", script.display()))?;
+        if !r.status.success() {
+            return Err(format!(
+                "{} failed: {}",
+                script.display(),
+                String::from_utf8_lossy(&r.stderr)
+            ));
+        }
+        Ok(out.join("grpcgo-tls-stripped"))
+    });
+    match built {
+        Ok(p) => Some(p.clone()),
+        Err(why) => {
+            skip(why);
+            None
+        }
+    }
+}
