@@ -75,8 +75,8 @@ pub fn wrap(b: &[u8]) -> Vec<u8> {
         .fold(0u64, |a, &x| (a << 8) | u64::from(x));
     let names = b"\0.text\0.gopclntab\0.go.buildinfo\0.symtab\0.strtab\0.shstrtab\0";
     let mut f = vec![0u8; 64 + 56];
-    let mut place = |f: &mut Vec<u8>, d: &[u8]| {
-        while f.len() % 16 != 0 {
+    let place = |f: &mut Vec<u8>, d: &[u8]| {
+        while !f.len().is_multiple_of(16) {
             f.push(0);
         }
         let off = f.len() as u64;
@@ -88,12 +88,13 @@ pub fn wrap(b: &[u8]) -> Vec<u8> {
     let symtab = place(&mut f, p[3]);
     let strtab = place(&mut f, p[4]);
     let shstr = place(&mut f, names);
-    while f.len() % 8 != 0 {
+    while !f.len().is_multiple_of(8) {
         f.push(0);
     }
     let shoff = f.len() as u64;
     // (name offset in `names`, type, addr, (offset, size), link, entsize)
-    let sections: [(u32, u32, u64, (u64, u64), u32, u64); 7] = [
+    type Sh = (u32, u32, u64, (u64, u64), u32, u64);
+    let sections: [Sh; 7] = [
         (0, 0, 0, (0, 0), 0, 0),
         (1, 1, text_addr, (0, 0), 0, 0),
         (7, 1, 0x400000 + pcln.0, pcln, 0, 0),
@@ -141,7 +142,8 @@ pub fn record(data: &[u8]) {
     let mut delivered = 0u64;
     for (i, chunk) in data.chunks(RECORD_LEN).enumerate() {
         let fallback = |ptr: u64, len: usize| {
-            (ptr % 3 != 0).then(|| data.iter().cycle().skip(i).take(len).copied().collect())
+            (!ptr.is_multiple_of(3))
+                .then(|| data.iter().cycle().skip(i).take(len).copied().collect())
         };
         if let Some((line, _origin)) = d.push(chunk, fallback) {
             delivered += 1;
@@ -151,7 +153,7 @@ pub fn record(data: &[u8]) {
             assert!(h2ledger_keys::record::is_label(f[0].as_bytes()), "{s}");
             assert_eq!(f[1].len(), 64, "{s}");
             assert!(
-                !f[2].is_empty() && f[2].len() <= 128 && f[2].len() % 2 == 0,
+                !f[2].is_empty() && f[2].len() <= 128 && f[2].len().is_multiple_of(2),
                 "{s}"
             );
         }
