@@ -22,7 +22,7 @@
 //! ```no_run
 //! use h2ledger_keys::KeySource;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut keys = KeySource::attach(1234)?;     // as root, before dropping privileges
+//! let mut keys = KeySource::attach(1234)?;     // as root (or CAP_SYS_ADMIN), before dropping privileges
 //! eprintln!("keys from {}", keys.attached());
 //! loop {
 //!     keys.wait(Some(std::time::Duration::from_millis(500)))?;

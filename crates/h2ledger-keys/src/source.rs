@@ -92,9 +92,7 @@ impl fmt::Display for AttachError {
             AttachError::Kernel { step, source } => {
                 write!(f, "--keys-from: {step}: {source}")?;
                 if matches!(source.raw_os_error(), Some(1 | 13)) {
-                    f.write_str(
-                        " (uprobes need root, or CAP_BPF, CAP_PERFMON and, for another user's process, CAP_SYS_PTRACE)",
-                    )?;
+                    f.write_str(" (uprobes need root or CAP_SYS_ADMIN; docs/decisions.md #144)")?;
                 }
                 if source.raw_os_error() == Some(38) {
                     f.write_str(" (this kernel has no BPF)")?;
@@ -149,10 +147,13 @@ pub const RING_SIZE: u32 = 1 << 20;
 /// A uprobe on `crypto/tls.(*Config).writeKeyLog` of a running Go program, and the secrets it
 /// yields as key log lines.
 ///
-/// Attach while privileged (root, or CAP_BPF + CAP_PERFMON): the kernel checks privileges
-/// when the maps, the program and the uprobe are made and /proc/PID/mem is opened, never
-/// after, so privileges may be dropped as soon as [`KeySource::attach`] returns. The probe
-/// is removed when the value is dropped.
+/// Attach while privileged: root, or CAP_SYS_ADMIN (uprobes need it since Linux's 2025
+/// revert "perf: Revert to requiring CAP_SYS_ADMIN for uprobes", also in 6.1 stable; CAP_BPF
+/// and CAP_PERFMON are no longer enough), plus CAP_SYS_PTRACE for another user's process
+/// (its /proc/PID/exe). The kernel checks privileges when the maps, the program and the
+/// uprobe are made and /proc/PID/mem is opened, never after, so privileges may be dropped as
+/// soon as [`KeySource::attach`] returns (tested: `examples/keys-from.rs` with
+/// `H2LEDGER_KEYS_DROP_TO`). The probe is removed when the value is dropped.
 pub struct KeySource {
     info: AttachInfo,
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

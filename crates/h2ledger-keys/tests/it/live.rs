@@ -127,7 +127,7 @@ macro_rules! live {
         #[test]
         fn $name() {
             if !is_root() {
-                skip("live uprobe tests need root (CAP_BPF, CAP_PERFMON)");
+                skip("live uprobe tests need root (uprobes need CAP_SYS_ADMIN)");
                 return;
             }
             let Some(p) = peers() else { return };
@@ -145,7 +145,7 @@ live!(tls12_stripped, stripped, "1.2", FoundBy::Pclntab);
 #[test]
 fn forty_connections() {
     if !is_root() {
-        skip("live uprobe tests need root (CAP_BPF, CAP_PERFMON)");
+        skip("live uprobe tests need root (uprobes need CAP_SYS_ADMIN)");
         return;
     }
     let Some(p) = peers() else { return };
@@ -156,7 +156,7 @@ fn forty_connections() {
 #[test]
 fn grpc_go_over_tls_stripped() {
     if !is_root() {
-        skip("live uprobe tests need root (CAP_BPF, CAP_PERFMON)");
+        skip("live uprobe tests need root (uprobes need CAP_SYS_ADMIN)");
         return;
     }
     let Some(bin) = crate::peers::grpc_peer() else {
