@@ -1,0 +1,391 @@
+//! [`KeySource`]: a uprobe on a running program's `writeKeyLog` and the key lines it yields.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::probe::{find_go_probe, GoAbi, ProbeError, ProbePoint, GO_WRITE_KEY_LOG};
+use crate::record::{Decoder, KeyLine, Origin, Stats};
+
+/// What was attached to, and how the probe point was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttachInfo {
+    /// The process the probe is limited to (`None`: every process running the executable).
+    pub pid: Option<u32>,
+    /// The executable (the target of /proc/PID/exe when attached by PID).
+    pub exe: PathBuf,
+    pub probe: ProbePoint,
+}
+
+impl fmt::Display for AttachInfo {
+    /// One line: `pid 1234 (/usr/bin/server, go1.19.8, register ABI): uprobe on
+    /// crypto/tls.(*Config).writeKeyLog at 0x5a8b60, file offset 0x1a8b60, found in the ELF
+    /// symbol table`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.pid {
+            Some(p) => write!(f, "pid {p} (")?,
+            None => f.write_str("every process of (")?,
+        }
+        let abi = match self.probe.abi {
+            GoAbi::Register => "register ABI",
+            GoAbi::Stack => "stack ABI",
+        };
+        write!(
+            f,
+            "{}, {}, {abi}): uprobe on {GO_WRITE_KEY_LOG} at {:#x}, file offset {:#x}, found in the {}",
+            self.exe.display(),
+            self.probe.go_version.as_deref().unwrap_or("Go of unknown version"),
+            self.probe.address,
+            self.probe.file_offset,
+            self.probe.found_by,
+        )
+    }
+}
+
+/// Why [`KeySource::attach`] failed. Each prints as one line that says what to do.
+#[derive(Debug)]
+pub enum AttachError {
+    /// This build has no BPF support (not Linux on x86-64).
+    Unsupported(&'static str),
+    /// The process's executable could not be read.
+    Process {
+        pid: Option<u32>,
+        exe: PathBuf,
+        source: io::Error,
+    },
+    /// The executable has no usable probe point.
+    Probe { exe: PathBuf, source: ProbeError },
+    /// The kernel refused a step (`step` names it: ring buffer, program, uprobe, ...).
+    Kernel {
+        step: &'static str,
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for AttachError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttachError::Unsupported(why) => write!(f, "--keys-from: {why}"),
+            AttachError::Process {
+                pid: Some(p),
+                exe,
+                source,
+            } => {
+                write!(
+                    f,
+                    "--keys-from {p}: cannot read {}: {source}",
+                    exe.display()
+                )
+            }
+            AttachError::Process {
+                pid: None,
+                exe,
+                source,
+            } => {
+                write!(f, "--keys-from: cannot read {}: {source}", exe.display())
+            }
+            AttachError::Probe { exe, source } => {
+                write!(f, "--keys-from: {}: {source}", exe.display())
+            }
+            AttachError::Kernel { step, source } => {
+                write!(f, "--keys-from: {step}: {source}")?;
+                if matches!(source.raw_os_error(), Some(1 | 13)) {
+                    f.write_str(" (uprobes need root or CAP_SYS_ADMIN; docs/decisions.md #144)")?;
+                }
+                if source.raw_os_error() == Some(38) {
+                    f.write_str(" (this kernel has no BPF)")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for AttachError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AttachError::Unsupported(_) => None,
+            AttachError::Process { source, .. } | AttachError::Kernel { source, .. } => {
+                Some(source)
+            }
+            AttachError::Probe { source, .. } => Some(source),
+        }
+    }
+}
+
+/// Reads the executable and finds the probe point (the pure part of attaching).
+pub fn inspect(exe: &Path, pid: Option<u32>) -> Result<ProbePoint, AttachError> {
+    let bytes = std::fs::read(exe).map_err(|source| AttachError::Process {
+        pid,
+        exe: exe.to_owned(),
+        source,
+    })?;
+    find_go_probe(&bytes).map_err(|source| AttachError::Probe {
+        exe: exe.to_owned(),
+        source,
+    })
+}
+
+/// Counts of a [`KeySource`]: the decoder's, and records the BPF program could not write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SourceStats {
+    pub decoded: Stats,
+    /// Calls whose record was lost because the ring buffer was full (a secret missed).
+    pub ring_full: u64,
+}
+
+/// The largest number of label addresses remembered for the fallback read (Go has six label
+/// constants).
+const MAX_LABELS: usize = 64;
+
+/// Size of the ring buffer: 1 MiB holds about 4,300 records (232 bytes + an 8-byte header),
+/// 1,000 TLS 1.3 handshakes seen from both ends between two polls.
+pub const RING_SIZE: u32 = 1 << 20;
+
+/// A uprobe on `crypto/tls.(*Config).writeKeyLog` of a running Go program, and the secrets it
+/// yields as key log lines.
+///
+/// Attach while privileged: root, or CAP_SYS_ADMIN (uprobes need it since Linux's 2025
+/// revert "perf: Revert to requiring CAP_SYS_ADMIN for uprobes", also in 6.1 stable; CAP_BPF
+/// and CAP_PERFMON are no longer enough), plus CAP_SYS_PTRACE for another user's process
+/// (its /proc/PID/exe). The kernel checks privileges when the maps, the program and the
+/// uprobe are made and /proc/PID/mem is opened, never after, so privileges may be dropped as
+/// soon as [`KeySource::attach`] returns (tested: `examples/keys-from.rs` with
+/// `H2LEDGER_KEYS_DROP_TO`). The probe is removed when the value is dropped.
+pub struct KeySource {
+    info: AttachInfo,
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    kernel: linux::Kernel,
+    /// /proc/PID/mem, opened at attach, for the label fallback.
+    mem: Option<std::fs::File>,
+    labels: HashMap<u64, Vec<u8>>,
+    decoder: Decoder,
+}
+
+impl fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeySource")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeySource {
+    /// Attaches to the process `pid`: its executable is /proc/PID/exe (which also reaches a
+    /// binary inside a container's mount namespace, or one deleted since it started), and the
+    /// probe fires for that process's threads only.
+    pub fn attach(pid: u32) -> Result<Self, AttachError> {
+        let link = PathBuf::from(format!("/proc/{pid}/exe"));
+        let shown = std::fs::read_link(&link).unwrap_or_else(|_| link.clone());
+        let probe = inspect(&link, Some(pid)).map_err(|e| match e {
+            AttachError::Probe { source, .. } => AttachError::Probe {
+                exe: shown.clone(),
+                source,
+            },
+            e => e,
+        })?;
+        let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok();
+        Self::start(
+            AttachInfo {
+                pid: Some(pid),
+                exe: shown,
+                probe,
+            },
+            &link,
+            mem,
+        )
+    }
+
+    /// Attaches to the executable at `exe`, for the process `pid` only or, with `None`, for
+    /// every process that runs it (now or later).
+    pub fn attach_exe(exe: &Path, pid: Option<u32>) -> Result<Self, AttachError> {
+        let probe = inspect(exe, pid)?;
+        let mem = pid.and_then(|p| std::fs::File::open(format!("/proc/{p}/mem")).ok());
+        Self::start(
+            AttachInfo {
+                pid,
+                exe: exe.to_owned(),
+                probe,
+            },
+            exe,
+            mem,
+        )
+    }
+
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn start(
+        info: AttachInfo,
+        path: &Path,
+        mem: Option<std::fs::File>,
+    ) -> Result<Self, AttachError> {
+        let kernel = linux::Kernel::attach(path, info.probe.file_offset, info.pid)?;
+        Ok(KeySource {
+            info,
+            kernel,
+            mem,
+            labels: HashMap::new(),
+            decoder: Decoder::new(),
+        })
+    }
+
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    fn start(
+        _info: AttachInfo,
+        _path: &Path,
+        _mem: Option<std::fs::File>,
+    ) -> Result<Self, AttachError> {
+        Err(AttachError::Unsupported(
+            "this build of h2ledger has no BPF support (Linux on x86-64 only)",
+        ))
+    }
+
+    /// What was attached to.
+    pub fn attached(&self) -> &AttachInfo {
+        &self.info
+    }
+
+    /// The key lines that arrived since the last call, each once, oldest first. Never blocks.
+    pub fn poll(&mut self) -> Vec<KeyLine> {
+        self.poll_with_origin()
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect()
+    }
+
+    /// As [`KeySource::poll`], with the process, thread and time of each.
+    pub fn poll_with_origin(&mut self) -> Vec<(KeyLine, Origin)> {
+        let mut out = Vec::new();
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        {
+            let KeySource {
+                kernel,
+                mem,
+                labels,
+                decoder,
+                info,
+            } = self;
+            kernel.ring.drain(crate::record::RECORD_LEN, |bytes| {
+                let fallback = |ptr: u64, len: usize| read_label(mem.as_ref(), labels, ptr, len);
+                if let Some((line, origin)) = decoder.push(bytes, fallback) {
+                    // A probe limited to a process only fires for it; check anyway.
+                    if info.pid.is_none_or(|p| p == origin.pid) {
+                        out.push((line, origin));
+                    }
+                }
+            });
+        }
+        out
+    }
+
+    /// Blocks until records wait or `timeout` passes (`None`: no limit); `true` when they wait.
+    /// For an event loop, [`KeySource::fd`] is readable at the same moment.
+    pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        return crate::sys::wait_readable(self.kernel.ring.fd(), timeout);
+        #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+        {
+            let _ = timeout;
+            Ok(false)
+        }
+    }
+
+    /// A file descriptor that polls readable while records wait (tokio's `AsyncFd`, epoll).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.kernel.ring.fd()
+    }
+
+    /// What was decoded and lost so far.
+    pub fn stats(&self) -> SourceStats {
+        SourceStats {
+            decoded: self.decoder.stats(),
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            ring_full: crate::sys::counter_read(&self.kernel.drops).unwrap_or(0),
+            #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+            ring_full: 0,
+        }
+    }
+}
+
+/// The label at `ptr` in the process, from the cache or /proc/PID/mem.
+fn read_label(
+    mem: Option<&std::fs::File>,
+    cache: &mut HashMap<u64, Vec<u8>>,
+    ptr: u64,
+    len: usize,
+) -> Option<Vec<u8>> {
+    if let Some(l) = cache.get(&ptr).filter(|l| l.len() == len) {
+        return Some(l.clone());
+    }
+    let mut buf = vec![0u8; len];
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        mem?.read_exact_at(&mut buf, ptr).ok()?;
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (mem?, ptr);
+        return None;
+    }
+    if cache.len() < MAX_LABELS && crate::record::is_label(&buf) {
+        cache.insert(ptr, buf.clone());
+    }
+    Some(buf)
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod linux {
+    use std::os::fd::OwnedFd;
+    use std::path::Path;
+
+    use super::{AttachError, RING_SIZE};
+    use crate::bpf::{program_bytes, LICENSE};
+    use crate::sys;
+
+    /// The kernel objects of one attachment; dropping them removes the probe.
+    pub(super) struct Kernel {
+        /// Declared first: dropped first, the uprobe goes before the program and maps.
+        _event: OwnedFd,
+        _prog: OwnedFd,
+        pub(super) drops: OwnedFd,
+        pub(super) ring: sys::RingBuf,
+    }
+
+    impl Kernel {
+        pub(super) fn attach(
+            path: &Path,
+            offset: u64,
+            pid: Option<u32>,
+        ) -> Result<Self, AttachError> {
+            let k = |step| move |source| AttachError::Kernel { step, source };
+            let pmu = sys::uprobe_pmu_type().map_err(|e| AttachError::Kernel {
+                step: "no uprobe support in this kernel (/sys/bus/event_source/devices/uprobe)",
+                source: e,
+            })?;
+            let ring_fd =
+                sys::ringbuf_create(RING_SIZE).map_err(k("creating the BPF ring buffer"))?;
+            let drops = sys::counter_create().map_err(k("creating the BPF drop counter"))?;
+            use std::os::fd::AsRawFd;
+            let insns = program_bytes(ring_fd.as_raw_fd(), drops.as_raw_fd());
+            let prog = sys::prog_load(&insns, LICENSE, "h2l_write_key_log")
+                .map_err(k("loading the BPF program"))?;
+            let ring =
+                sys::RingBuf::new(ring_fd, RING_SIZE).map_err(k("mapping the BPF ring buffer"))?;
+            let path = path.to_str().ok_or(AttachError::Kernel {
+                step: "attaching the uprobe",
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not UTF-8"),
+            })?;
+            let event = sys::uprobe_attach(pmu, path, offset, pid, &prog)
+                .map_err(k("attaching the uprobe"))?;
+            Ok(Kernel {
+                _event: event,
+                _prog: prog,
+                drops,
+                ring,
+            })
+        }
+    }
+}

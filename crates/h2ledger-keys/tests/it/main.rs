@@ -1,0 +1,14 @@
+//! Integration tests of h2ledger-keys, one test binary.
+//!
+//! * `peers`: builds the Go test peers (captures/src/go-tls-keys, with and without symbols; a
+//!   Go program without crypto/tls) once per run, with Debian's Go. Without `go` the tests
+//!   that need them print why and pass, except under CI (`CI` set), where they fail.
+//! * `binaries`: finding the probe point in those real binaries (symbol table and
+//!   .gopclntab agree, the Go version, the one-line errors).
+//! * `live`: attaching to the running peer (root only; skipped with a reason otherwise, failed
+//!   under CI): every secret it wrote to its own key log is delivered, TLS 1.3 and 1.2,
+//!   stripped and not; grpc-go over TLS (testdata/grpcgo-tls, Debian's grpc-go), stripped.
+
+mod binaries;
+mod live;
+mod peers;
