@@ -809,9 +809,11 @@ pub(crate) fn duration(seconds: i64, nanos: i32, out: &mut String) -> R {
 
 fn fraction(n: u32, out: &mut String) {
     if n == 0 {
-    } else if n % 1_000_000 == 0 {
+        return;
+    }
+    if n.is_multiple_of(1_000_000) {
         let _ = write!(out, ".{:03}", n / 1_000_000);
-    } else if n % 1_000 == 0 {
+    } else if n.is_multiple_of(1_000) {
         let _ = write!(out, ".{:06}", n / 1_000);
     } else {
         let _ = write!(out, ".{n:09}");

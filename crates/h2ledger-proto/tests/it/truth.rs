@@ -13,6 +13,9 @@ pub fn everything() -> Schemas {
         .expect("everything.proto compiles")
 }
 
+/// One ground-truth line: index, method, the message's JSON text.
+type Line = (u64, String, String);
+
 struct Checked {
     messages: usize,
     compressed: usize,
@@ -28,8 +31,7 @@ fn check(name: &str, exact_text: bool) -> Checked {
     let dir = repo().join("captures");
     let calls = calls(&dir.join(format!("{name}.pcap")), limits.max_message_bytes);
     let text = std::fs::read_to_string(dir.join(format!("{name}.truth.jsonl"))).unwrap();
-    // (call, direction) -> [(index, method, message text)]
-    let mut truth: BTreeMap<(u64, String), Vec<(u64, String, String)>> = BTreeMap::new();
+    let mut truth: BTreeMap<(u64, String), Vec<Line>> = BTreeMap::new();
     for line in text.lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         let msg_text = if exact_text {
