@@ -52,16 +52,32 @@ fn small(k: u64) -> Vec<u8> {
 }
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5);
-    let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/../../captures/src/proto-everything/everything.proto");
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(5);
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../captures/src/proto-everything/everything.proto"
+    );
     let schemas = Schemas::builder().proto(proto).build().expect("schema");
     let msgs: Vec<Vec<u8>> = (0..100_000).map(small).collect();
     let bytes: usize = msgs.iter().map(Vec::len).sum();
     let limits = Limits::default();
     let path = "/h2ledger.test.v1.TestService/Bidi";
-    let first = schemas.decode(path, Direction::Request, &Envelope::whole(0, &msgs[7]), None, &limits);
+    let first = schemas.decode(
+        path,
+        Direction::Request,
+        &Envelope::whole(0, &msgs[7]),
+        None,
+        &limits,
+    );
     println!("example: {}", first.message.as_deref().unwrap_or("?"));
-    println!("{} messages, {:.1} bytes each", msgs.len(), bytes as f64 / msgs.len() as f64);
+    println!(
+        "{} messages, {:.1} bytes each",
+        msgs.len(),
+        bytes as f64 / msgs.len() as f64
+    );
     let run = |name: &str, f: &dyn Fn(&[u8]) -> usize| {
         let mut best = f64::MAX;
         let mut out = 0;
@@ -80,12 +96,26 @@ fn main() {
         );
     };
     run("schema decode", &|m| {
-        let d = schemas.decode(path, Direction::Request, &Envelope::whole(0, m), None, &limits);
+        let d = schemas.decode(
+            path,
+            Direction::Request,
+            &Envelope::whole(0, m),
+            None,
+            &limits,
+        );
         d.message.map_or(0, |s| s.len())
     });
     run("schema decode + write_json", &|m| {
-        let d = schemas.decode(path, Direction::Request, &Envelope::whole(0, m), None, &limits);
+        let d = schemas.decode(
+            path,
+            Direction::Request,
+            &Envelope::whole(0, m),
+            None,
+            &limits,
+        );
         d.to_json().len()
     });
-    run("schema-less decode", &|m| h2ledger_proto::decode_raw(m, &limits).map_or(0, |s| s.len()));
+    run("schema-less decode", &|m| {
+        h2ledger_proto::decode_raw(m, &limits).map_or(0, |s| s.len())
+    });
 }

@@ -119,7 +119,7 @@ impl<'t> Canon<'t> {
                     continue;
                 };
                 let f = &info.fields[usize::from(fi)];
-                if !wire_fits(f, w) {
+                if !wire_fits(f, w) || self.closed_rejects(f.kind, v) {
                     self.unknown += 1;
                     continue;
                 }
@@ -252,6 +252,10 @@ impl<'t> Canon<'t> {
                     let w = scalar_wire(k);
                     while pos < b.len() {
                         let v = wire::value(b, &mut pos, 1, w, depth, self.max_depth)?;
+                        if self.closed_rejects(k, v) {
+                            self.unknown += 1;
+                            continue;
+                        }
                         if n > 0 {
                             out.push(',');
                         }
@@ -311,6 +315,11 @@ impl<'t> Canon<'t> {
                     }
                     _ => self.unknown += 1,
                 }
+            }
+            if vals.last().is_some_and(|v| self.closed_rejects(vk, *v)) {
+                // protobuf-go and C++ keep such an entry whole as an unknown field.
+                self.unknown += 1;
+                continue;
             }
             let key = map_key(kk, key)?;
             entries.push((key, vals));
@@ -372,6 +381,18 @@ impl<'t> Canon<'t> {
             (k, _) => self.zero(k, out),
         }
         Ok(())
+    }
+
+    /// A value a closed (proto2) enum does not define: an unknown field.
+    fn closed_rejects(&self, kind: Kind, v: Value<'_>) -> bool {
+        match (kind, v) {
+            (Kind::Enum(e), Value::Varint(x)) => self
+                .tables
+                .enums
+                .get(e as usize)
+                .is_some_and(|i| i.rejects(x as i32)),
+            _ => false,
+        }
     }
 
     fn enum_value(&self, e: u32, n: i32, out: &mut String) {

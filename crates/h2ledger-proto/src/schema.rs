@@ -468,12 +468,20 @@ impl MsgInfo {
 pub(crate) struct EnumInfo {
     /// `google.protobuf.NullValue`: JSON `null`.
     pub(crate) null: bool,
+    /// A proto2 enum: a number it does not define is an unknown field, not a value (the
+    /// language guide's "closed enums"; protobuf-go `protoimpl` and C++ parse it so).
+    pub(crate) closed: bool,
     /// (number, `"NAME"` quoted), sorted by number; for aliases the first declared name
     /// (protoreflect's `EnumValueDescriptors.ByNumber`).
     pub(crate) values: Vec<(i32, Box<str>)>,
 }
 
 impl EnumInfo {
+    /// A closed enum's number that it does not define.
+    pub(crate) fn rejects(&self, n: i32) -> bool {
+        self.closed && self.name(n).is_none()
+    }
+
     pub(crate) fn name(&self, n: i32) -> Option<&str> {
         let k = self.values.binary_search_by_key(&n, |(v, _)| *v).ok()?;
         Some(&self.values[k].1)
@@ -508,6 +516,7 @@ impl Tables {
             values.dedup_by_key(|(n, _)| *n);
             enums.push(EnumInfo {
                 null: e.full_name() == "google.protobuf.NullValue",
+                closed: e.parent_file().syntax() == prost_reflect::Syntax::Proto2,
                 values,
             });
         }

@@ -260,3 +260,32 @@ fn json_cap_drops_the_text() {
     assert_eq!(m.anomaly, Some(Anomaly::JsonCap { limit: 1000 }));
     assert_eq!((m.message, m.raw), (None, None));
 }
+
+#[test]
+fn proto2_groups_extensions_and_closed_enums() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let s = Schemas::builder()
+        .proto(data.join("legacy.proto"))
+        .build()
+        .unwrap();
+    let b = [
+        0x08, 0x05, 0x13, 0x1a, 0x01, b'x', 0x22, 0x02, 0x01, 0x02, 0x14, 0x3a, 0x01, b'm', 0xa2,
+        0x06, 0x01, b'e', 0xa8, 0x06, 0x03, 0x30, 0x01, 0x30, 0x07,
+    ];
+    let m = s.decode_as(
+        Some("h2ledger.test.legacy.Legacy"),
+        &Envelope::whole(0, &b),
+        None,
+        &Limits::default(),
+    );
+    assert_eq!(m.anomaly, None);
+    // kind = 7 is not a Kind: an unknown field, and kind keeps ONE (protobuf-go, C++).
+    assert_eq!(
+        m.message.as_deref(),
+        Some(
+            r#"{"a":5,"item":[{"name":"x","v":["1","2"]}],"kind":"ONE","must":"m","[h2ledger.test.legacy.ext_nums]":[-2],"[h2ledger.test.legacy.ext_text]":"e"}"#
+        )
+    );
+    assert_eq!(m.unknown_fields, 1);
+    assert!(m.raw.is_some());
+}

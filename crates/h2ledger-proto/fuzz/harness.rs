@@ -1,0 +1,141 @@
+//! Fuzz harnesses of h2ledger-proto (also run on every input in regressions/ by
+//! tests/fuzz_regressions.rs). Each must never panic, and every JSON text it makes must parse
+//! as JSON.
+//!
+//! * `raw`: the schema-less decode of arbitrary bytes.
+//! * `schema`: the decode with a schema: the first byte picks one of the message types of
+//!   captures/src/proto-everything/everything.proto and tests/data/legacy.proto (proto2:
+//!   groups, extensions), the rest is the message.
+//! * `assemble`: the gRPC message assembler: the same bytes fed whole and in pieces (cut where
+//!   the input's first bytes say) give the same messages, and each message keeps at most the
+//!   cap.
+//! * `decompress`: gzip and deflate (capped) of arbitrary bytes, then the decode.
+
+use std::sync::OnceLock;
+
+use h2ledger_proto::{Assembler, Envelope, Limits, Schemas};
+
+const EVERYTHING: &str = include_str!("../../../captures/src/proto-everything/everything.proto");
+const LEGACY: &str = include_str!("../tests/data/legacy.proto");
+
+const TYPES: &[&str] = &[
+    "h2ledger.test.v1.Everything",
+    "h2ledger.test.v1.Scalars",
+    "h2ledger.test.v1.Packed",
+    "h2ledger.test.v1.Inner",
+    "h2ledger.test.legacy.Legacy",
+    "google.protobuf.Any",
+    "google.protobuf.Struct",
+    "google.protobuf.Value",
+    "google.protobuf.ListValue",
+    "google.protobuf.Timestamp",
+    "google.protobuf.Duration",
+    "google.protobuf.FieldMask",
+    "google.protobuf.FloatValue",
+];
+
+fn schemas() -> &'static Schemas {
+    static S: OnceLock<Schemas> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("h2ledger-proto-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(dir.join("everything.proto"), EVERYTHING).expect("write");
+        std::fs::write(dir.join("legacy.proto"), LEGACY).expect("write");
+        let s = Schemas::builder()
+            .proto(dir.join("everything.proto"))
+            .proto(dir.join("legacy.proto"))
+            .build()
+            .expect("the fuzz schemas compile");
+        let _ = std::fs::remove_dir_all(&dir);
+        s
+    })
+}
+
+fn is_json(s: &str) {
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(s) {
+        panic!("not JSON ({e}): {s}");
+    }
+}
+
+fn check(m: &h2ledger_proto::Message) {
+    if let Some(s) = &m.message {
+        is_json(s);
+    }
+    if let Some(s) = &m.raw {
+        is_json(s);
+    }
+    is_json(&m.to_json());
+}
+
+pub fn raw(data: &[u8]) {
+    let limits = Limits {
+        max_json_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    if let Some(s) = h2ledger_proto::decode_raw(data, &limits) {
+        is_json(&s);
+        assert!(
+            s.len() <= limits.max_json_bytes + 64 * 1024,
+            "raw JSON past the cap"
+        );
+    }
+}
+
+pub fn schema(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let ty = TYPES[usize::from(pick) % TYPES.len()];
+    let limits = Limits {
+        max_json_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let m = schemas().decode_as(Some(ty), &Envelope::whole(0, rest), None, &limits);
+    check(&m);
+    assert_eq!(
+        m.message.is_some() || m.raw.is_some(),
+        m.anomaly
+            .as_ref()
+            .is_none_or(|a| a.kind() != "message-json-cap")
+    );
+}
+
+pub fn assemble(data: &[u8]) {
+    let Some((&[cap, a, b], rest)) = data.split_first_chunk::<3>().map(|(h, r)| (h, r)) else {
+        return;
+    };
+    let cap = usize::from(cap);
+    let collect = |pieces: &[&[u8]]| {
+        let mut asm = Assembler::new(cap);
+        let mut out = Vec::new();
+        for p in pieces {
+            asm.feed(p, |e| {
+                assert!(e.bytes.len() <= cap);
+                assert_eq!(e.cut, e.wire_len as usize > cap);
+                assert_eq!(e.bytes.len(), (e.wire_len as usize).min(cap));
+                out.push((e.flag, e.bytes.to_vec(), e.wire_len, e.cut));
+            });
+        }
+        (out, asm.end())
+    };
+    let whole = collect(&[rest]);
+    let i = usize::from(a).min(rest.len());
+    let j = (i + usize::from(b)).min(rest.len());
+    let split = collect(&[&rest[..i], &rest[i..j], &rest[j..]]);
+    assert_eq!(whole, split);
+}
+
+pub fn decompress(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let enc = ["gzip", "deflate", "identity", "x"][usize::from(pick & 3)];
+    let ty = TYPES[usize::from(pick >> 2) % TYPES.len()];
+    let limits = Limits {
+        max_decompressed_bytes: 64 << 10,
+        max_json_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let m = schemas().decode_as(Some(ty), &Envelope::whole(1, rest), Some(enc), &limits);
+    check(&m);
+}
