@@ -101,7 +101,7 @@ pub fn schema(data: &[u8]) {
 }
 
 pub fn assemble(data: &[u8]) {
-    let Some((&[cap, a, b], rest)) = data.split_first_chunk::<3>().map(|(h, r)| (h, r)) else {
+    let Some((&[cap, a, b], rest)) = data.split_first_chunk::<3>() else {
         return;
     };
     let cap = usize::from(cap);
