@@ -51,9 +51,147 @@ fn schemas() -> &'static Schemas {
     })
 }
 
+/// JSON syntax (RFC 8259), checked with an explicit stack: nesting may be deeper than
+/// serde_json's default limit of 128 (a message nested 100 deep is 200 JSON levels in `raw`).
 fn is_json(s: &str) {
-    if let Err(e) = serde_json::from_str::<serde_json::Value>(s) {
-        panic!("not JSON ({e}): {s}");
+    if let Err(at) = json_syntax(s.as_bytes()) {
+        panic!("not JSON at byte {at}: {s}");
+    }
+}
+
+fn json_syntax(b: &[u8]) -> Result<(), usize> {
+    let mut i = 0;
+    let mut stack: Vec<u8> = Vec::new();
+    let ws = |i: &mut usize| {
+        while *i < b.len() && matches!(b[*i], b' ' | b'\t' | b'\n' | b'\r') {
+            *i += 1;
+        }
+    };
+    'value: loop {
+        ws(&mut i);
+        match b.get(i).copied().ok_or(i)? {
+            b'[' | b'{' => {
+                let open = b[i];
+                i += 1;
+                ws(&mut i);
+                let close = if open == b'[' { b']' } else { b'}' };
+                if b.get(i) == Some(&close) {
+                    i += 1;
+                } else {
+                    stack.push(open);
+                    if open == b'{' {
+                        i = key(b, i)?;
+                    }
+                    continue 'value;
+                }
+            }
+            b'"' => i = string(b, i)?,
+            b't' if b[i..].starts_with(b"true") => i += 4,
+            b'f' if b[i..].starts_with(b"false") => i += 5,
+            b'n' if b[i..].starts_with(b"null") => i += 4,
+            b'-' | b'0'..=b'9' => i = number(b, i)?,
+            _ => return Err(i),
+        }
+        // After a value: close containers or go on to the next element.
+        loop {
+            ws(&mut i);
+            let Some(&top) = stack.last() else {
+                return if i == b.len() { Ok(()) } else { Err(i) };
+            };
+            let close = if top == b'[' { b']' } else { b'}' };
+            match b.get(i).copied() {
+                Some(b',') => {
+                    i += 1;
+                    if top == b'{' {
+                        i = key(b, i)?;
+                    }
+                    continue 'value;
+                }
+                Some(c) if c == close => {
+                    i += 1;
+                    stack.pop();
+                }
+                _ => return Err(i),
+            }
+        }
+    }
+}
+
+/// `"key":` with whitespace; returns the index after the colon.
+fn key(b: &[u8], mut i: usize) -> Result<usize, usize> {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'"') {
+        return Err(i);
+    }
+    i = string(b, i)?;
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if b.get(i) != Some(&b':') {
+        return Err(i);
+    }
+    Ok(i + 1)
+}
+
+fn string(b: &[u8], mut i: usize) -> Result<usize, usize> {
+    i += 1;
+    loop {
+        match b.get(i).copied().ok_or(i)? {
+            b'"' => return Ok(i + 1),
+            b'\\' => match b.get(i + 1).copied().ok_or(i)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' if b.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => i += 6,
+                _ => return Err(i),
+            },
+            0..=0x1f => return Err(i),
+            _ => i += 1,
+        }
+    }
+}
+
+fn number(b: &[u8], mut i: usize) -> Result<usize, usize> {
+    let digits = |i: &mut usize| {
+        let s = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i > s
+    };
+    if b[i] == b'-' {
+        i += 1;
+    }
+    if b.get(i) == Some(&b'0') {
+        i += 1;
+    } else if !digits(&mut i) {
+        return Err(i);
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return Err(i);
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return Err(i);
+        }
+    }
+    Ok(i)
+}
+
+#[test]
+fn the_checker_checks() {
+    for ok in ["[]", "{}", r#"{"a":[1,-0.5e+3,"x\u00e9",true,null,{}]}"#, "0", " [ 1 , 2 ] "] {
+        assert_eq!(json_syntax(ok.as_bytes()), Ok(()), "{ok}");
+    }
+    for bad in ["", "[", "[1,]", "{\"a\"}", "01", "1.", "\"\\u12\"", "[1]x", "{\"a\":1,}", "\"\n\""] {
+        assert!(json_syntax(bad.as_bytes()).is_err(), "{bad}");
     }
 }
 
