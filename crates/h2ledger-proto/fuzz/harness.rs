@@ -142,7 +142,12 @@ fn string(b: &[u8], mut i: usize) -> Result<usize, usize> {
             b'"' => return Ok(i + 1),
             b'\\' => match b.get(i + 1).copied().ok_or(i)? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                b'u' if b.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => i += 6,
+                b'u' if b
+                    .get(i + 2..i + 6)
+                    .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+                {
+                    i += 6
+                }
                 _ => return Err(i),
             },
             0..=0x1f => return Err(i),
@@ -187,10 +192,27 @@ fn number(b: &[u8], mut i: usize) -> Result<usize, usize> {
 
 #[test]
 fn the_checker_checks() {
-    for ok in ["[]", "{}", r#"{"a":[1,-0.5e+3,"x\u00e9",true,null,{}]}"#, "0", " [ 1 , 2 ] "] {
+    for ok in [
+        "[]",
+        "{}",
+        r#"{"a":[1,-0.5e+3,"x\u00e9",true,null,{}]}"#,
+        "0",
+        " [ 1 , 2 ] ",
+    ] {
         assert_eq!(json_syntax(ok.as_bytes()), Ok(()), "{ok}");
     }
-    for bad in ["", "[", "[1,]", "{\"a\"}", "01", "1.", "\"\\u12\"", "[1]x", "{\"a\":1,}", "\"\n\""] {
+    for bad in [
+        "",
+        "[",
+        "[1,]",
+        "{\"a\"}",
+        "01",
+        "1.",
+        "\"\\u12\"",
+        "[1]x",
+        "{\"a\":1,}",
+        "\"\n\"",
+    ] {
         assert!(json_syntax(bad.as_bytes()).is_err(), "{bad}");
     }
 }
