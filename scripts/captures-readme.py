@@ -214,6 +214,10 @@ def main():
     extra = os.path.join(cap, "flow-captures.md")
     if os.path.exists(extra):
         w(open(extra).read())
+    # And those of scripts/make-proto-captures.sh (gRPC messages with a schema).
+    extra = os.path.join(cap, "README.proto.md")
+    if os.path.exists(extra):
+        w(open(extra).read())
 
 
 def tls_section(cap):
