@@ -49,7 +49,7 @@ pub mod ping;
 pub use frame::{
     raw_frame, Continuation, Data, ErrorCode, Flags, Frame, FrameError, GoAway, Head, Headers,
     Kind, Ping, Priority, PrioritySpec, PushPromise, RawFrame, RstStream, SettingId, Settings,
-    SettingsIter, WindowUpdate, HEAD_LEN, PREFACE,
+    SettingsIter, StreamId, WindowUpdate, HEAD_LEN, PREFACE,
 };
 pub use hpack::{Decoder as HpackDecoder, HeaderRef, HpackError};
 pub use ping::{classify as classify_ping, KnownPing, GRPC_GO_BDP, KNOWN_PINGS};

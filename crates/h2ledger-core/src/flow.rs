@@ -31,7 +31,7 @@ use std::collections::{BTreeSet, VecDeque};
 use crate::FastMap;
 
 use h2_frame_parser::{Frame, SettingId};
-use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos};
+use h2ledger_tcp::{ConnId, ConnMeta, Dir, Dirs, Nanos};
 use serde::Serialize;
 
 use crate::ledger::FrameEvent;
@@ -62,12 +62,12 @@ struct Stall {
 #[derive(Debug)]
 struct StreamFlow {
     /// Per sending direction: increments received minus DATA sent.
-    adj: [i64; 2],
-    stall: [Option<Stall>; 2],
-    ended: [bool; 2],
+    adj: Dirs<i64>,
+    stall: Dirs<Option<Stall>>,
+    ended: Dirs<bool>,
     call: Option<u64>,
     /// DATA bytes sent by each direction (for the plot's busiest stream).
-    sent: [u64; 2],
+    sent: Dirs<u64>,
 }
 
 #[derive(Debug)]
@@ -101,13 +101,13 @@ struct ConnFlow {
     counted: bool,
     seen_frame: bool,
     /// The side of each direction, as the ledger told it.
-    side: [Side; 2],
-    sides: [SideFlow; 2],
+    side: Dirs<Side>,
+    sides: Dirs<SideFlow>,
     streams: FastMap<u32, StreamFlow>,
     /// The highest stream id seen open, by parity: lower ids not in `streams` are closed.
     max_id: [u32; 2],
     /// Per sending direction: the stream that carried the most DATA so far, and how much.
-    busiest: [Option<(u32, u64)>; 2],
+    busiest: Dirs<Option<(u32, u64)>>,
 }
 
 /// Counters of one side within one scope (the whole capture or a phase).
@@ -137,7 +137,7 @@ impl FlowAcc {
 
 #[derive(Clone, Debug, Default)]
 struct Scope {
-    sides: [FlowAcc; 2],
+    sides: Sides<FlowAcc>,
     unknown: u64,
     untracked_streams: u64,
 }
@@ -205,27 +205,6 @@ pub struct Flow {
     no_max_window: bool,
 }
 
-fn di(d: Dir) -> usize {
-    match d {
-        Dir::Fwd => 0,
-        Dir::Rev => 1,
-    }
-}
-
-fn si(s: Side) -> usize {
-    match s {
-        Side::Client => 0,
-        Side::Server => 1,
-    }
-}
-
-fn other_side(s: Side) -> Side {
-    match s {
-        Side::Client => Side::Server,
-        Side::Server => Side::Client,
-    }
-}
-
 fn scope_mut<'a>(
     whole: &'a mut Scope,
     phases: &'a mut Phased<Scope>,
@@ -266,22 +245,24 @@ fn open_in(
     }
     *streams += 1;
     slot.insert(StreamFlow {
-        adj: [0; 2],
-        stall: [None; 2],
-        ended: [false; 2],
+        adj: Dirs::default(),
+        stall: Dirs::default(),
+        ended: Dirs::default(),
         call: None,
-        sent: [0; 2],
+        sent: Dirs::default(),
     });
-    let mut init = [0i64; 2];
-    for (d, sf) in c.sides.iter_mut().enumerate() {
+    let mut init = Sides::<i64>::default();
+    for d in Dir::ALL {
+        let sf = &mut c.sides[d];
         if !no_max_window {
             sf.open.insert((0, sid));
         }
-        init[si(c.side[d])] = sf.initial;
+        init[c.side[d]] = sf.initial;
     }
     for s in scope_mut(whole, phases, phase).into_iter().flatten() {
-        for (a, w) in s.sides.iter_mut().zip(init) {
-            a.max_stream = a.max_stream.max(w);
+        for side in Side::ALL {
+            let a = &mut s.sides[side];
+            a.max_stream = a.max_stream.max(init[side]);
         }
     }
 }
@@ -291,7 +272,7 @@ fn open_in(
 fn shift(
     sf: &mut SideFlow,
     st: &mut StreamFlow,
-    d: usize,
+    d: Dir,
     sid: u32,
     delta: i64,
     no_max_window: bool,
@@ -323,14 +304,14 @@ fn free_in(
         return;
     };
     *streams -= 1;
-    for d in 0..2 {
+    for d in Dir::ALL {
         let sf = &mut c.sides[d];
         if !no_max_window {
             sf.open.remove(&(st.adj[d], sid));
         }
         if let Some(stall) = st.stall[d] {
             sf.stalled.remove(&(st.adj[d], sid));
-            let side = si(c.side[d]);
+            let side = c.side[d];
             for x in scope_mut(whole, phases, stall.phase).into_iter().flatten() {
                 x.sides[side].unresolved += 1;
             }
@@ -344,7 +325,7 @@ fn sample_in(
     series: &mut Option<WindowSeries>,
     conn: u32,
     c: &ConnFlow,
-    d: usize,
+    d: Dir,
     sid: Option<u32>,
     ts: Nanos,
     stall: bool,
@@ -358,7 +339,7 @@ fn sample_in(
     if series.conn != Some(conn) {
         return;
     }
-    let side = si(c.side[d]);
+    let side = c.side[d];
     let sf = &c.sides[d];
     // The busiest stream's window while it is open, else the frame's stream.
     let sid = c.busiest[d]
@@ -368,7 +349,7 @@ fn sample_in(
     let stream = sid
         .and_then(|s| c.streams.get(&s))
         .map(|st| (sf.initial + st.adj[d]).min(sf.conn_window));
-    let Some(p) = series.at(ts).map(|p| &mut p[side]) else {
+    let Some(p) = series.at(ts).map(|p| &mut p[side.index()]) else {
         return;
     };
     p.0 = Some(sf.conn_window);
@@ -400,7 +381,7 @@ impl Flow {
     }
 
     /// Records the windows of sending direction `d` of `conn` after a frame at `ts`.
-    fn sample(&mut self, conn: u32, d: usize, sid: Option<u32>, ts: Nanos, stall: bool) {
+    fn sample(&mut self, conn: u32, d: Dir, sid: Option<u32>, ts: Nanos, stall: bool) {
         if self.series.is_none() {
             return;
         }
@@ -428,11 +409,14 @@ impl Flow {
                 known,
                 counted: false,
                 seen_frame: false,
-                side: [Side::Client, Side::Server],
-                sides: [SideFlow::new(), SideFlow::new()],
+                side: Dirs {
+                    fwd: Side::Client,
+                    rev: Side::Server,
+                },
+                sides: Dirs::from_fn(|_| SideFlow::new()),
                 streams: FastMap::default(),
                 max_id: [0; 2],
-                busiest: [None; 2],
+                busiest: Dirs::default(),
             },
         );
     }
@@ -451,9 +435,9 @@ impl Flow {
         let Some(c) = self.conns.get_mut(&ev.conn.0) else {
             return;
         };
-        let d = di(ev.dir);
+        let d = ev.dir;
         c.side[d] = ev.side;
-        c.side[1 - d] = other_side(ev.side);
+        c.side[d.other()] = ev.side.other();
         if ev.late_start && c.known {
             self.make_unknown(ev.conn.0, phase);
             return;
@@ -468,12 +452,12 @@ impl Flow {
         if !c.seen_frame {
             c.seen_frame = true;
             self.acc(phase, |s| {
-                for a in &mut s.sides {
+                for a in s.sides.iter_mut() {
                     a.max_conn = a.max_conn.max(DEFAULT_WINDOW);
                 }
             });
         }
-        let sid = ev.head.stream_id;
+        let sid = ev.head.stream_id.0;
         match ev.class {
             FrameClass::Data | FrameClass::Headers | FrameClass::Trailers => {
                 self.stream_frame(ev, phase, call)
@@ -481,7 +465,7 @@ impl Flow {
             FrameClass::RstStream => self.free_stream(ev.conn.0, sid),
             FrameClass::WindowUpdate => {
                 if let Some(Frame::WindowUpdate(w)) = ev.frame {
-                    self.on_window_update(ev, 1 - d, w.increment, phase);
+                    self.on_window_update(ev, d.other(), w.increment, phase);
                 }
                 // A WINDOW_UPDATE that did not load (increment 0, bad length) changes nothing:
                 // the peer treats it as an error.
@@ -492,7 +476,7 @@ impl Flow {
                     let Some(c) = self.conns.get_mut(&ev.conn.0) else {
                         return;
                     };
-                    let q = &mut c.sides[1 - d].pending;
+                    let q = &mut c.sides[d.other()].pending;
                     if q.len() >= MAX_PENDING_SETTINGS {
                         self.make_unknown(ev.conn.0, phase);
                     } else {
@@ -511,8 +495,8 @@ impl Flow {
     /// begins when one is exhausted), the sending half ended on END_STREAM.
     fn stream_frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let conn = ev.conn.0;
-        let d = di(ev.dir);
-        let sid = ev.head.stream_id;
+        let d = ev.dir;
+        let sid = ev.head.stream_id.0;
         let data = ev.class == FrameClass::Data;
         let Flow {
             series,
@@ -543,7 +527,7 @@ impl Flow {
         let end = ev.head.flags.is_end_stream();
         let mut started = false;
         if data {
-            let side = si(c.side[d]);
+            let side = c.side[d];
             let sf = &mut c.sides[d];
             st.sent[d] += len as u64;
             if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
@@ -566,7 +550,7 @@ impl Flow {
                 started = true;
                 if let Some(i) = st.call {
                     let cf = calls.entry(i).or_default();
-                    cf.stalls[side] = cf.stalls[side].saturating_add(1);
+                    cf.stalls[side.index()] = cf.stalls[side.index()].saturating_add(1);
                 }
                 for s in scope_mut(whole, phases, phase).into_iter().flatten() {
                     let a = &mut s.sides[side];
@@ -578,7 +562,7 @@ impl Flow {
         let mut done = false;
         if end {
             st.ended[d] = true;
-            done = st.ended == [true; 2];
+            done = st.ended.fwd && st.ended.rev;
         }
         if data {
             sample_in(series, conn, c, d, Some(sid), ev.ts, started);
@@ -588,13 +572,13 @@ impl Flow {
         }
     }
 
-    fn on_window_update(&mut self, ev: &FrameEvent<'_>, s: usize, inc: u32, phase: Option<u64>) {
+    fn on_window_update(&mut self, ev: &FrameEvent<'_>, s: Dir, inc: u32, phase: Option<u64>) {
         let conn = ev.conn.0;
-        let sid = ev.head.stream_id;
+        let sid = ev.head.stream_id.0;
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let side = si(c.side[s]);
+        let side = c.side[s];
         let sf = &mut c.sides[s];
         let inc = i64::from(inc);
         if sid == 0 {
@@ -621,12 +605,12 @@ impl Flow {
         self.sample(conn, s, Some(sid), ev.ts, false);
     }
 
-    fn on_settings_ack(&mut self, ev: &FrameEvent<'_>, d: usize, phase: Option<u64>) {
+    fn on_settings_ack(&mut self, ev: &FrameEvent<'_>, d: Dir, phase: Option<u64>) {
         let conn = ev.conn.0;
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let side = si(c.side[d]);
+        let side = c.side[d];
         let sf = &mut c.sides[d];
         let Some(Some(v)) = sf.pending.pop_front() else {
             return;
@@ -648,11 +632,11 @@ impl Flow {
     }
 
     /// Ends the stalls of sending direction `s` whose available window is > 0 again.
-    fn resolve(&mut self, conn: u32, s: usize, ts: Nanos) {
+    fn resolve(&mut self, conn: u32, s: Dir, ts: Nanos) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let side = si(c.side[s]);
+        let side = c.side[s];
         let sf = &mut c.sides[s];
         if sf.conn_window <= 0 {
             return;
@@ -670,7 +654,7 @@ impl Flow {
             };
             let dur = (ts - stall.start).max(0);
             if let Some(c) = st.call.and_then(|i| self.calls.get_mut(&i)) {
-                c.stalled_ns[side] += dur;
+                c.stalled_ns[side.index()] += dur;
             }
             for x in scope_mut(&mut self.whole, &mut self.phases, stall.phase)
                 .into_iter()
@@ -717,7 +701,7 @@ impl Flow {
             return;
         }
         c.known = false;
-        c.sides = [SideFlow::new(), SideFlow::new()];
+        c.sides = Dirs::from_fn(|_| SideFlow::new());
         if !c.counted {
             c.counted = true;
             self.acc(phase, |s| s.unknown += 1);
@@ -754,8 +738,8 @@ impl Flow {
         };
         FlowReport {
             sides: Sides {
-                client: FlowSide::of(&s.sides[0]),
-                server: FlowSide::of(&s.sides[1]),
+                client: FlowSide::of(&s.sides.client),
+                server: FlowSide::of(&s.sides.server),
             },
             unknown_connections: s.unknown,
             untracked_streams: s.untracked_streams,
@@ -1049,7 +1033,7 @@ mod tests {
         }
         let f = &c.ledger.observer.flow;
         assert_eq!((f.streams, f.conns[&0].streams.len()), (0, 0));
-        assert!(f.conns[&0].sides.iter().all(|s| s.open.is_empty()));
+        assert!(f.conns[&0].sides.iter().all(|(_, s)| s.open.is_empty()));
         c.close();
         assert!(c.ledger.observer.flow.conns.is_empty());
     }

@@ -32,7 +32,7 @@ use crate::phase::Phased;
 use std::sync::Arc;
 
 use h2_frame_parser::Frame;
-use h2ledger_tcp::{ConnId, Dir, Nanos};
+use h2ledger_tcp::{ConnId, Dir, Dirs, Nanos};
 use serde::Serialize;
 
 use crate::ledger::FrameEvent;
@@ -178,8 +178,8 @@ struct Stream {
 
 #[derive(Debug, Default)]
 struct ConnG {
-    /// Framing losses per direction (Fwd, Rev).
-    epoch: [u32; 2],
+    /// Framing losses per direction.
+    epoch: Dirs<u32>,
     pings: Vec<([u8; 8], Nanos, Dir)>,
     last_rtt: i64,
     streams: FastMap<u32, Stream>,
@@ -209,20 +209,6 @@ pub struct Grpc {
     phase_methods: Phased<GrpcScope>,
     /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
     pub untracked_calls: u64,
-}
-
-fn di(d: Dir) -> usize {
-    match d {
-        Dir::Fwd => 0,
-        Dir::Rev => 1,
-    }
-}
-
-fn flip(d: Dir) -> Dir {
-    match d {
-        Dir::Fwd => Dir::Rev,
-        Dir::Rev => Dir::Fwd,
-    }
 }
 
 /// `%XX` sequences decoded (gRPC percent-encodes grpc-message); invalid ones kept as is.
@@ -356,7 +342,7 @@ impl Grpc {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
     pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let conn = ev.conn.0;
-        let sid = ev.head.stream_id;
+        let sid = ev.head.stream_id.0;
         if sid == 0 {
             if let Some(Frame::Ping(p)) = ev.frame {
                 let c = self.conns.entry(conn).or_insert_with(|| ConnG {
@@ -364,7 +350,7 @@ impl Grpc {
                     ..ConnG::default()
                 });
                 if ev.class == FrameClass::PingAck {
-                    let from = flip(ev.dir);
+                    let from = ev.dir.other();
                     if let Some(i) = c.pings.iter().position(|x| x.0 == p.payload && x.2 == from) {
                         let (_, t, _) = c.pings.remove(i);
                         c.last_rtt = ev.ts - t;
@@ -408,13 +394,12 @@ impl Grpc {
                     .headers
                     .and_then(|h| h.get(b"content-type"))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
-                let d = di(ev.dir);
                 let st = v.insert(Stream {
                     idx,
                     req_dir: ev.dir,
                     grpc,
                     cut: [Cutter::default(); 2],
-                    epoch: [c.epoch[d], c.epoch[1 - d]],
+                    epoch: [c.epoch[ev.dir], c.epoch[ev.dir.other()]],
                     ended: [false; 2],
                     req_end: None,
                     responded: false,
@@ -437,8 +422,12 @@ impl Grpc {
         // Framing lost in a gap since this stream last looked: those directions lack bytes.
         let mut lost = [false; 2];
         for (r, l) in lost.iter_mut().enumerate() {
-            let dir = if r == 0 { st.req_dir } else { flip(st.req_dir) };
-            let e = c.epoch[di(dir)];
+            let dir = if r == 0 {
+                st.req_dir
+            } else {
+                st.req_dir.other()
+            };
+            let e = c.epoch[dir];
             if st.epoch[r] != e {
                 st.epoch[r] = e;
                 *l = st.grpc && st.cut[r].lose();
@@ -549,7 +538,7 @@ impl Grpc {
     pub fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
         if framing_lost {
             if let Some(c) = self.conns.get_mut(&conn.0) {
-                c.epoch[di(dir)] = c.epoch[di(dir)].wrapping_add(1);
+                c.epoch[dir] = c.epoch[dir].wrapping_add(1);
             }
         }
     }
@@ -562,8 +551,12 @@ impl Grpc {
         for (_, mut st) in c.streams {
             self.open -= 1;
             for r in 0..2 {
-                let dir = if r == 0 { st.req_dir } else { flip(st.req_dir) };
-                let lost = st.grpc && st.epoch[r] != c.epoch[di(dir)] && st.cut[r].lose();
+                let dir = if r == 0 {
+                    st.req_dir
+                } else {
+                    st.req_dir.other()
+                };
+                let lost = st.grpc && st.epoch[r] != c.epoch[dir] && st.cut[r].lose();
                 if lost || st.cut[r].end() {
                     self.incomplete(st.idx, r, phase);
                 }

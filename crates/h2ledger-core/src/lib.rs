@@ -58,6 +58,7 @@ pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::
 pub(crate) type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 pub use analysis::{Analysis, AnalysisReport, Splitter, Timeline};
+pub use h2_frame_parser::StreamId;
 pub use headers::{Header, HeaderList};
 pub use ledger::{ClientBy, ConnSummary, FrameEvent, Ledger, Observer, Warnings};
 pub use model::{FrameClass, FrameCounts, Side, Sides};

@@ -25,6 +25,15 @@ impl Side {
             Side::Server => Side::Client,
         }
     }
+
+    /// 0 for the client, 1 for the server: the index of arrays kept by side (`[client,
+    /// server]`) in records printed a million times.
+    pub fn index(self) -> usize {
+        match self {
+            Side::Client => 0,
+            Side::Server => 1,
+        }
+    }
 }
 
 /// One value per side: what a ledger, an analysis or a report keeps for the client and the
@@ -56,6 +65,28 @@ impl<T> Sides<T> {
             client: f(Side::Client),
             server: f(Side::Server),
         }
+    }
+}
+
+impl<T> Sides<T> {
+    /// Both values, client first.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        [&mut self.client, &mut self.server].into_iter()
+    }
+}
+
+impl<T> std::ops::Index<Side> for Sides<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, s: Side) -> &T {
+        self.get(s)
+    }
+}
+
+impl<T> std::ops::IndexMut<Side> for Sides<T> {
+    #[inline]
+    fn index_mut(&mut self, s: Side) -> &mut T {
+        self.get_mut(s)
     }
 }
 

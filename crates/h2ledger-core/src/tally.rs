@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::FastMap;
 
 use h2_frame_parser::{ping, Frame};
-use h2ledger_tcp::{ConnId, Dir, Write};
+use h2ledger_tcp::{ConnId, Dir, Dirs, Write};
 use serde::Serialize;
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer};
@@ -87,7 +87,7 @@ pub const PHASE_CONN_DETAIL: usize = 16;
 #[derive(Debug, Default)]
 pub struct Tally {
     /// Boxed: hash-map buckets are reserved ahead, and an entry is several hundred bytes.
-    open: FastMap<u32, Box<[SideTally; 2]>>,
+    open: FastMap<u32, Box<Dirs<SideTally>>>,
     /// The closed HTTP/2 connections: totals, and the first [`MAX_CONN_DETAIL`] one by one.
     closed: Sides<SideTally>,
     closed_conns: u64,
@@ -123,10 +123,7 @@ impl Tally {
     }
 
     fn slot(&mut self, conn: ConnId, dir: Dir) -> &mut SideTally {
-        &mut self.open.entry(conn.0).or_default()[match dir {
-            Dir::Fwd => 0,
-            Dir::Rev => 1,
-        }]
+        &mut self.open.entry(conn.0).or_default()[dir]
     }
 
     /// Whether this tally holds counts of the open connection `c`.
@@ -138,20 +135,11 @@ impl Tally {
     pub fn side(&self, c: &ConnSummary, side: Side) -> SideTally {
         let dir = match side {
             Side::Client => c.client_dir,
-            Side::Server => match c.client_dir {
-                Dir::Fwd => Dir::Rev,
-                Dir::Rev => Dir::Fwd,
-            },
+            Side::Server => c.client_dir.other(),
         };
         self.open
             .get(&c.id.0)
-            .map(|t| {
-                t[match dir {
-                    Dir::Fwd => 0,
-                    Dir::Rev => 1,
-                }]
-                .clone()
-            })
+            .map(|t| t[dir].clone())
             .unwrap_or_default()
     }
 }

@@ -53,7 +53,7 @@ impl Observer for Log {
             })
             .unwrap_or_default();
         self.frames
-            .push((ev.dir, ev.class, ev.head.stream_id, ev.write, headers));
+            .push((ev.dir, ev.class, ev.head.stream_id.0, ev.write, headers));
     }
 }
 

@@ -5,7 +5,10 @@ use std::collections::HashMap;
 
 use h2ledger_core::analysis::{Phased, Splitter, MAX_PHASES};
 use h2ledger_core::ledger::HeaderNeed;
-use h2ledger_core::{Analysis, ConnSummary, FrameEvent, LedgerReport, Observer, Tally, Timeline};
+use h2ledger_core::{
+    Analysis, ConnSummary, FrameEvent, LedgerReport, Observer, StreamId, Tally, Timeline,
+};
+
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 use crate::pipeline::Pipeline;
@@ -122,7 +125,7 @@ impl Observer for Obs {
         }
     }
 
-    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+    fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.analysis
             .as_ref()
             .is_some_and(|a| a.wants_data(conn, stream))

@@ -63,7 +63,7 @@ mod reasm;
 pub mod seq;
 
 pub use link::{DecodeError, LinkType};
-pub use reasm::{CloseKind, Config, ConnId, ConnMeta, Dir, Reassembler, Sink, Stats, Write};
+pub use reasm::{CloseKind, Config, ConnId, ConnMeta, Dir, Dirs, Reassembler, Sink, Stats, Write};
 
 /// Nanoseconds since the Unix epoch.
 pub type Nanos = i64;

@@ -1,10 +1,10 @@
 //! CONTINUATION (RFC 9113 §6.10).
 
-use super::{require_stream, Flags, FrameError, Head};
+use super::{require_stream, Flags, FrameError, Head, StreamId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Continuation<'a> {
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     pub flags: Flags,
     pub fragment: &'a [u8],
 }
@@ -37,7 +37,7 @@ mod tests {
         let Frame::Continuation(c) = load_one(&bytes).unwrap() else {
             panic!()
         };
-        assert_eq!((c.stream_id, c.fragment), (1, &[0x84][..]));
+        assert_eq!((c.stream_id.0, c.fragment), (1, &[0x84][..]));
         assert!(c.is_end_headers());
         let bytes = frame_bytes!(Kind::Continuation, flags 0, stream 0; [0x84]);
         assert!(matches!(

@@ -1,10 +1,10 @@
 //! DATA (RFC 9113 §6.1).
 
-use super::{require_stream, strip_padding, Flags, FrameError, Head};
+use super::{require_stream, strip_padding, Flags, FrameError, Head, StreamId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Data<'a> {
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     pub flags: Flags,
     /// Application data, without Pad Length and padding.
     pub data: &'a [u8],
@@ -41,7 +41,7 @@ impl<'a> Data<'a> {
 
 #[cfg(test)]
 mod tests {
-    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind};
+    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind, StreamId};
 
     #[test]
     fn plain() {
@@ -49,7 +49,7 @@ mod tests {
         let Frame::Data(d) = load_one(&bytes).unwrap() else {
             panic!()
         };
-        assert_eq!((d.stream_id, d.data, d.pad_len), (1, &b"hello"[..], None));
+        assert_eq!((d.stream_id.0, d.data, d.pad_len), (1, &b"hello"[..], None));
         assert!(d.is_end_stream());
         assert_eq!(d.flow_controlled_len(), 5);
     }
@@ -99,7 +99,7 @@ mod tests {
             load_one(&bytes),
             Err(FrameError::InvalidStreamId {
                 kind: Kind::Data,
-                stream_id: 0
+                stream_id: StreamId(0)
             })
         );
     }

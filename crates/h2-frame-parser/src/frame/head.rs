@@ -7,6 +7,8 @@
 
 use core::fmt;
 
+use super::StreamId;
+
 use nom::bytes::streaming::take;
 use nom::IResult;
 
@@ -160,7 +162,7 @@ pub struct Head {
     pub kind: Kind,
     pub flags: Flags,
     /// Stream identifier with the reserved bit masked off.
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     /// The reserved bit. "MUST remain unset (0x0) when sending and MUST be ignored when
     /// receiving" (RFC 9113 §4.1): `Frame::load` ignores it, [`Head::plausible`] rejects it.
     pub reserved_bit: bool,
@@ -191,7 +193,7 @@ impl Head {
             length: u32::from_be_bytes([0, h[0], h[1], h[2]]),
             kind: Kind::from_u8(h[3]),
             flags: Flags(h[4]),
-            stream_id: sid & 0x7fff_ffff,
+            stream_id: StreamId(sid & 0x7fff_ffff),
             reserved_bit: sid & 0x8000_0000 != 0,
         }
     }
@@ -215,7 +217,7 @@ impl Head {
         if self.flags.0 & !self.kind.defined_flags() != 0 {
             return false;
         }
-        let zero = self.stream_id == 0;
+        let zero = self.stream_id.is_zero();
         match self.kind {
             Kind::Unknown(_) => false,
             Kind::Settings => {

@@ -1,10 +1,10 @@
 //! HEADERS (RFC 9113 §6.2).
 
-use super::{require_stream, strip_padding, Flags, FrameError, Head, PrioritySpec};
+use super::{require_stream, strip_padding, Flags, FrameError, Head, PrioritySpec, StreamId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Headers<'a> {
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     pub flags: Flags,
     /// Present when the PRIORITY flag is set.
     pub priority: Option<PrioritySpec>,
@@ -47,7 +47,7 @@ impl<'a> Headers<'a> {
 
 #[cfg(test)]
 mod tests {
-    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind, PrioritySpec};
+    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind, PrioritySpec, StreamId};
 
     #[test]
     fn plain() {
@@ -123,7 +123,9 @@ mod tests {
         let bytes = frame_bytes!(Kind::Headers, flags 0x20, stream 3; [0, 0, 0, 3, 0]);
         assert_eq!(
             load_one(&bytes),
-            Err(FrameError::SelfDependency { stream_id: 3 })
+            Err(FrameError::SelfDependency {
+                stream_id: StreamId(3)
+            })
         );
         let bytes = frame_bytes!(Kind::Headers, flags 0x4, stream 0; [0x82]);
         assert!(matches!(

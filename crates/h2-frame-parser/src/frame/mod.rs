@@ -27,6 +27,7 @@ mod priority;
 mod push_promise;
 mod rst_stream;
 mod settings;
+mod stream_id;
 mod window_update;
 
 pub use continuation::Continuation;
@@ -40,6 +41,7 @@ pub use priority::{Priority, PrioritySpec};
 pub use push_promise::PushPromise;
 pub use rst_stream::RstStream;
 pub use settings::{SettingId, Settings, SettingsIter};
+pub use stream_id::StreamId;
 pub use window_update::WindowUpdate;
 
 /// A frame header and its payload, exactly `head.length` octets, borrowed from the input.
@@ -66,7 +68,7 @@ pub enum FrameError {
     BadFrameSize { kind: Kind, length: usize },
     /// The stream identifier is zero where the type needs a stream, or non-zero where the type
     /// belongs to the connection.
-    InvalidStreamId { kind: Kind, stream_id: u32 },
+    InvalidStreamId { kind: Kind, stream_id: StreamId },
     /// Pad Length is greater than or equal to the payload length.
     TooMuchPadding {
         kind: Kind,
@@ -74,9 +76,9 @@ pub enum FrameError {
         length: usize,
     },
     /// A stream declared a dependency on itself.
-    SelfDependency { stream_id: u32 },
+    SelfDependency { stream_id: StreamId },
     /// A WINDOW_UPDATE with a flow-control window increment of 0.
-    ZeroWindowIncrement { stream_id: u32 },
+    ZeroWindowIncrement { stream_id: StreamId },
     /// A SETTINGS parameter outside the range RFC 9113 §6.5.2 allows.
     InvalidSettingValue { id: SettingId, value: u32 },
 }
@@ -199,10 +201,10 @@ fn strip_padding<'a>(head: &Head, payload: &'a [u8]) -> Result<(&'a [u8], Option
 }
 
 fn require_stream(head: &Head) -> Result<(), FrameError> {
-    if head.stream_id == 0 {
+    if head.stream_id.is_zero() {
         Err(FrameError::InvalidStreamId {
             kind: head.kind,
-            stream_id: 0,
+            stream_id: StreamId::ZERO,
         })
     } else {
         Ok(())
@@ -210,7 +212,7 @@ fn require_stream(head: &Head) -> Result<(), FrameError> {
 }
 
 fn require_connection(head: &Head) -> Result<(), FrameError> {
-    if head.stream_id != 0 {
+    if !head.stream_id.is_zero() {
         Err(FrameError::InvalidStreamId {
             kind: head.kind,
             stream_id: head.stream_id,
@@ -259,7 +261,7 @@ mod tests {
         assert_eq!(head.kind, Kind::Headers);
         assert!(head.flags.is_end_stream() && head.flags.is_end_headers());
         assert!(head.flags.is_priority() && !head.flags.is_padded());
-        assert_eq!(head.stream_id, 3);
+        assert_eq!(head.stream_id, StreamId(3));
         assert!(head.reserved_bit);
     }
 
@@ -346,7 +348,7 @@ mod tests {
             length,
             kind,
             flags: Flags(flags),
-            stream_id,
+            stream_id: StreamId(stream_id),
             reserved_bit: false,
         }
     }

@@ -2,7 +2,7 @@
 
 use nom::number::complete::{be_u32, be_u8};
 
-use super::{require_stream, too_short, FrameError, Head, Inner};
+use super::{require_stream, too_short, FrameError, Head, Inner, StreamId};
 
 /// Stream dependency and weight, as carried by PRIORITY and by HEADERS with the PRIORITY flag.
 /// RFC 9113 deprecates the scheme, but peers still send it.
@@ -29,7 +29,7 @@ impl PrioritySpec {
         };
         // "A stream cannot depend on itself. An endpoint MUST treat this as a stream error
         // (Section 5.4.2) of type PROTOCOL_ERROR." (RFC 9113 §5.3.1)
-        if spec.dependency == head.stream_id {
+        if spec.dependency == head.stream_id.0 {
             return Err(FrameError::SelfDependency {
                 stream_id: head.stream_id,
             });
@@ -40,7 +40,7 @@ impl PrioritySpec {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Priority {
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     pub spec: PrioritySpec,
 }
 
@@ -64,7 +64,7 @@ impl Priority {
 
 #[cfg(test)]
 mod tests {
-    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind, PrioritySpec};
+    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind, PrioritySpec, StreamId};
 
     #[test]
     fn load() {
@@ -72,7 +72,7 @@ mod tests {
         let Frame::Priority(p) = load_one(&bytes).unwrap() else {
             panic!()
         };
-        assert_eq!(p.stream_id, 5);
+        assert_eq!(p.stream_id, StreamId(5));
         assert_eq!(
             p.spec,
             PrioritySpec {
@@ -101,7 +101,9 @@ mod tests {
         let bytes = frame_bytes!(Kind::Priority, flags 0, stream 5; [0, 0, 0, 5, 0]);
         assert_eq!(
             load_one(&bytes),
-            Err(FrameError::SelfDependency { stream_id: 5 })
+            Err(FrameError::SelfDependency {
+                stream_id: StreamId(5)
+            })
         );
     }
 }

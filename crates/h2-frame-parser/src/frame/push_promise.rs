@@ -2,11 +2,11 @@
 
 use nom::number::complete::be_u32;
 
-use super::{require_stream, strip_padding, too_short, Flags, FrameError, Head, Inner};
+use super::{require_stream, strip_padding, too_short, Flags, FrameError, Head, Inner, StreamId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PushPromise<'a> {
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     pub flags: Flags,
     /// Promised Stream ID (31 bits, reserved bit masked).
     pub promised_id: u32,
@@ -47,7 +47,7 @@ mod tests {
         let Frame::PushPromise(p) = load_one(&bytes).unwrap() else {
             panic!()
         };
-        assert_eq!((p.stream_id, p.promised_id, p.pad_len), (1, 2, Some(1)));
+        assert_eq!((p.stream_id.0, p.promised_id, p.pad_len), (1, 2, Some(1)));
         assert_eq!(p.fragment, &[0x82, 0x84]);
         assert!(p.is_end_headers());
     }

@@ -2,11 +2,11 @@
 
 use nom::number::complete::be_u32;
 
-use super::{require_stream, too_short, ErrorCode, FrameError, Head, Inner};
+use super::{require_stream, too_short, ErrorCode, FrameError, Head, Inner, StreamId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RstStream {
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     pub code: ErrorCode,
 }
 
@@ -39,7 +39,7 @@ mod tests {
         let Frame::RstStream(r) = load_one(&bytes).unwrap() else {
             panic!()
         };
-        assert_eq!((r.stream_id, r.code), (3, ErrorCode::CANCEL));
+        assert_eq!((r.stream_id.0, r.code), (3, ErrorCode::CANCEL));
     }
 
     #[test]

@@ -2,12 +2,12 @@
 
 use nom::number::complete::be_u32;
 
-use super::{too_short, FrameError, Head, Inner};
+use super::{too_short, FrameError, Head, Inner, StreamId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WindowUpdate {
     /// 0 for the connection window.
-    pub stream_id: u32,
+    pub stream_id: StreamId,
     /// Window Size Increment (31 bits, reserved bit masked), never 0.
     pub increment: u32,
 }
@@ -38,7 +38,7 @@ impl WindowUpdate {
 
 #[cfg(test)]
 mod tests {
-    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind};
+    use crate::frame::{frame_bytes, load_one, Frame, FrameError, Kind, StreamId};
 
     #[test]
     fn load() {
@@ -46,7 +46,7 @@ mod tests {
         let Frame::WindowUpdate(w) = load_one(&bytes).unwrap() else {
             panic!()
         };
-        assert_eq!((w.stream_id, w.increment), (0, 4096));
+        assert_eq!((w.stream_id.0, w.increment), (0, 4096));
     }
 
     #[test]
@@ -54,7 +54,9 @@ mod tests {
         let bytes = frame_bytes!(Kind::WindowUpdate, flags 0, stream 1; [0x80, 0, 0, 0]);
         assert_eq!(
             load_one(&bytes),
-            Err(FrameError::ZeroWindowIncrement { stream_id: 1 })
+            Err(FrameError::ZeroWindowIncrement {
+                stream_id: StreamId(1)
+            })
         );
         let bytes = frame_bytes!(Kind::WindowUpdate, flags 0, stream 1; [0, 0, 1]);
         assert!(matches!(

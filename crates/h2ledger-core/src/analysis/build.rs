@@ -25,16 +25,16 @@ impl Analysis {
                 Some(p) => st.phases.get(p),
             };
             if let Some(s) = scoped {
-                let ci = di(c.client_dir);
-                accs[0].merge(&s[ci]);
-                accs[1].merge(&s[other(ci)]);
+                let ci = c.client_dir;
+                accs.client.merge(&s[ci]);
+                accs.server.merge(&s[ci.other()]);
             }
         }
         let calls = &scope.calls;
         let n_calls = calls.calls;
         for side in Side::ALL {
-            let a = &accs[si(side)];
-            let opened = calls.opened[si(side)];
+            let a = &accs[side];
+            let opened = calls.opened[side];
             let s = SideAnalysis {
                 writes_by_calls: Hist(if a.writes_by_calls.is_empty() {
                     vec![0]

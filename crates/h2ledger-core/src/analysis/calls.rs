@@ -100,7 +100,7 @@ impl Analysis {
         self.conns.get(&conn).is_some_and(|st| {
             st.dirs
                 .iter()
-                .any(|d| d.candidate.is_some_and(|(_, s)| s == Some(seq)))
+                .any(|(_, d)| d.candidate.is_some_and(|(_, s)| s == Some(seq)))
         })
     }
 
@@ -155,7 +155,7 @@ impl Analysis {
             let agg = &mut s.calls;
             agg.calls += 1;
             for side in Side::ALL {
-                agg.opened[si(side)] += u64::from(c.opened_round(side));
+                agg.opened[side] += u64::from(c.opened_round(side));
             }
             if c.end >= 0 && !c.reset() {
                 agg.latency.record(c.end);
@@ -198,7 +198,7 @@ impl Analysis {
         ev: &FrameEvent<'_>,
         before: Option<u64>,
     ) -> Option<u64> {
-        let sid = ev.head.stream_id;
+        let sid = ev.head.stream_id.0;
         let key = (ev.conn.0, sid);
         let mut cur = before;
         if ev.class == FrameClass::Headers && cur.is_none() {

@@ -33,8 +33,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::FastMap;
 
-use h2_frame_parser::{ping, ErrorCode, Frame};
-use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
+use h2_frame_parser::{ping, ErrorCode, Frame, StreamId};
+use h2ledger_tcp::{ConnId, ConnMeta, Dir, Dirs, Nanos, Write};
 
 use crate::ledger::{ConnSummary, FrameEvent, Observer, NO_WRITE};
 use crate::model::{FrameClass, Side, Sides};
@@ -294,13 +294,13 @@ impl Acc {
 /// One open connection.
 #[derive(Debug, Default)]
 struct ConnState {
-    dirs: [DirState; 2],
+    dirs: Dirs<DirState>,
     /// Stream ids of this connection's calls in flight (keys of [`Analysis::active`]): a close
     /// ends them without a scan of every connection's calls.
     active: crate::FastSet<u32>,
-    /// By direction (`Dir::Fwd` first); folded by side when the connection closes.
-    whole: [Acc; 2],
-    phases: Phased<[Acc; 2]>,
+    /// By direction; folded by side when the connection closes.
+    whole: Dirs<Acc>,
+    phases: Phased<Dirs<Acc>>,
 }
 
 /// One method's calls within a scope.
@@ -317,7 +317,7 @@ struct MethodAgg {
 #[derive(Clone, Debug, Default)]
 struct CallAgg {
     calls: u64,
-    opened: [u64; 2],
+    opened: Sides<u64>,
     latency: LatencyHist,
     first_byte: LatencyHist,
     inflight_sum: u64,
@@ -327,10 +327,10 @@ struct CallAgg {
     methods: BTreeMap<u32, MethodAgg>,
 }
 
-/// Everything folded for one scope (the whole capture or a phase). Sides by [`Side`] order.
+/// Everything folded for one scope (the whole capture or a phase).
 #[derive(Clone, Debug, Default)]
 struct Scope {
-    sides: [Acc; 2],
+    sides: Sides<Acc>,
     calls: CallAgg,
     rtt: LatencyHist,
     rtt_by_label: BTreeMap<u8, LatencyHist>,
@@ -346,24 +346,6 @@ struct GoAwayRec {
     last_stream_id: u32,
     code: ErrorCode,
     debug: String,
-}
-
-fn di(d: Dir) -> usize {
-    match d {
-        Dir::Fwd => 0,
-        Dir::Rev => 1,
-    }
-}
-
-fn si(s: Side) -> usize {
-    match s {
-        Side::Client => 0,
-        Side::Server => 1,
-    }
-}
-
-fn other(d: usize) -> usize {
-    1 - d
 }
 
 /// The analysis observer. See the module docs.
@@ -479,13 +461,13 @@ impl Analysis {
     }
 
     /// Applies `f` to the counters of `(conn, dir)` for the whole capture and for the phase of `t`.
-    fn acc(&mut self, conn: u32, d: usize, t: Nanos, f: impl Fn(&mut Acc)) {
+    fn acc(&mut self, conn: u32, dir: Dir, t: Nanos, f: impl Fn(&mut Acc)) {
         let phase = self.phase(t);
         let c = self.conns.entry(conn).or_default();
-        f(&mut c.whole[d]);
+        f(&mut c.whole[dir]);
         if let Some(p) = phase {
             match c.phases.get_mut(p) {
-                Some(a) => f(&mut a[d]),
+                Some(a) => f(&mut a[dir]),
                 None => self.limits.phase_events_dropped += 1,
             }
         }
@@ -537,8 +519,8 @@ impl Analysis {
     }
 
     /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).
-    pub fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
-        self.grpc.wants_data(conn, stream)
+    pub fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
+        self.grpc.wants_data(conn, stream.0)
     }
 }
 

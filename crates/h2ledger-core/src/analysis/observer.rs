@@ -23,8 +23,8 @@ impl Observer for Analysis {
         HeaderNeed::Some(reads_header)
     }
 
-    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
-        self.grpc.wants_data(conn, stream)
+    fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
+        Analysis::wants_data(self, conn, stream)
     }
 
     fn open(&mut self, meta: &ConnMeta) {
@@ -105,7 +105,7 @@ impl Observer for Analysis {
         let Some(st) = self.conns.remove(&id) else {
             return;
         };
-        for (_, seq) in st.dirs.iter().filter_map(|d| d.candidate) {
+        for (_, seq) in st.dirs.iter().filter_map(|(_, d)| d.candidate) {
             if let Some(q) = seq {
                 self.unpin(q);
             }
@@ -113,10 +113,10 @@ impl Observer for Analysis {
         if !summary.http2 {
             return;
         }
-        let ci = di(summary.client_dir);
-        let fold = |into: &mut [Acc; 2], from: &[Acc; 2]| {
-            into[0].merge(&from[ci]);
-            into[1].merge(&from[other(ci)]);
+        let ci = summary.client_dir;
+        let fold = |into: &mut Sides<Acc>, from: &Dirs<Acc>| {
+            into.client.merge(&from[ci]);
+            into.server.merge(&from[ci.other()]);
         };
         fold(&mut self.whole.sides, &st.whole);
         for (p, accs) in st.phases.iter() {
@@ -137,7 +137,7 @@ impl Analysis {
         if self.calls_only {
             return;
         }
-        let d = di(dir);
+        let d = dir;
         let streams = self.pool.pop().unwrap_or_default();
         let ds = &mut self.conn(conn).dirs[d];
         ds.open_writes.push_back(OpenWrite {
@@ -158,8 +158,8 @@ impl Analysis {
     pub fn frame_in(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>) {
         self.origin(ev.ts);
         self.now = self.now.max(ev.ts);
-        let d = di(ev.dir);
-        let sid = ev.head.stream_id;
+        let d = ev.dir;
+        let sid = ev.head.stream_id.0;
         // What the write carried.
         if ev.write != NO_WRITE && !self.calls_only {
             loop {
@@ -197,7 +197,7 @@ impl Analysis {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.
                 let seq = call_after;
-                let ds = &mut self.conn(ev.conn).dirs[other(d)];
+                let ds = &mut self.conn(ev.conn).dirs[d.other()];
                 match ds.round.as_mut() {
                     Some(r) => {
                         if r.streams.len() < MAX_ROUND_CALLS {

@@ -4,9 +4,9 @@
 use super::*;
 
 impl Analysis {
-    pub(super) fn close_round(&mut self, conn: u32, d: usize, r: Round, acked: bool) {
+    pub(super) fn close_round(&mut self, conn: u32, dir: Dir, r: Round, acked: bool) {
         let n = r.streams.len();
-        self.acc(conn, d, r.ts, |a| {
+        self.acc(conn, dir, r.ts, |a| {
             a.rounds += 1;
             a.rounds_acked += u64::from(acked);
             a.round_calls += n as u64;
@@ -21,7 +21,7 @@ impl Analysis {
 
     pub(super) fn on_ping(&mut self, ev: &FrameEvent<'_>, payload: [u8; 8], ack: bool) {
         let conn = ev.conn.0;
-        let d = di(ev.dir);
+        let d = ev.dir;
         let known = ping::classify(&payload);
         if !ack {
             let label = known
@@ -65,7 +65,7 @@ impl Analysis {
             return;
         }
         // An ACK from `d` answers a PING sent by the other direction.
-        let p = other(d);
+        let p = d.other();
         let ds = &mut self.conn(ev.conn).dirs[p];
         let found = ds.pings.iter().position(|x| x.0 == payload);
         match found {

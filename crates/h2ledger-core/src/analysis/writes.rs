@@ -4,10 +4,10 @@
 use super::*;
 
 impl Analysis {
-    pub(super) fn close_write(&mut self, conn: u32, d: usize, w: OpenWrite) {
+    pub(super) fn close_write(&mut self, conn: u32, dir: Dir, w: OpenWrite) {
         let calls = w.streams.len();
         let frames = w.frames as usize;
-        self.acc(conn, d, w.ts, |a| {
+        self.acc(conn, dir, w.ts, |a| {
             a.writes += 1;
             a.bytes += u64::from(w.len);
             a.max_bytes = a.max_bytes.max(u64::from(w.len));
@@ -28,20 +28,20 @@ impl Analysis {
 
     /// Closes a connection's open writes and rounds (rounds as unacknowledged).
     pub(super) fn close_pending(&mut self, conn: u32) {
-        for d in 0..2 {
+        for dir in Dir::ALL {
             while let Some(w) = self
                 .conns
                 .get_mut(&conn)
-                .and_then(|c| c.dirs[d].open_writes.pop_front())
+                .and_then(|c| c.dirs[dir].open_writes.pop_front())
             {
-                self.close_write(conn, d, w);
+                self.close_write(conn, dir, w);
             }
             if let Some(r) = self
                 .conns
                 .get_mut(&conn)
-                .and_then(|c| c.dirs[d].round.take())
+                .and_then(|c| c.dirs[dir].round.take())
             {
-                self.close_round(conn, d, r, false);
+                self.close_round(conn, dir, r, false);
             }
         }
     }

@@ -102,23 +102,23 @@ pub(super) enum BlockKind {
 
 pub(super) fn classify(
     c: &mut Conn,
-    d: usize,
+    dir: Dir,
     head: &Head,
     frame: Option<&Frame<'_>>,
     block: BlockKind,
 ) -> FrameClass {
-    let mid_stream = c.dirs.iter().any(|x| x.mid_stream);
-    let bit = 1u8 << d;
-    let end_bit = 4u8 << d;
+    let mid_stream = c.dirs.iter().any(|(_, x)| x.mid_stream);
+    let bit = 1u8 << dir.index();
+    let end_bit = 4u8 << dir.index();
     match head.kind {
         Kind::Data => {
             if head.flags.is_end_stream() {
-                end_stream(c, head.stream_id, end_bit);
+                end_stream(c, head.stream_id.0, end_bit);
             }
             FrameClass::Data
         }
         Kind::Headers => {
-            let s = head.stream_id;
+            let s = head.stream_id.0;
             let seen = match c.streams.get_mut(&s) {
                 Some(bits) => {
                     let seen = *bits & bit != 0;
@@ -173,7 +173,7 @@ pub(super) fn classify(
             }
         }
         Kind::RstStream => {
-            c.streams.remove(&head.stream_id);
+            c.streams.remove(&head.stream_id.0);
             FrameClass::RstStream
         }
         Kind::WindowUpdate => FrameClass::WindowUpdate,

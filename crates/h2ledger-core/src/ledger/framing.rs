@@ -60,9 +60,8 @@ fn frames_in<'b, O: Observer>(
     w: &Write,
     mut bytes: &'b [u8],
 ) -> Option<&'b [u8]> {
-    let d = di(dir);
     while !bytes.is_empty() {
-        let ds = &mut c.dirs[d];
+        let ds = &mut c.dirs[dir];
         if ds.mode != Mode::Frames {
             return Some(bytes);
         }
@@ -83,7 +82,7 @@ fn frames_in<'b, O: Observer>(
                 carry.clear();
                 // A large DATA payload kept for an observer: do not hold its size.
                 carry.shrink_to(MAX_HEADER_BLOCK);
-                c.dirs[d].carry = carry;
+                c.dirs[dir].carry = carry;
             }
             continue;
         }
@@ -135,7 +134,7 @@ fn frames_in<'b, O: Observer>(
         } else {
             keep_len(&head)
         };
-        let ds = &mut c.dirs[d];
+        let ds = &mut c.dirs[dir];
         ds.carry.clear();
         ds.cur = Some(Payload {
             head,
@@ -150,7 +149,7 @@ fn frames_in<'b, O: Observer>(
 /// A head that no implementation would send (reserved bit, a length beyond anything
 /// allowed) means we lost framing: count it and look for a boundary again.
 fn sane(c: &mut Conn, warnings: &mut Warnings, id: ConnId, dir: Dir, head: &Head) -> bool {
-    let ds = &mut c.dirs[di(dir)];
+    let ds = &mut c.dirs[dir];
     let limit = if ds.mid_stream {
         crate::detect::MAX_FRAME_LEN
     } else {
@@ -198,7 +197,6 @@ fn frame<O: Observer>(
     payload: &[u8],
     complete: bool,
 ) {
-    let d = di(dir);
     let which = observer.header_need();
     let (src, dst) = c.addrs(dir);
     let load = head.kind != Kind::Data || observer.wants_data(id, head.stream_id);
@@ -237,7 +235,7 @@ fn frame<O: Observer>(
                     frame_size = Some(v);
                 }
             }
-            let ds = &mut c.dirs[d];
+            let ds = &mut c.dirs[dir];
             let q = &mut ds.settings_sent;
             if q.len() < MAX_PENDING_SETTINGS {
                 q.push_back((table, frame_size));
@@ -259,8 +257,8 @@ fn frame<O: Observer>(
             }
         }
         Some(Frame::Settings(_)) => {
-            if let Some((table, frame_size)) = c.dirs[1 - d].settings_sent.pop_front() {
-                let ds = &mut c.dirs[d];
+            if let Some((table, frame_size)) = c.dirs[dir.other()].settings_sent.pop_front() {
+                let ds = &mut c.dirs[dir];
                 if let Some(t) = table {
                     if !ds.mid_stream {
                         ds.hpack.set_max_size_limit(t);
@@ -274,7 +272,7 @@ fn frame<O: Observer>(
         _ => {}
     }
     // Header blocks.
-    let ds = &mut c.dirs[d];
+    let ds = &mut c.dirs[dir];
     let mut decoded = false;
     let fragment = match &loaded {
         Some(Frame::Headers(h)) => Some((h.fragment, true)),
@@ -294,7 +292,7 @@ fn frame<O: Observer>(
                     warnings.add("header-block", || {
                             format!(
                                 "connection {} {src} -> {dst}: {} on stream {} while a header block on stream {} awaits CONTINUATION",
-                                id.0, head.kind.name(), head.stream_id, ds.block_stream.unwrap_or(0)
+                                id.0, head.kind.name(), head.stream_id, ds.block_stream.unwrap_or(StreamId::ZERO)
                             )
                         });
                 }
@@ -345,7 +343,7 @@ fn frame<O: Observer>(
         }
     }
     let pseudo = if decoded && head.kind == Kind::Headers {
-        let sum = c.dirs[d].summary;
+        let sum = c.dirs[dir].summary;
         if sum.pseudo {
             BlockKind::Pseudo
         } else if sum.unseen {
@@ -356,7 +354,7 @@ fn frame<O: Observer>(
     } else {
         BlockKind::Unknown
     };
-    let class = classify(c, d, &head, loaded.as_ref(), pseudo);
+    let class = classify(c, dir, &head, loaded.as_ref(), pseudo);
     if c.streams_full && !c.streams_reported {
         c.streams_reported = true;
         warnings.add("streams-cap", || {
@@ -369,23 +367,23 @@ fn frame<O: Observer>(
     if c.client.is_none() && header_kind {
         // Who asks and who answers: requests carry :method, responses :status (RFC 9113
         // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
-        let ds = &c.dirs[d];
+        let ds = &c.dirs[dir];
         if decoded && !ds.block_push {
             if ds.summary.request {
                 c.set_client(dir, ClientBy::PseudoHeaders);
             } else if ds.summary.response {
-                c.set_client(dir_of(1 - d), ClientBy::PseudoHeaders);
+                c.set_client(dir.other(), ClientBy::PseudoHeaders);
             }
         }
     }
-    if c.client.is_none() && class == FrameClass::Headers && head.stream_id % 2 == 1 {
+    if c.client.is_none() && class == FrameClass::Headers && head.stream_id.is_client_initiated() {
         // No readable pseudo-header: the client opens odd-numbered streams (RFC 9113
         // §5.1.1). Weaker, as a response on an odd stream looks the same.
-        c.odd_streams[d] += 1;
+        c.odd_streams[dir] += 1;
     }
     let side = c.side(dir);
-    let late_start = c.dirs.iter().any(|x| x.synced && x.late_start);
-    let ds = &c.dirs[d];
+    let late_start = c.dirs.iter().any(|(_, x)| x.synced && x.late_start);
+    let ds = &c.dirs[dir];
     let ev = FrameEvent {
         conn: id,
         dir,

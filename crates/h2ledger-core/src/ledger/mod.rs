@@ -6,8 +6,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
 
 use h2_frame_parser::hpack::Decoder;
-use h2_frame_parser::{raw_frame, Frame, Head, Kind, RawFrame, SettingId, HEAD_LEN, PREFACE};
-use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
+use h2_frame_parser::{
+    raw_frame, Frame, Head, Kind, RawFrame, SettingId, StreamId, HEAD_LEN, PREFACE,
+};
+use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Dirs, Nanos, Sink, Write};
 
 use crate::detect::{Found, Scanner};
 use crate::headers::HeaderList;
@@ -77,7 +79,7 @@ struct DirState {
     cur: Option<Payload>,
     carry: Vec<u8>,
     block: Vec<u8>,
-    block_stream: Option<u32>,
+    block_stream: Option<StreamId>,
     block_push: bool,
     block_overflow: bool,
     hpack: Decoder,
@@ -181,7 +183,7 @@ struct Conn {
     meta: ConnMeta,
     http2: bool,
     client: Option<(Dir, ClientBy)>,
-    dirs: [DirState; 2],
+    dirs: Dirs<DirState>,
     streams: StreamMap,
     streams_full: bool,
     /// Header blocks on streams not tracked because of [`MAX_STREAMS`].
@@ -194,7 +196,7 @@ struct Conn {
     upgrade_req: Option<(Dir, Vec<u8>, Vec<u8>, Write)>,
     upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
-    odd_streams: [u64; 2],
+    odd_streams: Dirs<u64>,
 }
 
 /// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id.
@@ -222,21 +224,6 @@ impl Hasher for StreamIdHasher {
     }
 }
 
-fn di(d: Dir) -> usize {
-    match d {
-        Dir::Fwd => 0,
-        Dir::Rev => 1,
-    }
-}
-
-fn dir_of(i: usize) -> Dir {
-    if i == 0 {
-        Dir::Fwd
-    } else {
-        Dir::Rev
-    }
-}
-
 impl Conn {
     fn summary(&self) -> ConnSummary {
         let (client_dir, client_by) = self.client();
@@ -248,7 +235,7 @@ impl Conn {
             server,
             client_dir,
             client_by,
-            mid_stream: self.dirs.iter().any(|d| d.synced && d.mid_stream),
+            mid_stream: self.dirs.iter().any(|(_, d)| d.synced && d.mid_stream),
             start: self.meta.start,
             prelude: self.prelude,
             upgraded_call: self.upgraded_call,
@@ -266,8 +253,8 @@ impl Conn {
         if let Some(c) = self.client {
             return c;
         }
-        if self.odd_streams[0] != self.odd_streams[1] {
-            let d = if self.odd_streams[0] > self.odd_streams[1] {
+        if self.odd_streams.fwd != self.odd_streams.rev {
+            let d = if self.odd_streams.fwd > self.odd_streams.rev {
                 Dir::Fwd
             } else {
                 Dir::Rev
@@ -389,7 +376,7 @@ fn new_conn(meta: ConnMeta) -> Conn {
         meta,
         http2: false,
         client,
-        dirs: [DirState::new(at_start), DirState::new(at_start)],
+        dirs: Dirs::from_fn(|_| DirState::new(at_start)),
         streams: StreamMap::default(),
         streams_full: false,
         streams_untracked: 0,
@@ -398,6 +385,6 @@ fn new_conn(meta: ConnMeta) -> Conn {
         upgrade_seen: false,
         upgrade_req: None,
         upgraded_call: false,
-        odd_streams: [0; 2],
+        odd_streams: Dirs::default(),
     }
 }

@@ -61,7 +61,7 @@ pub trait Observer {
     }
     /// Whether the payload of DATA frames on this stream is wanted (asked at each DATA frame's
     /// head and end). Frames split across writes are then copied, up to the frame size limit.
-    fn wants_data(&self, _conn: ConnId, _stream: u32) -> bool {
+    fn wants_data(&self, _conn: ConnId, _stream: StreamId) -> bool {
         false
     }
     /// Bytes of `dir` were lost; `framing_lost`: frames may be missing entirely from here on
@@ -99,7 +99,7 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn header_need(&self) -> HeaderNeed {
         self.0.header_need().and(self.1.header_need())
     }
-    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+    fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.0.wants_data(conn, stream) || self.1.wants_data(conn, stream)
     }
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
@@ -143,7 +143,7 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn header_need(&self) -> HeaderNeed {
         (**self).header_need()
     }
-    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+    fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         (**self).wants_data(conn, stream)
     }
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
@@ -181,7 +181,7 @@ impl<O: Observer> Observer for Vec<O> {
         self.iter()
             .fold(HeaderNeed::None, |n, o| n.and(o.header_need()))
     }
-    fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+    fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.iter().any(|o| o.wants_data(conn, stream))
     }
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {

@@ -25,7 +25,7 @@ impl<O: Observer> Ledger<O> {
             let Some(c) = self.conns.get(id.0 as usize) else {
                 return;
             };
-            let ds = &c.dirs[di(dir)];
+            let ds = &c.dirs[dir];
             match ds.mode {
                 Mode::Detect | Mode::Resync if !ds.pending.is_empty() => {
                     let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
@@ -38,7 +38,7 @@ impl<O: Observer> Ledger<O> {
                 _ => {}
             }
             let c = &mut self.conns[id.0 as usize];
-            let ds = &mut c.dirs[di(dir)];
+            let ds = &mut c.dirs[dir];
             if ds.mode == Mode::Frames {
                 let cut = ds.cur.take().map(|p| p.head);
                 ds.lose_framing();
@@ -49,7 +49,7 @@ impl<O: Observer> Ledger<O> {
                         len: 0,
                     };
                     self.frame(id, dir, &w, head, &[], false);
-                    self.conns[id.0 as usize].dirs[di(dir)].carry.clear();
+                    self.conns[id.0 as usize].dirs[dir].carry.clear();
                 }
             } else if ds.mode == Mode::Detect {
                 ds.at_start = false;
@@ -100,12 +100,12 @@ impl<O: Observer> Sink for Ledger<O> {
         let Some(c) = self.conn_mut(conn) else {
             return;
         };
-        let ds = &mut c.dirs[di(dir)];
+        let ds = &mut c.dirs[dir];
         ds.tail_of = match ds.tail_of {
             Some((t, n)) if t.index == w.index => Some((t, n + bytes.len() as u64)),
             _ => Some((*w, bytes.len() as u64)),
         };
-        match c.dirs[di(dir)].mode {
+        match c.dirs[dir].mode {
             Mode::Dead => {}
             Mode::Detect | Mode::Resync => self.detect(conn, dir, w, bytes, false),
             Mode::Frames => self.frames(conn, dir, w, bytes),
@@ -117,7 +117,7 @@ impl<O: Observer> Sink for Ledger<O> {
         // A direction still looking for a boundary: a chain that ends exactly at the gap (or
         // whose last frame runs into it) is proven like one at the end of the connection.
         if let Some(c) = self.conns.get(conn.0 as usize) {
-            let ds = &c.dirs[di(dir)];
+            let ds = &c.dirs[dir];
             if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
                 if let Some(&(_, w)) = ds.pending_writes.last() {
                     self.detect(conn, dir, &w, &[], true);
@@ -128,7 +128,7 @@ impl<O: Observer> Sink for Ledger<O> {
             return;
         };
         let (src, dst) = c.addrs(dir);
-        let ds = &mut c.dirs[di(dir)];
+        let ds = &mut c.dirs[dir];
         // A snaplen-cut tail: the frame bytes in it were carried by that write.
         let tail = match ds.tail_of.take() {
             Some((t, n)) if n > 0 && n + len == u64::from(t.len) => Some(t),
@@ -180,18 +180,18 @@ impl<O: Observer> Sink for Ledger<O> {
         };
         if let Some(p) = ends_here {
             let w = tail.unwrap_or(lost);
-            let ds = &mut self.conns[conn.0 as usize].dirs[di(dir)];
+            let ds = &mut self.conns[conn.0 as usize].dirs[dir];
             let carry = std::mem::take(&mut ds.carry);
             self.frame(conn, dir, &w, p.head, &carry, false);
             let mut carry = carry;
             carry.clear();
-            self.conns[conn.0 as usize].dirs[di(dir)].carry = carry;
+            self.conns[conn.0 as usize].dirs[dir].carry = carry;
         }
         if let Some(head) = cut_short {
             let w = tail.unwrap_or(lost);
             self.frame(conn, dir, &w, head, &[], false);
             if let Some(c) = self.conns.get_mut(conn.0 as usize) {
-                c.dirs[di(dir)].carry.clear();
+                c.dirs[dir].carry.clear();
             }
         }
         self.observer.gap(conn, dir, ts, framing_lost);
@@ -232,7 +232,7 @@ impl<O: Observer> Sink for Ledger<O> {
             let Some(c) = self.conns.get(conn.0 as usize) else {
                 return;
             };
-            let ds = &c.dirs[di(dir)];
+            let ds = &c.dirs[dir];
             if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
                 let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
                     index: 0,
@@ -245,7 +245,7 @@ impl<O: Observer> Sink for Ledger<O> {
             let Some(c) = self.conns.get(conn.0 as usize) else {
                 return;
             };
-            let ds = &c.dirs[di(dir)];
+            let ds = &c.dirs[dir];
             if c.http2 && matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
                 let n = ds.pending.len();
                 let (src, dst) = c.addrs(dir);
@@ -261,13 +261,12 @@ impl<O: Observer> Sink for Ledger<O> {
             let unfinished = c
                 .dirs
                 .iter()
-                .enumerate()
                 .filter(|(_, d)| d.mode == Mode::Frames && (d.cur.is_some() || d.head_have > 0))
-                .map(|(i, _)| i)
+                .map(|(dir, _)| dir)
                 .collect::<Vec<_>>();
-            for i in unfinished {
-                let (src, dst) = c.addrs(dir_of(i));
-                let ds = &mut c.dirs[i];
+            for dir in unfinished {
+                let (src, dst) = c.addrs(dir);
+                let ds = &mut c.dirs[dir];
                 ds.cur = None;
                 ds.head_have = 0;
                 if c.http2 {

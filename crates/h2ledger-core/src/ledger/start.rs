@@ -8,8 +8,7 @@ impl<O: Observer> Ledger<O> {
         let Some(c) = self.conns.get_mut(id.0 as usize) else {
             return;
         };
-        let d = di(dir);
-        let ds = &mut c.dirs[d];
+        let ds = &mut c.dirs[dir];
         if !bytes.is_empty() {
             ds.scan.segment_start(ds.pending.len());
             ds.pending.extend_from_slice(bytes);
@@ -39,7 +38,7 @@ impl<O: Observer> Ledger<O> {
                 )
             });
         }
-        let ds = &mut c.dirs[d];
+        let ds = &mut c.dirs[dir];
         let mut http1 = None;
         let (skip, preface) = match found {
             Found::Wait => {
@@ -151,12 +150,12 @@ impl<O: Observer> Ledger<O> {
             c.upgrade_seen = true;
             // The request may still be buffered in the other direction (when the 101 and the
             // server's first frame came before the client's preface).
-            let other = &c.dirs[1 - d];
+            let other = &c.dirs[dir.other()];
             if c.upgrade_req.is_none() {
                 if let (Some((m, t)), Some(&(_, rw))) =
                     (request_line(&other.pending), other.pending_writes.first())
                 {
-                    c.upgrade_req = Some((dir_of(1 - d), m.to_vec(), t.to_vec(), rw));
+                    c.upgrade_req = Some((dir.other(), m.to_vec(), t.to_vec(), rw));
                 }
             }
         }
@@ -176,7 +175,7 @@ impl<O: Observer> Ledger<O> {
             start = *end;
         }
         if let Some(c) = self.conns.get_mut(id.0 as usize) {
-            let ds = &mut c.dirs[d];
+            let ds = &mut c.dirs[dir];
             if ds.pending.is_empty() {
                 // Keep the allocation for a later resync.
                 let mut p = pending;

@@ -23,7 +23,7 @@ pub struct FrameFilter {
 impl FrameFilter {
     fn keep(&self, ev: &FrameEvent<'_>) -> bool {
         (self.conns.is_empty() || self.conns.contains(&ev.conn.0))
-            && (self.streams.is_empty() || self.streams.contains(&ev.head.stream_id))
+            && (self.streams.is_empty() || self.streams.contains(&ev.head.stream_id.0))
             && (self.types.is_empty()
                 || self
                     .types

@@ -167,7 +167,7 @@ impl<'a> FrameLine<'a> {
             settings: None,
             side: ev.side.name(),
             src,
-            stream: ev.head.stream_id,
+            stream: ev.head.stream_id.0,
             time: secs(ev.ts),
             kind: ev.head.kind.name(),
             write: (ev.write != h2ledger_core::ledger::NO_WRITE).then_some(ev.write),

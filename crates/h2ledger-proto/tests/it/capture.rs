@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use h2_frame_parser::Frame;
+use h2_frame_parser::{Frame, StreamId};
 use h2ledger_core::{FrameEvent, Observer, Side};
 use h2ledger_proto::{Assembler, Direction};
 use h2ledger_run::{Options, Session, View};
@@ -79,12 +79,12 @@ impl View for Collect {
 }
 
 impl Observer for Collect {
-    fn wants_data(&self, _conn: ConnId, _stream: u32) -> bool {
+    fn wants_data(&self, _conn: ConnId, _stream: StreamId) -> bool {
         true
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        let stream = ev.head.stream_id;
+        let stream = ev.head.stream_id.0;
         if stream == 0 {
             return;
         }

@@ -40,10 +40,61 @@ impl Dir {
         }
     }
 
-    fn index(self) -> usize {
+    /// 0 for [`Dir::Fwd`], 1 for [`Dir::Rev`] (a bit position in per-direction flags).
+    pub fn index(self) -> usize {
         match self {
             Dir::Fwd => 0,
             Dir::Rev => 1,
+        }
+    }
+
+    /// Both directions.
+    pub const ALL: [Dir; 2] = [Dir::Fwd, Dir::Rev];
+}
+
+/// One value per direction of a connection: `dirs[dir]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Dirs<T> {
+    /// From the sender of the first packet seen.
+    pub fwd: T,
+    /// Towards it.
+    pub rev: T,
+}
+
+impl<T> Dirs<T> {
+    /// Both values, made by `f` for each direction.
+    pub fn from_fn(mut f: impl FnMut(Dir) -> T) -> Dirs<T> {
+        Dirs {
+            fwd: f(Dir::Fwd),
+            rev: f(Dir::Rev),
+        }
+    }
+}
+
+impl<T> Dirs<T> {
+    /// Each direction with its value.
+    pub fn iter(&self) -> impl Iterator<Item = (Dir, &T)> {
+        [(Dir::Fwd, &self.fwd), (Dir::Rev, &self.rev)].into_iter()
+    }
+}
+
+impl<T> std::ops::Index<Dir> for Dirs<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, d: Dir) -> &T {
+        match d {
+            Dir::Fwd => &self.fwd,
+            Dir::Rev => &self.rev,
+        }
+    }
+}
+
+impl<T> std::ops::IndexMut<Dir> for Dirs<T> {
+    #[inline]
+    fn index_mut(&mut self, d: Dir) -> &mut T {
+        match d {
+            Dir::Fwd => &mut self.fwd,
+            Dir::Rev => &mut self.rev,
         }
     }
 }
@@ -180,7 +231,7 @@ enum State {
 struct Conn {
     meta: ConnMeta,
     key: Key,
-    halves: [Half; 2],
+    halves: Dirs<Half>,
     state: State,
     first_fin: Option<Dir>,
     /// LRU list neighbours (slab indices): `newer` towards the most recently active.
@@ -366,7 +417,7 @@ impl Reassembler {
         let conn = Conn {
             meta,
             key,
-            halves: [Half::default(), Half::default()],
+            halves: Dirs::default(),
             state: State::Open,
             first_fin: None,
             newer: NIL,
@@ -460,7 +511,7 @@ impl Conn {
         if self.state != State::Open {
             return true;
         }
-        let half = &self.halves[self.dir_of(seg).index()];
+        let half = &self.halves[self.dir_of(seg)];
         half.started() && half.isn() != Some(SeqNumber(seg.seq))
     }
 
@@ -495,7 +546,7 @@ impl Conn {
             self.meta.syn_sender = Some(if seg.flags.ack { dir.other() } else { dir });
         }
         let seq = SeqNumber(seg.seq);
-        let (d, o) = (dir.index(), dir.other().index());
+        let (d, o) = (dir, dir.other());
         if !self.halves[d].started() {
             self.halves[d].start(seq, seg.flags.syn);
         }
@@ -525,8 +576,8 @@ impl Conn {
             self.first_fin.get_or_insert(dir);
         }
         if let (true, true, Some(first)) = (
-            self.halves[0].fin_seen(),
-            self.halves[1].fin_seen(),
+            self.halves.fwd.fin_seen(),
+            self.halves.rev.fin_seen(),
             self.first_fin,
         ) {
             self.close(ts, CloseKind::Fin(first), stats, sink);
@@ -543,7 +594,7 @@ impl Conn {
                 conn: id,
                 dir,
             };
-            self.halves[dir.index()].flush(&mut out, ts);
+            self.halves[dir].flush(&mut out, ts);
         }
         sink.close(id, ts, kind);
         self.state = State::Closed {
