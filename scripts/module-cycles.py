@@ -17,20 +17,38 @@ def strip_tests(text):
     # Comments and doc comments name modules without depending on them.
     return re.sub(r'//[^\n]*', '', text)
 
+def test_only(src):
+    """Files of modules declared under `#[cfg(test)]` (`#[cfg(test)] mod tests;`): test code."""
+    out = set()
+    for root, _, files in os.walk(src):
+        for f in files:
+            if not f.endswith('.rs'):
+                continue
+            text = open(os.path.join(root, f)).read()
+            here = root if f in ('mod.rs', 'lib.rs', 'main.rs') else os.path.join(root, f[:-3])
+            for m in re.finditer(r'#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod (\w+);', text):
+                out.add(os.path.join(here, m.group(1) + '.rs'))
+                out.add(os.path.join(here, m.group(1)))
+    return out
+
 def modules(src):
-    """{module name: [files]} for the top-level modules of a crate."""
+    """{module name: [files]} for the top-level modules of a crate (test-only files left out)."""
+    skip = test_only(src)
     mods = {}
     for e in sorted(os.listdir(src)):
         p = os.path.join(src, e)
-        if e in ('lib.rs', 'main.rs'):
+        if e in ('lib.rs', 'main.rs') or p in skip:
             continue
         if e.endswith('.rs'):
             mods.setdefault(e[:-3], []).append(p)
         elif os.path.isdir(p):
             for root, _, files in os.walk(p):
+                if any(root == d or root.startswith(d + os.sep) for d in skip):
+                    continue
                 for f in files:
-                    if f.endswith('.rs'):
-                        mods.setdefault(e, []).append(os.path.join(root, f))
+                    q = os.path.join(root, f)
+                    if f.endswith('.rs') and q not in skip:
+                        mods.setdefault(e, []).append(q)
     return mods
 
 def cycles(graph):
@@ -75,8 +93,9 @@ for crate in crates:
         d = os.path.join(src, e)
         if not os.path.isdir(d):
             continue
+        skip = test_only(src)
         kids = {f[:-3]: [os.path.join(d, f)] for f in os.listdir(d)
-                if f.endswith('.rs') and f != 'mod.rs'}
+                if f.endswith('.rs') and f != 'mod.rs' and os.path.join(d, f) not in skip}
         for sub in os.listdir(d):
             if os.path.isdir(os.path.join(d, sub)):
                 kids.setdefault(sub, [])

@@ -1,0 +1,284 @@
+//! What each frame does to the windows: DATA, WINDOW_UPDATE, SETTINGS and its ACK, resets
+//! and ends of streams; stalls begin and end here.
+
+use super::*;
+
+impl Flow {
+    /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
+    pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+        let Some(c) = self.conns.get_mut(&ev.conn.0) else {
+            return;
+        };
+        let d = ev.dir;
+        c.side[d] = ev.side;
+        c.side[d.other()] = ev.side.other();
+        if ev.late_start && c.known {
+            self.make_unknown(ev.conn.0, phase);
+            return;
+        }
+        if !c.known {
+            if !c.counted {
+                c.counted = true;
+                self.acc(phase, |s| s.unknown += 1);
+            }
+            return;
+        }
+        if !c.seen_frame {
+            c.seen_frame = true;
+            self.acc(phase, |s| {
+                for a in s.sides.iter_mut() {
+                    a.max_conn = a.max_conn.max(DEFAULT_WINDOW);
+                }
+            });
+        }
+        let sid = ev.head.stream_id.0;
+        match ev.class {
+            FrameClass::Data | FrameClass::Headers | FrameClass::Trailers => {
+                self.stream_frame(ev, phase, call)
+            }
+            FrameClass::RstStream => self.free_stream(ev.conn.0, sid),
+            FrameClass::WindowUpdate => {
+                if let Some(Frame::WindowUpdate(w)) = ev.frame {
+                    self.on_window_update(ev, d.other(), w.increment, phase);
+                }
+                // A WINDOW_UPDATE that did not load (increment 0, bad length) changes nothing:
+                // the peer treats it as an error.
+            }
+            FrameClass::Settings => match ev.frame {
+                Some(Frame::Settings(s)) => {
+                    let v = s.get(SettingId::INITIAL_WINDOW_SIZE);
+                    let Some(c) = self.conns.get_mut(&ev.conn.0) else {
+                        return;
+                    };
+                    let q = &mut c.sides[d.other()].pending;
+                    if q.len() >= MAX_PENDING_SETTINGS {
+                        self.make_unknown(ev.conn.0, phase);
+                    } else {
+                        q.push_back(v);
+                    }
+                }
+                _ => self.make_unknown(ev.conn.0, phase),
+            },
+            FrameClass::SettingsAck => self.on_settings_ack(ev, d, phase),
+            _ => {}
+        }
+    }
+
+    /// HEADERS, TRAILERS and DATA, with one lookup of the connection and of the stream: the
+    /// stream opened (HEADERS, DATA) and given its call, DATA charged to the windows (a stall
+    /// begins when one is exhausted), the sending half ended on END_STREAM.
+    fn stream_frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+        let conn = ev.conn.0;
+        let d = ev.dir;
+        let sid = ev.head.stream_id.0;
+        let data = ev.class == FrameClass::Data;
+        let Flow {
+            series,
+            conns,
+            streams,
+            whole,
+            phases,
+            calls,
+            no_max_window,
+        } = self;
+        let Some(c) = conns.get_mut(&conn) else {
+            return;
+        };
+        if data || ev.class == FrameClass::Headers {
+            open_in(c, streams, whole, phases, *no_max_window, sid, phase);
+        }
+        let len = i64::from(ev.head.length);
+        if data {
+            c.sides[d].conn_window -= len;
+        }
+        // Not in the map: stream 0, closed, or beyond MAX_FLOW_STREAMS (untracked).
+        let Some(st) = c.streams.get_mut(&sid) else {
+            return;
+        };
+        if call.is_some() {
+            st.call = call;
+        }
+        let end = ev.head.flags.is_end_stream();
+        let mut started = false;
+        if data {
+            let side = c.side[d];
+            let sf = &mut c.sides[d];
+            st.sent[d] += len as u64;
+            if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
+                c.busiest[d] = Some((sid, st.sent[d]));
+            }
+            let new = shift(sf, st, d, sid, -len, *no_max_window);
+            let stream_w = sf.initial + new;
+            let conn_w = sf.conn_window;
+            if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
+                let limit = match (stream_w <= 0, conn_w <= 0) {
+                    (true, true) => Limit::Both,
+                    (true, false) => Limit::Stream,
+                    _ => Limit::Connection,
+                };
+                st.stall[d] = Some(Stall {
+                    start: ev.ts,
+                    phase,
+                });
+                sf.stalled.insert((new, sid));
+                started = true;
+                if let Some(i) = st.call {
+                    let cf = calls.entry(i).or_default();
+                    cf.stalls[side.index()] = cf.stalls[side.index()].saturating_add(1);
+                }
+                for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+                    let a = &mut s.sides[side];
+                    a.stalls += 1;
+                    a.by_limit[limit as usize] += 1;
+                }
+            }
+        }
+        let mut done = false;
+        if end {
+            st.ended[d] = true;
+            done = st.ended.fwd && st.ended.rev;
+        }
+        if data {
+            sample_in(series, conn, c, d, Some(sid), ev.ts, started);
+        }
+        if done {
+            free_in(c, sid, streams, whole, phases, *no_max_window);
+        }
+    }
+
+    fn on_window_update(&mut self, ev: &FrameEvent<'_>, s: Dir, inc: u32, phase: Option<u64>) {
+        let conn = ev.conn.0;
+        let sid = ev.head.stream_id.0;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let side = c.side[s];
+        let sf = &mut c.sides[s];
+        let inc = i64::from(inc);
+        if sid == 0 {
+            sf.conn_window += inc;
+            let w = sf.conn_window;
+            self.acc(phase, |x| {
+                let a = &mut x.sides[side];
+                a.max_conn = a.max_conn.max(w);
+            });
+            self.resolve(conn, s, ev.ts);
+            self.sample(conn, s, None, ev.ts, false);
+            return;
+        }
+        let Some(st) = c.streams.get_mut(&sid) else {
+            return;
+        };
+        let new = shift(sf, st, s, sid, inc, self.no_max_window);
+        let w = sf.initial + new;
+        self.acc(phase, |x| {
+            let a = &mut x.sides[side];
+            a.max_stream = a.max_stream.max(w);
+        });
+        self.resolve(conn, s, ev.ts);
+        self.sample(conn, s, Some(sid), ev.ts, false);
+    }
+
+    fn on_settings_ack(&mut self, ev: &FrameEvent<'_>, d: Dir, phase: Option<u64>) {
+        let conn = ev.conn.0;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let side = c.side[d];
+        let sf = &mut c.sides[d];
+        let Some(Some(v)) = sf.pending.pop_front() else {
+            return;
+        };
+        let v = i64::from(v);
+        let delta = v - sf.initial;
+        sf.initial = v;
+        if delta <= 0 {
+            return;
+        }
+        if let Some(&(adj, _)) = sf.open.last() {
+            let w = v + adj;
+            self.acc(phase, |x| {
+                let a = &mut x.sides[side];
+                a.max_stream = a.max_stream.max(w);
+            });
+        }
+        self.resolve(conn, d, ev.ts);
+    }
+
+    /// Ends the stalls of sending direction `s` whose available window is > 0 again.
+    fn resolve(&mut self, conn: u32, s: Dir, ts: Nanos) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let side = c.side[s];
+        let sf = &mut c.sides[s];
+        if sf.conn_window <= 0 {
+            return;
+        }
+        // window = initial + adj > 0  <=>  adj > -initial
+        let from = (-sf.initial).saturating_add(1);
+        let done: Vec<(i64, u32)> = sf.stalled.range((from, 0)..).copied().collect();
+        for key in done {
+            sf.stalled.remove(&key);
+            let Some(st) = c.streams.get_mut(&key.1) else {
+                continue;
+            };
+            let Some(stall) = st.stall[s].take() else {
+                continue;
+            };
+            let dur = (ts - stall.start).max(0);
+            if let Some(c) = st.call.and_then(|i| self.calls.get_mut(&i)) {
+                c.stalled_ns[side.index()] += dur;
+            }
+            for x in scope_mut(&mut self.whole, &mut self.phases, stall.phase)
+                .into_iter()
+                .flatten()
+            {
+                x.sides[side].stalled.add(dur as u64);
+            }
+        }
+    }
+
+    /// Drops a stream; its open stalls are unresolved.
+    fn free_stream(&mut self, conn: u32, sid: u32) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let nm = self.no_max_window;
+        free_in(
+            c,
+            sid,
+            &mut self.streams,
+            &mut self.whole,
+            &mut self.phases,
+            nm,
+        );
+    }
+
+    pub(super) fn drop_streams(&mut self, conn: u32) {
+        let ids: Vec<u32> = match self.conns.get(&conn) {
+            Some(c) => c.streams.keys().copied().collect(),
+            None => return,
+        };
+        for sid in ids {
+            self.free_stream(conn, sid);
+        }
+    }
+
+    /// The windows of `conn` can no longer be followed (lost frames, unreadable SETTINGS).
+    pub(super) fn make_unknown(&mut self, conn: u32, phase: Option<u64>) {
+        self.drop_streams(conn);
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !c.known {
+            return;
+        }
+        c.known = false;
+        c.sides = Dirs::from_fn(|_| SideFlow::new());
+        if !c.counted {
+            c.counted = true;
+            self.acc(phase, |s| s.unknown += 1);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Flow-control windows and stalls, per connection and sending side, from the frames alone.
+//!
+//! The definitions (docs/ledger.md, "Flow control", is the contract), for a sending side S and
+//! its peer R:
+//! - S's **connection window** starts at 65,535, loses the length field of every DATA frame S
+//!   sends (padding included, RFC 9113 §6.9.1) and gains every WINDOW_UPDATE increment R sends
+//!   on stream 0.
+//! - S's **stream window** on s starts at R's SETTINGS_INITIAL_WINDOW_SIZE in force (65,535
+//!   until R sends one; a new value takes effect at S's SETTINGS ACK for it and shifts every open
+//!   stream by the difference, RFC 9113 §6.9.2), loses S's DATA on s, gains R's increments on s.
+//! - **Available** = the smaller of the two. A **stall** is a DATA frame from S without
+//!   END_STREAM after which S's available window on s is <= 0; it ends at the first later frame
+//!   after which that window is > 0 again (R's WINDOW_UPDATE on s or 0, S's SETTINGS ACK that
+//!   applies a larger initial window). Stalls never seen ending are `unresolved` and not timed.
+//!
+//! Stream windows are kept relative to the initial window (`window = initial + adj`), so a
+//! SETTINGS change costs nothing per stream; the open streams and the stalled ones are ordered
+//! by `adj`, so the largest window and the stalls a change ends are found in O(log n). Memory:
+//! one entry per open stream (at most [`MAX_FLOW_STREAMS`] in all, beyond which streams are
+//! counted as untracked), freed when the stream ends, and the connection's state freed at close.
+//!
+//! A connection whose start the capture lacks (no SYN), whose HTTP/2 starts after other bytes
+//! (an HTTP/1.1 Upgrade carries the client's SETTINGS in a header; a CONNECT tunnel), or that
+//! loses framing in a gap, has unknown windows from then on: it counts in
+//! `unknown_connections` and nothing is guessed.
+
+use crate::phase::Phased;
+
+use crate::FastMap;
+
+use h2_frame_parser::{Frame, SettingId};
+use h2ledger_tcp::{ConnId, ConnMeta, Dir, Dirs, Nanos};
+
+use crate::ledger::FrameEvent;
+use crate::model::{FrameClass, Side, Sides};
+
+/// The initial connection and stream window (RFC 9113 §6.9.2).
+const DEFAULT_WINDOW: i64 = 65_535;
+/// Streams tracked at once over every connection.
+pub const MAX_FLOW_STREAMS: usize = 1 << 20;
+/// SETTINGS of one side waiting for the other's ACK; more means the windows are unknown.
+const MAX_PENDING_SETTINGS: usize = 16;
+
+mod frames;
+mod report;
+mod series;
+mod state;
+
+pub use report::{ByLimit, FlowReport, FlowSide, MaxWindow, StalledUs};
+use series::sample_in;
+pub use series::{WindowPoint, WindowSeries};
+use state::*;
+pub use state::{FlowAcc, Limit};
+
+/// Per call: stalls and time stalled, by side (0 client, 1 server).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallFlow {
+    pub stalls: [u32; 2],
+    /// Nanoseconds, over the stalls that ended.
+    pub stalled_ns: [i64; 2],
+}
+
+/// The flow-control tracker. [`crate::Analysis`] feeds it every frame.
+#[derive(Debug, Default)]
+pub struct Flow {
+    /// Set by [`Flow::record_series`] (for `--plot`).
+    pub series: Option<WindowSeries>,
+    conns: FastMap<u32, ConnFlow>,
+    streams: usize,
+    whole: Scope,
+    phases: Phased<Scope>,
+    /// Per call in flight or not yet folded (by the analysis' call sequence number); taken by
+    /// [`Flow::take_call`] when the analysis folds the call.
+    calls: FastMap<u64, CallFlow>,
+    /// Skip the per-side ordered set of open streams, kept only for the largest stream window
+    /// of the totals ([`Flow::calls_only`]).
+    no_max_window: bool,
+}
+
+impl Flow {
+    pub fn new() -> Self {
+        Flow::default()
+    }
+
+    /// Only the per-call records (stalls and stalled time) are read: the largest stream window
+    /// (`max_stream` of the totals) is not kept, which saves four ordered-set operations per
+    /// stream. Stall detection and resolution do not depend on it.
+    pub fn calls_only(&mut self) {
+        self.no_max_window = true;
+    }
+
+    /// Also keep a [`WindowSeries`] with buckets of `bucket` from `origin` (the first packet).
+    pub fn record_series(&mut self, bucket: Nanos, origin: Option<Nanos>) {
+        self.series = Some(WindowSeries {
+            bucket,
+            origin,
+            ..WindowSeries::default()
+        });
+    }
+
+    /// Records the windows of sending direction `d` of `conn` after a frame at `ts`.
+    fn sample(&mut self, conn: u32, d: Dir, sid: Option<u32>, ts: Nanos, stall: bool) {
+        if self.series.is_none() {
+            return;
+        }
+        if let Some(c) = self.conns.get(&conn) {
+            sample_in(&mut self.series, conn, c, d, sid, ts, stall);
+        }
+    }
+
+    /// The per-call record of call `seq` (the analysis' call sequence number), removed: the
+    /// call is being folded.
+    pub fn take_call(&mut self, seq: u64) -> CallFlow {
+        self.calls.remove(&seq).unwrap_or_default()
+    }
+
+    /// The per-call record of call `seq` while it is not folded.
+    pub fn call(&self, seq: u64) -> CallFlow {
+        self.calls.get(&seq).copied().unwrap_or_default()
+    }
+
+    pub fn open(&mut self, meta: &ConnMeta) {
+        let known = meta.syn_sender.is_some();
+        self.conns.insert(
+            meta.id.0,
+            ConnFlow {
+                known,
+                counted: false,
+                seen_frame: false,
+                side: Dirs {
+                    fwd: Side::Client,
+                    rev: Side::Server,
+                },
+                sides: Dirs::from_fn(|_| SideFlow::new()),
+                streams: FastMap::default(),
+                max_id: [0; 2],
+                busiest: Dirs::default(),
+            },
+        );
+    }
+
+    fn acc(&mut self, phase: Option<u64>, f: impl Fn(&mut Scope)) {
+        for s in scope_mut(&mut self.whole, &mut self.phases, phase)
+            .into_iter()
+            .flatten()
+        {
+            f(s);
+        }
+    }
+}
+
+impl Flow {
+    /// Bytes lost: when frames may be missing, the windows are unknown from here on.
+    pub fn gap(&mut self, conn: ConnId, framing_lost: bool, phase: Option<u64>) {
+        if framing_lost {
+            self.make_unknown(conn.0, phase);
+        }
+    }
+
+    /// The connection ended: stalls still open are unresolved; its state is dropped.
+    pub fn close(&mut self, conn: ConnId) {
+        self.drop_streams(conn.0);
+        self.conns.remove(&conn.0);
+    }
+
+    /// End of input: every connection still open is closed.
+    pub fn flush(&mut self) {
+        let ids: Vec<u32> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.close(ConnId(id));
+        }
+    }
+
+    /// The report for the whole capture (`phase` None) or one phase.
+    pub fn report(&self, phase: Option<u64>) -> FlowReport {
+        let empty = Scope::default();
+        let s = match phase {
+            None => &self.whole,
+            Some(p) => self.phases.get(p).unwrap_or(&empty),
+        };
+        FlowReport {
+            sides: Sides {
+                client: FlowSide::of(&s.sides.client),
+                server: FlowSide::of(&s.sides.server),
+            },
+            unknown_connections: s.unknown,
+            untracked_streams: s.untracked_streams,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,219 @@
+use super::*;
+use crate::testkit::*;
+
+const IWS: u16 = 4;
+
+fn flow(c: &Conn) -> FlowReport {
+    c.ledger.observer.flow.report(None)
+}
+
+/// 65,535 bytes of DATA in frames of at most 16,384.
+fn fill(c: &mut Conn, stream: u32, mut n: usize) {
+    while n > 0 {
+        let k = n.min(16_384);
+        c.client(&data(stream, false, k));
+        n -= k;
+    }
+}
+
+#[test]
+fn stream_limited_stall_ends_at_window_update() {
+    let mut c = Conn::started(&[]);
+    c.server(&wu(0, 1 << 20)); // the connection window is not the limit
+    c.client(&request(1, "/a", false));
+    fill(&mut c, 1, 65_535);
+    let t0 = c.t;
+    c.server(&wu(1, 32_768));
+    let r = flow(&c);
+    assert_eq!(r.sides.client.stalls, 1);
+    assert_eq!(r.sides.client.by_limit.stream, 1);
+    assert_eq!(r.sides.client.stalled_us.total, (c.t - t0) as f64 / 1000.0);
+    assert_eq!(r.sides.client.max_window.connection, 65_535 + (1 << 20));
+    assert_eq!(r.sides.client.max_window.stream, 65_535);
+    assert_eq!(r.sides.server.stalls, 0);
+    assert_eq!(r.unknown_connections, 0);
+    let call = c.ledger.observer.flow.call(0);
+    assert_eq!(call.stalls, [1, 0]);
+    assert_eq!(call.stalled_ns[0], c.t - t0);
+}
+
+#[test]
+fn both_windows_then_connection_only() {
+    let mut c = Conn::started(&[]);
+    c.client(&request(1, "/a", false));
+    fill(&mut c, 1, 65_535);
+    // Stream window opens, the connection's does not: still stalled.
+    c.server(&wu(1, 100_000));
+    assert_eq!(flow(&c).sides.client.stalled_us.p50, None);
+    c.server(&wu(0, 10));
+    let r = flow(&c);
+    assert_eq!(
+        (r.sides.client.stalls, r.sides.client.by_limit.both),
+        (1, 1)
+    );
+    assert_eq!(r.sides.client.stalled_us.total, 2000.0);
+    assert_eq!(r.sides.client.max_window.stream, 100_000);
+    // A second stream is limited by the connection only.
+    c.client(&request(3, "/a", false));
+    c.client(&data(3, false, 10));
+    let r = flow(&c);
+    assert_eq!(
+        (r.sides.client.stalls, r.sides.client.by_limit.connection),
+        (2, 1)
+    );
+    c.close();
+    let r = flow(&c);
+    assert_eq!(r.sides.client.unresolved, 1);
+    assert_eq!(r.sides.client.stalled_us.max, Some(2000.0));
+}
+
+#[test]
+fn settings_ack_shifts_open_streams_and_ends_stalls() {
+    let mut c = Conn::started(&[]);
+    c.server(&wu(0, 1 << 20));
+    c.client(&request(1, "/a", false));
+    fill(&mut c, 1, 65_535);
+    // A larger initial window from the server ends the stall at the client's ACK, not at
+    // the SETTINGS.
+    c.server(&settings(&[(IWS, 100_000)]));
+    assert_eq!(flow(&c).sides.client.stalled_us.p99, None);
+    c.client(&settings_ack());
+    let r = flow(&c);
+    assert_eq!(r.sides.client.stalled_us.total, 2000.0);
+    assert_eq!(r.sides.client.max_window.stream, 65_535);
+    // New streams open at 100,000; a smaller value shifts them down.
+    c.client(&request(3, "/a", false));
+    assert_eq!(flow(&c).sides.client.max_window.stream, 100_000);
+    c.server(&settings(&[(IWS, 10)]));
+    c.client(&settings_ack());
+    c.client(&data(3, false, 10));
+    let r = flow(&c);
+    assert_eq!(
+        (r.sides.client.stalls, r.sides.client.by_limit.stream),
+        (2, 2)
+    );
+}
+
+#[test]
+fn end_stream_and_padding() {
+    let mut c = Conn::started(&[(IWS, 19)]);
+    c.client(&request(1, "/a", false));
+    // DATA with END_STREAM never stalls; padding counts against the window.
+    c.client(&fr(
+        0,
+        0x8,
+        1,
+        &[9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    ));
+    let r = flow(&c);
+    assert_eq!(
+        (r.sides.client.stalls, r.sides.client.by_limit.stream),
+        (1, 1)
+    );
+    c.client(&request(3, "/a", false));
+    c.client(&data(3, true, 19));
+    assert_eq!(flow(&c).sides.client.stalls, 1);
+    // A stall on a stream that is reset never ends: unresolved.
+    c.client(&fr(3, 0, 1, &[0, 0, 0, 8]));
+    let r = flow(&c);
+    assert_eq!((r.sides.client.stalls, r.sides.client.unresolved), (1, 1));
+    assert_eq!(r.sides.client.stalled_us.max, None);
+}
+
+#[test]
+fn server_side_and_window_updates_after_close_ignored() {
+    let mut c = Conn::started(&[]);
+    c.client(&[settings(&[(IWS, 1000)])].concat());
+    c.server(&settings_ack());
+    c.client(&request(1, "/a", false));
+    c.client(&data(1, true, 5));
+    c.server(&response(1, false, &[]));
+    c.server(&data(1, false, 1000));
+    c.client(&wu(1, 500));
+    c.server(&data(1, true, 0));
+    c.client(&wu(1, 500)); // a stream already closed: ignored
+    let r = flow(&c);
+    assert_eq!(
+        (r.sides.server.stalls, r.sides.server.by_limit.stream),
+        (1, 1)
+    );
+    assert_eq!(r.sides.server.stalled_us.total, 1000.0);
+    assert_eq!(r.sides.server.max_window.stream, 1000);
+    assert_eq!(r.sides.client.stalls, 0);
+    assert_eq!(c.ledger.observer.flow.call(0).stalls, [0, 1]);
+    assert!(c.ledger.observer.flow.conns[&0].streams.is_empty());
+}
+
+#[test]
+fn unknown_without_the_start_and_after_lost_framing() {
+    let mut c = Conn::new(false);
+    let mut p = PREFACE.to_vec();
+    p.extend(settings(&[]));
+    c.client(&p);
+    c.client(&request(1, "/a", false));
+    c.client(&data(1, false, 16_384));
+    assert_eq!(flow(&c).unknown_connections, 1);
+    assert_eq!(flow(&c).sides.client.stalls, 0);
+
+    let mut c = Conn::started(&[]);
+    c.client(&request(1, "/a", false));
+    fill(&mut c, 1, 65_535);
+    c.gap(Dir::Fwd, 100);
+    let r = flow(&c);
+    assert_eq!(
+        (
+            r.unknown_connections,
+            r.sides.client.stalls,
+            r.sides.client.unresolved
+        ),
+        (1, 1, 1)
+    );
+}
+
+#[test]
+fn hostile_settings() {
+    // Many stalled streams and SETTINGS flipping the initial window: each change costs
+    // O(log n) per stall it ends, not a walk over every stream.
+    let mut c = Conn::started(&[(IWS, 1)]);
+    c.server(&wu(0, 1 << 30));
+    let mut reqs = Vec::new();
+    for s in (1..4000).step_by(2) {
+        reqs.extend(request(s, "/a", false));
+        reqs.extend(data(s, false, 1));
+    }
+    c.client(&reqs);
+    assert_eq!(flow(&c).sides.client.stalls, 2000);
+    for i in 0..200 {
+        c.server(&settings(&[(IWS, if i % 2 == 0 { 0 } else { 1 })]));
+        c.client(&settings_ack());
+    }
+    let r = flow(&c);
+    assert_eq!(r.sides.client.stalls, 2000);
+    assert_eq!(
+        r.sides.client.stalled_us.p50, None,
+        "a window of 0 ends no stall"
+    );
+    c.server(&settings(&[(IWS, 2)]));
+    c.client(&settings_ack());
+    assert_eq!(flow(&c).sides.client.stalled_us.p50, Some(402_000.0));
+    // SETTINGS never ACKed beyond the bound: the windows are unknown, not guessed.
+    for _ in 0..=MAX_PENDING_SETTINGS {
+        c.server(&settings(&[]));
+    }
+    assert_eq!(flow(&c).unknown_connections, 1);
+}
+
+#[test]
+fn memory_follows_open_streams() {
+    let mut c = Conn::started(&[]);
+    for s in (1..2000).step_by(2) {
+        c.client(&request(s, "/a", false));
+        c.client(&data(s, true, 1));
+        c.server(&response(s, true, &[]));
+    }
+    let f = &c.ledger.observer.flow;
+    assert_eq!((f.streams, f.conns[&0].streams.len()), (0, 0));
+    assert!(f.conns[&0].sides.iter().all(|(_, s)| s.open.is_empty()));
+    c.close();
+    assert!(c.ledger.observer.flow.conns.is_empty());
+}

@@ -1,0 +1,201 @@
+//! What each frame of a call does: request and response headers, DATA cut into messages,
+//! trailers, resets; PINGs for the round trip next to each call.
+
+use super::*;
+
+impl Grpc {
+    /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
+    pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+        let conn = ev.conn.0;
+        let sid = ev.head.stream_id.0;
+        if sid == 0 {
+            if let Some(Frame::Ping(p)) = ev.frame {
+                let c = self.conns.entry(conn).or_insert_with(|| ConnG {
+                    last_rtt: -1,
+                    ..ConnG::default()
+                });
+                if ev.class == FrameClass::PingAck {
+                    let from = ev.dir.other();
+                    if let Some(i) = c.pings.iter().position(|x| x.0 == p.payload && x.2 == from) {
+                        let (_, t, _) = c.pings.remove(i);
+                        c.last_rtt = ev.ts - t;
+                    }
+                } else {
+                    if c.pings.len() >= MAX_PINGS {
+                        c.pings.remove(0);
+                    }
+                    c.pings.push((p.payload, ev.ts, ev.dir));
+                }
+            }
+            return;
+        }
+        let Grpc {
+            conns,
+            open,
+            calls,
+            encodings,
+            untracked_calls,
+            ..
+        } = self;
+        let c = conns.entry(conn).or_insert_with(|| ConnG {
+            last_rtt: -1,
+            ..ConnG::default()
+        });
+        let st = match c.streams.entry(sid) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                // A call's first HEADERS opens its stream here.
+                if ev.class != FrameClass::Headers {
+                    return;
+                }
+                let Some(idx) = call else {
+                    return;
+                };
+                if *open >= MAX_GRPC_STREAMS {
+                    *untracked_calls += 1;
+                    return;
+                }
+                let grpc = ev
+                    .headers
+                    .and_then(|h| h.get(b"content-type"))
+                    .is_some_and(|v| v.starts_with(b"application/grpc"));
+                let st = v.insert(Stream {
+                    idx,
+                    req_dir: ev.dir,
+                    grpc,
+                    cut: [Cutter::default(); 2],
+                    epoch: [c.epoch[ev.dir], c.epoch[ev.dir.other()]],
+                    ended: [false; 2],
+                    req_end: None,
+                    responded: false,
+                    ending: false,
+                });
+                *open += 1;
+                let e = ev
+                    .headers
+                    .and_then(|h| h.get(b"grpc-encoding"))
+                    .map(|v| encoding_id(encodings, v));
+                let cg = calls.entry(idx).or_default();
+                cg.grpc = grpc;
+                cg.encoding[0] = e;
+                st
+            }
+        };
+        let last_rtt = c.last_rtt;
+        let idx = st.idx;
+        let rel = usize::from(ev.dir != st.req_dir);
+        // Framing lost in a gap since this stream last looked: those directions lack bytes.
+        let mut lost = [false; 2];
+        for (r, l) in lost.iter_mut().enumerate() {
+            let dir = if r == 0 {
+                st.req_dir
+            } else {
+                st.req_dir.other()
+            };
+            let e = c.epoch[dir];
+            if st.epoch[r] != e {
+                st.epoch[r] = e;
+                *l = st.grpc && st.cut[r].lose();
+            }
+        }
+        let mut done: Vec<(u32, bool)> = Vec::new();
+        if ev.class == FrameClass::Data && st.grpc {
+            match ev.frame {
+                Some(Frame::Data(d)) => st.cut[rel].feed(d.data, |n, z| done.push((n, z))),
+                _ => lost[rel] |= st.cut[rel].lose(),
+            }
+        }
+        let header_kind = matches!(
+            ev.class,
+            FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
+        );
+        let first_response = rel == 1 && !st.responded && ev.class == FrameClass::Headers;
+        if first_response {
+            st.responded = true;
+        }
+        let server_time = match (first_response, st.req_end) {
+            (true, Some(t)) => Some(ev.ts - t),
+            _ => None,
+        };
+        let mut end = false;
+        let mut partial = [false; 2];
+        if ev.class == FrameClass::RstStream {
+            partial = [st.cut[0].end(), st.cut[1].end()];
+            end = true;
+        } else if ev.head.flags.is_end_stream()
+            && (header_kind || ev.class == FrameClass::Data)
+            && !st.ended[rel]
+        {
+            st.ended[rel] = true;
+            if rel == 0 {
+                st.req_end = Some(ev.ts);
+            }
+            partial[rel] = st.cut[rel].end();
+            if st.ended == [true; 2] {
+                if header_kind && !ev.head.flags.is_end_headers() {
+                    st.ending = true;
+                } else {
+                    end = true;
+                }
+            }
+        } else if st.ending
+            && ev.class == FrameClass::Continuation
+            && ev.head.flags.is_end_headers()
+        {
+            end = true;
+        }
+        if end {
+            c.streams.remove(&sid);
+            *open -= 1;
+        }
+        // Per-call record and totals.
+        let (enc, msg) = match (rel, ev.headers) {
+            (1, Some(h)) if header_kind => (
+                h.get(b"grpc-encoding").map(<[u8]>::to_vec),
+                h.get(b"grpc-message").map(|m| {
+                    let mut b = percent_decode(m);
+                    b.truncate(MAX_GRPC_MESSAGE);
+                    escape_bytes(&b).into_boxed_str()
+                }),
+            ),
+            _ => (None, None),
+        };
+        let e = enc.map(|v| self.encoding_id(&v));
+        for (n, z) in &done {
+            for s in self.sides(phase) {
+                s[rel].messages += 1;
+                s[rel].compressed += u64::from(*z);
+                s[rel].sizes.add(u64::from(*n));
+            }
+        }
+        for r in 0..2 {
+            if lost[r] || partial[r] {
+                self.incomplete(idx, r, phase);
+            }
+        }
+        if done.is_empty() && e.is_none() && msg.is_none() && server_time.is_none() && last_rtt < 0
+        {
+            // Nothing for the call's record (most frames of a call that is not gRPC).
+            return;
+        }
+        let cg = self.call_mut(idx);
+        for (n, z) in done {
+            let k = &mut cg.counts[rel];
+            k.messages = k.messages.saturating_add(1);
+            k.bytes += u64::from(n);
+            k.compressed = k.compressed.saturating_add(u32::from(z));
+        }
+        if let Some(e) = e {
+            cg.encoding[1] = Some(e);
+        }
+        if msg.is_some() {
+            cg.grpc_message = msg;
+        }
+        if let Some(t) = server_time {
+            cg.server_time_ns = t.max(0);
+        }
+        if last_rtt >= 0 {
+            cg.ping_rtt_ns = last_rtt;
+        }
+    }
+}

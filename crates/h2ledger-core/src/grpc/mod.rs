@@ -1,0 +1,364 @@
+//! gRPC messages per call, cut from the DATA payloads without any .proto file, and the
+//! server time of every call.
+//!
+//! A call is gRPC when its request `content-type` starts with `application/grpc`. Each
+//! direction's DATA payloads (padding removed, in order) are a sequence of length-prefixed
+//! messages: a 1-byte Compressed-Flag, a 4-byte big-endian Message-Length, the message
+//! (gRPC's PROTOCOL-HTTP2.md). [`Cutter`] finds the boundaries incrementally, keeping at most 5
+//! bytes: a message may span any number of DATA frames and a frame may hold many messages.
+//!
+//! Never guessed: when the capture lacks bytes of a direction (a DATA frame cut by a gap, lost
+//! framing), the message in progress and the rest of that direction are not cut; the loss
+//! counts one `incomplete` message (at least one message lacked bytes). A message still
+//! unfinished when its direction ends (END_STREAM, RST_STREAM, the capture's end) is
+//! `incomplete` too.
+//!
+//! **Server time** of a call: from the request's END_STREAM to the first response HEADERS
+//! (when the response HEADERS comes first, as in a bidirectional stream, there is none). Next to
+//! it, the latest PING round trip measured on the call's connection before the call's last
+//! frame, so a reader sees how much of a call was the network.
+//!
+//! Memory: per open call a few dozen bytes (at most [`MAX_GRPC_STREAMS`]; beyond, calls are
+//! counted as untracked), freed when the call ends; per connection 8 PINGs, freed at close;
+//! per recorded call a [`CallGrpc`]. A lost framing is recorded in O(1) per gap (a per-direction
+//! loss counter each stream compares with the one it last saw).
+
+use std::collections::hash_map::Entry;
+
+use crate::FastMap;
+
+use crate::phase::Phased;
+use std::sync::Arc;
+
+use h2_frame_parser::Frame;
+use h2ledger_tcp::{ConnId, Dir, Dirs, Nanos};
+
+use crate::ledger::FrameEvent;
+use crate::model::{FrameClass, Sides};
+use crate::stats::LogHist;
+use crate::stats::Percentiles;
+use crate::text::escape_bytes;
+
+/// Calls followed at once.
+pub const MAX_GRPC_STREAMS: usize = 1 << 20;
+/// Bytes of `grpc-message` kept (after percent-decoding).
+const MAX_GRPC_MESSAGE: usize = 256;
+/// Distinct `grpc-encoding` values named; later ones are `(other)`.
+const MAX_ENCODINGS: usize = 32;
+/// PINGs per connection waiting for their ACK.
+const MAX_PINGS: usize = 8;
+
+mod cutter;
+mod frame;
+mod report;
+
+pub use cutter::{Counts, Cutter};
+pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
+use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
+
+/// Per call: what [`Grpc`] saw. Index 0 is the client (request) side, 1 the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallGrpc {
+    /// The request's content-type starts with `application/grpc`.
+    pub grpc: bool,
+    pub counts: [Counts; 2],
+    /// `grpc-encoding` of the request and of the response (shared with [`Grpc::encodings`]).
+    pub encoding: [Option<Arc<str>>; 2],
+    pub grpc_message: Option<Box<str>>,
+    /// Request END_STREAM to the first response HEADERS, nanoseconds; -1 when not seen.
+    pub server_time_ns: i64,
+    /// The connection's latest PING round trip before the call's last frame; -1 if none.
+    pub ping_rtt_ns: i64,
+}
+
+impl Default for CallGrpc {
+    fn default() -> Self {
+        CallGrpc {
+            grpc: false,
+            counts: [Counts::default(); 2],
+            encoding: [None, None],
+            grpc_message: None,
+            server_time_ns: -1,
+            ping_rtt_ns: -1,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Stream {
+    idx: u64,
+    req_dir: Dir,
+    grpc: bool,
+    cut: [Cutter; 2],
+    /// The connection's loss counter of each side's direction when last looked at.
+    epoch: [u32; 2],
+    ended: [bool; 2],
+    req_end: Option<Nanos>,
+    responded: bool,
+    /// END_STREAM was on a header block still waiting for CONTINUATION.
+    ending: bool,
+}
+
+#[derive(Debug, Default)]
+struct ConnG {
+    /// Framing losses per direction.
+    epoch: Dirs<u32>,
+    pings: Vec<([u8; 8], Nanos, Dir)>,
+    last_rtt: i64,
+    streams: FastMap<u32, Stream>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SideMsgs {
+    messages: u64,
+    compressed: u64,
+    incomplete: u64,
+    sizes: LogHist,
+}
+
+/// The gRPC tracker. [`crate::Analysis`] feeds it every frame.
+#[derive(Debug, Default)]
+pub struct Grpc {
+    conns: FastMap<u32, ConnG>,
+    open: usize,
+    /// Per call in flight or not yet folded, by the analysis' call sequence number.
+    calls: FastMap<u64, CallGrpc>,
+    /// `grpc-encoding` values seen.
+    pub encodings: Vec<Arc<str>>,
+    whole: [SideMsgs; 2],
+    phases: Phased<[SideMsgs; 2]>,
+    /// Per-method totals of the folded gRPC calls: the whole capture, and per phase.
+    methods: GrpcScope,
+    phase_methods: Phased<GrpcScope>,
+    /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
+    pub untracked_calls: u64,
+}
+
+/// `%XX` sequences decoded (gRPC percent-encodes grpc-message); invalid ones kept as is.
+fn percent_decode(v: &[u8]) -> Vec<u8> {
+    let hex = |c: u8| (c as char).to_digit(16).map(|x| x as u8);
+    let mut out = Vec::with_capacity(v.len());
+    let mut i = 0;
+    while i < v.len() {
+        if v[i] == b'%' && i + 2 < v.len() {
+            if let (Some(a), Some(b)) = (hex(v[i + 1]), hex(v[i + 2])) {
+                out.push(a << 4 | b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(v[i]);
+        i += 1;
+    }
+    out
+}
+
+/// The interned `grpc-encoding` value `v` (at most [`MAX_ENCODINGS`] distinct, then "(other)").
+fn encoding_id(encodings: &mut Vec<Arc<str>>, v: &[u8]) -> Arc<str> {
+    let s = escape_bytes(&v[..v.len().min(64)]);
+    if let Some(e) = encodings.iter().find(|e| ***e == *s) {
+        return e.clone();
+    }
+    if encodings.len() >= MAX_ENCODINGS {
+        return Arc::from("(other)");
+    }
+    let e: Arc<str> = Arc::from(s);
+    encodings.push(e.clone());
+    e
+}
+
+impl Grpc {
+    pub fn new() -> Self {
+        Grpc::default()
+    }
+
+    /// The record of call `seq` while it is not folded.
+    pub fn call(&self, seq: u64) -> Option<&CallGrpc> {
+        self.calls.get(&seq)
+    }
+
+    /// Forgets call `seq` (a call the analysis does not count).
+    pub fn drop_call(&mut self, seq: u64) {
+        self.calls.remove(&seq);
+    }
+
+    /// Call `seq`'s record, removed, without folding it into any total (the calls view).
+    pub fn take_call(&mut self, seq: u64) -> Option<CallGrpc> {
+        self.calls.remove(&seq)
+    }
+
+    /// Folds call `seq` (the analysis' call sequence number) into the per-method totals of
+    /// the whole capture and of `phase`, and hands its record back (removed).
+    pub fn fold_call(
+        &mut self,
+        seq: u64,
+        method: &str,
+        status: impl FnOnce() -> String,
+        latency: Option<i64>,
+        phase: Option<u64>,
+    ) -> Option<CallGrpc> {
+        let g = self.calls.remove(&seq)?;
+        if g.grpc {
+            let status = status();
+            let scopes = std::iter::once(&mut self.methods)
+                .chain(phase.and_then(|p| self.phase_methods.get_mut(p)));
+            for sc in scopes {
+                sc.calls += 1;
+                if !sc.methods.contains_key(method) && sc.methods.len() >= MAX_GRPC_METHODS {
+                    sc.methods_folded += 1;
+                    continue;
+                }
+                // Looked up before inserting: no key is allocated for a method or status seen.
+                if !sc.methods.contains_key(method) {
+                    sc.methods
+                        .insert(method.to_string(), GrpcMethodAgg::default());
+                }
+                let m = sc.methods.get_mut(method).expect("inserted above");
+                m.calls += 1;
+                match m.status.get_mut(status.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        m.status.insert(status.clone(), 1);
+                    }
+                }
+                for k in 0..2 {
+                    m.messages[k] += u64::from(g.counts[k].messages);
+                    m.bytes[k] += g.counts[k].bytes;
+                }
+                if let Some(l) = latency {
+                    m.latency.record(l);
+                }
+            }
+        }
+        Some(g)
+    }
+
+    /// Whether DATA payloads of this stream are wanted (an open gRPC call still being cut).
+    pub fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        self.conns
+            .get(&conn.0)
+            .and_then(|c| c.streams.get(&stream))
+            .is_some_and(|s| s.grpc && !(s.cut[0].is_lost() && s.cut[1].is_lost()))
+    }
+
+    fn encoding_id(&mut self, v: &[u8]) -> Arc<str> {
+        encoding_id(&mut self.encodings, v)
+    }
+
+    fn call_mut(&mut self, idx: u64) -> &mut CallGrpc {
+        self.calls.entry(idx).or_default()
+    }
+
+    fn sides(&mut self, phase: Option<u64>) -> impl Iterator<Item = &mut [SideMsgs; 2]> {
+        let ph = phase.and_then(|p| self.phases.get_mut(p));
+        std::iter::once(&mut self.whole).chain(ph)
+    }
+
+    fn incomplete(&mut self, idx: u64, rel: usize, phase: Option<u64>) {
+        let c = &mut self.call_mut(idx).counts[rel];
+        c.incomplete = c.incomplete.saturating_add(1);
+        for s in self.sides(phase) {
+            s[rel].incomplete += 1;
+        }
+    }
+}
+
+impl Grpc {
+    /// Bytes of `dir` lost: when frames may be missing, every open call there lacks bytes.
+    pub fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
+        if framing_lost {
+            if let Some(c) = self.conns.get_mut(&conn.0) {
+                c.epoch[dir] = c.epoch[dir].wrapping_add(1);
+            }
+        }
+    }
+
+    /// The connection ended: messages in progress are incomplete; its state is dropped.
+    pub fn close(&mut self, conn: ConnId, phase: Option<u64>) {
+        let Some(c) = self.conns.remove(&conn.0) else {
+            return;
+        };
+        for (_, mut st) in c.streams {
+            self.open -= 1;
+            for r in 0..2 {
+                let dir = if r == 0 {
+                    st.req_dir
+                } else {
+                    st.req_dir.other()
+                };
+                let lost = st.grpc && st.epoch[r] != c.epoch[dir] && st.cut[r].lose();
+                if lost || st.cut[r].end() {
+                    self.incomplete(st.idx, r, phase);
+                }
+            }
+        }
+    }
+
+    /// End of input: every connection still open is closed.
+    pub fn flush(&mut self, phase_of: impl Fn() -> Option<u64>) {
+        let ids: Vec<u32> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.close(ConnId(id), phase_of());
+        }
+    }
+
+    /// The per-side report of one scope (`phase` None: the whole capture), with the per-method
+    /// totals of the calls folded in it.
+    pub fn report(&self, phase: Option<u64>) -> GrpcReport {
+        let empty: [SideMsgs; 2] = Default::default();
+        let s = match phase {
+            None => &self.whole,
+            Some(p) => self.phases.get(p).unwrap_or(&empty),
+        };
+        let no_methods = GrpcScope::default();
+        let sc = match phase {
+            None => &self.methods,
+            Some(p) => self.phase_methods.get(p).unwrap_or(&no_methods),
+        };
+        let side = |m: &SideMsgs| GrpcSide {
+            messages: m.messages,
+            message_bytes: m.sizes.sum,
+            message_size: MessageSize {
+                p50: m.sizes.percentile(50),
+                p99: m.sizes.percentile(99),
+                max: (m.sizes.count > 0).then_some(m.sizes.max),
+            },
+            compressed: m.compressed,
+            incomplete: m.incomplete,
+        };
+        let mut r = GrpcReport {
+            calls: sc.calls,
+            sides: Sides {
+                client: side(&s[0]),
+                server: side(&s[1]),
+            },
+            methods: Vec::new(),
+            untracked_calls: self.untracked_calls,
+            methods_folded: sc.methods_folded,
+        };
+        for (name, m) in &sc.methods {
+            let p = Percentiles::of_hist(&m.latency);
+            r.methods.push(GrpcMethod {
+                method: name.clone(),
+                calls: m.calls,
+                status: m.status.clone(),
+                messages: Sides {
+                    client: m.messages[0],
+                    server: m.messages[1],
+                },
+                message_bytes: Sides {
+                    client: m.bytes[0],
+                    server: m.bytes[1],
+                },
+                latency_us: LatencyP {
+                    p50: p.p50,
+                    p99: p.p99,
+                },
+            });
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,259 @@
+//! The gRPC tracker's tests: the cutter on byte vectors, calls through the ledger, sizes.
+
+mod unit {
+    use crate::grpc::*;
+
+    fn msg(flag: u8, body: &[u8]) -> Vec<u8> {
+        let mut v = vec![flag];
+        v.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn cutter_any_split() {
+        let mut all = msg(0, b"hello");
+        all.extend(msg(1, &[7; 300]));
+        all.extend(msg(0, b""));
+        all.extend(msg(0, b"x"));
+        for chunk in 1..all.len() {
+            let mut c = Cutter::default();
+            let mut got = Vec::new();
+            for part in all.chunks(chunk) {
+                c.feed(part, |n, z| got.push((n, z)));
+            }
+            assert_eq!(
+                got,
+                vec![(5, false), (300, true), (0, false), (1, false)],
+                "{chunk}"
+            );
+            assert!(!c.end());
+        }
+    }
+
+    #[test]
+    fn cutter_partial_and_loss() {
+        let mut c = Cutter::default();
+        let mut got = 0;
+        c.feed(&msg(0, b"hello")[..7], |_, _| got += 1);
+        assert_eq!(got, 0);
+        assert!(c.end(), "a message in progress at the end is incomplete");
+        let mut c = Cutter::default();
+        c.feed(&[0, 0], |_, _| got += 1);
+        assert!(c.lose());
+        assert!(!c.lose(), "one loss counts once");
+        c.feed(&msg(0, b"a"), |_, _| got += 1);
+        assert_eq!(got, 0, "nothing is cut after a loss");
+        assert!(!c.end());
+    }
+
+    #[test]
+    fn percent() {
+        assert_eq!(percent_decode(b"a%20b%zz%4"), b"a b%zz%4");
+        assert_eq!(percent_decode(b"%E2%9C%93"), "✓".as_bytes());
+    }
+}
+
+mod ledger {
+    use crate::grpc::*;
+    use crate::testkit::*;
+
+    fn grpc_msg(flag: u8, n: usize) -> Vec<u8> {
+        let mut v = vec![flag];
+        v.extend_from_slice(&(n as u32).to_be_bytes());
+        v.extend(std::iter::repeat_n(0xab, n));
+        v
+    }
+
+    /// The report with every call folded (the input ends here).
+    fn report(c: &mut Conn) -> GrpcReport {
+        let a = &mut c.ledger.observer;
+        a.flush();
+        a.grpc.report(None)
+    }
+
+    /// `calls` runs the analysis with [`Analysis::calls_only`]: each call's record (times,
+    /// frames, writes, BDP round, stalls, gRPC) must be the one the full analysis gives.
+    #[test]
+    fn calls_only_gives_the_same_call_records() {
+        use crate::Analysis;
+        let run = |an: Analysis| {
+            let mut c = Conn::started_with(an, &[(4, 20)]);
+            for s in [1u32, 3, 5, 7] {
+                c.client(&request(s, "/pkg.S/M", s != 5));
+                // Past the 20-byte window: a stall, which the WINDOW_UPDATE below ends.
+                c.client(&fr(0, 0, s, &grpc_msg(0, 30)));
+                c.client(&fr(0, 1, s, &[]));
+                // BDP estimator PING and its ACK, a WINDOW_UPDATE.
+                c.server(&fr(6, 0, 0, &[2, 4, 16, 16, 9, 14, 7, 7]));
+                c.client(&fr(6, 1, 0, &[2, 4, 16, 16, 9, 14, 7, 7]));
+                c.client(&fr(8, 0, 0, &100u32.to_be_bytes()));
+                c.server(&fr(8, 0, s, &100u32.to_be_bytes()));
+                if s == 7 {
+                    c.client(&fr(3, 0, s, &8u32.to_be_bytes()));
+                    continue;
+                }
+                c.server(&response(s, false, &[]));
+                c.server(&fr(0, 0, s, &grpc_msg(0, 25)));
+                c.server(&trailers(s, &[("grpc-status", "0")]));
+            }
+            c.client(&request(9, "/pkg.S/Open", true));
+            c.close();
+            let mut out = Vec::new();
+            c.ledger.observer.drain_finished(|v| {
+                out.push(format!(
+                    "{:?} {} {:?} {:?}",
+                    v.rec, v.method, v.flow, v.grpc
+                ));
+            });
+            out
+        };
+        let full = run(Analysis::new(None).keep_finished());
+        assert_eq!(full.len(), 5, "{full:#?}");
+        assert!(full[0].contains("stalls: [1, 0]"), "{full:#?}");
+        assert_eq!(full, run(Analysis::new(None).calls_only()));
+    }
+
+    #[test]
+    fn messages_across_frames_writes_and_padding() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/pkg.S/M", true));
+        // Two messages in one frame, then one split over three frames and two writes, the
+        // middle frame padded.
+        let mut m = grpc_msg(0, 3);
+        m.extend(grpc_msg(1, 10));
+        c.client(&fr(0, 0, 1, &m));
+        let big = grpc_msg(0, 40_000);
+        c.client(&fr(0, 0, 1, &big[..16_000]));
+        let mut padded = vec![5];
+        padded.extend_from_slice(&big[16_000..30_000]);
+        padded.extend([0; 5]);
+        let f = fr(0, 0x8, 1, &padded);
+        c.client(&f[..100]);
+        c.client(&[&f[100..], &fr(0, 1, 1, &big[30_000..])[..]].concat());
+        let t_end = c.t;
+        c.server(&response(1, false, &[("grpc-encoding", "gzip")]));
+        let server_time = c.t - t_end;
+        c.server(&fr(0, 0, 1, &grpc_msg(1, 7)));
+        c.server(&trailers(
+            1,
+            &[("grpc-status", "3"), ("grpc-message", "bad%20arg")],
+        ));
+        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        assert!(g.grpc);
+        assert_eq!(
+            g.counts[0],
+            Counts {
+                messages: 3,
+                bytes: 40_013,
+                compressed: 1,
+                incomplete: 0
+            }
+        );
+        assert_eq!(
+            g.counts[1],
+            Counts {
+                messages: 1,
+                bytes: 7,
+                compressed: 1,
+                incomplete: 0
+            }
+        );
+        assert_eq!(g.grpc_message.as_deref(), Some("bad arg"));
+        assert_eq!(g.encoding[1].as_deref(), Some("gzip"));
+        assert_eq!(g.encoding[0], None);
+        assert_eq!(g.server_time_ns, server_time);
+        assert!(
+            c.ledger.observer.grpc.conns[&0].streams.is_empty(),
+            "freed at the end"
+        );
+        let r = report(&mut c);
+        assert_eq!(r.calls, 1);
+        assert_eq!(
+            (r.sides.client.messages, r.sides.client.message_bytes),
+            (3, 40_013)
+        );
+        assert_eq!(r.sides.client.message_size.max, Some(40_000));
+        assert_eq!(r.sides.client.message_size.p50, Some(10));
+        assert_eq!(r.methods.len(), 1);
+        assert_eq!(r.methods[0].status.get("grpc-status 3"), Some(&1));
+        assert_eq!(
+            r.methods[0].messages,
+            Sides {
+                client: 3,
+                server: 1
+            }
+        );
+    }
+
+    #[test]
+    fn gap_inside_a_message_is_incomplete_not_guessed() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/pkg.S/M", true));
+        let m = [grpc_msg(0, 100), grpc_msg(0, 100)].concat();
+        let f = fr(0, 0, 1, &m);
+        c.client(&f[..50]);
+        c.gap(Dir::Fwd, 20); // inside the frame: framing kept, payload lost
+        c.client(&f[70..]);
+        c.client(&fr(0, 1, 1, &grpc_msg(0, 5)));
+        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        assert_eq!((g.counts[0].messages, g.counts[0].incomplete), (0, 1));
+        assert_eq!(report(&mut c).sides.client.incomplete, 1);
+    }
+
+    #[test]
+    fn lost_framing_and_capture_end() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/pkg.S/M", true));
+        c.client(&request(3, "/pkg.S/M", true));
+        c.client(&fr(0, 0, 3, &grpc_msg(0, 4)));
+        c.gap(Dir::Fwd, 1000); // between frames: framing lost, both streams lack bytes
+        c.server(&response(1, false, &[]));
+        c.server(&fr(0, 0, 1, &grpc_msg(0, 10)[..8]));
+        c.close();
+        // Folded at the end of the input: the records reach the calls view.
+        let calls = c.folded_grpc();
+        assert_eq!(calls[&1].counts[0].incomplete, 1);
+        assert_eq!(calls[&3].counts[0].messages, 1);
+        assert_eq!(calls[&3].counts[0].incomplete, 1);
+        // The response message the capture ends inside is incomplete too.
+        assert_eq!(calls[&1].counts[1].incomplete, 1);
+        let a = &c.ledger.observer.grpc;
+        assert!(a.conns.is_empty());
+        assert!(a.calls.is_empty(), "folded calls are freed");
+        assert_eq!(a.open, 0);
+    }
+
+    #[test]
+    fn not_grpc_is_not_cut_and_trailers_only() {
+        let mut c = Conn::started(&[]);
+        c.client(&request(1, "/x", false));
+        assert!(!c.ledger.observer.grpc.wants_data(ConnId(0), 1));
+        c.client(&fr(0, 1, 1, &grpc_msg(0, 3)));
+        c.server(&response(1, true, &[]));
+        assert_eq!(
+            c.ledger.observer.grpc.call(0).unwrap().counts[0].messages,
+            0
+        );
+        c.client(&request(3, "/pkg.S/M", true));
+        c.client(&fr(0, 1, 3, &grpc_msg(0, 3)));
+        c.server(&response(
+            3,
+            true,
+            &[("grpc-status", "12"), ("grpc-message", "nope")],
+        ));
+        let g = c.ledger.observer.grpc.call(1).unwrap();
+        assert_eq!(g.grpc_message.as_deref(), Some("nope"));
+        assert_eq!(g.counts[0].messages, 1);
+        assert_eq!(report(&mut c).calls, 1);
+    }
+}
+
+mod size {
+    #[test]
+    fn per_call_records_are_small() {
+        // docs/ledger.md "Memory bounds" quotes these sizes.
+        assert_eq!(std::mem::size_of::<crate::grpc::CallGrpc>(), 120);
+        assert_eq!(std::mem::size_of::<crate::flow::CallFlow>(), 24);
+    }
+}
