@@ -171,12 +171,15 @@ impl Observer for Tally {
     fn close(&mut self, c: &ConnSummary) {
         if c.http2 && self.has(c) {
             let l = conn_ledger(c, self);
-            self.closed_conns += 1;
+            // A connection continued after its eviction was counted when it was folded.
+            self.closed_conns += u64::from(c.continues.is_none());
             self.closed_calls += l.calls;
             self.closed_upgraded += l.upgraded_calls;
             self.closed.client.merge(&l.sides.client);
             self.closed.server.merge(&l.sides.server);
-            if self.detail.len() < self.cap() {
+            if c.continues.is_some() {
+                // Its counts are in the totals; its row is the original's.
+            } else if self.detail.len() < self.cap() {
                 self.detail.push(l);
             } else {
                 self.detail_omitted += 1;
@@ -288,12 +291,14 @@ impl LedgerReport {
         };
         for c in conns.iter().filter(|c| c.http2 && tally.has(c)) {
             let l = conn_ledger(c, tally);
-            r.connections += 1;
+            r.connections += u64::from(c.continues.is_none());
             r.calls += l.calls;
             r.upgraded_calls += l.upgraded_calls;
             r.sides.client.merge(&l.sides.client);
             r.sides.server.merge(&l.sides.server);
-            if r.per_connection.len() < tally.cap() {
+            if c.continues.is_some() {
+                // Counted under the connection it continues.
+            } else if r.per_connection.len() < tally.cap() {
                 r.per_connection.push(l);
             } else {
                 r.per_connection_omitted += 1;

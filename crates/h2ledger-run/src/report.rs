@@ -48,6 +48,9 @@ pub struct TcpReport {
     pub data_after_rst: u64,
     /// Connections closed to stay within `--max-connections`.
     pub evicted: u64,
+    /// Evicted connections forgotten, beyond the 131,072 remembered: one that came back was
+    /// counted again as a new connection.
+    pub evicted_forgotten: u64,
     /// Bytes in those gaps.
     pub gap_bytes: u64,
     /// Stretches of a direction the capture lacks.
@@ -78,6 +81,7 @@ impl From<&Stats> for TcpReport {
             truncated: t.truncated,
             bound_hits: t.bound_hits,
             evicted: t.evicted,
+            evicted_forgotten: t.evicted_forgotten,
             resumed: t.resumed,
             data_after_rst: t.data_after_rst,
         }

@@ -278,6 +278,13 @@ impl Session<Obs> {
                 d.kernel, d.interface
             ));
         }
+        let forgotten = self.pipe.reasm.stats().evicted_forgotten;
+        if forgotten > 0 {
+            whole.warnings.push(format!(
+                "{forgotten} evicted connections were forgotten (at most {} are remembered): any of them that came back was counted again, as a new connection",
+                h2ledger_tcp::DEFAULT_MAX_EVICTED
+            ));
+        }
         let (mut report, phases) = build(&mut self.pipe, whole);
         let cuts = self
             .pipe

@@ -63,7 +63,10 @@ mod reasm;
 pub mod seq;
 
 pub use link::{DecodeError, LinkType};
-pub use reasm::{CloseKind, Config, ConnId, ConnMeta, Dir, Dirs, Reassembler, Sink, Stats, Write};
+pub use reasm::{
+    CloseKind, Config, ConnId, ConnMeta, Dir, Dirs, Reassembler, Sink, Stats, Write,
+    DEFAULT_MAX_EVICTED,
+};
 
 /// Nanoseconds since the Unix epoch.
 pub type Nanos = i64;

@@ -239,6 +239,7 @@ impl Conn {
             start: self.meta.start,
             prelude: self.prelude,
             upgraded_call: self.upgraded_call,
+            continues: self.meta.resumes,
         }
     }
 

@@ -41,6 +41,10 @@ pub struct ConnSummary {
     pub prelude: Option<Prelude>,
     /// The HTTP/1.1 request of an h2c upgrade was seen: stream 1 is its call.
     pub upgraded_call: bool,
+    /// This connection continues one that was evicted from reassembly and whose state was
+    /// folded for good before it came back: the same connection, counted once (under the
+    /// original), its counts added to the totals.
+    pub continues: Option<ConnId>,
 }
 
 /// What came before HTTP/2 on a connection seen from its start.

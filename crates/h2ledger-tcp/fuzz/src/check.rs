@@ -17,6 +17,7 @@ pub fn run(data: &[u8]) {
         max_buffered_per_dir: 512,
         max_holes_per_dir: 4,
         max_connections: 4,
+        max_evicted: 4,
     };
     let mut reasm = Reassembler::new(cfg);
     let mut sink = Checker::default();

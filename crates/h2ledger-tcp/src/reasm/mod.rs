@@ -175,7 +175,15 @@ pub struct Config {
     pub max_holes_per_dir: usize,
     /// Connections tracked at once (closed ones included, until evicted). At least 1.
     pub max_connections: usize,
+    /// Evicted connections remembered (by a 64-bit fingerprint of their 4-tuple, about 36
+    /// bytes each), so that one coming back is the same connection
+    /// ([`ConnMeta::resumes`]); the oldest is forgotten beyond ([`Stats::evicted_forgotten`]).
+    pub max_evicted: usize,
 }
+
+/// Evicted connections remembered by default: 131,072 (about 4.5 MiB), so that 100,000
+/// concurrent connections tracked 4,096 at a time are each counted once.
+pub const DEFAULT_MAX_EVICTED: usize = 1 << 17;
 
 impl Default for Config {
     fn default() -> Config {
@@ -183,6 +191,7 @@ impl Default for Config {
             max_buffered_per_dir: 4 << 20,
             max_holes_per_dir: 256,
             max_connections: 65536,
+            max_evicted: DEFAULT_MAX_EVICTED,
         }
     }
 }
@@ -214,6 +223,9 @@ pub struct Stats {
     pub evicted: u64,
     /// Evicted connections that came back (opened with [`ConnMeta::resumes`]).
     pub resumed: u64,
+    /// Evicted connections forgotten (beyond [`Config::max_evicted`]): if one comes back it
+    /// is a new connection.
+    pub evicted_forgotten: u64,
     /// Payload segments on a connection after its RST (ignored).
     pub data_after_rst: u64,
 }
@@ -243,6 +255,13 @@ struct Conn {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct Key(SocketAddr, SocketAddr);
 
+/// A 64-bit fingerprint of a 4-tuple, the same in every run (two 4-tuples of one capture
+/// share one with a probability of about n^2 / 2^65).
+fn fingerprint(k: &Key) -> u64 {
+    use std::hash::BuildHasher as _;
+    foldhash::quality::FixedState::with_seed(0x6832_6c65_6467_6572).hash_one(k)
+}
+
 impl Key {
     fn new(a: SocketAddr, b: SocketAddr) -> Key {
         if a <= b {
@@ -264,10 +283,11 @@ pub struct Reassembler {
     /// Most and least recently active connections.
     newest: usize,
     oldest: usize,
-    /// Connections evicted while open, by 4-tuple (at most `max_connections`, oldest first
-    /// forgotten), so that one coming back is known as the same connection.
-    evicted: HashMap<Key, ConnId, RandomState>,
-    evicted_order: VecDeque<(Key, ConnId)>,
+    /// Connections evicted while open, by the fingerprint of their 4-tuple (at most
+    /// `max_evicted`, oldest first forgotten), so that one coming back is known as the same
+    /// connection. The order keeps stale entries of connections that came back since.
+    evicted: HashMap<u64, ConnId, RandomState>,
+    evicted_order: VecDeque<(u64, ConnId)>,
 }
 
 impl Reassembler {
@@ -372,6 +392,15 @@ impl Reassembler {
     }
 
     fn open<S: Sink>(&mut self, ts: Nanos, seg: &TcpSegment<'_>, key: Key, sink: &mut S) -> usize {
+        // An evicted connection's 4-tuple again: the same connection, unless a SYN starts a
+        // new one.
+        let resumes = match self.evicted.remove(&fingerprint(&key)) {
+            Some(id) if !seg.flags.syn => {
+                self.stats.resumed += 1;
+                Some(id)
+            }
+            _ => None,
+        };
         if self.map.len() >= self.cfg.max_connections.max(1) && self.oldest != NIL {
             let old = self.conn(self.oldest);
             let was_open = old.state == State::Open;
@@ -379,26 +408,27 @@ impl Reassembler {
             self.remove(self.oldest, ts, sink, CloseKind::Evicted);
             if was_open {
                 self.stats.evicted += 1;
-                if self.evicted_order.len() >= self.cfg.max_connections.max(1) {
-                    if let Some((k, id)) = self.evicted_order.pop_front() {
-                        if self.evicted.get(&k) == Some(&id) {
-                            self.evicted.remove(&k);
-                        }
+                let fp = fingerprint(&old_key);
+                while self.evicted.len() >= self.cfg.max_evicted.max(1) {
+                    let Some((oldest, id)) = self.evicted_order.pop_front() else {
+                        break;
+                    };
+                    // An entry of a connection that came back since (and may have been
+                    // evicted again, later in the order) is stale.
+                    if self.evicted.get(&oldest) == Some(&id) {
+                        self.evicted.remove(&oldest);
+                        self.stats.evicted_forgotten += 1;
                     }
                 }
-                self.evicted.insert(old_key, old_id);
-                self.evicted_order.push_back((old_key, old_id));
+                self.evicted.insert(fp, old_id);
+                self.evicted_order.push_back((fp, old_id));
+                if self.evicted_order.len() > 2 * self.cfg.max_evicted.max(1) {
+                    // Stale entries of connections that came back: drop them.
+                    let kept = &self.evicted;
+                    self.evicted_order.retain(|(f, id)| kept.get(f) == Some(id));
+                }
             }
         }
-        // An evicted connection's 4-tuple again: the same connection, unless a SYN starts a
-        // new one.
-        let resumes = match self.evicted.remove(&key) {
-            Some(id) if !seg.flags.syn => {
-                self.stats.resumed += 1;
-                Some(id)
-            }
-            _ => None,
-        };
         let syn_sender = match (seg.flags.syn, seg.flags.ack) {
             (true, false) => Some(Dir::Fwd),
             (true, true) => Some(Dir::Rev),

@@ -748,6 +748,7 @@ fn shuffled_lossy_stream_delivers_right_bytes_at_right_offsets() {
         max_buffered_per_dir: 600,
         max_holes_per_dir: 2,
         max_connections: 1,
+        max_evicted: 2,
     };
     let (mut gaps, mut bound_hits) = (0, 0);
     for cfg in [Config::default(), tight] {
@@ -765,4 +766,33 @@ fn shuffled_lossy_stream_delivers_right_bytes_at_right_offsets() {
         gaps > 0 && bound_hits > 0,
         "the runs must lose data and hit bounds"
     );
+}
+
+/// The evicted connections remembered are capped: the oldest is forgotten and counted, and
+/// its return is a new connection; a younger one still resumes.
+#[test]
+fn evicted_memory_is_capped_and_counted() {
+    let cfg = Config {
+        max_connections: 1,
+        max_evicted: 2,
+        ..Config::default()
+    };
+    let mut t = T::with(cfg);
+    let (a, b, c, d) = ("10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:3", "10.0.0.1:4");
+    t.push(seg(a, S, 1, None, "", b"a"));
+    t.push(seg(b, S, 1, None, "", b"b")); // evicts a
+    t.push(seg(c, S, 1, None, "", b"c")); // evicts b
+    t.push(seg(d, S, 1, None, "", b"d")); // evicts c: a is forgotten
+    assert_eq!(t.r.stats().evicted_forgotten, 1);
+    t.push(seg(a, S, 2, None, "", b"A")); // a again: new (evicts d, forgets b)
+    t.push(seg(c, S, 2, None, "", b"C")); // c again: resumes
+    t.finish();
+    let resumes: Vec<_> = t.sink.opens().iter().map(|m| m.resumes).collect();
+    assert_eq!(
+        resumes,
+        [None, None, None, None, None, Some(ConnId(2))],
+        "a is new, c resumes"
+    );
+    let st = t.r.stats();
+    assert_eq!((st.evicted, st.resumed, st.evicted_forgotten), (5, 1, 2));
 }

@@ -194,3 +194,70 @@ fn a_table_of_many_phases_comes_in_blocks_of_eight() {
         assert_eq!(text.matches(&format!("\n{name}: ")).count(), 1, "{name}");
     }
 }
+
+/// A raw-IP pcap of `n` HTTP/2 connections open at once: all open (handshake, preface and
+/// SETTINGS), then one call on each (a GET and its 200), then all close.
+fn concurrent_connections(n: u32) -> Vec<u8> {
+    let mut f = Vec::new();
+    for v in [0xa1b2c3d4u32, 0, 0, 0, 65535, 101] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f[4..8].copy_from_slice(&[2, 0, 4, 0]);
+    let push = |f: &mut Vec<u8>, p: Vec<u8>, t: u32| {
+        for v in [t, 0, p.len() as u32, p.len() as u32] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend_from_slice(&p);
+    };
+    let mut h2 = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    h2.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    // HEADERS, END_STREAM | END_HEADERS, stream 1: GET http / ; then :status 200.
+    let req = [0, 0, 3, 1, 5, 0, 0, 0, 1, 0x82, 0x86, 0x84];
+    let resp = [0, 0, 1, 1, 5, 0, 0, 0, 1, 0x88];
+    let port = |i: u32| 20_000 + i as u16;
+    let t = 1_700_000_000u32;
+    for i in 0..n {
+        push(&mut f, tcp(port(i), 80, 1000, 0x02, &[]), t);
+        push(&mut f, tcp(80, port(i), 5000, 0x12, &[]), t);
+        push(&mut f, tcp(port(i), 80, 1001, 0x18, &h2), t);
+    }
+    let c = 1001 + h2.len() as u32;
+    for i in 0..n {
+        push(&mut f, tcp(port(i), 80, c, 0x18, &req), t + 1);
+        push(&mut f, tcp(80, port(i), 5001, 0x18, &resp), t + 1);
+    }
+    for i in 0..n {
+        push(
+            &mut f,
+            tcp(port(i), 80, c + req.len() as u32, 0x11, &[]),
+            t + 2,
+        );
+        push(
+            &mut f,
+            tcp(80, port(i), 5001 + resp.len() as u32, 0x11, &[]),
+            t + 2,
+        );
+    }
+    f
+}
+
+/// More connections open at once than `--max-connections` tracks: each is evicted and comes
+/// back, and is still one connection (issue 20: 10,000 concurrent connections were 20,000).
+#[test]
+fn concurrent_connections_beyond_the_cap_are_each_counted_once() {
+    let p = tmp("concurrent.pcap", &concurrent_connections(3_000));
+    let v = replay_json(p.to_str().unwrap(), &["--max-connections", "100"]);
+    assert_eq!(n(&v["connections"]), 3_000, "{}", v["tcp"]);
+    assert_eq!(n(&v["calls"]), 3_000);
+    assert!(n(&v["tcp"]["evicted"]) >= 2_900, "{}", v["tcp"]);
+    assert_eq!(n(&v["tcp"]["resumed"]), n(&v["tcp"]["evicted"]));
+    assert_eq!(n(&v["tcp"]["evicted_forgotten"]), 0);
+    assert_eq!(n(&v["sides"]["server"]["frames"]["HEADERS"]), 3_000);
+    // The same with the analysis: calls counted once too.
+    let v = replay_json(
+        p.to_str().unwrap(),
+        &["--max-connections", "100", "--analyze"],
+    );
+    assert_eq!(n(&v["connections"]), 3_000);
+    assert_eq!(n(&v["concurrency"]["calls"]), 3_000);
+}
