@@ -9,6 +9,7 @@ use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
 use serde::Serialize;
 
 use crate::crypto::{self, Decryptor, Suite};
+use crate::dirs::Dirs;
 use crate::keylog::{to_hex, KeyLog, KeyLogStats, Secrets};
 use crate::wire::{self, HandshakeReader, RecordHeader, RECORD_HEADER_LEN};
 
@@ -238,7 +239,7 @@ struct Conn {
     meta: ConnMeta,
     mode: Mode,
     /// Up to 2 first bytes of a direction, until 3 tell whether it is TLS.
-    first: [Vec<u8>; 2],
+    first: Dirs<Vec<u8>>,
     /// A gap came before the first byte was seen.
     lost_start: bool,
     t: Option<Box<TlsConn>>,
@@ -263,7 +264,7 @@ struct TlsConn {
     decrypted_any: bool,
     auth_failures: u64,
     key_updates: u64,
-    dirs: [DirT; 2],
+    dirs: Dirs<DirT>,
 }
 
 #[derive(Default)]
@@ -290,20 +291,6 @@ struct DirT {
     records: u64,
     plaintext: u64,
     encrypted: u64,
-}
-
-fn di(d: Dir) -> usize {
-    match d {
-        Dir::Fwd => 0,
-        Dir::Rev => 1,
-    }
-}
-
-fn other(d: Dir) -> Dir {
-    match d {
-        Dir::Fwd => Dir::Rev,
-        Dir::Rev => Dir::Fwd,
-    }
 }
 
 fn name_of(p: &[u8]) -> String {
@@ -443,7 +430,7 @@ impl<S: Sink> Layer<'_, S> {
     fn tls_bytes(&mut self, id: u32, dir: Dir, w: &Write, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let Some(t) = t!(self, id) else { return };
-            let d = &mut t.dirs[di(dir)];
+            let d = t.dirs.get_mut(dir);
             if d.lost {
                 d.encrypted += bytes.len() as u64;
                 return;
@@ -460,7 +447,7 @@ impl<S: Sink> Layer<'_, S> {
                 }
             }
             let Some(t) = t!(self, id) else { return };
-            let d = &mut t.dirs[di(dir)];
+            let d = t.dirs.get_mut(dir);
             if d.buf.len() < RECORD_HEADER_LEN {
                 let n = (RECORD_HEADER_LEN - d.buf.len()).min(bytes.len());
                 d.buf.extend_from_slice(&bytes[..n]);
@@ -497,7 +484,7 @@ impl<S: Sink> Layer<'_, S> {
                 self.record(id, dir, w, &rec);
                 rec.clear();
                 if let Some(t) = t!(self, id) {
-                    let d = &mut t.dirs[di(dir)];
+                    let d = t.dirs.get_mut(dir);
                     // An idle direction keeps a small buffer only: with thousands of open
                     // connections, a kept 16 KiB record buffer each would add up.
                     if d.buf.is_empty() && rec.capacity() <= KEEP_RECORD_BUF {
@@ -511,7 +498,7 @@ impl<S: Sink> Layer<'_, S> {
     /// One complete record (header + payload) of a TLS direction.
     fn record(&mut self, id: u32, dir: Dir, w: &Write, rec: &[u8]) {
         let Some(t) = t!(self, id) else { return };
-        t.dirs[di(dir)].records += 1;
+        t.dirs.get_mut(dir).records += 1;
         self.tls.report.records += 1;
         self.inner.tls_record(ConnId(id), dir, w);
         self.process(id, dir, w, rec, false);
@@ -521,10 +508,10 @@ impl<S: Sink> Layer<'_, S> {
     fn process(&mut self, id: u32, dir: Dir, w: &Write, rec: &[u8], replay: bool) {
         let Some(t) = t!(self, id) else { return };
         let h = RecordHeader::parse(rec).expect("a whole record");
-        let d = &t.dirs[di(dir)];
+        let d = t.dirs.get(dir);
         let payload_len = rec.len() - RECORD_HEADER_LEN;
         if d.dead {
-            t.dirs[di(dir)].encrypted += payload_len as u64;
+            t.dirs.get_mut(dir).encrypted += payload_len as u64;
             return;
         }
         let tls13 = t.sh.as_ref().map(|s| s.version == 0x0304);
@@ -543,48 +530,48 @@ impl<S: Sink> Layer<'_, S> {
             match h.content_type {
                 wire::HANDSHAKE => self.handshake(id, dir, w, &rec[RECORD_HEADER_LEN..]),
                 wire::CHANGE_CIPHER_SPEC if tls13 == Some(false) => {
-                    t.dirs[di(dir)].ccs = true;
+                    t.dirs.get_mut(dir).ccs = true;
                 }
                 _ => {}
             }
             return;
         }
         if t.mid_stream || t.unsupported {
-            t.dirs[di(dir)].encrypted += payload_len as u64;
+            t.dirs.get_mut(dir).encrypted += payload_len as u64;
             return;
         }
-        if t.dirs[di(dir)].dec.is_none() {
+        if t.dirs.get(dir).dec.is_none() {
             // Keys may still come: the ServerHello (client side, reordered capture) or a key
             // log that catches up (live).
             if t.sh.is_none() || t.wait_since.is_some() {
                 self.hold(id, dir, w, rec, replay);
             } else {
-                t.dirs[di(dir)].encrypted += payload_len as u64;
+                t.dirs.get_mut(dir).encrypted += payload_len as u64;
             }
             return;
         }
         let header: [u8; 5] = rec[..5].try_into().expect("5 bytes");
         let payload = &rec[RECORD_HEADER_LEN..];
-        let trial = t.dirs[di(dir)].trial;
+        let trial = t.dirs.get(dir).trial;
         match self.decrypt(id, dir, w, &header, payload) {
             Ok(len) => {
                 let t = t!(self, id).expect("exists");
-                t.dirs[di(dir)].trial = false;
+                t.dirs.get_mut(dir).trial = false;
                 self.plaintext(id, dir, w, h.content_type, len);
                 return;
             }
             Err(_) if trial => {
-                t!(self, id).expect("exists").dirs[di(dir)].encrypted += payload_len as u64;
+                t!(self, id).expect("exists").dirs.get_mut(dir).encrypted += payload_len as u64;
                 return;
             }
             Err(_) => {}
         }
-        if tls13 == Some(true) && !t!(self, id).expect("exists").dirs[di(dir)].app {
+        if tls13 == Some(true) && !t!(self, id).expect("exists").dirs.get(dir).app {
             // A handshake message this layer did not see end (or no Finished was recognised):
             // the application key may already be in use.
             if let Some(dec) = self.app_decryptor(id, dir) {
                 let t = t!(self, id).expect("exists");
-                let d = &mut t.dirs[di(dir)];
+                let d = t.dirs.get_mut(dir);
                 d.dec = Some(dec);
                 d.app = true;
                 if let Ok(len) = self.decrypt(id, dir, w, &header, payload) {
@@ -594,7 +581,7 @@ impl<S: Sink> Layer<'_, S> {
             }
         }
         let t = t!(self, id).expect("exists");
-        let d = &mut t.dirs[di(dir)];
+        let d = t.dirs.get_mut(dir);
         d.dead = true;
         d.encrypted += payload_len as u64;
         t.auth_failures += 1;
@@ -640,7 +627,7 @@ impl<S: Sink> Layer<'_, S> {
             .conns
             .get_mut(&id)
             .and_then(|c| c.t.as_deref_mut())
-            .and_then(|t| t.dirs[di(dir)].dec.as_mut())
+            .and_then(|t| t.dirs.get_mut(dir).dec.as_mut())
         else {
             return Err(crypto::AuthError);
         };
@@ -684,7 +671,7 @@ impl<S: Sink> Layer<'_, S> {
             s.server_traffic_0.as_ref()?
         };
         let dec = Decryptor::tls13(suite, secret)?;
-        t.dirs[di(dir)].secret = Some(secret.clone());
+        t.dirs.get_mut(dir).secret = Some(secret.clone());
         Some(dec)
     }
 
@@ -711,7 +698,7 @@ impl<S: Sink> Layer<'_, S> {
         t.decrypted_any = true;
         match kind {
             wire::APPLICATION_DATA => {
-                t.dirs[di(dir)].plaintext += end as u64;
+                t.dirs.get_mut(dir).plaintext += end as u64;
                 if forward(t) && end > 0 {
                     self.tls.out.truncate(start + end);
                     self.tls.out_to = Some((id, dir, *w));
@@ -732,7 +719,8 @@ impl<S: Sink> Layer<'_, S> {
     fn handshake(&mut self, id: u32, dir: Dir, w: &Write, bytes: &[u8]) {
         let Some(t) = t!(self, id) else { return };
         let mut msgs: Vec<(u8, Vec<u8>)> = Vec::new();
-        t.dirs[di(dir)]
+        t.dirs
+            .get_mut(dir)
             .hs
             .feed(bytes, |m| msgs.push((m.kind, m.body.to_vec())));
         for (kind, body) in msgs {
@@ -753,7 +741,7 @@ impl<S: Sink> Layer<'_, S> {
                     t.alpn_offered = ch.alpn;
                 }
             }
-            wire::SERVER_HELLO if t.client == Some(other(dir)) && t.sh.is_none() => {
+            wire::SERVER_HELLO if t.client == Some(dir.other()) && t.sh.is_none() => {
                 let Some(sh) = wire::server_hello(body) else {
                     return;
                 };
@@ -776,21 +764,21 @@ impl<S: Sink> Layer<'_, S> {
                 } else {
                     self.setup_keys(id);
                 }
-                self.release(id, other(dir));
+                self.release(id, dir.other());
             }
-            wire::ENCRYPTED_EXTENSIONS if t.client == Some(other(dir)) => {
+            wire::ENCRYPTED_EXTENSIONS if t.client == Some(dir.other()) => {
                 if let Some(alpn) = wire::encrypted_extensions_alpn(body) {
                     t.alpn = Some(alpn);
                 }
             }
             wire::FINISHED => {
                 let tls13 = t.sh.as_ref().is_some_and(|s| s.version == 0x0304);
-                if tls13 && !t.dirs[di(dir)].app {
+                if tls13 && !t.dirs.get(dir).app {
                     // The records after this side's Finished use its application key.
                     let dec = self.app_decryptor(id, dir);
                     let wait = self.tls.cfg.wait_for_keys;
                     let t = t!(self, id).expect("exists");
-                    let d = &mut t.dirs[di(dir)];
+                    let d = t.dirs.get_mut(dir);
                     d.app = true;
                     d.dec = dec;
                     if d.dec.is_none() && wait {
@@ -822,7 +810,7 @@ impl<S: Sink> Layer<'_, S> {
             }
             wire::KEY_UPDATE => {
                 let Some(suite) = t.suite else { return };
-                let d = &mut t.dirs[di(dir)];
+                let d = t.dirs.get_mut(dir);
                 if let Some(next) = d
                     .secret
                     .as_ref()
@@ -850,7 +838,7 @@ impl<S: Sink> Layer<'_, S> {
             return;
         };
         let secrets = self.tls.keylog.get(&random).cloned().unwrap_or_default();
-        let (cd, sd) = (di(client), di(other(client)));
+        let (cd, sd) = (client, client.other());
         let ok = if suite.tls13 {
             // Both directions need a key (or are given up).
             let mut ok = true;
@@ -858,7 +846,7 @@ impl<S: Sink> Layer<'_, S> {
                 (cd, &secrets.client_handshake, &secrets.client_traffic_0),
                 (sd, &secrets.server_handshake, &secrets.server_traffic_0),
             ] {
-                let d = &mut t.dirs[i];
+                let d = t.dirs.get_mut(i);
                 if d.dec.is_some() || d.dead {
                     continue;
                 }
@@ -882,8 +870,8 @@ impl<S: Sink> Layer<'_, S> {
         } else if let Some(m) = &secrets.master {
             match Decryptor::tls12(suite, m, &random, &sh.random) {
                 Some((c12, s12)) => {
-                    t.dirs[cd].dec = Some(c12);
-                    t.dirs[sd].dec = Some(s12);
+                    t.dirs.get_mut(cd).dec = Some(c12);
+                    t.dirs.get_mut(sd).dec = Some(s12);
                     true
                 }
                 None => false,
@@ -916,11 +904,11 @@ impl<S: Sink> Layer<'_, S> {
             if w.ts.saturating_sub(since) > key_wait {
                 self.give_up_waiting(id);
                 let t = t!(self, id).expect("exists");
-                t.dirs[di(dir)].encrypted += (rec.len() - RECORD_HEADER_LEN) as u64;
+                t.dirs.get_mut(dir).encrypted += (rec.len() - RECORD_HEADER_LEN) as u64;
                 return;
             }
         }
-        let d = &mut t.dirs[di(dir)];
+        let d = t.dirs.get_mut(dir);
         if replay {
             // Released but still not decryptable: back in front, in order (already counted
             // in the total before the release).
@@ -967,7 +955,7 @@ impl<S: Sink> Layer<'_, S> {
     /// Processes a direction's held records again (keys or the ServerHello arrived).
     fn release(&mut self, id: u32, dir: Dir) {
         let Some(t) = t!(self, id) else { return };
-        let d = &mut t.dirs[di(dir)];
+        let d = t.dirs.get_mut(dir);
         let held = std::mem::take(&mut d.held);
         self.tls.held_total -= d.held_bytes;
         d.held_bytes = 0;
@@ -981,7 +969,7 @@ impl<S: Sink> Layer<'_, S> {
         if t.wait_since.take().is_some() {
             self.tls.waiting -= 1;
         }
-        for d in &mut t.dirs {
+        for d in t.dirs.iter_mut() {
             let n: usize = d
                 .held
                 .drain(..)
@@ -1003,7 +991,7 @@ impl<S: Sink> Layer<'_, S> {
         let lbl = label(&c.meta, &t);
         let h2_offered = t.alpn_offered.iter().any(|p| p == b"h2");
         let alpn_chosen = t.alpn.as_ref().and_then(|a| a.as_deref());
-        let encrypted = t.dirs[0].encrypted + t.dirs[1].encrypted;
+        let encrypted = t.dirs.fwd.encrypted + t.dirs.rev.encrypted;
         let status = if t.mid_stream {
             Status::NoHandshake
         } else if t.client_random.is_none() || t.sh.is_none() {
@@ -1103,9 +1091,9 @@ impl<S: Sink> Layer<'_, S> {
         if let Some((k, m)) = warning {
             self.tls.warn(k, m);
         }
-        let (cdir, sdir) = match t.client {
-            Some(Dir::Rev) => (1, 0),
-            _ => (0, 1),
+        let (cd, sd) = match t.client {
+            Some(Dir::Rev) => (&t.dirs.rev, &t.dirs.fwd),
+            _ => (&t.dirs.fwd, &t.dirs.rev),
         };
         let (ca, sa) = match t.client {
             Some(Dir::Rev) => (c.meta.first_dst, c.meta.first_src),
@@ -1131,9 +1119,9 @@ impl<S: Sink> Layer<'_, S> {
                 alpn_offered: t.alpn_offered.iter().map(|p| name_of(p)).collect(),
                 status,
                 client_random: t.client_random.map(|r| to_hex(&r)),
-                records: [t.dirs[cdir].records, t.dirs[sdir].records],
-                plaintext_bytes: [t.dirs[cdir].plaintext, t.dirs[sdir].plaintext],
-                encrypted_bytes: [t.dirs[cdir].encrypted, t.dirs[sdir].encrypted],
+                records: [cd.records, sd.records],
+                plaintext_bytes: [cd.plaintext, sd.plaintext],
+                encrypted_bytes: [cd.encrypted, sd.encrypted],
                 auth_failures: t.auth_failures,
                 key_updates: t.key_updates,
             };
@@ -1154,7 +1142,7 @@ impl<S: Sink> Layer<'_, S> {
             Mode::Plain => self.inner.data(conn, dir, w, bytes),
             Mode::Tls => self.tls_bytes(id, dir, w, bytes),
             Mode::Undecided => {
-                let had = self.tls.conns[&id].first[di(dir)].clone();
+                let had = self.tls.conns[&id].first.get(dir).clone();
                 match self.decide(id, dir, bytes) {
                     Mode::Undecided => {}
                     Mode::Plain => {
@@ -1162,10 +1150,15 @@ impl<S: Sink> Layer<'_, S> {
                             self.inner.data(conn, dir, w, &had);
                         }
                         let o = std::mem::take(
-                            &mut self.tls.conns.get_mut(&id).expect("exists").first[di(other(dir))],
+                            self.tls
+                                .conns
+                                .get_mut(&id)
+                                .expect("exists")
+                                .first
+                                .get_mut(dir.other()),
                         );
                         if !o.is_empty() {
-                            self.inner.data(conn, other(dir), w, &o);
+                            self.inner.data(conn, dir.other(), w, &o);
                         }
                         self.inner.data(conn, dir, w, bytes);
                     }
@@ -1174,10 +1167,15 @@ impl<S: Sink> Layer<'_, S> {
                             self.tls_bytes(id, dir, w, &had);
                         }
                         let o = std::mem::take(
-                            &mut self.tls.conns.get_mut(&id).expect("exists").first[di(other(dir))],
+                            self.tls
+                                .conns
+                                .get_mut(&id)
+                                .expect("exists")
+                                .first
+                                .get_mut(dir.other()),
                         );
                         if !o.is_empty() {
-                            self.tls_bytes(id, other(dir), w, &o);
+                            self.tls_bytes(id, dir.other(), w, &o);
                         }
                         self.tls_bytes(id, dir, w, bytes);
                     }
@@ -1191,10 +1189,10 @@ impl<S: Sink> Layer<'_, S> {
         let Some(c) = self.tls.conns.get_mut(&id) else {
             return Mode::Plain;
         };
-        let mut head = std::mem::take(&mut c.first[di(dir)]);
+        let mut head = std::mem::take(c.first.get_mut(dir));
         head.extend_from_slice(&bytes[..bytes.len().min(3)]);
         if head.len() < 3 {
-            c.first[di(dir)] = head;
+            *c.first.get_mut(dir) = head;
             return Mode::Undecided;
         }
         let at_start = c.meta.syn_sender.is_some() && !c.lost_start;
@@ -1204,7 +1202,7 @@ impl<S: Sink> Layer<'_, S> {
         } else {
             Mode::Plain
         };
-        c.first[di(dir)] = head;
+        *c.first.get_mut(dir) = head;
         if mode == Mode::Tls {
             self.start_tls(id, !start);
         } else {
@@ -1246,7 +1244,7 @@ impl<S: Sink> Sink for Layer<'_, S> {
         let c = Conn {
             meta: meta.clone(),
             mode: Mode::Undecided,
-            first: [Vec::new(), Vec::new()],
+            first: Dirs::default(),
             lost_start: false,
             t: None,
         };
@@ -1275,7 +1273,7 @@ impl<S: Sink> Sink for Layer<'_, S> {
                 Mode::Tls => {
                     let t = c.t.as_deref_mut().expect("tls");
                     let lbl = label(&c.meta, t);
-                    let d = &mut t.dirs[di(dir)];
+                    let d = t.dirs.get_mut(dir);
                     if !d.lost {
                         d.lost = true;
                         d.dead = true;

@@ -45,6 +45,7 @@
 #![forbid(unsafe_code)]
 
 pub mod crypto;
+mod dirs;
 pub mod dsb;
 pub mod keylog;
 pub mod layer;
