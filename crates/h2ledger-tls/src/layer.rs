@@ -11,7 +11,11 @@ use serde::Serialize;
 use crate::crypto::{self, Decryptor, Suite};
 use crate::dirs::Dirs;
 use crate::keylog::{to_hex, KeyLog, KeyLogStats, Secrets};
+
+mod state;
+
 use crate::wire::{self, HandshakeReader, RecordHeader, RECORD_HEADER_LEN};
+use state::{Event, KeyEvent, Keys, State};
 
 /// How to make an application write a key log; part of every no-key warning.
 pub const KEYLOG_HOWTO: &str = "pass --keylog FILE, written by the application: \
@@ -255,10 +259,7 @@ struct TlsConn {
     suite: Option<&'static Suite>,
     /// ALPN chosen by the server: `Some(None)` = the server's hello said nothing.
     alpn: Option<Option<Vec<u8>>>,
-    secrets: Option<Secrets>,
-    /// Looked up and not in the key log (yet).
-    key_missing: bool,
-    wait_since: Option<Nanos>,
+    keys: Keys,
     unsupported: bool,
     mid_stream: bool,
     decrypted_any: bool,
@@ -267,27 +268,30 @@ struct TlsConn {
     dirs: Dirs<DirT>,
 }
 
+impl TlsConn {
+    /// Tells the key state what happened, keeping the count of connections waiting for keys.
+    fn key_event(&mut self, ev: KeyEvent, waiting: &mut usize) {
+        let was = self.keys.waiting_since().is_some();
+        self.keys.on(ev);
+        match (was, self.keys.waiting_since().is_some()) {
+            (false, true) => *waiting += 1,
+            (true, false) => *waiting -= 1,
+            _ => {}
+        }
+    }
+}
+
 #[derive(Default)]
 struct DirT {
     /// A record being assembled: header and as much of the payload as has arrived.
     buf: Vec<u8>,
     hs: HandshakeReader,
     dec: Option<Decryptor>,
-    /// TLS 1.2: a ChangeCipherSpec was seen, later records are protected.
-    ccs: bool,
-    /// TLS 1.3: on application traffic keys (after this side's Finished).
-    app: bool,
+    state: State,
     /// TLS 1.3: the current traffic secret (for KeyUpdate).
     secret: Option<Vec<u8>>,
-    /// TLS 1.3 without the handshake secret: the application key is tried on each record
-    /// until one authenticates.
-    trial: bool,
     held: VecDeque<(Write, Vec<u8>)>,
     held_bytes: usize,
-    /// Decryption of this direction stopped (why, once warned).
-    dead: bool,
-    /// Records can no longer be framed (after a gap or a bad header).
-    lost: bool,
     records: u64,
     plaintext: u64,
     encrypted: u64,
@@ -388,7 +392,10 @@ impl<S: Sink> Layer<'_, S> {
                 .tls
                 .conns
                 .iter()
-                .filter(|(_, c)| c.t.as_ref().is_some_and(|t| t.wait_since.is_some()))
+                .filter(|(_, c)| {
+                    c.t.as_ref()
+                        .is_some_and(|t| t.keys.waiting_since().is_some())
+                })
                 .map(|(k, _)| *k)
                 .collect();
             for id in ids {
@@ -400,15 +407,9 @@ impl<S: Sink> Layer<'_, S> {
     }
 
     fn retry_keys(&mut self, id: u32) {
-        let Some(t) = t!(self, id) else { return };
-        t.secrets = None;
-        t.key_missing = false;
         self.setup_keys(id);
         let Some(t) = t!(self, id) else { return };
-        if !t.key_missing {
-            if t.wait_since.take().is_some() {
-                self.tls.waiting -= 1;
-            }
+        if !t.keys.missing() {
             self.release(id, Dir::Fwd);
             self.release(id, Dir::Rev);
         }
@@ -431,7 +432,7 @@ impl<S: Sink> Layer<'_, S> {
         while !bytes.is_empty() {
             let Some(t) = t!(self, id) else { return };
             let d = t.dirs.get_mut(dir);
-            if d.lost {
+            if d.state == State::Lost {
                 d.encrypted += bytes.len() as u64;
                 return;
             }
@@ -459,8 +460,7 @@ impl<S: Sink> Layer<'_, S> {
             let h = RecordHeader::parse(&d.buf).expect("5 bytes");
             if !h.plausible() {
                 let head = to_hex(&d.buf);
-                d.lost = true;
-                d.dead = true;
+                d.state.on(Event::FramingLost);
                 d.encrypted += (d.buf.len() + bytes.len()) as u64;
                 d.buf.clear();
                 let msg = format!(
@@ -510,14 +510,14 @@ impl<S: Sink> Layer<'_, S> {
         let h = RecordHeader::parse(rec).expect("a whole record");
         let d = t.dirs.get(dir);
         let payload_len = rec.len() - RECORD_HEADER_LEN;
-        if d.dead {
+        if d.state.stopped() {
             t.dirs.get_mut(dir).encrypted += payload_len as u64;
             return;
         }
         let tls13 = t.sh.as_ref().map(|s| s.version == 0x0304);
         let protected = match tls13 {
             Some(true) => h.content_type == wire::APPLICATION_DATA,
-            Some(false) => d.ccs && h.content_type != wire::CHANGE_CIPHER_SPEC,
+            Some(false) => d.state == State::Cipher && h.content_type != wire::CHANGE_CIPHER_SPEC,
             // Before the ServerHello: the ClientHello and what may precede the version's
             // choice is plaintext; a protected record of the client waits for the hello.
             None => h.content_type == wire::APPLICATION_DATA,
@@ -530,7 +530,7 @@ impl<S: Sink> Layer<'_, S> {
             match h.content_type {
                 wire::HANDSHAKE => self.handshake(id, dir, w, &rec[RECORD_HEADER_LEN..]),
                 wire::CHANGE_CIPHER_SPEC if tls13 == Some(false) => {
-                    t.dirs.get_mut(dir).ccs = true;
+                    t.dirs.get_mut(dir).state.on(Event::ChangeCipherSpec);
                 }
                 _ => {}
             }
@@ -543,7 +543,7 @@ impl<S: Sink> Layer<'_, S> {
         if t.dirs.get(dir).dec.is_none() {
             // Keys may still come: the ServerHello (client side, reordered capture) or a key
             // log that catches up (live).
-            if t.sh.is_none() || t.wait_since.is_some() {
+            if t.sh.is_none() || t.keys.waiting_since().is_some() {
                 self.hold(id, dir, w, rec, replay);
             } else {
                 t.dirs.get_mut(dir).encrypted += payload_len as u64;
@@ -552,11 +552,11 @@ impl<S: Sink> Layer<'_, S> {
         }
         let header: [u8; 5] = rec[..5].try_into().expect("5 bytes");
         let payload = &rec[RECORD_HEADER_LEN..];
-        let trial = t.dirs.get(dir).trial;
+        let trial = t.dirs.get(dir).state == State::Trial;
         match self.decrypt(id, dir, w, &header, payload) {
             Ok(len) => {
                 let t = t!(self, id).expect("exists");
-                t.dirs.get_mut(dir).trial = false;
+                t.dirs.get_mut(dir).state.on(Event::Authenticated);
                 self.plaintext(id, dir, w, h.content_type, len);
                 return;
             }
@@ -566,14 +566,15 @@ impl<S: Sink> Layer<'_, S> {
             }
             Err(_) => {}
         }
-        if tls13 == Some(true) && !t!(self, id).expect("exists").dirs.get(dir).app {
+        if tls13 == Some(true) && t!(self, id).expect("exists").dirs.get(dir).state == State::Hello
+        {
             // A handshake message this layer did not see end (or no Finished was recognised):
             // the application key may already be in use.
             if let Some(dec) = self.app_decryptor(id, dir) {
                 let t = t!(self, id).expect("exists");
                 let d = t.dirs.get_mut(dir);
                 d.dec = Some(dec);
-                d.app = true;
+                d.state.on(Event::AppKey);
                 if let Ok(len) = self.decrypt(id, dir, w, &header, payload) {
                     self.plaintext(id, dir, w, h.content_type, len);
                     return;
@@ -582,7 +583,7 @@ impl<S: Sink> Layer<'_, S> {
         }
         let t = t!(self, id).expect("exists");
         let d = t.dirs.get_mut(dir);
-        d.dead = true;
+        d.state.on(Event::Stop);
         d.encrypted += payload_len as u64;
         t.auth_failures += 1;
         self.tls.report.auth_failures += 1;
@@ -773,24 +774,22 @@ impl<S: Sink> Layer<'_, S> {
             }
             wire::FINISHED => {
                 let tls13 = t.sh.as_ref().is_some_and(|s| s.version == 0x0304);
-                if tls13 && !t.dirs.get(dir).app {
+                if tls13 && t.dirs.get(dir).state == State::Hello {
                     // The records after this side's Finished use its application key.
                     let dec = self.app_decryptor(id, dir);
                     let wait = self.tls.cfg.wait_for_keys;
                     let t = t!(self, id).expect("exists");
                     let d = t.dirs.get_mut(dir);
-                    d.app = true;
+                    d.state.on(Event::AppKey);
                     d.dec = dec;
-                    if d.dec.is_none() && wait {
+                    if d.dec.is_some() {
+                        // Decrypted from the next record on.
+                    } else if wait {
                         // Live: the key log may not have this line yet; hold until it does.
-                        t.key_missing = true;
-                        if t.wait_since.is_none() {
-                            t.wait_since = Some(w.ts);
-                            self.tls.waiting += 1;
-                        }
-                    } else if d.dec.is_none() {
-                        t.key_missing = true;
-                        d.dead = true;
+                        t.key_event(KeyEvent::NoAppKey { wait, at: w.ts }, &mut self.tls.waiting);
+                    } else {
+                        d.state.on(Event::Stop);
+                        t.key_event(KeyEvent::NoAppKey { wait, at: w.ts }, &mut self.tls.waiting);
                         let who = if t.client == Some(dir) {
                             "CLIENT_TRAFFIC_SECRET_0"
                         } else {
@@ -835,9 +834,11 @@ impl<S: Sink> Layer<'_, S> {
         let (Some(random), Some(sh), Some(suite), Some(client)) =
             (t.client_random, t.sh.as_ref(), t.suite, t.client)
         else {
+            t.key_event(KeyEvent::NoLookup, &mut self.tls.waiting);
             return;
         };
-        let secrets = self.tls.keylog.get(&random).cloned().unwrap_or_default();
+        let none = Secrets::default();
+        let secrets = self.tls.keylog.get(&random).unwrap_or(&none);
         let (cd, sd) = (client, client.other());
         let ok = if suite.tls13 {
             // Both directions need a key (or are given up).
@@ -847,10 +848,10 @@ impl<S: Sink> Layer<'_, S> {
                 (sd, &secrets.server_handshake, &secrets.server_traffic_0),
             ] {
                 let d = t.dirs.get_mut(i);
-                if d.dec.is_some() || d.dead {
+                if d.dec.is_some() || d.state.stopped() {
                     continue;
                 }
-                if d.app {
+                if matches!(d.state, State::App | State::Trial) {
                     // Past its Finished, waiting for the application secret.
                     if let Some(s) = app {
                         d.dec = Decryptor::tls13(suite, s);
@@ -861,8 +862,7 @@ impl<S: Sink> Layer<'_, S> {
                 } else if let Some(s) = app {
                     d.dec = Decryptor::tls13(suite, s);
                     d.secret = Some(s.clone());
-                    d.app = true;
-                    d.trial = true;
+                    d.state.on(Event::TrialKey);
                 }
                 ok &= d.dec.is_some();
             }
@@ -879,15 +879,15 @@ impl<S: Sink> Layer<'_, S> {
         } else {
             false
         };
-        t.secrets = Some(secrets);
-        t.key_missing = !ok;
-        if !ok {
-            t.key_missing = true;
-            if self.tls.cfg.wait_for_keys && t.wait_since.is_none() {
-                t.wait_since = Some(c.meta.start);
-                self.tls.waiting += 1;
+        let ev = if ok {
+            KeyEvent::Found
+        } else {
+            KeyEvent::NotFound {
+                wait: self.tls.cfg.wait_for_keys,
+                at: c.meta.start,
             }
-        }
+        };
+        t.key_event(ev, &mut self.tls.waiting);
     }
 
     /// Keeps a record until its keys are known.
@@ -900,7 +900,7 @@ impl<S: Sink> Layer<'_, S> {
             .saturating_sub(self.tls.held_total);
         let key_wait = self.tls.cfg.key_wait;
         let Some(t) = t!(self, id) else { return };
-        if let Some(since) = t.wait_since {
+        if let Some(since) = t.keys.waiting_since() {
             if w.ts.saturating_sub(since) > key_wait {
                 self.give_up_waiting(id);
                 let t = t!(self, id).expect("exists");
@@ -918,7 +918,7 @@ impl<S: Sink> Layer<'_, S> {
             return;
         }
         if d.held_bytes + rec.len() > max || rec.len() > room {
-            d.dead = true;
+            d.state.on(Event::Stop);
             let dropped: usize = d
                 .held
                 .drain(..)
@@ -966,9 +966,7 @@ impl<S: Sink> Layer<'_, S> {
 
     fn give_up_waiting(&mut self, id: u32) {
         let Some(t) = t!(self, id) else { return };
-        if t.wait_since.take().is_some() {
-            self.tls.waiting -= 1;
-        }
+        t.key_event(KeyEvent::GiveUp, &mut self.tls.waiting);
         for d in t.dirs.iter_mut() {
             let n: usize = d
                 .held
@@ -1000,7 +998,7 @@ impl<S: Sink> Layer<'_, S> {
             Status::Unsupported
         } else if t.alpn.is_some() && alpn_chosen != Some(b"h2") {
             Status::NotH2
-        } else if t.key_missing {
+        } else if t.keys.missing() {
             Status::NoKey
         } else if t.decrypted_any {
             Status::Decrypted
@@ -1274,9 +1272,8 @@ impl<S: Sink> Sink for Layer<'_, S> {
                     let t = c.t.as_deref_mut().expect("tls");
                     let lbl = label(&c.meta, t);
                     let d = t.dirs.get_mut(dir);
-                    if !d.lost {
-                        d.lost = true;
-                        d.dead = true;
+                    if d.state != State::Lost {
+                        d.state.on(Event::FramingLost);
                         d.encrypted += d.buf.len() as u64 + len;
                         d.buf.clear();
                         let msg = format!(
