@@ -230,23 +230,46 @@ impl Hasher for IdHasher {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// Whether a connection is TLS.
 enum Mode {
-    /// No byte seen yet (or fewer than the 3 that tell).
-    Undecided,
+    /// No direction has shown the 3 bytes that tell yet.
+    Undecided {
+        /// The first bytes of each direction (at most 2).
+        first: Dirs<Vec<u8>>,
+        /// A gap came before the first byte was seen.
+        lost_start: bool,
+    },
     /// Not TLS: every call passes through.
     Plain,
-    Tls,
+    Tls(Box<TlsConn>),
+}
+
+/// What the first bytes of a direction tell ([`detect`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Detected {
+    Plain,
+    Tls { mid_stream: bool },
 }
 
 struct Conn {
     meta: ConnMeta,
     mode: Mode,
-    /// Up to 2 first bytes of a direction, until 3 tell whether it is TLS.
-    first: Dirs<Vec<u8>>,
-    /// A gap came before the first byte was seen.
-    lost_start: bool,
-    t: Option<Box<TlsConn>>,
+}
+
+impl Conn {
+    fn tls(&self) -> Option<&TlsConn> {
+        match &self.mode {
+            Mode::Tls(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    fn tls_mut(&mut self) -> Option<&mut TlsConn> {
+        match &mut self.mode {
+            Mode::Tls(t) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -378,7 +401,7 @@ fn label(meta: &ConnMeta, t: &TlsConn) -> String {
 /// The TLS state of connection `id`, borrowing only `self.tls.conns`.
 macro_rules! t {
     ($s:ident, $id:expr) => {
-        $s.tls.conns.get_mut(&$id).and_then(|c| c.t.as_deref_mut())
+        $s.tls.conns.get_mut(&$id).and_then(Conn::tls_mut)
     };
 }
 
@@ -392,10 +415,7 @@ impl<S: Sink> Layer<'_, S> {
                 .tls
                 .conns
                 .iter()
-                .filter(|(_, c)| {
-                    c.t.as_ref()
-                        .is_some_and(|t| t.keys.waiting_since().is_some())
-                })
+                .filter(|(_, c)| c.tls().is_some_and(|t| t.keys.waiting_since().is_some()))
                 .map(|(k, _)| *k)
                 .collect();
             for id in ids {
@@ -413,18 +433,6 @@ impl<S: Sink> Layer<'_, S> {
             self.release(id, Dir::Fwd);
             self.release(id, Dir::Rev);
         }
-    }
-
-    fn start_tls(&mut self, id: u32, mid_stream: bool) {
-        let Some(c) = self.tls.conns.get_mut(&id) else {
-            return;
-        };
-        c.mode = Mode::Tls;
-        c.t = Some(Box::new(TlsConn {
-            mid_stream,
-            ..TlsConn::default()
-        }));
-        self.tls.report.connections += 1;
     }
 
     /// Bytes of a TLS direction, in order.
@@ -468,7 +476,7 @@ impl<S: Sink> Layer<'_, S> {
                      longer read",
                     label(
                         &self.tls.conns[&id].meta,
-                        self.tls.conns[&id].t.as_ref().unwrap()
+                        self.tls.conns[&id].tls().unwrap()
                     ),
                     dir
                 );
@@ -599,7 +607,7 @@ impl<S: Sink> Layer<'_, S> {
              records are not decrypted",
             label(
                 &self.tls.conns[&id].meta,
-                self.tls.conns[&id].t.as_ref().unwrap()
+                self.tls.conns[&id].tls().unwrap()
             ),
         );
         self.tls.warn("tls-auth-failure", msg);
@@ -627,7 +635,7 @@ impl<S: Sink> Layer<'_, S> {
             .tls
             .conns
             .get_mut(&id)
-            .and_then(|c| c.t.as_deref_mut())
+            .and_then(Conn::tls_mut)
             .and_then(|t| t.dirs.get_mut(dir).dec.as_mut())
         else {
             return Err(crypto::AuthError);
@@ -800,7 +808,7 @@ impl<S: Sink> Layer<'_, S> {
                              not decrypted",
                             label(
                                 &self.tls.conns[&id].meta,
-                                self.tls.conns[&id].t.as_ref().unwrap()
+                                self.tls.conns[&id].tls().unwrap()
                             )
                         );
                         self.tls.warn("tls-no-key", msg);
@@ -830,7 +838,8 @@ impl<S: Sink> Layer<'_, S> {
         let Some(c) = self.tls.conns.get_mut(&id) else {
             return;
         };
-        let Some(t) = c.t.as_deref_mut() else { return };
+        let start = c.meta.start;
+        let Some(t) = c.tls_mut() else { return };
         let (Some(random), Some(sh), Some(suite), Some(client)) =
             (t.client_random, t.sh.as_ref(), t.suite, t.client)
         else {
@@ -884,7 +893,7 @@ impl<S: Sink> Layer<'_, S> {
         } else {
             KeyEvent::NotFound {
                 wait: self.tls.cfg.wait_for_keys,
-                at: c.meta.start,
+                at: start,
             }
         };
         t.key_event(ev, &mut self.tls.waiting);
@@ -941,7 +950,7 @@ impl<S: Sink> Layer<'_, S> {
                  undecrypted and it is given up",
                 label(
                     &self.tls.conns[&id].meta,
-                    self.tls.conns[&id].t.as_ref().unwrap()
+                    self.tls.conns[&id].tls().unwrap()
                 )
             );
             self.tls.warn("tls-held-limit", msg);
@@ -985,7 +994,7 @@ impl<S: Sink> Layer<'_, S> {
         let Some(c) = self.tls.conns.remove(&id) else {
             return;
         };
-        let Some(t) = c.t else { return };
+        let Mode::Tls(t) = c.mode else { return };
         let lbl = label(&c.meta, &t);
         let h2_offered = t.alpn_offered.iter().any(|p| p == b"h2");
         let alpn_chosen = t.alpn.as_ref().and_then(|a| a.as_deref());
@@ -1132,82 +1141,63 @@ impl<S: Sink> Layer<'_, S> {
     /// [`Sink::data`] without the final [`Layer::flush`].
     fn data_unflushed(&mut self, conn: ConnId, dir: Dir, w: &Write, bytes: &[u8]) {
         let id = conn.0;
-        let mode = match self.tls.conns.get(&id) {
-            None => Mode::Plain,
-            Some(c) => c.mode,
+        let Some(c) = self.tls.conns.get_mut(&id) else {
+            return self.inner.data(conn, dir, w, bytes);
         };
-        match mode {
-            Mode::Plain => self.inner.data(conn, dir, w, bytes),
-            Mode::Tls => self.tls_bytes(id, dir, w, bytes),
-            Mode::Undecided => {
-                let had = self.tls.conns[&id].first.get(dir).clone();
-                match self.decide(id, dir, bytes) {
-                    Mode::Undecided => {}
-                    Mode::Plain => {
-                        if !had.is_empty() {
-                            self.inner.data(conn, dir, w, &had);
-                        }
-                        let o = std::mem::take(
-                            self.tls
-                                .conns
-                                .get_mut(&id)
-                                .expect("exists")
-                                .first
-                                .get_mut(dir.other()),
-                        );
-                        if !o.is_empty() {
-                            self.inner.data(conn, dir.other(), w, &o);
-                        }
-                        self.inner.data(conn, dir, w, bytes);
-                    }
-                    Mode::Tls => {
-                        if !had.is_empty() {
-                            self.tls_bytes(id, dir, w, &had);
-                        }
-                        let o = std::mem::take(
-                            self.tls
-                                .conns
-                                .get_mut(&id)
-                                .expect("exists")
-                                .first
-                                .get_mut(dir.other()),
-                        );
-                        if !o.is_empty() {
-                            self.tls_bytes(id, dir.other(), w, &o);
-                        }
-                        self.tls_bytes(id, dir, w, bytes);
+        let (first, lost_start) = match &mut c.mode {
+            Mode::Plain => return self.inner.data(conn, dir, w, bytes),
+            Mode::Tls(_) => return self.tls_bytes(id, dir, w, bytes),
+            Mode::Undecided { first, lost_start } => (first, *lost_start),
+        };
+        let at_start = c.meta.syn_sender.is_some() && !lost_start;
+        let Some(found) = detect(first.get(dir), bytes, at_start) else {
+            first.get_mut(dir).extend_from_slice(bytes);
+            return;
+        };
+        let had = std::mem::take(first.get_mut(dir));
+        let other = std::mem::take(first.get_mut(dir.other()));
+        match found {
+            Detected::Plain => {
+                c.mode = Mode::Plain;
+                for (d, b) in [(dir, &had[..]), (dir.other(), &other[..])] {
+                    if !b.is_empty() {
+                        self.inner.data(conn, d, w, b);
                     }
                 }
+                self.inner.data(conn, dir, w, bytes);
+            }
+            Detected::Tls { mid_stream } => {
+                c.mode = Mode::Tls(Box::new(TlsConn {
+                    mid_stream,
+                    ..TlsConn::default()
+                }));
+                self.tls.report.connections += 1;
+                for (d, b) in [(dir, &had[..]), (dir.other(), &other[..])] {
+                    if !b.is_empty() {
+                        self.tls_bytes(id, d, w, b);
+                    }
+                }
+                self.tls_bytes(id, dir, w, bytes);
             }
         }
     }
+}
 
-    /// First bytes of a connection: TLS or not.
-    fn decide(&mut self, id: u32, dir: Dir, bytes: &[u8]) -> Mode {
-        let Some(c) = self.tls.conns.get_mut(&id) else {
-            return Mode::Plain;
-        };
-        let mut head = std::mem::take(c.first.get_mut(dir));
-        head.extend_from_slice(&bytes[..bytes.len().min(3)]);
-        if head.len() < 3 {
-            *c.first.get_mut(dir) = head;
-            return Mode::Undecided;
-        }
-        let at_start = c.meta.syn_sender.is_some() && !c.lost_start;
-        let start = wire::looks_like_tls_start(&head);
-        let mode = if start || (!at_start && mid_stream_tls(&head, bytes)) {
-            Mode::Tls
-        } else {
-            Mode::Plain
-        };
-        *c.first.get_mut(dir) = head;
-        if mode == Mode::Tls {
-            self.start_tls(id, !start);
-        } else {
-            c.mode = mode;
-        }
-        mode
+/// Whether a direction whose first bytes were `had` (fewer than 3) and then `bytes` is TLS;
+/// `None` while the two make fewer than 3 bytes. `at_start`: the capture saw the
+/// connection begin (a SYN, no gap before the first byte).
+fn detect(had: &[u8], bytes: &[u8], at_start: bool) -> Option<Detected> {
+    let mut head = had.to_vec();
+    head.extend_from_slice(&bytes[..bytes.len().min(3)]);
+    if head.len() < 3 {
+        return None;
     }
+    let start = wire::looks_like_tls_start(&head);
+    Some(if start || (!at_start && mid_stream_tls(&head, bytes)) {
+        Detected::Tls { mid_stream: !start }
+    } else {
+        Detected::Plain
+    })
 }
 
 /// A capture that began mid-connection: a chain of records, or one record header of
@@ -1241,10 +1231,10 @@ impl<S: Sink> Sink for Layer<'_, S> {
     fn open(&mut self, meta: &ConnMeta) {
         let c = Conn {
             meta: meta.clone(),
-            mode: Mode::Undecided,
-            first: Dirs::default(),
-            lost_start: false,
-            t: None,
+            mode: Mode::Undecided {
+                first: Dirs::default(),
+                lost_start: false,
+            },
         };
         if self.tls.conns.contains_key(&meta.id.0) {
             self.finish_conn(meta.id.0);
@@ -1265,11 +1255,10 @@ impl<S: Sink> Sink for Layer<'_, S> {
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, len: u64) {
         let id = conn.0;
         if let Some(c) = self.tls.conns.get_mut(&id) {
-            match c.mode {
-                Mode::Undecided => c.lost_start = true,
+            match &mut c.mode {
+                Mode::Undecided { lost_start, .. } => *lost_start = true,
                 Mode::Plain => {}
-                Mode::Tls => {
-                    let t = c.t.as_deref_mut().expect("tls");
+                Mode::Tls(t) => {
                     let lbl = label(&c.meta, t);
                     let d = t.dirs.get_mut(dir);
                     if d.state != State::Lost {
