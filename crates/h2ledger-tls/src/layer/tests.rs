@@ -251,3 +251,21 @@ fn a_bad_record_header_stops_the_direction() {
     assert!(kinds.contains(&"tls-bad-record"), "{kinds:?}");
     assert!(kinds.contains(&"tls-truncated-handshake"), "{kinds:?}");
 }
+
+/// `Status::name` is the name the JSON gives each status.
+#[test]
+fn status_names_are_the_json_ones() {
+    use super::Status;
+    for s in [
+        Status::Decrypted,
+        Status::NoKey,
+        Status::NotH2,
+        Status::NoHandshake,
+        Status::TruncatedHandshake,
+        Status::Unsupported,
+        Status::AuthFailed,
+    ] {
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(json, format!("\"{}\"", s.name()));
+    }
+}
