@@ -12,22 +12,26 @@ use h2ledger_tcp::Nanos;
 /// A direction of a TLS connection.
 ///
 /// ```text
-///                     ChangeCipherSpec (TLS 1.2)
-///          +--------------------------------------------> Cipher ----+
-///          |                                                          |
-///          |          AppKey: Finished (TLS 1.3), or a record          |
-///  --> Hello ----------- that only the application key opens ---> App --+
-///          |                                                 ^         |
-///          |   TrialKey: no handshake secret,                | Authen- |
-///          +------- application key on trial ------> Trial --+ ticated |
-///                                                      |               |
-///             Stop: a record failed authentication,    |               |
-///             no key (final), held records over bound  v               |
-///  (any but Lost) -------------------------------->  Dead <-----------+
-///                                                      |
-///             FramingLost: bytes missing, or           v
-///  (any) ----- not a record header ---------------->  Lost
+///                ChangeCipherSpec (TLS 1.2)
+///          +-------------------------------------------> Cipher
+///          |
+///          |     AppKey: this side's Finished, or a
+///  --> Hello ---- record only the application key -----> App
+///          |      opens (TLS 1.3)                         ^
+///          |                                              | Authenticated
+///          |     TrialKey: only the application           |
+///          +---- secret is known (TLS 1.3) ----------> Trial
+///
+///  Hello, Cipher, Trial, App --Stop--> Dead     a record failed authentication, the key
+///                                               is missing for good, or the held records
+///                                               passed their bound
+///  any state --FramingLost--> Lost              bytes missing from the capture, or bytes
+///                                               that are not a record header
 /// ```
+///
+/// Any other event leaves the state as it is (a second ChangeCipherSpec; a record that
+/// authenticates under the key in use; in `Trial` a record that does not is counted and the
+/// next one tried). `Lost` is final, `Dead` leaves only for `Lost`.
 ///
 /// `Hello` reads the handshake in the clear; TLS 1.3's protected handshake records, once its
 /// handshake key is known, are decrypted in `Hello` too (the key is data, not state: it may
@@ -98,22 +102,25 @@ impl State {
 
 /// Whether the key log has a connection's secrets. `Missing` and `Waiting` are the
 /// connection's "no key" status; `Waiting` (live capture only, `Config::wait_for_keys`) holds
-/// its records until the key log catches up ([`KeyEvent::Found`] on a retry) or `key_wait` of
-/// capture time passes ([`KeyEvent::GiveUp`]).
+/// its records until the key log catches up or `key_wait` of capture time passes.
 ///
 /// ```text
-///                  Found (from any state)
-///   --> Unknown ----------------------------------------> Found
-///         |  ^                                              |
-///         |  +-------------- NoLookup --------------+       | NotFound, NoAppKey
-///         |                                         |       | (waiting: to Waiting,
-///         | NotFound, NoAppKey (waiting)            |       |  else to Missing)
-///         +------------------------------------> Waiting <--+
-///         |                                   |  ^    |
-///         |                 NotFound, NoAppKey:  +--+  | GiveUp
-///         |                 still waiting, since kept  v
-///         +------------------------------------> Missing
-///           NotFound, NoAppKey (not waiting)     (NotFound, NoAppKey (waiting): to Waiting)
+///  --> Unknown --Found-------------------------------------------> Found
+///         |
+///         +--NotFound (replay) -------------------------------------> Missing
+///         |
+///         +--NotFound (live) --> Waiting --Found: the key log caught up --> Found
+///                                   |
+///                                   +--GiveUp: key_wait passed, or the end --> Missing
+///
+///  from                      event                               to
+///  any                       Found                               Found
+///  Unknown, Found, Missing   NotFound or NoAppKey, waiting       Waiting { since: at }
+///  Unknown, Found, Missing   NotFound or NoAppKey, not waiting   Missing
+///  Waiting                   NotFound or NoAppKey                Waiting (since kept)
+///  Waiting                   NoLookup                            Unknown
+///  Waiting                   GiveUp                              Missing
+///  Unknown, Found, Missing   NoLookup or GiveUp                  unchanged
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Keys {

@@ -25,8 +25,9 @@ pub struct Config {
     /// no key yet holds its records until the key arrives ([`Layer::add_keys`]) or
     /// `key_wait` of capture time passes. Replay: `false`, a missing key is final at once.
     pub wait_for_keys: bool,
-    /// With `wait_for_keys`: how long (capture time, from the connection's start or the
-    /// Finished that needed the key) records wait for their key before it is given up.
+    /// With `wait_for_keys`: how long, in capture time, a connection waits for a missing
+    /// key (from its start, or from the Finished whose application secret was missing); the
+    /// first record to be held after that gives the wait up.
     pub key_wait: Nanos,
     /// Per-connection summaries kept for the report; later connections only count in totals.
     /// The default is the ledger's own list (`h2ledger_core::tally::MAX_CONN_DETAIL`).
