@@ -180,3 +180,71 @@ impl Keys {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_direction_moves_as_drawn() {
+        use Event::*;
+        use State::*;
+        let after = |s: State, ev: Event| {
+            let mut s = s;
+            s.on(ev);
+            s
+        };
+        for (from, ev, to) in [
+            (Hello, ChangeCipherSpec, Cipher),
+            (Hello, AppKey, App),
+            (Hello, TrialKey, Trial),
+            (Trial, Authenticated, App),
+            (Cipher, ChangeCipherSpec, Cipher),
+            (App, Authenticated, App),
+            (Hello, Authenticated, Hello),
+            (Trial, AppKey, Trial),
+            (Hello, Stop, Dead),
+            (Cipher, Stop, Dead),
+            (Trial, Stop, Dead),
+            (App, Stop, Dead),
+            (Dead, AppKey, Dead),
+            (Dead, FramingLost, Lost),
+            (App, FramingLost, Lost),
+            (Lost, Stop, Lost),
+            (Lost, ChangeCipherSpec, Lost),
+        ] {
+            assert_eq!(after(from, ev), to, "{from:?} on {ev:?}");
+        }
+        assert!(Dead.stopped() && Lost.stopped() && !App.stopped() && !Trial.stopped());
+    }
+
+    #[test]
+    fn the_key_state_follows_its_table() {
+        use KeyEvent::*;
+        let w = Keys::Waiting { since: 7 };
+        let after = |s: Keys, ev: KeyEvent| {
+            let mut s = s;
+            s.on(ev);
+            s
+        };
+        let miss = NotFound { wait: false, at: 9 };
+        let wait = NoAppKey { wait: true, at: 9 };
+        for (from, ev, to) in [
+            (Keys::Unknown, Found, Keys::Found),
+            (w, Found, Keys::Found),
+            (Keys::Unknown, miss, Keys::Missing),
+            (Keys::Found, wait, Keys::Waiting { since: 9 }),
+            (Keys::Missing, wait, Keys::Waiting { since: 9 }),
+            (w, wait, w),
+            (w, miss, w),
+            (w, NoLookup, Keys::Unknown),
+            (w, GiveUp, Keys::Missing),
+            (Keys::Found, NoLookup, Keys::Found),
+            (Keys::Missing, GiveUp, Keys::Missing),
+        ] {
+            assert_eq!(after(from, ev), to, "{from:?} on {ev:?}");
+        }
+        assert!(w.missing() && Keys::Missing.missing() && !Keys::Found.missing());
+        assert_eq!(w.waiting_since(), Some(7));
+    }
+}
