@@ -15,17 +15,17 @@ use hmac::{Hmac, Mac};
 use sha2::{Sha256, Sha384};
 
 /// The AEAD authentication tag length of every supported suite.
-pub const TAG_LEN: usize = 16;
+pub(crate) const TAG_LEN: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hash {
+pub(crate) enum Hash {
     Sha256,
     Sha384,
 }
 
 impl Hash {
     /// The output (and traffic secret) length in bytes.
-    pub fn output_len(self) -> usize {
+    pub(crate) fn output_len(self) -> usize {
         match self {
             Hash::Sha256 => 32,
             Hash::Sha384 => 48,
@@ -34,14 +34,14 @@ impl Hash {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Aead {
+pub(crate) enum Aead {
     Aes128Gcm,
     Aes256Gcm,
     ChaCha20Poly1305,
 }
 
 impl Aead {
-    pub fn key_len(self) -> usize {
+    pub(crate) fn key_len(self) -> usize {
         match self {
             Aead::Aes128Gcm => 16,
             Aead::Aes256Gcm | Aead::ChaCha20Poly1305 => 32,
@@ -51,19 +51,19 @@ impl Aead {
 
 /// A cipher suite this crate decrypts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Suite {
-    pub id: u16,
-    pub name: &'static str,
-    pub aead: Aead,
-    pub hash: Hash,
+pub(crate) struct Suite {
+    pub(crate) id: u16,
+    pub(crate) name: &'static str,
+    pub(crate) aead: Aead,
+    pub(crate) hash: Hash,
     /// A TLS 1.3 suite (else TLS 1.2).
-    pub tls13: bool,
+    pub(crate) tls13: bool,
 }
 
 /// The AEAD suites HTTP/2 allows (RFC 9113 §9.2.2 and Appendix A: TLS 1.3, and TLS 1.2 with
 /// ephemeral key exchange and an AEAD), plus TLS 1.2's static-RSA GCM suites, which decrypt
 /// the same way with a key log.
-pub const SUITES: &[Suite] = &[
+pub(crate) const SUITES: &[Suite] = &[
     s(
         0x1301,
         "TLS_AES_128_GCM_SHA256",
@@ -174,13 +174,13 @@ const fn s(id: u16, name: &'static str, aead: Aead, hash: Hash, tls13: bool) -> 
     }
 }
 
-pub fn suite(id: u16) -> Option<&'static Suite> {
+pub(crate) fn suite(id: u16) -> Option<&'static Suite> {
     SUITES.iter().find(|s| s.id == id)
 }
 
 /// HKDF-Expand-Label(Secret, Label, "", Length) (RFC 8446 §7.1). `None` when the secret is
 /// shorter than the hash (a malformed key log line).
-pub fn expand_label(hash: Hash, secret: &[u8], label: &[u8], len: usize) -> Option<Vec<u8>> {
+pub(crate) fn expand_label(hash: Hash, secret: &[u8], label: &[u8], len: usize) -> Option<Vec<u8>> {
     let mut info = Vec::with_capacity(10 + label.len());
     info.extend_from_slice(&(len as u16).to_be_bytes());
     info.push((6 + label.len()) as u8);
@@ -202,12 +202,12 @@ pub fn expand_label(hash: Hash, secret: &[u8], label: &[u8], len: usize) -> Opti
 }
 
 /// The next generation of a TLS 1.3 traffic secret (KeyUpdate, RFC 8446 §7.2).
-pub fn next_traffic_secret(hash: Hash, secret: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn next_traffic_secret(hash: Hash, secret: &[u8]) -> Option<Vec<u8>> {
     expand_label(hash, secret, b"traffic upd", hash.output_len())
 }
 
 /// The TLS 1.2 PRF: P_hash(secret, label + seed) (RFC 5246 §5).
-pub fn prf12(hash: Hash, secret: &[u8], label: &[u8], seed: &[u8], len: usize) -> Vec<u8> {
+pub(crate) fn prf12(hash: Hash, secret: &[u8], label: &[u8], seed: &[u8], len: usize) -> Vec<u8> {
     match hash {
         Hash::Sha256 => p_hash::<Hmac<Sha256>>(secret, label, seed, len),
         Hash::Sha384 => p_hash::<Hmac<Sha384>>(secret, label, seed, len),
@@ -245,18 +245,18 @@ fn p_hash<M: Mac + KeyInit + Clone>(
 }
 
 /// One direction's record protection: key, IV and the record sequence number.
-pub struct Decryptor {
+pub(crate) struct Decryptor {
     key: ring::aead::LessSafeKey,
     iv: [u8; 12],
     /// TLS 1.2 AES-GCM: 4-byte implicit salt + 8-byte explicit nonce in the record.
     explicit_nonce: bool,
     tls13: bool,
-    pub seq: u64,
+    pub(crate) seq: u64,
 }
 
 /// A record failed authentication (wrong key, wrong sequence number, or damaged bytes).
 #[derive(Debug, PartialEq, Eq)]
-pub struct AuthError;
+pub(crate) struct AuthError;
 
 impl Decryptor {
     fn new(aead: Aead, key: &[u8], iv: &[u8], explicit_nonce: bool, tls13: bool) -> Option<Self> {
@@ -278,7 +278,7 @@ impl Decryptor {
     }
 
     /// TLS 1.3: key and IV from a traffic secret (RFC 8446 §7.3).
-    pub fn tls13(suite: &Suite, secret: &[u8]) -> Option<Self> {
+    pub(crate) fn tls13(suite: &Suite, secret: &[u8]) -> Option<Self> {
         let key = expand_label(suite.hash, secret, b"key", suite.aead.key_len())?;
         let iv = expand_label(suite.hash, secret, b"iv", 12)?;
         Decryptor::new(suite.aead, &key, &iv, false, true)
@@ -286,7 +286,7 @@ impl Decryptor {
 
     /// TLS 1.2: both directions' keys from the master secret (RFC 5246 §6.3). Returns
     /// (client write, server write).
-    pub fn tls12(
+    pub(crate) fn tls12(
         suite: &Suite,
         master: &[u8],
         client_random: &[u8; 32],
@@ -315,7 +315,7 @@ impl Decryptor {
     /// down over the 8-byte explicit nonce). The sequence number advances only on success; on
     /// failure `body` holds unspecified bytes (ring's contract), so a caller that wants to try
     /// another key keeps the ciphertext elsewhere.
-    pub fn open(&mut self, header: &[u8; 5], body: &mut [u8]) -> Result<usize, AuthError> {
+    pub(crate) fn open(&mut self, header: &[u8; 5], body: &mut [u8]) -> Result<usize, AuthError> {
         let mut nonce = self.iv;
         let start = if self.explicit_nonce {
             if body.len() < 8 + TAG_LEN {

@@ -12,7 +12,7 @@ const SHB: u32 = 0x0A0D_0D0A;
 /// Decryption Secrets Block type.
 const DSB: u32 = 0x0000_000A;
 /// Secrets type of a TLS key log (`TLSK`).
-pub const TLS_KEY_LOG: u32 = 0x544C_534B;
+pub(crate) const TLS_KEY_LOG: u32 = 0x544C_534B;
 
 /// What a scan found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -19,9 +19,13 @@ const MAX_SECRET: usize = 64;
 pub struct Secrets {
     /// TLS 1.2 master secret (`CLIENT_RANDOM`).
     pub master: Option<Vec<u8>>,
+    /// TLS 1.3 `CLIENT_HANDSHAKE_TRAFFIC_SECRET`.
     pub client_handshake: Option<Vec<u8>>,
+    /// TLS 1.3 `SERVER_HANDSHAKE_TRAFFIC_SECRET`.
     pub server_handshake: Option<Vec<u8>>,
+    /// TLS 1.3 `CLIENT_TRAFFIC_SECRET_0` (the first application secret).
     pub client_traffic_0: Option<Vec<u8>>,
+    /// TLS 1.3 `SERVER_TRAFFIC_SECRET_0`.
     pub server_traffic_0: Option<Vec<u8>>,
 }
 
@@ -40,10 +44,12 @@ pub struct KeyLogStats {
 pub struct KeyLog {
     by_random: HashMap<[u8; 32], Secrets>,
     partial: String,
+    /// Lines read so far.
     pub stats: KeyLogStats,
 }
 
 impl KeyLog {
+    /// An empty key log (live: text comes with [`KeyLog::add_text`]).
     pub fn new() -> Self {
         Self::default()
     }
@@ -141,6 +147,7 @@ impl KeyLog {
         true
     }
 
+    /// The secrets known for a ClientHello's random.
     pub fn get(&self, client_random: &[u8; 32]) -> Option<&Secrets> {
         self.by_random.get(client_random)
     }
@@ -150,6 +157,7 @@ impl KeyLog {
         self.by_random.len()
     }
 
+    /// No client random has a secret.
     pub fn is_empty(&self) -> bool {
         self.by_random.is_empty()
     }
@@ -184,7 +192,7 @@ fn hex_vec(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Lower-case hex of bytes (for messages).
-pub fn to_hex(b: &[u8]) -> String {
+pub(crate) fn to_hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 

@@ -43,13 +43,15 @@
 //! assert_eq!(tls.report().truncated_handshake, 1);
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
-pub mod crypto;
-pub mod dsb;
-pub mod keylog;
-pub mod layer;
+mod crypto;
+mod dirs;
+mod dsb;
+mod keylog;
+mod layer;
 pub mod wire;
 
 pub use dsb::{keylog_from_pcapng, scan_pcapng, Embedded};
-pub use keylog::{KeyLog, KeyLogStats};
+pub use keylog::{KeyLog, KeyLogStats, Secrets};
 pub use layer::{Config, ConnReport, Layer, Status, Tls, TlsLayer, TlsReport, KEYLOG_HOWTO};

@@ -4,21 +4,32 @@
 //! Contract: every function here takes arbitrary bytes and never panics; a message that does
 //! not parse is `None` (the caller counts it), fields of unknown value are kept as integers.
 
-/// Record content types.
+/// Record content type `change_cipher_spec` (RFC 5246 §6.2.1).
 pub const CHANGE_CIPHER_SPEC: u8 = 20;
+/// Record content type `alert`.
 pub const ALERT: u8 = 21;
+/// Record content type `handshake`.
 pub const HANDSHAKE: u8 = 22;
+/// Record content type `application_data` (and the outer type of every TLS 1.3 protected
+/// record, RFC 8446 §5.2).
 pub const APPLICATION_DATA: u8 = 23;
+/// Record content type `heartbeat` (RFC 6520).
 pub const HEARTBEAT: u8 = 24;
 
-/// Handshake message types.
+/// Handshake message type `client_hello` (RFC 8446 §4).
 pub const CLIENT_HELLO: u8 = 1;
+/// Handshake message type `server_hello` (also a HelloRetryRequest, told by its random).
 pub const SERVER_HELLO: u8 = 2;
+/// Handshake message type `new_session_ticket`.
 pub const NEW_SESSION_TICKET: u8 = 4;
+/// Handshake message type `encrypted_extensions` (TLS 1.3).
 pub const ENCRYPTED_EXTENSIONS: u8 = 8;
+/// Handshake message type `finished`.
 pub const FINISHED: u8 = 20;
+/// Handshake message type `key_update` (TLS 1.3).
 pub const KEY_UPDATE: u8 = 24;
 
+/// Bytes of a record header: content type, version, length.
 pub const RECORD_HEADER_LEN: usize = 5;
 /// The largest record payload a peer may send: 2^14 + 2048 (RFC 5246 §6.2.3; TLS 1.3 allows
 /// only 2^14 + 256, RFC 8446 §5.2). Longer is not TLS.
@@ -35,10 +46,14 @@ const EXT_SUPPORTED_VERSIONS: u16 = 43;
 /// An ALPN protocol name longer than this is cut (RFC 7301 allows 255).
 const MAX_ALPN: usize = 255;
 
+/// A record header (`TLSPlaintext` / `TLSCiphertext` without the fragment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordHeader {
+    /// The content type ([`HANDSHAKE`], [`APPLICATION_DATA`], ...).
     pub content_type: u8,
+    /// `legacy_record_version`: 0x0301 to 0x0303 in practice.
     pub version: u16,
+    /// Bytes of payload after the header.
     pub length: u16,
 }
 
@@ -88,6 +103,7 @@ pub fn record_chain(b: &[u8]) -> bool {
 /// What a ClientHello tells.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClientHello {
+    /// `ClientHello.random`: what the key log is keyed by.
     pub random: [u8; 32],
     /// ALPN protocol names offered, in order.
     pub alpn: Vec<Vec<u8>>,
@@ -96,12 +112,15 @@ pub struct ClientHello {
 /// What a ServerHello tells.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerHello {
+    /// `ServerHello.random` (TLS 1.2's key derivation uses it).
     pub random: [u8; 32],
     /// The negotiated version: supported_versions when present (TLS 1.3), else legacy_version.
     pub version: u16,
+    /// The cipher suite chosen.
     pub cipher: u16,
     /// ALPN protocol selected (TLS 1.2; TLS 1.3 sends it in EncryptedExtensions).
     pub alpn: Option<Vec<u8>>,
+    /// A HelloRetryRequest ([`HRR_RANDOM`]), not the ServerHello that chooses.
     pub hello_retry: bool,
 }
 
@@ -251,6 +270,7 @@ pub struct HandshakeReader {
 
 /// A complete handshake message.
 pub struct Message<'a> {
+    /// The handshake type ([`CLIENT_HELLO`], ...).
     pub kind: u8,
     /// The body when this kind is kept (see [`HandshakeReader::feed`]), else empty.
     pub body: &'a [u8],
