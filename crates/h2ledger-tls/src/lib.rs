@@ -46,7 +46,6 @@
 #![warn(missing_docs)]
 
 mod crypto;
-mod dirs;
 mod dsb;
 mod keylog;
 mod layer;

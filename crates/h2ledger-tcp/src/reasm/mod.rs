@@ -76,6 +76,21 @@ impl<T> Dirs<T> {
     pub fn iter(&self) -> impl Iterator<Item = (Dir, &T)> {
         [(Dir::Fwd, &self.fwd), (Dir::Rev, &self.rev)].into_iter()
     }
+
+    /// Both values, `fwd` first.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        [&mut self.fwd, &mut self.rev].into_iter()
+    }
+
+    /// The value of direction `d` (as `dirs[d]`).
+    pub fn get(&self, d: Dir) -> &T {
+        &self[d]
+    }
+
+    /// The value of direction `d` (as `&mut dirs[d]`).
+    pub fn get_mut(&mut self, d: Dir) -> &mut T {
+        &mut self[d]
+    }
 }
 
 impl<T> std::ops::Index<Dir> for Dirs<T> {

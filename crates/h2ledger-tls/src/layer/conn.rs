@@ -11,8 +11,8 @@ use h2ledger_tcp::{ConnMeta, Dir, Write};
 use super::framing::Framer;
 use super::state::{KeyEvent, Keys, State};
 use crate::crypto::{Decryptor, Suite};
-use crate::dirs::Dirs;
 use crate::wire::{self, HandshakeReader};
+use h2ledger_tcp::Dirs;
 
 /// One TCP connection.
 pub(crate) struct Conn {
