@@ -45,6 +45,10 @@ pub struct Config {
     pub max_conn_reports: usize,
     /// Warnings waiting for [`Tls::take_warnings`]; later ones are only counted.
     pub max_pending_warnings: usize,
+    /// Live secrets come from these processes (h2ledger's `--keys-from`, e.g. `pid 1234
+    /// (server)`), attached before the capture began: the no-key and no-handshake warnings
+    /// say so instead of asking for a key log.
+    pub keys_from: Option<String>,
 }
 
 impl Default for Config {
@@ -56,6 +60,7 @@ impl Default for Config {
             key_wait: 10_000_000_000,
             max_conn_reports: 1_000,
             max_pending_warnings: 10_000,
+            keys_from: None,
         }
     }
 }
@@ -1039,7 +1044,14 @@ impl<S: Sink> Layer<'_, S> {
             Status::NoKey => {
                 r.without_key += 1;
                 let random = t.client_random.map(|r| to_hex(&r)).unwrap_or_default();
-                let why = if self.tls.keylog.is_empty() {
+                let why = if let Some(src) = &self.tls.cfg.keys_from {
+                    format!(
+                        "no secret for client random {random} came from {src} (neither end of \
+                         the connection is that process, or its secret was lost); the key log \
+                         has {} client randoms",
+                        self.tls.keylog.len()
+                    )
+                } else if self.tls.keylog.is_empty() {
                     "no key log given".to_string()
                 } else {
                     format!(
@@ -1047,26 +1059,35 @@ impl<S: Sink> Layer<'_, S> {
                         self.tls.keylog.len()
                     )
                 };
+                let howto = match self.tls.cfg.keys_from {
+                    Some(_) => "",
+                    None => KEYLOG_HOWTO,
+                };
                 (alpn_chosen == Some(b"h2") || (alpn_chosen.is_none() && h2_offered)).then(|| {
                     (
                         "tls-no-key",
                         format!(
-                            "{lbl}: TLS with {alpn_text} seen, {encrypted} bytes encrypted; {why}; \
-                             {KEYLOG_HOWTO}"
+                            "{lbl}: TLS with {alpn_text} seen, {encrypted} bytes encrypted; {why}{}{howto}",
+                            if howto.is_empty() { "" } else { "; " }
                         ),
                     )
                 })
             }
             Status::NoHandshake => {
                 r.no_handshake += 1;
-                Some((
-                    "tls-no-handshake",
-                    format!(
+                let msg = match &self.tls.cfg.keys_from {
+                    Some(src) => format!(
+                        "{lbl}: TLS records seen ({encrypted} bytes) but its handshake came \
+                         before h2ledger attached to {src} and began capturing: no secret can \
+                         be had for it, so it is not decrypted"
+                    ),
+                    None => format!(
                         "{lbl}: TLS records seen ({encrypted} bytes) but the capture began after \
                          the handshake: without the ClientHello's random no key can be found, \
                          so there is no way to decrypt it"
                     ),
-                ))
+                };
+                Some(("tls-no-handshake", msg))
             }
             Status::TruncatedHandshake => {
                 r.truncated_handshake += 1;

@@ -295,6 +295,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         buffer_kib: DEFAULT_BUFFER_KIB,
         write: a.write.clone(),
         user: Some(a.user.user.clone()),
+        keys: None,
     })?;
     let linktype = LinkType(live.linktype);
     if table {
