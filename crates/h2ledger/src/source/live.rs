@@ -229,6 +229,12 @@ impl Live {
         let save = match &o.write {
             Some(p) => {
                 let file = if writes_pcapng(p, o.keys.is_some()) {
+                    if !writes_pcapng(p, false) && p.as_os_str() != "-" {
+                        eprintln!(
+                            "h2ledger: writing {} as pcapng: it holds the TLS secrets, which pcap has no place for",
+                            p.display()
+                        );
+                    }
                     let cant = |e: std::io::Error| {
                         anyhow!("{}: cannot write the capture: {e}", p.display())
                     };
@@ -341,14 +347,16 @@ impl Live {
 }
 
 /// Switches from root to `user` (default `nobody`) after the capture is open, as tcpdump -Z
-/// does, so that no packet is parsed with privileges. Returns the user switched to, or `None`
-/// when not running as root. Capabilities granted with setcap are not dropped.
+/// does, so that no packet is parsed with privileges. Returns who we run as now, or `None`
+/// when nothing changed. Not root, the capabilities granted with setcap (capture, and
+/// `--keys-from`'s CAP_SYS_ADMIN) are all given up the same way: the device, the probes and
+/// the files are open, and the kernel checks none of them again.
 fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
     // SAFETY: plain libc calls with valid, NUL-terminated arguments; getpwnam's result is read
     // before any other call could overwrite it.
     unsafe {
         if libc::geteuid() != 0 {
-            return Ok(None);
+            return Ok(drop_capabilities()?.then(|| "this user, capabilities dropped".to_string()));
         }
         let name = user.unwrap_or("nobody");
         if name == "root" {
@@ -371,4 +379,47 @@ fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
         }
         Ok(Some(name.to_string()))
     }
+}
+
+/// Clears every capability of the process (effective, permitted, inheritable; ambient ones
+/// go with the permitted set). Returns whether it held any.
+fn drop_capabilities() -> Result<bool> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    /// _LINUX_CAPABILITY_VERSION_3: two `Data`, for capabilities 0-31 and 32-63.
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut held = [Data::default(); 2];
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: capget(2) with a version 3 header and room for the two data structs it writes.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, held.as_mut_ptr()) };
+    if r != 0 || held.iter().all(|d| d.permitted == 0 && d.effective == 0) {
+        return Ok(false);
+    }
+    let none = [Data::default(); 2];
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: capset(2) with a version 3 header and two data structs, read only.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut Header, none.as_ptr()) };
+    if r != 0 {
+        bail!(
+            "cannot give up the capabilities after opening the capture: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(true)
 }
