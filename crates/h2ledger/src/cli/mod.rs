@@ -464,6 +464,11 @@ pub struct DemoArgs {
     /// InitialConnWindowSize; grpcio: grpc.http2.bdp_probe=0; tonic: no adaptive window)
     #[arg(long, alias = "no-bdp")]
     pub static_window: bool,
+    /// Serve and call over TLS (grpc-go only): the workload makes a self-signed certificate
+    /// and writes no key log; the demo takes its secrets with a uprobe, as `sniff --keys-from
+    /// PID` does (root or CAP_SYS_ADMIN), and decrypts
+    #[arg(long)]
+    pub tls: bool,
     /// Directory of the workload programs (h2ledger-grpcgo, h2ledger-grpcio.py,
     /// h2ledger-workload); default: $H2LEDGER_WORKLOADS, then the h2ledger binary's directory
     #[arg(long, value_name = "DIR")]

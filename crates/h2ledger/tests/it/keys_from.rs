@@ -535,3 +535,42 @@ fn refusals_are_one_line() {
     let out = run(&["sniff", "--keys-out", "/dev/null"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `demo --tls`: the article's effect over TLS, the grpc-go workload's secrets taken by the
+/// uprobe: every call on the wire decrypted, one BDP round per call with one caller, shared
+/// with eight (the same ranges as the cleartext demo's test in `live`).
+#[test]
+fn demo_over_tls_shows_the_bdp_pings() {
+    if !is_root() {
+        skip("demo --tls needs root (uprobes need CAP_SYS_ADMIN)");
+        return;
+    }
+    if crate::live::demo_workloads().is_none() {
+        skip("demo --tls needs golang-go and golang-google-grpc-dev");
+        return;
+    }
+    let v = crate::live::demo_json(&["--tls", "--seconds", "2"]);
+    let w = &v["workloads"][0];
+    assert_eq!(w["impl"], "grpc-go");
+    let phases = w["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    for p in phases {
+        let (l, made) = (&p["ledger"], n(&p["calls_made"]));
+        assert!(made >= 20, "{}: {made} calls made", p["name"]);
+        assert_eq!(n(&l["calls"]), made, "{}: calls on the wire", p["name"]);
+    }
+    // Calls on the wire are counted only once decrypted: the assertions above say it.
+    let one = crate::live::bdp_per_call(&phases[0]["ledger"]);
+    let eight = crate::live::bdp_per_call(&phases[1]["ledger"]);
+    assert!((0.85..=1.15).contains(&one), "1 caller: {one}");
+    assert!(eight <= 0.35, "8 callers: {eight}");
+    // Only grpc-go is Go: another stack with --tls is refused in one line.
+    let out = run(&["demo", "--tls", "--impl", "tonic"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        (out.status.code(), err.lines().count()),
+        (Some(2), 1),
+        "{err}"
+    );
+    assert!(err.contains("runs grpc-go only"), "{err}");
+}
