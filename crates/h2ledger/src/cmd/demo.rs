@@ -303,7 +303,8 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     // once told to go); attached while we may still be root.
     let keys = if a.tls {
         let pids: Vec<u32> = running.iter().filter_map(|r| r.child.id()).collect();
-        let feed = crate::source::keys::KeyFeed::attach(&pids, None)?;
+        let feed = crate::source::keys::KeyFeed::attach(&pids, None)
+            .map_err(|e| anyhow!("demo --tls: {e:#}"))?;
         Some(std::rc::Rc::new(std::cell::RefCell::new(feed)))
     } else {
         None

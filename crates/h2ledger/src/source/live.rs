@@ -85,7 +85,7 @@ impl Save {
             }
         }
         self.packets += 1;
-        if self.packets % FLUSH_EVERY == 0 {
+        if self.packets.is_multiple_of(FLUSH_EVERY) {
             self.flush();
         }
     }

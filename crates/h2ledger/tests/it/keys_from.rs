@@ -223,7 +223,7 @@ fn without_secrets(pcapng: &Path, to: &Path) -> usize {
     while at + 12 <= b.len() {
         let len = word(at + 4) as usize;
         assert!(
-            len >= 12 && len % 4 == 0 && at + len <= b.len(),
+            len >= 12 && len.is_multiple_of(4) && at + len <= b.len(),
             "block at {at}"
         );
         if word(at) == 0x0A {
