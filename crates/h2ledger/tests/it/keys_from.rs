@@ -12,7 +12,10 @@
 //!   pcapng with its secrets blocks taken out), and `replay out.pcapng` with no key log at all
 //!   (the secrets blocks), and Wireshark's (scripts/tshark-ledger.py, when tshark is here);
 //! * `--keys-out` holds exactly the key log's lines;
-//! * a connection whose handshake came before the attach is named in a warning.
+//! * a connection whose handshake came before the attach is named in a warning;
+//! * run as nobody with the capabilities `KEYS_FROM=1 just install` grants, every capability
+//!   is given up once the probe and the capture are open, and the secrets keep coming;
+//! * `demo --tls` shows the BDP finding over TLS.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -154,9 +157,13 @@ struct Sniff {
 }
 
 fn start(command: &str, args: &[&str]) -> Sniff {
-    let mut child = Command::new(bin())
-        .arg(command)
-        .args(args)
+    let mut c = Command::new(bin());
+    c.arg(command).args(args);
+    start_cmd(c, command)
+}
+
+fn start_cmd(mut c: Command, command: &str) -> Sniff {
+    let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -573,4 +580,74 @@ fn demo_over_tls_shows_the_bdp_pings() {
         "{err}"
     );
     assert!(err.contains("runs grpc-go only"), "{err}");
+}
+
+/// Without root, with the capabilities `KEYS_FROM=1 just install` grants (given here as
+/// ambient capabilities by setpriv, as uid nobody): the probe is attached, then every
+/// capability is given up before a packet is read, and the secrets keep coming.
+#[test]
+fn capabilities_are_dropped_after_the_attach() {
+    let Some(peer_bin) = go_peer(true) else {
+        return;
+    };
+    if !have("setpriv") {
+        skip("needs setpriv (util-linux)");
+        return;
+    }
+    // A copy of the peer nobody can run, beside the binary's copy.
+    let h2l = bin_for_nobody();
+    let peer_copy = h2l.with_file_name("go-tls-keys-stripped");
+    if !peer_copy.exists() {
+        let tmp = h2l.with_file_name(format!("peer.{}", std::process::id()));
+        std::fs::copy(&peer_bin, &tmp).unwrap();
+        let _ = std::fs::rename(&tmp, &peer_copy);
+    }
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let mut peer = Command::new("setpriv");
+    peer.args(nobody).arg(&peer_copy);
+    let mut child = peer
+        .args(["-wait", "-n", "4", "-conns", "2"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let w: Vec<&str> = first.split_whitespace().collect();
+    let (port, pid) = (
+        w[1].rsplit(':').next().unwrap().to_string(),
+        w[3].to_string(),
+    );
+    let mut c = Command::new("setpriv");
+    c.args(nobody)
+        .args([
+            "--inh-caps=+sys_admin,+net_raw,+net_admin",
+            "--ambient-caps=+sys_admin,+net_raw,+net_admin",
+        ])
+        .arg(&h2l)
+        .args(["sniff", "--port", &port, "--keys-from", &pid, "-T", "json"]);
+    let sniff = start_cmd(c, "sniff");
+    let said = sniff.said.lock().unwrap().clone();
+    assert!(
+        said.contains("running as this user, capabilities dropped"),
+        "{said}"
+    );
+    // setpriv execs h2ledger: the child is it.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", sniff.child.id())).unwrap();
+    for k in ["CapPrm:", "CapEff:", "CapAmb:"] {
+        let line = status.lines().find(|l| l.starts_with(k)).unwrap();
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(rest.trim(), "done requests=4 ok=4 conns=2");
+    let (json, said) = sniff.stop();
+    let v: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(n(&v["calls"]), 4, "{said}");
+    assert_eq!(n(&v["tls"]["decrypted"]), 2, "{said}");
 }
