@@ -103,7 +103,22 @@ impl KeyFeed {
                 continue;
             }
             done.push(pid);
-            let k = KeySource::attach(pid).map_err(|e| anyhow!("{e}"))?;
+            let k = KeySource::attach(pid).map_err(|e| {
+                let denied = match &e {
+                    h2ledger_keys::AttachError::Kernel { source, .. } => {
+                        matches!(source.raw_os_error(), Some(1 | 13))
+                    }
+                    _ => false,
+                };
+                if denied {
+                    anyhow!(
+                        "{e}. Run as root, or: sudo setcap cap_net_raw,cap_net_admin,cap_sys_admin,cap_sys_ptrace=eip {}",
+                        super::live::exe()
+                    )
+                } else {
+                    anyhow!("{e}")
+                }
+            })?;
             eprintln!("h2ledger: TLS secrets from {}", k.attached());
             sources.push(k);
         }

@@ -158,7 +158,8 @@ pub struct Live {
     pub dropped_to: Option<String>,
 }
 
-fn exe() -> String {
+/// This binary's path, for the setcap advice.
+pub fn exe() -> String {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.canonicalize().ok())
