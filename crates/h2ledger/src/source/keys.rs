@@ -113,7 +113,7 @@ impl KeyFeed {
                 if denied {
                     anyhow!(
                         "{e}. Run as root, or: sudo setcap cap_net_raw,cap_net_admin,cap_sys_admin,cap_sys_ptrace=eip {}",
-                        super::live::exe()
+                        super::exe()
                     )
                 } else {
                     anyhow!("{e}")

@@ -158,20 +158,11 @@ pub struct Live {
     pub dropped_to: Option<String>,
 }
 
-/// This binary's path, for the setcap advice.
-pub fn exe() -> String {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.canonicalize().ok())
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "h2ledger".to_string())
-}
-
 /// The one-line error for a capture that is not permitted.
 pub fn permission_error(device: &str) -> anyhow::Error {
     anyhow!(
         "cannot capture on {device}: permission denied. Run as root, or: sudo setcap cap_net_raw,cap_net_admin=eip {}",
-        exe()
+        super::exe()
     )
 }
 

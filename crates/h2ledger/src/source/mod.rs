@@ -337,6 +337,15 @@ fn finish_live(mut live: Live, end: End, keys: Option<&keys::SharedFeed>) -> Res
     })
 }
 
+/// This binary's path, for the setcap advice.
+pub fn exe() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "h2ledger".to_string())
+}
+
 /// While no packet comes, the live loop calls [`Hooks::idle`] again this often.
 const IDLE_WAKE: Duration = Duration::from_millis(500);
 
