@@ -213,6 +213,11 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
         user: Some(cap.user.user.clone()),
         keys: r.keys.clone(),
     })?;
+    // Watched before the line below: a script that waits for it may send SIGTERM at once.
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
     // Always said (like tcpdump's "listening on"): scripts wait for this line.
     eprintln!(
         "h2ledger: listening on {}{}{}{}; Ctrl-C to stop",
@@ -230,10 +235,6 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
             .unwrap_or_default()
     );
     let linktype = LinkType(live.linktype);
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?;
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
     let deadline = cap.duration.map(|d| tokio::time::Instant::now() + d);
     // Ticks by the wall clock: the deadline of the next one, as a tokio instant.
     let mut ticker = ticker(r.every);
