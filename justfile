@@ -103,6 +103,8 @@ fuzz SECONDS="60" RUNS="0" TARGET="":
 # Build the release binary and install it with its completions (bash, zsh, fish) and man pages
 # under PREFIX (/usr/local as root, ~/.local otherwise), then grant capture permission
 # (setcap cap_net_raw,cap_net_admin=eip; one sudo prompt when not root). Prints what went where.
+# `KEYS_FROM=1 just install` also grants cap_sys_admin,cap_sys_ptrace, what `--keys-from PID`
+# needs without root (a broad grant, hence asked for by name: docs/decisions.md #150).
 install: (deps "libpcap-dev libcap2-bin")
     scripts/install.sh install
 

@@ -2,9 +2,13 @@
 # `just install` / `just uninstall`: the release binary, its shell completions (bash, zsh, fish)
 # and man pages under PREFIX (default /usr/local as root, ~/.local otherwise), and the capture
 # permission (setcap cap_net_raw,cap_net_admin=eip) so that sniff runs without root.
+# KEYS_FROM=1 also grants what `--keys-from PID` needs without root: cap_sys_admin (uprobes)
+# and cap_sys_ptrace (another user's process). Not by default: CAP_SYS_ADMIN is a broad grant
+# (docs/decisions.md #150); h2ledger gives every capability up once the capture and the probes
+# are open.
 # Not root: everything that needs root is done by one sudo command (one password prompt).
 #
-# usage: scripts/install.sh install|uninstall   (PREFIX=DIR in the environment to choose)
+# usage: scripts/install.sh install|uninstall   (PREFIX=DIR, KEYS_FROM=1 in the environment)
 set -euo pipefail
 
 action=${1:?install or uninstall}
@@ -50,6 +54,11 @@ caps=$stage/caps.sh     # the capture permission
 : >"$files"
 : >"$caps"
 
+caps_wanted=cap_net_raw,cap_net_admin
+if [ "${KEYS_FROM:-0}" = 1 ]; then
+    caps_wanted=$caps_wanted,cap_sys_admin,cap_sys_ptrace
+fi
+
 if [ "$action" = install ]; then
     out=${CARGO_TARGET_DIR:-target}/release
     say "building the release binary (cargo build --release: 2 to 6 minutes from scratch on 2 cores)"
@@ -73,7 +82,7 @@ if [ "$action" = install ]; then
             echo "set -euo pipefail"
             # setcap lives in /sbin, outside a user's PATH.
             echo 'PATH=$PATH:/usr/sbin:/sbin'
-            echo "setcap cap_net_raw,cap_net_admin=eip $(q "$bin")"
+            echo "setcap $caps_wanted=eip $(q "$bin")"
         } >"$caps"
     else
         say "setcap is missing (apt-get install libcap2-bin): capture will need root"
@@ -81,7 +90,7 @@ if [ "$action" = install ]; then
     if writable; then
         bash "$files"
         if [ -s "$caps" ]; then
-            as_root "$caps" "setcap cap_net_raw,cap_net_admin=eip $bin" || say "setcap failed: capture will need root (a file system without extended attributes, or mounted nosuid?)"
+            as_root "$caps" "setcap $caps_wanted=eip $bin" || say "setcap failed: capture will need root (a file system without extended attributes, or mounted nosuid?)"
         fi
     else
         cat "$caps" >>"$files"
@@ -99,6 +108,9 @@ if [ "$action" = install ]; then
     case ":$PATH:" in *":$prefix/bin:"*) ;; *) say "note: $prefix/bin is not in PATH" ;; esac
     if [ "$prefix" = "$HOME/.local" ]; then
         say "note: zsh looks in $prefix/share/zsh/site-functions only with fpath+=($prefix/share/zsh/site-functions) before compinit in ~/.zshrc"
+    fi
+    if [ "${KEYS_FROM:-0}" != 1 ]; then
+        say "note: sniff --keys-from PID (TLS secrets from a Go program) needs root; KEYS_FROM=1 just install grants it cap_sys_admin,cap_sys_ptrace instead"
     fi
     say "try: h2ledger -D; man h2ledger; h2ledger sniff -i lo --duration 5s"
 elif [ "$action" = uninstall ]; then

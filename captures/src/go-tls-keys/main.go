@@ -4,10 +4,12 @@
 // without changing it. Standard library only; built by scripts/build-go-tls-keys.sh, once with
 // symbols and once with -ldflags "-s -w".
 //
-//	go-tls-keys [-tls 1.2|1.3] [-n 20] [-conns 2] [-keylog FILE] [-wait]
+//	go-tls-keys [-tls 1.2|1.3] [-n 20] [-conns 2] [-keylog FILE] [-wait] [-early]
 //
 // It prints one line, `listening 127.0.0.1:PORT pid PID`, then (with -wait) waits for a line
-// on standard input before the first handshake, so that a prober can attach first. Each of
+// on standard input before the first handshake, so that a prober can attach first. With
+// -early the first connection makes its handshake and first request before that line (a
+// connection whose secrets a prober attached afterwards cannot have). Each of
 // the -conns clients (its own http.Transport, so its own TCP connection and TLS handshake)
 // makes -n/-conns GETs of /hello (the remainder on the first), then the program prints
 // `done requests=N ok=N conns=C` and exits. -keylog FILE writes the client's secrets in
@@ -66,6 +68,7 @@ func main() {
 	conns := flag.Int("conns", 2, "client connections (one http.Transport each)")
 	keylog := flag.String("keylog", "", "also write the client's secrets to FILE (SSLKEYLOGFILE format)")
 	wait := flag.Bool("wait", false, "wait for a line on standard input before the first request")
+	early := flag.Bool("early", false, "the first connection's handshake and first request come before -wait's line")
 	flag.Parse()
 	var maxVersion uint16
 	switch *version {
@@ -98,11 +101,6 @@ func main() {
 	// ServeTLS adds "h2" to NextProtos: HTTP/2 by ALPN.
 	go srv.ServeTLS(ln, "", "")
 
-	fmt.Printf("listening %s pid %d\n", ln.Addr(), os.Getpid())
-	if *wait {
-		bufio.NewReader(os.Stdin).ReadString('\n')
-	}
-
 	var w io.Writer
 	if *keylog != "" {
 		f, err := os.OpenFile(*keylog, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -114,27 +112,48 @@ func main() {
 	}
 	url := "https://" + ln.Addr().String() + "/hello"
 	ok := 0
-	for c := 0; c < *conns; c++ {
-		tr := &http.Transport{
+	get := func(client *http.Client) {
+		resp, err := client.Get(url)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "go-tls-keys:", err)
+			os.Exit(1)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 && resp.ProtoMajor == 2 {
+			ok++
+		}
+	}
+	transport := func() *http.Transport {
+		return &http.Transport{
 			TLSClientConfig:   &tls.Config{RootCAs: pool, MaxVersion: maxVersion, KeyLogWriter: w},
 			ForceAttemptHTTP2: true,
 		}
-		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	}
+	var first *http.Transport
+	if *early {
+		first = transport()
+		get(&http.Client{Transport: first, Timeout: 10 * time.Second})
+	}
+
+	fmt.Printf("listening %s pid %d\n", ln.Addr(), os.Getpid())
+	if *wait {
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	}
+
+	for c := 0; c < *conns; c++ {
+		tr := transport()
 		count := *n / *conns
 		if c == 0 {
 			count += *n % *conns
+			if first != nil {
+				tr = first
+				count--
+			}
 		}
+		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 		for i := 0; i < count; i++ {
-			resp, err := client.Get(url)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "go-tls-keys:", err)
-				os.Exit(1)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 && resp.ProtoMajor == 2 {
-				ok++
-			}
+			get(client)
 		}
 		tr.CloseIdleConnections()
 	}

@@ -77,7 +77,15 @@ impl fmt::Display for AttachError {
                     f,
                     "--keys-from {p}: cannot read {}: {source}",
                     exe.display()
-                )
+                )?;
+                match source.raw_os_error() {
+                    Some(2 | 3) => write!(f, " (no process {p})"),
+                    Some(1 | 13) => f.write_str(
+                        " (another user's process needs root, or CAP_SYS_PTRACE besides \
+                         CAP_SYS_ADMIN; docs/decisions.md #144)",
+                    ),
+                    _ => Ok(()),
+                }
             }
             AttachError::Process {
                 pid: None,

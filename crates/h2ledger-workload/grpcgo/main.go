@@ -8,7 +8,10 @@
 // The demo protocol (shared with h2ledger-workload and h2ledger-grpcio.py, see
 // crates/h2ledger-workload/README.md):
 //
-//	h2ledger-grpcgo -phase NAME:CALLERS:RATE:SECONDS ... [-static-window]
+//	h2ledger-grpcgo -phase NAME:CALLERS:RATE:SECONDS ... [-static-window] [-tls]
+//
+// -tls serves and calls over TLS (grpc-go's credentials, a self-signed ECDSA certificate
+// made at start, no key log: `h2ledger demo --tls` takes the secrets with --keys-from).
 //
 // listens on 127.0.0.1:0, prints {"impl","version","port"} on one line, waits for a line on
 // stdin (EOF: exit 1 without calling), dials, runs the phases, prints one line
@@ -22,9 +25,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"strconv"
@@ -34,6 +44,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -125,16 +136,56 @@ func run(client healthpb.HealthClient, ph phase) phaseResult {
 	}
 }
 
+// selfSigned makes a certificate for 127.0.0.1 and a pool that trusts it.
+func selfSigned() (tls.Certificate, *x509.CertPool, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
+}
+
 func main() {
 	var ps phases
 	flag.Var(&ps, "phase", "NAME:CALLERS:RATE:SECONDS (repeatable)")
 	static := flag.Bool("static-window", false, "set the initial windows (1 MiB): no BDP estimator")
+	overTLS := flag.Bool("tls", false, "serve and call over TLS (self-signed certificate made at start, no key log)")
 	flag.Parse()
 	if len(ps) == 0 {
 		ps = phases{{"1 caller x 24/s", 1, 24, 10}, {"8 callers x 3/s", 8, 3, 10}}
 	}
 	var sopts []grpc.ServerOption
-	dopts := []grpc.DialOption{grpc.WithInsecure(), grpc.WithBlock()}
+	dopts := []grpc.DialOption{grpc.WithBlock()}
+	if *overTLS {
+		cert, pool, err := selfSigned()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "h2ledger-grpcgo: certificate:", err)
+			os.Exit(1)
+		}
+		sopts = append(sopts, grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
+		dopts = append(dopts, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
+	} else {
+		dopts = append(dopts, grpc.WithInsecure())
+	}
 	if *static {
 		sopts = append(sopts, grpc.InitialWindowSize(staticWindow), grpc.InitialConnWindowSize(staticWindow))
 		dopts = append(dopts, grpc.WithInitialWindowSize(staticWindow), grpc.WithInitialConnWindowSize(staticWindow))
@@ -150,7 +201,7 @@ func main() {
 	healthpb.RegisterHealthServer(s, hs)
 	go s.Serve(lis)
 	hello, _ := json.Marshal(map[string]interface{}{
-		"impl": "grpc-go", "version": grpc.Version, "port": lis.Addr().(*net.TCPAddr).Port,
+		"impl": "grpc-go", "version": grpc.Version, "port": lis.Addr().(*net.TCPAddr).Port, "tls": *overTLS,
 	})
 	fmt.Println(string(hello))
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {

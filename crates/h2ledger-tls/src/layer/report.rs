@@ -165,10 +165,11 @@ impl TlsReport {
         meta: &ConnMeta,
         t: &TlsConn,
         keylog: &KeyLog,
+        keys_from: Option<&str>,
         max_conn_reports: usize,
     ) -> Option<(&'static str, String)> {
         let status = t.status();
-        let warning = self.count(status, meta, t, keylog);
+        let warning = self.count(status, meta, t, keylog, keys_from);
         if self.per_connection.len() < max_conn_reports {
             self.per_connection.push(conn_report(meta, t, status));
         } else {
@@ -184,6 +185,7 @@ impl TlsReport {
         meta: &ConnMeta,
         t: &TlsConn,
         keylog: &KeyLog,
+        keys_from: Option<&str>,
     ) -> Option<(&'static str, String)> {
         let lbl = label(meta, t.client);
         let h2_offered = t.alpn_offered.iter().any(|p| p == b"h2");
@@ -206,7 +208,14 @@ impl TlsReport {
             Status::NoKey => {
                 self.without_key += 1;
                 let random = t.client_random.map(|r| to_hex(&r)).unwrap_or_default();
-                let why = if keylog.is_empty() {
+                let why = if let Some(src) = keys_from {
+                    format!(
+                        "no secret for client random {random} came from {src} (neither end of \
+                         the connection is that process, or its secret was lost); the key log \
+                         has {} client randoms",
+                        keylog.len()
+                    )
+                } else if keylog.is_empty() {
                     "no key log given".to_string()
                 } else {
                     format!(
@@ -214,26 +223,34 @@ impl TlsReport {
                         keylog.len()
                     )
                 };
+                let howto = match keys_from {
+                    Some(_) => String::new(),
+                    None => format!("; {KEYLOG_HOWTO}"),
+                };
                 (alpn_chosen == Some(b"h2") || (alpn_chosen.is_none() && h2_offered)).then(|| {
                     (
                         "tls-no-key",
                         format!(
-                            "{lbl}: TLS with {alpn_text} seen, {encrypted} bytes encrypted; {why}; \
-                             {KEYLOG_HOWTO}"
+                            "{lbl}: TLS with {alpn_text} seen, {encrypted} bytes encrypted; {why}{howto}"
                         ),
                     )
                 })
             }
             Status::NoHandshake => {
                 self.no_handshake += 1;
-                Some((
-                    "tls-no-handshake",
-                    format!(
+                let msg = match keys_from {
+                    Some(src) => format!(
+                        "{lbl}: TLS records seen ({encrypted} bytes) but its handshake came \
+                         before h2ledger attached to {src} and began capturing: no secret can \
+                         be had for it, so it is not decrypted"
+                    ),
+                    None => format!(
                         "{lbl}: TLS records seen ({encrypted} bytes) but the capture began after \
                          the handshake: without the ClientHello's random no key can be found, \
                          so there is no way to decrypt it"
                     ),
-                ))
+                };
+                Some(("tls-no-handshake", msg))
             }
             Status::TruncatedHandshake => {
                 self.truncated_handshake += 1;

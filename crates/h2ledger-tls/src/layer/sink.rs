@@ -163,7 +163,8 @@ impl Tls {
         };
         let Mode::Tls(t) = c.mode else { return };
         let max = self.cfg.max_conn_reports;
-        if let Some((kind, msg)) = self.report.fold(&c.meta, &t, &self.keylog, max) {
+        let keys_from = self.cfg.keys_from.as_deref();
+        if let Some((kind, msg)) = self.report.fold(&c.meta, &t, &self.keylog, keys_from, max) {
             self.warnings.push(kind, msg);
         }
     }

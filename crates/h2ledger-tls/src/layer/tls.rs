@@ -34,6 +34,10 @@ pub struct Config {
     pub max_conn_reports: usize,
     /// Warnings waiting for [`Tls::take_warnings`]; later ones are only counted.
     pub max_pending_warnings: usize,
+    /// Live secrets come from these processes (h2ledger's `--keys-from`, e.g. `pid 1234
+    /// (server)`), attached before the capture began: the no-key and no-handshake warnings
+    /// say so instead of asking for a key log.
+    pub keys_from: Option<String>,
 }
 
 impl Default for Config {
@@ -45,6 +49,7 @@ impl Default for Config {
             key_wait: 10_000_000_000,
             max_conn_reports: 1_000,
             max_pending_warnings: 10_000,
+            keys_from: None,
         }
     }
 }

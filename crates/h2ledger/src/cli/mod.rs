@@ -257,8 +257,10 @@ pub struct CaptureArgs {
     /// first packet when reading a file
     #[arg(short = 'd', long, value_parser = durations::parse_period, value_name = "D")]
     pub duration: Option<Duration>,
-    /// Live: also save the packets to FILE (pcap, nanosecond timestamps), like tcpdump -w;
-    /// `-w -` writes them to standard output and the report to standard error
+    /// Live: also save the packets to FILE, like tcpdump -w: pcap with nanosecond timestamps,
+    /// or pcapng when FILE ends in .pcapng or --keys-from is given (then the secrets are saved
+    /// in it, before the packets they decrypt, for `replay` and Wireshark); `-w -` writes them
+    /// to standard output and the report to standard error
     #[arg(short = 'w', long, value_name = "FILE")]
     pub write: Option<PathBuf>,
     /// Live: kernel capture buffer in KiB, like tcpdump -B [default: 32768; 131072 for
@@ -268,8 +270,29 @@ pub struct CaptureArgs {
     /// Live: snap length, bytes kept of each packet, like tcpdump -s [default: 262144]
     #[arg(short = 's', long = "snapshot-length", visible_alias = "snaplen", value_name = "BYTES", value_parser = clap::value_parser!(i32).range(64..=262_144))]
     pub snaplen: Option<i32>,
+    /// Live: decrypt HTTP/2 over TLS with secrets taken from the running Go program PID
+    /// (repeatable), by a uprobe on crypto/tls.(*Config).writeKeyLog attached before the
+    /// capture opens; the program needs no key log. Needs root or CAP_SYS_ADMIN (and
+    /// CAP_SYS_PTRACE for another user's process); connections whose handshake came before
+    /// are named in a warning
+    #[arg(long = "keys-from", value_name = "PID", value_parser = pid)]
+    pub keys_from: Vec<u32>,
+    /// Live: append the secrets taken with --keys-from to FILE (SSLKEYLOGFILE format, created
+    /// with mode 0600)
+    #[arg(long = "keys-out", value_name = "FILE", requires = "keys_from")]
+    pub keys_out: Option<PathBuf>,
     #[command(flatten)]
     pub user: UserArg,
+}
+
+/// `--keys-from PID`: a process id.
+fn pid(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "\"{s}\": give the id of a running process (a number)"
+        )),
+    }
 }
 
 impl CaptureArgs {
@@ -284,6 +307,8 @@ impl CaptureArgs {
             write: None,
             buffer_kib: None,
             snaplen: None,
+            keys_from: Vec::new(),
+            keys_out: None,
             user: UserArg {
                 user: "nobody".into(),
             },
@@ -439,6 +464,11 @@ pub struct DemoArgs {
     /// InitialConnWindowSize; grpcio: grpc.http2.bdp_probe=0; tonic: no adaptive window)
     #[arg(long, alias = "no-bdp")]
     pub static_window: bool,
+    /// Serve and call over TLS (grpc-go only): the workload makes a self-signed certificate
+    /// and writes no key log; the demo takes its secrets with a uprobe, as `sniff --keys-from
+    /// PID` does (root or CAP_SYS_ADMIN), and decrypts
+    #[arg(long)]
+    pub tls: bool,
     /// Directory of the workload programs (h2ledger-grpcgo, h2ledger-grpcio.py,
     /// h2ledger-workload); default: $H2LEDGER_WORKLOADS, then the h2ledger binary's directory
     #[arg(long, value_name = "DIR")]

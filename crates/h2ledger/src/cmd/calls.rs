@@ -54,7 +54,9 @@ impl Hooks for Calls {
 pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
-    let opts = source::keys::options(&input, &filter, None)?;
+    // Attached before the capture opens and gives up privileges.
+    let keys = source::keys::attach(&a.capture, &input)?;
+    let opts = source::keys::options(&input, &filter, None, keys.as_ref())?;
     let obs = Obs::new(&Wanted {
         analysis: true,
         calls_only: true,
@@ -73,6 +75,7 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
         bpf: bpf.as_deref(),
         every: a.every,
         progress: ctx.progress,
+        keys,
     };
     let ended = source::run(&reading, &mut h)?;
     let s = &mut h.session;

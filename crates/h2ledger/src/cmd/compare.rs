@@ -26,7 +26,7 @@ impl Hooks for Session {
 /// ended early.
 fn load(file: &str, filter: &FilterArgs, ctx: Ctx) -> Result<(String, Report, bool)> {
     let input = Input::File(file.to_string());
-    let opts = source::keys::options(&input, filter, None)?;
+    let opts = source::keys::options(&input, filter, None, None)?;
     let mut s = Session::new(Obs::new(&Wanted::default()), opts);
     let cap = CaptureArgs::file_only(None, None);
     let bpf = filter.bpf();
@@ -36,6 +36,7 @@ fn load(file: &str, filter: &FilterArgs, ctx: Ctx) -> Result<(String, Report, bo
         bpf: bpf.as_deref(),
         every: None,
         progress: ctx.progress,
+        keys: None,
     };
     let ended = source::run(&reading, &mut s)?;
     let done = s.finish(&ended.end, None);

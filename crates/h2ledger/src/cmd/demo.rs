@@ -72,7 +72,7 @@ impl Stack {
     }
 
     /// The program's command line for `phases`.
-    fn command(self, prog: &Path, phases: &[PhaseSpec], static_window: bool) -> Command {
+    fn command(self, prog: &Path, phases: &[PhaseSpec], static_window: bool, tls: bool) -> Command {
         let mut c = match self {
             Stack::Grpcio => {
                 let mut c = Command::new(PYTHON);
@@ -91,6 +91,9 @@ impl Stack {
         }
         if self == Stack::Tonic {
             c.arg("--wait");
+        }
+        if tls {
+            c.arg(format!("{dashes}tls"));
         }
         c
     }
@@ -214,8 +217,14 @@ pub fn demo(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
 }
 
 /// Starts one workload program and reads its hello line.
-async fn start(stack: Stack, prog: PathBuf, phases: &[PhaseSpec], sw: bool) -> Result<Running> {
-    let mut cmd = stack.command(&prog, phases, sw);
+async fn start(
+    stack: Stack,
+    prog: PathBuf,
+    phases: &[PhaseSpec],
+    sw: bool,
+    tls: bool,
+) -> Result<Running> {
+    let mut cmd = stack.command(&prog, phases, sw, tls);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -274,6 +283,13 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     ];
     let dirs = search_dirs(a.workloads.as_deref());
     let chosen = stacks(&a.impls);
+    if let Some(s) = chosen.iter().find(|s| a.tls && **s != Stack::GrpcGo) {
+        bail!(
+            "demo --tls runs grpc-go only: its secrets are taken from the Go program by a \
+             uprobe, and {} is not Go (OpenSSL-based stacks: docs/decisions.md #142)",
+            s.name()
+        );
+    }
     let progs = chosen
         .iter()
         .map(|&s| locate(s, &dirs).map(|p| (s, p)))
@@ -281,8 +297,18 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     // Start them all before the capture opens: afterwards we may no longer be root.
     let mut running = Vec::new();
     for (s, p) in progs {
-        running.push(start(s, p, &specs, a.static_window).await?);
+        running.push(start(s, p, &specs, a.static_window, a.tls).await?);
     }
+    // --tls: the secrets of each program, taken from its first handshake on (it dials only
+    // once told to go); attached while we may still be root.
+    let keys = if a.tls {
+        let pids: Vec<u32> = running.iter().filter_map(|r| r.child.id()).collect();
+        let feed = crate::source::keys::KeyFeed::attach(&pids, None)
+            .map_err(|e| anyhow!("demo --tls: {e:#}"))?;
+        Some(std::rc::Rc::new(std::cell::RefCell::new(feed)))
+    } else {
+        None
+    };
     let filter = running
         .iter()
         .map(|r| format!("tcp port {}", r.port))
@@ -295,17 +321,21 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         buffer_kib: DEFAULT_BUFFER_KIB,
         write: a.write.clone(),
         user: Some(a.user.user.clone()),
+        keys: keys.clone(),
     })?;
     let linktype = LinkType(live.linktype);
     if table {
         eprintln!(
-            "h2ledger demo: {} s per phase, windows {}{}",
+            "h2ledger demo: {} s per phase, windows {}{}{}",
             a.seconds,
             if a.static_window {
                 "static (--static-window: no BDP estimator)"
             } else {
                 "as each stack sets them (BDP estimator on)"
             },
+            keys.as_ref()
+                .map(|k| format!("; over TLS, secrets from {}", k.borrow().describe()))
+                .unwrap_or_default(),
             live.dropped_to
                 .as_deref()
                 .map(|u| format!("; capturing on lo as {u}"))
@@ -400,7 +430,20 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     live.drain(Duration::from_millis(300), |p| store(&mut packets, p))
         .await;
     let drops = live.drops();
+    let saved = live.finish_write();
     drop(live);
+    // Every secret the programs logged, for the tally (which reads the packets afterwards).
+    let keylog = match &keys {
+        Some(k) => {
+            let mut k = k.borrow_mut();
+            let (warnings, _) = k.finish();
+            for w in warnings {
+                eprintln!("h2ledger: warning: {w}");
+            }
+            k.take_for_session()
+        }
+        None => None,
+    };
 
     // Each packet to the stack whose port it carries (undecodable ones to the first stack,
     // whose ledger counts and reports them).
@@ -416,7 +459,10 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
             r.packets.push(p);
         }
     }
-    let done: Vec<Done> = runs.into_iter().map(|r| tally(r, linktype)).collect();
+    let done: Vec<Done> = runs
+        .into_iter()
+        .map(|r| tally(r, linktype, keylog.as_deref()))
+        .collect();
     let programs: Vec<String> = done
         .iter()
         .map(|d| d.program.display().to_string())
@@ -449,6 +495,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         MAX_PACKETS,
         ctx.style,
     )?;
+    saved?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -464,7 +511,9 @@ struct Done {
     phases: Vec<Report>,
 }
 
-fn tally(r: Run, linktype: LinkType) -> Done {
+/// One stack's packets through a session cut at its phase starts; `keylog`: the TLS secrets
+/// of `--tls`, all known before the first packet is read.
+fn tally(r: Run, linktype: LinkType, keylog: Option<&str>) -> Done {
     // Phase i runs from its start (the first from the capture's start) to the next one's.
     let cuts = r
         .results
@@ -477,7 +526,14 @@ fn tally(r: Run, linktype: LinkType) -> Done {
         splitter: Some(Splitter::at(cuts)),
         ..Wanted::default()
     };
-    let mut s = Session::new(Obs::new(&wanted), Options::default());
+    let opts = Options {
+        tls: h2ledger_tls::Tls::new(
+            h2ledger_tls::Config::default(),
+            h2ledger_tls::KeyLog::parse(keylog.unwrap_or_default()),
+        ),
+        ..Options::default()
+    };
+    let mut s = Session::new(Obs::new(&wanted), opts);
     for pkt in &r.packets {
         // The demo's session has no limit that stops it.
         let _ = s.feed(linktype, pkt.ts, &pkt.data);

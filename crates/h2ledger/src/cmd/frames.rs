@@ -44,7 +44,9 @@ impl Hooks for Frames {
 pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
-    let opts = source::keys::options(&input, &filter, None)?;
+    // Attached before the capture opens and gives up privileges.
+    let keys = source::keys::attach(&a.capture, &input)?;
+    let opts = source::keys::options(&input, &filter, None, keys.as_ref())?;
     let ff = FrameFilter {
         conns: a.conns,
         streams: a.streams,
@@ -68,6 +70,7 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
         bpf: bpf.as_deref(),
         every: a.every,
         progress: ctx.progress,
+        keys,
     };
     let ended = source::run(&reading, &mut h)?;
     let s = &mut h.session;

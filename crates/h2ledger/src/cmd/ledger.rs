@@ -56,9 +56,11 @@ impl Hooks for Run {
 /// Runs a ledger command (see the module docs).
 pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let bpf = l.filter.bpf();
-    // Before the capture opens and gives up privileges: the key log stays open, and the plot
+    // Before the capture opens and gives up privileges: the `--keys-from` processes are
+    // attached, the key log stays open, and the plot
     // file is created (an unwritable path fails at once, not after an hour of capture).
-    let opts = source::keys::options(&l.input, l.filter, l.max_frames)?;
+    let keys = source::keys::attach(l.cap, &l.input)?;
+    let opts = source::keys::options(&l.input, l.filter, l.max_frames, keys.as_ref())?;
     let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
     let obs = Obs::new(&l.analysis.wanted(l.every));
     let view = (l.live && l.every.is_some()).then(|| {
@@ -84,6 +86,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         bpf: bpf.as_deref(),
         every: l.every,
         progress: ctx.progress,
+        keys,
     };
     let ended = source::run(&reading, &mut run).inspect_err(|_| {
         if let Some(path) = &l.analysis.plot {

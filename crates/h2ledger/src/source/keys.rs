@@ -1,12 +1,19 @@
 //! TLS keys for the pipeline: `--keylog FILE` (re-read while live when a connection waits
-//! for its key) and the key log a pcapng capture embeds in Decryption Secrets Blocks.
+//! for its key), the key log a pcapng capture embeds in Decryption Secrets Blocks, and live,
+//! the secrets of `--keys-from PID` processes ([`KeyFeed`], h2ledger-keys' uprobes).
 
+use std::cell::RefCell;
+use std::collections::{HashSet, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
+use h2ledger_keys::KeySource;
 use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls};
+
+use crate::cli::CaptureArgs;
 
 /// A key log file that may grow (live): what was appended is read on [`KeyLogFile::poll`].
 pub struct KeyLogFile {
@@ -42,14 +49,242 @@ impl KeyLogFile {
     }
 }
 
+/// The secrets of the `--keys-from` processes, shared by the live capture and the session.
+/// The capture drains the probes after libpcap hands a packet over and before it saves the
+/// packet (so a `-w` pcapng holds each secret before the packets it decrypts, see
+/// `source::pcapng`), and whenever no packet comes; the session takes the lines when a
+/// connection waits for its key. Each line is also appended to `--keys-out FILE`.
+pub struct KeyFeed {
+    sources: Vec<KeySource>,
+    /// Lines the session has not taken yet.
+    for_session: String,
+    /// Lines not yet written into the `-w` file (as a Decryption Secrets Block).
+    for_save: String,
+    out: Option<KeysOut>,
+    /// The last lines delivered: two `--keys-from` processes at both ends of a connection
+    /// (Go client and Go server) each give its secrets.
+    recent: HashSet<String>,
+    recent_order: VecDeque<String>,
+    /// Distinct key lines delivered.
+    pub lines: u64,
+}
+
+impl std::fmt::Debug for KeyFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyFeed")
+            .field("sources", &self.sources)
+            .field("lines", &self.lines)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `--keys-out FILE`, opened (append, created 0600) before privileges are dropped.
+struct KeysOut {
+    path: PathBuf,
+    file: File,
+    error: Option<std::io::Error>,
+}
+
+/// Lines remembered to drop a repeat from another process.
+const RECENT_LINES: usize = 4096;
+
+/// The feed shared by the capture (`source::live`) and the session's key poll.
+pub type SharedFeed = Rc<RefCell<KeyFeed>>;
+
+impl KeyFeed {
+    /// Attaches to every process of `pids` (root or CAP_SYS_ADMIN, plus CAP_SYS_PTRACE for
+    /// another user's process: before privileges are dropped) and opens `keys_out`. Each
+    /// attachment is said on stderr in one line.
+    pub fn attach(pids: &[u32], keys_out: Option<&Path>) -> Result<KeyFeed> {
+        let mut sources = Vec::new();
+        let mut done = Vec::new();
+        for &pid in pids {
+            if done.contains(&pid) {
+                continue;
+            }
+            done.push(pid);
+            let k = KeySource::attach(pid).map_err(|e| {
+                let denied = match &e {
+                    h2ledger_keys::AttachError::Kernel { source, .. } => {
+                        matches!(source.raw_os_error(), Some(1 | 13))
+                    }
+                    _ => false,
+                };
+                if denied {
+                    anyhow!(
+                        "{e}. Run as root, or: sudo setcap cap_net_raw,cap_net_admin,cap_sys_admin,cap_sys_ptrace=eip {}",
+                        super::exe()
+                    )
+                } else {
+                    anyhow!("{e}")
+                }
+            })?;
+            eprintln!("h2ledger: TLS secrets from {}", k.attached());
+            sources.push(k);
+        }
+        let out = match keys_out {
+            Some(path) => {
+                use std::os::unix::fs::OpenOptionsExt as _;
+                let file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| {
+                        anyhow!(
+                            "{}: cannot write the keys (--keys-out): {e}",
+                            path.display()
+                        )
+                    })?;
+                Some(KeysOut {
+                    path: path.to_path_buf(),
+                    file,
+                    error: None,
+                })
+            }
+            None => None,
+        };
+        Ok(KeyFeed {
+            sources,
+            for_session: String::new(),
+            for_save: String::new(),
+            out,
+            recent: HashSet::new(),
+            recent_order: VecDeque::new(),
+            lines: 0,
+        })
+    }
+
+    /// The processes, for warnings: `pid 1234 (server)`, joined with `and`.
+    pub fn describe(&self) -> String {
+        let names: Vec<String> = self
+            .sources
+            .iter()
+            .map(|k| {
+                let a = k.attached();
+                let exe = a.exe.file_name().map(|f| f.to_string_lossy().into_owned());
+                match (a.pid, exe) {
+                    (Some(p), Some(e)) => format!("pid {p} ({e})"),
+                    (Some(p), None) => format!("pid {p}"),
+                    (None, _) => a.exe.display().to_string(),
+                }
+            })
+            .collect();
+        names.join(" and ")
+    }
+
+    /// Takes what the probes delivered since the last call: into the session's and the save's
+    /// text, and `--keys-out`. Never blocks.
+    pub fn drain(&mut self) {
+        let mut new = String::new();
+        for k in &mut self.sources {
+            for line in k.poll() {
+                let line = line.to_string();
+                if self.recent.contains(&line) {
+                    continue;
+                }
+                if self.recent_order.len() == RECENT_LINES {
+                    if let Some(old) = self.recent_order.pop_front() {
+                        self.recent.remove(&old);
+                    }
+                }
+                self.recent.insert(line.clone());
+                new.push_str(&line);
+                new.push('\n');
+                self.recent_order.push_back(line);
+                self.lines += 1;
+            }
+        }
+        if new.is_empty() {
+            return;
+        }
+        if let Some(o) = self.out.as_mut().filter(|o| o.error.is_none()) {
+            if let Err(e) = std::io::Write::write_all(&mut o.file, new.as_bytes()) {
+                o.error = Some(e);
+            }
+        }
+        self.for_save.push_str(&new);
+        self.for_session.push_str(&new);
+    }
+
+    /// The lines the session has not taken yet (`None`: none).
+    pub fn take_for_session(&mut self) -> Option<String> {
+        (!self.for_session.is_empty()).then(|| std::mem::take(&mut self.for_session))
+    }
+
+    /// The lines not yet written into the `-w` file.
+    pub fn take_for_save(&mut self) -> String {
+        std::mem::take(&mut self.for_save)
+    }
+
+    /// After the capture: secrets the kernel could not hand over (a full ring buffer) and
+    /// records that did not decode, as warnings; and a failed `--keys-out` write, as an error.
+    pub fn finish(&mut self) -> (Vec<String>, Result<()>) {
+        self.drain();
+        let mut warnings = Vec::new();
+        for k in &self.sources {
+            let s = k.stats();
+            let who = match k.attached().pid {
+                Some(p) => format!("--keys-from {p}"),
+                None => "--keys-from".to_string(),
+            };
+            if s.ring_full > 0 {
+                warnings.push(format!(
+                    "{who}: {} secrets lost: the ring buffer ({} KiB) was full; connections \
+                     they belong to are not decrypted",
+                    s.ring_full,
+                    h2ledger_keys::RING_SIZE / 1024
+                ));
+            }
+            let bad = s.decoded.bad_random + s.decoded.bad_secret + s.decoded.bad_label;
+            if bad > 0 {
+                warnings.push(format!(
+                    "{who}: {bad} probe records did not hold a secret (client random, secret or \
+                     label unreadable); docs/decisions.md #143"
+                ));
+            }
+        }
+        let result = match &mut self.out {
+            Some(o) => match o
+                .error
+                .take()
+                .or_else(|| std::io::Write::flush(&mut o.file).err())
+            {
+                Some(e) => Err(anyhow!(
+                    "{}: cannot write the keys (--keys-out): {e}; the file misses some",
+                    o.path.display()
+                )),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        };
+        (warnings, result)
+    }
+}
+
+/// `--keys-from`/`--keys-out` of a live capture: the processes attached (before the device
+/// opens and privileges are dropped), or `None` when not asked.
+pub fn attach(cap: &CaptureArgs, input: &super::Input) -> Result<Option<SharedFeed>> {
+    if cap.keys_from.is_empty() {
+        return Ok(None);
+    }
+    if let super::Input::File(f) = input {
+        bail!("--keys-from applies to a live capture (-i DEV), not to reading {f}");
+    }
+    let feed = KeyFeed::attach(&cap.keys_from, cap.keys_out.as_deref())?;
+    Ok(Some(Rc::new(RefCell::new(feed))))
+}
+
 /// The TLS layer's state for a run: keys from `keylog` (if given) and from the Decryption
 /// Secrets Blocks of `capture` (a pcapng file; not stdin). `live`: hold records while the key
-/// log catches up; a key log that does not exist yet is opened once the application creates
-/// it). Open the key log before giving up privileges: it stays open.
+/// log catches up (a key log that does not exist yet is opened once the application creates
+/// it); `keys_from` names the `--keys-from` processes, which make the run live-waiting too.
+/// Open the key log before giving up privileges: it stays open.
 pub fn load(
     keylog: Option<&Path>,
     capture: Option<&str>,
     live: bool,
+    keys_from: Option<String>,
 ) -> Result<(Tls, Option<KeyLogFile>)> {
     let mut keys = KeyLog::new();
     let mut file = None;
@@ -90,29 +325,57 @@ pub fn load(
         }
     }
     let cfg = Config {
-        wait_for_keys: live && file.is_some(),
+        wait_for_keys: live && (file.is_some() || keys_from.is_some()),
+        keys_from,
         ..Config::default()
     };
     Ok((Tls::new(cfg, keys), file))
 }
 
 /// The session options of a command's input: its TLS keys (`--keylog`, re-read while live,
-/// and a pcapng file's own), its filter (named when nothing matched it), the connections it
-/// tracks and `--max-frames`.
+/// a pcapng file's own, and live the secrets of `feed`, the `--keys-from` processes), its
+/// filter (named when nothing matched it), the connections it tracks and `--max-frames`.
 pub fn options(
     input: &super::Input,
     filter: &crate::cli::FilterArgs,
     max_frames: Option<u64>,
+    feed: Option<&SharedFeed>,
 ) -> Result<h2ledger_run::Options> {
+    let from = feed.map(|f| f.borrow().describe());
     let (tls, file) = match input {
-        super::Input::File(f) => load(filter.keylog.as_deref(), Some(f), false)?,
-        super::Input::Device(_) => load(filter.keylog.as_deref(), None, true)?,
+        super::Input::File(f) => load(filter.keylog.as_deref(), Some(f), false, None)?,
+        super::Input::Device(_) => load(filter.keylog.as_deref(), None, true, from)?,
+    };
+    let feed = feed.cloned();
+    let key_poll: Option<h2ledger_run::KeyPoll> = match (file, feed) {
+        (None, None) => None,
+        (Some(mut f), None) => Some(Box::new(move || f.poll())),
+        (file, Some(feed)) => {
+            let mut file = file;
+            // The key log file's text ended inside a line: the feed's lines wait until the
+            // application writes the rest of it.
+            let mut mid_line = false;
+            Some(Box::new(move || {
+                let mut text = file.as_mut().and_then(|f| f.poll()).unwrap_or_default();
+                if !text.is_empty() {
+                    mid_line = !text.ends_with('\n');
+                }
+                let mut feed = feed.borrow_mut();
+                feed.drain();
+                if !mid_line {
+                    if let Some(t) = feed.take_for_session() {
+                        text.push_str(&t);
+                    }
+                }
+                (!text.is_empty()).then_some(text)
+            }))
+        }
     };
     Ok(h2ledger_run::Options {
         max_connections: filter.max_connections,
         max_frames,
         filter: filter.bpf(),
         tls,
-        key_poll: file.map(|mut f| Box::new(move || f.poll()) as h2ledger_run::KeyPoll),
+        key_poll,
     })
 }

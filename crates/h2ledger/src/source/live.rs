@@ -1,6 +1,7 @@
 //! Live capture through libpcap: open the device, give up root, stream packets through tokio.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -21,10 +22,22 @@ pub struct LiveOptions {
     pub filter: Option<String>,
     pub snaplen: i32,
     pub buffer_kib: i32,
-    /// Save every packet to this file (pcap, nanosecond timestamps), like tcpdump -w.
+    /// Save every packet to this file, like tcpdump -w: pcap with nanosecond timestamps, or
+    /// pcapng (with the secrets of `keys`) when the name ends in `.pcapng` or `keys` is set.
     pub write: Option<PathBuf>,
     /// When started as root: the user to switch to once the capture is open (tcpdump -Z).
     pub user: Option<String>,
+    /// The `--keys-from` processes, attached already: drained after each packet is captured
+    /// and before it is saved.
+    pub keys: Option<super::keys::SharedFeed>,
+}
+
+/// Whether `-w FILE` is written as pcapng: its name says so, or secrets are to be saved in it
+/// (pcap has no place for them).
+pub fn writes_pcapng(path: &Path, keys: bool) -> bool {
+    keys || path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pcapng"))
 }
 
 /// The longest a captured packet waits in the kernel before we see it.
@@ -39,7 +52,7 @@ pub struct Pkt {
 /// The `-w` file, shared by the codec (which writes every packet) and [`Live`] (which flushes
 /// it at the end and reports a failed write).
 struct Save {
-    file: Savefile,
+    file: SaveFile,
     packets: u64,
     /// The first failed flush: libpcap's writes are buffered and report nothing, so the file is
     /// flushed every [`FLUSH_EVERY`] packets to notice a full disk early.
@@ -48,24 +61,82 @@ struct Save {
 
 const FLUSH_EVERY: u64 = 256;
 
+/// The format of the `-w` file.
+enum SaveFile {
+    /// libpcap's own writer.
+    Pcap(Savefile),
+    /// Ours, which can hold the secrets (`source::pcapng`).
+    Pcapng(super::pcapng::Writer<std::io::BufWriter<Box<dyn Write + Send>>>),
+}
+
+impl Save {
+    fn packet(&mut self, p: &Packet<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        match &mut self.file {
+            SaveFile::Pcap(f) => f.write(p),
+            SaveFile::Pcapng(w) => {
+                let ts = super::file::ts_nanos(&p.header.ts);
+                if let Err(e) = w.packet(ts, p.data, p.header.len) {
+                    self.error = Some(e.to_string());
+                    return;
+                }
+            }
+        }
+        self.packets += 1;
+        if self.packets.is_multiple_of(FLUSH_EVERY) {
+            self.flush();
+        }
+    }
+
+    /// Key log lines as a Decryption Secrets Block (pcapng only), before the next packet.
+    fn secrets(&mut self, text: &str) {
+        if let (None, SaveFile::Pcapng(w)) = (&self.error, &mut self.file) {
+            if let Err(e) = w.secrets(text) {
+                self.error = Some(e.to_string());
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        let r = match &mut self.file {
+            SaveFile::Pcap(f) => f.flush().map_err(|e| super::file::pcap_reason(&e)),
+            SaveFile::Pcapng(w) => w.flush().map_err(|e| e.to_string()),
+        };
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// Takes what the `--keys-from` probes delivered and, when saving, writes it into the file.
+fn drain_keys(keys: Option<&super::keys::SharedFeed>, save: Option<&Arc<Mutex<Save>>>) {
+    let Some(k) = keys else { return };
+    let mut k = k.borrow_mut();
+    k.drain();
+    let text = k.take_for_save();
+    if let (false, Some(s)) = (text.is_empty(), save) {
+        s.lock().unwrap_or_else(|e| e.into_inner()).secrets(&text);
+    }
+}
+
 struct Codec {
     save: Option<Arc<Mutex<Save>>>,
+    keys: Option<super::keys::SharedFeed>,
 }
 
 impl PacketCodec for Codec {
     type Item = Pkt;
     fn decode(&mut self, p: Packet<'_>) -> Pkt {
+        // Secrets first: this packet was sent after any secret that protects it was logged,
+        // so that secret waits in the probe's ring now, and goes into the file before it.
+        drain_keys(self.keys.as_ref(), self.save.as_ref());
         if let Some(s) = self.save.as_ref() {
-            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
-            if s.error.is_none() {
-                s.file.write(&p);
-                s.packets += 1;
-                if s.packets % FLUSH_EVERY == 0 {
-                    if let Err(e) = s.file.flush() {
-                        s.error = Some(super::file::pcap_reason(&e));
-                    }
-                }
-            }
+            s.lock().unwrap_or_else(|e| e.into_inner()).packet(&p);
         }
         Pkt {
             ts: super::file::ts_nanos(&p.header.ts),
@@ -80,25 +151,18 @@ pub use h2ledger_run::Drops;
 pub struct Live {
     stream: PacketStream<Active, Codec>,
     save: Option<(PathBuf, Arc<Mutex<Save>>)>,
+    keys: Option<super::keys::SharedFeed>,
     pub linktype: i32,
     pub device: String,
     /// Who we run as after opening, when we gave root up.
     pub dropped_to: Option<String>,
 }
 
-fn exe() -> String {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.canonicalize().ok())
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "h2ledger".to_string())
-}
-
 /// The one-line error for a capture that is not permitted.
 pub fn permission_error(device: &str) -> anyhow::Error {
     anyhow!(
         "cannot capture on {device}: permission denied. Run as root, or: sudo setcap cap_net_raw,cap_net_admin=eip {}",
-        exe()
+        super::exe()
     )
 }
 
@@ -156,13 +220,39 @@ impl Live {
         }
         let save = match &o.write {
             Some(p) => {
-                let file = cap.savefile(p).map_err(|e| {
-                    anyhow!(
-                        "{}: cannot write the capture: {}",
-                        p.display(),
-                        super::file::pcap_reason(&e)
+                let file = if writes_pcapng(p, o.keys.is_some()) {
+                    if !writes_pcapng(p, false) && p.as_os_str() != "-" {
+                        eprintln!(
+                            "h2ledger: writing {} as pcapng: it holds the TLS secrets, which pcap has no place for",
+                            p.display()
+                        );
+                    }
+                    let cant = |e: std::io::Error| {
+                        anyhow!("{}: cannot write the capture: {e}", p.display())
+                    };
+                    let out: Box<dyn Write + Send> = if p.as_os_str() == "-" {
+                        Box::new(std::io::stdout())
+                    } else {
+                        Box::new(std::fs::File::create(p).map_err(cant)?)
+                    };
+                    let linktype = u16::try_from(cap.get_datalink().0).unwrap_or(0);
+                    let w = super::pcapng::Writer::new(
+                        std::io::BufWriter::with_capacity(1 << 16, out),
+                        linktype,
+                        o.snaplen.max(0) as u32,
+                        &o.device,
                     )
-                })?;
+                    .map_err(cant)?;
+                    SaveFile::Pcapng(w)
+                } else {
+                    SaveFile::Pcap(cap.savefile(p).map_err(|e| {
+                        anyhow!(
+                            "{}: cannot write the capture: {}",
+                            p.display(),
+                            super::file::pcap_reason(&e)
+                        )
+                    })?)
+                };
                 Some((
                     p.clone(),
                     Arc::new(Mutex::new(Save {
@@ -183,11 +273,13 @@ impl Live {
         let stream = cap
             .stream(Codec {
                 save: save.as_ref().map(|(_, s)| s.clone()),
+                keys: o.keys.clone(),
             })
             .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?;
         Ok(Live {
             stream,
             save,
+            keys: o.keys.clone(),
             linktype,
             device: o.device.clone(),
             dropped_to,
@@ -210,17 +302,21 @@ impl Live {
         }
     }
 
-    /// Flushes the `-w` file: an error when any write to it failed (a full disk, a closed pipe).
+    /// No packet waits: the secrets delivered meanwhile go into `--keys-out` and the `-w`
+    /// file now (so the probes' ring buffer never fills while the network is quiet).
+    pub fn idle(&mut self) {
+        drain_keys(self.keys.as_ref(), self.save.as_ref().map(|(_, s)| s));
+    }
+
+    /// Flushes the `-w` file (the last secrets first): an error when any write to it failed
+    /// (a full disk, a closed pipe).
     pub fn finish_write(&mut self) -> Result<()> {
+        drain_keys(self.keys.as_ref(), self.save.as_ref().map(|(_, s)| s));
         let Some((path, s)) = &self.save else {
             return Ok(());
         };
         let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
-        if s.error.is_none() {
-            if let Err(e) = s.file.flush() {
-                s.error = Some(super::file::pcap_reason(&e));
-            }
-        }
+        s.flush();
         match &s.error {
             Some(e) => bail!(
                 "{}: cannot write the capture: {e}; the packets saved there are incomplete",
@@ -243,14 +339,16 @@ impl Live {
 }
 
 /// Switches from root to `user` (default `nobody`) after the capture is open, as tcpdump -Z
-/// does, so that no packet is parsed with privileges. Returns the user switched to, or `None`
-/// when not running as root. Capabilities granted with setcap are not dropped.
+/// does, so that no packet is parsed with privileges. Returns who we run as now, or `None`
+/// when nothing changed. Not root, the capabilities granted with setcap (capture, and
+/// `--keys-from`'s CAP_SYS_ADMIN) are all given up the same way: the device, the probes and
+/// the files are open, and the kernel checks none of them again.
 fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
     // SAFETY: plain libc calls with valid, NUL-terminated arguments; getpwnam's result is read
     // before any other call could overwrite it.
     unsafe {
         if libc::geteuid() != 0 {
-            return Ok(None);
+            return Ok(drop_capabilities()?.then(|| "this user, capabilities dropped".to_string()));
         }
         let name = user.unwrap_or("nobody");
         if name == "root" {
@@ -273,4 +371,47 @@ fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
         }
         Ok(Some(name.to_string()))
     }
+}
+
+/// Clears every capability of the process (effective, permitted, inheritable; ambient ones
+/// go with the permitted set). Returns whether it held any.
+fn drop_capabilities() -> Result<bool> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    /// _LINUX_CAPABILITY_VERSION_3: two `Data`, for capabilities 0-31 and 32-63.
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut held = [Data::default(); 2];
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: capget(2) with a version 3 header and room for the two data structs it writes.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, held.as_mut_ptr()) };
+    if r != 0 || held.iter().all(|d| d.permitted == 0 && d.effective == 0) {
+        return Ok(false);
+    }
+    let none = [Data::default(); 2];
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: capset(2) with a version 3 header and two data structs, read only.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut Header, none.as_ptr()) };
+    if r != 0 {
+        bail!(
+            "cannot give up the capabilities after opening the capture: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(true)
 }

@@ -8,6 +8,7 @@ pub mod devices;
 pub mod file;
 pub mod keys;
 pub mod live;
+pub mod pcapng;
 pub mod progress;
 
 use std::ops::ControlFlow;
@@ -61,6 +62,7 @@ impl CaptureArgs {
             (self.write.is_some(), "-w/--write"),
             (self.buffer_kib.is_some(), "-B/--buffer-size"),
             (self.snaplen.is_some(), "-s/--snapshot-length"),
+            (!self.keys_from.is_empty(), "--keys-from"),
         ] {
             if set {
                 bail!("{flag} applies to a live capture (-i DEV), not to reading {file}");
@@ -124,6 +126,9 @@ pub struct Reading<'a> {
     pub bpf: Option<&'a str>,
     pub every: Option<Duration>,
     pub progress: bool,
+    /// Live: the `--keys-from` processes' secrets (attached already), drained as packets are
+    /// captured and saved with `-w` ([`keys::KeyFeed`]).
+    pub keys: Option<keys::SharedFeed>,
 }
 
 /// Drives `hooks` with every packet of the input until it ends or a stop condition is met.
@@ -206,13 +211,23 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
         buffer_kib: cap.buffer_kib.unwrap_or(DEFAULT_BUFFER_KIB),
         write: cap.write.clone(),
         user: Some(cap.user.user.clone()),
+        keys: r.keys.clone(),
     })?;
+    // Watched before the line below: a script that waits for it may send SIGTERM at once.
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
     // Always said (like tcpdump's "listening on"): scripts wait for this line.
     eprintln!(
-        "h2ledger: listening on {}{}{}; Ctrl-C to stop",
+        "h2ledger: listening on {}{}{}{}; Ctrl-C to stop",
         live.device,
         r.bpf
             .map(|f| format!(", filter \"{f}\""))
+            .unwrap_or_default(),
+        r.keys
+            .as_ref()
+            .map(|k| format!(", TLS secrets from {}", k.borrow().describe()))
             .unwrap_or_default(),
         live.dropped_to
             .as_deref()
@@ -220,10 +235,6 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
             .unwrap_or_default()
     );
     let linktype = LinkType(live.linktype);
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?;
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
     let deadline = cap.duration.map(|d| tokio::time::Instant::now() + d);
     // Ticks by the wall clock: the deadline of the next one, as a tokio instant.
     let mut ticker = ticker(r.every);
@@ -257,6 +268,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
                 p
             }
             None => {
+                live.idle();
                 hooks.idle(now_nanos());
                 let tick_at = next_tick(&ticker);
                 tokio::select! {
@@ -290,7 +302,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
             }
             Some(Err(e)) => return Err(e),
             None => {
-                return finish_live(live, End::Complete);
+                return finish_live(live, End::Complete, r.keys.as_ref());
             }
         }
     };
@@ -305,18 +317,34 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
         })
         .await;
     }
-    finish_live(live, End::Stopped(stop))
+    finish_live(live, End::Stopped(stop), r.keys.as_ref())
 }
 
-fn finish_live(mut live: Live, end: End) -> Result<Ended> {
+fn finish_live(mut live: Live, end: End, keys: Option<&keys::SharedFeed>) -> Result<Ended> {
     let drops = live.drops();
-    let write_error = live.finish_write().err();
+    let mut write_error = live.finish_write().err();
+    if let Some(k) = keys {
+        let (warnings, saved) = k.borrow_mut().finish();
+        for w in warnings {
+            eprintln!("h2ledger: warning: {w}");
+        }
+        write_error = write_error.or(saved.err());
+    }
     Ok(Ended {
         end,
         drops: Some(drops),
         source: format!("{} (live)", live.device),
         write_error,
     })
+}
+
+/// This binary's path, for the setcap advice.
+pub fn exe() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "h2ledger".to_string())
 }
 
 /// While no packet comes, the live loop calls [`Hooks::idle`] again this often.

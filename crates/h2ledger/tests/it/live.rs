@@ -181,7 +181,7 @@ fn sniff_grpcgo_program() {
 /// The demo's workload programs in one directory (`--workloads DIR`): the grpc-go program built
 /// once per test run, the grpcio script, and the tonic workload when cargo built it next to
 /// the h2ledger binary (`cargo test --workspace` does). `None` without Go or grpc-go's sources.
-fn demo_workloads() -> Option<&'static std::path::Path> {
+pub(crate) fn demo_workloads() -> Option<&'static std::path::Path> {
     static DIR: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         if !have("go")
@@ -208,7 +208,7 @@ fn demo_workloads() -> Option<&'static std::path::Path> {
     .as_deref()
 }
 
-fn demo_json(args: &[&str]) -> Value {
+pub(crate) fn demo_json(args: &[&str]) -> Value {
     let dir = demo_workloads().expect("workloads").to_str().unwrap();
     let mut all = vec!["demo", "--format", "json", "--workloads", dir];
     all.extend_from_slice(args);
@@ -222,7 +222,7 @@ fn demo_json(args: &[&str]) -> Value {
 }
 
 /// BDP PINGs per call per side of one phase's ledger.
-fn bdp_per_call(l: &Value) -> f64 {
+pub(crate) fn bdp_per_call(l: &Value) -> f64 {
     let pings = n(&l["sides"]["client"]["bdp_pings"]) + n(&l["sides"]["server"]["bdp_pings"]);
     pings as f64 / 2.0 / n(&l["calls"]) as f64
 }

@@ -13,6 +13,10 @@
 //! * `tls`: HTTP/2 over TLS decrypted with key logs (curl/nghttpd captures, the shared ones).
 //! * `flow`: flow-control stalls and windows, gRPC messages (issue 11), against
 //!   scripts/tshark-flow.py and the workloads' known answers.
+//! * `keys_from`: (root) `sniff --keys-from PID` on Go programs with no key log (HTTPS with
+//!   TLS 1.3 and 1.2, with symbols and stripped; grpc-go over TLS): every request counted,
+//!   every connection decrypted, the ledger equal to the program's own key log's, the
+//!   pcapng's secrets blocks read back by `replay` and tshark, `--keys-out`.
 //! * `live`: (root) `sniff` on real gRPC workloads (tonic; grpc-go when Go is installed),
 //!   `sniff --write` then `replay`, and the demo's JSON.
 //! * `snap`: insta snapshots of the table and JSON of `replay` (plain, `--analyze`,
@@ -41,6 +45,7 @@ mod doc_examples;
 mod flow;
 mod golden;
 mod install;
+mod keys_from;
 mod live;
 mod real_captures;
 mod schema;

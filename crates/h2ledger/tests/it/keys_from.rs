@@ -1,0 +1,653 @@
+//! `--keys-from PID` end to end, live (root; CI runs as root and must run them): Go programs
+//! that write no key log make HTTPS (net/http, HTTP/2 by ALPN) or gRPC calls over TLS while
+//! `sniff --keys-from PID -w out.pcapng --keys-out FILE` watches them.
+//!
+//! The peers are h2ledger-keys' (scripts/build-go-tls-keys.sh: captures/src/go-tls-keys with
+//! its symbol table and built `-s -w`; scripts/build-grpcgo-tls.sh: grpc-go 1.33 over TLS,
+//! stripped), built with Debian's Go. Each is told to write its client's secrets to a key log
+//! of its own (`-keylog`), which h2ledger never reads: it is the truth. Checked:
+//! * sniff counts every request the program says it made, and every TLS connection is
+//!   decrypted;
+//! * its ledger equals `replay` of the same packets with the program's own key log (the
+//!   pcapng with its secrets blocks taken out), and `replay out.pcapng` with no key log at all
+//!   (the secrets blocks), and Wireshark's (scripts/tshark-ledger.py, when tshark is here);
+//! * `--keys-out` holds exactly the key log's lines;
+//! * a connection whose handshake came before the attach is named in a warning;
+//! * run as nobody with the capabilities `KEYS_FROM=1 just install` grants, every capability
+//!   is given up once the probe and the capture are open, and the secrets keep coming;
+//! * `demo --tls` shows the BDP finding over TLS.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Skips the calling test (prints why), or fails it under CI, where it must run.
+fn skip(why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("under CI this test must run: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+fn build(script: &str, dir: &Path) -> Result<(), String> {
+    if !have("go") {
+        return Err("no `go` on PATH (apt-get install golang-go)".into());
+    }
+    let r = Command::new(repo().join("scripts").join(script))
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("{script}: {e}"))?;
+    if !r.status.success() {
+        return Err(format!(
+            "{script} failed: {}",
+            String::from_utf8_lossy(&r.stderr)
+        ));
+    }
+    Ok(())
+}
+
+fn peer_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("keys-from-peers")
+}
+
+/// go-tls-keys (`stripped` or with symbols), or `None` after saying why not.
+fn go_peer(stripped: bool) -> Option<PathBuf> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    if !is_root() {
+        skip("--keys-from needs root (uprobes need CAP_SYS_ADMIN)");
+        return None;
+    }
+    match BUILT.get_or_init(|| build("build-go-tls-keys.sh", &peer_dir())) {
+        Ok(()) => Some(peer_dir().join(if stripped {
+            "go-tls-keys-stripped"
+        } else {
+            "go-tls-keys"
+        })),
+        Err(why) => {
+            skip(why);
+            None
+        }
+    }
+}
+
+/// The grpc-go over TLS peer (stripped), or `None` after saying why not.
+fn grpc_peer() -> Option<PathBuf> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    if !is_root() {
+        skip("--keys-from needs root (uprobes need CAP_SYS_ADMIN)");
+        return None;
+    }
+    match BUILT.get_or_init(|| build("build-grpcgo-tls.sh", &peer_dir())) {
+        Ok(()) => Some(peer_dir().join("grpcgo-tls-stripped")),
+        Err(why) => {
+            skip(why);
+            None
+        }
+    }
+}
+
+/// A started peer, waiting for a line before its first handshake (`-wait`).
+struct Peer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: BufReader<std::process::ChildStdout>,
+    pid: u32,
+    port: u16,
+}
+
+fn start_peer(bin: &Path, args: &[&str], keylog: &Path) -> Peer {
+    let mut child = Command::new(bin)
+        .args(args)
+        .arg("-wait")
+        .arg("-keylog")
+        .arg(keylog)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    let stdin = child.stdin.take();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    // "listening 127.0.0.1:PORT pid PID"
+    let w: Vec<&str> = first.split_whitespace().collect();
+    let (Some(port), Some(pid)) = (
+        w.get(1)
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok()),
+        w.get(3).and_then(|p| p.parse().ok()),
+    ) else {
+        let _ = child.kill();
+        panic!("unexpected first line {first:?}");
+    };
+    Peer {
+        child,
+        stdin,
+        out,
+        pid,
+        port,
+    }
+}
+
+impl Peer {
+    /// Lets it make its requests; returns its last line (`done requests=N ok=N conns=C`).
+    fn release(mut self) -> String {
+        let mut stdin = self.stdin.take().unwrap();
+        stdin.write_all(b"go\n").unwrap();
+        drop(stdin);
+        let mut rest = String::new();
+        self.out.read_to_string(&mut rest).unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "peer: {status}: {rest}");
+        rest.trim().to_string()
+    }
+}
+
+/// A running `h2ledger COMMAND ...`, listening.
+struct Sniff {
+    child: Child,
+    /// What it said on stderr before "listening on", and after.
+    said: Arc<Mutex<String>>,
+}
+
+fn start(command: &str, args: &[&str]) -> Sniff {
+    let mut c = Command::new(bin());
+    c.arg(command).args(args);
+    start_cmd(c, command)
+}
+
+fn start_cmd(mut c: Command, command: &str) -> Sniff {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let said = Arc::new(Mutex::new(String::new()));
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{command} ended before listening: {}{line}{}",
+                said.lock().unwrap(),
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        said.lock().unwrap().push_str(&line);
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    let s = said.clone();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while err.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+            s.lock().unwrap().push_str(&line);
+            line.clear();
+        }
+    });
+    Sniff { child, said }
+}
+
+impl Sniff {
+    /// SIGTERM, then its standard output and everything it said on stderr.
+    fn stop(self) -> (Vec<u8>, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let out = self.child.wait_with_output().unwrap();
+        // The stderr thread ends with the process.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let said = self.said.lock().unwrap().clone();
+        assert!(out.status.success(), "exit {:?}: {said}", out.status);
+        (out.stdout, said)
+    }
+}
+
+fn lines(path: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The pcapng file without its Decryption Secrets Blocks (little-endian, as h2ledger writes).
+fn without_secrets(pcapng: &Path, to: &Path) -> usize {
+    let b = std::fs::read(pcapng).unwrap();
+    let word = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let (mut at, mut out, mut dsbs) = (0, Vec::new(), 0);
+    while at + 12 <= b.len() {
+        let len = word(at + 4) as usize;
+        assert!(
+            len >= 12 && len.is_multiple_of(4) && at + len <= b.len(),
+            "block at {at}"
+        );
+        if word(at) == 0x0A {
+            dsbs += 1;
+        } else {
+            out.extend_from_slice(&b[at..at + len]);
+        }
+        at += len;
+    }
+    assert_eq!(at, b.len(), "{} ends inside a block", pcapng.display());
+    std::fs::write(to, out).unwrap();
+    dsbs
+}
+
+/// The ledger's sides, calls and connections must be equal.
+fn assert_same_ledger(what: &str, want: &Value, got: &Value) {
+    for k in ["connections", "calls"] {
+        assert_eq!(want[k], got[k], "{what}: {k}");
+    }
+    if want["sides"] != got["sides"] {
+        panic!(
+            "{what}: sides differ\nwant {}\ngot  {}",
+            want["sides"], got["sides"]
+        );
+    }
+}
+
+/// Runs `bin ARGS` under `sniff --keys-from` and checks everything the module docs list.
+/// `requests` and `conns` are the peer's; `per_conn` its key lines per connection.
+fn check(name: &str, bin: &Path, args: &[&str], requests: u64, conns: u64, per_conn: usize) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("keys-from")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (truth, pcapng, got) = (
+        dir.join("truth.keylog"),
+        dir.join("out.pcapng"),
+        dir.join("got.keylog"),
+    );
+    let peer = start_peer(bin, args, &truth);
+    let (port, pid) = (peer.port.to_string(), peer.pid.to_string());
+    let sniff = start(
+        "sniff",
+        &[
+            "--port",
+            &port,
+            "--keys-from",
+            &pid,
+            "-w",
+            pcapng.to_str().unwrap(),
+            "--keys-out",
+            got.to_str().unwrap(),
+            "-T",
+            "json",
+        ],
+    );
+    let done = peer.release();
+    assert_eq!(
+        done,
+        format!("done requests={requests} ok={requests} conns={conns}")
+    );
+    let (out, said) = sniff.stop();
+    assert!(
+        said.contains(&format!("TLS secrets from pid {pid} (")),
+        "{said}"
+    );
+    let live: Value = serde_json::from_slice(&out).unwrap();
+
+    // Every request, every connection, decrypted.
+    assert_eq!(n(&live["calls"]), requests, "{name}: calls; {said}");
+    assert_eq!(n(&live["connections"]), conns, "{name}: connections");
+    let tls = &live["tls"];
+    assert_eq!(
+        (
+            n(&tls["connections"]),
+            n(&tls["decrypted"]),
+            n(&tls["without_key"]),
+            n(&tls["no_handshake"])
+        ),
+        (conns, conns, 0, 0),
+        "{name}: {tls}"
+    );
+    assert!(n(&live["sides"]["server"]["frames"]["DATA"]) >= requests);
+
+    // --keys-out: exactly the program's own key log.
+    let want = lines(&truth);
+    assert_eq!(want.len(), per_conn * conns as usize, "{name}: the key log");
+    assert_eq!(lines(&got), want, "{name}: --keys-out");
+
+    // The same packets replayed: with the secrets the file holds, and with the key log.
+    let p = pcapng.to_str().unwrap();
+    let from_file = replay_json(p, &[]);
+    assert_same_ledger(&format!("{name}: replay out.pcapng"), &live, &from_file);
+    assert_eq!(n(&from_file["tls"]["decrypted"]), conns);
+    let bare = dir.join("bare.pcapng");
+    assert!(without_secrets(&pcapng, &bare) >= 1, "{name}: no DSB");
+    let bare = bare.to_str().unwrap();
+    let with_keylog = replay_json(bare, &["--keylog", truth.to_str().unwrap()]);
+    assert_same_ledger(&format!("{name}: the key log"), &live, &with_keylog);
+    // Without the blocks and the key log nothing is decrypted: the blocks did it.
+    assert_eq!(n(&replay_json(bare, &[])["tls"]["decrypted"]), 0);
+
+    // Wireshark decrypts the file by its secrets blocks alone.
+    if have("tshark") {
+        let r = Command::new("python3")
+            .arg(repo().join("scripts/tshark-ledger.py"))
+            .args([p, "--tls"])
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let reference: Value = serde_json::from_slice(&r.stdout).unwrap();
+        assert_ledger_eq(&format!("{name}: tshark"), &reference, &from_file);
+    } else if std::env::var_os("CI").is_some() {
+        panic!("under CI tshark must be installed");
+    }
+}
+
+#[test]
+fn go_https_tls13_with_symbols() {
+    if let Some(b) = go_peer(false) {
+        check(
+            "tls13",
+            &b,
+            &["-tls", "1.3", "-n", "7", "-conns", "3"],
+            7,
+            3,
+            4,
+        );
+    }
+}
+
+#[test]
+fn go_https_tls13_stripped() {
+    if let Some(b) = go_peer(true) {
+        check(
+            "tls13-stripped",
+            &b,
+            &["-tls", "1.3", "-n", "7", "-conns", "3"],
+            7,
+            3,
+            4,
+        );
+    }
+}
+
+#[test]
+fn go_https_tls12_with_symbols() {
+    if let Some(b) = go_peer(false) {
+        check(
+            "tls12",
+            &b,
+            &["-tls", "1.2", "-n", "7", "-conns", "3"],
+            7,
+            3,
+            1,
+        );
+    }
+}
+
+#[test]
+fn go_https_tls12_stripped() {
+    if let Some(b) = go_peer(true) {
+        check(
+            "tls12-stripped",
+            &b,
+            &["-tls", "1.2", "-n", "7", "-conns", "3"],
+            7,
+            3,
+            1,
+        );
+    }
+}
+
+/// grpc-go 1.33 (Debian's) over TLS 1.3, the demo's health service, built -s -w.
+#[test]
+fn grpc_go_over_tls() {
+    if let Some(b) = grpc_peer() {
+        check("grpc-go", &b, &["-n", "9", "-conns", "3"], 9, 3, 4);
+    }
+}
+
+/// A connection whose handshake came before the attach cannot be decrypted: it is named in
+/// a warning that says so; the others are decrypted.
+#[test]
+fn a_handshake_before_the_attach_is_named() {
+    let Some(b) = go_peer(true) else { return };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("keys-from/early");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Connection 0 makes its handshake and first request before h2ledger starts, then 3 more
+    // (4 on it in all); connection 1 makes 4 after.
+    let peer = start_peer(
+        &b,
+        &["-early", "-n", "8", "-conns", "2"],
+        &dir.join("truth.keylog"),
+    );
+    let (port, pid) = (peer.port.to_string(), peer.pid.to_string());
+    let sniff = start(
+        "sniff",
+        &["--port", &port, "--keys-from", &pid, "-T", "json"],
+    );
+    assert_eq!(peer.release(), "done requests=8 ok=8 conns=2");
+    let (out, _) = sniff.stop();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let tls = &v["tls"];
+    assert_eq!(
+        (
+            n(&tls["connections"]),
+            n(&tls["decrypted"]),
+            n(&tls["no_handshake"])
+        ),
+        (2, 1, 1),
+        "{tls}"
+    );
+    assert_eq!(n(&v["calls"]), 4, "the decrypted connection's calls");
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|w| w.contains("before h2ledger attached"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", v["warnings"]);
+    assert!(
+        warnings[0].starts_with("connection ")
+            && warnings[0].contains(&format!("-> 127.0.0.1:{port}"))
+            && warnings[0].contains(&format!("pid {pid} (go-tls-keys-stripped)")),
+        "{}",
+        warnings[0]
+    );
+}
+
+/// `calls -i` and `frames -i` take --keys-from too: every call, with its status.
+#[test]
+fn calls_and_frames_live_take_keys_from() {
+    let Some(b) = go_peer(false) else { return };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("keys-from/views");
+    std::fs::create_dir_all(&dir).unwrap();
+    for view in ["calls", "frames"] {
+        let peer = start_peer(
+            &b,
+            &["-n", "5", "-conns", "1"],
+            &dir.join(format!("{view}.keylog")),
+        );
+        let (port, pid) = (peer.port.to_string(), peer.pid.to_string());
+        let s = start(
+            view,
+            &[
+                "-i",
+                "lo",
+                "--port",
+                &port,
+                "--keys-from",
+                &pid,
+                "-T",
+                "jsonl",
+            ],
+        );
+        assert_eq!(peer.release(), "done requests=5 ok=5 conns=1");
+        let (out, said) = s.stop();
+        let kind = if view == "calls" { "call" } else { "frame" };
+        let recs = records(&out, kind);
+        if view == "calls" {
+            assert_eq!(recs.len(), 5, "{said}");
+            assert!(recs.iter().all(|c| c["http_status"] == 200), "{recs:?}");
+        } else {
+            let headers = recs.iter().filter(|f| f["class"] == "HEADERS").count();
+            assert_eq!(headers, 10, "{said}");
+        }
+    }
+}
+
+/// Refused in one line, exit status 2, before any capture opens: a process that is not Go,
+/// and --keys-from on a saved capture.
+#[test]
+fn refusals_are_one_line() {
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let started = std::time::Instant::now();
+    while std::fs::read_link(format!("/proc/{}/exe", sleeper.id()))
+        .map(|p| !p.to_string_lossy().contains("sleep"))
+        .unwrap_or(true)
+        && started.elapsed() < std::time::Duration::from_secs(10)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = sleeper.id().to_string();
+    let out = run(&["sniff", "--keys-from", &pid, "--duration", "1s"]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("h2ledger: --keys-from: ") && err.contains("not a Go program"),
+        "{err}"
+    );
+    let cap = capture("grpcgo-article.pcap");
+    let out = run(&["calls", cap.to_str().unwrap(), "--keys-from", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim(),
+        format!(
+            "h2ledger: --keys-from applies to a live capture (-i DEV), not to reading {}",
+            cap.display()
+        )
+    );
+    // --keys-out without --keys-from is a usage error.
+    let out = run(&["sniff", "--keys-out", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `demo --tls`: the article's effect over TLS, the grpc-go workload's secrets taken by the
+/// uprobe: every call on the wire decrypted, one BDP round per call with one caller, shared
+/// with eight (the same ranges as the cleartext demo's test in `live`).
+#[test]
+fn demo_over_tls_shows_the_bdp_pings() {
+    if !is_root() {
+        skip("demo --tls needs root (uprobes need CAP_SYS_ADMIN)");
+        return;
+    }
+    if crate::live::demo_workloads().is_none() {
+        skip("demo --tls needs golang-go and golang-google-grpc-dev");
+        return;
+    }
+    let v = crate::live::demo_json(&["--tls", "--seconds", "2"]);
+    let w = &v["workloads"][0];
+    assert_eq!(w["impl"], "grpc-go");
+    let phases = w["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    for p in phases {
+        let (l, made) = (&p["ledger"], n(&p["calls_made"]));
+        assert!(made >= 20, "{}: {made} calls made", p["name"]);
+        assert_eq!(n(&l["calls"]), made, "{}: calls on the wire", p["name"]);
+    }
+    // Calls on the wire are counted only once decrypted: the assertions above say it.
+    let one = crate::live::bdp_per_call(&phases[0]["ledger"]);
+    let eight = crate::live::bdp_per_call(&phases[1]["ledger"]);
+    assert!((0.85..=1.15).contains(&one), "1 caller: {one}");
+    assert!(eight <= 0.35, "8 callers: {eight}");
+    // Only grpc-go is Go: another stack with --tls is refused in one line.
+    let out = run(&["demo", "--tls", "--impl", "tonic"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        (out.status.code(), err.lines().count()),
+        (Some(2), 1),
+        "{err}"
+    );
+    assert!(err.contains("runs grpc-go only"), "{err}");
+}
+
+/// Without root, with the capabilities `KEYS_FROM=1 just install` grants (given here as
+/// ambient capabilities by setpriv, as uid nobody): the probe is attached, then every
+/// capability is given up before a packet is read, and the secrets keep coming.
+#[test]
+fn capabilities_are_dropped_after_the_attach() {
+    let Some(peer_bin) = go_peer(true) else {
+        return;
+    };
+    if !have("setpriv") {
+        skip("needs setpriv (util-linux)");
+        return;
+    }
+    // A copy of the peer nobody can run, beside the binary's copy.
+    let h2l = bin_for_nobody();
+    let peer_copy = h2l.with_file_name("go-tls-keys-stripped");
+    if !peer_copy.exists() {
+        let tmp = h2l.with_file_name(format!("peer.{}", std::process::id()));
+        std::fs::copy(&peer_bin, &tmp).unwrap();
+        let _ = std::fs::rename(&tmp, &peer_copy);
+    }
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let mut peer = Command::new("setpriv");
+    peer.args(nobody).arg(&peer_copy);
+    let mut child = peer
+        .args(["-wait", "-n", "4", "-conns", "2"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let w: Vec<&str> = first.split_whitespace().collect();
+    let (port, pid) = (
+        w[1].rsplit(':').next().unwrap().to_string(),
+        w[3].to_string(),
+    );
+    let mut c = Command::new("setpriv");
+    c.args(nobody)
+        .args([
+            "--inh-caps=+sys_admin,+net_raw,+net_admin",
+            "--ambient-caps=+sys_admin,+net_raw,+net_admin",
+        ])
+        .arg(&h2l)
+        .args(["sniff", "--port", &port, "--keys-from", &pid, "-T", "json"]);
+    let sniff = start_cmd(c, "sniff");
+    let said = sniff.said.lock().unwrap().clone();
+    assert!(
+        said.contains("running as this user, capabilities dropped"),
+        "{said}"
+    );
+    // setpriv execs h2ledger: the child is it.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", sniff.child.id())).unwrap();
+    for k in ["CapPrm:", "CapEff:", "CapAmb:"] {
+        let line = status.lines().find(|l| l.starts_with(k)).unwrap();
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(rest.trim(), "done requests=4 ok=4 conns=2");
+    let (json, said) = sniff.stop();
+    let v: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(n(&v["calls"]), 4, "{said}");
+    assert_eq!(n(&v["tls"]["decrypted"]), 2, "{said}");
+}
