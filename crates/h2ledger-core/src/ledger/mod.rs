@@ -197,7 +197,13 @@ struct Conn {
     upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: Dirs<u64>,
+    /// The last streams reset (RST_STREAM) and their bits, at most [`MAX_RECENT_RESETS`]:
+    /// a HEADERS crossing the RST is still the stream's trailers.
+    recent_resets: VecDeque<(u32, u8)>,
 }
+
+/// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
+const MAX_RECENT_RESETS: usize = 16;
 
 /// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id.
 type StreamMap = HashMap<u32, u8, BuildHasherDefault<StreamIdHasher>>;
@@ -387,5 +393,6 @@ fn new_conn(meta: ConnMeta) -> Conn {
         upgrade_req: None,
         upgraded_call: false,
         odd_streams: Dirs::default(),
+        recent_resets: VecDeque::new(),
     }
 }
