@@ -30,7 +30,8 @@ impl Hooks for Frames {
         self.session.frames()
     }
 
-    fn idle(&mut self, _now: Nanos) {
+    fn idle(&mut self, now: Nanos) {
+        self.session.idle(now);
         self.session.view_mut().out.flush();
     }
 

@@ -45,6 +45,10 @@ impl Hooks for Run {
         self.session.frames()
     }
 
+    fn idle(&mut self, now: Nanos) {
+        self.session.idle(now);
+    }
+
     fn tick(&mut self, _at: Nanos, drops: Option<Drops>) {
         if let (Some(d), Some(v)) = (drops, self.view.as_mut()) {
             let tick = self.session.tick();
