@@ -240,6 +240,13 @@ pub struct ConnLedger {
     pub upgraded_calls: u64,
 }
 
+impl ConnLedger {
+    /// Every call made on the connection: `calls` plus the upgraded request.
+    pub fn all_calls(&self) -> u64 {
+        self.calls + self.upgraded_calls
+    }
+}
+
 /// The ledger over a whole capture (or one phase of it). The keys `connections`, `calls`,
 /// `sides` (with `frames`, `bdp_pings`, `writes`, `bytes` per side) and `warnings` are a public
 /// contract.
@@ -262,6 +269,12 @@ pub struct LedgerReport {
 }
 
 impl LedgerReport {
+    /// Every call a user made: `calls` (request HEADERS frames, tshark's count) plus the
+    /// requests upgraded from HTTP/1.1. The tables show this one.
+    pub fn all_calls(&self) -> u64 {
+        self.calls + self.upgraded_calls
+    }
+
     /// The counts of this report beyond `before`, an earlier report of the same running
     /// capture (the live view's last period): connections as they are now, warnings none.
     pub fn since(&self, before: &LedgerReport) -> LedgerReport {

@@ -32,6 +32,7 @@
 //!   without one.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
 //!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
+//! * `users_saw`: issue 20, what a new user met: each point as the user runs it.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -53,4 +54,5 @@ mod snap;
 mod tls;
 mod tshark;
 mod usage;
+mod users_saw;
 mod views;

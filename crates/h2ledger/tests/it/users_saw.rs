@@ -1,0 +1,94 @@
+//! Issue 20, "what users saw": each point a new user met on our captures and the shared ones,
+//! as the user runs it (tables at 100 columns, the JSON next to them).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::util::{n, records, repo, run};
+
+/// Every capture a user could point h2ledger at: ours, and the shared ones when present.
+fn all_captures() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for dir in [
+        repo().join("captures"),
+        repo().join("../shared/real-captures"),
+    ] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".pcap") || name.ends_with(".pcapng") {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The headline, its lines (wrapped at 100 columns) joined.
+fn headline(table: &str) -> String {
+    table
+        .lines()
+        .take_while(|l| !l.starts_with('┌') && !l.starts_with('+'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The number before " call" in a headline (`..., 3 calls (2 by h2c upgrade)`).
+fn headline_calls(table: &str) -> u64 {
+    let head = headline(table);
+    let before = head
+        .split(" call")
+        .next()
+        .unwrap_or_else(|| panic!("no calls in {head:?}"));
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Item 1: the headline and the `calls` row count every call a user made, the HTTP/1.1
+/// requests upgraded to h2c too, the same number `calls` lists; the JSON's `calls` stays
+/// tshark's count (request HEADERS frames) beside `upgraded_calls`.
+#[test]
+fn every_call_is_in_the_headline() {
+    let upgrade = repo().join("captures/curl-upgrade.pcap");
+    let t = stdout(&["replay", upgrade.to_str().unwrap()]);
+    assert!(headline(&t).ends_with("3 calls (2 by h2c upgrade)"), "{t}");
+    let row = t.lines().find(|l| l.starts_with("│ calls ")).unwrap();
+    assert!(row.contains("│      3 │"), "{row}");
+    let mut checked = 0;
+    for cap in all_captures() {
+        let f = cap.to_str().unwrap();
+        let mut args = vec![f];
+        let keylog = cap.with_extension("keylog");
+        let k = keylog.to_string_lossy().into_owned();
+        if keylog.exists() {
+            args.extend(["--keylog", &k]);
+        }
+        let table = stdout(&[&["replay"], &args[..]].concat());
+        let json: Value =
+            serde_json::from_str(&stdout(&[&["replay"], &args[..], &["-T", "json"]].concat()))
+                .unwrap();
+        let listed = records(
+            stdout(&[&["calls"], &args[..], &["-T", "jsonl"]].concat()),
+            "call",
+        );
+        let all = n(&json["calls"]) + n(&json["upgraded_calls"]);
+        assert_eq!(headline_calls(&table), all, "{f}: headline vs JSON");
+        assert_eq!(listed.len() as u64, all, "{f}: `calls` vs the headline");
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} captures");
+}
