@@ -366,8 +366,9 @@ pub struct CallView<'a> {
     pub method: &'a str,
     /// Its flow-control stalls per side.
     pub flow: crate::flow::CallFlow,
-    /// Its gRPC messages per side; `None` when no tracker followed it (not gRPC, or
-    /// [`crate::grpc::MAX_GRPC_STREAMS`] calls were open).
+    /// What the gRPC tracker saw of it (whether it is gRPC at all, its messages per side);
+    /// `None` when the tracker kept no record of it ([`crate::grpc::MAX_GRPC_STREAMS`] calls
+    /// were open).
     pub grpc: Option<&'a crate::grpc::CallGrpc>,
 }
 

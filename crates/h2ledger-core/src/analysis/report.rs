@@ -58,7 +58,8 @@ pub struct BytesPerWrite {
     pub mean: Option<f64>,
 }
 
-/// `pings` of a side: the PINGs it sent and the ACKs it owes (docs/pings.md, "Round trips").
+/// `pings` of a side: the PINGs it sent, how many were answered, and its ACKs that answer
+/// none (docs/pings.md, "Round trips").
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PingSide {
     /// Of those, answered by an ACK with the same payload.
@@ -75,8 +76,8 @@ pub struct PingSide {
 /// (docs/pings.md, "BDP rounds").
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RoundSide {
-    /// Rounds whose PING was acknowledged (the others were closed by a newer BDP PING or the
-    /// end of the capture).
+    /// Rounds whose PING was acknowledged (the others were closed by a newer BDP PING, or by
+    /// the end of the connection or of the capture).
     pub acked: u64,
     /// Calls whose DATA made this side send a BDP PING.
     pub calls_opening: u64,
@@ -228,7 +229,8 @@ pub struct AnalysisReport {
     pub grpc: crate::grpc::GrpcReport,
     /// Call, first-byte and PING round-trip percentiles, microseconds.
     pub latency_us: Latency,
-    /// How often each of the analysis' caps was hit.
+    /// How often each of the analysis' caps was hit, over the whole run (a phase's report
+    /// gives the run's counts too).
     pub limits: AnalysisLimits,
     /// Calls per `:path`, in the order the run first saw each path.
     pub methods: Vec<MethodReport>,
