@@ -98,9 +98,12 @@ pub struct CallRec {
     pub first_byte: i64,
     /// Nanoseconds from `start` to the response frame with END_STREAM; -1 if none was seen.
     pub end: i64,
+    /// The connection's id ([`ConnId`]'s number).
     pub conn: u32,
+    /// The stream id of the call.
     pub stream: u32,
-    /// Index into [`Analysis::methods`].
+    /// Index of the call's `:path` in the run's table of methods ([`CallView::method`] is its
+    /// name).
     pub method: u32,
     /// `grpc-status` of the response, [`NO_STATUS`] when absent.
     pub grpc_status: u16,
@@ -116,9 +119,12 @@ pub struct CallRec {
 }
 
 impl CallRec {
+    /// Whether an RST_STREAM ended the call.
     pub fn reset(&self) -> bool {
         self.flags & F_RESET != 0
     }
+    /// Whether the call opened a BDP round of `pinger` (its DATA triggered that side's BDP PING;
+    /// docs/pings.md, "BDP rounds").
     pub fn opened_round(&self, pinger: Side) -> bool {
         self.flags
             & match pinger {
@@ -379,7 +385,7 @@ pub struct Analysis {
     calls_only: bool,
     finished: Vec<Finished>,
     /// `:path` values, indexed by [`CallRec::method`].
-    pub methods: Vec<String>,
+    pub(crate) methods: Vec<String>,
     method_ids: FastMap<Vec<u8>, u32>,
     /// The last `:path` looked up in `method_ids` and its id (calls of one method in a row
     /// skip the hash).
@@ -519,7 +525,7 @@ impl Analysis {
     }
 
     /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).
-    pub fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
+    pub(crate) fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.grpc.wants_data(conn, stream.0)
     }
 }

@@ -5,7 +5,7 @@ use super::*;
 
 impl Flow {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
-    pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let Some(c) = self.conns.get_mut(&ev.conn.0) else {
             return;
         };
