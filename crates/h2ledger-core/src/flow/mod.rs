@@ -129,6 +129,7 @@ impl Flow {
                 known,
                 counted: false,
                 seen_frame: false,
+                folded: None,
                 side: Dirs {
                     fwd: Side::Client,
                     rev: Side::Server,

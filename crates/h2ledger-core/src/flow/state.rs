@@ -69,6 +69,9 @@ pub(super) struct ConnFlow {
     /// Counted in `unknown_connections` already.
     pub(super) counted: bool,
     pub(super) seen_frame: bool,
+    /// The last phase this connection's windows were folded into (its first frame there):
+    /// a window not changed in a phase still has its value there.
+    pub(super) folded: Option<u64>,
     /// The side of each direction, as the ledger told it.
     pub(super) side: Dirs<Side>,
     pub(super) sides: Dirs<SideFlow>,

@@ -92,3 +92,34 @@ fn every_call_is_in_the_headline() {
     }
     assert!(checked >= 30, "only {checked} captures");
 }
+
+/// Item 2: a phase's largest windows are never 0 where the connection's windows are known
+/// and the phase has its frames: tonic's client connection window changes only by its DATA
+/// after the first 200 ms (no WINDOW_UPDATE for it), and every phase has its value.
+#[test]
+fn a_phase_keeps_the_windows_it_did_not_change() {
+    let cap = repo().join("captures/tonic-adaptive.pcap");
+    let v: Value = serde_json::from_str(&stdout(&[
+        "replay",
+        cap.to_str().unwrap(),
+        "--every",
+        "200ms",
+        "-T",
+        "json",
+    ]))
+    .unwrap();
+    let phases = v["phases"].as_array().unwrap();
+    assert!(phases.len() >= 10, "{}", phases.len());
+    for p in phases {
+        for side in ["client", "server"] {
+            let w = &p["flow_control"][side]["max_window"];
+            // A stream window exists where a stream is open: where a call is.
+            let calls = n(&p["sides"]["client"]["frames"]["HEADERS"]) > 0;
+            assert!(
+                n(&w["connection"]) > 60_000 && (!calls || n(&w["stream"]) >= 65_535),
+                "{} {side}: {w}",
+                p["name"]
+            );
+        }
+    }
+}
