@@ -65,7 +65,9 @@ const MAX_ROUND_CALLS: usize = 4096;
 /// Ended calls kept for a BDP PING that may still name them, at most this many and for at most
 /// [`RECENT_NS`] of capture time; then they are folded.
 const RECENT_CALLS: usize = 1024;
-const RECENT_NS: Nanos = 1_000_000_000;
+/// How long after its end a call is folded (and handed to `calls`): a tick of `calls --every`
+/// waits this long after its period to count every call that ended in it.
+pub const RECENT_NS: Nanos = 1_000_000_000;
 /// The method of a phase's calls beyond [`MAX_PHASE_METHODS`], reported as `(other)`.
 const OTHER_METHOD: u32 = u32::MAX;
 /// Label index of a PING payload not in [`ping::KNOWN_PINGS`].

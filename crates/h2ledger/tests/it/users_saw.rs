@@ -123,3 +123,46 @@ fn a_phase_keeps_the_windows_it_did_not_change() {
         }
     }
 }
+
+/// Item 3: `calls --every` prints each period's tick after the calls that ended in it, so the
+/// rows above a tick are its calls, and a last tick covers the end: the ticks add up to every
+/// call (the article capture: 144, 24 a second, where the first tick said 0 and all 120).
+#[test]
+fn call_ticks_follow_their_calls() {
+    let cap = repo().join("captures/grpcgo-article.pcap");
+    let out = stdout(&[
+        "calls",
+        cap.to_str().unwrap(),
+        "--every",
+        "1s",
+        "-T",
+        "jsonl",
+    ]);
+    let (mut rows, mut ticks, mut listed, mut prev) = (0u64, 0, 0u64, 0.0);
+    for l in out.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        match v["record"].as_str().unwrap() {
+            "call" => {
+                rows += 1;
+                let end = v["end"].as_f64().unwrap();
+                assert!(
+                    end >= prev,
+                    "a call of an earlier period after its tick: {v}"
+                );
+            }
+            "tick" => {
+                let t = v["time"].as_f64().unwrap();
+                assert_eq!(n(&v["calls"]), rows, "tick at {t}: the rows above it");
+                listed += rows;
+                rows = 0;
+                ticks += 1;
+                prev = t;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((rows, listed, ticks), (0, 144, 7));
+    let table = stdout(&["calls", cap.to_str().unwrap(), "--every", "1s"]);
+    let first = table.lines().find(|l| l.starts_with("-- ")).unwrap();
+    assert!(first.ends_with(", 24 calls"), "{first}");
+}
