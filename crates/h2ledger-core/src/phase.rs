@@ -85,7 +85,7 @@ impl Splitter {
     }
 
     /// The phase of time `t` (offsets and `every` count from the origin: set it first).
-    pub(crate) fn phase_of(&self, t: Nanos) -> u64 {
+    pub fn phase_of(&self, t: Nanos) -> u64 {
         match self.every {
             Some(d) => bucket(t, self.origin.unwrap_or(t), d),
             None => self.resolved.partition_point(|&c| c <= t) as u64,

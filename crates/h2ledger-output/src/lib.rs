@@ -69,6 +69,7 @@ pub enum Format {
 
 /// Writes a run's report (the whole capture, and its phases built one at a time by `phases`)
 /// in `format`: tables on `out` with the warnings on `err`, or JSON with the warnings inside.
+#[allow(clippy::too_many_arguments)] // the writers, the run, and how to show it
 pub fn write_report(
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
@@ -76,6 +77,7 @@ pub fn write_report(
     source: &str,
     whole: &h2ledger_run::Report,
     phases: &mut dyn Iterator<Item = h2ledger_run::Report>,
+    layout: table::PhaseLayout,
     st: Style,
 ) {
     match format {
@@ -85,7 +87,7 @@ pub fn write_report(
         Format::Jsonl => {
             let _ = json::write_jsonl(out, whole, phases);
         }
-        Format::Table => table::write_tables(out, err, source, whole, phases, st),
+        Format::Table => table::write_tables(out, err, source, whole, phases, layout, st),
     }
 }
 

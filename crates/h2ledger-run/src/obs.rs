@@ -198,8 +198,11 @@ impl Observer for Obs {
 
 /// The whole capture's report, and the run's phases to build one at a time with
 /// [`Phases::report`]. Call after `Pipeline::finish`. With `--split-at` every phase the cuts
-/// make is reported; with `--every` only those in which something happened (a capture whose
-/// clock jumps a day has two phases, not 86,400). A phase's report is built when it is asked
+/// make is reported; with `--every` every period from the first packet to the last, those in
+/// which nothing happened as zero phases, so that a time series has no holes, as long as they
+/// are at most [`MAX_PHASES`]; beyond (a capture whose clock jumps a day has two phases with
+/// something, not 86,400) only those in which something happened, and the empty ones left
+/// out are counted (`phases-not-filled`). A phase's report is built when it is asked
 /// for, so a run of 1,000 phases never holds 1,000 reports (issue 7).
 pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases) {
     if let Some(a) = &mut p.ledger.observer.analysis {
@@ -214,7 +217,7 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
         ));
         whole.anomalies.insert("phases-capped".to_string(), refused);
     }
-    let full = Report {
+    let mut full = Report {
         start: p.stats.first,
         end: p.stats.last,
         ledger: whole,
@@ -245,6 +248,18 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
                 v.sort_unstable();
                 v.dedup();
                 v.truncate(MAX_PHASES);
+                let span = s.phase_of(last).saturating_add(1);
+                if span <= MAX_PHASES as u64 {
+                    v = (0..span).collect();
+                } else {
+                    let left = span - v.len() as u64;
+                    full.ledger.warnings.push(format!(
+                        "{span} periods of --every from the first packet to the last, above {MAX_PHASES}: the {left} in which nothing happened are not listed as zero phases"
+                    ));
+                    full.ledger
+                        .anomalies
+                        .insert("phases-not-filled".to_string(), left);
+                }
                 v
             }
         };

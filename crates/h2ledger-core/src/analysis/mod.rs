@@ -520,8 +520,8 @@ impl Analysis {
         for key in live {
             self.end_call(key, None);
         }
-        self.flow.flush();
         let phase = self.phase(self.now);
+        self.flow.flush(phase);
         self.grpc.flush(|| phase);
         self.fold_recent(Nanos::MAX, true);
     }

@@ -87,7 +87,7 @@ impl Observer for Analysis {
     fn close(&mut self, summary: &ConnSummary) {
         let id = summary.id.0;
         let phase = self.phase(self.now);
-        self.flow.close(summary.id);
+        self.flow.close(summary.id, phase);
         self.grpc.close(summary.id, phase);
         self.close_pending(id);
         let mut live: Vec<(u32, u32)> = self

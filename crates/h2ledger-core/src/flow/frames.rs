@@ -23,18 +23,11 @@ impl Flow {
             }
             return;
         }
-        if phase.is_some() && c.folded != phase {
+        if let Some(p) = phase {
             // The connection's first frame in this phase: its windows as they are count in
-            // the phase's largest, changed there or not.
-            c.folded = phase;
-            if let Some(x) = phase.and_then(|p| self.phases.get_mut(p)) {
-                for (d, sf) in c.sides.iter() {
-                    let a = &mut x.sides[c.side[d]];
-                    a.max_conn = a.max_conn.max(sf.conn_window);
-                    if let Some(&(adj, _)) = sf.open.last() {
-                        a.max_stream = a.max_stream.max(sf.initial + adj);
-                    }
-                }
+            // this phase's largest and in those since its last frame (unchanged there).
+            if c.folded != Some(p) {
+                carry(c, &mut self.phases, p);
             }
         }
         if !c.seen_frame {

@@ -160,17 +160,22 @@ impl Flow {
         }
     }
 
-    /// The connection ended: stalls still open are unresolved; its state is dropped.
-    pub(crate) fn close(&mut self, conn: ConnId) {
+    /// The connection ended (in `phase`): its windows count in the phases since its last frame
+    /// up to this one; stalls still open are unresolved; its state is dropped.
+    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>) {
+        if let (Some(p), Some(c)) = (phase, self.conns.get_mut(&conn.0)) {
+            carry(c, &mut self.phases, p);
+        }
         self.drop_streams(conn.0);
         self.conns.remove(&conn.0);
     }
 
-    /// End of input: every connection still open is closed.
-    pub(crate) fn flush(&mut self) {
-        let ids: Vec<u32> = self.conns.keys().copied().collect();
+    /// End of input (in `phase`): every connection still open is closed.
+    pub(crate) fn flush(&mut self, phase: Option<u64>) {
+        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        ids.sort_unstable();
         for id in ids {
-            self.close(ConnId(id));
+            self.close(ConnId(id), phase);
         }
     }
 

@@ -8,6 +8,7 @@ use h2ledger_tcp::{Dir, Dirs, Nanos};
 use super::{DEFAULT_WINDOW, MAX_FLOW_STREAMS};
 use crate::model::{Side, Sides};
 use crate::phase::Phased;
+use crate::phase::MAX_PHASES;
 use crate::stats::LogHist;
 use crate::FastMap;
 
@@ -122,6 +123,34 @@ pub(super) fn scope_mut<'a>(
 ) -> [Option<&'a mut Scope>; 2] {
     let ph = p.and_then(|p| phases.get_mut(p));
     [Some(whole), ph]
+}
+
+/// Folds the windows of `c` as they are now into the largest windows of phase `upto` and of
+/// the phases since the last one they were folded into: `c` sent no frame in those, so its
+/// windows had these values there. More than [`MAX_PHASES`] phases back (a clock jump), only
+/// `upto`.
+pub(super) fn carry(c: &mut ConnFlow, phases: &mut Phased<Scope>, upto: u64) {
+    if !c.known || !c.seen_frame {
+        return;
+    }
+    let from = match c.folded {
+        Some(p) if p >= upto => return,
+        Some(p) if upto - p <= MAX_PHASES as u64 => p + 1,
+        _ => upto,
+    };
+    c.folded = Some(upto);
+    for i in from..=upto {
+        let Some(x) = phases.get_mut(i) else {
+            continue;
+        };
+        for (d, sf) in c.sides.iter() {
+            let a = &mut x.sides[c.side[d]];
+            a.max_conn = a.max_conn.max(sf.conn_window);
+            if let Some(&(adj, _)) = sf.open.last() {
+                a.max_stream = a.max_stream.max(sf.initial + adj);
+            }
+        }
+    }
 }
 
 /// Opens `sid` on `c` if it is new: not stream 0, not a closed id, and not beyond

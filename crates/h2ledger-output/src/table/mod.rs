@@ -6,13 +6,15 @@ mod compare;
 pub mod flow;
 mod ledger;
 mod pages;
+mod series;
 
 pub use analysis::{analysis_table, methods_table};
 pub use compare::{compare_table, write_compare};
 pub use ledger::{
     calls_phrase, connections_table, footer, headline, ledger_table, ledger_table_with, tls_line,
 };
-pub use pages::write_tables;
+pub use pages::{write_tables, PhaseLayout};
+pub use series::{live_heading, live_row, series_heading, series_row};
 
 use crate::Style;
 

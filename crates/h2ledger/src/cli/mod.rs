@@ -192,6 +192,10 @@ pub struct AnalysisArgs {
     /// Draw frames per second by kind and side over time as SVG into FILE
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// With --every: every table with a column per phase (as --split-at shows phases), instead
+    /// of one row per phase under the whole capture's tables
+    #[arg(long)]
+    pub wide: bool,
 }
 
 impl AnalysisArgs {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use h2ledger_output::live::{LiveView, TickFormat};
+use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::{Drops, End, Obs, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
@@ -117,6 +118,11 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         &ended.source,
         &done.report,
         &mut s.phases(&done),
+        if l.every.is_some() && !l.analysis.wide {
+            PhaseLayout::Series
+        } else {
+            PhaseLayout::Columns
+        },
         ctx.style,
     );
     let failed = matches!(ended.end, End::Damaged(_));

@@ -359,6 +359,7 @@ fn replay_tables_fit_100_columns_with_phases() {
             &["--analyze"],
             &["--split-at", "3s"],
             &["--every", "1s"],
+            &["--every", "1s", "--wide"],
         ] {
             let mut args = vec!["replay", f];
             args.extend_from_slice(extra);
@@ -368,10 +369,23 @@ fn replay_tables_fit_100_columns_with_phases() {
             assert!(widest <= 100, "{args:?}: {widest} columns\n{text}");
         }
     }
-    // Every phase is still there, each once.
+    // Every phase is still there, each once: a row each, or with --wide, a bounds line each.
     let o = at(&["replay", F, "--every", "1s"]);
     let text = String::from_utf8(o.stdout).unwrap();
-    for i in 1..=6 {
+    for i in 0..=6 {
+        let start = format!("{i}.000 ");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.trim_start().starts_with(&start))
+                .count(),
+            1,
+            "phase {} has its row\n{text}",
+            i + 1
+        );
+    }
+    let o = at(&["replay", F, "--every", "1s", "--wide"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    for i in 1..=7 {
         assert!(
             text.contains(&format!("phase {i}: ")),
             "phase {i} has its bounds line"

@@ -166,3 +166,50 @@ fn call_ticks_follow_their_calls() {
     let first = table.lines().find(|l| l.starts_with("-- ")).unwrap();
     assert!(first.ends_with(", 24 calls"), "{first}");
 }
+
+/// Item 4: `--every` is a time series: the whole capture's tables once, then a row per phase
+/// (the article at 1 s: 121 lines, was 651), every period from the first packet to the last
+/// in the table, the JSON and the JSON lines, those without traffic as zero rows; `--wide`
+/// keeps every table per phase.
+#[test]
+fn every_is_a_time_series_without_holes() {
+    let cap = repo().join("captures/grpcgo-article.pcap");
+    let f = cap.to_str().unwrap();
+    let t = stdout(&["replay", f, "--every", "1s"]);
+    assert!(t.lines().count() < 150, "{} lines", t.lines().count());
+    let rows: Vec<&str> = t
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("start s"))
+        .skip(2)
+        .take_while(|l| !l.starts_with("a row per"))
+        .collect();
+    assert!(rows[0].trim_start().starts_with("all"), "{t}");
+    assert_eq!(rows.len(), 1 + 7, "{t}");
+    let calls: u64 = rows[1..]
+        .iter()
+        .map(|r| r.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(calls, 144);
+    // 100 ms: waves at 3 a second leave empty periods; they are zero rows, never holes.
+    let lines = stdout(&["replay", f, "--every", "100ms", "-T", "jsonl"]);
+    let phases = records(&lines, "phase");
+    assert_eq!(phases.len(), 61);
+    let empty = phases.iter().filter(|p| n(&p["calls"]) == 0).count();
+    assert!(empty > 10, "{empty} empty phases");
+    for (i, w) in phases.windows(2).enumerate() {
+        let (a, b) = (
+            w[0]["end"].as_f64().unwrap(),
+            w[1]["start"].as_f64().unwrap(),
+        );
+        assert!(
+            (a - b).abs() < 1e-6,
+            "a hole after phase {}: {a} -> {b}",
+            i + 1
+        );
+    }
+    let json: Value =
+        serde_json::from_str(&stdout(&["replay", f, "--every", "100ms", "-T", "json"])).unwrap();
+    assert_eq!(json["phases"].as_array().unwrap().len(), 61);
+    let wide = stdout(&["replay", f, "--every", "1s", "--wide"]);
+    assert!(wide.contains("│ phase 7 "), "{wide}");
+}
