@@ -25,6 +25,8 @@
 //! * `doc_examples`: the `$ h2ledger ...` examples of README.md and docs/*.md, run and compared
 //!   with the output the docs show (rewrite them with `H2LEDGER_BLESS_DOCS=1`).
 //! * `schema`: docs/schema/*.json against the real output of every view.
+//! * `internal_api`: docs/internal-api.md against crates/*/src: every path it names is
+//!   defined and public, every signature it shows is the code's.
 //! * `usage`: issue 12, the CLI as a tcpdump/tshark user runs it: `-r`, `-D`, `-c`, compressed
 //!   captures, `--format table|json|jsonl` on every view, completions, the man page.
 //! * `install`: issue 12 items 4 and 11: completions parsed by bash/zsh/fish, the man pages
@@ -46,6 +48,7 @@ mod doc_examples;
 mod flow;
 mod golden;
 mod install;
+mod internal_api;
 mod keys_from;
 mod live;
 mod real_captures;
