@@ -28,10 +28,14 @@ pub struct Cli {
     /// List the capture devices, numbered, with their flags and addresses (like tcpdump -D)
     #[arg(short = 'D', long)]
     pub list_interfaces: bool,
-    /// Quiet: one line per kind of warning (with a count and the first example), and no
-    /// progress display on stderr while a capture file is read
+    /// Quiet: one line per kind of warning, cut to 100 columns, and no progress display on
+    /// stderr while a capture file is read
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
+    /// Verbose: every warning on its own lines (by default, one per kind with a count and the
+    /// first example; the JSON always holds every one)
+    #[arg(short = 'v', long, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
     /// Plain ASCII tables (the default when the locale is not UTF-8)
     #[arg(long, global = true)]
     pub ascii: bool,
