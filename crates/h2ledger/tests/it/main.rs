@@ -32,6 +32,9 @@
 //!   without one.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
 //!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
+//! * `metrics`: issue 23, `replay -T prometheus` equal to the JSON on every capture, hostile
+//!   paths, 10,000 paths under a fixed page size, and (root) Debian's prometheus scraping
+//!   `sniff --metrics` while grpc-go runs, its API's figures equal to the final JSON.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -47,6 +50,7 @@ mod golden;
 mod install;
 mod keys_from;
 mod live;
+mod metrics;
 mod real_captures;
 mod schema;
 mod snap;
