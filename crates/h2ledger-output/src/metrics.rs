@@ -104,6 +104,9 @@ pub struct Figures {
     /// Flow-control stalls per side, by window: stream, connection, both (JSON
     /// `flow_control.*.by_limit`).
     pub stalls: Sides<[u64; 3]>,
+    /// GOAWAY frames with ENHANCE_YOUR_CALM per sending side (JSON `too_many_pings`, the
+    /// `goaways[]` with `too_many_pings`).
+    pub calm_goaways: Sides<u64>,
     /// HTTP/2 connections (JSON `connections`).
     pub connections: u64,
     /// HTTP/2 connections open now.
@@ -187,6 +190,16 @@ impl Figures {
         );
         f.packets = r.capture.as_ref().map_or(0, |c| c.packets);
         f.drops = r.drops;
+        for g in a.map(|a| a.goaways.as_slice()).unwrap_or_default() {
+            if g.too_many_pings {
+                let s = if g.side == "client" {
+                    Side::Client
+                } else {
+                    Side::Server
+                };
+                f.calm_goaways[s] += 1;
+            }
+        }
         f
     }
 
@@ -200,6 +213,7 @@ impl Figures {
             r.grpc_untracked_calls,
         );
         f.open = r.open;
+        f.calm_goaways = r.calm_goaways;
         f.packets = r.capture.packets;
         f.drops = drops;
         f.limits.insert("ping_rtt_samples", r.rtts_dropped);
@@ -354,6 +368,7 @@ pub struct Metrics {
     durations: Family<PathLabel, Histogram, fn() -> Histogram>,
     rtt: Family<SideLabel, Histogram, fn() -> Histogram>,
     stalls: Family<StallLabels, Counter>,
+    calm: Family<SideLabel, Counter>,
     findings: Family<FindingLabels, Counter>,
     open: Gauge,
     connections: Counter,
@@ -389,6 +404,7 @@ impl Metrics {
             durations: Family::new_with_constructor(call_histogram),
             rtt: Family::new_with_constructor(rtt_histogram),
             stalls: Family::default(),
+            calm: Family::default(),
             findings: Family::default(),
             open: Gauge::default(),
             connections: Counter::default(),
@@ -445,6 +461,11 @@ impl Metrics {
             m.stalls.clone(),
         );
         r.register(
+            "enhance_your_calm_goaways",
+            "GOAWAY frames with error ENHANCE_YOUR_CALM (grpc-go: too_many_pings, keepalive strikes), by sending side (JSON too_many_pings)",
+            m.calm.clone(),
+        );
+        r.register(
             "findings",
             "Findings, by id and severity (issue 21)",
             m.findings.clone(),
@@ -490,6 +511,7 @@ impl Metrics {
             let _ = m.writes.get_or_create(&side(s));
             let _ = m.bytes.get_or_create(&side(s));
             let _ = m.rtt.get_or_create(&side(s));
+            let _ = m.calm.get_or_create(&side(s));
             for w in WINDOWS {
                 let _ = m.stalls.get_or_create(&StallLabels {
                     side: s.name(),
@@ -523,6 +545,7 @@ impl Metrics {
             raise(&self.bdp_pings.get_or_create(&side(s)), t.bdp_pings);
             raise(&self.writes.get_or_create(&side(s)), t.writes);
             raise(&self.bytes.get_or_create(&side(s)), t.bytes);
+            raise(&self.calm.get_or_create(&side(s)), f.calm_goaways[s]);
             for (w, n) in WINDOWS.iter().zip(f.stalls.get(s)) {
                 let l = StallLabels {
                     side: s.name(),

@@ -293,6 +293,7 @@ impl Session<Obs> {
             limits: a.map(|a| a.limits().clone()),
             grpc_untracked_calls: a.map_or(0, |a| a.grpc.untracked_calls),
             rtts_dropped: a.map_or(0, |a| a.rtts_dropped()),
+            calm_goaways: a.map(|a| a.enhance_your_calm()).unwrap_or_default(),
         }
     }
 
@@ -393,6 +394,9 @@ pub struct Running {
     /// PING round trips not handed to [`Session::drain_rtts`] (more than
     /// `h2ledger_core::analysis::MAX_KEPT_RTTS` waited).
     pub rtts_dropped: u64,
+    /// GOAWAY frames with ENHANCE_YOUR_CALM by sending side (the JSON's `too_many_pings`
+    /// counts the first 1,000 GOAWAYs' share).
+    pub calm_goaways: h2ledger_core::Sides<u64>,
 }
 
 /// A finished run: the whole capture's report, and its phases (built from the session on

@@ -400,6 +400,8 @@ pub struct Analysis {
     rtts: Option<Vec<(Side, Nanos)>>,
     /// Round trips not kept because [`MAX_KEPT_RTTS`] were waiting.
     rtts_dropped: u64,
+    /// GOAWAY frames with ENHANCE_YOUR_CALM by sending side, listed or not.
+    calm_goaways: Sides<u64>,
 }
 
 /// PING round trips kept for [`Analysis::drain_rtts`] between two drains; more are counted
@@ -444,6 +446,13 @@ impl Analysis {
     /// [`MAX_KEPT_RTTS`] were waiting.
     pub fn rtts_dropped(&self) -> u64 {
         self.rtts_dropped
+    }
+
+    /// GOAWAY frames with error ENHANCE_YOUR_CALM so far (grpc-go's answer to too many
+    /// PINGs: its keepalive policy's strikes ran out), by the side that sent them (the side
+    /// known then); the report's `too_many_pings` counts the listed ones.
+    pub fn enhance_your_calm(&self) -> Sides<u64> {
+        self.calm_goaways
     }
 
     /// The limits hit so far (the report's `limits`).

@@ -166,7 +166,10 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     // The calls the end folded, then the final figures: the report's.
     run.drain();
     if let Some(e) = &run.metrics {
-        e.metrics().set(&Figures::report(&done.report));
+        let mut f = Figures::report(&done.report);
+        // Every GOAWAY of the kind, also beyond the 1,000 the report lists.
+        f.calm_goaways = run.session.running().calm_goaways;
+        e.metrics().set(&f);
         e.synced(true);
     }
     let s = &mut run.session;

@@ -148,6 +148,11 @@ fn assert_page_equals_json(what: &str, page: &str, v: &Value) {
             assert_eq!(get(&m, &series), n(count), "{what}: {series}");
         }
     }
+    assert_eq!(
+        sum(&m, "h2ledger_enhance_your_calm_goaways_total", &[]),
+        n(&v["too_many_pings"]),
+        "{what}: too_many_pings"
+    );
     let c = &v["concurrency"];
     assert_eq!(
         sum(&m, "h2ledger_calls_total", &[]),
@@ -423,6 +428,16 @@ fn query(prom: &str, q: &str) -> Vec<(Value, u64)> {
         .collect()
 }
 
+/// Sends SIGKILL to a process id when dropped during a panic.
+struct KillPid(String);
+impl Drop for KillPid {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = Command::new("kill").args(["-KILL", &self.0]).status();
+        }
+    }
+}
+
 struct Kill(Child);
 impl Drop for Kill {
     fn drop(&mut self) {
@@ -486,6 +501,9 @@ fn prometheus_scrapes_a_live_sniff() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(sniff.stderr.take().unwrap());
+    // Killed if the test fails before it stops the sniff.
+    let pid = sniff.id().to_string();
+    let _guard = KillPid(pid.clone());
     let mut first = String::new();
     err.read_line(&mut first).unwrap();
     let metrics = first
@@ -547,7 +565,6 @@ fn prometheus_scrapes_a_live_sniff() {
     let total = query(&prom, "sum(h2ledger_frames_total)");
     let by_type = query(&prom, "h2ledger_frames_total");
     let calls = query(&prom, "sum(h2ledger_calls_total)");
-    let pid = sniff.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
         .status()
