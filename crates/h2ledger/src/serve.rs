@@ -68,10 +68,9 @@ impl Exporter {
         std::thread::Builder::new()
             .name("metrics".into())
             .spawn(move || {
-                for conn in listener.incoming() {
-                    if let Ok(c) = conn {
-                        let _ = answer(c, &s);
-                    }
+                // A failed accept (the peer gone already) is skipped.
+                for c in listener.incoming().flatten() {
+                    let _ = answer(c, &s);
                 }
             })
             .map_err(|e| anyhow!("--metrics: cannot start the serving thread: {e}"))?;
@@ -253,8 +252,10 @@ mod tests {
             assert!(t0.elapsed() < Duration::from_secs(5));
             std::thread::sleep(Duration::from_millis(1));
         }
-        let mut f = h2ledger_output::metrics::Figures::default();
-        f.packets = 42;
+        let f = h2ledger_output::metrics::Figures {
+            packets: 42,
+            ..Default::default()
+        };
         e.metrics().set(&f);
         e.synced(false);
         let page = t.join().unwrap();
