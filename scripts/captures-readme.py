@@ -33,6 +33,9 @@ EXERCISES = {
     "midconn-trailers-ipv6": "mid-connection and mid-frame at once, IPv6: the first server bytes are "
                              "the tail of a 100 KiB DATA frame, then the trailers of a stream that "
                              "began before the cut",
+    "curl-upgrade-trailers": "trailers on the upgraded stream 1 that cross the client's RST_STREAM on the "
+                             "wire: still that stream's second HEADERS, TRAILERS (issue 20); the reference "
+                             "needs `--upgrade`",
     "midframe": "capture whose first packet starts inside a DATA frame (client->server): a parser must "
                 "resynchronise; tshark does NOT (see note)",
     "snaplen-cut": "tcpdump -s 120: every segment is cut to 120 bytes (54 bytes of TCP payload), "

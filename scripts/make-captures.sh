@@ -362,6 +362,17 @@ PORT[$n]=$P
 UPGRADE[$n]=1
 HOWMADE[$n]="go-h2c -go FILE (server only); curl --http2 U/hello U/trailers (GET /hello upgraded: HTTP/1.1 request, 101, answer on stream 1; /trailers on stream 3); curl --http2 -d @node-http2.workload.json U/echo (an upgraded POST); tcpdump -i lo"
 
+# ---------------------------------------------------------------- trailers crossing a RST_STREAM
+n=curl-upgrade-trailers
+log "$n"
+rm -f "$CAP/$n".*
+P=$("$SCRIPTS/make-capture-upgrade-trailers.sh" "$CAP" "$GOH2C_BIN")
+printf '{"program":"curl %s --http2 (Upgrade: h2c) to go net/http h2c, a Content-Length body then trailers on the upgraded stream","port":%s,"connections":20,"calls_made":40,"upgraded":20}\n' \
+  "$(curl --version | head -1 | cut -d' ' -f2)" "$P" >"$CAP/$n.workload.json"
+PORT[$n]=$P
+UPGRADE[$n]=1
+HOWMADE[$n]="scripts/make-capture-upgrade-trailers.sh captures (go-h2c server only, captures/src/go-h2c; 20 x curl --http2 U/late-trailers U/slow: the upgraded GET on stream 1 answered with a Content-Length body then trailers, which curl's RST_STREAM crosses; repeated until tshark sees at least one crossing); tcpdump -i lo"
+
 # ---------------------------------------------------------------- hyper-h2 (python3-h2)
 n=hyper-h2
 log "$n"
@@ -397,7 +408,7 @@ HOWMADE[$n]="/usr/bin/python3 captures/src/python-grpcio/streaming.py (python3-g
 # ---------------------------------------------------------------- golden ledgers
 NAMES=(grpcgo-article grpcgo-article-any grpcgo-article-sll tonic-adaptive tonic-fixed nghttp-nghttpd
        python-grpcio-ipv6 spanning-mtu1500 midconn midconn-trailers-ipv6 midframe snaplen-cut snaplen-cut.full
-       node-http2 go-h2c-curl curl-upgrade hyper-h2 python-grpcio-streaming)
+       node-http2 go-h2c-curl curl-upgrade curl-upgrade-trailers hyper-h2 python-grpcio-streaming)
 capfile() { if [ -f "$CAP/$1.pcapng" ]; then echo "$1.pcapng"; else echo "$1.pcap"; fi; }
 for n in "${NAMES[@]}"; do
   f=$(capfile "$n")

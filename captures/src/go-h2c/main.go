@@ -40,6 +40,20 @@ func main() {
 		w.Write([]byte("body with trailers\n"))
 		w.Header().Set("X-Checksum", "abc123")
 	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		fmt.Fprintf(w, "slow %s\n", r.Proto)
+	})
+	// A body of a known length, flushed, then trailers: a client that stops reading at the
+	// length (curl resets the stream) may cross the trailers on the wire.
+	mux.HandleFunc("/late-trailers", func(w http.ResponseWriter, r *http.Request) {
+		body := []byte("body, then trailers later\n")
+		w.Header().Set("Trailer", "X-Checksum")
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body)
+		w.(http.Flusher).Flush()
+		w.Header().Set("X-Checksum", "abc123")
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)

@@ -22,13 +22,16 @@ pub struct HeaderList {
 /// never saw, and is a placeholder.
 #[derive(Clone, Copy, Debug)]
 pub struct Header<'a> {
+    /// The field name, as decoded.
     pub name: &'a [u8],
+    /// The field value, as decoded.
     pub value: &'a [u8],
+    /// The name or value is a placeholder for a dynamic table entry the capture never saw.
     pub unseen: bool,
 }
 
 impl HeaderList {
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
     }
@@ -37,7 +40,7 @@ impl HeaderList {
         self.kept = kept;
     }
 
-    pub fn push(&mut self, h: &HeaderRef<'_>) {
+    pub(crate) fn push(&mut self, h: &HeaderRef<'_>) {
         let n0 = self.bytes.len() as u32;
         self.bytes.extend_from_slice(h.name);
         let n1 = self.bytes.len() as u32;
@@ -50,14 +53,17 @@ impl HeaderList {
         });
     }
 
+    /// Fields kept.
     pub fn len(&self) -> usize {
         self.fields.len()
     }
 
+    /// Whether no field was kept.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
 
+    /// The fields kept, in block order.
     pub fn iter(&self) -> impl Iterator<Item = Header<'_>> + '_ {
         self.fields.iter().map(move |f| Header {
             name: &self.bytes[f.name.0 as usize..f.name.1 as usize],

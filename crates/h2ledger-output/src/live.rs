@@ -181,8 +181,9 @@ impl LiveView {
         } else {
             let plural = if total.connections == 1 { "" } else { "s" };
             t.push_str(&format!(
-                "so far: {} HTTP/2 connection{plural}, {} calls\n",
-                total.connections, total.calls
+                "so far: {} HTTP/2 connection{plural}, {}\n",
+                total.connections,
+                crate::table::calls_phrase(total)
             ));
         }
         t.push_str(&ledger_table(

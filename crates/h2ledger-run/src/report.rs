@@ -44,8 +44,11 @@ pub struct CaptureStats {
 pub struct TcpReport {
     /// Times a direction's reassembly buffer or hole list was full.
     pub bound_hits: u64,
-    /// Segments with payload after the peer's RST.
+    /// Segments with payload after a RST on their connection: the other side's bytes in
+    /// flight are counted as its writes (within a second of the RST).
     pub data_after_rst: u64,
+    /// Of those, segments ignored: sent by the side that reset, or more than a second later.
+    pub data_after_rst_ignored: u64,
     /// Connections closed to stay within `--max-connections`.
     pub evicted: u64,
     /// Evicted connections forgotten, beyond the 131,072 remembered: one that came back was
@@ -84,6 +87,7 @@ impl From<&Stats> for TcpReport {
             evicted_forgotten: t.evicted_forgotten,
             resumed: t.resumed,
             data_after_rst: t.data_after_rst,
+            data_after_rst_ignored: t.data_after_rst_ignored,
         }
     }
 }

@@ -120,6 +120,8 @@ pub trait View: Observer {
     fn origin(&mut self, _t: Nanos) {}
     /// The input ended and every connection is closed: fold what is still pending.
     fn end(&mut self) {}
+    /// No packet for a while; `now` is the wall clock (live packets carry it).
+    fn idle(&mut self, _now: Nanos) {}
 }
 
 impl View for Obs {
@@ -134,6 +136,12 @@ impl View for Obs {
             a.flush();
         }
     }
+    fn idle(&mut self, now: Nanos) {
+        // Calls that ended long enough ago are due now.
+        if let Some(a) = self.analysis.as_mut() {
+            a.advance(now);
+        }
+    }
 }
 
 /// One run: packets in, a report out. See the module docs.
@@ -146,6 +154,14 @@ pub struct Session<O = Obs> {
 }
 
 impl<O: View> Session<O> {
+    /// No packet for a while (live; `now`: the wall clock, which live packets carry):
+    /// connections reset more than a second ago close, and calls that ended long enough ago
+    /// are due.
+    pub fn idle(&mut self, now: Nanos) {
+        self.pipe.idle(now);
+        self.pipe.ledger.observer.idle(now);
+    }
+
     /// A session of `observer` with `opts`.
     pub fn new(observer: O, opts: Options) -> Self {
         Session {
@@ -232,14 +248,6 @@ pub struct Tick {
 }
 
 impl Session<Obs> {
-    /// No packet for a while (live): calls that ended long enough ago are due now (`now`:
-    /// the wall clock, which live packets carry).
-    pub fn idle(&mut self, now: Nanos) {
-        if let Some(a) = self.pipe.ledger.observer.analysis.as_mut() {
-            a.advance(now);
-        }
-    }
-
     /// Hands each call that is over and folded to `f` (`calls`), then frees it.
     pub fn drain_calls(&mut self, f: impl FnMut(h2ledger_core::analysis::CallView<'_>)) {
         if let Some(a) = self.pipe.ledger.observer.analysis.as_mut() {
@@ -264,7 +272,7 @@ impl Session<Obs> {
         use h2ledger_core::ClientBy;
         let conns = self.pipe.ledger.connections();
         let tally = &self.pipe.ledger.observer.tally;
-        let open = conns.iter().filter(|c| c.http2 && tally.has(c)).count() as u64;
+        let open = conns.iter().filter(|c| c.http2).count() as u64;
         let settled: Vec<_> = conns
             .into_iter()
             .filter(|c| {
@@ -289,9 +297,9 @@ impl Session<Obs> {
             open,
             capture: self.pipe.stats.clone(),
             tcp: self.tcp(),
-            flow: a.map(|a| a.flow.report(None)),
+            flow: a.map(|a| a.flow_totals()),
             limits: a.map(|a| a.limits().clone()),
-            grpc_untracked_calls: a.map_or(0, |a| a.grpc.untracked_calls),
+            grpc_untracked_calls: a.map_or(0, |a| a.grpc_untracked_calls()),
             rtts_dropped: a.map_or(0, |a| a.rtts_dropped()),
             calm_goaways: a.map(|a| a.enhance_your_calm()).unwrap_or_default(),
         }

@@ -65,7 +65,9 @@ const MAX_ROUND_CALLS: usize = 4096;
 /// Ended calls kept for a BDP PING that may still name them, at most this many and for at most
 /// [`RECENT_NS`] of capture time; then they are folded.
 const RECENT_CALLS: usize = 1024;
-const RECENT_NS: Nanos = 1_000_000_000;
+/// How long after its end a call is folded (and handed to `calls`): a tick of `calls --every`
+/// waits this long after its period to count every call that ended in it.
+pub const RECENT_NS: Nanos = 1_000_000_000;
 /// The method of a phase's calls beyond [`MAX_PHASE_METHODS`], reported as `(other)`.
 const OTHER_METHOD: u32 = u32::MAX;
 /// Label index of a PING payload not in [`ping::KNOWN_PINGS`].
@@ -98,9 +100,12 @@ pub struct CallRec {
     pub first_byte: i64,
     /// Nanoseconds from `start` to the response frame with END_STREAM; -1 if none was seen.
     pub end: i64,
+    /// The connection's id ([`ConnId`]'s number).
     pub conn: u32,
+    /// The stream id of the call.
     pub stream: u32,
-    /// Index into [`Analysis::methods`].
+    /// Index of the call's `:path` in the run's table of methods ([`CallView::method`] is its
+    /// name).
     pub method: u32,
     /// `grpc-status` of the response, [`NO_STATUS`] when absent.
     pub grpc_status: u16,
@@ -116,9 +121,12 @@ pub struct CallRec {
 }
 
 impl CallRec {
+    /// Whether an RST_STREAM ended the call.
     pub fn reset(&self) -> bool {
         self.flags & F_RESET != 0
     }
+    /// Whether the call opened a BDP round of `pinger` (its DATA triggered that side's BDP PING;
+    /// docs/pings.md, "BDP rounds").
     pub fn opened_round(&self, pinger: Side) -> bool {
         self.flags
             & match pinger {
@@ -379,7 +387,7 @@ pub struct Analysis {
     calls_only: bool,
     finished: Vec<Finished>,
     /// `:path` values, indexed by [`CallRec::method`].
-    pub methods: Vec<String>,
+    pub(crate) methods: Vec<String>,
     method_ids: FastMap<Vec<u8>, u32>,
     /// The last `:path` looked up in `method_ids` and its id (calls of one method in a row
     /// skip the hash).
@@ -453,6 +461,16 @@ impl Analysis {
     /// known then); the report's `too_many_pings` counts the listed ones.
     pub fn enhance_your_calm(&self) -> Sides<u64> {
         self.calm_goaways
+    }
+
+    /// Flow control of the whole run so far (the report's `flow_control`), for metrics.
+    pub fn flow_totals(&self) -> crate::flow::FlowReport {
+        self.flow.report(None)
+    }
+
+    /// gRPC calls not followed so far (the report's `grpc.untracked_calls`).
+    pub fn grpc_untracked_calls(&self) -> u64 {
+        self.grpc.untracked_calls
     }
 
     /// The limits hit so far (the report's `limits`).
@@ -566,7 +584,7 @@ impl Analysis {
     }
 
     /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).
-    pub fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
+    pub(crate) fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.grpc.wants_data(conn, stream.0)
     }
 }

@@ -6,7 +6,7 @@ use crate::ledger::HeaderNeed;
 /// Whether `name` is a header field the analysis and its trackers read (`:path`, `:status`,
 /// `grpc-status`, `grpc-message`, `grpc-encoding`, `content-type`).
 #[inline]
-pub fn reads_header(name: &[u8]) -> bool {
+pub(crate) fn reads_header(name: &[u8]) -> bool {
     matches!(
         name,
         b":path"

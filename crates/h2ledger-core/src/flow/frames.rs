@@ -5,7 +5,7 @@ use super::*;
 
 impl Flow {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
-    pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let Some(c) = self.conns.get_mut(&ev.conn.0) else {
             return;
         };
@@ -22,6 +22,20 @@ impl Flow {
                 self.acc(phase, |s| s.unknown += 1);
             }
             return;
+        }
+        if phase.is_some() && c.folded != phase {
+            // The connection's first frame in this phase: its windows as they are count in
+            // the phase's largest, changed there or not.
+            c.folded = phase;
+            if let Some(x) = phase.and_then(|p| self.phases.get_mut(p)) {
+                for (d, sf) in c.sides.iter() {
+                    let a = &mut x.sides[c.side[d]];
+                    a.max_conn = a.max_conn.max(sf.conn_window);
+                    if let Some(&(adj, _)) = sf.open.last() {
+                        a.max_stream = a.max_stream.max(sf.initial + adj);
+                    }
+                }
+            }
         }
         if !c.seen_frame {
             c.seen_frame = true;

@@ -55,6 +55,7 @@ pub use state::{FlowAcc, Limit};
 /// Per call: stalls and time stalled, by side (0 client, 1 server).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallFlow {
+    /// Stalls of each side's DATA on the call's stream, ended or not.
     pub stalls: [u32; 2],
     /// Nanoseconds, over the stalls that ended.
     pub stalled_ns: [i64; 2],
@@ -78,6 +79,7 @@ pub struct Flow {
 }
 
 impl Flow {
+    /// An empty tracker (the same as `Flow::default()`).
     pub fn new() -> Self {
         Flow::default()
     }
@@ -85,7 +87,7 @@ impl Flow {
     /// Only the per-call records (stalls and stalled time) are read: the largest stream window
     /// (`max_stream` of the totals) is not kept, which saves four ordered-set operations per
     /// stream. Stall detection and resolution do not depend on it.
-    pub fn calls_only(&mut self) {
+    pub(crate) fn calls_only(&mut self) {
         self.no_max_window = true;
     }
 
@@ -110,7 +112,7 @@ impl Flow {
 
     /// The per-call record of call `seq` (the analysis' call sequence number), removed: the
     /// call is being folded.
-    pub fn take_call(&mut self, seq: u64) -> CallFlow {
+    pub(crate) fn take_call(&mut self, seq: u64) -> CallFlow {
         self.calls.remove(&seq).unwrap_or_default()
     }
 
@@ -119,7 +121,7 @@ impl Flow {
         self.calls.get(&seq).copied().unwrap_or_default()
     }
 
-    pub fn open(&mut self, meta: &ConnMeta) {
+    pub(crate) fn open(&mut self, meta: &ConnMeta) {
         let known = meta.syn_sender.is_some();
         self.conns.insert(
             meta.id.0,
@@ -127,6 +129,7 @@ impl Flow {
                 known,
                 counted: false,
                 seen_frame: false,
+                folded: None,
                 side: Dirs {
                     fwd: Side::Client,
                     rev: Side::Server,
@@ -151,20 +154,20 @@ impl Flow {
 
 impl Flow {
     /// Bytes lost: when frames may be missing, the windows are unknown from here on.
-    pub fn gap(&mut self, conn: ConnId, framing_lost: bool, phase: Option<u64>) {
+    pub(crate) fn gap(&mut self, conn: ConnId, framing_lost: bool, phase: Option<u64>) {
         if framing_lost {
             self.make_unknown(conn.0, phase);
         }
     }
 
     /// The connection ended: stalls still open are unresolved; its state is dropped.
-    pub fn close(&mut self, conn: ConnId) {
+    pub(crate) fn close(&mut self, conn: ConnId) {
         self.drop_streams(conn.0);
         self.conns.remove(&conn.0);
     }
 
     /// End of input: every connection still open is closed.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let ids: Vec<u32> = self.conns.keys().copied().collect();
         for id in ids {
             self.close(ConnId(id));
@@ -172,7 +175,7 @@ impl Flow {
     }
 
     /// The report for the whole capture (`phase` None) or one phase.
-    pub fn report(&self, phase: Option<u64>) -> FlowReport {
+    pub(crate) fn report(&self, phase: Option<u64>) -> FlowReport {
         let empty = Scope::default();
         let s = match phase {
             None => &self.whole,

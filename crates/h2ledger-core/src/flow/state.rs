@@ -14,8 +14,11 @@ use crate::FastMap;
 /// Which window was <= 0 when a stall began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
+    /// The stream window only.
     Stream,
+    /// The connection window only.
     Connection,
+    /// Both windows.
     Both,
 }
 
@@ -66,6 +69,9 @@ pub(super) struct ConnFlow {
     /// Counted in `unknown_connections` already.
     pub(super) counted: bool,
     pub(super) seen_frame: bool,
+    /// The last phase this connection's windows were folded into (its first frame there):
+    /// a window not changed in a phase still has its value there.
+    pub(super) folded: Option<u64>,
     /// The side of each direction, as the ledger told it.
     pub(super) side: Dirs<Side>,
     pub(super) sides: Dirs<SideFlow>,
@@ -79,16 +85,17 @@ pub(super) struct ConnFlow {
 /// Counters of one side within one scope (the whole capture or a phase).
 #[derive(Clone, Debug, Default)]
 pub struct FlowAcc {
-    pub stalls: u64,
-    pub unresolved: u64,
-    pub by_limit: [u64; 3],
+    pub(crate) stalls: u64,
+    pub(crate) unresolved: u64,
+    pub(crate) by_limit: [u64; 3],
     /// Durations of the stalls that ended, nanoseconds.
-    pub stalled: LogHist,
-    pub max_stream: i64,
-    pub max_conn: i64,
+    pub(crate) stalled: LogHist,
+    pub(crate) max_stream: i64,
+    pub(crate) max_conn: i64,
 }
 
 impl FlowAcc {
+    /// Adds `o`'s counts (the largest windows: the larger of the two).
     pub fn merge(&mut self, o: &FlowAcc) {
         self.stalls += o.stalls;
         self.unresolved += o.unresolved;

@@ -15,7 +15,7 @@ pub struct Counts {
 
 /// Incremental gRPC message framing of one direction.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Cutter {
+pub(crate) struct Cutter {
     hdr: [u8; 5],
     have: u8,
     in_payload: bool,
@@ -27,7 +27,7 @@ pub struct Cutter {
 
 impl Cutter {
     /// Feeds payload bytes; `done(length, compressed)` for each message completed.
-    pub fn feed(&mut self, mut b: &[u8], mut done: impl FnMut(u32, bool)) {
+    pub(crate) fn feed(&mut self, mut b: &[u8], mut done: impl FnMut(u32, bool)) {
         if self.lost {
             return;
         }
@@ -63,14 +63,14 @@ impl Cutter {
     }
 
     /// Bytes the capture lacks: true when this counts an incomplete message (the first loss).
-    pub fn lose(&mut self) -> bool {
+    pub(crate) fn lose(&mut self) -> bool {
         let first = !self.lost;
         self.lost = true;
         first
     }
 
     /// The direction ended: true when a message was in progress (incomplete).
-    pub fn end(&mut self) -> bool {
+    pub(crate) fn end(&mut self) -> bool {
         let partial = !self.lost && (self.in_payload || self.have > 0);
         self.in_payload = false;
         self.have = 0;

@@ -5,7 +5,7 @@ use super::*;
 
 impl Grpc {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
-    pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
         if sid == 0 {

@@ -4,7 +4,7 @@
 //! A call is gRPC when its request `content-type` starts with `application/grpc`. Each
 //! direction's DATA payloads (padding removed, in order) are a sequence of length-prefixed
 //! messages: a 1-byte Compressed-Flag, a 4-byte big-endian Message-Length, the message
-//! (gRPC's PROTOCOL-HTTP2.md). [`Cutter`] finds the boundaries incrementally, keeping at most 5
+//! (gRPC's PROTOCOL-HTTP2.md). `Cutter` finds the boundaries incrementally, keeping at most 5
 //! bytes: a message may span any number of DATA frames and a frame may hold many messages.
 //!
 //! Never guessed: when the capture lacks bytes of a direction (a DATA frame cut by a gap, lost
@@ -52,7 +52,7 @@ mod cutter;
 mod frame;
 mod report;
 
-pub use cutter::{Counts, Cutter};
+pub(crate) use cutter::{Counts, Cutter};
 pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
 use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
 
@@ -61,9 +61,12 @@ use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
 pub struct CallGrpc {
     /// The request's content-type starts with `application/grpc`.
     pub grpc: bool,
+    /// Messages per direction of the call.
     pub counts: [Counts; 2],
-    /// `grpc-encoding` of the request and of the response (shared with [`Grpc::encodings`]).
+    /// `grpc-encoding` of the request and of the response (interned: calls with the same value share one string).
     pub encoding: [Option<Arc<str>>; 2],
+    /// `grpc-message` of the response (trailers or trailers-only), percent-decoded, at most 256
+    /// bytes, escaped as [`crate::analysis::escape_bytes`] does.
     pub grpc_message: Option<Box<str>>,
     /// Request END_STREAM to the first response HEADERS, nanoseconds; -1 when not seen.
     pub server_time_ns: i64,
@@ -124,14 +127,14 @@ pub struct Grpc {
     /// Per call in flight or not yet folded, by the analysis' call sequence number.
     calls: FastMap<u64, CallGrpc>,
     /// `grpc-encoding` values seen.
-    pub encodings: Vec<Arc<str>>,
+    pub(crate) encodings: Vec<Arc<str>>,
     whole: [SideMsgs; 2],
     phases: Phased<[SideMsgs; 2]>,
     /// Per-method totals of the folded gRPC calls: the whole capture, and per phase.
     methods: GrpcScope,
     phase_methods: Phased<GrpcScope>,
     /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
-    pub untracked_calls: u64,
+    pub(crate) untracked_calls: u64,
 }
 
 /// `%XX` sequences decoded (gRPC percent-encodes grpc-message); invalid ones kept as is.
@@ -168,6 +171,7 @@ fn encoding_id(encodings: &mut Vec<Arc<str>>, v: &[u8]) -> Arc<str> {
 }
 
 impl Grpc {
+    /// An empty tracker (the same as `Grpc::default()`).
     pub fn new() -> Self {
         Grpc::default()
     }
@@ -178,18 +182,18 @@ impl Grpc {
     }
 
     /// Forgets call `seq` (a call the analysis does not count).
-    pub fn drop_call(&mut self, seq: u64) {
+    pub(crate) fn drop_call(&mut self, seq: u64) {
         self.calls.remove(&seq);
     }
 
     /// Call `seq`'s record, removed, without folding it into any total (the calls view).
-    pub fn take_call(&mut self, seq: u64) -> Option<CallGrpc> {
+    pub(crate) fn take_call(&mut self, seq: u64) -> Option<CallGrpc> {
         self.calls.remove(&seq)
     }
 
     /// Folds call `seq` (the analysis' call sequence number) into the per-method totals of
     /// the whole capture and of `phase`, and hands its record back (removed).
-    pub fn fold_call(
+    pub(crate) fn fold_call(
         &mut self,
         seq: u64,
         method: &str,
@@ -234,7 +238,7 @@ impl Grpc {
     }
 
     /// Whether DATA payloads of this stream are wanted (an open gRPC call still being cut).
-    pub fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+    pub(crate) fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.conns
             .get(&conn.0)
             .and_then(|c| c.streams.get(&stream))
@@ -265,7 +269,7 @@ impl Grpc {
 
 impl Grpc {
     /// Bytes of `dir` lost: when frames may be missing, every open call there lacks bytes.
-    pub fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
+    pub(crate) fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
         if framing_lost {
             if let Some(c) = self.conns.get_mut(&conn.0) {
                 c.epoch[dir] = c.epoch[dir].wrapping_add(1);
@@ -274,7 +278,7 @@ impl Grpc {
     }
 
     /// The connection ended: messages in progress are incomplete; its state is dropped.
-    pub fn close(&mut self, conn: ConnId, phase: Option<u64>) {
+    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>) {
         let Some(c) = self.conns.remove(&conn.0) else {
             return;
         };
@@ -295,7 +299,7 @@ impl Grpc {
     }
 
     /// End of input: every connection still open is closed.
-    pub fn flush(&mut self, phase_of: impl Fn() -> Option<u64>) {
+    pub(crate) fn flush(&mut self, phase_of: impl Fn() -> Option<u64>) {
         let ids: Vec<u32> = self.conns.keys().copied().collect();
         for id in ids {
             self.close(ConnId(id), phase_of());
@@ -304,7 +308,7 @@ impl Grpc {
 
     /// The per-side report of one scope (`phase` None: the whole capture), with the per-method
     /// totals of the calls folded in it.
-    pub fn report(&self, phase: Option<u64>) -> GrpcReport {
+    pub(crate) fn report(&self, phase: Option<u64>) -> GrpcReport {
         let empty: [SideMsgs; 2] = Default::default();
         let s = match phase {
             None => &self.whole,

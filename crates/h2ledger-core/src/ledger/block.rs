@@ -119,6 +119,13 @@ pub(super) fn classify(
         }
         Kind::Headers => {
             let s = head.stream_id.0;
+            // A stream reset a moment ago (the peer's trailers may cross the RST): its bits.
+            if !c.streams.contains_key(&s) {
+                if let Some(i) = c.recent_resets.iter().position(|r| r.0 == s) {
+                    let (_, bits) = c.recent_resets.remove(i).expect("position found");
+                    c.streams.insert(s, bits);
+                }
+            }
             let seen = match c.streams.get_mut(&s) {
                 Some(bits) => {
                     let seen = *bits & bit != 0;
@@ -173,7 +180,16 @@ pub(super) fn classify(
             }
         }
         Kind::RstStream => {
-            c.streams.remove(&head.stream_id.0);
+            // Frames the peer sent before it saw the RST still follow it (HEADERS after this
+            // are the stream's trailers, as RFC 9113 §5.1 allows in flight): keep the last few
+            // reset streams' bits.
+            let s = head.stream_id.0;
+            if let Some(bits) = c.streams.remove(&s) {
+                if c.recent_resets.len() >= MAX_RECENT_RESETS {
+                    c.recent_resets.pop_front();
+                }
+                c.recent_resets.push_back((s, bits));
+            }
             FrameClass::RstStream
         }
         Kind::WindowUpdate => FrameClass::WindowUpdate,

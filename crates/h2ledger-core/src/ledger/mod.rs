@@ -197,7 +197,13 @@ struct Conn {
     upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: Dirs<u64>,
+    /// The last streams reset (RST_STREAM) and their bits, at most [`MAX_RECENT_RESETS`]:
+    /// a HEADERS crossing the RST is still the stream's trailers.
+    recent_resets: VecDeque<(u32, u8)>,
 }
+
+/// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
+const MAX_RECENT_RESETS: usize = 16;
 
 /// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id.
 type StreamMap = HashMap<u32, u8, BuildHasherDefault<StreamIdHasher>>;
@@ -296,7 +302,9 @@ pub struct Ledger<O> {
     /// [`MAX_EVICTED_KEPT`]; stale entries, of connections resumed since, are skipped).
     evicted: VecDeque<ConnId>,
     evicted_now: HashMap<u32, (), BuildHasherDefault<StreamIdHasher>>,
+    /// The observer every event goes to.
     pub observer: O,
+    /// The run's warnings (the ledger's, and those the caller adds).
     pub warnings: Warnings,
 }
 
@@ -334,6 +342,7 @@ impl std::ops::IndexMut<usize> for Conns {
 }
 
 impl<O: Observer> Ledger<O> {
+    /// A ledger with no connection yet, handing every event to `observer`.
     pub fn new(observer: O) -> Self {
         Ledger {
             conns: Conns::default(),
@@ -387,5 +396,6 @@ fn new_conn(meta: ConnMeta) -> Conn {
         upgrade_req: None,
         upgraded_call: false,
         odd_streams: Dirs::default(),
+        recent_resets: VecDeque::new(),
     }
 }

@@ -73,7 +73,10 @@ pub fn compare_table(a: &LedgerReport, b: &LedgerReport, st: Style) -> String {
     let per_row = |label: &str, f: &dyn Fn(&LedgerReport, Side) -> u64| {
         let mut r = vec![label.to_string()];
         for s in Side::ALL {
-            let (x, y) = (per_call(f(a, s), a.calls), per_call(f(b, s), b.calls));
+            let (x, y) = (
+                per_call(f(a, s), a.all_calls()),
+                per_call(f(b, s), b.all_calls()),
+            );
             r.extend([fmt_per(x), fmt_per(y), delta_per(x, y)]);
         }
         r
@@ -113,9 +116,9 @@ pub fn write_compare(
             let _ = writeln!(
                 out,
                 "calls: {} -> {} ({}); connections: {} -> {} ({})",
-                x.calls,
-                y.calls,
-                delta(x.calls, y.calls),
+                x.all_calls(),
+                y.all_calls(),
+                delta(x.all_calls(), y.all_calls()),
                 x.connections,
                 y.connections,
                 delta(x.connections, y.connections)

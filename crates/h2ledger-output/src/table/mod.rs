@@ -9,7 +9,9 @@ mod pages;
 
 pub use analysis::{analysis_table, methods_table};
 pub use compare::{compare_table, write_compare};
-pub use ledger::{connections_table, footer, headline, ledger_table, ledger_table_with, tls_line};
+pub use ledger::{
+    calls_phrase, connections_table, footer, headline, ledger_table, ledger_table_with, tls_line,
+};
 pub use pages::write_tables;
 
 use crate::Style;

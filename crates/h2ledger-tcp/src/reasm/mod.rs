@@ -241,9 +241,20 @@ pub struct Stats {
     /// Evicted connections forgotten (beyond [`Config::max_evicted`]): if one comes back it
     /// is a new connection.
     pub evicted_forgotten: u64,
-    /// Payload segments on a connection after its RST (ignored).
+    /// Payload segments on a connection after its RST: those of the other side within
+    /// [`RST_GRACE_NS`] (bytes it wrote before the RST reached it) are delivered, the rest
+    /// are ignored ([`Stats::data_after_rst_ignored`]).
     pub data_after_rst: u64,
+    /// Of [`Stats::data_after_rst`], those ignored: sent by the side that reset, or after
+    /// the grace.
+    pub data_after_rst_ignored: u64,
 }
+
+/// How long after a RST the other side's bytes are still delivered: what it wrote before the
+/// RST reached it arrives within one round trip, far below a second on any path. The
+/// connection closes (`Sink::close`, `CloseKind::Rst`, at the RST's time) when that side also
+/// ends (FIN or RST) or at the first packet past this grace.
+pub const RST_GRACE_NS: Nanos = 1_000_000_000;
 
 /// Largest payload length believed from one segment: far above any IP packet.
 const MAX_SEGMENT: usize = 1 << 24;
@@ -252,7 +263,15 @@ const NIL: usize = usize::MAX;
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
     Open,
-    Closed { by_rst: bool },
+    /// A RST sent in direction `by` at `at`; the other direction's in-flight bytes are still
+    /// delivered until it ends or [`RST_GRACE_NS`] passes.
+    Reset {
+        by: Dir,
+        at: Nanos,
+    },
+    Closed {
+        by_rst: bool,
+    },
 }
 
 struct Conn {
@@ -303,6 +322,9 @@ pub struct Reassembler {
     /// connection. The order keeps stale entries of connections that came back since.
     evicted: HashMap<u64, ConnId, RandomState>,
     evicted_order: VecDeque<(u64, ConnId)>,
+    /// Connections in [`State::Reset`], by RST time (slot, id): closed past the grace. At
+    /// most one entry per tracked connection.
+    resets: VecDeque<(Nanos, usize, ConnId)>,
 }
 
 impl Reassembler {
@@ -319,6 +341,7 @@ impl Reassembler {
             oldest: NIL,
             evicted: HashMap::default(),
             evicted_order: VecDeque::new(),
+            resets: VecDeque::new(),
         }
     }
 
@@ -340,6 +363,7 @@ impl Reassembler {
     /// Feeds one segment captured at `ts`.
     pub fn push<S: Sink>(&mut self, ts: Nanos, seg: &TcpSegment<'_>, sink: &mut S) {
         self.stats.packets += 1;
+        self.advance(ts, sink);
         let payload = &seg.payload[..seg.payload.len().min(MAX_SEGMENT)];
         let wire = (seg.wire_payload_len as usize)
             .max(payload.len())
@@ -372,7 +396,28 @@ impl Reassembler {
             max_holes: self.cfg.max_holes_per_dir,
         };
         let conn = self.slab[i].as_mut().expect("live slot");
+        let was_open = conn.state == State::Open;
         conn.segment(ts, seg, payload, wire, bounds, &mut self.stats, sink);
+        if let (true, State::Reset { at, .. }) = (was_open, conn.state) {
+            let id = conn.meta.id;
+            self.resets.push_back((at, i, id));
+        }
+    }
+
+    /// Time is `now` (a packet's, or the wall clock when no packet comes): connections reset
+    /// more than [`RST_GRACE_NS`] ago are closed.
+    pub fn advance<S: Sink>(&mut self, now: Nanos, sink: &mut S) {
+        while let Some(&(at, i, id)) = self.resets.front() {
+            if now.saturating_sub(at) <= RST_GRACE_NS {
+                break;
+            }
+            self.resets.pop_front();
+            if let Some(conn) = self.slab.get_mut(i).and_then(Option::as_mut) {
+                if conn.meta.id == id {
+                    conn.end_reset(now, &mut self.stats, sink);
+                }
+            }
+        }
     }
 
     /// End of input: flushes every open connection (declaring its holes lost) and closes
@@ -383,14 +428,19 @@ impl Reassembler {
             .iter()
             .enumerate()
             .filter_map(|(i, c)| c.as_ref().map(|c| (c, i)))
-            .filter(|(c, _)| c.state == State::Open)
+            .filter(|(c, _)| !matches!(c.state, State::Closed { .. }))
             .map(|(c, i)| (c.meta.id, i))
             .collect();
         open.sort_unstable();
         for (_, i) in open {
             let conn = self.slab[i].as_mut().expect("live slot");
-            conn.close(ts, CloseKind::EndOfCapture, &mut self.stats, sink);
+            if conn.state == State::Open {
+                conn.close(ts, CloseKind::EndOfCapture, &mut self.stats, sink);
+            } else {
+                conn.end_reset(ts, &mut self.stats, sink);
+            }
         }
+        self.resets.clear();
         self.map.clear();
         self.slab.clear();
         self.free.clear();
@@ -487,8 +537,10 @@ impl Reassembler {
     fn remove<S: Sink>(&mut self, i: usize, ts: Nanos, sink: &mut S, kind: CloseKind) {
         self.unlink(i);
         let mut conn = self.slab[i].take().expect("live slot");
-        if conn.state == State::Open {
-            conn.close(ts, kind, &mut self.stats, sink);
+        match conn.state {
+            State::Open => conn.close(ts, kind, &mut self.stats, sink),
+            State::Reset { .. } => conn.end_reset(ts, &mut self.stats, sink),
+            State::Closed { .. } => {}
         }
         self.map.remove(&conn.key);
         self.free.push(i);
@@ -571,20 +623,36 @@ impl Conn {
         stats: &mut Stats,
         sink: &mut S,
     ) {
-        if let State::Closed { by_rst } = self.state {
-            if wire > 0 {
-                if by_rst {
-                    stats.data_after_rst += 1;
-                } else {
-                    stats.retransmissions += 1;
-                }
-            }
-            return;
-        }
         let dir = self.dir_of(seg);
+        match self.state {
+            State::Open => {}
+            State::Reset { by, .. } => {
+                return self.after_reset(ts, seg, dir, by, payload, wire, bounds, stats, sink)
+            }
+            State::Closed { by_rst } => {
+                if wire > 0 {
+                    if by_rst {
+                        stats.data_after_rst += 1;
+                        stats.data_after_rst_ignored += 1;
+                    } else {
+                        stats.retransmissions += 1;
+                    }
+                }
+                return;
+            }
+        }
         if seg.flags.rst {
-            // Payload on a RST is diagnostic text, not stream data.
-            self.close(ts, CloseKind::Rst(dir), stats, sink);
+            // Payload on a RST is diagnostic text, not stream data. The resetting side is
+            // done; the other side's bytes in flight still come.
+            let id = self.meta.id;
+            let mut out = Out {
+                sink: &mut *sink,
+                stats: &mut *stats,
+                conn: id,
+                dir,
+            };
+            self.halves[dir].flush(&mut out, ts);
+            self.state = State::Reset { by: dir, at: ts };
             return;
         }
         if seg.flags.syn && self.meta.syn_sender.is_none() {
@@ -626,6 +694,68 @@ impl Conn {
             self.first_fin,
         ) {
             self.close(ts, CloseKind::Fin(first), stats, sink);
+        }
+    }
+
+    /// A segment after the RST sent in direction `by`: the other side's bytes are delivered
+    /// until it ends too.
+    #[allow(clippy::too_many_arguments)]
+    fn after_reset<S: Sink>(
+        &mut self,
+        ts: Nanos,
+        seg: &TcpSegment<'_>,
+        dir: Dir,
+        by: Dir,
+        payload: &[u8],
+        wire: u32,
+        bounds: Bounds,
+        stats: &mut Stats,
+        sink: &mut S,
+    ) {
+        if wire > 0 {
+            stats.data_after_rst += 1;
+        }
+        if dir == by || seg.flags.rst || seg.flags.syn {
+            if wire > 0 {
+                stats.data_after_rst_ignored += 1;
+            }
+            if dir != by && seg.flags.rst {
+                self.end_reset(ts, stats, sink);
+            }
+            return;
+        }
+        let seq = SeqNumber(seg.seq);
+        if !self.halves[dir].started() {
+            self.halves[dir].start(seq, false);
+        }
+        if wire > 0 {
+            let mut out = Out {
+                sink: &mut *sink,
+                stats: &mut *stats,
+                conn: self.meta.id,
+                dir,
+            };
+            self.halves[dir].segment(&mut out, ts, seq, payload, wire, bounds);
+        }
+        if seg.flags.fin {
+            self.halves[dir].on_fin(seq + wire);
+            self.end_reset(ts, stats, sink);
+        }
+    }
+
+    /// Ends a connection in [`State::Reset`]: flushes the other side, then reports the close
+    /// at the RST's time.
+    fn end_reset<S: Sink>(&mut self, ts: Nanos, stats: &mut Stats, sink: &mut S) {
+        if let State::Reset { by, at } = self.state {
+            let mut out = Out {
+                sink: &mut *sink,
+                stats: &mut *stats,
+                conn: self.meta.id,
+                dir: by.other(),
+            };
+            self.halves[by.other()].flush(&mut out, ts);
+            sink.close(self.meta.id, at, CloseKind::Rst(by));
+            self.state = State::Closed { by_rst: true };
         }
     }
 

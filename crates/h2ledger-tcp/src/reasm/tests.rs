@@ -15,7 +15,8 @@ enum Ev {
 }
 
 #[derive(Default)]
-struct Rec(Vec<Ev>);
+/// Events, and each close's timestamp.
+struct Rec(Vec<Ev>, Vec<Nanos>);
 
 impl Sink for Rec {
     fn open(&mut self, meta: &ConnMeta) {
@@ -35,7 +36,7 @@ impl Sink for Rec {
     fn gap(&mut self, conn: ConnId, dir: Dir, _ts: Nanos, len: u64) {
         self.0.push(Ev::Gap(conn, dir, len));
     }
-    fn close(&mut self, conn: ConnId, _ts: Nanos, kind: CloseKind) {
+    fn close(&mut self, conn: ConnId, ts: Nanos, kind: CloseKind) {
         assert!(
             !self
                 .0
@@ -44,6 +45,7 @@ impl Sink for Rec {
             "closed twice"
         );
         self.0.push(Ev::Close(conn, kind));
+        self.1.push(ts);
     }
 }
 
@@ -518,13 +520,14 @@ fn fin_proves_missing_tail() {
 }
 
 #[test]
-fn rst_closes_and_later_data_is_ignored() {
+fn rst_flushes_the_resetting_side_and_later_data_of_that_side_is_ignored() {
     let mut t = T::new();
     t.handshake();
     t.c(101, b"aaa");
     t.c(107, b"ccc");
-    t.push(seg(S, C, 501, None, "R", b""));
-    assert_eq!(t.sink.closes(), [(0, CloseKind::Rst(Dir::Rev))]);
+    t.push(seg(C, S, 110, None, "R", b""));
+    let rst_at = t.ts;
+    // The resetting side's hole is declared lost at once.
     assert_eq!(
         t.sink.stream(0, Dir::Fwd),
         [D(0, "aaa".into()), Gap(3), D(1, "ccc".into())]
@@ -534,8 +537,86 @@ fn rst_closes_and_later_data_is_ignored() {
     // A RST on a 4-tuple never seen opens nothing.
     t.push(seg("10.0.0.9:1", S, 1, None, "R", b""));
     t.finish();
-    assert_eq!(t.sink.0.len(), n);
-    assert_eq!(t.r.stats().data_after_rst, 1);
+    assert_eq!(t.sink.0[..n].len(), n);
+    assert_eq!(t.sink.writes(0, Dir::Fwd).len(), 2);
+    // Closed once, as reset by the client, at the RST's time.
+    assert_eq!(t.sink.closes(), [(0, CloseKind::Rst(Dir::Fwd))]);
+    assert_eq!(t.sink.1, [rst_at]);
+    let st = t.r.stats();
+    assert_eq!((st.data_after_rst, st.data_after_rst_ignored), (1, 1));
+}
+
+/// What the other side wrote before the RST reached it is on the wire after the RST
+/// (Firefox's RST, then facebook's GOAWAY and close_notify): its writes.
+#[test]
+fn bytes_in_flight_from_the_other_side_after_a_rst_are_delivered() {
+    let mut t = T::new();
+    t.handshake();
+    t.c(101, b"req");
+    t.push(seg(C, S, 104, None, "R", b""));
+    let rst_at = t.ts;
+    assert_eq!(t.sink.closes(), []);
+    t.push(seg(S, C, 501, Some(104), "", b"goaway"));
+    t.push(seg(S, C, 513, Some(104), "", b"alert")); // after a hole of 6
+    t.push(seg(S, C, 518, Some(104), "R", b""));
+    // The server's RST ends it: its hole is lost, then the close at the first RST's time.
+    assert_eq!(
+        t.sink.stream(0, Dir::Rev),
+        [D(0, "goaway".into()), Gap(6), D(1, "alert".into())]
+    );
+    assert_eq!(t.sink.writes(0, Dir::Rev), [(0, 6), (1, 5)]);
+    assert_eq!(t.sink.closes(), [(0, CloseKind::Rst(Dir::Fwd))]);
+    assert_eq!(t.sink.1, [rst_at]);
+    // Later data: closed, ignored.
+    t.push(seg(S, C, 523, Some(104), "", b"more"));
+    t.finish();
+    assert_eq!(t.sink.writes(0, Dir::Rev).len(), 2);
+    let st = t.r.stats();
+    assert_eq!((st.data_after_rst, st.data_after_rst_ignored), (3, 1));
+}
+
+#[test]
+fn a_fin_from_the_other_side_ends_a_reset_connection() {
+    let mut t = T::new();
+    t.handshake();
+    t.push(seg(S, C, 501, Some(101), "R", b""));
+    t.push(seg(C, S, 101, Some(501), "F", b"bye"));
+    assert_eq!(t.sink.stream(0, Dir::Fwd), [D(0, "bye".into())]);
+    assert_eq!(t.sink.closes(), [(0, CloseKind::Rst(Dir::Rev))]);
+}
+
+#[test]
+fn a_reset_connection_closes_when_the_grace_is_over() {
+    let mut t = T::new();
+    t.handshake();
+    t.push(seg(C, S, 101, None, "R", b""));
+    let rst_at = t.ts;
+    // Time passes on another connection: nothing before the grace, the close after it.
+    t.ts += RST_GRACE_NS - 1;
+    t.push(seg("10.0.0.3:1", S, 1, None, "S", b""));
+    assert_eq!(t.sink.closes(), []);
+    t.ts += 1;
+    t.push(seg("10.0.0.3:1", S, 2, Some(1), "", b"x"));
+    assert_eq!(t.sink.closes(), [(0, CloseKind::Rst(Dir::Fwd))]);
+    assert_eq!(t.sink.1, [rst_at]);
+    // The server's bytes now come too late.
+    t.push(seg(S, C, 501, Some(101), "", b"late"));
+    assert!(t.sink.writes(0, Dir::Rev).is_empty());
+    // With no packet at all, advance() closes too (live: the wall clock).
+    t.push(seg("10.0.0.4:1", S, 1, None, "S", b""));
+    t.push(seg("10.0.0.4:1", S, 2, None, "R", b""));
+    let now = t.ts + RST_GRACE_NS + 1;
+    t.r.advance(now, &mut t.sink);
+    assert_eq!(t.sink.closes().len(), 2);
+    // A new SYN on a reset 4-tuple closes the old connection and starts a new one.
+    t.push(seg("10.0.0.5:1", S, 1, None, "S", b""));
+    t.push(seg("10.0.0.5:1", S, 2, None, "R", b""));
+    t.push(seg("10.0.0.5:1", S, 900, None, "S", b""));
+    assert_eq!(t.sink.closes()[2], (3, CloseKind::Rst(Dir::Fwd)));
+    t.finish();
+    // The still open 10.0.0.3 and new 10.0.0.5 close at the end of the capture.
+    assert_eq!(t.sink.closes().len(), 5);
+    assert_eq!(t.r.stats().data_after_rst_ignored, 1);
 }
 
 #[test]

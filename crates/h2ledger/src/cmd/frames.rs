@@ -30,14 +30,15 @@ impl Hooks for Frames {
         self.session.frames()
     }
 
-    fn idle(&mut self, _now: Nanos) {
+    fn idle(&mut self, now: Nanos) {
+        self.session.idle(now);
         self.session.view_mut().out.flush();
     }
 
     fn tick(&mut self, at: Nanos, drops: Option<Drops>) {
         let o = self.session.view_mut();
         let printed = o.out.records;
-        self.ticks.tick(&mut o.out, at, printed, 0, drops);
+        self.ticks.tick(&mut o.out, at, printed, drops);
     }
 }
 
@@ -76,6 +77,9 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let s = &mut h.session;
     s.end();
     let (capture, tcp) = (s.capture().clone(), s.tcp());
+    let o = s.view_mut();
+    let printed = o.out.records;
+    h.ticks.finish(&mut o.out, capture.last, printed);
     let warnings = s.warnings().to_vec();
     let listing = super::listing::Listing {
         view: "frames",

@@ -65,12 +65,10 @@ impl Hooks for Run {
     }
 
     fn idle(&mut self, now: Nanos) {
-        // Only with metrics: calls that ended a while ago are folded by the clock, as `calls`
-        // does, so that a quiet sniff's scrapes count them.
-        if self.metrics.is_some() {
-            self.session.idle(now);
-            self.drain();
-        }
+        self.session.idle(now);
+        // Calls that ended a while ago are folded by the clock: a quiet sniff's scrapes count
+        // them.
+        self.drain();
     }
 
     fn metrics_wake(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {

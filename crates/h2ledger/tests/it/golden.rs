@@ -78,6 +78,12 @@ golden!(
     "curl-upgrade.pcap",
     "curl-upgrade.tshark.json"
 );
+// Issue 20: trailers on the upgraded stream 1 that cross curl's RST_STREAM are TRAILERS.
+golden!(
+    curl_http2_upgrade_trailers_crossing_a_reset,
+    "curl-upgrade-trailers.pcap",
+    "curl-upgrade-trailers.tshark.json"
+);
 
 /// curl's h2c upgrade: recognised (not mid-stream, no skipped bytes), and each upgraded
 /// request is a call of its own (`upgraded_calls`, a row of `calls` on stream 1).

@@ -39,6 +39,7 @@
 //!   with setpriv as root) and the Prometheus rules (`promtool check rules`, `test rules`).
 //! * `sql`: issue 23, `calls -T jsonl` into DuckDB and chDB (ClickHouse) with docs/sql.md's
 //!   SQL, the answers checked against the lines.
+//! * `users_saw`: issue 20, what a new user met: each point as the user runs it.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -63,4 +64,5 @@ mod sql;
 mod tls;
 mod tshark;
 mod usage;
+mod users_saw;
 mod views;

@@ -205,6 +205,7 @@ snap!(snaplen_cut_full, "snaplen-cut.full.pcap");
 snap!(node_http2, "node-http2.pcap");
 snap!(go_h2c_curl, "go-h2c-curl.pcap");
 snap!(curl_upgrade, "curl-upgrade.pcap");
+snap!(curl_upgrade_trailers, "curl-upgrade-trailers.pcap");
 snap!(hyper_h2, "hyper-h2.pcap");
 snap!(python_grpcio_streaming, "python-grpcio-streaming.pcap");
 

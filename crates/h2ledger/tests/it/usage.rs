@@ -266,16 +266,17 @@ fn every_line_view_has_table_json_and_jsonl() {
 fn every_tick_on_a_file_is_by_capture_time() {
     let o = at(&["calls", F, "--every", "1s", "-T", "jsonl"]);
     let ticks = records(&o.stdout, "tick");
-    // The capture spans 6.0 s: ticks at +1 s .. +6 s.
-    assert_eq!(ticks.len(), 6, "{ticks:?}");
+    // The capture spans 6.003 s: ticks at +1 s .. +6 s, and one for the last 2,967 us.
+    assert_eq!(ticks.len(), 7, "{ticks:?}");
     let packets: u64 = ticks.iter().map(|t| n(&t["packets"])).sum();
     assert!(packets <= 470);
-    assert!(ticks.iter().all(|t| t["period_s"] == 1.0));
+    assert!(ticks[..6].iter().all(|t| t["period_s"] == 1.0));
+    assert_eq!(ticks[6]["period_s"], 0.002967);
     let o = at(&["frames", F, "--every", "2s"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         text.lines().filter(|l| l.starts_with("-- ")).count(),
-        3,
+        4,
         "{text}"
     );
 }
