@@ -54,7 +54,7 @@ fn names_follow_the_conventions() {
 fn counters_are_raised_never_lowered() {
     let m = Metrics::new(DEFAULT_MAX_PATHS, "0");
     let mut f = Figures::default();
-    f.sides.client.frames.add(FrameClass::Ping, 7);
+    f.sides.client.frames.0[FrameClass::Ping.index()] = 7;
     f.sides.server.bdp_pings = 3;
     f.connections = 2;
     f.open = 2;
@@ -154,7 +154,7 @@ fn calls_by_path_and_status_with_durations() {
 #[test]
 fn hostile_paths_are_escaped() {
     let raw: &[u8] = b"/a\"b\\c\nd\re\x1b[31m\x00\xff}\n# TYPE evil counter";
-    let text = h2ledger_core::text::escape_bytes(raw);
+    let text = h2ledger_core::analysis::escape_bytes(raw);
     let m = Metrics::new(DEFAULT_MAX_PATHS, "0");
     m.record(0, &text, StatusKey::Http(200), Some(1_000));
     let p = page(&m);

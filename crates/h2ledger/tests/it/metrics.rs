@@ -384,6 +384,22 @@ fn metrics_flags_are_checked() {
     assert!(err.contains("--metrics applies to a live capture"), "{err}");
 }
 
+/// `--metrics` on an address in use: one line, exit status 2, before any capture opens (so
+/// also without root).
+#[test]
+fn metrics_address_in_use_is_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(&["sniff", "-i", "lo", "--duration", "1s", "--metrics", &addr]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("h2ledger: --metrics {addr}: cannot listen: ")),
+        "{err}"
+    );
+}
+
 /// A GET over a new connection; the body.
 fn http_get(addr: &str, target: &str) -> String {
     let mut c = TcpStream::connect(addr).unwrap();
