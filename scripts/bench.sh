@@ -17,7 +17,9 @@
 #   --no-hpack     skip the HPACK decoder benchmark
 #   --sniff N      also sniff h2load's N requests at full speed (10 connections x 10 streams)
 #                  live on lo, once at the default capture buffer and once at -B 131072, and
-#                  report calls seen and drops (default 200000; 0 skips)
+#                  report calls seen and drops (default 200000; 0 skips); then the CPU cost of
+#                  --metrics scraped every 100 ms against --analyze and plain sniff
+#                  (METRICS_RUNS interleaved runs, default 3; 0 skips)
 #
 # Environment: BENCH_DIR (default /tmp/h2ledger-bench) holds captures and results, outside the
 # repository; BENCH_BUDGET (seconds, default 600) for the auto choice.
@@ -321,6 +323,74 @@ if [ "$SNIFF_N" -gt 0 ]; then
     echo "sniff at full speed (h2load -n $SNIFF_N -c 10 -m 10 against nghttpd on lo):"
     sniff_full_speed "default -B"
     sniff_full_speed "-B 131072" -B 131072
+fi
+
+# --- What --metrics costs -----------------------------------------------------------------
+# Issue 23: a scrape every 100 ms during h2load at full speed costs the sniffer at most 5% more
+# CPU than without --metrics. CPU time (user + system, /usr/bin/time) per packet captured, of
+# `sniff --analyze` (what --metrics implies), `sniff --metrics` scraped every 100 ms, and plain
+# `sniff`, interleaved METRICS_RUNS times on the same h2load load; medians, and the ratios.
+METRICS_RUNS=${METRICS_RUNS:-3}
+sniff_cpu() { # sniff_cpu LABEL [SNIFF ARGS...]: appends "LABEL cpu_s packets" to $WORK/cpu.txt
+    local label=$1 docroot="$WORK/sniff-docroot" port srv sn mport scraper=""
+    shift
+    mkdir -p "$docroot"
+    echo ok >"$docroot/file"
+    port=$(free_port)
+    nghttpd --no-tls -a 127.0.0.1 -d "$docroot" "$port" >/dev/null 2>&1 &
+    srv=$!
+    PIDS+=("$srv")
+    sleep 0.5
+    local args=("$@")
+    if [ "$label" = metrics ]; then
+        mport=$(free_port)
+        args+=(--metrics "127.0.0.1:$mport")
+    fi
+    /usr/bin/time -f '%U %S' -o "$WORK/cpu-$label.time" \
+        "$H2L" sniff --port "$port" --format json -B 131072 "${args[@]}" >"$WORK/cpu-$label.json" 2>"$WORK/cpu-$label.err" &
+    sn=$!
+    PIDS+=("$sn")
+    for _ in $(seq 100); do grep -q "listening on" "$WORK/cpu-$label.err" && break; sleep 0.1; done
+    if [ "$label" = metrics ]; then
+        ( while :; do curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$mport/metrics" || true; sleep 0.1; done ) &
+        scraper=$!
+    fi
+    h2load -n "$SNIFF_N" -c 10 -m 10 "http://127.0.0.1:$port/file" >/dev/null 2>&1 || true
+    sleep 1
+    [ -n "$scraper" ] && { kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; }
+    kill -TERM "$(pgrep -P "$sn" | head -1)" 2>/dev/null || true
+    wait "$sn" || true
+    kill "$srv" 2>/dev/null || true
+    wait "$srv" 2>/dev/null || true
+    python3 - "$WORK/cpu-$label.time" "$WORK/cpu-$label.json" "$label" >>"$WORK/cpu.txt" <<'PY'
+import json, sys
+u, s = open(sys.argv[1]).read().split()[-2:]
+d = json.load(open(sys.argv[2]))
+print(sys.argv[3], float(u) + float(s), d["capture"]["packets"])
+PY
+}
+if [ "$SNIFF_N" -gt 0 ] && [ "$METRICS_RUNS" -gt 0 ]; then
+    command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
+    echo
+    echo "what --metrics costs (h2load -n $SNIFF_N -c 10 -m 10 on lo, sniff -B 131072, $METRICS_RUNS interleaved runs; CPU time per packet):"
+    : >"$WORK/cpu.txt"
+    for _ in $(seq "$METRICS_RUNS"); do
+        sniff_cpu analyze --analyze
+        sniff_cpu metrics
+        sniff_cpu plain
+    done
+    python3 - "$WORK/cpu.txt" <<'PY'
+import statistics, sys
+per = {}
+for line in open(sys.argv[1]):
+    label, cpu, packets = line.split()
+    per.setdefault(label, []).append(float(cpu) / int(packets) * 1e6)
+med = {k: statistics.median(v) for k, v in per.items()}
+for k in ("plain", "analyze", "metrics"):
+    print(f"  {k:<8} {med[k]:.3f} us CPU per packet (runs: {', '.join(f'{x:.3f}' for x in per[k])})")
+print(f"  --metrics scraped every 100 ms / --analyze: {med['metrics'] / med['analyze']:.3f} (target <= 1.05)")
+print(f"  --metrics scraped every 100 ms / plain sniff: {med['metrics'] / med['plain']:.3f}")
+PY
 fi
 
 # --- HPACK --------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ pub mod json;
 pub mod jsonw;
 pub mod lines;
 pub mod live;
+pub mod metrics;
 pub mod plot;
 pub mod table;
 pub use h2ledger_run::time;

@@ -28,6 +28,10 @@ pub struct Wanted {
     /// Copy out every header field, not only those the analysis reads (a test compares the
     /// two runs).
     pub all_headers: bool,
+    /// Metrics (`--metrics`, `-T prometheus`): the analysis keeps each folded call and each
+    /// PING round trip until drained ([`crate::Session::drain_calls`],
+    /// [`crate::Session::drain_rtts`]), which the caller does after every packet.
+    pub metrics: bool,
 }
 
 /// Every observer of a run. Only the tally is always there: the analysis and the timeline cost
@@ -55,13 +59,16 @@ impl Obs {
             phases: Phased::default(),
             touched: HashMap::new(),
             // Phases are routed by the analysis' splitter: asking for phases attaches it.
-            analysis: (w.analysis || w.splitter.is_some()).then(|| {
+            analysis: (w.analysis || w.splitter.is_some() || w.metrics).then(|| {
                 let mut a = Analysis::new(w.splitter.clone());
                 if let Some(b) = w.timeline {
                     a.flow.record_series(b, None);
                 }
                 if w.calls_only {
                     a = a.calls_only();
+                }
+                if w.metrics {
+                    a = a.keep_finished().keep_rtts();
                 }
                 a
             }),

@@ -6,6 +6,7 @@
 
 mod cli;
 mod cmd;
+mod serve;
 mod source;
 
 use std::io::IsTerminal as _;
