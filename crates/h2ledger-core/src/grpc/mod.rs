@@ -50,9 +50,11 @@ const MAX_PINGS: usize = 8;
 
 mod cutter;
 mod frame;
+mod keep;
 mod report;
 
-pub use cutter::{Counts, Cutter};
+pub use cutter::{Counts, CutEvents, Cutter};
+pub use keep::{Budget, KeepLimits, Kept, KeptHow, KeptMsg, MAX_KEPT_BYTES};
 pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
 use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
 
@@ -69,6 +71,9 @@ pub struct CallGrpc {
     pub server_time_ns: i64,
     /// The connection's latest PING round trip before the call's last frame; -1 if none.
     pub ping_rtt_ns: i64,
+    /// The messages' bytes, when [`Grpc::keep_messages`] asked for them (a gRPC call only).
+    /// Shared once the call is handed out; the tracker only writes it while it is not.
+    pub kept: Option<Arc<Kept>>,
 }
 
 impl Default for CallGrpc {
@@ -80,6 +85,7 @@ impl Default for CallGrpc {
             grpc_message: None,
             server_time_ns: -1,
             ping_rtt_ns: -1,
+            kept: None,
         }
     }
 }
@@ -132,6 +138,8 @@ pub struct Grpc {
     phase_methods: Phased<GrpcScope>,
     /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
     pub untracked_calls: u64,
+    /// Keep each message's bytes ([`Grpc::keep_messages`]).
+    keep: Option<(KeepLimits, Budget)>,
 }
 
 /// `%XX` sequences decoded (gRPC percent-encodes grpc-message); invalid ones kept as is.
@@ -170,6 +178,17 @@ fn encoding_id(encodings: &mut Vec<Arc<str>>, v: &[u8]) -> Arc<str> {
 impl Grpc {
     pub fn new() -> Self {
         Grpc::default()
+    }
+
+    /// Keeps the bytes of every message of each gRPC call within `limits`, in
+    /// [`CallGrpc::kept`] (`calls --messages`). Off by default: nothing is copied.
+    pub fn keep_messages(&mut self, limits: KeepLimits) {
+        self.keep = Some((limits, Budget::new(limits.max_total_bytes)));
+    }
+
+    /// The budget of the kept messages' bytes, when they are kept.
+    pub fn kept_budget(&self) -> Option<&Budget> {
+        self.keep.as_ref().map(|k| &k.1)
     }
 
     /// The record of call `seq` while it is not folded.
@@ -245,6 +264,14 @@ impl Grpc {
         encoding_id(&mut self.encodings, v)
     }
 
+    /// Call `idx`'s kept messages, while the tracker is the only one holding them.
+    fn kept_mut(&mut self, idx: u64) -> Option<&mut Kept> {
+        self.calls
+            .get_mut(&idx)
+            .and_then(|g| g.kept.as_mut())
+            .and_then(Arc::get_mut)
+    }
+
     fn call_mut(&mut self, idx: u64) -> &mut CallGrpc {
         self.calls.entry(idx).or_default()
     }
@@ -290,6 +317,11 @@ impl Grpc {
                 if lost || st.cut[r].end() {
                     self.incomplete(st.idx, r, phase);
                 }
+            }
+            if let Some(k) = self.kept_mut(st.idx) {
+                // The message in progress either way is lost.
+                k.abandon(0);
+                k.abandon(1);
             }
         }
     }
