@@ -158,23 +158,24 @@ impl Raw<'_> {
                 }
             };
             // Keys in alphabetical order, as in every object h2ledger prints.
+            let name = w.name();
             match v {
                 wire::Value::Varint(x) => {
                     let _ = write!(
                         out,
-                        "{{\"field\":{n},\"value\":\"{x}\",\"wire\":\"varint\"}}"
+                        "{{\"field\":{n},\"value\":\"{x}\",\"wire\":\"{name}\"}}"
                     );
                 }
                 wire::Value::I64(x) => {
                     let _ = write!(
                         out,
-                        "{{\"field\":{n},\"value\":\"0x{x:016x}\",\"wire\":\"fixed64\"}}"
+                        "{{\"field\":{n},\"value\":\"0x{x:016x}\",\"wire\":\"{name}\"}}"
                     );
                 }
                 wire::Value::I32(x) => {
                     let _ = write!(
                         out,
-                        "{{\"field\":{n},\"value\":\"0x{x:08x}\",\"wire\":\"fixed32\"}}"
+                        "{{\"field\":{n},\"value\":\"0x{x:08x}\",\"wire\":\"{name}\"}}"
                     );
                 }
                 wire::Value::Len(b) => {
