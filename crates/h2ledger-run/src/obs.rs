@@ -28,6 +28,9 @@ pub struct Wanted {
     /// Copy out every header field, not only those the analysis reads (a test compares the
     /// two runs).
     pub all_headers: bool,
+    /// Keep each gRPC message's bytes in its call's record (`calls --messages`), within these
+    /// limits; needs the analysis.
+    pub messages: Option<h2ledger_core::grpc::KeepLimits>,
 }
 
 /// Every observer of a run. Only the tally is always there: the analysis and the timeline cost
@@ -62,6 +65,9 @@ impl Obs {
                 }
                 if w.calls_only {
                     a = a.calls_only();
+                }
+                if let Some(l) = w.messages {
+                    a.grpc.keep_messages(l);
                 }
                 a
             }),

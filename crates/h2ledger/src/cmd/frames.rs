@@ -42,6 +42,8 @@ impl Hooks for Frames {
 }
 
 pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
+    // Schemas first: an error in one is said before anything is opened.
+    let messages = a.messages.decoder()?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -58,6 +60,9 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     };
     let out = Out::new(ctx.out(), a.format.shape(), "frames");
     let mut printer = FramePrinter::new(out, ff, ctx.out_is_terminal());
+    if let Some(m) = messages {
+        printer = printer.with_messages(m, a.wide, ctx.style);
+    }
     printer.max = a.max_frames;
     let mut h = Frames {
         session: Session::new(printer, opts),
@@ -76,7 +81,8 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let s = &mut h.session;
     s.end();
     let (capture, tcp) = (s.capture().clone(), s.tcp());
-    let warnings = s.warnings().to_vec();
+    let mut warnings = s.warnings().to_vec();
+    warnings.extend(s.view().message_warnings());
     let listing = super::listing::Listing {
         view: "frames",
         calls: None,

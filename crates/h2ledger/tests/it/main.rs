@@ -32,6 +32,9 @@
 //!   without one.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
 //!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
+//! * `messages`: issue 22, gRPC messages in `calls --messages` and `frames --messages`: the
+//!   proto captures against the sending programs' ground truth, health and schema-less
+//!   captures, schema errors, the bounds.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -47,6 +50,7 @@ mod golden;
 mod install;
 mod keys_from;
 mod live;
+mod messages;
 mod real_captures;
 mod schema;
 mod snap;
