@@ -18,6 +18,8 @@
 #   --sniff N      also sniff h2load's N requests at full speed (10 connections x 10 streams)
 #                  live on lo, once at the default capture buffer and once at -B 131072, and
 #                  report calls seen and drops (default 200000; 0 skips)
+#   --no-proto     skip `calls --messages` on the gRPC capture of 100k small messages (made
+#                  once by scripts/proto-bench.py: python3-grpcio, 50,000 unary calls)
 #
 # Environment: BENCH_DIR (default /tmp/h2ledger-bench) holds captures and results, outside the
 # repository; BENCH_BUDGET (seconds, default 600) for the auto choice.
@@ -37,6 +39,7 @@ TSHARK_RUNS=3
 DO_TSHARK=1
 DO_HPACK=1
 SNIFF_N=200000
+DO_PROTO=1
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -48,7 +51,8 @@ while [ $# -gt 0 ]; do
         --no-tshark) DO_TSHARK=0 ;;
         --no-hpack) DO_HPACK=0 ;;
         --sniff) SNIFF_N=$2; shift ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-proto) DO_PROTO=0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -281,6 +285,67 @@ for t in sorted(set(ours) | set(tree)):
     print(f"  {t:<14} {a:>10} {b:>10}  {'OK' if same else 'MISMATCH'}")
 print("frame counts:", "OK" if ok else "MISMATCH")
 EOF
+
+# --- gRPC messages (issue 22) -------------------------------------------------------------
+# `calls -T jsonl --messages --proto everything.proto` on a capture of 100,000 small messages
+# (50,000 unary calls of python3-grpcio, scripts/proto-bench.py), against `calls -T jsonl` on
+# the same capture, in interleaved rounds. Target: 500k messages/s.
+ensure_proto_capture() {
+    local f="$BENCH_DIR/proto-100k.pcap" pb="$BENCH_DIR/proto-pb" go out err pid p="" dump
+    [ -s "$f" ] && [ "$REGEN" = 0 ] && return 0
+    command -v protoc >/dev/null && /usr/bin/python3 -c 'import grpc' 2>/dev/null \
+        || { say "proto capture: needs protoc and python3-grpcio (apt-get install protobuf-compiler python3-grpcio)"; return 1; }
+    say "making $f (50,000 unary gRPC calls, python3-grpcio; about a minute)"
+    mkdir -p "$pb"
+    protoc -I "$ROOT/captures/src/proto-everything" -I /usr/include --python_out="$pb" \
+        "$ROOT/captures/src/proto-everything/everything.proto"
+    go="$WORK/proto.go" out="$WORK/proto.out" err="$WORK/proto.err"
+    /usr/bin/python3 "$ROOT/scripts/proto-bench.py" "$pb" 50000 "$go" >"$out" 2>"$err" &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 100); do
+        p=$(sed -n 's/.*"port": *\([0-9][0-9]*\).*/\1/p' "$out" | head -1)
+        [ -n "$p" ] && break
+        sleep 0.1
+    done
+    [ -n "$p" ] || { cat "$err" >&2; die "proto-bench.py did not report its port"; }
+    tcpdump -Z root -B 131072 --immediate-mode -s 0 -i lo -w "$f.tmp" "tcp port $p" 2>"$WORK/proto.tcpdump" &
+    dump=$!
+    PIDS+=("$dump")
+    for _ in $(seq 100); do grep -q "listening on" "$WORK/proto.tcpdump" && break; sleep 0.1; done
+    touch "$go"
+    wait "$pid" || { cat "$err" >&2; die "proto-bench.py failed"; }
+    sleep 0.5
+    kill -INT "$dump"; wait "$dump" || true
+    grep -q "^0 packets dropped by kernel" "$WORK/proto.tcpdump" \
+        || { cat "$WORK/proto.tcpdump" >&2; die "tcpdump dropped packets of the proto capture"; }
+    mv "$f.tmp" "$f"
+}
+if [ "$DO_PROTO" = 1 ] && ensure_proto_capture; then
+    PF="$BENCH_DIR/proto-100k.pcap"
+    PROTO="$ROOT/captures/src/proto-everything/everything.proto"
+    interleaved "$RUNS" proto-calls "$H2L calls $PF -T jsonl > /dev/null" \
+        proto-messages "$H2L calls $PF -T jsonl --messages --proto $PROTO > /dev/null"
+    /usr/bin/time -f "%U %S" -o "$WORK/proto.cpu" "$H2L" calls "$PF" -T jsonl --messages --proto "$PROTO" >"$WORK/proto.jsonl"
+    python3 - "$WORK/proto.jsonl" "$WORK/proto.cpu" "$WORK" "$PF" "$RUNS" <<'EOF'
+import json, statistics, sys
+out, cpu, work, pf, runs = sys.argv[1:6]
+msgs = 0
+for line in open(out):
+    r = json.loads(line)
+    if r["record"] == "call":
+        msgs += len(r["request_messages"] or []) + len(r["response_messages"] or [])
+plain = [float(l) for l in open(f"{work}/proto-calls.times") if l.strip()]
+dec = [float(l) for l in open(f"{work}/proto-messages.times") if l.strip()]
+u, s = (float(x) for x in open(cpu).read().split())
+t = statistics.median(dec)
+print()
+print(f"gRPC messages: calls -T jsonl --messages --proto everything.proto on {pf} ({msgs} messages)")
+print(f"  {t:.3f} s (median of {runs} rounds), {msgs / t / 1e3:.0f}k messages/s "
+      f"(fastest round {msgs / min(dec) / 1e3:.0f}k/s; target 500k/s); "
+      f"without --messages {statistics.median(plain):.3f} s; CPU {u + s:.2f} s (user {u:.2f}, sys {s:.2f})")
+EOF
+fi
 
 # --- Live sniff at full speed -------------------------------------------------------------
 # The zero-drop figure the test suite does not assert (it sniffs at a rate a loaded machine

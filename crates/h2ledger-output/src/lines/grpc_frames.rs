@@ -88,7 +88,7 @@ impl FrameMessages {
                 return out;
             }
             if self.open >= MAX_STREAMS {
-                self.dec.untracked_stream();
+                self.dec.untracked_stream(MAX_STREAMS);
                 return out;
             }
             let max = self.dec.limits().max_message_bytes;

@@ -157,8 +157,9 @@ struct Stats {
     /// Calls with messages not listed, and those messages.
     omitted_calls: u64,
     omitted: u64,
-    /// Streams not followed by `frames` (too many open at once).
+    /// Streams not followed by `frames` (more than `stream_limit` open at once).
     untracked_streams: u64,
+    stream_limit: usize,
 }
 
 /// The decoder of `--messages`: schemas (none: every message schema-less), limits, and the
@@ -282,10 +283,11 @@ impl Messages {
         Some(out)
     }
 
-    /// A stream `frames` could not follow (too many open at once).
-    pub(crate) fn untracked_stream(&self) {
+    /// A stream `frames` could not follow (`limit` were open already).
+    pub(crate) fn untracked_stream(&self, limit: usize) {
         let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         s.untracked_streams += 1;
+        s.stream_limit = limit;
     }
 
     /// The run's warnings about messages: each anomaly kind with its count and first
@@ -323,8 +325,7 @@ impl Messages {
         if s.untracked_streams > 0 {
             w.push(format!(
                 "gRPC messages: {} streams were not followed (more than {} open at once): their messages are not shown",
-                s.untracked_streams,
-                super::grpc_frames::MAX_STREAMS
+                s.untracked_streams, s.stream_limit
             ));
         }
         w

@@ -290,8 +290,8 @@ pub(crate) fn timestamp(seconds: i64, nanos: i32, out: &mut String) -> R {
     out.push('"');
     for (v, w, sep) in [
         (y as u32, 4, '-'),
-        (m as u32, 2, '-'),
-        (d as u32, 2, 'T'),
+        (m, 2, '-'),
+        (d, 2, 'T'),
         ((secs / 3600) as u32, 2, ':'),
         ((secs / 60 % 60) as u32, 2, ':'),
     ] {
