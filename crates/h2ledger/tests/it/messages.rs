@@ -581,3 +581,136 @@ fn message_keys_only_with_messages() {
         }
     }
 }
+
+/// Hostile messages end to end, in a capture made here: a decompression bomb (10 MiB of zeros,
+/// gzip'd into one DATA frame), a Compressed-Flag of 2, a compressed message on a stream
+/// without `grpc-encoding`, bytes that are no protobuf, a message cut by the stream's end.
+/// Each is listed, counted and said; nothing panics; every view exits 0.
+#[test]
+fn hostile_messages_are_counted_not_fatal() {
+    use std::io::Write as _;
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let n = payload.len();
+        let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+    fn literal(name: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut b = vec![0, name.len() as u8];
+        b.extend_from_slice(name);
+        b.push(value.len() as u8);
+        b.extend_from_slice(value);
+        b
+    }
+    fn msg(flag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![flag];
+        m.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+    let request = |stream: u32, gzip: bool| {
+        let mut h = vec![0x83, 0x86]; // POST, http
+        h.extend(literal(b":path", b"/grpc.health.v1.Health/Check"));
+        h.extend(literal(b"content-type", b"application/grpc"));
+        if gzip {
+            h.extend(literal(b"grpc-encoding", b"gzip"));
+        }
+        frame(1, 0x04, stream, &h)
+    };
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(&vec![0u8; 10 << 20]).unwrap();
+    let bomb = z.finish().unwrap();
+    assert!(bomb.len() < 16_000, "one DATA frame: {}", bomb.len());
+
+    let mut c2s = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    c2s.extend(frame(4, 0, 0, b""));
+    // 1: the bomb; 3: flag 2; 5: compressed without grpc-encoding; 7: no protobuf;
+    // 9: a message cut by END_STREAM (incomplete, not listed), then nothing.
+    c2s.extend(request(1, true));
+    c2s.extend(frame(0, 1, 1, &msg(1, &bomb)));
+    c2s.extend(request(3, false));
+    c2s.extend(frame(0, 1, 3, &msg(2, b"\x0a\x00")));
+    c2s.extend(request(5, false));
+    c2s.extend(frame(0, 1, 5, &msg(1, b"\x1f\x8b")));
+    c2s.extend(request(7, false));
+    c2s.extend(frame(0, 1, 7, &msg(0, b"\xff\xff\xff")));
+    c2s.extend(request(9, false));
+    c2s.extend(frame(0, 1, 9, &msg(0, b"\x0a\x05ab")[..6]));
+    let mut s2c = frame(4, 0, 0, b"");
+    for s in [1u32, 3, 5, 7, 9] {
+        let mut h = vec![0x88];
+        h.extend(literal(b"grpc-status", b"0"));
+        s2c.extend(frame(1, 0x05, s, &h));
+    }
+    let packets = [
+        tcp(40001, 50051, 1000, 0x02, b""),
+        tcp(50051, 40001, 5000, 0x12, b""),
+        tcp(40001, 50051, 1001, 0x18, &c2s),
+        tcp(50051, 40001, 5001, 0x18, &s2c),
+    ];
+    let mut f = Vec::new();
+    for v in [0xa1b2c3d4u32, 0x0004_0002, 0, 0, 65535, 101] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f[4..8].copy_from_slice(&[2, 0, 4, 0]);
+    for (i, p) in packets.iter().enumerate() {
+        for v in [
+            1_700_000_000u32 + i as u32,
+            0,
+            p.len() as u32,
+            p.len() as u32,
+        ] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend_from_slice(p);
+    }
+    let dir = std::env::temp_dir().join(format!("h2ledger-hostile-msgs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("hostile.pcap");
+    std::fs::write(&path, &f).unwrap();
+    let p = path.to_str().unwrap();
+    let h = health();
+
+    let o = run(&["calls", p, "-T", "jsonl", "--proto", &h]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let calls = records(&out, "call");
+    let kind = |stream: u64| {
+        let c = calls.iter().find(|c| c["stream"] == stream).unwrap();
+        let m = c["request_messages"].as_array().unwrap();
+        (m.len(), m.first().map(|m| m["anomaly"]["kind"].clone()))
+    };
+    assert_eq!(kind(1), (1, Some("decompression-bomb".into())));
+    assert_eq!(kind(3), (1, Some("bad-compressed-flag".into())));
+    assert_eq!(kind(5), (1, Some("compressed-without-encoding".into())));
+    assert_eq!(kind(7), (1, Some("message-parse".into())));
+    assert_eq!(kind(9), (0, None), "a cut message is not listed");
+    let c9 = calls.iter().find(|c| c["stream"] == 9).unwrap();
+    assert_eq!(c9["incomplete_messages"]["client"], 1);
+    let c7 = calls.iter().find(|c| c["stream"] == 7).unwrap();
+    assert!(c7["request_messages"][0]["raw"].is_array());
+    let w = records(&out, "summary")[0]["warnings"].to_string();
+    for k in [
+        "decompression-bomb",
+        "bad-compressed-flag",
+        "compressed-without-encoding",
+        "message-parse",
+    ] {
+        assert!(w.contains("gRPC messages: 1 ") && w.contains(k), "{k}: {w}");
+    }
+    for args in [
+        vec!["calls", p, "--proto", &h],
+        vec!["calls", p, "--messages", "--wide"],
+        vec!["frames", p, "--proto", &h],
+        vec!["frames", p, "-T", "json", "--messages"],
+    ] {
+        let o = run(&args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
