@@ -291,7 +291,8 @@ impl Schemas {
                 max_out: limits.max_json_bytes,
                 unknown: 0,
             };
-            let mut out = String::with_capacity(bytes.len() * 2 + 16);
+            // Small messages print about 4 times their size (names, quotes): one allocation.
+            let mut out = String::with_capacity(bytes.len() * 4 + 64);
             match c.message(t, &[bytes], 0, None, &mut out) {
                 Ok(()) => {
                     m.message = Some(out);

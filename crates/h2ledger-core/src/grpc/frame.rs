@@ -45,6 +45,8 @@ impl Grpc {
             encodings,
             untracked_calls,
             keep,
+            stash,
+            credit,
             ..
         } = self;
         let c = conns.entry(conn).or_insert_with(|| ConnG {
@@ -90,7 +92,7 @@ impl Grpc {
                 cg.encoding[0] = e;
                 if let (Some((limits, budget)), true) = (keep.as_ref(), grpc) {
                     let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or_default();
-                    cg.kept = Some(keep::Kept::make(path, *limits, budget));
+                    cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
                 }
                 st
             }
@@ -126,7 +128,8 @@ impl Grpc {
                     match kept {
                         Some(k) => {
                             let mut counts = Count(&mut done);
-                            st.cut[rel].feed_with(d.data, &mut k.events(rel, &mut counts));
+                            let mut ev = k.events(rel, credit, &mut counts);
+                            st.cut[rel].feed_with(d.data, &mut ev);
                         }
                         None => st.cut[rel].feed(d.data, |n, z| done.push((n, z))),
                     }

@@ -61,7 +61,16 @@ struct Shared {
     /// Messages listed without their bytes because the budget was spent.
     refused: AtomicUsize,
     /// Records given back by [`Kept::recycle`], empty, for reuse.
-    pool: Mutex<Vec<Arc<Kept>>>,
+    pool: Mutex<Pool>,
+}
+
+/// The records kept for reuse. A pooled record holds its [`Budget`], which holds the pool: the
+/// tracker closes the pool when it goes ([`Budget::close`]), which frees them and refuses later
+/// ones, so that the cycle never outlives the run.
+#[derive(Debug, Default)]
+struct Pool {
+    records: Vec<Arc<Kept>>,
+    closed: bool,
 }
 
 /// Records kept for reuse, and the largest buffer capacity of one kept.
@@ -78,7 +87,7 @@ impl Budget {
     }
 
     /// Takes `n` bytes; false (nothing taken) when that would pass the limit.
-    fn take(&self, n: usize) -> bool {
+    pub(crate) fn take(&self, n: usize) -> bool {
         let before = self.0.held.fetch_add(n, Ordering::Relaxed);
         if before.saturating_add(n) > self.0.max {
             self.0.held.fetch_sub(n, Ordering::Relaxed);
@@ -87,13 +96,13 @@ impl Budget {
         true
     }
 
-    fn give(&self, n: usize) {
+    pub(crate) fn give(&self, n: usize) {
         if n > 0 {
             self.0.held.fetch_sub(n, Ordering::Relaxed);
         }
     }
 
-    /// Bytes held now.
+    /// Bytes held now, with those the tracker took ahead ([`Credit`]).
     pub fn held(&self) -> usize {
         self.0.held.load(Ordering::Relaxed)
     }
@@ -103,8 +112,57 @@ impl Budget {
         self.0.refused.load(Ordering::Relaxed) as u64
     }
 
-    fn pool(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Kept>>> {
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
         self.0.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Holders of this budget (the records and the tracker).
+    #[cfg(test)]
+    pub(crate) fn holders(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+
+    /// No more reuse: the pooled records are freed, and records given back later are freed
+    /// by whoever gives them back.
+    pub(crate) fn close(&self) {
+        let records = {
+            let mut p = self.pool();
+            p.closed = true;
+            std::mem::take(&mut p.records)
+        };
+        drop(records);
+    }
+}
+
+/// Bytes of the [`Budget`] the tracker took ahead, [`Credit::CHUNK`] at a time: the shared
+/// counter is touched once per chunk, not for every piece of every message (the printer's
+/// thread gives bytes back to it, and a counter written by two cores is slow for both).
+#[derive(Debug, Default)]
+pub(crate) struct Credit(usize);
+
+impl Credit {
+    const CHUNK: usize = 256 << 10;
+
+    /// Takes `n` bytes from the credit, refilled from `budget` when short; false when the
+    /// budget has not `n` bytes left.
+    fn take(&mut self, n: usize, budget: &Budget) -> bool {
+        if self.0 < n {
+            let want = n.max(Self::CHUNK);
+            if budget.take(want) {
+                self.0 += want;
+            } else if budget.take(n) {
+                self.0 += n;
+            } else {
+                return false;
+            }
+        }
+        self.0 -= n;
+        true
+    }
+
+    /// The bytes taken ahead and not used.
+    pub(crate) fn unused(&self) -> usize {
+        self.0
     }
 }
 
@@ -201,8 +259,7 @@ impl Bufs {
 pub struct Kept {
     b: Bufs,
     limits: KeepLimits,
-    /// `None` while the record waits in the pool for reuse.
-    budget: Option<Budget>,
+    budget: Budget,
 }
 
 impl fmt::Debug for Kept {
@@ -226,22 +283,31 @@ impl Eq for Kept {}
 
 impl Drop for Kept {
     fn drop(&mut self) {
-        if let Some(b) = &self.budget {
-            b.give(self.b.held());
-        }
+        self.budget.give(self.b.held());
     }
 }
 
 impl Kept {
-    /// A record for a call to `path`: one from the pool when there is one.
-    pub(crate) fn make(path: &[u8], limits: KeepLimits, budget: &Budget) -> Arc<Kept> {
+    /// A record for a call to `path`: a recycled one when there is one. `stash` holds the
+    /// tracker's share of the pool, refilled all at once (one lock per many calls: the pool's
+    /// lock is shared with the printer's thread).
+    pub(crate) fn make(
+        path: &[u8],
+        limits: KeepLimits,
+        budget: &Budget,
+        stash: &mut Vec<Arc<Kept>>,
+    ) -> Arc<Kept> {
         let path = String::from_utf8_lossy(path);
-        let pooled = budget.pool().pop();
-        if let Some(mut a) = pooled {
+        if stash.is_empty() {
+            stash.append(&mut budget.pool().records);
+            // The oldest first: the printer's thread wrote them longest ago.
+            stash.reverse();
+        }
+        if let Some(mut a) = stash.pop() {
+            // A pooled record is empty and holds this budget already (one pool per budget).
             if let Some(k) = Arc::get_mut(&mut a) {
                 k.b.path.push_str(&path);
                 k.limits = limits;
-                k.budget = Some(budget.clone());
                 return a;
             }
         }
@@ -251,7 +317,7 @@ impl Kept {
                 dirs: Default::default(),
             },
             limits,
-            budget: Some(budget.clone()),
+            budget: budget.clone(),
         })
     }
 
@@ -262,18 +328,19 @@ impl Kept {
         let Some(inner) = Arc::get_mut(&mut k) else {
             return;
         };
-        let Some(budget) = inner.budget.take() else {
-            return;
-        };
-        budget.give(inner.b.held());
         if !inner.b.reusable() {
             return;
         }
+        inner.budget.give(inner.b.held());
         inner.b.clear();
+        let budget = inner.budget.clone();
         let mut p = budget.pool();
-        if p.len() < POOL {
-            p.push(k);
+        if !p.closed && p.records.len() < POOL {
+            p.records.push(k);
+            return;
         }
+        drop(p);
+        // Freed here, outside the lock.
     }
 
     /// The call's `:path`, as sent (bytes that are not UTF-8 replaced).
@@ -317,9 +384,7 @@ impl Kept {
     pub(crate) fn abandon(&mut self, rel: usize) {
         let d = &mut self.b.dirs[rel];
         if let Cur::Keeping { start } = d.cur {
-            if let Some(b) = &self.budget {
-                b.give(d.data.len() - start);
-            }
+            self.budget.give(d.data.len() - start);
             d.data.truncate(start);
         }
         d.cur = Cur::Idle;
@@ -330,11 +395,13 @@ impl Kept {
     pub(crate) fn events<'a, E: CutEvents>(
         &'a mut self,
         rel: usize,
+        credit: &'a mut Credit,
         inner: &'a mut E,
     ) -> KeepEvents<'a, E> {
         KeepEvents {
             kept: self,
             rel,
+            credit,
             inner,
         }
     }
@@ -344,6 +411,7 @@ impl Kept {
 pub(crate) struct KeepEvents<'a, E> {
     kept: &'a mut Kept,
     rel: usize,
+    credit: &'a mut Credit,
     inner: &'a mut E,
 }
 
@@ -369,10 +437,8 @@ impl<E: CutEvents> CutEvents for KeepEvents<'_, E> {
         let k = &mut *self.kept;
         let d = &mut k.b.dirs[self.rel];
         if let Cur::Keeping { start } = d.cur {
-            let Some(budget) = &k.budget else {
-                return;
-            };
-            if budget.take(b.len()) {
+            let budget = &k.budget;
+            if self.credit.take(b.len(), budget) {
                 d.data.extend_from_slice(b);
             } else {
                 budget.give(d.data.len() - start);

@@ -138,8 +138,20 @@ pub struct Grpc {
     phase_methods: Phased<GrpcScope>,
     /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
     pub untracked_calls: u64,
-    /// Keep each message's bytes ([`Grpc::keep_messages`]).
+    /// Keep each message's bytes ([`Grpc::keep_messages`]), and records recycled for reuse.
     keep: Option<(KeepLimits, Budget)>,
+    stash: Vec<Arc<Kept>>,
+    credit: keep::Credit,
+}
+
+impl Drop for Grpc {
+    fn drop(&mut self) {
+        // The records kept for reuse hold the budget that holds them.
+        if let Some((_, b)) = &self.keep {
+            b.close();
+            b.give(self.credit.unused());
+        }
+    }
 }
 
 /// `%XX` sequences decoded (gRPC percent-encodes grpc-message); invalid ones kept as is.
@@ -189,6 +201,13 @@ impl Grpc {
     /// The budget of the kept messages' bytes, when they are kept.
     pub fn kept_budget(&self) -> Option<&Budget> {
         self.keep.as_ref().map(|k| &k.1)
+    }
+
+    /// Bytes of messages held now by every record of the run (the budget's count without
+    /// what the tracker took ahead).
+    pub fn kept_bytes(&self) -> usize {
+        self.kept_budget()
+            .map_or(0, |b| b.held().saturating_sub(self.credit.unused()))
     }
 
     /// The record of call `seq` while it is not folded.

@@ -304,15 +304,17 @@ mod keep {
         assert_eq!((k.omitted(0), k.omitted(1)), (0, 0));
         assert_eq!(g.counts[0].messages, 3);
         assert_eq!(c.ledger.observer.grpc.call(1).unwrap().kept, None);
-        let held = c.ledger.observer.grpc.kept_budget().unwrap().held();
-        assert_eq!(held, 45);
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 45);
         drop(g);
         c.ledger.observer.flush();
         let mut n = 0;
         c.ledger.observer.drain_finished(|_| n += 1);
         assert_eq!(n, 2);
-        let b = c.ledger.observer.grpc.kept_budget().unwrap();
-        assert_eq!(b.held(), 0, "freed with the calls");
+        assert_eq!(
+            c.ledger.observer.grpc.kept_bytes(),
+            0,
+            "freed with the calls"
+        );
     }
 
     /// `max_messages` per direction (later ones counted), `max_message_bytes` (listed without
@@ -357,12 +359,13 @@ mod keep {
         );
         let b = c.ledger.observer.grpc.kept_budget().unwrap();
         assert_eq!((b.held(), b.refused()), (20, 1));
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 20);
 
         // A gap inside a message: it is not listed and its bytes go back.
         c.client(&request(3, "/pkg.S/M", true));
         let m = grpc_msg(0, &[8; 10]);
         c.client(&fr(0, 0, 3, &m[..8]));
-        assert_eq!(c.ledger.observer.grpc.kept_budget().unwrap().held(), 23);
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 23);
         // The next frame lacks bytes: it arrives without its payload.
         let f = fr(0, 0, 3, &m[8..]);
         c.client(&f[..10]);
@@ -371,7 +374,7 @@ mod keep {
         let g3 = c.ledger.observer.grpc.call(1).unwrap().clone();
         assert_eq!(listed(g3.kept.as_deref().unwrap(), 0), vec![]);
         assert_eq!(g3.counts[0].incomplete, 1);
-        assert_eq!(c.ledger.observer.grpc.kept_budget().unwrap().held(), 20);
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 20);
     }
 
     /// A printed call's record is reused by the next call, its bytes freed.
@@ -384,7 +387,7 @@ mod keep {
         let k = g.kept.unwrap();
         let at = std::sync::Arc::as_ptr(&k);
         Kept::recycle(k);
-        assert_eq!(c.ledger.observer.grpc.kept_budget().unwrap().held(), 0);
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 0);
         c.client(&request(3, "/pkg.S/B", true));
         c.client(&fr(0, 1, 3, &grpc_msg(0, b"2nd")));
         let k = c
@@ -399,6 +402,15 @@ mod keep {
         assert_eq!(std::sync::Arc::as_ptr(&k), at, "the same record");
         assert_eq!(k.path(), "/pkg.S/B");
         assert_eq!(listed(&k, 0), vec![(0, 3, KeptHow::Whole, b"2nd".to_vec())]);
+        // The tracker gone, the pool goes with it (pooled records hold the budget), and a
+        // record given back later is freed.
+        let budget = c.ledger.observer.grpc.kept_budget().unwrap().clone();
+        let g = c.ledger.observer.grpc.take_call(1).unwrap();
+        drop(c);
+        drop(k);
+        Kept::recycle(g.kept.unwrap());
+        assert_eq!(budget.holders(), 1, "only ours");
+        assert_eq!(budget.held(), 0);
     }
 }
 
