@@ -73,9 +73,11 @@ struct Pool {
     closed: bool,
 }
 
-/// Records kept for reuse, and the largest buffer capacity of one kept.
-const POOL: usize = 4096;
-const POOL_MAX_CAPACITY: usize = 64 << 10;
+/// Records kept for reuse, and the most memory one may hold to be kept: reuse matters for
+/// calls of small messages, where an allocation costs as much as the message; a larger
+/// record is freed. At most 2 x 2,048 x 4 KiB (the pool and the tracker's stash).
+const POOL: usize = 2048;
+const POOL_MAX_CAPACITY: usize = 4 << 10;
 
 impl Budget {
     /// A budget of `max` bytes.
@@ -237,11 +239,12 @@ impl Bufs {
 
     /// Small enough to be kept for reuse.
     fn reusable(&self) -> bool {
-        self.path.capacity() <= POOL_MAX_CAPACITY
-            && self.dirs.iter().all(|d| {
-                d.data.capacity() <= POOL_MAX_CAPACITY
-                    && d.msgs.capacity() * std::mem::size_of::<KeptMsg>() <= POOL_MAX_CAPACITY
-            })
+        let held: usize = self
+            .dirs
+            .iter()
+            .map(|d| d.data.capacity() + d.msgs.capacity() * std::mem::size_of::<KeptMsg>())
+            .sum();
+        self.path.capacity() + held <= POOL_MAX_CAPACITY
     }
 
     fn clear(&mut self) {
