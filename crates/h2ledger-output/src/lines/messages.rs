@@ -454,7 +454,7 @@ mod tests {
         let ascii = Style { ascii: true, ..st };
         assert_eq!(
             table_line("", &d, None, Some(20), ascii),
-            "Everything 7 B compr~"
+            "Everything 7 B comp~"
         );
     }
 }
