@@ -104,7 +104,7 @@ impl Budget {
         }
     }
 
-    /// Bytes held now, with those the tracker took ahead ([`Credit`]).
+    /// Bytes held now, with those the tracker took ahead (256 KiB at a time).
     pub fn held(&self) -> usize {
         self.0.held.load(Ordering::Relaxed)
     }
