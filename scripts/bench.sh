@@ -20,6 +20,9 @@
 #                  report calls seen and drops (default 200000; 0 skips); then the CPU cost of
 #                  --metrics scraped every 100 ms against --analyze and plain sniff
 #                  (METRICS_RUNS interleaved runs, default 3; 0 skips)
+#   --no-proto     skip `calls --messages` on the gRPC captures of 100k small messages (made
+#                  once by scripts/proto-bench.py, python3-grpcio: 50,000 unary calls, and
+#                  500 Bidi calls of 100 messages each way)
 #
 # Environment: BENCH_DIR (default /tmp/h2ledger-bench) holds captures and results, outside the
 # repository; BENCH_BUDGET (seconds, default 600) for the auto choice.
@@ -39,6 +42,7 @@ TSHARK_RUNS=3
 DO_TSHARK=1
 DO_HPACK=1
 SNIFF_N=200000
+DO_PROTO=1
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -50,7 +54,8 @@ while [ $# -gt 0 ]; do
         --no-tshark) DO_TSHARK=0 ;;
         --no-hpack) DO_HPACK=0 ;;
         --sniff) SNIFF_N=$2; shift ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-proto) DO_PROTO=0 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -283,6 +288,74 @@ for t in sorted(set(ours) | set(tree)):
     print(f"  {t:<14} {a:>10} {b:>10}  {'OK' if same else 'MISMATCH'}")
 print("frame counts:", "OK" if ok else "MISMATCH")
 EOF
+
+# --- gRPC messages (issue 22) -------------------------------------------------------------
+# `calls -T jsonl --messages --proto everything.proto` on two captures of 100,000 small
+# messages made by scripts/proto-bench.py (python3-grpcio): 50,000 unary calls, and 500 Bidi
+# calls of 100 messages each way (the default --max-messages lists them all); against
+# `calls -T jsonl` on the same capture, in interleaved rounds. Target: 500k messages/s.
+ensure_proto_capture() { # ensure_proto_capture NAME PROTO-BENCH-ARGS...
+    local name=$1 f="$BENCH_DIR/$1.pcap" pb="$BENCH_DIR/proto-pb" go out err pid p="" dump
+    shift
+    [ -s "$f" ] && [ "$REGEN" = 0 ] && return 0
+    command -v protoc >/dev/null && /usr/bin/python3 -c 'import grpc' 2>/dev/null \
+        || { say "proto capture: needs protoc and python3-grpcio (apt-get install protobuf-compiler python3-grpcio)"; return 1; }
+    say "making $f (scripts/proto-bench.py $*, python3-grpcio; about a minute)"
+    mkdir -p "$pb"
+    protoc -I "$ROOT/captures/src/proto-everything" -I /usr/include --python_out="$pb" \
+        "$ROOT/captures/src/proto-everything/everything.proto"
+    go="$WORK/$name.go" out="$WORK/$name.out" err="$WORK/$name.err"
+    /usr/bin/python3 "$ROOT/scripts/proto-bench.py" "$pb" "$@" "$go" >"$out" 2>"$err" &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 100); do
+        p=$(sed -n 's/.*"port": *\([0-9][0-9]*\).*/\1/p' "$out" | head -1)
+        [ -n "$p" ] && break
+        sleep 0.1
+    done
+    [ -n "$p" ] || { cat "$err" >&2; die "proto-bench.py did not report its port"; }
+    tcpdump -Z root -B 131072 --immediate-mode -s 0 -i lo -w "$f.tmp" "tcp port $p" 2>"$WORK/$name.tcpdump" &
+    dump=$!
+    PIDS+=("$dump")
+    for _ in $(seq 100); do grep -q "listening on" "$WORK/$name.tcpdump" && break; sleep 0.1; done
+    touch "$go"
+    wait "$pid" || { cat "$err" >&2; die "proto-bench.py failed"; }
+    sleep 0.5
+    kill -INT "$dump"; wait "$dump" || true
+    grep -q "^0 packets dropped by kernel" "$WORK/$name.tcpdump" \
+        || { cat "$WORK/$name.tcpdump" >&2; die "tcpdump dropped packets of $name"; }
+    mv "$f.tmp" "$f"
+}
+proto_speed() { # proto_speed NAME: interleaved rounds, then messages/s
+    local name=$1 pf="$BENCH_DIR/$1.pcap" proto="$ROOT/captures/src/proto-everything/everything.proto"
+    interleaved "$RUNS" "$name-calls" "$H2L calls $pf -T jsonl > /dev/null" \
+        "$name-messages" "$H2L calls $pf -T jsonl --messages --proto $proto > /dev/null"
+    /usr/bin/time -f "%U %S" -o "$WORK/$name.cpu" "$H2L" calls "$pf" -T jsonl --messages --proto "$proto" >"$WORK/$name.jsonl"
+    python3 - "$WORK/$name.jsonl" "$WORK/$name.cpu" "$WORK" "$pf" "$RUNS" "$name" <<'EOF'
+import json, statistics, sys
+out, cpu, work, pf, runs, name = sys.argv[1:7]
+msgs = calls = 0
+for line in open(out):
+    r = json.loads(line)
+    if r["record"] == "call":
+        calls += 1
+        msgs += len(r["request_messages"] or []) + len(r["response_messages"] or [])
+plain = [float(l) for l in open(f"{work}/{name}-calls.times") if l.strip()]
+dec = [float(l) for l in open(f"{work}/{name}-messages.times") if l.strip()]
+u, s = (float(x) for x in open(cpu).read().split())
+t = statistics.median(dec)
+print(f"  {name}: {msgs} messages in {calls} calls: {t:.3f} s (median of {runs} rounds), "
+      f"{msgs / t / 1e3:.0f}k messages/s (fastest round {msgs / min(dec) / 1e3:.0f}k/s); "
+      f"without --messages {statistics.median(plain):.3f} s; CPU {u + s:.2f} s (user {u:.2f}, sys {s:.2f})")
+EOF
+}
+if [ "$DO_PROTO" = 1 ] && ensure_proto_capture proto-100k 50000 \
+        && ensure_proto_capture proto-bidi-100k 500 --bidi 100; then
+    echo
+    echo "gRPC messages: calls -T jsonl --messages --proto everything.proto (target 500k messages/s):"
+    proto_speed proto-100k
+    proto_speed proto-bidi-100k
+fi
 
 # --- Live sniff at full speed -------------------------------------------------------------
 # The zero-drop figure the test suite does not assert (it sniffs at a rate a loaded machine

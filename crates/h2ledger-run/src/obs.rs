@@ -32,6 +32,9 @@ pub struct Wanted {
     /// PING round trip until drained ([`crate::Session::drain_calls`],
     /// [`crate::Session::drain_rtts`]), which the caller does after every packet.
     pub metrics: bool,
+    /// Keep each gRPC message's bytes in its call's record (`calls --messages`), within these
+    /// limits; needs the analysis.
+    pub messages: Option<h2ledger_core::grpc::KeepLimits>,
 }
 
 /// Every observer of a run. Only the tally is always there: the analysis and the timeline cost
@@ -69,6 +72,9 @@ impl Obs {
                 }
                 if w.metrics {
                     a = a.keep_finished().keep_rtts();
+                }
+                if let Some(l) = w.messages {
+                    a.grpc.keep_messages(l);
                 }
                 a
             }),

@@ -2,6 +2,7 @@
 //! parsers of the values they take (durations, times, counts).
 
 pub mod durations;
+pub mod messages;
 pub mod times;
 
 use std::path::PathBuf;
@@ -422,6 +423,8 @@ pub struct CallsArgs {
     #[arg(long)]
     pub wide: bool,
     #[command(flatten)]
+    pub messages: messages::MessageArgs,
+    #[command(flatten)]
     pub filter: FilterArgs,
 }
 
@@ -456,6 +459,11 @@ pub struct FramesArgs {
     /// Only frames sent by this side
     #[arg(long, value_enum)]
     pub side: Option<SideArg>,
+    /// With --messages, each message's table line whole (otherwise cut to 100 columns)
+    #[arg(long)]
+    pub wide: bool,
+    #[command(flatten)]
+    pub messages: messages::MessageArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
 }

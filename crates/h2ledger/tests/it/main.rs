@@ -34,6 +34,9 @@
 //!   without one.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
 //!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
+//! * `messages`: issue 22, gRPC messages in `calls --messages` and `frames --messages`: the
+//!   proto captures against the sending programs' ground truth, health and schema-less
+//!   captures, schema errors, the bounds.
 //! * `metrics`: issue 23, `replay -T prometheus` equal to the JSON on every capture, hostile
 //!   paths, 10,000 paths under a fixed page size, and (root) Debian's prometheus scraping
 //!   `sniff --metrics` while grpc-go runs, its API's figures equal to the final JSON.
@@ -58,6 +61,7 @@ mod install;
 mod internal_api;
 mod keys_from;
 mod live;
+mod messages;
 mod metrics;
 mod real_captures;
 mod schema;
