@@ -81,7 +81,8 @@ fn quiet_failures() {
 
 fn main() -> ExitCode {
     quiet_failures();
-    let cli = Cli::parse_from(cli::tcpdump_style(std::env::args_os().collect()));
+    let cli = Cli::try_parse_from(cli::tcpdump_style(std::env::args_os().collect()))
+        .unwrap_or_else(|e| cli::explain(e).exit());
     let style = Style {
         verbose: cli.verbose,
         ..Style::new(cli.ascii, cli.quiet, |k| std::env::var(k).ok())

@@ -446,7 +446,7 @@ impl CallPrinter {
     pub fn finish(&mut self) {
         if self.out().shape == Shape::Table {
             let n = self.calls;
-            self.line(&format!("{n} calls"));
+            self.line(&format!("{n} call{}", if n == 1 { "" } else { "s" }));
         }
     }
 }

@@ -38,7 +38,13 @@ pub struct FramePrinter {
     /// Where the frames go.
     pub out: Out,
     filter: FrameFilter,
-    origin: Option<Nanos>,
+    /// How times are printed (`-t`), and what they count from.
+    clock: super::Clock,
+    /// Connections announced (their addresses printed) and not closed yet.
+    announced: std::collections::HashSet<u32>,
+    /// Connections announced in all, and frames seen (printed or not).
+    conns: u64,
+    seen: u64,
     /// Stop after this many frames printed (`--max-frames`).
     pub max: Option<u64>,
     addrs: Addrs,
@@ -59,7 +65,10 @@ impl FramePrinter {
         FramePrinter {
             out,
             filter,
-            origin: None,
+            clock: super::Clock::default(),
+            announced: std::collections::HashSet::new(),
+            conns: 0,
+            seen: 0,
             max: None,
             addrs: Addrs::default(),
             wrap,
@@ -86,9 +95,53 @@ impl FramePrinter {
             .unwrap_or_default()
     }
 
-    /// The first packet's time: the table's times count from it.
+    /// Prints times with `clock` (`-t`).
+    pub fn with_clock(mut self, clock: super::Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The first packet's time: the table's relative times count from it.
     pub fn set_origin(&mut self, t: Nanos) {
-        self.origin.get_or_insert(t);
+        self.clock.set_origin(t);
+    }
+
+    /// The time of a tick at `t`, as the frames' times are printed.
+    pub fn tick_stamp(&self, t: Nanos) -> String {
+        self.clock.tick_stamp(t)
+    }
+
+    /// After the last frame (table): frames printed (of those seen, when some were not), on
+    /// how many connections, and the packets read, for stderr as tcpdump's "N packets
+    /// captured" (piped, stdout keeps a line per frame and per connection). The JSON shapes end
+    /// with the summary record instead: `None`.
+    pub fn closing_line(&self, packets: u64) -> Option<String> {
+        if self.out.shape != Shape::Table || self.out.broken {
+            return None;
+        }
+        let (n, c) = (self.out.records, self.conns);
+        let plural = |k: u64| if k == 1 { "" } else { "s" };
+        let mut l = if n == 0 && self.seen > 0 {
+            format!(
+                "no frame matched --conn, --stream, --type or --side: 0 of {} frame{} printed",
+                self.seen,
+                plural(self.seen)
+            )
+        } else if n != self.seen {
+            format!(
+                "{n} of {} frames printed on {c} connection{}",
+                self.seen,
+                plural(c)
+            )
+        } else {
+            format!(
+                "{n} frame{} printed on {c} connection{}",
+                plural(n),
+                plural(c)
+            )
+        };
+        l.push_str(&format!("; {packets} packet{} read", plural(packets)));
+        Some(l)
     }
 
     /// `--max-frames` reached.
@@ -127,6 +180,7 @@ impl Observer for FramePrinter {
     }
 
     fn close(&mut self, summary: &h2ledger_core::ConnSummary) {
+        self.announced.remove(&summary.id.0);
         if let Some(m) = &mut self.messages {
             m.close(summary.id);
         }
@@ -139,20 +193,39 @@ impl Observer for FramePrinter {
             Some(m) => m.frame(ev, print),
             None => Default::default(),
         };
+        self.seen += 1;
         if !print {
+            self.clock.seen(ev.ts);
             return;
         }
-        let origin = *self.origin.get_or_insert(ev.ts);
         if self.out.shape == Shape::Table {
             self.out.records += 1;
-            for l in frame_lines(ev, origin, self.wrap) {
+            let mut stamp = String::with_capacity(32);
+            self.clock.stamp(&mut stamp, ev.ts);
+            self.clock.seen(ev.ts);
+            if self.announced.insert(ev.conn.0) {
+                self.conns += 1;
+                let (client, server) = match ev.side {
+                    Side::Client => (ev.src, ev.dst),
+                    Side::Server => (ev.dst, ev.src),
+                };
+                self.out.line(&format!(
+                    "{stamp} c{} connection client={client} server={server}",
+                    ev.conn.0
+                ));
+            }
+            for l in frame_lines(ev, &stamp, self.wrap) {
                 self.out.line(&l);
             }
             for d in &msgs.msgs {
-                let l = super::grpc_frames::table_line(ev, origin, d, &msgs, self.wide, self.style);
+                let l = super::grpc_frames::table_line(ev, &stamp, d, &msgs, self.wide, self.style);
                 self.out.line(&l);
             }
         } else {
+            self.clock.seen(ev.ts);
+            if self.announced.insert(ev.conn.0) {
+                self.conns += 1;
+            }
             let line = FrameLine::new(ev, &mut self.addrs).with_messages(&msgs.msgs);
             self.out.record_with(|buf| {
                 line.write_json(buf);
@@ -282,7 +355,7 @@ fn summary(ev: &FrameEvent<'_>) -> (Vec<String>, &'static str) {
 /// and its class (`+HEADERS`, `+PING_ACK`). Piped or redirected, every frame is one line.
 pub const WIDTH: usize = 100;
 
-fn frame_lines(ev: &FrameEvent<'_>, origin: Nanos, wrap_wide: bool) -> Vec<String> {
+fn frame_lines(ev: &FrameEvent<'_>, stamp: &str, wrap_wide: bool) -> Vec<String> {
     use std::fmt::Write as _;
     let flags = flag_names(ev.head.kind, ev.head.flags.0);
     // One line, noting where its parts end: the tag (time, connection, side, stream), the
@@ -290,8 +363,7 @@ fn frame_lines(ev: &FrameEvent<'_>, origin: Nanos, wrap_wide: bool) -> Vec<Strin
     let mut line = String::with_capacity(128);
     let _ = write!(
         line,
-        "[{:>10.6}] c{} {:<6} stream={:<5}",
-        (ev.ts - origin) as f64 / 1e9,
+        "{stamp} c{} {:<6} stream={:<5}",
         ev.conn.0,
         ev.side.name(),
         ev.head.stream_id,

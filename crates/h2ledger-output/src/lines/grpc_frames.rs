@@ -186,7 +186,7 @@ impl FrameMessages {
 /// unless `wide`.
 pub fn table_line(
     ev: &FrameEvent<'_>,
-    origin: h2ledger_tcp::Nanos,
+    stamp: &str,
     d: &Decoded,
     msgs: &FrameMsgs,
     wide: bool,
@@ -194,8 +194,7 @@ pub fn table_line(
 ) -> String {
     // The frame lines' tag (frames.rs, `frame_lines`), then the class column.
     let prefix = format!(
-        "[{:>10.6}] c{} {:<6} stream={:<5} {:<13} ",
-        (ev.ts - origin) as f64 / 1e9,
+        "{stamp} c{} {:<6} stream={:<5} {:<13} ",
         ev.conn.0,
         ev.side.name(),
         ev.head.stream_id,

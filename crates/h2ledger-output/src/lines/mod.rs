@@ -2,6 +2,7 @@
 //! table row, a JSON line or an element of one JSON document, then a summary.
 
 mod calls;
+mod clock;
 mod frames;
 mod grpc_frames;
 mod json;
@@ -10,6 +11,7 @@ mod out;
 mod ticks;
 
 pub use calls::{CallPrinter, LEGEND};
+pub use clock::{Clock, TimeFormat};
 pub use frames::{flag_names, FlagNames, FrameFilter, FramePrinter, WIDTH};
 pub use grpc_frames::{FrameMessages, FrameMsgs, MAX_STREAMS};
 pub use json::{secs, Addrs, CallLine, FrameLine};

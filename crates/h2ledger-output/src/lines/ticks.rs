@@ -36,6 +36,8 @@ pub struct Ticks {
 /// A period that ended, waiting for its calls.
 struct Pending {
     at: Nanos,
+    /// The time as the table prints it (`frames`: in its `-t` format), else RFC 3339.
+    stamp: Option<String>,
     frames: u64,
     packets: u64,
     calls: u64,
@@ -116,11 +118,24 @@ impl Ticks {
         frames: u64,
         drops: Option<h2ledger_run::Drops>,
     ) {
+        self.tick_stamped(out, at, None, frames, drops);
+    }
+
+    /// [`Ticks::tick`], the table printing the time as `stamp` (`frames`: its `-t` format).
+    pub fn tick_stamped(
+        &mut self,
+        out: &mut Out,
+        at: Nanos,
+        stamp: Option<String>,
+        frames: u64,
+        drops: Option<h2ledger_run::Drops>,
+    ) {
         if self.period.is_none() {
             return;
         }
         let p = Pending {
             at,
+            stamp,
             frames: frames - self.frames,
             packets: std::mem::take(&mut self.packets),
             calls: std::mem::take(&mut self.calls),
@@ -164,6 +179,17 @@ impl Ticks {
     /// The input ended at `end` (every call listed, `frames` in all): the periods still
     /// waiting, then the part of a period before `end`, if it saw a packet.
     pub fn finish(&mut self, out: &mut Out, end: Option<Nanos>, frames: u64) {
+        self.finish_stamped(out, end, None, frames);
+    }
+
+    /// [`Ticks::finish`], the last tick's time printed as `stamp`.
+    pub fn finish_stamped(
+        &mut self,
+        out: &mut Out,
+        end: Option<Nanos>,
+        stamp: Option<String>,
+        frames: u64,
+    ) {
         if self.period.is_none() {
             return;
         }
@@ -177,6 +203,7 @@ impl Ticks {
         let start = self.last_at.unwrap_or(end);
         let p = Pending {
             at: end,
+            stamp,
             frames: frames - self.frames,
             packets: std::mem::take(&mut self.packets),
             calls: std::mem::take(&mut self.calls),
@@ -206,7 +233,7 @@ impl Ticks {
         if out.shape == Shape::Table {
             let mut l = format!(
                 "-- {} (last {}): {} packet{}, {} {}",
-                crate::time::fmt_rfc3339(p.at),
+                p.stamp.unwrap_or_else(|| crate::time::fmt_rfc3339(p.at)),
                 crate::time::show_duration(std::time::Duration::from_nanos(p.period as u64)),
                 t.packets,
                 if t.packets == 1 { "" } else { "s" },

@@ -145,7 +145,7 @@ impl LineFormat {
 #[derive(Args, Clone)]
 pub struct FilterArgs {
     /// Only TCP port N (repeatable); HTTP/2 is detected on any port without it
-    #[arg(short, long = "port", value_name = "N")]
+    #[arg(long = "port", value_name = "N")]
     pub ports: Vec<u16>,
     /// Decrypt HTTP/2 over TLS with this key log (SSLKEYLOGFILE format); keys embedded in a
     /// pcapng capture (Decryption Secrets Blocks) are used without it
@@ -209,7 +209,7 @@ impl FilterArgs {
 pub struct AnalysisArgs {
     /// Add the analysis: what each write carried, PING round trips and BDP rounds, calls in
     /// flight, latency percentiles, per-method totals (costs ~64 bytes per call)
-    #[arg(short = 'a', long)]
+    #[arg(long)]
     pub analyze: bool,
     /// Cut the capture into phases at these times (comma separated): RFC 3339
     /// (2026-11-30T12:10:24.664Z), @EPOCH seconds, or offsets from the first packet (30s);
@@ -245,8 +245,12 @@ impl AnalysisArgs {
 #[derive(Args)]
 pub struct ReplayArgs {
     /// The capture file (.pcap or .pcapng); `-` reads standard input
-    #[arg(value_name = "FILE")]
-    pub file: String,
+    #[arg(value_name = "FILE", required_unless_present = "read")]
+    pub file: Option<String>,
+    /// Read this saved capture (like tcpdump -r); the same as giving FILE, and then the words
+    /// that follow are all filter words
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    pub read: Option<String>,
     /// Output format: tables (warnings on stderr), one JSON document (warnings inside), or JSON
     /// lines: a `phase` record per phase, then the `summary`
     #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
@@ -261,7 +265,7 @@ pub struct ReplayArgs {
     #[arg(short = 'c', long = "count", value_name = "N", value_parser = count)]
     pub count: Option<u64>,
     /// Read only this much capture time from the first packet (30s, 1m30s, 250ms)
-    #[arg(short = 'd', long, value_parser = durations::parse_period, value_name = "D")]
+    #[arg(long, value_parser = durations::parse_period, value_name = "D")]
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -290,7 +294,7 @@ pub struct CaptureArgs {
     pub count: Option<u64>,
     /// Stop after this long (30s, 1m30s, 250ms): wall-clock time live, capture time from the
     /// first packet when reading a file
-    #[arg(short = 'd', long, value_parser = durations::parse_period, value_name = "D")]
+    #[arg(long, value_parser = durations::parse_period, value_name = "D")]
     pub duration: Option<Duration>,
     /// Live: also save the packets to FILE, like tcpdump -w: pcap with nanosecond timestamps,
     /// or pcapng when FILE ends in .pcapng or --keys-from is given (then the secrets are saved
@@ -305,6 +309,10 @@ pub struct CaptureArgs {
     /// Live: snap length, bytes kept of each packet, like tcpdump -s [default: 262144]
     #[arg(short = 's', long = "snapshot-length", visible_alias = "snaplen", value_name = "BYTES", value_parser = clap::value_parser!(i32).range(64..=262_144))]
     pub snaplen: Option<i32>,
+    /// Live: do not put the interface into promiscuous mode (tcpdump -p). h2ledger never
+    /// does: it reads the host's own traffic, loopback above all; accepted for tcpdump habits
+    #[arg(short = 'p', long = "no-promiscuous-mode")]
+    pub no_promiscuous: bool,
     /// Live: decrypt HTTP/2 over TLS with secrets taken from the running Go program PID
     /// (repeatable), by a uprobe on crypto/tls.(*Config).writeKeyLog attached before the
     /// capture opens; the program needs no key log. Needs root or CAP_SYS_ADMIN (and
@@ -342,6 +350,7 @@ impl CaptureArgs {
             write: None,
             buffer_kib: None,
             snaplen: None,
+            no_promiscuous: false,
             keys_from: Vec::new(),
             keys_out: None,
             user: UserArg {
@@ -428,6 +437,60 @@ pub struct CallsArgs {
     pub filter: FilterArgs,
 }
 
+/// `frames -t`: tshark's time formats.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TimeFormatArg {
+    /// Seconds since the first packet
+    #[value(name = "r")]
+    Relative,
+    /// Local time of day
+    #[value(name = "a")]
+    Absolute,
+    /// Local date and time
+    #[value(name = "ad")]
+    AbsoluteDate,
+    /// UTC time of day
+    #[value(name = "u")]
+    Utc,
+    /// UTC date and time
+    #[value(name = "ud")]
+    UtcDate,
+    /// Seconds since the epoch
+    #[value(name = "e")]
+    Epoch,
+    /// Seconds since the previous frame, printed or not
+    #[value(name = "d")]
+    Delta,
+    /// Seconds since the previous frame printed
+    #[value(name = "dd")]
+    DeltaDisplayed,
+}
+
+impl TimeFormatArg {
+    /// The output library's clock for this format; the local zone is the system's (UTC when
+    /// it cannot be found).
+    pub fn clock(self) -> h2ledger_output::lines::Clock {
+        use h2ledger_output::lines::TimeFormat as F;
+        let f = match self {
+            TimeFormatArg::Relative => F::Relative,
+            TimeFormatArg::Absolute => F::Absolute,
+            TimeFormatArg::AbsoluteDate => F::AbsoluteDate,
+            TimeFormatArg::Utc => F::Utc,
+            TimeFormatArg::UtcDate => F::UtcDate,
+            TimeFormatArg::Epoch => F::Epoch,
+            TimeFormatArg::Delta => F::Delta,
+            TimeFormatArg::DeltaDisplayed => F::DeltaDisplayed,
+        };
+        let tz = match f {
+            F::Absolute | F::AbsoluteDate => {
+                jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC)
+            }
+            _ => jiff::tz::TimeZone::UTC,
+        };
+        h2ledger_output::lines::Clock::new(f, tz)
+    }
+}
+
 #[derive(Args)]
 pub struct FramesArgs {
     /// The capture file (.pcap, .pcapng, also gzip- or zstd-compressed); `-` reads standard
@@ -454,11 +517,22 @@ pub struct FramesArgs {
     pub streams: Vec<u32>,
     /// Only frames of this wire type (HEADERS, DATA, PING, ...) or ledger class (TRAILERS,
     /// PING_ACK, SETTINGS_ACK); repeatable, case-insensitive
-    #[arg(short = 't', long = "type", value_name = "TYPE", value_parser = frame_type)]
+    #[arg(long = "type", value_name = "TYPE", value_parser = frame_type)]
     pub types: Vec<String>,
     /// Only frames sent by this side
     #[arg(long, value_enum)]
     pub side: Option<SideArg>,
+    /// How times are printed, with tshark's -t letters: r (seconds since the first packet),
+    /// a / ad (local time of day / date and time), u / ud (the same in UTC), e (epoch
+    /// seconds), d / dd (since the previous frame / previous frame printed)
+    #[arg(
+        short = 't',
+        long = "time-format",
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "r"
+    )]
+    pub time_format: TimeFormatArg,
     /// With --messages, each message's table line whole (otherwise cut to 100 columns)
     #[arg(long)]
     pub wide: bool,
@@ -588,7 +662,8 @@ impl Cli {
 }
 
 /// tcpdump's `-r FILE` with no subcommand: `h2ledger [-q] -r F ARGS...` is `h2ledger [-q]
-/// replay F ARGS...` (`-rF` and `--read=F` too). Words after a subcommand are left alone.
+/// replay F ARGS...` (`-rF` and `--read=F` too); its `-i DEV`: `h2ledger -i lo ARGS...` is
+/// `h2ledger sniff -i lo ARGS...`. Words after a subcommand are left alone.
 pub fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let subcommands: Vec<String> = Cli::command()
         .get_subcommands()
@@ -602,6 +677,11 @@ pub fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
             break;
         };
         if subcommands.contains(&a) || a == "--" {
+            break;
+        }
+        // tcpdump -i DEV with no subcommand: a live capture, `sniff`.
+        if a == "-i" || a == "--interface" || a.starts_with("--interface=") || a.starts_with("-i") {
+            args.insert(i, "sniff".into());
             break;
         }
         if a == "-r" || a == "--read" {
@@ -624,6 +704,83 @@ pub fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
     args
 }
 
+/// Letters tcpdump and tshark give a meaning h2ledger does not have, and what to use instead.
+const OTHER_TOOLS: &[(&str, &str)] = &[
+    (
+        "-Y",
+        "-Y is tshark's display filter: use a capture filter (-f EXPR), --port, frames --type",
+    ),
+    (
+        "-R",
+        "-R is tshark's read filter: use a capture filter (-f EXPR), --port, frames --type",
+    ),
+    ("-n", "h2ledger never resolves names or ports: leave -n out"),
+    (
+        "-a",
+        "tshark's -a duration:N is --duration N here, -a packets:N is -c N; --analyze is long",
+    ),
+    (
+        "-d",
+        "h2ledger finds HTTP/2 on any port by itself; --duration has no short form",
+    ),
+    (
+        "-V",
+        "each frame with its fields: `h2ledger frames` (one JSON object each with -T jsonl)",
+    ),
+    (
+        "-x",
+        "each frame with its fields: `h2ledger frames` (one JSON object each with -T jsonl)",
+    ),
+    (
+        "-X",
+        "each frame with its fields: `h2ledger frames` (one JSON object each with -T jsonl)",
+    ),
+    (
+        "-A",
+        "each frame with its fields: `h2ledger frames` (one JSON object each with -T jsonl)",
+    ),
+    (
+        "-e",
+        "each frame with its fields: `h2ledger frames` (one JSON object each with -T jsonl)",
+    ),
+    (
+        "-t",
+        "-t (tshark's time format) is a flag of `h2ledger frames`",
+    ),
+];
+
+/// clap's error for a flag it does not know suggests `-- -Y` to pass it as a value, which here
+/// would make it a word of the capture filter: that tip is replaced by what to use instead of
+/// a tcpdump or tshark letter, or removed.
+pub fn explain(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let arg = arg.clone();
+    // `-nn`, `-tad`, `-Yhttp2`: the letter is what counts.
+    let letter: String = arg.chars().take(2).collect();
+    let tip = OTHER_TOOLS
+        .iter()
+        .find(|(f, _)| *f == letter && !arg.starts_with("--"))
+        .map(|(_, t)| *t);
+    if let Some(ContextValue::StyledStrs(v)) = e.get(ContextKind::Suggested) {
+        if v.iter().any(|s| s.to_string().contains("'-- ")) {
+            e.remove(ContextKind::Suggested);
+        }
+    }
+    if let Some(t) = tip {
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![t.to_string().into()]),
+        );
+    }
+    e
+}
+
 #[cfg(test)]
 mod tests {
     /// clap's own checks of the whole command line (two flags on one letter, a default that is
@@ -632,5 +789,17 @@ mod tests {
     fn command_line_is_consistent() {
         use clap::CommandFactory as _;
         super::Cli::command().debug_assert();
+    }
+
+    /// Each tip fits a 100-column terminal after clap's "  tip: ".
+    #[test]
+    fn tips_fit_in_100_columns() {
+        for (flag, tip) in super::OTHER_TOOLS {
+            assert!(
+                tip.chars().count() <= 93,
+                "{flag}: {} characters",
+                tip.len()
+            );
+        }
     }
 }

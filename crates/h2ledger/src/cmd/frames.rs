@@ -38,7 +38,9 @@ impl Hooks for Frames {
     fn tick(&mut self, at: Nanos, drops: Option<Drops>) {
         let o = self.session.view_mut();
         let printed = o.out.records;
-        self.ticks.tick(&mut o.out, at, printed, drops);
+        let stamp = o.tick_stamp(at);
+        self.ticks
+            .tick_stamped(&mut o.out, at, Some(stamp), printed, drops);
     }
 }
 
@@ -60,7 +62,8 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
         }),
     };
     let out = Out::new(ctx.out(), a.format.shape(), "frames");
-    let mut printer = FramePrinter::new(out, ff, ctx.out_is_terminal());
+    let mut printer =
+        FramePrinter::new(out, ff, ctx.out_is_terminal()).with_clock(a.time_format.clock());
     if let Some(m) = messages {
         printer = printer.with_messages(m, a.wide, ctx.style);
     }
@@ -84,7 +87,13 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let (capture, tcp) = (s.capture().clone(), s.tcp());
     let o = s.view_mut();
     let printed = o.out.records;
-    h.ticks.finish(&mut o.out, capture.last, printed);
+    let stamp = capture.last.map(|t| o.tick_stamp(t));
+    h.ticks
+        .finish_stamped(&mut o.out, capture.last, stamp, printed);
+    o.out.flush();
+    if let Some(l) = o.closing_line(capture.packets) {
+        eprintln!("{l}");
+    }
     let mut warnings = s.warnings().to_vec();
     warnings.extend(s.view().message_warnings());
     let listing = super::listing::Listing {

@@ -8,11 +8,20 @@ use crate::cli::{CaptureArgs, ReplayArgs};
 use crate::source::Input;
 use crate::Ctx;
 
-pub fn replay(a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
+pub fn replay(mut a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
     let cap = CaptureArgs::file_only(a.count, a.duration);
+    // `-r F` and a FILE word: the word is the filter's first (as tcpdump -r F WORDS).
+    let file = match (a.read.take(), a.file.take()) {
+        (Some(r), Some(w)) => {
+            a.filter.expression.insert(0, w);
+            r
+        }
+        (Some(f), None) | (None, Some(f)) => f,
+        (None, None) => anyhow::bail!("give a capture FILE (or -r FILE)"),
+    };
     super::ledger::run(
         super::ledger::Ledger {
-            input: Input::File(a.file.clone()),
+            input: Input::File(file),
             cap: &cap,
             filter: &a.filter,
             analysis: &a.analysis,

@@ -67,3 +67,27 @@ pub fn list() -> Result<ExitCode> {
     let _ = out.flush();
     Ok(ExitCode::SUCCESS)
 }
+
+/// `-i N` as tcpdump takes it: the Nth device `-D` lists (from 1), unless a device has that
+/// name. Any other name is returned as given (opening it says whether it exists).
+pub fn resolve(name: &str) -> Result<String> {
+    let Ok(n) = name.parse::<usize>() else {
+        return Ok(name.to_string());
+    };
+    let devices = Device::list().map_err(|e| {
+        anyhow!(
+            "cannot list capture devices: {}",
+            super::file::pcap_reason(&e)
+        )
+    })?;
+    if devices.iter().any(|d| d.name == name) {
+        return Ok(name.to_string());
+    }
+    match n.checked_sub(1).and_then(|i| devices.get(i)) {
+        Some(d) => Ok(d.name.clone()),
+        None => Err(anyhow!(
+            "no capture device number {n}: `h2ledger -D` lists {} (numbered from 1)",
+            devices.len()
+        )),
+    }
+}

@@ -43,7 +43,7 @@ impl CaptureArgs {
             if let Some(f) = file {
                 filter.expression.insert(0, f.to_string());
             }
-            return Ok(Input::Device(dev.clone()));
+            return Ok(Input::Device(devices::resolve(dev)?));
         }
         let file = match (&self.read, file) {
             (Some(r), Some(f)) => {

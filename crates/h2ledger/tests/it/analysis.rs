@@ -134,7 +134,7 @@ fn writes_by_calls_sums_to_writes() {
         &capture("spanning-mtu1500.pcap"),
         "--format",
         "json",
-        "-a",
+        "--analyze",
     ]);
     let spans = u(&v["sides"]["client"]["writes_without_frame_end"])
         + u(&v["sides"]["server"]["writes_without_frame_end"]);
@@ -360,7 +360,7 @@ fn latency_against_wireshark() {
     let mut fb: Vec<i64> = first.iter().map(|(s, e)| e - start[s]).collect();
     assert_eq!(call.len(), 144);
     assert_eq!(rtts.len(), 87 + 83);
-    let v = json(&["replay", &pcap, "--format", "json", "-a"]);
+    let v = json(&["replay", &pcap, "--format", "json", "--analyze"]);
     for (key, samples) in [
         ("call", &mut call),
         ("first_byte", &mut fb),
@@ -414,7 +414,7 @@ fn frames_jsonl_first_request() {
         &capture("python-grpcio-ipv6.pcap"),
         "--format",
         "jsonl",
-        "-t",
+        "--type",
         "settings",
     ]);
     let v: Value = serde_json::from_str(out.lines().next().expect("a line")).expect("json");

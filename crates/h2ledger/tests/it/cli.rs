@@ -111,11 +111,11 @@ fn an_unknown_option_is_an_unknown_option() {
 #[test]
 fn frame_type_names_are_checked() {
     refused(
-        &["frames", F, "-t", "HEADRES"],
+        &["frames", F, "--type", "HEADRES"],
         "HEADRES",
         "unknown frame type",
     );
-    let o = at_repo(&["frames", F, "-t", "ping_ack", "--format", "jsonl"]);
+    let o = at_repo(&["frames", F, "--type", "ping_ack", "--format", "jsonl"]);
     assert!(o.status.success());
     assert_eq!(
         records(&o.stdout, "frame").len(),

@@ -321,12 +321,19 @@ fn tables_fit_100_columns_and_ascii_without_utf8() {
         "hyper-h2.pcap",
     ] {
         let table = String::from_utf8(at(&["frames", f]).stdout).unwrap();
-        let frames = records(at(&["frames", f, "-T", "jsonl"]).stdout, "frame").len();
-        assert_eq!(table.lines().count(), frames, "frames {f}");
+        let lines = records(at(&["frames", f, "-T", "jsonl"]).stdout, "frame");
+        let conns: std::collections::BTreeSet<_> =
+            lines.iter().map(|l| l["conn"].as_u64()).collect();
+        // A line per frame, and one per connection before its first frame.
+        let (conn_lines, frame_lines): (Vec<&str>, Vec<&str>) = table
+            .lines()
+            .partition(|l| l.contains(" connection client="));
+        assert_eq!(frame_lines.len(), lines.len(), "frames {f}");
+        assert_eq!(conn_lines.len(), conns.len(), "frames {f}");
         assert!(!table.contains("+HEADERS"), "frames {f}");
     }
     let o = at(&["frames", F, "--max-frames", "7"]);
-    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 7);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1 + 7);
     let help = String::from_utf8(at(&["calls", "--help"]).stdout).unwrap();
     for abbreviation in ["H/D/T/o", "wr:", "rnd:", "c/s:", "microseconds"] {
         assert!(

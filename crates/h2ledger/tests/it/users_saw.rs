@@ -259,3 +259,141 @@ fn tls_without_keys_is_said_in_the_headline() {
         "{t}"
     );
 }
+
+/// Item 9: `frames` names each connection's addresses before its first frame, ends with a
+/// summary (stderr, as tcpdump's count), and prints times in tshark's `-t` formats, its ticks
+/// in the same one.
+#[test]
+fn frames_say_which_connection_and_when() {
+    let f = repo().join("captures/curl-upgrade.pcap");
+    let f = f.to_str().unwrap();
+    let out = run(&["frames", f]);
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0],
+        "[  0.045774] c0 connection client=127.0.0.1:35216 server=127.0.0.1:34663"
+    );
+    let c1 = lines.iter().position(|l| l.contains("] c1 ")).unwrap();
+    assert!(
+        lines[c1].ends_with("c1 connection client=127.0.0.1:35232 server=127.0.0.1:34663"),
+        "{}",
+        lines[c1]
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "19 frames printed on 2 connections; 34 packets read"
+    );
+    // tshark's -t letters.
+    let first = |args: &[&str]| stdout(args).lines().nth(1).unwrap().to_string();
+    assert!(first(&["frames", f, "-t", "ud"]).starts_with("[2026-12-01 10:30:32.135478] c0 client"));
+    assert!(first(&["frames", f, "-t", "u"]).starts_with("[10:30:32.135478] c0 client"));
+    assert!(first(&["frames", f, "-t", "e"]).starts_with("[1796121032.135478] c0 client"));
+    assert!(first(&["frames", f, "-t", "r"]).starts_with("[  0.045774] c0 client"));
+    let dd = stdout(&["frames", f, "-t", "dd", "--stream", "3"]);
+    let dd: Vec<&str> = dd.lines().collect();
+    // The frames of stream 3 are 0.000264 s and 0.000045 s apart.
+    assert!(dd[2].starts_with("[  0.000264]"), "{}", dd[2]);
+    assert!(dd[3].starts_with("[  0.000045]"), "{}", dd[3]);
+    // Ticks print their time as the frames do.
+    let ticks = stdout(&["frames", f, "-t", "ud", "--every", "10ms"]);
+    assert!(
+        ticks.starts_with("-- [2026-12-01 10:30:32.099704] (last 10ms): 3 packets, 0 frames"),
+        "{ticks}"
+    );
+}
+
+/// Item 13: a filter that keeps no frame says so.
+#[test]
+fn frames_that_match_nothing_say_so() {
+    let f = repo().join("captures/curl-upgrade.pcap");
+    let out = run(&["frames", f.to_str().unwrap(), "--stream", "999999"]);
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "no frame matched --conn, --stream, --type or --side: 0 of 19 frames printed; \
+         34 packets read"
+    );
+}
+
+/// Item 11: the letters tcpdump and tshark use mean the same here, or nothing.
+#[test]
+fn tcpdump_letters_mean_what_tcpdump_says() {
+    let f = repo().join("captures/curl-upgrade.pcap");
+    let f = f.to_str().unwrap();
+    // replay -r F, and words after it are the filter.
+    let a = stdout(&["replay", "-r", f, "-T", "json"]);
+    let b = stdout(&["replay", f, "-T", "json"]);
+    assert_eq!(a, b);
+    let filtered = run(&["replay", "-r", f, "tcp", "port", "1"]);
+    assert!(String::from_utf8_lossy(&filtered.stderr).contains("no packets matched \"tcp port 1\""));
+    // -a, -d, -p, -t are not --analyze, --duration, --port, --type any more.
+    for (args, letter) in [
+        (vec!["replay", f, "-a"], "'-a'"),
+        (vec!["replay", f, "-d", "1s"], "'-d'"),
+        (vec!["replay", f, "-p", "80"], "'-p'"),
+        (vec!["replay", f, "-Y", "http2"], "'-Y'"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(letter), "{args:?}: {err}");
+        // clap's `-- -Y` would make the word part of the capture filter.
+        assert!(!err.contains("'-- "), "{args:?}: {err}");
+        assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+    }
+    let o = run(&["replay", f, "-Y", "http2"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tshark's display filter"));
+    // The long names work.
+    for extra in [["--analyze", "--port=34663"], ["--duration", "1s"]] {
+        let mut args = vec!["replay", f];
+        args.extend(extra);
+        assert!(run(&args).status.success(), "{args:?}");
+    }
+    // frames -t is tshark's time format; --type the frame type.
+    assert!(run(&["frames", f, "--type", "ping"]).status.success());
+    let o = run(&["frames", f, "-t", "ping"]);
+    assert_eq!(o.status.code(), Some(2));
+    // h2ledger -i DEV is sniff, -p is tcpdump's "not promiscuous" (never done): the parse is
+    // what is checked here (no capture is opened without a device: -D lists them).
+    let help = stdout(&["sniff", "--help"]);
+    assert!(help.contains("-p, --no-promiscuous-mode"), "{help}");
+    assert!(
+        help.contains("--port <N>") && !help.contains("-p, --port"),
+        "{help}"
+    );
+}
+
+/// Item 12: "1 call", not "1 calls".
+#[test]
+fn one_call_is_singular() {
+    let f = repo().join("captures/goh2c-post.pcap");
+    let t = stdout(&["calls", f.to_str().unwrap()]);
+    assert_eq!(t.lines().last(), Some("1 call"), "{t}");
+}
+
+/// Item 11, live (root): `h2ledger -i N` is `sniff` on the device `-D` numbers N.
+#[test]
+fn device_numbers_as_tcpdump_lists_them() {
+    if !crate::util::is_root() {
+        eprintln!("skipped: live capture needs root");
+        return;
+    }
+    let list = stdout(&["-D"]);
+    let n = list
+        .lines()
+        .find_map(|l| {
+            let (n, rest) = l.split_once('.')?;
+            rest.starts_with("lo ").then(|| n.to_string())
+        })
+        .expect("lo listed");
+    let o = run(&["-i", &n, "--duration", "200ms", "-T", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("listening on lo,"), "{err}");
+    let o = run(&["sniff", "-i", "9999", "--duration", "200ms"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no capture device number 9999"));
+}
