@@ -162,7 +162,8 @@ pub fn write_demo(
                 }
                 writeln!(out, "{}", d.finding())?;
                 writeln!(out, "{}", d.table(static_window, st))?;
-                writeln!(out, "{}", crate::table::footer(d.capture, &d.tcp, None))?;
+                let f = crate::table::footer(d.capture, &d.tcp, None);
+                writeln!(out, "{}", crate::table::wrap(&f, crate::TABLE_WIDTH))?;
             }
             writeln!(
                 out,

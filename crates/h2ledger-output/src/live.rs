@@ -102,6 +102,14 @@ impl LiveView {
         }
     }
 
+    /// At the end of a capture: the tick of the part of a period since the last tick, if a
+    /// packet came in it (a `--duration` that is not a multiple of `--every`, Ctrl-C).
+    pub fn last_tick(&mut self, out: &mut dyn Write, s: &Tick, drops: Drops) {
+        if s.capture.packets > self.prev_packets {
+            self.tick(out, s, drops);
+        }
+    }
+
     /// One tick: the view of now, and what changed since the previous one (`s`, from the
     /// session), with libpcap's drop counters.
     pub fn tick(&mut self, out: &mut dyn Write, s: &Tick, drops: Drops) {
@@ -215,7 +223,10 @@ impl LiveView {
         ));
         t.push('\n');
         // The drops are in the header.
-        t.push_str(&footer(&s.capture, &s.tcp, None));
+        t.push_str(&crate::table::wrap(
+            &footer(&s.capture, &s.tcp, None),
+            crate::TABLE_WIDTH,
+        ));
         t.push('\n');
         t
     }

@@ -178,6 +178,8 @@ struct SideJson<'a> {
     pings: Option<&'a PingSide>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rounds: Option<&'a RoundSide>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rst_stream_codes: Option<&'a std::collections::BTreeMap<String, u64>>,
     tls_records: u64,
     writes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -278,6 +280,7 @@ impl Report {
                     ping_labels: &t.ping_labels,
                     pings: s.map(|s| &s.pings),
                     rounds: s.map(|s| &s.rounds),
+                    rst_stream_codes: s.map(|s| &s.rst_stream_codes),
                     tls_records: t.tls_records,
                     writes: t.writes,
                     writes_by_calls: s.map(|s| &s.writes_by_calls),

@@ -65,6 +65,8 @@ impl Analysis {
                     calls_opening: opened,
                     share_of_calls_opening: ratio(opened, n_calls),
                 },
+                // Filled below, from the scope's counts.
+                rst_stream_codes: BTreeMap::new(),
             };
             match side {
                 Side::Client => r.sides.client = s,
@@ -118,6 +120,14 @@ impl Analysis {
                 },
                 latency_us: Percentiles::of_hist(&agg.latency),
             });
+        }
+        for (side, counts) in [
+            (&mut r.sides.client.rst_stream_codes, &scope.resets.client),
+            (&mut r.sides.server.rst_stream_codes, &scope.resets.server),
+        ] {
+            for (slot, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+                side.insert(super::rst_slot_name(slot), n);
+            }
         }
         for g in &self.goaways {
             if phase.is_some_and(|p| g.phase != Some(p)) {

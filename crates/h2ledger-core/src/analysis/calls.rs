@@ -242,6 +242,7 @@ impl Analysis {
                         writes: [0; 2],
                         inflight,
                         flags,
+                        reset_code: 0,
                     },
                     last_write: [NO_WRITE; 2],
                     ending: false,
@@ -299,7 +300,11 @@ impl Analysis {
         }
         let mut done = false;
         if ev.class == FrameClass::RstStream {
-            call.flags |= F_RESET;
+            let code = match ev.frame {
+                Some(h2_frame_parser::Frame::RstStream(r)) => r.code.0,
+                _ => h2_frame_parser::ErrorCode::NO_ERROR.0,
+            };
+            call.set_reset(code, ev.side);
             done = true;
         } else if rel == 1 {
             let header_kind = matches!(ev.class, FrameClass::Headers | FrameClass::Trailers);

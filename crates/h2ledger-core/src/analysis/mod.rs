@@ -90,6 +90,26 @@ const F_OPENED_SERVER_ROUND: u8 = 8;
 /// The request HEADERS came from the side known as the client when it was seen (calls the
 /// other way round, as on a capture whose client is guessed wrong, are not counted).
 const F_REQ_CLIENT: u8 = 16;
+/// The server sent the RST_STREAM that ended the call.
+const F_RESET_BY_SERVER: u8 = 32;
+
+/// RST_STREAM error codes counted one by one: RFC 9113's 0x0 to 0xd; any other code counts in
+/// the last slot ("other").
+pub const RST_CODES: usize = 15;
+
+/// The slot of `code` in a [`RST_CODES`] array.
+pub fn rst_slot(code: u32) -> usize {
+    (code as usize).min(RST_CODES - 1)
+}
+
+/// The name of a slot of a [`RST_CODES`] array: the RFC 9113 name, or `other`.
+pub fn rst_slot_name(slot: usize) -> String {
+    if slot + 1 >= RST_CODES {
+        "other".to_string()
+    } else {
+        h2_frame_parser::ErrorCode(slot as u32).to_string()
+    }
+}
 
 /// One call (HTTP/2 stream opened by a request HEADERS), 64 bytes.
 #[derive(Clone, Copy, Debug)]
@@ -118,12 +138,33 @@ pub struct CallRec {
     /// Other calls in flight on the same connection when this one started.
     pub inflight: u16,
     flags: u8,
+    /// The RST_STREAM's error code when one ended the call (capped at 255: RFC 9113's codes
+    /// end at 0xd).
+    reset_code: u8,
 }
 
 impl CallRec {
     /// Whether an RST_STREAM ended the call.
     pub fn reset(&self) -> bool {
         self.flags & F_RESET != 0
+    }
+    /// The error code and sender of the RST_STREAM that ended the call, if one did.
+    pub fn reset_by(&self) -> Option<(h2_frame_parser::ErrorCode, Side)> {
+        self.reset().then(|| {
+            let side = if self.flags & F_RESET_BY_SERVER != 0 {
+                Side::Server
+            } else {
+                Side::Client
+            };
+            (h2_frame_parser::ErrorCode(u32::from(self.reset_code)), side)
+        })
+    }
+    pub(crate) fn set_reset(&mut self, code: u32, by: Side) {
+        self.flags |= F_RESET;
+        if by == Side::Server {
+            self.flags |= F_RESET_BY_SERVER;
+        }
+        self.reset_code = code.min(255) as u8;
     }
     /// Whether the call opened a BDP round of `pinger` (its DATA triggered that side's BDP PING;
     /// docs/pings.md, "BDP rounds").
@@ -342,6 +383,8 @@ struct Scope {
     calls: CallAgg,
     rtt: LatencyHist,
     rtt_by_label: BTreeMap<u8, LatencyHist>,
+    /// RST_STREAM frames by sender and [`rst_slot`] of their code.
+    resets: Sides<[u64; RST_CODES]>,
 }
 
 #[derive(Clone, Debug)]

@@ -67,6 +67,7 @@ impl Observer for Analysis {
                     writes: [1, 0],
                     inflight,
                     flags,
+                    reset_code: 0,
                 },
                 last_write: [w.index, NO_WRITE],
                 ending: false,
@@ -216,6 +217,10 @@ impl Analysis {
             }
             (FrameClass::Ping | FrameClass::PingAck, Some(Frame::Ping(p))) => {
                 self.on_ping(ev, p.payload, ev.class == FrameClass::PingAck);
+            }
+            (FrameClass::RstStream, Some(Frame::RstStream(r))) => {
+                let (side, slot) = (ev.side, super::rst_slot(r.code.0));
+                self.scoped(ev.ts, |s, _| s.resets[side][slot] += 1);
             }
             (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
                 if g.code == ErrorCode::ENHANCE_YOUR_CALM {

@@ -104,6 +104,9 @@ pub struct SideAnalysis {
     pub pings: PingSide,
     /// BDP rounds this side opened and the calls in them.
     pub rounds: RoundSide,
+    /// RST_STREAM frames this side sent, by error code (RFC 9113's name, `other` for codes
+    /// beyond 0xd); codes none was sent with are left out.
+    pub rst_stream_codes: BTreeMap<String, u64>,
     /// Writes in which at least one frame ends, by the number of distinct calls whose frames end
     /// in them; `"0"`: only control frames.
     pub writes_by_calls: Hist,

@@ -34,6 +34,8 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], p: u32) -> Option<T> {
 pub struct Percentiles {
     /// Samples.
     pub count: u64,
+    /// The largest value (exact, also beyond the histogram's exact range).
+    pub max: Option<f64>,
     /// 1st percentile.
     pub p1: Option<f64>,
     /// 25th percentile.
@@ -54,19 +56,21 @@ impl Percentiles {
     /// From durations in nanoseconds (sorted in place).
     pub fn of_nanos(samples: &mut [i64]) -> Percentiles {
         samples.sort_unstable();
-        Self::from_ranks(samples.len() as u64, |p| nearest_rank(samples, p))
+        let max = samples.last().copied();
+        Self::from_ranks(samples.len() as u64, max, |p| nearest_rank(samples, p))
     }
 
     /// From a bounded histogram (exact while it holds few values; see [`LatencyHist`]).
     pub fn of_hist(h: &LatencyHist) -> Percentiles {
-        Self::from_ranks(h.count(), |p| h.percentile(p))
+        Self::from_ranks(h.count(), h.max(), |p| h.percentile(p))
     }
 
     /// `count` samples whose nearest-rank percentile `p` (nanoseconds) is `rank(p)`.
-    fn from_ranks(count: u64, rank: impl Fn(u32) -> Option<i64>) -> Percentiles {
+    fn from_ranks(count: u64, max: Option<i64>, rank: impl Fn(u32) -> Option<i64>) -> Percentiles {
         let us = |p| rank(p).map(|ns| ns as f64 / 1000.0);
         Percentiles {
             count,
+            max: max.map(|ns| ns as f64 / 1000.0),
             p1: us(1),
             p25: us(25),
             p50: us(50),

@@ -83,7 +83,7 @@ const WIDE: [(&str, i32); 16] = [
     ("stream", 6),
     ("start s", 10),
     ("method", -28),
-    ("status", -14),
+    ("status", -18),
     ("1st byte us", 11),
     ("call us", 9),
     ("in fl", 5),
@@ -103,8 +103,8 @@ const NARROW: [(usize, &str, i32); 11] = [
     (0, "conn", 4),
     (1, "stream", 6),
     (2, "start s", 8),
-    (3, "method", -23),
-    (4, "status", -8),
+    (3, "method", -20),
+    (4, "status", -11),
     (5, "1st us", 7),
     (6, "call us", 7),
     (8, "c H/D/T/o", 9),
@@ -125,6 +125,9 @@ keys; `-` is not seen.";
 
 fn row(layout: &[(usize, &str, i32)], cells: &[String], st: Style) -> String {
     let mut line = String::new();
+    // Columns a number overflowed (stream 18131983 in a column of 6): the next text column
+    // gives them back, so that the row keeps its width and the columns after it line up.
+    let mut over = 0;
     for (i, (cell, _, w)) in layout.iter().enumerate() {
         if i > 0 {
             line.push(' ');
@@ -132,9 +135,12 @@ fn row(layout: &[(usize, &str, i32)], cells: &[String], st: Style) -> String {
         let c = &cells[*cell];
         let width = w.unsigned_abs() as usize;
         if *w < 0 {
+            let width = width.saturating_sub(over).max(1);
+            over = 0;
             let c = crate::table::cut(c, width, st);
             line.push_str(&format!("{c:<width$}"));
         } else {
+            over += c.chars().count().saturating_sub(width);
             line.push_str(&format!("{c:>width$}"));
         }
     }
@@ -388,10 +394,12 @@ impl CallPrinter {
             },
             // Escaped before the column is sized (crate::tty).
             crate::tty::escape(c.method).into_owned(),
-            if narrow {
-                crate::table::short_status(&c.status())
-            } else {
-                c.status()
+            match r.reset_by() {
+                // Why it was reset: the code, short in the narrow table.
+                Some((code, _)) if narrow => format!("RST {}", crate::table::short_code(code)),
+                Some((code, _)) => format!("RST {code}"),
+                None if narrow => crate::table::short_status(&c.status()),
+                None => c.status(),
             },
             us(r.first_byte),
             us(r.end),

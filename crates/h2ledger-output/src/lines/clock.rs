@@ -168,26 +168,26 @@ mod tests {
     const T: [(Nanos, bool); 3] = [
         (1_764_585_032_045_774_000, true),
         (1_764_585_032_050_000_000, false),
-        (1_764_585_033_000_000_500, true),
+        (1_764_585_033_000_001_000, true),
     ];
 
     #[test]
     fn tshark_formats() {
         assert_eq!(
             stamps(TimeFormat::Relative, &T),
-            ["[  0.045774]", "[  1.000000]"]
+            ["[  0.045774]", "[  1.000001]"]
         );
         assert_eq!(
             stamps(TimeFormat::Delta, &T),
-            ["[  0.000000]", "[  0.950000]"]
+            ["[  0.000000]", "[  0.950001]"]
         );
         assert_eq!(
             stamps(TimeFormat::DeltaDisplayed, &T),
-            ["[  0.000000]", "[  0.954226]"]
+            ["[  0.000000]", "[  0.954227]"]
         );
         assert_eq!(
             stamps(TimeFormat::Epoch, &T),
-            ["[1764585032.045774]", "[1764585033.000000]"]
+            ["[1764585032.045774]", "[1764585033.000001]"]
         );
         assert_eq!(
             stamps(TimeFormat::UtcDate, &T),

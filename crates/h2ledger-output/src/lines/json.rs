@@ -353,6 +353,10 @@ pub struct CallLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     request_messages: Option<Option<MsgList<'a>>>,
     reset: bool,
+    /// The side that sent the RST_STREAM that ended the call (null: none did).
+    reset_by: Option<&'static str>,
+    /// That RST_STREAM's error code: RFC 9113's name, or `0x..`.
+    reset_code: Option<String>,
     /// `calls --messages`: the response's messages (null: not gRPC).
     #[serde(skip_serializing_if = "Option::is_none")]
     response_messages: Option<Option<MsgList<'a>>>,
@@ -422,6 +426,8 @@ impl<'a> CallLine<'a> {
             record: "call",
             request_messages: None,
             reset: r.reset(),
+            reset_by: r.reset_by().map(|(_, side)| side.name()),
+            reset_code: r.reset_by().map(|(code, _)| code.to_string()),
             response_messages: None,
             server_time_us: g.and_then(|g| us(g.server_time_ns)),
             stalled_us: pair([
@@ -503,6 +509,8 @@ impl CallLine<'_> {
         }
         list(&mut o, k!("request_messages"), &self.request_messages);
         o.bool(k!("reset"), self.reset);
+        o.opt_str(k!("reset_by"), self.reset_by);
+        o.opt_str(k!("reset_code"), self.reset_code.as_deref());
         list(&mut o, k!("response_messages"), &self.response_messages);
         o.opt_f64(k!("server_time_us"), self.server_time_us);
         o.obj(k!("stalled_us"), |o| {

@@ -11,6 +11,9 @@ use tabled::settings::Alignment;
 use super::opt;
 use crate::Style;
 
+/// GOAWAY frames listed one per line under the analysis table; the JSON lists them all.
+const MAX_GOAWAY_LINES: usize = 5;
+
 /// Analysis rows per side, columns side by side (phases, or just one).
 pub fn analysis_table(columns: &[(&str, &Report)], st: Style) -> Option<String> {
     let cols: Vec<(&str, &h2ledger_core::AnalysisReport)> = columns
@@ -95,10 +98,73 @@ pub fn analysis_table(columns: &[(&str, &Report)], st: Style) -> Option<String> 
             None => "-".into(),
         }
     }));
+    // Why streams and connections ended: each RST_STREAM and GOAWAY error code per sender.
+    let mut rst: Vec<&str> = Vec::new();
+    let mut goaway: Vec<&str> = Vec::new();
+    for (_, a) in &cols {
+        for s in Side::ALL {
+            rst.extend(a.sides.get(s).rst_stream_codes.keys().map(String::as_str));
+        }
+        goaway.extend(a.goaways.iter().map(|g| g.error.as_str()));
+    }
+    for v in [&mut rst, &mut goaway] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    for code in rst {
+        b.push_record(row(&format!("RST_STREAM {code}"), &|a, s| {
+            a.sides
+                .get(s)
+                .rst_stream_codes
+                .get(code)
+                .copied()
+                .unwrap_or(0)
+                .to_string()
+        }));
+    }
+    for code in goaway {
+        b.push_record(row(&format!("GOAWAY {code}"), &|a, s| {
+            a.goaways
+                .iter()
+                .filter(|g| g.error == code && g.side == s.name())
+                .count()
+                .to_string()
+        }));
+    }
     let mut t = b.build();
     super::styled(&mut t, st);
     t.modify(Columns::new(1..), Alignment::right());
     let mut out = t.to_string();
+    // Each GOAWAY's last stream and debug data (escaped: it comes from the wire), a few.
+    let mut seen = std::collections::BTreeSet::new();
+    let all: Vec<_> = cols
+        .iter()
+        .flat_map(|(_, a)| a.goaways.iter())
+        .filter(|g| seen.insert((g.conn, g.time.to_bits())))
+        .collect();
+    for (listed, g) in all.iter().enumerate() {
+        if listed == MAX_GOAWAY_LINES {
+            out.push_str(&format!(
+                "\n{} more GOAWAY frames in the JSON (`goaways`)",
+                all.len() - listed
+            ));
+            break;
+        }
+        let line = format!(
+            "GOAWAY c{} by {} {} last_stream_id={}{}",
+            g.conn,
+            g.side,
+            g.error,
+            g.last_stream_id,
+            if g.debug.is_empty() {
+                String::new()
+            } else {
+                format!(" debug \"{}\"", crate::tty::escape(&g.debug))
+            }
+        );
+        out.push('\n');
+        out.push_str(&super::cut_end(&line, crate::TABLE_WIDTH, st));
+    }
     // Calls: concurrency and latency, one column per scope.
     let mut b = Builder::default();
     let mut header = vec![String::new()];
@@ -132,6 +198,7 @@ pub fn analysis_table(columns: &[(&str, &Report)], st: Style) -> Option<String> 
                 opt(p(a).values()[i])
             }));
         }
+        rows.push(crow(&format!("{label} max (us)"), &|a| opt(p(a).max)));
         rows
     };
     for r in pct("call", &|a| &a.latency_us.call) {

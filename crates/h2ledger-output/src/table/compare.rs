@@ -12,10 +12,17 @@ use crate::{tty, warn, Style};
 
 fn delta(a: u64, b: u64) -> String {
     let d = b as i128 - a as i128;
-    let pct = if a == 0 {
-        String::new()
+    let p = if a == 0 {
+        None
     } else {
-        format!(" ({:+.0}%)", d as f64 * 100.0 / a as f64)
+        Some(d as f64 * 100.0 / a as f64)
+    };
+    // A change that rounds to 0% says how small it is, not "-0%" (issue 20, item 12).
+    let pct = match p {
+        None => String::new(),
+        Some(p) if p.abs() < 0.5 && p < 0.0 => " (>-1%)".to_string(),
+        Some(p) if p.abs() < 0.5 => " (<+1%)".to_string(),
+        Some(p) => format!(" ({p:+.0}%)"),
     };
     match d {
         0 => "=".to_string(),
@@ -42,6 +49,23 @@ fn delta_per(a: Option<f64>, b: Option<f64>) -> String {
 /// The table: a row per frame kind seen in either capture, then PINGs, writes, bytes, and the
 /// per-call rows; columns A, B and B - A for each side.
 pub fn compare_table(a: &LedgerReport, b: &LedgerReport, st: Style) -> String {
+    let t = compare_table_with(a, b, st, true);
+    // Large counts with their percentages can pass 100 columns: then the counts alone.
+    if t.lines().any(|l| l.chars().count() > crate::TABLE_WIDTH) {
+        return compare_table_with(a, b, st, false);
+    }
+    t
+}
+
+fn compare_table_with(a: &LedgerReport, b: &LedgerReport, st: Style, pct: bool) -> String {
+    let delta = |x: u64, y: u64| {
+        let d = delta(x, y);
+        if pct {
+            d
+        } else {
+            d.split(' ').next().unwrap_or_default().to_string()
+        }
+    };
     let mut t = Builder::default();
     let mut head = vec![String::new()];
     for s in Side::ALL {
@@ -62,11 +86,14 @@ pub fn compare_table(a: &LedgerReport, b: &LedgerReport, st: Style) -> String {
         let n = |r: &LedgerReport| r.sides.client.frames.get(c) + r.sides.server.frames.get(c);
         if n(a) + n(b) > 0 {
             t.push_record(count_row(c.name(), &|r, s| r.sides.get(s).frames.get(c)));
+            // grpc-go's BDP pings under the PING row, spelt as the ledger table spells them.
+            if c == FrameClass::Ping {
+                t.push_record(count_row("  of which grpc-go-bdp", &|r, s| {
+                    r.sides.get(s).bdp_pings
+                }));
+            }
         }
     }
-    t.push_record(count_row("  of which bdpPing", &|r, s| {
-        r.sides.get(s).bdp_pings
-    }));
     t.push_record(count_row("frames", &|r, s| r.sides.get(s).frames.total()));
     t.push_record(count_row("writes", &|r, s| r.sides.get(s).writes));
     t.push_record(count_row("bytes", &|r, s| r.sides.get(s).bytes));
@@ -130,5 +157,17 @@ pub fn write_compare(
                 warn::write(err, &w, st);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_small_change_is_not_zero_percent() {
+        assert_eq!(super::delta(100_000, 99_604), "-396 (>-1%)");
+        assert_eq!(super::delta(100_000, 100_100), "+100 (<+1%)");
+        assert_eq!(super::delta(100, 150), "+50 (+50%)");
+        assert_eq!(super::delta(0, 3), "+3");
+        assert_eq!(super::delta(7, 7), "=");
     }
 }

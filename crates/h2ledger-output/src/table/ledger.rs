@@ -41,6 +41,19 @@ pub fn ledger_table_with(
         }
         r
     };
+    // PING payloads by label, under the PING row: grpc-go's BDP ping (the JSON's `bdp_pings`,
+    // spelt as `frames` and `ping_labels` spell it), then hyper's own BDP/keepalive payload,
+    // keepalive zeros, ...
+    let bdp = h2_frame_parser::ping::classify(&h2_frame_parser::ping::GRPC_GO_BDP)
+        .map_or("grpc-go-bdp", |k| k.label);
+    let mut labels: Vec<&str> = columns
+        .iter()
+        .flat_map(|(_, r)| [&r.sides.client, &r.sides.server])
+        .flat_map(|t| t.ping_labels.keys().copied())
+        .filter(|l| *l != bdp)
+        .collect();
+    labels.sort_unstable();
+    labels.dedup();
     for c in FrameClass::ALL {
         // Rows that are zero everywhere are noise, except the ones the article reads.
         let always = matches!(
@@ -62,32 +75,22 @@ pub fn ledger_table_with(
                 r.sides.get(s).frames.get(c).to_string()
             }));
         }
-    }
-    b.push_record(row("  of which bdpPing", &|r, s| {
-        r.sides.get(s).bdp_pings.to_string()
-    }));
-    // Other PING payloads by label (hyper's own BDP/keepalive payload, keepalive zeros, ...).
-    let mut labels: Vec<&str> = columns
-        .iter()
-        .flat_map(|(_, r)| [&r.sides.client, &r.sides.server])
-        .flat_map(|t| t.ping_labels.keys().copied())
-        .filter(|l| {
-            *l != h2_frame_parser::ping::classify(&h2_frame_parser::ping::GRPC_GO_BDP)
-                .map_or("", |k| k.label)
-        })
-        .collect();
-    labels.sort_unstable();
-    labels.dedup();
-    for l in labels {
-        b.push_record(row(&format!("  of which {l}"), &|r, s| {
-            r.sides
-                .get(s)
-                .ping_labels
-                .get(l)
-                .copied()
-                .unwrap_or(0)
-                .to_string()
-        }));
+        if c == FrameClass::Ping {
+            b.push_record(row(&format!("  of which {bdp}"), &|r, s| {
+                r.sides.get(s).bdp_pings.to_string()
+            }));
+            for l in &labels {
+                b.push_record(row(&format!("  of which {l}"), &|r, s| {
+                    r.sides
+                        .get(s)
+                        .ping_labels
+                        .get(l)
+                        .copied()
+                        .unwrap_or(0)
+                        .to_string()
+                }));
+            }
+        }
     }
     b.push_record(row("frames", &|r, s| {
         r.sides.get(s).frames.total().to_string()

@@ -31,15 +31,23 @@ pub(crate) fn opt(v: Option<f64>) -> String {
 /// Box drawing, or ASCII with `--ascii` or a locale that is not UTF-8.
 pub fn styled(t: &mut tabled::Table, st: Style) {
     if st.ascii {
-        t.with(tabled::settings::Style::ascii());
+        // As `sharp`: a rule under the header only (tabled's `ascii` draws one after every row).
+        use tabled::settings::style::HorizontalLine;
+        t.with(
+            tabled::settings::Style::ascii()
+                .remove_horizontal()
+                .horizontals([(1, HorizontalLine::full('-', '+', '+', '+'))]),
+        );
     } else {
         t.with(tabled::settings::Style::sharp());
     }
 }
 
 /// `s` in at most `w` characters: a longer one keeps its end (a method's name) after `…`
-/// (`~` in ASCII). Control characters are first written `\xNN` (crate::tty), so that the
-/// width counts what the terminal shows.
+/// (`~` in ASCII); a gRPC path (`/package.Service/Method`) keeps its service and method
+/// whole and is shortened in the middle of the package (`/grpc.h…Health/Check`). Control
+/// characters are first written `\xNN` (crate::tty), so that the width counts what the
+/// terminal shows.
 pub fn cut(s: &str, w: usize, st: Style) -> String {
     let s = crate::tty::escape(s);
     let n = s.chars().count();
@@ -47,8 +55,26 @@ pub fn cut(s: &str, w: usize, st: Style) -> String {
         return s.to_string();
     }
     let mark = if st.ascii { "~" } else { "…" };
+    if let Some(short) = grpc_middle(&s, w, mark) {
+        return short;
+    }
     let tail: String = s.chars().skip(n - (w - 1)).collect();
     format!("{mark}{tail}")
+}
+
+/// A gRPC path cut in its package: `/` and the package's start, the mark, then
+/// `Service/Method`; `None` when `s` is not `/pkg.Service/Method` or `Service/Method` does
+/// not fit in `w` with the `/` and the mark.
+fn grpc_middle(s: &str, w: usize, mark: &str) -> Option<String> {
+    let (service, method) = s.strip_prefix('/')?.split_once('/')?;
+    if method.is_empty() || method.contains('/') {
+        return None;
+    }
+    let (package, service) = service.rsplit_once('.')?;
+    let keep = format!("{service}/{method}");
+    let room = w.checked_sub(2 + keep.chars().count())?;
+    let head: String = package.chars().take(room).collect();
+    Some(format!("/{head}{mark}{keep}"))
 }
 
 /// `s` in at most `w` characters, keeping its start: a longer one ends with `…` (`~` in
@@ -60,6 +86,29 @@ pub fn cut_end(s: &str, w: usize, st: Style) -> String {
     let mark = if st.ascii { "~" } else { "…" };
     let head: String = s.chars().take(w.saturating_sub(1)).collect();
     format!("{head}{mark}")
+}
+
+/// An RST_STREAM or GOAWAY error code in at most 7 characters (the narrow `calls` table's
+/// status column): RFC 9113's name without `_ERROR` and shortened, or `0x..`.
+pub fn short_code(code: h2_frame_parser::ErrorCode) -> String {
+    let short = match code.0 {
+        0x0 => "NO_ERR",
+        0x1 => "PROTO",
+        0x2 => "INTERN",
+        0x3 => "FLOWCTL",
+        0x4 => "SETTMO",
+        0x5 => "CLOSED",
+        0x6 => "FRSIZE",
+        0x7 => "REFUSED",
+        0x8 => "CANCEL",
+        0x9 => "COMPR",
+        0xa => "CONNECT",
+        0xb => "CALM",
+        0xc => "INADEQ",
+        0xd => "HTTP1.1",
+        _ => return format!("{:#x}", code.0),
+    };
+    short.to_string()
 }
 
 /// `grpc-status 0` as `grpc 0`, `:status 200` as `http 200`, `RST_STREAM` as `RST`.
@@ -86,4 +135,40 @@ pub fn wrap(s: &str, w: usize) -> String {
         line += n;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A gRPC name keeps its service and method; other paths keep their end.
+    #[test]
+    fn grpc_names_are_cut_in_the_package() {
+        let st = Style::default();
+        assert_eq!(
+            cut("/grpc.health.v1.Health/Check", 20, st),
+            "/grpc.h…Health/Check"
+        );
+        assert_eq!(
+            cut("/grpc.health.v1.Health/Check", 14, st),
+            "/…Health/Check"
+        );
+        assert_eq!(cut("/grpc.health.v1.Health/Check", 13, st), "…Health/Check");
+        assert_eq!(
+            cut("/grpc.health.v1.Health/Check", 40, st),
+            "/grpc.health.v1.Health/Check"
+        );
+        assert_eq!(
+            cut("/static/images/a-long-name.png", 20, st),
+            "…ges/a-long-name.png"
+        );
+        let ascii = Style {
+            ascii: true,
+            ..Style::default()
+        };
+        assert_eq!(
+            cut("/helloworld.Greeter/SayHello", 20, ascii),
+            "/he~Greeter/SayHello"
+        );
+    }
 }

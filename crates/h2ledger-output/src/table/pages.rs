@@ -219,7 +219,12 @@ fn tail(
         whole.capture.clone().unwrap_or_default(),
         whole.tcp.unwrap_or_default(),
     );
-    let _ = writeln!(out, "{}", footer(&capture, &tcp, whole.drops.as_ref()));
+    // Wrapped at spaces: a live capture's drop counters make it longer than a line.
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(&footer(&capture, &tcp, whole.drops.as_ref()), TABLE_WIDTH)
+    );
     if let Some(l) = whole.tls.as_ref().and_then(super::tls_line) {
         let _ = writeln!(out, "{}", wrap(&l, TABLE_WIDTH));
     }

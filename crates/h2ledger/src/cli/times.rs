@@ -32,7 +32,18 @@ fn parse_cut(s: &str) -> Result<Cut, String> {
     if s.len() >= 19 && s.as_bytes()[4] == b'-' {
         return rfc3339(s).map(Cut::At);
     }
-    super::durations::parse(s).map(|d| Cut::Offset(d.as_nanos() as Nanos))
+    super::durations::parse(s)
+        .map(|d| Cut::Offset(d.as_nanos() as Nanos))
+        .map_err(|why| {
+            // A number first: it was meant as an offset, and the duration's error says why not.
+            if s.starts_with(|c: char| c.is_ascii_digit()) {
+                return format!("{why} (or an RFC 3339 time, or @EPOCH seconds)");
+            }
+            format!(
+                "\"{s}\" is not a time: give an offset from the first packet (30s, 1m30s, 1.5), \
+                 an RFC 3339 time (2026-11-30T12:10:24.664Z) or @EPOCH seconds (@1796035824.66)"
+            )
+        })
 }
 
 /// Exact decimal seconds to nanoseconds ("1796035824.6646295").
@@ -61,6 +72,15 @@ pub fn rfc3339(s: &str) -> Result<Nanos, String> {
 
 #[cfg(test)]
 mod tests {
+    /// A word that is none of the three forms names all three (issue 20, item 13).
+    #[test]
+    fn a_bad_cut_lists_every_form() {
+        let e = super::parse_cuts("banana").unwrap_err();
+        for form in ["30s", "RFC 3339", "@EPOCH"] {
+            assert!(e.contains(form), "{e}");
+        }
+    }
+
     use super::*;
     use h2ledger_output::time::fmt_rfc3339;
 

@@ -158,6 +158,10 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
             let _ = std::fs::remove_file(path);
         }
     })?;
+    if let Some(v) = run.view.as_mut() {
+        let tick = run.session.tick();
+        v.last_tick(&mut run.ctx.out(), &tick, ended.drops.unwrap_or_default());
+    }
     if l.live && matches!(l.format, Format::Table | Format::Prometheus) {
         eprintln!("h2ledger: stopped ({})", ended.end.describe());
     }

@@ -439,10 +439,12 @@ fn frames_stop_on_closed_pipe() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // No error: at most the closing count (when every frame was written before the reader
+    // went away; decision 108), never a broken-pipe message.
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.is_empty() || (err.lines().count() == 1 && err.contains(" frames printed on ")),
+        "{err}"
     );
 }
 

@@ -570,7 +570,10 @@ fn demo_over_tls_shows_the_bdp_pings() {
     let one = crate::live::bdp_per_call(&phases[0]["ledger"]);
     let eight = crate::live::bdp_per_call(&phases[1]["ledger"]);
     assert!((0.85..=1.15).contains(&one), "1 caller: {one}");
-    assert!(eight <= 0.35, "8 callers: {eight}");
+    // Shared: a wave of 8 calls opens one round (1/8 when the callers stay in step). On a
+    // loaded 2-core machine the waves spread and more calls open rounds (0.354 seen once);
+    // not shared would be about 1, as with one caller. Half of that separates the two.
+    assert!(eight <= 0.5, "8 callers: {eight}");
     // Only grpc-go is Go: another stack with --tls is refused in one line.
     let out = run(&["demo", "--tls", "--impl", "tonic"]);
     let err = String::from_utf8_lossy(&out.stderr);

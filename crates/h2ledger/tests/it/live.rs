@@ -318,7 +318,10 @@ fn demo_stacks_side_by_side() {
                 "grpc-go BDP pings per call per side: 1 caller {one:.3}, 8 callers {eight:.3}"
             );
             assert!((0.85..=1.15).contains(&one), "1 caller: {one}");
-            assert!(eight <= 0.35, "8 callers: {eight}");
+            // Shared: a wave of 8 calls opens one round (1/8 when the callers stay in step). On a
+            // loaded 2-core machine the waves spread and more calls open rounds (0.354 seen once);
+            // not shared would be about 1, as with one caller. Half of that separates the two.
+            assert!(eight <= 0.5, "8 callers: {eight}");
         }
     }
 }

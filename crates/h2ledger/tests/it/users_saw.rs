@@ -397,3 +397,139 @@ fn device_numbers_as_tcpdump_lists_them() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no capture device number 9999"));
 }
+
+/// Item 7: each reset's and GOAWAY's code (and GOAWAY debug data) in the tables, the reset's
+/// code and sender in the call records.
+#[test]
+fn reset_and_goaway_codes_are_shown() {
+    let node = repo().join("captures/node-http2.pcap");
+    let node = node.to_str().unwrap();
+    let t = stdout(&["calls", node]);
+    let row = t.lines().find(|l| l.contains("/slow")).unwrap();
+    assert!(row.contains("RST CANCEL"), "{row}");
+    let slow = records(run(&["calls", node, "-T", "jsonl"]).stdout, "call")
+        .into_iter()
+        .find(|c| c["method"] == "/slow")
+        .unwrap();
+    assert_eq!(slow["reset_code"], "CANCEL");
+    assert_eq!(slow["reset_by"], "client");
+    let t = stdout(&["replay", node, "--analyze"]);
+    assert!(t.contains("│ RST_STREAM CANCEL "), "{t}");
+    let v: Value =
+        serde_json::from_str(&stdout(&["replay", node, "-T", "json", "--analyze"])).unwrap();
+    assert_eq!(
+        v["sides"]["client"]["rst_stream_codes"]["CANCEL"], 1,
+        "{}",
+        v["sides"]
+    );
+    assert_eq!(
+        v["sides"]["server"]["rst_stream_codes"],
+        serde_json::json!({})
+    );
+    // Two INTERNAL_ERROR GOAWAYs from the client and two NO_ERROR from the server.
+    let shared = repo().join("../shared/real-captures/sv-http2-errorcode.pcap");
+    if shared.exists() {
+        let t = stdout(&["replay", shared.to_str().unwrap(), "--analyze"]);
+        let row = t
+            .lines()
+            .find(|l| l.contains("GOAWAY INTERNAL_ERROR"))
+            .unwrap();
+        let cells: Vec<&str> = row.split('│').map(str::trim).collect();
+        assert_eq!(cells[2..4], ["2", "0"], "{row}");
+        assert!(
+            t.contains("GOAWAY c0 by client INTERNAL_ERROR last_stream_id=0"),
+            "{t}"
+        );
+    }
+    // Debug data is shown, escaped.
+    for f in all_captures() {
+        let f = f.to_str().unwrap().to_string();
+        let v: Value = serde_json::from_str(&stdout(
+            &[&f, "-T", "json", "--analyze"]
+                .iter()
+                .copied()
+                .fold(vec!["replay"], |mut a, x| {
+                    a.push(x);
+                    a
+                }),
+        ))
+        .unwrap();
+        let Some(g) = v["goaways"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g["debug"] != ""))
+        else {
+            continue;
+        };
+        let t = stdout(&["replay", &f, "--analyze"]);
+        let debug = g["debug"].as_str().unwrap();
+        // Control characters are escaped for the terminal (`\x00`): compare up to the first.
+        let shown: String = debug
+            .chars()
+            .take_while(|c| !c.is_control())
+            .take(20)
+            .collect();
+        assert!(t.contains(&format!("debug \"{shown}")), "{f}: {debug}");
+        assert!(t.lines().all(|l| l.chars().count() <= 100), "{f}");
+    }
+}
+
+/// Items 10 and 12: 100 columns when numbers grow, one rule under the header in ASCII, the BDP
+/// pings under PING in one spelling, percentiles with their max.
+#[test]
+fn tables_keep_their_width_and_labels() {
+    let cap = |f: &str| {
+        repo()
+            .join("captures")
+            .join(f)
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let fits = |t: &str, what: &str| {
+        for l in t.lines() {
+            assert!(
+                l.chars().count() <= 100,
+                "{what}: {} columns: {l}",
+                l.chars().count()
+            );
+        }
+    };
+    let t = stdout(&[
+        "compare",
+        &cap("grpcgo-flow-bdp.pcap"),
+        &cap("grpcgo-flow-static.pcap"),
+    ]);
+    fits(&t, "compare");
+    let multi = repo().join("../shared/real-captures/df-http2-multi.pcap");
+    if multi.exists() {
+        let t = stdout(&["calls", multi.to_str().unwrap()]);
+        fits(&t, "calls df-http2-multi");
+        // The columns after a wide stream number stay in place.
+        let status_at = |l: &str| l.find("http 200");
+        let rows: Vec<&str> = t.lines().filter(|l| l.contains("http 200")).collect();
+        assert!(
+            rows.iter().all(|l| status_at(l) == status_at(rows[0])),
+            "{t}"
+        );
+    }
+    let article = cap("grpcgo-article.pcap");
+    let ascii = stdout(&["replay", &article, "--ascii"]);
+    let utf8 = stdout(&["replay", &article]);
+    assert_eq!(ascii.lines().count(), utf8.lines().count(), "{ascii}");
+    let lines: Vec<&str> = utf8.lines().collect();
+    let ping = lines.iter().position(|l| l.starts_with("│ PING ")).unwrap();
+    assert!(
+        lines[ping + 1].starts_with("│   of which grpc-go-bdp "),
+        "{utf8}"
+    );
+    assert!(!utf8.contains("bdpPing"));
+    let v: Value =
+        serde_json::from_str(&stdout(&["replay", &article, "--analyze", "-T", "json"])).unwrap();
+    let call = &v["latency_us"]["call"];
+    assert!(
+        call["max"].as_f64().unwrap() >= call["p99"].as_f64().unwrap(),
+        "{call}"
+    );
+    let t = stdout(&["replay", &article, "--analyze"]);
+    assert!(t.contains("│ call max (us) "), "{t}");
+}
