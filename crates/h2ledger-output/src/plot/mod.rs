@@ -26,23 +26,14 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Writes the `--plot` SVG of a finished run into `file`; a cap of the timeline that was hit
-/// is said on `err`.
+/// Writes the `--plot` SVG of a finished run into `file`.
 pub fn write(
     mut file: std::fs::File,
     p: &h2ledger_run::PlotInput<'_>,
     title: &str,
-    err: &mut dyn std::io::Write,
+    _err: &mut dyn std::io::Write,
 ) -> Result<(), Error> {
     let t = p.timeline;
-    if t.refused > 0 {
-        let _ = writeln!(
-            err,
-            "warning: the plot keeps {} time buckets: {} frames of later buckets are not drawn",
-            h2ledger_core::analysis::timeline::MAX_BUCKETS,
-            t.refused
-        );
-    }
     let svg = svg(t, &p.cuts, p.end, title, p.windows)?;
     std::io::Write::write_all(&mut file, svg.as_bytes()).map_err(|e| Error(e.to_string()))
 }
