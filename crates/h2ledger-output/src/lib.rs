@@ -23,6 +23,7 @@ pub mod json;
 pub mod jsonw;
 pub mod lines;
 pub mod live;
+pub mod metrics;
 pub mod plot;
 pub mod table;
 pub use h2ledger_run::time;
@@ -35,8 +36,10 @@ pub struct Style {
     /// Plain ASCII: table borders and the ellipsis of cut text (`--ascii`, or a locale that is
     /// not UTF-8).
     pub ascii: bool,
-    /// `-q`: one line per kind of warning.
+    /// `-q`: one line per kind of warning, cut to the width.
     pub quiet: bool,
+    /// `-v`: every warning on its own lines (by default one per kind, with a count).
+    pub verbose: bool,
 }
 
 impl Style {
@@ -52,6 +55,7 @@ impl Style {
         Style {
             ascii: forced_ascii || !utf8,
             quiet,
+            verbose: false,
         }
     }
 }

@@ -30,6 +30,13 @@ pub struct Wanted {
     /// Copy out every header field, not only those the analysis reads (a test compares the
     /// two runs).
     pub all_headers: bool,
+    /// Metrics (`--metrics`, `-T prometheus`): the analysis keeps each folded call and each
+    /// PING round trip until drained ([`crate::Session::drain_calls`],
+    /// [`crate::Session::drain_rtts`]), which the caller does after every packet.
+    pub metrics: bool,
+    /// Keep each gRPC message's bytes in its call's record (`calls --messages`), within these
+    /// limits; needs the analysis.
+    pub messages: Option<h2ledger_core::grpc::KeepLimits>,
 }
 
 /// The bucket of the flow-control window series drawn by `--plot --analyze`: 100 ms (the last
@@ -61,13 +68,19 @@ impl Obs {
             phases: Phased::default(),
             touched: HashMap::new(),
             // Phases are routed by the analysis' splitter: asking for phases attaches it.
-            analysis: (w.analysis || w.splitter.is_some()).then(|| {
+            analysis: (w.analysis || w.splitter.is_some() || w.metrics).then(|| {
                 let mut a = Analysis::new(w.splitter.clone());
                 if w.timeline.is_some() {
                     a.flow.record_series(WINDOW_BUCKET, None);
                 }
                 if w.calls_only {
                     a = a.calls_only();
+                }
+                if w.metrics {
+                    a = a.keep_finished().keep_rtts();
+                }
+                if let Some(l) = w.messages {
+                    a.grpc.keep_messages(l);
                 }
                 a
             }),

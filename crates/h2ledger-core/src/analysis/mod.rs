@@ -403,7 +403,18 @@ pub struct Analysis {
     pub flow: crate::flow::Flow,
     /// gRPC messages per call (docs/ledger.md, "gRPC messages").
     pub grpc: crate::grpc::Grpc,
+    /// PING round trips not yet drained ([`Analysis::keep_rtts`]): the side that sent the
+    /// PING and the round trip, at most [`MAX_KEPT_RTTS`].
+    rtts: Option<Vec<(Side, Nanos)>>,
+    /// Round trips not kept because [`MAX_KEPT_RTTS`] were waiting.
+    rtts_dropped: u64,
+    /// GOAWAY frames with ENHANCE_YOUR_CALM by sending side, listed or not.
+    calm_goaways: Sides<u64>,
 }
+
+/// PING round trips kept for [`Analysis::drain_rtts`] between two drains; more are counted
+/// ([`Analysis::rtts_dropped`]), not kept.
+pub const MAX_KEPT_RTTS: usize = 4096;
 
 impl Analysis {
     /// `splitter`: also keep everything per phase.
@@ -419,6 +430,52 @@ impl Analysis {
     pub fn keep_finished(mut self) -> Self {
         self.keep_finished = true;
         self
+    }
+
+    /// Keep each PING round trip, with the side that sent the PING, for
+    /// [`Analysis::drain_rtts`] (the metrics' `h2ledger_ping_rtt_seconds{side}`). The side is
+    /// the one known when the ACK came.
+    pub fn keep_rtts(mut self) -> Self {
+        self.rtts = Some(Vec::new());
+        self
+    }
+
+    /// Hands each PING round trip measured since the last drain to `f` (side of the PING's
+    /// sender, nanoseconds). Needs [`Analysis::keep_rtts`].
+    pub fn drain_rtts(&mut self, mut f: impl FnMut(Side, Nanos)) {
+        if let Some(v) = &mut self.rtts {
+            for (side, rtt) in v.drain(..) {
+                f(side, rtt);
+            }
+        }
+    }
+
+    /// Round trips that [`Analysis::drain_rtts`] never handed out: more than
+    /// [`MAX_KEPT_RTTS`] were waiting.
+    pub fn rtts_dropped(&self) -> u64 {
+        self.rtts_dropped
+    }
+
+    /// GOAWAY frames with error ENHANCE_YOUR_CALM so far (grpc-go's answer to too many
+    /// PINGs: its keepalive policy's strikes ran out), by the side that sent them (the side
+    /// known then); the report's `too_many_pings` counts the listed ones.
+    pub fn enhance_your_calm(&self) -> Sides<u64> {
+        self.calm_goaways
+    }
+
+    /// Flow control of the whole run so far (the report's `flow_control`), for metrics.
+    pub fn flow_totals(&self) -> crate::flow::FlowReport {
+        self.flow.report(None)
+    }
+
+    /// gRPC calls not followed so far (the report's `grpc.untracked_calls`).
+    pub fn grpc_untracked_calls(&self) -> u64 {
+        self.grpc.untracked_calls
+    }
+
+    /// The limits hit so far (the report's `limits`).
+    pub fn limits(&self) -> &AnalysisLimits {
+        &self.limits
     }
 
     /// Only what each call's record needs (`h2ledger calls`): calls are kept for

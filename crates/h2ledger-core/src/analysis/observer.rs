@@ -218,6 +218,9 @@ impl Analysis {
                 self.on_ping(ev, p.payload, ev.class == FrameClass::PingAck);
             }
             (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
+                if g.code == ErrorCode::ENHANCE_YOUR_CALM {
+                    self.calm_goaways[ev.side] += 1;
+                }
                 if self.goaways.len() < MAX_GOAWAYS {
                     let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
                     self.goaways.push(GoAwayRec {

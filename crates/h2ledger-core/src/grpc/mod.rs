@@ -50,9 +50,11 @@ const MAX_PINGS: usize = 8;
 
 mod cutter;
 mod frame;
+mod keep;
 mod report;
 
-pub(crate) use cutter::{Counts, Cutter};
+pub use cutter::{Counts, CutEvents, Cutter};
+pub use keep::{Budget, KeepLimits, Kept, KeptHow, KeptMsg, MAX_KEPT_BYTES};
 pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
 use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
 
@@ -72,6 +74,9 @@ pub struct CallGrpc {
     pub server_time_ns: i64,
     /// The connection's latest PING round trip before the call's last frame; -1 if none.
     pub ping_rtt_ns: i64,
+    /// The messages' bytes, when [`Grpc::keep_messages`] asked for them (a gRPC call only).
+    /// Shared once the call is handed out; the tracker only writes it while it is not.
+    pub kept: Option<Arc<Kept>>,
 }
 
 impl Default for CallGrpc {
@@ -83,6 +88,7 @@ impl Default for CallGrpc {
             grpc_message: None,
             server_time_ns: -1,
             ping_rtt_ns: -1,
+            kept: None,
         }
     }
 }
@@ -134,7 +140,21 @@ pub struct Grpc {
     methods: GrpcScope,
     phase_methods: Phased<GrpcScope>,
     /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
-    pub(crate) untracked_calls: u64,
+    pub untracked_calls: u64,
+    /// Keep each message's bytes ([`Grpc::keep_messages`]), and records recycled for reuse.
+    keep: Option<(KeepLimits, Budget)>,
+    stash: Vec<Arc<Kept>>,
+    credit: keep::Credit,
+}
+
+impl Drop for Grpc {
+    fn drop(&mut self) {
+        // The records kept for reuse hold the budget that holds them.
+        if let Some((_, b)) = &self.keep {
+            b.close();
+            b.give(self.credit.unused());
+        }
+    }
 }
 
 /// `%XX` sequences decoded (gRPC percent-encodes grpc-message); invalid ones kept as is.
@@ -174,6 +194,24 @@ impl Grpc {
     /// An empty tracker (the same as `Grpc::default()`).
     pub fn new() -> Self {
         Grpc::default()
+    }
+
+    /// Keeps the bytes of every message of each gRPC call within `limits`, in
+    /// [`CallGrpc::kept`] (`calls --messages`). Off by default: nothing is copied.
+    pub fn keep_messages(&mut self, limits: KeepLimits) {
+        self.keep = Some((limits, Budget::new(limits.max_total_bytes)));
+    }
+
+    /// The budget of the kept messages' bytes, when they are kept.
+    pub fn kept_budget(&self) -> Option<&Budget> {
+        self.keep.as_ref().map(|k| &k.1)
+    }
+
+    /// Bytes of messages held now by every record of the run (the budget's count without
+    /// what the tracker took ahead).
+    pub fn kept_bytes(&self) -> usize {
+        self.kept_budget()
+            .map_or(0, |b| b.held().saturating_sub(self.credit.unused()))
     }
 
     /// The record of call `seq` while it is not folded.
@@ -249,6 +287,14 @@ impl Grpc {
         encoding_id(&mut self.encodings, v)
     }
 
+    /// Call `idx`'s kept messages, while the tracker is the only one holding them.
+    fn kept_mut(&mut self, idx: u64) -> Option<&mut Kept> {
+        self.calls
+            .get_mut(&idx)
+            .and_then(|g| g.kept.as_mut())
+            .and_then(Arc::get_mut)
+    }
+
     fn call_mut(&mut self, idx: u64) -> &mut CallGrpc {
         self.calls.entry(idx).or_default()
     }
@@ -294,6 +340,11 @@ impl Grpc {
                 if lost || st.cut[r].end() {
                     self.incomplete(st.idx, r, phase);
                 }
+            }
+            if let Some(k) = self.kept_mut(st.idx) {
+                // The message in progress either way is lost.
+                k.abandon(0);
+                k.abandon(1);
             }
         }
     }

@@ -111,8 +111,8 @@ pub fn write_compare(
         crate::Format::Table => {
             // Method names and statuses come from the captures (crate::tty).
             let mut out = tty::Safe::new(out);
-            let _ = writeln!(out, "A = {}", super::headline(a.0, x));
-            let _ = writeln!(out, "B = {}", super::headline(b.0, y));
+            let _ = writeln!(out, "A = {}", super::headline_tls(a.0, x, a.1.tls.as_ref()));
+            let _ = writeln!(out, "B = {}", super::headline_tls(b.0, y, b.1.tls.as_ref()));
             let _ = writeln!(
                 out,
                 "calls: {} -> {} ({}); connections: {} -> {} ({})",

@@ -144,13 +144,42 @@ fn per(n: u64, calls: u64) -> String {
 
 /// A one-line summary above the table.
 pub fn headline(source: &str, r: &LedgerReport) -> String {
+    headline_tls(source, r, None)
+}
+
+/// [`headline`], saying what TLS hid: connections that offered or chose h2 but had no key,
+/// and why (no key log; a key log without their client randoms).
+pub fn headline_tls(
+    source: &str,
+    r: &LedgerReport,
+    tls: Option<&h2ledger_tls::TlsReport>,
+) -> String {
     let conns = r.connections;
     let plural = if conns == 1 { "" } else { "s" };
     let mut s = format!(
         "{source}: {conns} HTTP/2 connection{plural}, {}",
         calls_phrase(r)
     );
-    if conns == 0 {
+    let hidden = tls.map_or(0, |t| t.without_key_h2);
+    if hidden > 0 {
+        let t = tls.expect("hidden > 0");
+        let them = if hidden == 1 { "it" } else { "them" };
+        let why = if t.keylog.key_lines == 0 {
+            format!("no key log: pass --keylog FILE (SSLKEYLOGFILE=FILE for curl, OpenSSL, Firefox, Chrome; docs/ledger.md, \"HTTP/2 over TLS\") to decrypt {them}")
+        } else {
+            format!(
+                "the key log has no secret for any of {} {hidden} client random{} ({} in the key log)",
+                if hidden == 1 { "its" } else { "their" },
+                if hidden == 1 { "" } else { "s" },
+                t.keylog_randoms
+            )
+        };
+        s.push_str(&format!(
+            "; {} {hidden} TLS connection{} with ALPN h2 not decrypted: {why}",
+            if conns == 0 { "but" } else { "and" },
+            if hidden == 1 { "" } else { "s" },
+        ));
+    } else if conns == 0 {
         s.push_str(" (no HTTP/2 seen: check --port / the filter, or that the capture holds HTTP/2 over cleartext TCP)");
     }
     s

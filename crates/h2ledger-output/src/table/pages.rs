@@ -10,7 +10,8 @@ use h2ledger_tcp::Nanos;
 
 use super::series::{series_heading, series_row};
 use super::{
-    analysis_table, connections_table, flow, footer, headline, ledger_table, methods_table, wrap,
+    analysis_table, connections_table, flow, footer, headline_tls, ledger_table, methods_table,
+    wrap,
 };
 use crate::{time::fmt_rfc3339, tty, warn, Style, TABLE_WIDTH};
 
@@ -79,7 +80,14 @@ pub fn write_tables(
     let report = &whole.ledger;
     // Method names, statuses and GOAWAY debug come from the capture (crate::tty).
     let mut out = tty::Safe::new(out);
-    let _ = writeln!(out, "{}", wrap(&headline(source, report), TABLE_WIDTH));
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(
+            &headline_tls(source, report, whole.tls.as_ref()),
+            TABLE_WIDTH
+        )
+    );
     if layout == PhaseLayout::Series && report.connections > 0 {
         let _ = write!(
             out,

@@ -74,6 +74,8 @@ impl Calls {
 }
 
 pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
+    // Schemas first: an error in one is said before anything is opened.
+    let messages = a.messages.decoder()?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -82,12 +84,17 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     let obs = Obs::new(&Wanted {
         analysis: true,
         calls_only: true,
+        messages: messages.is_some().then(|| a.messages.keep()),
         ..Wanted::default()
     });
     let out = Out::new(ctx.out(), a.format.shape(), "calls");
+    let mut printer = CallPrinter::new(out, a.wide, ctx.style);
+    if let Some(m) = messages {
+        printer = printer.with_messages(m);
+    }
     let mut h = Calls {
         session: Session::new(obs, opts),
-        printer: CallPrinter::new(out, a.wide, ctx.style),
+        printer,
         ticks: Ticks::for_calls(a.every, h2ledger_core::analysis::RECENT_NS),
     };
     let bpf = filter.bpf();
@@ -106,13 +113,15 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     h.ticks
         .finish(h.printer.out(), s.capture().last, s.frames());
     h.printer.finish();
+    let mut warnings = s.warnings().to_vec();
+    warnings.extend(h.printer.message_warnings());
     let listing = super::listing::Listing {
         view: "calls",
         calls: Some(h.printer.calls),
         frames: s.frames(),
         capture: s.capture(),
         tcp: s.tcp(),
-        warnings: s.warnings(),
+        warnings: &warnings,
     };
     super::listing::done(h.printer.out(), listing, ended, ctx)
 }

@@ -43,6 +43,8 @@ impl Hooks for Frames {
 }
 
 pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
+    // Schemas first: an error in one is said before anything is opened.
+    let messages = a.messages.decoder()?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -59,6 +61,9 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     };
     let out = Out::new(ctx.out(), a.format.shape(), "frames");
     let mut printer = FramePrinter::new(out, ff, ctx.out_is_terminal());
+    if let Some(m) = messages {
+        printer = printer.with_messages(m, a.wide, ctx.style);
+    }
     printer.max = a.max_frames;
     let mut h = Frames {
         session: Session::new(printer, opts),
@@ -80,7 +85,8 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let o = s.view_mut();
     let printed = o.out.records;
     h.ticks.finish(&mut o.out, capture.last, printed);
-    let warnings = s.warnings().to_vec();
+    let mut warnings = s.warnings().to_vec();
+    warnings.extend(s.view().message_warnings());
     let listing = super::listing::Listing {
         view: "frames",
         calls: None,

@@ -26,7 +26,7 @@ use crate::util::repo;
 const EXTERNAL: &str = "std core alloc io fmt serde serde_json nom tokio pcap libc anyhow clap \
     prost_reflect u8 u16 u32 u64 i32 i64 usize f64 str Self Option Some None Result Ok Err Vec \
     String Box Arc Cow ControlFlow Iterator IntoIterator Item Fn FnMut FnOnce Read Seek Write \
-    SocketAddr Duration File Path Serialize IResult Send Sized Default";
+    SocketAddr Duration File Path Serialize IResult Send Sized Default crate super";
 
 struct Src {
     /// (path, text, text normalized by [`norm`]) of every crates/*/src/**/*.rs but tests.

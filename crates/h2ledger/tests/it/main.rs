@@ -34,6 +34,16 @@
 //!   without one.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
 //!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
+//! * `messages`: issue 22, gRPC messages in `calls --messages` and `frames --messages`: the
+//!   proto captures against the sending programs' ground truth, health and schema-less
+//!   captures, schema errors, the bounds.
+//! * `metrics`: issue 23, `replay -T prometheus` equal to the JSON on every capture, hostile
+//!   paths, 10,000 paths under a fixed page size, and (root) Debian's prometheus scraping
+//!   `sniff --metrics` while grpc-go runs, its API's figures equal to the final JSON.
+//! * `service`: issue 23, the systemd unit (`systemd-analyze verify`, its privileges tried
+//!   with setpriv as root) and the Prometheus rules (`promtool check rules`, `test rules`).
+//! * `sql`: issue 23, `calls -T jsonl` into DuckDB and chDB (ClickHouse) with docs/sql.md's
+//!   SQL, the answers checked against the lines.
 //! * `users_saw`: issue 20, what a new user met: each point as the user runs it.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
@@ -51,9 +61,13 @@ mod install;
 mod internal_api;
 mod keys_from;
 mod live;
+mod messages;
+mod metrics;
 mod real_captures;
 mod schema;
+mod service;
 mod snap;
+mod sql;
 mod tls;
 mod tshark;
 mod usage;

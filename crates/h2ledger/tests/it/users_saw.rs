@@ -213,3 +213,49 @@ fn every_is_a_time_series_without_holes() {
     let wide = stdout(&["replay", f, "--every", "1s", "--wide"]);
     assert!(wide.contains("│ phase 7 "), "{wide}");
 }
+
+/// Item 5: TLS without keys: the headline says HTTP/2 over TLS was seen and what is missing
+/// (no key log, or a key log without these client randoms), not "check --port"; the
+/// warnings come one line per kind with a count, within 100 columns (`-v`: each), the JSON
+/// holds each one.
+#[test]
+fn tls_without_keys_is_said_in_the_headline() {
+    let cap = repo().join("captures/curl-nghttpd-tls13.pcap");
+    let f = cap.to_str().unwrap();
+    let out = run(&["replay", f]);
+    assert!(out.status.success());
+    let t = String::from_utf8(out.stdout).unwrap();
+    let h = headline(&t);
+    assert!(
+        h.contains("0 HTTP/2 connections, 0 calls; but 3 TLS connections with ALPN h2 not decrypted: no key log: pass --keylog FILE"),
+        "{h}"
+    );
+    assert!(!t.contains("check --port"), "{t}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+    let w: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(w.len(), 1, "{err}");
+    assert!(
+        w[0].starts_with("warning: 3 like this: connection 0 "),
+        "{err}"
+    );
+    let every = run(&["-v", "replay", f]);
+    let every = String::from_utf8(every.stderr).unwrap();
+    assert_eq!(
+        every.lines().filter(|l| l.starts_with("warning: ")).count(),
+        3
+    );
+    let quiet = run(&["-q", "replay", f]);
+    let quiet = String::from_utf8(quiet.stderr).unwrap();
+    assert!(quiet.lines().all(|l| l.chars().count() <= 100), "{quiet}");
+    let v: Value = serde_json::from_str(&stdout(&["replay", f, "-T", "json"])).unwrap();
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 3);
+    assert_eq!(n(&v["tls"]["without_key_h2"]), 3);
+    // A key log of other connections.
+    let other = repo().join("captures/go-nethttp-tls.keylog");
+    let t = stdout(&["replay", f, "--keylog", other.to_str().unwrap()]);
+    assert!(
+        headline(&t).contains("the key log has no secret for any of their 3 client randoms"),
+        "{t}"
+    );
+}
