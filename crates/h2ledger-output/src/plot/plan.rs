@@ -1,6 +1,5 @@
 //! What the plot draws, decided as data before drawing: rows, bins, ticks, legend.
 
-use h2ledger_core::analysis::timeline::MAX_BUCKETS;
 use h2ledger_core::flow::WindowSeries;
 use h2ledger_core::FrameClass;
 use h2ledger_run::PlotInput;
@@ -371,11 +370,11 @@ pub(super) fn choose_bin(
                 fmt_duration(wider)
             )
         } else {
+            // Within 100 columns after "warning: ".
             format!(
-                "--bin {}: the timeline merged its buckets to {} to stay within {} buckets: drawn in {} bins",
+                "--bin {} is finer than the timeline's merged {} buckets: drawn in {} bins",
                 fmt_duration(d),
                 fmt_duration(bucket),
-                fmt_count(MAX_BUCKETS as i128),
                 fmt_duration(wider)
             )
         };
@@ -622,6 +621,16 @@ mod tests {
         assert!(note
             .unwrap()
             .starts_with("--bin 1 ms would make 61,000,000 bins"));
+        // Finer than the timeline kept (its buckets merged): its buckets, said in a line
+        // within 100 columns.
+        let (b, note) = choose_bin(500 * i128::from(MS), 10 * MS, Some(MS));
+        assert_eq!(b, 10 * MS);
+        let note = note.unwrap();
+        assert_eq!(
+            note,
+            "--bin 1 ms is finer than the timeline's merged 10 ms buckets: drawn in 10 ms bins"
+        );
+        assert!(note.len() + "warning: ".len() <= 100);
     }
 
     fn timeline(bucket: Nanos, frames: &[(u64, usize, FrameClass, u32)]) -> Timeline {

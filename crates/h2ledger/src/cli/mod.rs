@@ -217,7 +217,7 @@ pub struct AnalysisArgs {
     #[arg(long, value_name = "T[,T...]", value_parser = times::parse_cuts)]
     pub split_at: Option<std::vec::Vec<Cut>>,
     /// Draw frames over time by kind and side as SVG into FILE (frames per bin; the bin is
-    /// chosen from the capture's length, about 100 bins, unless --bin gives it)
+    /// chosen from the capture's length, at most 100 bins, unless --bin gives it)
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// With --plot: the bin (1ms, 100ms, 1s; at least 1us). A bin that would make more than
