@@ -143,10 +143,9 @@ fn draw(root: &Area<'_>, p: &Plan, over: &mut Overlay) -> DrawResult {
                 let (l, r) = (l + gap / 2, r - (gap - gap / 2));
                 let who = ["client", "server"][side];
                 let plural = if *n == 1 { "" } else { "s" };
-                let _ = write!(
+                let _ = writeln!(
                     over.bars,
-                    r##"<rect x="{l}" y="{top}" width="{}" height="{}" fill="#{:02X}{:02X}{:02X}"><title>{}, {who}: {n} frame{plural} in {} ({}/s)</title></rect>
-"##,
+                    r##"<rect x="{l}" y="{top}" width="{}" height="{}" fill="#{:02X}{:02X}{:02X}"><title>{}, {who}: {n} frame{plural} in {} ({}/s)</title></rect>"##,
                     (r - l).max(1),
                     (bottom - top).max(1),
                     c.0,
