@@ -21,7 +21,9 @@ pub struct Wanted {
     pub analysis: bool,
     /// Phases: `--split-at` cuts or `--every` periods.
     pub splitter: Option<Splitter>,
-    /// Timeline bucket for `--plot`.
+    /// `--plot`: the timeline's first bucket width (`--bin`, else
+    /// [`h2ledger_core::analysis::timeline::FINEST`]; it grows tenfold as the capture does). The
+    /// flow-control window series of `--plot --analyze` keeps 100 ms buckets.
     pub timeline: Option<Nanos>,
     /// Only what the `calls` view prints of the analysis (no per-scope totals).
     pub calls_only: bool,
@@ -36,6 +38,10 @@ pub struct Wanted {
     /// limits; needs the analysis.
     pub messages: Option<h2ledger_core::grpc::KeepLimits>,
 }
+
+/// The bucket of the flow-control window series drawn by `--plot --analyze`: 100 ms (the last
+/// value of each is drawn).
+const WINDOW_BUCKET: Nanos = 100_000_000;
 
 /// Every observer of a run. Only the tally is always there: the analysis and the timeline cost
 /// memory per call and per time bucket, so they are attached only when their output is asked for.
@@ -64,8 +70,8 @@ impl Obs {
             // Phases are routed by the analysis' splitter: asking for phases attaches it.
             analysis: (w.analysis || w.splitter.is_some() || w.metrics).then(|| {
                 let mut a = Analysis::new(w.splitter.clone());
-                if let Some(b) = w.timeline {
-                    a.flow.record_series(b, None);
+                if w.timeline.is_some() {
+                    a.flow.record_series(WINDOW_BUCKET, None);
                 }
                 if w.calls_only {
                     a = a.calls_only();

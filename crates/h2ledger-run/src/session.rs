@@ -362,20 +362,20 @@ impl Session<Obs> {
         f.phases.reports(&self.pipe.ledger.observer)
     }
 
-    /// What `--plot` draws: the frames timeline, the phase boundaries (seconds from the
-    /// timeline's origin), the last packet (seconds from it) and the flow-control windows of
-    /// the busiest connection.
+    /// What `--plot` draws: the frames timeline, the phase boundaries and the last packet
+    /// (nanoseconds from the timeline's origin, the first packet) and the flow-control windows
+    /// of the busiest connection.
     pub fn plot<'a>(&'a self, f: &Finished) -> Option<PlotInput<'a>> {
         let o = &self.pipe.ledger.observer;
         let t = o.timeline.as_ref()?;
-        let origin = t.origin.unwrap_or(0) as f64 / 1e9;
+        let origin = t.origin.unwrap_or(0);
         let cuts = (1..f.phases.len())
-            .map(|k| f.phases.bounds(k).0 as f64 / 1e9 - origin)
+            .map(|k| f.phases.bounds(k).0.saturating_sub(origin))
             .collect();
         Some(PlotInput {
             timeline: t,
             cuts,
-            end: self.pipe.stats.last.map(|l| l as f64 / 1e9 - origin),
+            end: self.pipe.stats.last.map(|l| l.saturating_sub(origin)),
             windows: o.analysis.as_ref().and_then(|a| a.flow.series.as_ref()),
         })
     }
@@ -426,10 +426,10 @@ impl Finished {
 pub struct PlotInput<'a> {
     /// Frames per time bucket, per kind and side.
     pub timeline: &'a h2ledger_core::Timeline,
-    /// Phase boundaries, seconds from the timeline's origin.
-    pub cuts: Vec<f64>,
-    /// The last packet, seconds from the origin.
-    pub end: Option<f64>,
+    /// Phase boundaries, nanoseconds from the timeline's origin (negative: before it).
+    pub cuts: Vec<Nanos>,
+    /// The last packet, nanoseconds from the origin.
+    pub end: Option<Nanos>,
     /// Flow-control windows over time, with `--analyze`.
     pub windows: Option<&'a h2ledger_core::flow::WindowSeries>,
 }

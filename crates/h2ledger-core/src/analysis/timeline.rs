@@ -1,4 +1,11 @@
 //! Frames per time bucket, by class and side: the data behind `--plot`.
+//!
+//! The buckets start fine ([`FINEST`], or the bin `--bin` asks for) and are kept only where a
+//! frame fell. When a frame would need a bucket beyond [`MAX_BUCKETS`], every bucket is merged
+//! with its neighbours ten at a time (the width grows tenfold) until there is room: a capture of
+//! any length costs at most [`MAX_BUCKETS`] buckets, and a frame is never dropped. Widths stay
+//! the first width times a power of ten, so every 1-2-5 bin at least as wide as a bucket is a
+//! whole number of buckets.
 
 use std::collections::BTreeMap;
 
@@ -7,32 +14,43 @@ use h2ledger_tcp::Nanos;
 use crate::ledger::{FrameEvent, Observer};
 use crate::model::{FrameClass, Side};
 
-/// Buckets kept (112 bytes each); frames of further buckets are counted in
-/// [`Timeline::refused`].
-pub use crate::phase::MAX_BUCKETS;
+/// Buckets kept (112 bytes each, about 1.3 MB with the map's own cost): enough for a plot of
+/// 1,000 bins whatever the capture's length, since a merge leaves at least 1,000 buckets'
+/// worth of span.
+pub const MAX_BUCKETS: usize = 10_000;
 
-/// Frame counts in fixed buckets from the first frame on, kept only for buckets that hold a
+/// The first bucket width without `--bin`: one microsecond, a pcap timestamp's resolution.
+pub const FINEST: Nanos = 1_000;
+
+/// One bucket's counts: `[side][class]`.
+pub type Counts = [[u32; FrameClass::COUNT]; 2];
+
+/// Frame counts in fixed buckets from the first packet on, kept only for buckets that hold a
 /// frame: a capture whose clock jumps a day costs two buckets, not a day of them.
 #[derive(Debug)]
 pub struct Timeline {
-    /// Bucket width, nanoseconds (at least 1).
+    /// Bucket width, nanoseconds (at least 1): the first width times 10 per merge.
     pub bucket: Nanos,
+    /// The width the timeline started with ([`Timeline::new`]).
+    pub first_bucket: Nanos,
     /// Start of bucket 0: the first packet when set, else the first frame.
     pub origin: Option<Nanos>,
     /// `counts[b][side][class]`; side 0 = client, 1 = server (as known when the frame was seen).
-    pub counts: BTreeMap<u64, [[u32; FrameClass::COUNT]; 2]>,
-    /// Frames whose bucket had no room (beyond [`MAX_BUCKETS`]).
-    pub refused: u64,
+    pub counts: BTreeMap<u64, Counts>,
+    /// Times the buckets were merged (each time ten into one).
+    pub merges: u32,
 }
 
 impl Timeline {
-    /// An empty timeline of buckets `bucket` nanoseconds wide.
+    /// An empty timeline whose buckets start `bucket` nanoseconds wide.
     pub fn new(bucket: Nanos) -> Self {
+        let bucket = bucket.max(1);
         Timeline {
-            bucket: bucket.max(1),
+            bucket,
+            first_bucket: bucket,
             origin: None,
             counts: BTreeMap::new(),
-            refused: 0,
+            merges: 0,
         }
     }
 
@@ -42,6 +60,29 @@ impl Timeline {
             self.origin = Some(t);
         }
     }
+
+    /// Merges every ten buckets into one (a bucket ten times as wide). A width that would
+    /// overflow takes everything into bucket 0.
+    fn merge(&mut self) {
+        let (width, div) = match self.bucket.checked_mul(10) {
+            Some(w) => (w, 10),
+            None => (Nanos::MAX, u64::MAX),
+        };
+        let old = std::mem::take(&mut self.counts);
+        for (b, c) in old {
+            let into = self
+                .counts
+                .entry(b / div)
+                .or_insert([[0; FrameClass::COUNT]; 2]);
+            for (i, side) in into.iter_mut().enumerate() {
+                for (k, n) in side.iter_mut().enumerate() {
+                    *n = n.saturating_add(c[i][k]);
+                }
+            }
+        }
+        self.bucket = width;
+        self.merges += 1;
+    }
 }
 
 impl Observer for Timeline {
@@ -50,18 +91,74 @@ impl Observer for Timeline {
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        let o = *self.origin.get_or_insert(ev.ts);
-        let b = crate::phase::bucket(ev.ts, o, self.bucket);
-        if !self.counts.contains_key(&b) && self.counts.len() >= MAX_BUCKETS {
-            self.refused += 1;
-            return;
+        self.count(ev.ts, ev.side, ev.class);
+    }
+}
+
+impl Timeline {
+    /// Counts one frame of `class` sent by `side` at `ts`.
+    fn count(&mut self, ts: Nanos, side: Side, class: FrameClass) {
+        let o = *self.origin.get_or_insert(ts);
+        let mut b = crate::phase::bucket(ts, o, self.bucket);
+        // Each merge divides the bucket numbers by ten: this ends.
+        while !self.counts.contains_key(&b) && self.counts.len() >= MAX_BUCKETS {
+            self.merge();
+            b = crate::phase::bucket(ts, o, self.bucket);
         }
-        let s = match ev.side {
+        let s = match side {
             Side::Client => 0,
             Side::Server => 1,
         };
-        let c =
-            &mut self.counts.entry(b).or_insert([[0; FrameClass::COUNT]; 2])[s][ev.class.index()];
+        let c = &mut self.counts.entry(b).or_insert([[0; FrameClass::COUNT]; 2])[s][class.index()];
         *c = c.saturating_add(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn total(t: &Timeline) -> u64 {
+        t.counts
+            .values()
+            .flat_map(|c| c.iter().flatten())
+            .map(|n| u64::from(*n))
+            .sum()
+    }
+
+    #[test]
+    fn buckets_merge_tenfold_and_keep_every_frame() {
+        let mut t = Timeline::new(FINEST);
+        t.set_origin(0);
+        // A frame every 100 µs for 2 s: 20,000 buckets of 1 µs would be needed.
+        for i in 0..20_000i64 {
+            t.count(i * 100_000, Side::Client, FrameClass::Data);
+        }
+        assert!(t.counts.len() <= MAX_BUCKETS);
+        assert_eq!(total(&t), 20_000);
+        // 1 µs -> 10 -> 100 -> 1 ms: 2,000 buckets of 10 frames.
+        assert_eq!((t.bucket, t.merges, t.first_bucket), (1_000_000, 3, FINEST));
+        assert_eq!(t.counts.len(), 2_000);
+        assert!(t
+            .counts
+            .values()
+            .all(|c| c[0][FrameClass::Data.index()] == 10));
+    }
+
+    #[test]
+    fn a_clock_jump_costs_one_bucket_and_far_ones_end_in_bucket_zero() {
+        let mut t = Timeline::new(FINEST);
+        t.set_origin(0);
+        t.count(5_000, Side::Server, FrameClass::Headers);
+        t.count(86_400_000_000_000, Side::Server, FrameClass::Headers);
+        assert_eq!((t.counts.len(), t.merges), (2, 0));
+        // Bucket numbers spread over the whole clock still fit, by merging.
+        let mut t = Timeline::new(Nanos::MAX / 4);
+        t.set_origin(0);
+        t.merge();
+        t.merge();
+        assert_eq!(t.bucket, Nanos::MAX);
+        t.count(Nanos::MAX - 1, Side::Client, FrameClass::Ping);
+        assert_eq!(t.counts.keys().copied().collect::<Vec<_>>(), [0]);
     }
 }

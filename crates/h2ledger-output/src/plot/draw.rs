@@ -1,7 +1,10 @@
-//! Drawing a [`Plan`] with plotters' SVG backend.
+//! Drawing a [`Plan`]: text, axes, grids and window lines with plotters' SVG backend; the bars
+//! (each with a `<title>`: its kind, side, count, time and rate, a browser's tooltip) and the
+//! phase boundaries as SVG elements of our own, laid over them.
 
-use h2ledger_core::flow::WindowSeries;
-use h2ledger_core::Timeline;
+use std::fmt::Write as _;
+
+use h2ledger_run::PlotInput;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -15,16 +18,10 @@ impl Axis {
         Ticked(self.clone())
     }
 }
-/// Renders the timeline as SVG: frames per second by kind and side, the phase boundaries
-/// `cuts` and, with `windows`, the flow-control rows.
-pub fn svg(
-    t: &Timeline,
-    cuts: &[f64],
-    end: Option<f64>,
-    title: &str,
-    windows: Option<&WindowSeries>,
-) -> Result<String, Error> {
-    render(&Plan::new(t, cuts, end, title, windows))
+/// Renders a run's plot as SVG: frames per bin by kind and side, the phase boundaries and,
+/// with `--analyze`, the flow-control rows.
+pub fn svg(p: &PlotInput<'_>, o: &Options) -> Result<String, Error> {
+    render(&Plan::new(p, o))
 }
 
 // Layout, in pixels.
@@ -50,32 +47,62 @@ type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
 /// Draws a plan.
 pub(crate) fn render(p: &Plan) -> Result<String, Error> {
-    let rates_h = rates_rows_h(p);
-    let win_h = p
-        .windows
-        .as_ref()
-        .map_or(0, |w| 40 + w.rows.len() as i32 * WIN_ROW_H + X_LABELS + 20);
-    let h = HEAD + rates_h + 50 + win_h;
+    let h = match &p.empty {
+        Some(why) => HEAD + 30 + 18 * wrap(why, EMPTY_WRAP).len() as i32,
+        None => {
+            let win_h = p
+                .windows
+                .as_ref()
+                .map_or(0, |w| 40 + w.rows.len() as i32 * WIN_ROW_H + X_LABELS + 20);
+            HEAD + rates_rows_h(p) + 50 + win_h
+        }
+    };
     let mut out = String::new();
+    let mut over = Overlay::default();
     {
         let root = SVGBackend::with_string(&mut out, (W, h as u32)).into_drawing_area();
-        draw(&root, p).map_err(|e| Error(e.to_string()))?;
+        draw(&root, p, &mut over).map_err(|e| Error(e.to_string()))?;
         root.present().map_err(|e| Error(e.to_string()))?;
     }
+    let at = out
+        .rfind("</svg>")
+        .ok_or_else(|| Error("no </svg> in plotters' output".into()))?;
+    out.insert_str(at, &over.bars);
+    out.insert_str(at + over.bars.len(), &over.lines);
     Ok(out)
 }
 
-fn draw(root: &Area<'_>, p: &Plan) -> DrawResult {
+/// The elements drawn over plotters' output: bars first, then the dashed lines over them.
+#[derive(Default)]
+struct Overlay {
+    bars: String,
+    lines: String,
+}
+
+/// Characters per line of the reason an empty plot gives.
+const EMPTY_WRAP: usize = 100;
+
+fn draw(root: &Area<'_>, p: &Plan, over: &mut Overlay) -> DrawResult {
     root.fill(&WHITE)?;
     text(root, &p.title, (12, 10), 18, INK)?;
-    let what = if p.bins == 1 {
-        format!("frames per second over the whole {} (one bin)", p.bin())
+    if let Some(why) = &p.empty {
+        text(root, "no HTTP/2 frames to draw", (12, 40), 16, INK)?;
+        for (i, line) in wrap(why, EMPTY_WRAP).iter().enumerate() {
+            text(root, line, (12, 68 + 18 * i as i32), 13, FAINT)?;
+        }
+        return Ok(());
+    }
+    let mut what = if p.bins == 1 {
+        format!("frames in one {} bin", p.bin())
     } else {
-        format!("frames per second in {} bins", p.bin())
+        format!("frames per {} bin", p.bin())
     };
+    if let Some(n) = &p.bin_note {
+        what.push_str(&format!(" ({n})"));
+    }
     text(
         root,
-        &format!("{what}, one row per frame kind seen, one y scale per row"),
+        &format!("{what}; one row per frame kind seen, one y scale per row"),
         (12, 36),
         13,
         FAINT,
@@ -93,15 +120,6 @@ fn draw(root: &Area<'_>, p: &Plan) -> DrawResult {
                 .pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
-    if p.rows.is_empty() {
-        text(
-            root,
-            "no HTTP/2 frames to draw",
-            (LEFT + Y_LABELS, HEAD + 20),
-            14,
-            INK,
-        )?;
-    }
     for (i, row) in p.rows.iter().enumerate() {
         let y = HEAD + i as i32 * ROW_H;
         text(root, row.class.name(), (12, y + ROW_H / 2 - 14), 13, INK)?;
@@ -110,25 +128,41 @@ fn draw(root: &Area<'_>, p: &Plan) -> DrawResult {
         let last = i + 1 == p.rows.len();
         let c = colour(row.class);
         for side in 0..2 {
-            let mut chart = panel(root, p, &row.y, (column(side), y), ROW_H, last)?;
-            // Bars, with a gap between them while they are wide enough to show one.
-            let inset = if p.bins <= 60 { p.bin_s * 0.12 } else { 0.0 };
-            let bars = row.rates[side]
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| **r > 0.0);
-            chart.draw_series(bars.map(|(b, r)| {
+            let chart = panel(root, p, &row.y, (column(side), y), ROW_H, last)?;
+            for (b, n) in row.counts[side].iter().enumerate().filter(|(_, n)| **n > 0) {
                 let x0 = b as f64 * p.bin_s;
-                Rectangle::new([(x0 + inset, 0.0), (x0 + p.bin_s - inset, *r)], c.filled())
-            }))?;
-            cut_lines(&mut chart, &p.cuts, &row.y)?;
+                let (l, bottom) = chart.backend_coord(&(x0, 0.0));
+                let (r, top) = chart.backend_coord(&(x0 + p.bin_s, *n as f64));
+                // A gap between bars while they are wide enough to show one: neighbours stay
+                // two bars, not one twice as wide.
+                let gap = if r - l >= 4 {
+                    ((f64::from(r - l) * 0.24).round() as i32).max(1)
+                } else {
+                    0
+                };
+                let (l, r) = (l + gap / 2, r - (gap - gap / 2));
+                let who = ["client", "server"][side];
+                let plural = if *n == 1 { "" } else { "s" };
+                let _ = writeln!(
+                    over.bars,
+                    r##"<rect x="{l}" y="{top}" width="{}" height="{}" fill="#{:02X}{:02X}{:02X}"><title>{}, {who}: {n} frame{plural} in {} ({}/s)</title></rect>"##,
+                    (r - l).max(1),
+                    (bottom - top).max(1),
+                    c.0,
+                    c.1,
+                    c.2,
+                    row.class.name(),
+                    p.bin_span(b),
+                    fmt_rate(*n as f64 / p.bin_s),
+                );
+            }
+            cut_lines(over, &chart, &p.cuts, &row.y);
         }
     }
     let y = HEAD + rates_rows_h(p) + 4;
-    let unit = if p.millis { "milliseconds" } else { "seconds" };
     text(
         root,
-        &format!("{unit} since the first packet"),
+        &format!("{} since the first packet", p.unit.name()),
         (LEFT + Y_LABELS, y),
         12,
         FAINT,
@@ -186,7 +220,7 @@ fn draw(root: &Area<'_>, p: &Plan) -> DrawResult {
                         STALL_COLOUR.stroke_width(2),
                     )
                 }))?;
-                cut_lines(&mut chart, &p.cuts, ya)?;
+                cut_lines(over, &chart, &p.cuts, ya);
             }
         }
     }
@@ -272,12 +306,40 @@ impl Ranged for Ticked {
     }
 }
 
-fn cut_lines(chart: &mut Chart<'_, '_>, cuts: &[f64], y: &Axis) -> DrawResult {
+/// The dashed phase boundaries of one panel.
+fn cut_lines(over: &mut Overlay, chart: &Chart<'_, '_>, cuts: &[f64], y: &Axis) {
     for &c in cuts {
-        let line = [(c, y.lo), (c, y.hi)];
-        chart.draw_series(DashedLineSeries::new(line, 5, 4, BLACK.stroke_width(1)))?;
+        let (x, y0) = chart.backend_coord(&(c, y.lo));
+        let (_, y1) = chart.backend_coord(&(c, y.hi));
+        let _ = writeln!(
+            over.lines,
+            r##"<line x1="{x}" y1="{y0}" x2="{x}" y2="{y1}" stroke="#000000" stroke-width="1" stroke-dasharray="5,4"/>"##
+        );
     }
-    Ok(())
+}
+
+/// Frames per second: whole numbers from 10 on, one decimal below.
+fn fmt_rate(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.0}")
+    } else {
+        fmt_fixed(r, 0.1)
+    }
+}
+
+/// `s` cut at spaces into lines of at most `n` characters (a longer word is a line).
+fn wrap(s: &str, n: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for w in s.split(' ') {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + w.chars().count() <= n => {
+                l.push(' ');
+                l.push_str(w);
+            }
+            _ => lines.push(w.to_string()),
+        }
+    }
+    lines
 }
 
 /// The legend line: a sample and a name for each entry of [`Plan::legend`].

@@ -1,7 +1,9 @@
 //! What the plot draws, decided as data before drawing: rows, bins, ticks, legend.
 
 use h2ledger_core::flow::WindowSeries;
-use h2ledger_core::{FrameClass, Timeline};
+use h2ledger_core::FrameClass;
+use h2ledger_run::PlotInput;
+use h2ledger_tcp::Nanos;
 use plotters::style::RGBColor;
 
 /// A colour per frame kind (the tab10 palette for the ones the article reads).
@@ -26,11 +28,12 @@ pub(super) fn expected() -> &'static [FrameClass] {
     &FrameClass::ALL[..6]
 }
 
-/// Bins are at least this long, unless the whole capture is at most [`FEW_BUCKETS`] buckets.
-const MIN_BIN_NS: i64 = 250_000_000;
-const FEW_BUCKETS: usize = 15;
-/// At most this many bins, whatever the span.
-const MAX_BINS: usize = 200;
+/// Without `--bin`: the smallest 1-2-5 bin that makes at most this many bins.
+pub(super) const TARGET_BINS: u64 = 100;
+/// Without `--bin`, no bin is shorter than this (a capture shorter than a millisecond).
+const MIN_AUTO_BIN: Nanos = 10_000;
+/// `--bin D` that would make more bins than this is widened (a panel is under 400 pixels wide).
+pub const MAX_BINS: u64 = 1_000;
 
 /// More phase boundaries than this are not drawn (a line every few pixels hides the bars);
 /// the plot says how many there are.
@@ -47,13 +50,14 @@ pub const PHASE_BOUNDARY: &str = "phase boundary";
 
 pub(super) const STALL_COLOUR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
 
-/// One row of rate panels: a frame kind, both sides on one y scale.
+/// One row of count panels: a frame kind, both sides on one y scale.
 #[derive(Debug)]
 pub struct Row {
     pub class: FrameClass,
-    /// `rates[side][bin]`, frames per second.
-    pub rates: [Vec<f64>; 2],
+    /// `counts[side][bin]`: frames in the bin.
+    pub counts: [Vec<u64>; 2],
     pub frames: [u64; 2],
+    /// Whole numbers from 0 to at least the largest count (one frame: an axis of 1).
     pub y: Axis,
 }
 
@@ -87,16 +91,77 @@ pub struct Axis {
     pub step: f64,
 }
 
+/// What the plot is asked for, beside the run's data.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The line at the top.
+    pub title: String,
+    /// `--bin`: the bin asked for, nanoseconds.
+    pub bin: Option<Nanos>,
+    /// What to say when there is no frame to draw: [`super::why_empty`].
+    pub why_empty: String,
+}
+
+/// The unit of the x axis: seconds, or milliseconds or microseconds for short spans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Millis,
+    Micros,
+}
+
+impl TimeUnit {
+    /// The unit of a span of `s` seconds: its numbers stay under 2,000.
+    fn of(s: f64) -> TimeUnit {
+        if s < 0.002 {
+            TimeUnit::Micros
+        } else if s < 2.0 {
+            TimeUnit::Millis
+        } else {
+            TimeUnit::Seconds
+        }
+    }
+
+    /// Units per second.
+    pub(super) fn scale(self) -> f64 {
+        match self {
+            TimeUnit::Seconds => 1.0,
+            TimeUnit::Millis => 1e3,
+            TimeUnit::Micros => 1e6,
+        }
+    }
+
+    pub(super) fn symbol(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "s",
+            TimeUnit::Millis => "ms",
+            TimeUnit::Micros => "µs",
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "seconds",
+            TimeUnit::Millis => "milliseconds",
+            TimeUnit::Micros => "microseconds",
+        }
+    }
+}
+
 /// Everything drawn, decided before drawing.
 #[derive(Debug)]
 pub struct Plan {
     pub title: String,
-    /// Bin length in seconds (the whole capture when it is shorter than one bucket).
+    /// Bin length, nanoseconds.
+    pub bin: Nanos,
+    /// The same, in seconds.
     pub bin_s: f64,
     pub bins: usize,
+    /// Why the bin is not the `--bin` asked for.
+    pub bin_note: Option<String>,
     pub x: Axis,
-    /// Times in milliseconds when the span is under 2 s.
-    pub millis: bool,
+    /// The unit of the x axis.
+    pub unit: TimeUnit,
     pub rows: Vec<Row>,
     /// Kinds of [`expected`] with no frame on either side.
     pub absent: Vec<FrameClass>,
@@ -106,46 +171,46 @@ pub struct Plan {
     pub cuts_hidden: usize,
     /// The flow-control rows, with `--analyze`.
     pub windows: Option<Windows>,
+    /// No frame to draw: why.
+    pub empty: Option<String>,
 }
 
 impl Plan {
-    /// `cuts`: phase boundaries in seconds from the timeline's origin (the first packet);
-    /// `end`: the last packet, in seconds from the origin; `windows`: also the flow-control
-    /// rows (issue 11).
-    pub fn new(
-        t: &Timeline,
-        cuts: &[f64],
-        end: Option<f64>,
-        title: &str,
-        windows: Option<&WindowSeries>,
-    ) -> Plan {
-        let n = t.counts.keys().next_back().map_or(1, |b| *b as usize + 1);
-        let factor = bin_factor(n, t.bucket);
-        let bins = n.div_ceil(factor);
-        let mut bin_s = (t.bucket as f64 * factor as f64) / 1e9;
-        // A capture shorter than one bucket: its one bin is the capture itself (the 34 ms of
-        // nghttp-nghttpd.pcap at 100 ms would read as a third of its real rate).
-        if let Some(e) = end.filter(|e| bins == 1 && *e > 0.0 && *e < bin_s) {
-            bin_s = e.max(1e-3);
-        }
+    /// The plan of a run's plot (`p`) with the options `o`.
+    pub fn new(p: &PlotInput<'_>, o: &Options) -> Plan {
+        let t = p.timeline;
+        let last = t.counts.keys().next_back().copied();
+        // From the first packet to the last one, or to the last frame's bucket.
+        let frames_end = last.map_or(0, |b| i128::from(b) * i128::from(t.bucket));
+        let span = i128::from(p.end.unwrap_or(0).max(0)).max(frames_end);
+        let (bin, bin_note) = choose_bin(span, t.bucket, o.bin);
+        let bins = bin_count(
+            span,
+            bin,
+            last.map(|b| i128::from(b) * i128::from(t.bucket)),
+        );
+        let bin_s = bin as f64 / 1e9;
+        // Buckets per bin: a bin is a whole number of buckets (choose_bin).
+        let per = (bin / t.bucket).max(1) as u64;
         let mut rows = Vec::new();
         for class in FrameClass::ALL {
-            let mut rates = [vec![0f64; bins], vec![0f64; bins]];
+            let mut counts = [vec![0u64; bins], vec![0u64; bins]];
             let mut frames = [0u64; 2];
             for (&b, c) in &t.counts {
+                let i = ((b / per) as usize).min(bins - 1);
                 for side in 0..2 {
-                    let k = c[side][class.index()];
-                    rates[side][b as usize / factor] += f64::from(k) / bin_s;
-                    frames[side] += u64::from(k);
+                    let k = u64::from(c[side][class.index()]);
+                    counts[side][i] += k;
+                    frames[side] += k;
                 }
             }
             if frames != [0, 0] {
-                let max = rates.iter().flatten().fold(0f64, |a, &b| a.max(b));
+                let max = counts.iter().flatten().copied().max().unwrap_or(0);
                 rows.push(Row {
                     class,
-                    rates,
+                    counts,
                     frames,
-                    y: Axis::new(0.0, max, 3),
+                    y: Axis::whole(0.0, max as f64, 3),
                 });
             }
         }
@@ -154,17 +219,16 @@ impl Plan {
             .filter(|c| !rows.iter().any(|r| r.class == **c))
             .copied()
             .collect();
-        let windows = windows
+        let span = bins as f64 * bin_s;
+        let end_s = p.end.map(|e| e as f64 / 1e9);
+        let windows = p
+            .windows
             .filter(|w| w.conn.is_some())
-            .map(|w| Windows::new(w, t.origin));
-        let mut span = bins as f64 * bin_s;
-        if let Some(w) = &windows {
-            let last = w.rows.iter().flat_map(|r| r.lines.iter().flatten());
-            span = last.map(|p| p.0).fold(span, f64::max);
-        }
-        let mut cuts: Vec<f64> = cuts
+            .map(|w| Windows::new(w, t.origin, end_s));
+        let mut cuts: Vec<f64> = p
+            .cuts
             .iter()
-            .copied()
+            .map(|c| *c as f64 / 1e9)
             .filter(|c| *c > 0.0 && *c < span)
             .collect();
         let cuts_hidden = if cuts.len() > MAX_CUTS_DRAWN {
@@ -173,15 +237,18 @@ impl Plan {
             0
         };
         let mut x = Axis::new(0.0, span, 8);
-        // The x axis ends with the data, not at the next round value.
+        // The x axis ends with the last bin, not at the next round value.
         x.hi = span;
         x.ticks.retain(|v| *v <= span * (1.0 + 1e-9));
         Plan {
-            title: title.to_string(),
+            title: o.title.clone(),
+            bin,
             bin_s,
             bins,
+            bin_note,
             x,
-            millis: span < 2.0,
+            unit: TimeUnit::of(span),
+            empty: rows.is_empty().then(|| o.why_empty.clone()),
             rows,
             absent,
             cuts,
@@ -206,33 +273,138 @@ impl Plan {
 
     /// A time on the x axis, in the axis' unit, at tick precision.
     pub(super) fn time(&self, s: f64) -> String {
-        if self.millis {
-            fmt_fixed(s * 1e3, self.x.step * 1e3)
-        } else {
-            fmt_fixed(s, self.x.step)
-        }
+        let k = self.unit.scale();
+        fmt_fixed(s * k, self.x.step * k)
     }
 
-    /// A time to the millisecond, with its unit.
+    /// A time to the millisecond (the microsecond under 2 s), with its unit.
     pub(super) fn time_exact(&self, s: f64) -> String {
-        if self.millis {
-            format!("{} ms", fmt_fixed(s * 1e3, 0.1))
-        } else {
-            format!("{} s", fmt_fixed(s, 0.001))
-        }
+        let k = self.unit.scale();
+        let step = match self.unit {
+            TimeUnit::Seconds => 0.001,
+            _ => 0.1,
+        };
+        format!("{} {}", fmt_fixed(s * k, step), self.unit.symbol())
     }
 
+    /// Bin `i`'s span in the x axis' unit, as exact as the bin (`1.2–1.4 ms`, `0.333–0.666
+    /// s`): the tooltip of a bar.
+    pub(super) fn bin_span(&self, i: usize) -> String {
+        let k = self.unit.scale();
+        let step = self.bin_s * k;
+        // The decimals that write the bin exactly (at most 9: nanoseconds in seconds).
+        let d = (0..9)
+            .find(|d| {
+                let v = step * 10f64.powi(*d);
+                (v - v.round()).abs() < 1e-6 * v.max(1.0)
+            })
+            .unwrap_or(9);
+        let unit = 10f64.powi(-d);
+        let a = fmt_fixed(i as f64 * step, unit);
+        let b = fmt_fixed((i + 1) as f64 * step, unit);
+        format!("{a}–{b} {}", self.unit.symbol())
+    }
+
+    /// The bin's length with its unit (`100 ms`, `200 µs`, `2 s`).
     pub(super) fn bin(&self) -> String {
-        if self.bin_s < 1.0 {
-            format!("{} ms", fmt_fixed(self.bin_s * 1e3, 1.0))
-        } else {
-            format!("{} s", fmt_fixed(self.bin_s, 0.1))
-        }
+        fmt_duration(self.bin)
     }
 }
 
+/// A duration in the largest unit in which it is at least 1 (`333 ms`, `1.5 s`, `200 µs`).
+pub fn fmt_duration(ns: Nanos) -> String {
+    let (k, unit) = if ns >= 1_000_000_000 {
+        (1e9, "s")
+    } else if ns >= 1_000_000 {
+        (1e6, "ms")
+    } else if ns >= 1_000 {
+        (1e3, "µs")
+    } else {
+        (1.0, "ns")
+    };
+    format!("{} {unit}", fmt_fixed(ns as f64 / k, 0.001))
+}
+
+/// The `k`th value of the ladder 1, 2, 5, 10, 20, 50, ... (`None` past `i64`).
+fn ladder(k: u32) -> Option<i64> {
+    [1i64, 2, 5][(k % 3) as usize].checked_mul(10i64.checked_pow(k / 3)?)
+}
+
+/// Bins from 0 to `span` (a bin that holds `span`'s end), and at least to the bin of
+/// `last` (the last frame's bucket).
+fn bin_count(span: i128, bin: Nanos, last: Option<i128>) -> usize {
+    let b = i128::from(bin.max(1));
+    let n = (span + b - 1) / b;
+    let n = n.max(last.map_or(0, |l| l / b + 1)).max(1);
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// The bin, and why it is not the one `--bin` asked for. Without `forced`: the smallest bin
+/// among 1, 2 and 5 times a power of ten that is a whole number of the timeline's buckets
+/// (`bucket`), at least [`MIN_AUTO_BIN`] and makes at most [`TARGET_BINS`] bins over `span`.
+/// With `forced`: that bin, unless the timeline had to merge its buckets past it or it makes
+/// more than [`MAX_BINS`] bins; then the smallest of 1, 2, 5, 10, ... buckets that makes at
+/// most [`MAX_BINS`].
+pub(super) fn choose_bin(
+    span: i128,
+    bucket: Nanos,
+    forced: Option<Nanos>,
+) -> (Nanos, Option<String>) {
+    let bucket = bucket.max(1);
+    let bins = |b: Nanos| bin_count(span, b, None) as u64;
+    if let Some(d) = forced {
+        if d == bucket && bins(d) <= MAX_BINS {
+            return (d, None);
+        }
+        let wider = (0..)
+            .map_while(ladder)
+            .filter_map(|k| bucket.checked_mul(k))
+            .find(|b| bins(*b) <= MAX_BINS)
+            .unwrap_or(Nanos::MAX);
+        let note = if bins(d) > MAX_BINS {
+            format!(
+                "--bin {} would make {} bins, more than {}: drawn in {} bins",
+                fmt_duration(d),
+                fmt_count(bins(d).into()),
+                fmt_count(MAX_BINS.into()),
+                fmt_duration(wider)
+            )
+        } else {
+            // Within 100 columns after "warning: ".
+            format!(
+                "--bin {} is finer than the timeline's merged {} buckets: drawn in {} bins",
+                fmt_duration(d),
+                fmt_duration(bucket),
+                fmt_duration(wider)
+            )
+        };
+        return (wider, Some(note));
+    }
+    let bin = (0..)
+        .map_while(ladder)
+        .filter(|b| *b >= bucket.max(MIN_AUTO_BIN) && b % bucket == 0)
+        .find(|b| bins(*b) <= TARGET_BINS)
+        .unwrap_or(Nanos::MAX);
+    (bin, None)
+}
+
+/// `6,100`.
+fn fmt_count(n: i128) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl Windows {
-    fn new(w: &WindowSeries, origin: Option<i64>) -> Windows {
+    /// `end`: the last packet, seconds from the origin: a value is drawn at its bucket's
+    /// middle, or at the last packet when that comes first.
+    fn new(w: &WindowSeries, origin: Option<i64>, end: Option<f64>) -> Windows {
         let bin_s = w.bucket as f64 / 1e9;
         // The series counts from its own origin; the plot from the timeline's.
         let shift = match (w.origin, origin) {
@@ -243,7 +415,8 @@ impl Windows {
         let mut stalls = [Vec::new(), Vec::new()];
         let mut cur = [(None, None); 2];
         for (b, p) in w.points.iter().enumerate() {
-            let t = shift + (b as f64 + 0.5) * bin_s;
+            let mid = shift + (b as f64 + 0.5) * bin_s;
+            let t = end.map_or(mid, |e| mid.min(e));
             for side in 0..2 {
                 let (c, st, n) = p[side];
                 // Carry each value forward to the buckets that did not change it.
@@ -318,21 +491,6 @@ impl Axis {
     }
 }
 
-/// Buckets per bin: 1, 2 or 5 times a power of ten, so that a bin is a round time (a rate
-/// of 24/s reads 24/s in every bin, not 23.3 and 26.7); at least [`MIN_BIN_NS`] unless the
-/// capture has few buckets, at most [`MAX_BINS`] bins.
-fn bin_factor(n: usize, bucket: i64) -> usize {
-    let mut i = 0u32;
-    loop {
-        let f = [1usize, 2, 5][(i % 3) as usize].saturating_mul(10usize.saturating_pow(i / 3));
-        let long = f as i64 * bucket >= MIN_BIN_NS || n <= FEW_BUCKETS;
-        if (n.div_ceil(f) <= MAX_BINS && long) || f == usize::MAX {
-            return f;
-        }
-        i += 1;
-    }
-}
-
 /// The smallest of 1, 2, 5 times a power of ten at or above `v`.
 fn nice(v: f64) -> f64 {
     if v <= 0.0 || !v.is_finite() {
@@ -383,6 +541,8 @@ pub fn fmt_fixed(v: f64, step: f64) -> String {
 mod tests {
     use super::*;
     use crate::plot::render;
+    use h2ledger_core::analysis::timeline::FINEST;
+    use h2ledger_core::Timeline;
 
     #[test]
     fn ticks_are_round() {
@@ -414,20 +574,67 @@ mod tests {
         assert_eq!(Axis::new(0.0, 2240.0, 3).ticks, [0.0, 1e3, 2e3, 3e3]);
     }
 
+    const MS: Nanos = 1_000_000;
+
     #[test]
-    fn bins_are_round_times() {
-        // 100 ms buckets: the article's 6 s make 0.5 s bins (24/s stays 24/s).
-        assert_eq!(bin_factor(61, 100_000_000), 5);
-        // One bucket (34 ms of nghttp): one 100 ms bin.
-        assert_eq!(bin_factor(1, 100_000_000), 1);
-        // A day: at most 200 bins.
-        let f = bin_factor(864_000, 100_000_000);
-        assert!(864_000usize.div_ceil(f) <= MAX_BINS, "{f}");
-        assert!(usize::MAX.div_ceil(bin_factor(usize::MAX, 1)) <= MAX_BINS);
+    fn bins_come_from_the_span() {
+        let us = FINEST;
+        // The smallest 1-2-5 bin that makes at most 100 bins.
+        assert_eq!(choose_bin(34 * i128::from(MS), us, None), (500_000, None));
+        assert_eq!(choose_bin(20 * i128::from(MS), us, None), (200_000, None));
+        assert_eq!(
+            choose_bin(6_100 * i128::from(MS), us, None),
+            (100 * MS, None)
+        );
+        assert_eq!(
+            choose_bin(3_600_000 * i128::from(MS), us, None).0,
+            50_000 * MS
+        );
+        // Never finer than the timeline's buckets, nor than 10 µs.
+        assert_eq!(choose_bin(20 * i128::from(MS), 10 * MS, None).0, 10 * MS);
+        assert_eq!(choose_bin(0, us, None), (10_000, None));
+        // A day's clock jump: whole bins still.
+        let (b, _) = choose_bin(86_400_000 * i128::from(MS), 100 * MS, None);
+        assert!(
+            bin_count(86_400_000 * i128::from(MS), b, None) <= 100,
+            "{b}"
+        );
+        // The whole clock: still at most 100 bins.
+        let all = i128::from(Nanos::MAX);
+        assert!(bin_count(all, choose_bin(all, 1, None).0, None) <= 100);
     }
 
-    fn timeline(frames: &[(u64, usize, FrameClass, u32)]) -> Timeline {
-        let mut t = Timeline::new(100_000_000);
+    #[test]
+    fn a_forced_bin_is_kept_or_widened_with_a_note() {
+        let span = 6_100 * i128::from(MS);
+        assert_eq!(choose_bin(span, 333 * MS, Some(333 * MS)), (333 * MS, None));
+        let (b, note) = choose_bin(span, MS, Some(MS));
+        assert_eq!(b, 10 * MS);
+        assert_eq!(
+            note.as_deref(),
+            Some("--bin 1 ms would make 6,100 bins, more than 1,000: drawn in 10 ms bins")
+        );
+        // Merged past it: drawn in the buckets, whole ones.
+        let (b, note) = choose_bin(span * 10_000, 10 * MS, Some(MS));
+        assert_eq!(b % (10 * MS), 0);
+        assert!(bin_count(span * 10_000, b, None) <= MAX_BINS as usize);
+        assert!(note
+            .unwrap()
+            .starts_with("--bin 1 ms would make 61,000,000 bins"));
+        // Finer than the timeline kept (its buckets merged): its buckets, said in a line
+        // within 100 columns.
+        let (b, note) = choose_bin(500 * i128::from(MS), 10 * MS, Some(MS));
+        assert_eq!(b, 10 * MS);
+        let note = note.unwrap();
+        assert_eq!(
+            note,
+            "--bin 1 ms is finer than the timeline's merged 10 ms buckets: drawn in 10 ms bins"
+        );
+        assert!(note.len() + "warning: ".len() <= 100);
+    }
+
+    fn timeline(bucket: Nanos, frames: &[(u64, usize, FrameClass, u32)]) -> Timeline {
+        let mut t = Timeline::new(bucket);
         t.origin = Some(0);
         for &(b, side, class, n) in frames {
             t.counts.entry(b).or_insert([[0; FrameClass::COUNT]; 2])[side][class.index()] += n;
@@ -435,44 +642,87 @@ mod tests {
         t
     }
 
+    fn input(t: &Timeline, cuts: Vec<Nanos>, end: Option<Nanos>) -> PlotInput<'_> {
+        PlotInput {
+            timeline: t,
+            cuts,
+            end,
+            windows: None,
+        }
+    }
+
+    fn plan(p: &PlotInput<'_>) -> Plan {
+        Plan::new(
+            p,
+            &Options {
+                title: "x".into(),
+                why_empty: "the capture holds no packets".into(),
+                ..Options::default()
+            },
+        )
+    }
+
     #[test]
-    fn one_bin_is_drawn_and_equal_series_get_their_own_rows() {
-        let t = timeline(&[
-            (0, 0, FrameClass::Headers, 3),
-            (0, 0, FrameClass::Data, 3),
-            (0, 1, FrameClass::Data, 3),
-        ]);
-        let p = Plan::new(&t, &[], Some(0.03), "x", None);
-        assert_eq!(p.bins, 1);
+    fn a_30_ms_capture_has_bins_and_counts_on_whole_axes() {
+        // HEADERS at 1 ms and 29 ms, DATA on both sides at 1 ms, one SETTINGS at 0.
+        let t = timeline(
+            FINEST,
+            &[
+                (0, 0, FrameClass::Settings, 1),
+                (1_000, 0, FrameClass::Headers, 2),
+                (1_000, 0, FrameClass::Data, 3),
+                (1_000, 1, FrameClass::Data, 3),
+                (29_000, 0, FrameClass::Headers, 1),
+            ],
+        );
+        let p = plan(&input(&t, vec![], Some(30 * MS)));
+        // 30 ms: 100 bins of 300 µs is not round, 500 µs makes 60.
+        assert_eq!((p.bin, p.bins), (500_000, 60));
         let kinds: Vec<FrameClass> = p.rows.iter().map(|r| r.class).collect();
-        assert_eq!(kinds, [FrameClass::Headers, FrameClass::Data]);
-        // 3 frames in the 30 ms the capture lasted.
-        assert_eq!(p.rows[0].rates[0], [100.0]);
-        assert_eq!(p.rows[1].rates, [vec![100.0], vec![100.0]]);
-        assert!(p.millis);
+        assert_eq!(
+            kinds,
+            [FrameClass::Headers, FrameClass::Data, FrameClass::Settings]
+        );
+        let h = &p.rows[0];
+        assert_eq!((h.counts[0][2], h.counts[0][58]), (2, 1));
+        assert_eq!(h.counts[0].iter().sum::<u64>(), 3);
+        assert_eq!(p.rows[1].counts[1][2], 3);
+        // One SETTINGS: an axis from 0 to 1, not 2.
+        assert_eq!(p.rows[2].y.ticks, [0.0, 1.0]);
+        assert_eq!(p.rows[0].y.ticks, [0.0, 1.0, 2.0]);
+        assert_eq!(p.unit, TimeUnit::Millis);
         assert!(p.legend().is_empty(), "{:?}", p.legend());
         assert!(p.absent.contains(&FrameClass::Ping));
+        assert!(p.empty.is_none());
         let s = render(&p).unwrap();
-        // The one bin is a bar in each panel that has frames.
-        assert_eq!(s.matches(r##"fill="#1F77B4""##).count(), 1, "{s}");
+        // A bar per bin with frames, each with its count.
+        assert_eq!(s.matches(r##"fill="#1F77B4""##).count(), 2, "{s}");
         assert_eq!(s.matches(r##"fill="#2CA02C""##).count(), 2, "{s}");
+        assert!(
+            s.contains("<title>HEADERS, client: 2 frames in 1–1.5 ms (4000/s)</title>"),
+            "{s}"
+        );
         assert!(!s.contains(PHASE_BOUNDARY));
-        assert!(s.contains("over the whole 30 ms (one bin)"), "{s}");
+        assert!(s.contains("frames per 500 µs bin"), "{s}");
     }
 
     #[test]
     fn cuts_outside_the_span_are_not_drawn() {
-        let t = timeline(&[
-            (0, 0, FrameClass::Headers, 1),
-            (29, 0, FrameClass::Headers, 1),
-        ]);
-        let p = Plan::new(&t, &[1.5, 99.0], None, "x", None);
+        let t = timeline(
+            100 * MS,
+            &[
+                (0, 0, FrameClass::Headers, 1),
+                (29, 0, FrameClass::Headers, 1),
+            ],
+        );
+        let p = plan(&input(&t, vec![1_500 * MS, 99_000 * MS], None));
         assert_eq!(p.cuts, [1.5]);
         assert_eq!(p.legend(), [PHASE_BOUNDARY]);
         let s = render(&p).unwrap();
         assert!(s.contains("phase boundary at 1.5 s"), "{s}");
-        let many: Vec<f64> = (1..=100).map(|i| f64::from(i) * 0.02).collect();
-        let p = Plan::new(&t, &many, None, "x", None);
+        assert!(s.contains("stroke-dasharray"), "{s}");
+        let many: Vec<Nanos> = (1..=100).map(|i| i * 20 * MS).collect();
+        let p = plan(&input(&t, many, None));
         assert!(p.cuts.is_empty() && p.legend().is_empty());
         assert_eq!(p.cuts_hidden, 100);
         let s = render(&p).unwrap();
@@ -481,9 +731,14 @@ mod tests {
     }
 
     #[test]
-    fn no_frames_is_said() {
-        let p = Plan::new(&timeline(&[]), &[], None, "x", None);
+    fn no_frames_is_said_with_the_reason() {
+        let t = timeline(FINEST, &[]);
+        let p = plan(&input(&t, vec![], None));
         assert!(p.rows.is_empty());
-        assert!(render(&p).unwrap().contains("no HTTP/2 frames to draw"));
+        assert_eq!(p.empty.as_deref(), Some("the capture holds no packets"));
+        let s = render(&p).unwrap();
+        assert!(s.contains("no HTTP/2 frames to draw"), "{s}");
+        assert!(s.contains("the capture holds no packets"), "{s}");
+        assert!(s.trim_end().ends_with("</svg>"));
     }
 }

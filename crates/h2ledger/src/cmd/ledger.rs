@@ -178,8 +178,13 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let s = &mut run.session;
     if let (Some(path), Some(file)) = (&l.analysis.plot, plot) {
         if let Some(p) = s.plot(&done) {
-            let title = format!("{}: HTTP/2 frames per second", ended.source);
-            h2ledger_output::plot::write(file, &p, &title, &mut std::io::stderr())
+            use h2ledger_output::plot;
+            let o = plot::Options {
+                title: format!("{}: HTTP/2 frames over time", ended.source),
+                bin: l.analysis.bin_ns(),
+                why_empty: plot::why_empty(&done.report),
+            };
+            plot::write(file, &p, &o, &mut std::io::stderr())
                 .map_err(|e| anyhow!("{}: cannot write the plot: {e}", path.display()))?;
             eprintln!("wrote {}", path.display());
         }

@@ -533,3 +533,114 @@ fn tables_keep_their_width_and_labels() {
     let t = stdout(&["replay", &article, "--analyze"]);
     assert!(t.contains("│ call max (us) "), "{t}");
 }
+
+/// `replay FILE ARGS --plot TMP` (as the user runs it): the SVG and stderr.
+fn plot_svg(file: &std::path::Path, args: &[&str], tag: &str) -> (String, String) {
+    let svg = std::env::temp_dir().join(format!(
+        "h2ledger-users-saw-{}-{tag}.svg",
+        std::process::id()
+    ));
+    let mut all = vec!["replay", file.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend(["--plot", svg.to_str().unwrap()]);
+    let out = run(&all);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{all:?}: {err}");
+    let s = std::fs::read_to_string(&svg).unwrap();
+    let _ = std::fs::remove_file(&svg);
+    (s, err)
+}
+
+/// The bars' tooltips: (kind, side, frames, bin) of every bar.
+fn bars(svg: &str) -> Vec<(String, String, u64, String)> {
+    svg.split("<title>")
+        .skip(1)
+        .filter_map(|t| {
+            let t = t.split("</title>").next()?;
+            let (kind, rest) = t.split_once(", ")?;
+            let (side, rest) = rest.split_once(": ")?;
+            let (count, rest) = rest.split_once(" frame")?;
+            let bin = rest.split_once(" in ")?.1.split(" (").next()?;
+            Some((kind.into(), side.into(), count.parse().ok()?, bin.into()))
+        })
+        .collect()
+}
+
+/// Issue 20, item 8: nghttp-nghttpd (34 ms) and python-grpcio-streaming (20 ms) were one 500 ms
+/// bar each, and the article's waves of 3 calls/s came out as a 32/16 alternation in 500 ms
+/// bins. The bin now follows the capture's length (about 100 bins at most), `--bin D` overrides
+/// it (widened, and said, past 1,000 bins), one SETTINGS is drawn against an axis of 1, and an
+/// empty plot says why, in the image and on stderr.
+#[test]
+fn short_captures_plot_more_than_one_bar() {
+    let cap = |name: &str| repo().join("captures").join(name);
+    for (name, bin) in [
+        ("nghttp-nghttpd.pcap", "500 µs"),
+        ("python-grpcio-streaming.pcap", "500 µs"),
+        ("grpcgo-article.pcap", "100 ms"),
+    ] {
+        let (s, err) = plot_svg(&cap(name), &[], name);
+        assert!(s.contains(&format!("frames per {bin} bin")), "{name}: {s}");
+        assert!(!err.contains("warning: the plot"), "{name}: {err}");
+        let b = bars(&s);
+        let headers: Vec<_> = b
+            .iter()
+            .filter(|b| b.0 == "HEADERS" && b.1 == "client")
+            .collect();
+        assert!(headers.len() >= 5, "{name}: {headers:?}");
+        // Every count is whole, and no axis is taller than it needs: the SETTINGS row (one per
+        // side in each connection of these captures) has bars of 1 or 2.
+        assert!(b.iter().all(|b| b.2 >= 1), "{name}");
+    }
+    // The article's second phase: waves of 8 calls every 333 ms, each in one 100 ms bin (the
+    // waves are drawn, not a 16/8 alternation).
+    let (s, _) = plot_svg(&cap("grpcgo-article.pcap"), &[], "article");
+    let late: Vec<u64> = bars(&s)
+        .into_iter()
+        .filter(|b| b.0 == "HEADERS" && b.1 == "client")
+        .filter(|b| b.3.split('–').next().unwrap().parse::<f64>().unwrap() >= 3.1)
+        .map(|b| b.2)
+        .collect();
+    assert!(late.len() >= 8, "{late:?}");
+    assert!(late.iter().all(|n| *n == 8), "{late:?}");
+    // --bin overrides; one that makes too many bins is widened, and stderr says so.
+    let (s, err) = plot_svg(&cap("grpcgo-article.pcap"), &["--bin", "10ms"], "bin10");
+    assert!(s.contains("frames per 10 ms bin"), "{err}");
+    assert!(!err.contains("--bin"), "{err}");
+    let (s, err) = plot_svg(&cap("grpcgo-article.pcap"), &["--bin", "1us"], "bin1");
+    assert!(
+        err.contains(
+            "warning: --bin 1 µs would make 6,002,967 bins, more than 1,000: drawn in 10 ms bins"
+        ),
+        "{err}"
+    );
+    assert!(s.contains("drawn in 10 ms bins"));
+    assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+    // A single SETTINGS (the article's first 4 packets): its axis goes to 1, not 2.
+    let (s, _) = plot_svg(&cap("grpcgo-article.pcap"), &["-c", "4"], "single");
+    let b = bars(&s);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!((b[0].0.as_str(), b[0].2), ("SETTINGS", 1));
+    assert!(!s.contains(">2<"), "no tick at 2: {s}");
+    // An empty capture (a pcap header, no packet): the image and stderr say why.
+    let empty = std::env::temp_dir().join(format!("h2ledger-empty-{}.pcap", std::process::id()));
+    let mut h = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    h.extend([0; 8]);
+    h.extend([0xff, 0xff, 0, 0, 1, 0, 0, 0]);
+    std::fs::write(&empty, h).unwrap();
+    let (s, err) = plot_svg(&empty, &[], "empty");
+    let _ = std::fs::remove_file(&empty);
+    assert!(s.contains("no HTTP/2 frames to draw"), "{s}");
+    assert!(s.contains("no packets"), "{s}");
+    assert!(
+        err.contains("warning: the plot is empty: no packets"),
+        "{err}"
+    );
+    // TLS without a key log: the plot says to pass one.
+    let (s, err) = plot_svg(&cap("curl-nghttpd-tls13.pcap"), &[], "tls");
+    assert!(s.contains("pass --keylog FILE"), "{s}");
+    assert!(
+        err.contains("the plot is empty: 3 TLS connections"),
+        "{err}"
+    );
+}
