@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Speed of `h2ledger replay` against tcpdump's read floor and tshark's HTTP/2 dissector, on a
-# large generated capture, plus peak memory, a frame-count cross-check against tshark, and the
+# large generated capture (and the same packets as pcapng, pcapng with a secrets block, gzip,
+# zstd and on standard input, each against tcpdump reading the same bytes: issue 24), plus
+# peak memory, a frame-count cross-check against tshark, and the
 # HPACK decoder benchmark (crates/h2ledger-bench). Method and results: docs/performance.md.
 #
 # usage: scripts/bench.sh [--quick | --full] [--regen] [--runs N] [--tshark-runs N]
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
         --no-hpack) DO_HPACK=0 ;;
         --sniff) SNIFF_N=$2; shift ;;
         --no-proto) DO_PROTO=0 ;;
-        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
