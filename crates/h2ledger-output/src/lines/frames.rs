@@ -153,7 +153,8 @@ impl Observer for FramePrinter {
                 self.out.line(&l);
             }
         } else {
-            let line = FrameLine::new(ev, &mut self.addrs).with_messages(&msgs.msgs);
+            let mut line = FrameLine::new(ev, &mut self.addrs);
+            line.set_messages(&msgs.msgs);
             self.out.record_with(|buf| {
                 line.write_json(buf);
                 true
