@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Speed of `h2ledger replay` against tcpdump's read floor and tshark's HTTP/2 dissector, on a
-# large generated capture, plus peak memory, a frame-count cross-check against tshark, and the
+# large generated capture (and the same packets as pcapng, pcapng with a secrets block, gzip,
+# zstd and on standard input, each against tcpdump reading the same bytes: issue 24), plus
+# peak memory, a frame-count cross-check against tshark, and the
 # HPACK decoder benchmark (crates/h2ledger-bench). Method and results: docs/performance.md.
 #
 # usage: scripts/bench.sh [--quick | --full] [--regen] [--runs N] [--tshark-runs N]
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
         --no-hpack) DO_HPACK=0 ;;
         --sniff) SNIFF_N=$2; shift ;;
         --no-proto) DO_PROTO=0 ;;
-        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -186,14 +188,43 @@ FILE_BYTES=$(stat -c %s "$F")
 say "capture: $F ($FILE_BYTES bytes, $PACKETS packets, port $P, tcpdump drops: $DROPS)"
 say "timing: $RUNS interleaved rounds (+1 warm-up) of tcpdump, replay and the line views; $TSHARK_RUNS runs of tshark (${HYPERFINE:-bash date loop})"
 
+# --- The same packets in every input format (issue 24) ----------------------------------
+# Made once next to the capture (reused while newer than it): pcapng as editcap writes it,
+# pcapng with a Decryption Secrets Block (one key log line for a connection nobody made: the
+# key scan reads it, no packet changes), gzip and zstd.
+FNG="$BENCH_DIR/$NAME.pcapng" FDSB="$BENCH_DIR/$NAME-dsb.pcapng" FGZ="$BENCH_DIR/$NAME.pcap.gz" FZST="$BENCH_DIR/$NAME.pcap.zst"
+command -v editcap >/dev/null || die "editcap not found (apt-get install tshark)"
+command -v zstd >/dev/null || die "zstd not found (apt-get install zstd)"
+fresh() { [ -s "$1" ] && [ "$1" -nt "$F" ]; }
+fresh "$FNG" || { say "making $FNG (editcap -F pcapng)"; editcap -F pcapng "$F" "$FNG"; }
+if ! fresh "$FDSB"; then
+    say "making $FDSB (editcap --inject-secrets)"
+    printf 'CLIENT_RANDOM %064d %096d\n' 1 2 >"$WORK/dsb.keylog"
+    editcap --inject-secrets "tls,$WORK/dsb.keylog" -F pcapng "$F" "$FDSB"
+fi
+fresh "$FGZ" || { say "making $FGZ (gzip)"; gzip -c "$F" >"$FGZ"; }
+fresh "$FZST" || { say "making $FZST (zstd)"; zstd -q -c "$F" >"$FZST"; }
+
 # --- Time -------------------------------------------------------------------------------
-# tcpdump, replay and the line views (issue 12) in interleaved rounds: each ratio below is the
-# median of the per-round ratios, each seconds figure the median of the rounds.
+# tcpdump, replay, the line views (issue 12) and each input format against tcpdump reading the
+# same bytes (issue 24) in interleaved rounds: each ratio below is the median of the per-round
+# ratios, each seconds figure the median of the rounds.
 interleaved "$RUNS" tcpdump "tcpdump -r $F -w /dev/null" \
     h2ledger "$H2L replay $F --format json > /dev/null" \
     h2ledger-port "$H2L replay $F --format json --port $P > /dev/null" \
     frames-jsonl "$H2L frames $F --format jsonl > /dev/null" \
-    calls-jsonl "$H2L calls $F --format jsonl > /dev/null"
+    calls-jsonl "$H2L calls $F --format jsonl > /dev/null" \
+    analyze "$H2L replay $F --format json --analyze > /dev/null" \
+    tcpdump-pcapng "tcpdump -r $FNG -w /dev/null" \
+    h2ledger-pcapng "$H2L replay $FNG --format json > /dev/null" \
+    tcpdump-dsb "tcpdump -r $FDSB -w /dev/null" \
+    h2ledger-dsb "$H2L replay $FDSB --format json > /dev/null" \
+    tcpdump-gz "gzip -dc $FGZ | tcpdump -r - -w /dev/null" \
+    h2ledger-gz "$H2L replay $FGZ --format json > /dev/null" \
+    tcpdump-zst "zstd -dc $FZST | tcpdump -r - -w /dev/null" \
+    h2ledger-zst "$H2L replay $FZST --format json > /dev/null" \
+    tcpdump-stdin "tcpdump -r - -w /dev/null < $F" \
+    h2ledger-stdin "$H2L replay - --format json < $F > /dev/null"
 N_FRAMES=$("$H2L" frames "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["frames"])')
 N_CALLS=$("$H2L" calls "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["calls"])')
 T_TSHARK=""
@@ -254,6 +285,35 @@ for name, key, n, unit in [("frames --format jsonl", "frames", "$N_FRAMES", "fra
     fastest = min(rounds[key])
     print(f"{name}: {t:.3f} s, {ratio(key, 'h2ledger'):.2f}x replay, {n / t / 1e6:.2f}M {unit}/s "
           f"(fastest round {n / fastest / 1e6:.2f}M/s; {n} {unit})")
+# Issue 24: every ratio of the issue in one table, from the rounds above.
+print("\nissue 24 (each the median of the per-round ratios; F.pcapng = editcap -F pcapng F, "
+      "F-dsb.pcapng = the same with a Decryption Secrets Block):")
+print(f"  {'run':<44} {'against':<44} {'ratio':>6} {'target':>7}")
+for name, run, floor, target in [
+    ("h2ledger", "replay F -T json", "tcpdump", "<= 3"),
+    ("h2ledger-pcapng", "replay F.pcapng -T json", "tcpdump-pcapng", ""),
+    ("h2ledger-pcapng", "replay F.pcapng -T json", "h2ledger", "<= 1.2"),
+    ("h2ledger-dsb", "replay F-dsb.pcapng -T json", "tcpdump-dsb", ""),
+    ("h2ledger-dsb", "replay F-dsb.pcapng -T json", "h2ledger", "<= 1.2"),
+    ("h2ledger-gz", "replay F.gz -T json", "tcpdump-gz", ""),
+    ("h2ledger-zst", "replay F.zst -T json", "tcpdump-zst", ""),
+    ("h2ledger-stdin", "replay - -T json < F", "tcpdump-stdin", ""),
+    ("analyze", "replay F -T json --analyze", "h2ledger", "<= 1.5"),
+    ("calls-jsonl", "calls F -T jsonl", "h2ledger", "<= 2"),
+    ("frames-jsonl", "frames F -T jsonl", "h2ledger", "<= 3"),
+]:
+    if name not in rounds:
+        rounds[name] = times(name)
+    if floor not in rounds:
+        rounds[floor] = times(floor)
+    against = {"tcpdump": "tcpdump -r F -w /dev/null", "h2ledger": "replay F -T json",
+               "tcpdump-pcapng": "tcpdump -r F.pcapng -w /dev/null",
+               "tcpdump-dsb": "tcpdump -r F-dsb.pcapng -w /dev/null",
+               "tcpdump-gz": "gzip -dc F.gz | tcpdump -r - -w /dev/null",
+               "tcpdump-zst": "zstd -dc F.zst | tcpdump -r - -w /dev/null",
+               "tcpdump-stdin": "tcpdump -r - -w /dev/null < F"}[floor]
+    print(f"  {run:<44} {against:<44} {ratio(name, floor):>5.2f}x {target:>7}")
+print("  live: sniff vs tcpdump CPU per packet under h2load is printed at the end (--sniff N)")
 print("\ncommands (F = the capture):")
 for k, c in cmds.items():
     if runs[k]:
@@ -442,6 +502,35 @@ d = json.load(open(sys.argv[2]))
 print(sys.argv[3], float(u) + float(s), d["capture"]["packets"])
 PY
 }
+# tcpdump_cpu: the floor of a live capture, `tcpdump -w /dev/null` on the same h2load load
+# (issue 24 item 4); appends "tcpdump cpu_s packets" to $WORK/cpu.txt like sniff_cpu.
+tcpdump_cpu() {
+    local docroot="$WORK/sniff-docroot" port srv td
+    mkdir -p "$docroot"
+    echo ok >"$docroot/file"
+    port=$(free_port)
+    nghttpd --no-tls -a 127.0.0.1 -d "$docroot" "$port" >/dev/null 2>&1 &
+    srv=$!
+    PIDS+=("$srv")
+    sleep 0.5
+    /usr/bin/time -f '%U %S' -o "$WORK/cpu-tcpdump.time" \
+        tcpdump -Z root -i lo -B 131072 -w /dev/null "tcp port $port" 2>"$WORK/cpu-tcpdump.err" &
+    td=$!
+    PIDS+=("$td")
+    for _ in $(seq 100); do grep -q "listening on" "$WORK/cpu-tcpdump.err" && break; sleep 0.1; done
+    h2load -n "$SNIFF_N" -c 10 -m 10 "http://127.0.0.1:$port/file" >/dev/null 2>&1 || true
+    sleep 1
+    kill -INT "$(pgrep -P "$td" | head -1)" 2>/dev/null || true
+    wait "$td" || true
+    kill "$srv" 2>/dev/null || true
+    wait "$srv" 2>/dev/null || true
+    python3 - "$WORK/cpu-tcpdump.time" "$WORK/cpu-tcpdump.err" >>"$WORK/cpu.txt" <<'PY'
+import re, sys
+u, s = open(sys.argv[1]).read().split()[-2:]
+m = re.search(r"(\d+) packets captured", open(sys.argv[2]).read())
+print("tcpdump", float(u) + float(s), m.group(1) if m else 0)
+PY
+}
 if [ "$SNIFF_N" -gt 0 ] && [ "$METRICS_RUNS" -gt 0 ]; then
     command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
     echo
@@ -451,18 +540,23 @@ if [ "$SNIFF_N" -gt 0 ] && [ "$METRICS_RUNS" -gt 0 ]; then
         sniff_cpu analyze --analyze
         sniff_cpu metrics
         sniff_cpu plain
+        tcpdump_cpu
     done
     python3 - "$WORK/cpu.txt" <<'PY'
 import statistics, sys
 per = {}
 for line in open(sys.argv[1]):
     label, cpu, packets = line.split()
-    per.setdefault(label, []).append(float(cpu) / int(packets) * 1e6)
+    if int(packets) > 0:
+        per.setdefault(label, []).append(float(cpu) / int(packets) * 1e6)
 med = {k: statistics.median(v) for k, v in per.items()}
 for k in ("plain", "analyze", "metrics"):
     print(f"  {k:<8} {med[k]:.3f} us CPU per packet (runs: {', '.join(f'{x:.3f}' for x in per[k])})")
 print(f"  --metrics scraped every 100 ms / --analyze: {med['metrics'] / med['analyze']:.3f} (target <= 1.05)")
 print(f"  --metrics scraped every 100 ms / plain sniff: {med['metrics'] / med['plain']:.3f}")
+if med.get("tcpdump"):
+    print(f"  tcpdump -w /dev/null {med['tcpdump']:.3f} us CPU per packet (runs: {', '.join(f'{x:.3f}' for x in per['tcpdump'])})")
+    print(f"  issue 24: plain sniff / tcpdump -w /dev/null, CPU per packet: {med['plain'] / med['tcpdump']:.2f}x (target <= 1.5)")
 PY
 fi
 

@@ -32,7 +32,8 @@ pub fn keylog_from_pcapng(bytes: &[u8]) -> Option<Embedded> {
 }
 
 /// [`keylog_from_pcapng`] over a file: reads block headers and the Decryption Secrets Blocks,
-/// seeks over every other block (give it a `BufReader`, whose small seeks stay in its buffer).
+/// seeks over every other block (give it a reader whose forward seek keeps its buffer: not a
+/// bare `BufReader`, whose `seek` empties it, an `lseek` and a full read per block).
 /// `Ok(None)`: not pcapng. An I/O error other than a short read is returned; a damaged or cut
 /// block ends the scan with what was found before it.
 pub fn scan_pcapng<R: Read + Seek>(r: &mut R) -> std::io::Result<Option<Embedded>> {

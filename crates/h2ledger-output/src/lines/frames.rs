@@ -226,7 +226,8 @@ impl Observer for FramePrinter {
             if self.announced.insert(ev.conn.0) {
                 self.conns += 1;
             }
-            let line = FrameLine::new(ev, &mut self.addrs).with_messages(&msgs.msgs);
+            let mut line = FrameLine::new(ev, &mut self.addrs);
+            line.set_messages(&msgs.msgs);
             self.out.record_with(|buf| {
                 line.write_json(buf);
                 true

@@ -200,10 +200,16 @@ impl<'a> FrameLine<'a> {
 impl<'a> FrameLine<'a> {
     /// With the gRPC messages the frame completes (`frames --messages`; none: no key).
     pub fn with_messages(mut self, msgs: &'a [Decoded]) -> Self {
+        self.set_messages(msgs);
+        self
+    }
+
+    /// [`FrameLine::with_messages`] in place: a `FrameLine` is some 200 bytes, and moving it
+    /// through `with_messages` cost a copy per frame printed.
+    pub fn set_messages(&mut self, msgs: &'a [Decoded]) {
         if !msgs.is_empty() {
             self.grpc_messages = Some(MsgList(msgs));
         }
-        self
     }
 }
 

@@ -13,6 +13,7 @@ use anyhow::{anyhow, bail, Result};
 use h2ledger_keys::KeySource;
 use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls};
 
+use super::file::Forward;
 use crate::cli::CaptureArgs;
 
 /// A key log file that may grow (live): what was appended is read on [`KeyLogFile::poll`].
@@ -312,11 +313,12 @@ pub fn load(
             let mut head = Vec::with_capacity(4);
             let _ = (&mut f).take(4).read_to_end(&mut head);
             let found = match super::file::compression_of(&head) {
-                None => f
-                    .seek(SeekFrom::Start(0))
-                    .and_then(|_| scan_pcapng(&mut BufReader::with_capacity(1 << 20, f))),
-                Some(kind) => super::file::decoder(head, f, Some(kind))
-                    .and_then(|r| scan_pcapng(&mut super::file::Forward::new(r))),
+                None => f.seek(SeekFrom::Start(0)).and_then(|_| {
+                    scan_pcapng(&mut Forward::new(BufReader::with_capacity(1 << 20, f)))
+                }),
+                Some(kind) => super::file::decoder(head, f, Some(kind)).and_then(|r| {
+                    scan_pcapng(&mut Forward::new(BufReader::with_capacity(1 << 20, r)))
+                }),
             };
             if let Ok(Some(e)) = found {
                 keys.add_text(&e.text);

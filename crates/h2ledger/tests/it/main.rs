@@ -13,6 +13,9 @@
 //! * `tls`: HTTP/2 over TLS decrypted with key logs (curl/nghttpd captures, the shared ones).
 //! * `flow`: flow-control stalls and windows, gRPC messages (issue 11), against
 //!   scripts/tshark-flow.py and the workloads' known answers.
+//! * `formats`: issue 24, one capture rewritten as pcap (both byte orders, nanoseconds) and
+//!   pcapng (both byte orders, two interfaces, secrets blocks), plain, gzip, zstd and piped:
+//!   the same ledger and frame lines from each.
 //! * `keys_from`: (root) `sniff --keys-from PID` on Go programs with no key log (HTTPS with
 //!   TLS 1.3 and 1.2, with symbols and stripped; grpc-go over TLS): every request counted,
 //!   every connection decrypted, the ledger equal to the program's own key log's, the
@@ -56,6 +59,7 @@ mod bounds;
 mod cli;
 mod doc_examples;
 mod flow;
+mod formats;
 mod golden;
 mod install;
 mod internal_api;

@@ -1,0 +1,322 @@
+//! Issue 24 item 1: every input format reads the same packets. One real capture is rewritten
+//! here, byte by byte, as each format a user may bring (pcap in both byte orders, nanosecond
+//! pcap, pcapng in both byte orders with several interfaces, Decryption Secrets Blocks and
+//! blocks a reader skips), then compressed and piped; the ledger and every frame line must be
+//! the same as the plain file's.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+const F: &str = "grpcgo-article.pcap";
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("h2ledger-formats-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// One packet of a pcap: time in nanoseconds, original length, bytes.
+struct Packet {
+    ns: u64,
+    orig: u32,
+    data: Vec<u8>,
+}
+
+/// The packets of a little-endian microsecond pcap, and its link type.
+fn read_pcap(b: &[u8]) -> (u32, Vec<Packet>) {
+    assert_eq!(&b[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "a little-endian pcap");
+    let u = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let (linktype, mut at, mut out) = (u(20), 24, Vec::new());
+    while at + 16 <= b.len() {
+        let caplen = u(at + 8) as usize;
+        out.push(Packet {
+            ns: u64::from(u(at)) * 1_000_000_000 + u64::from(u(at + 4)) * 1_000,
+            orig: u(at + 12),
+            data: b[at + 16..at + 16 + caplen].to_vec(),
+        });
+        at += 16 + caplen;
+    }
+    assert_eq!(at, b.len());
+    (linktype, out)
+}
+
+/// A pcap: `be` byte order, `nano` seconds (magic 0xa1b23c4d) or micro.
+fn pcap(linktype: u32, packets: &[Packet], be: bool, nano: bool) -> Vec<u8> {
+    let w32 = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+    let w16 = |v: u16| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+    let mut o = Vec::new();
+    o.extend(w32(if nano { 0xa1b2_3c4d } else { 0xa1b2_c3d4 }));
+    o.extend(w16(2));
+    o.extend(w16(4));
+    o.extend(w32(0));
+    o.extend(w32(0));
+    o.extend(w32(262_144));
+    o.extend(w32(linktype));
+    for p in packets {
+        let frac = if nano {
+            p.ns % 1_000_000_000
+        } else {
+            p.ns % 1_000_000_000 / 1_000
+        };
+        o.extend(w32((p.ns / 1_000_000_000) as u32));
+        o.extend(w32(frac as u32));
+        o.extend(w32(p.data.len() as u32));
+        o.extend(w32(p.orig));
+        o.extend(&p.data);
+    }
+    o
+}
+
+/// pcapng blocks in one byte order.
+struct Ng {
+    be: bool,
+    out: Vec<u8>,
+}
+
+impl Ng {
+    fn w32(&self, v: u32) -> [u8; 4] {
+        if self.be {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        }
+    }
+    fn w16(&self, v: u16) -> [u8; 2] {
+        if self.be {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        }
+    }
+    fn block(&mut self, kind: u32, body: &[u8]) {
+        let len = 12 + body.len().div_ceil(4) * 4;
+        let (k, l) = (self.w32(kind), self.w32(len as u32));
+        self.out.extend(k);
+        self.out.extend(l);
+        self.out.extend(body);
+        self.out.resize(self.out.len() + len - 12 - body.len(), 0);
+        self.out.extend(l);
+    }
+    fn option(&self, b: &mut Vec<u8>, code: u16, value: &[u8]) {
+        b.extend(self.w16(code));
+        b.extend(self.w16(value.len() as u16));
+        b.extend(value);
+        b.resize(b.len().div_ceil(4) * 4, 0);
+    }
+    fn section(&mut self) {
+        let mut b = self.w32(0x1A2B_3C4D).to_vec();
+        b.extend(self.w16(1));
+        b.extend(self.w16(0));
+        b.extend([0xff; 8]);
+        self.option(&mut b, 4, b"formats test");
+        self.option(&mut b, 0, &[]);
+        self.block(0x0A0D_0D0A, &b);
+    }
+    /// An interface; `tsresol` 6 (microseconds, the default when absent) or 9.
+    fn interface(&mut self, linktype: u16, tsresol: Option<u8>) {
+        let mut b = self.w16(linktype).to_vec();
+        b.extend(self.w16(0));
+        b.extend(self.w32(262_144));
+        self.option(&mut b, 2, b"eth0");
+        if let Some(r) = tsresol {
+            self.option(&mut b, 9, &[r]);
+        }
+        self.option(&mut b, 0, &[]);
+        self.block(1, &b);
+    }
+    fn packet(&mut self, iface: u32, units: u64, p: &Packet) {
+        let mut b = self.w32(iface).to_vec();
+        b.extend(self.w32((units >> 32) as u32));
+        b.extend(self.w32(units as u32));
+        b.extend(self.w32(p.data.len() as u32));
+        b.extend(self.w32(p.orig));
+        b.extend(&p.data);
+        b.resize(20 + p.data.len().div_ceil(4) * 4, 0);
+        // An option (a comment) a reader must step over.
+        self.option(&mut b, 1, b"c");
+        self.option(&mut b, 0, &[]);
+        self.block(6, &b);
+    }
+    /// A Decryption Secrets Block with a TLS key log line for a connection nobody made.
+    fn secrets(&mut self) {
+        let line = format!("CLIENT_RANDOM {} {}\n", "ab".repeat(32), "cd".repeat(48));
+        let mut b = self.w32(0x544C_534B).to_vec();
+        b.extend(self.w32(line.len() as u32));
+        b.extend(line.as_bytes());
+        self.block(0x0A, &b);
+    }
+}
+
+/// pcapng: one section; interfaces 0 (microseconds) and, with `two`, 1 (nanoseconds), the
+/// packets alternating between them; with `dsb`, a secrets block first and one halfway; a
+/// Name Resolution Block and a custom block a reader skips.
+fn pcapng(linktype: u32, packets: &[Packet], be: bool, two: bool, dsb: bool) -> Vec<u8> {
+    let mut ng = Ng {
+        be,
+        out: Vec::new(),
+    };
+    ng.section();
+    ng.interface(linktype as u16, None);
+    if two {
+        ng.interface(linktype as u16, Some(9));
+    }
+    if dsb {
+        ng.secrets();
+    }
+    // Name Resolution Block: an IPv4 record, then the end of records.
+    let mut nrb = ng.w16(1).to_vec();
+    nrb.extend(ng.w16(8));
+    nrb.extend([127, 0, 0, 1, b'l', b'o', 0, 0]);
+    nrb.extend([0; 4]);
+    ng.block(4, &nrb);
+    for (i, p) in packets.iter().enumerate() {
+        if dsb && i == packets.len() / 2 {
+            ng.secrets();
+        }
+        if two && i % 2 == 1 {
+            ng.packet(1, p.ns, p);
+        } else {
+            ng.packet(0, p.ns / 1_000, p);
+        }
+    }
+    // A custom block (0x00000BAD) with a private enterprise number.
+    let mut custom = ng.w32(32473).to_vec();
+    custom.extend(b"skip");
+    ng.block(0x0000_0BAD, &custom);
+    ng.out
+}
+
+/// `tool -c < input > out`.
+fn compress(tool: &str, input: &Path, out: &Path) {
+    assert!(have(tool), "{tool} is needed (apt-get install {tool})");
+    let status = Command::new(tool)
+        .args(["-c"])
+        .stdin(std::fs::File::open(input).unwrap())
+        .stdout(std::fs::File::create(out).unwrap())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{tool}");
+}
+
+/// `h2ledger ARGS` with `file`, or with `-` and the file on standard input; its stdout.
+fn output(args: &[&str], file: &Path, stdin: bool) -> Vec<u8> {
+    let name = if stdin { "-" } else { file.to_str().unwrap() };
+    let mut all = vec![args[0], name];
+    all.extend_from_slice(&args[1..]);
+    let mut c = Command::new(bin())
+        .args(&all)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = c.stdin.take().unwrap();
+    let data = if stdin {
+        std::fs::read(file).unwrap()
+    } else {
+        Vec::new()
+    };
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let o = c.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(
+        o.status.success(),
+        "h2ledger {all:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+/// The ledger without the input's name.
+fn ledger(out: &[u8]) -> Value {
+    let mut v: Value = serde_json::from_slice(out).expect("one JSON document");
+    v.as_object_mut().unwrap().remove("source");
+    v
+}
+
+#[test]
+fn every_format_reads_the_same_packets() {
+    let plain = capture(F);
+    let (linktype, packets) = read_pcap(&std::fs::read(&plain).unwrap());
+    assert!(packets.len() > 50);
+    let analyze = ["replay", "-T", "json", "--analyze"];
+    let frames = ["frames", "-T", "jsonl"];
+    let want = ledger(&output(&analyze, &plain, false));
+    assert!(n(&want["calls"]) > 0);
+    let want_frames = output(&frames, &plain, false);
+    assert!(want_frames.len() > 1_000);
+    // (what, bytes, key log lines in its secrets blocks)
+    let formats: Vec<(&str, Vec<u8>, u64)> = vec![
+        ("pcap, big-endian", pcap(linktype, &packets, true, false), 0),
+        (
+            "pcap, nanoseconds",
+            pcap(linktype, &packets, false, true),
+            0,
+        ),
+        (
+            "pcap, nanoseconds, big-endian",
+            pcap(linktype, &packets, true, true),
+            0,
+        ),
+        ("pcapng", pcapng(linktype, &packets, false, false, false), 0),
+        (
+            "pcapng, big-endian",
+            pcapng(linktype, &packets, true, false, false),
+            0,
+        ),
+        (
+            "pcapng, two interfaces, secrets blocks",
+            pcapng(linktype, &packets, false, true, true),
+            2,
+        ),
+        (
+            "pcapng, big-endian, two interfaces, secrets blocks",
+            pcapng(linktype, &packets, true, true, true),
+            2,
+        ),
+    ];
+    for (i, (what, bytes, key_lines)) in formats.iter().enumerate() {
+        let f = tmp(&format!("{i}.cap"));
+        std::fs::write(&f, bytes).unwrap();
+        let gz = tmp(&format!("{i}.cap.gz"));
+        compress("gzip", &f, &gz);
+        let zst = tmp(&format!("{i}.cap.zst"));
+        compress("zstd", &f, &zst);
+        for (how, file, stdin) in [
+            ("file", &f, false),
+            ("stdin", &f, true),
+            ("gzip", &gz, false),
+            ("zstd", &zst, false),
+            ("zstd on stdin", &zst, true),
+        ] {
+            let mut got = ledger(&output(&analyze, file, stdin));
+            // The secrets blocks are read from a file, plain or compressed (not from a pipe:
+            // they are read before the packets); their line matches no connection.
+            let keys = if stdin { 0 } else { *key_lines };
+            assert_eq!(
+                n(&got["tls"]["keylog"]["key_lines"]),
+                keys,
+                "{what}, {how}: key log lines from the secrets blocks"
+            );
+            got["tls"] = want["tls"].clone();
+            if got != want {
+                assert_ledger_eq(&format!("{what}, {how}"), &want, &got);
+                assert_eq!(got, want, "{what}, {how}: the whole JSON");
+            }
+            let got_frames = output(&frames, file, stdin);
+            assert!(
+                got_frames == want_frames,
+                "{what}, {how}: frames -T jsonl differs"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(tmp("x").parent().unwrap());
+}
