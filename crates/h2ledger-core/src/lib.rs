@@ -38,6 +38,7 @@
 
 pub mod analysis;
 pub mod detect;
+pub mod findings;
 pub mod flow;
 pub mod grpc;
 pub mod headers;

@@ -116,7 +116,8 @@ impl<O: Observer> Pipeline<O> {
 
     /// No packet for a while (live): connections reset more than a second before `now` close.
     pub fn idle(&mut self, now: Nanos) {
-        self.reasm.advance(now, &mut self.tls.layer(&mut self.ledger));
+        self.reasm
+            .advance(now, &mut self.tls.layer(&mut self.ledger));
         self.tls_housekeeping();
     }
 

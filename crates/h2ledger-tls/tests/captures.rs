@@ -93,7 +93,11 @@ fn replay_stats(capture: &Path, keylog: &str) -> (Replayed, (u64, u64)) {
 }
 
 /// [`replay_stats`] of the packets whose 1-based frame number passes `keep`.
-fn replay_some(capture: &Path, keylog: &str, keep: impl Fn(usize) -> bool) -> (Replayed, (u64, u64)) {
+fn replay_some(
+    capture: &Path,
+    keylog: &str,
+    keep: impl Fn(usize) -> bool,
+) -> (Replayed, (u64, u64)) {
     let bytes = std::fs::read(capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
     let mut tls = Tls::new(Config::default(), KeyLog::parse(keylog));
     let mut ledger = Ledger::new(Tally::new());

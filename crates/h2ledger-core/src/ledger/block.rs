@@ -20,6 +20,9 @@ pub(super) struct BlockSummary {
     /// Some field we can read is a pseudo-header; some field is a placeholder.
     pub(super) pseudo: bool,
     pub(super) unseen: bool,
+    /// The block's size: its encoded bytes, and its header list size as RFC 9113 §6.5.2
+    /// defines it (each field's name and value lengths plus 32), over its fields.
+    pub(super) size: BlockSize,
 }
 
 /// Decodes a header block, keeping the fields the observers need in `ds.headers`.
@@ -40,7 +43,10 @@ pub(super) fn decode_block(
     let headers = &mut ds.headers;
     let mut sum = BlockSummary::default();
     let mut first = true;
+    sum.size.encoded = block.len() as u32;
     let result = ds.hpack.decode(block, |h| {
+        sum.size.list += (h.name.len() + h.value.len() + 32) as u64;
+        sum.size.fields += 1;
         let unseen = h.name_unseen || h.value_unseen;
         let was_first = first;
         if first {
@@ -60,6 +66,12 @@ pub(super) fn decode_block(
         }
     });
     ds.summary = sum;
+    if ds.headers.cut() > 0 {
+        let (cut, list) = (ds.headers.cut(), sum.size.list);
+        warnings.add("header-list-cap", || {
+            format!("connection {} {src} -> {dst}: a header block decodes to a {list}-byte header list; {cut} fields beyond the first {} bytes were not kept (counted, not read)", id.0, crate::headers::MAX_HEADER_LIST_KEPT)
+        });
+    }
     if ds.hpack.capped() && !ds.hpack_cap_reported {
         ds.hpack_cap_reported = true;
         let size = ds.hpack.max_size_limit();

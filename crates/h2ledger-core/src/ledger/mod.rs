@@ -46,7 +46,7 @@ mod start;
 mod summary;
 
 use block::*;
-pub use observer::{FrameEvent, HeaderNeed, Observer};
+pub use observer::{BlockSize, FrameEvent, HeaderNeed, Observer};
 pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,12 +21,29 @@ pub struct FrameEvent<'a> {
     pub frame: Option<&'a Frame<'a>>,
     /// On the frame that completes a header block: the decoded fields.
     pub headers: Option<&'a HeaderList>,
+    /// On the frame that completes a header block that was decoded: its sizes.
+    pub block: Option<BlockSize>,
     pub src: SocketAddr,
     pub dst: SocketAddr,
     /// The frames of some direction of this connection did not start at the first byte of its
     /// TCP stream: the capture started mid-connection, or other bytes came first (an HTTP/1.1
     /// Upgrade or CONNECT). Gaps later on are told by [`Observer::gap`].
     pub late_start: bool,
+    /// The capture lacks the start of some direction of this connection (no SYN, or framing
+    /// found mid-stream): its HPACK references and windows may predate the capture.
+    pub mid_stream: bool,
+}
+
+/// A decoded header block's sizes: what a header block costs on the wire and what it expands to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockSize {
+    /// Bytes of the block (HEADERS or PUSH_PROMISE fragment and its CONTINUATIONs, padding and
+    /// priority fields excluded).
+    pub encoded: u32,
+    /// The header list size (RFC 9113 §6.5.2): every field's name and value length plus 32.
+    pub list: u64,
+    /// Fields decoded.
+    pub fields: u32,
 }
 
 /// Which decoded header fields an observer reads. Decoding always runs (the HPACK table must
