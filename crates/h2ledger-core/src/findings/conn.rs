@@ -224,6 +224,8 @@ pub(super) struct ConnF {
     pub(super) grpc: bool,
     pub(super) mid: bool,
     pub(super) gapped: bool,
+    /// A gap lost framing on this connection: frames may be missing from the counts.
+    pub(super) lossy: bool,
     pub(super) last_ts: Nanos,
     pub(super) dirs: Dirs<DirF>,
     /// The side of each direction, as the ledger last told it.

@@ -204,6 +204,7 @@ impl Findings {
         self.capture.gaps += 1;
         self.capture.gaps_framing_lost += u64::from(framing_lost);
         let c = self.conn(conn.0);
+        c.lossy |= framing_lost;
         if !c.gapped {
             c.gapped = true;
             self.capture.gap_connections += 1;

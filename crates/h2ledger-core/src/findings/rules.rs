@@ -100,11 +100,20 @@ pub(super) fn frame_rules(
     if ev.class.is_control() {
         c.dirs[d].control_frames += 1;
     }
+    // Rules that compare counts of frames (one kind against another, or a run of frames) hold
+    // only while the capture holds every frame: after a gap that lost framing they stop for
+    // this connection. Envoy's three inbound-frame limits guard a server from its clients:
+    // they are applied to the client's frames (a server's early per-stream WINDOW_UPDATE comes
+    // before its own header block, legitimately).
+    let counted = !c.lossy;
+    let envoy = counted && side == Side::Client;
     // Envoy's empty-frame count: HEADERS, CONTINUATION and DATA frames only.
-    if matches!(
-        ev.head.kind,
-        Kind::Headers | Kind::Continuation | Kind::Data
-    ) {
+    if envoy
+        && matches!(
+            ev.head.kind,
+            Kind::Headers | Kind::Continuation | Kind::Data
+        )
+    {
         let empty = match ev.frame {
             Some(Frame::Data(x)) => x.data.is_empty(),
             Some(Frame::Headers(x)) => x.fragment.is_empty(),
@@ -153,7 +162,7 @@ pub(super) fn frame_rules(
         Kind::Priority => {
             let df = &mut c.dirs[d];
             df.priority += 1;
-            if df.priority > PRIORITY_PER_STREAM * (1 + df.header_blocks) {
+            if envoy && df.priority > PRIORITY_PER_STREAM * (1 + df.header_blocks) {
                 out.push((FindingId::PriorityFlood, Some(side), None));
             }
         }
@@ -161,7 +170,9 @@ pub(super) fn frame_rules(
             let data = c.dirs[d.other()].data_frames;
             let df = &mut c.dirs[d];
             df.window_updates += 1;
-            if df.window_updates > 1 + 2 * (df.header_blocks + WINDOW_UPDATES_PER_DATA * data) {
+            if envoy
+                && df.window_updates > 1 + 2 * (df.header_blocks + WINDOW_UPDATES_PER_DATA * data)
+            {
                 out.push((FindingId::WindowUpdateFlood, Some(side), None));
             }
         }
@@ -184,7 +195,7 @@ pub(super) fn frame_rules(
                 Some(Frame::Ping(p)) => Some(p.payload),
                 _ => None,
             };
-            ping_sent(c, ev, payload, cfg, out);
+            ping_sent(c, ev, payload, counted, cfg, out);
         }
         (FrameClass::PingAck, _) => {
             let df = &mut c.dirs[d.other()];
@@ -193,13 +204,13 @@ pub(super) fn frame_rules(
         (FrameClass::Settings, f) => {
             let df = &mut c.dirs[d];
             df.settings += 1;
-            if df.settings_owed > 0 && df.settings_rate.drain(ev.ts) {
+            if counted && df.settings_owed > 0 && df.settings_rate.drain(ev.ts) {
                 df.settings_rate_hits += 1;
                 out.push((FindingId::SettingsFlood, Some(side), None));
             }
             df.settings_owed += 1;
             df.max_settings_owed = df.max_settings_owed.max(df.settings_owed);
-            if df.settings_owed > MAX_OWED_ACKS {
+            if counted && df.settings_owed > MAX_OWED_ACKS {
                 out.push((FindingId::SettingsFlood, Some(side), None));
             }
             if let Some(Frame::Settings(s)) = f {
@@ -259,13 +270,14 @@ fn ping_sent(
     c: &mut ConnF,
     ev: &FrameEvent<'_>,
     payload: Option<[u8; 8]>,
+    counted: bool,
     cfg: &FindingsConfig,
     out: &mut Vec<Fire>,
 ) {
     let side = ev.side;
     let df = &mut c.dirs[ev.dir];
     df.pings += 1;
-    if df.pings_owed > 0 {
+    if counted && df.pings_owed > 0 {
         // Sent before the previous one's ACK came: a prober waits for its ACK, a flood not.
         df.pings_pipelined += 1;
         if df.ping_rate.drain(ev.ts) {
@@ -275,7 +287,7 @@ fn ping_sent(
     }
     df.pings_owed += 1;
     df.max_pings_owed = df.max_pings_owed.max(df.pings_owed);
-    if df.pings_owed > MAX_OWED_ACKS {
+    if counted && df.pings_owed > MAX_OWED_ACKS {
         out.push((FindingId::PingFlood, Some(side), None));
     }
     if payload == Some(ping::GRPC_GO_BDP) {

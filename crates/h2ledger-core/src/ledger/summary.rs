@@ -70,11 +70,15 @@ impl Prelude {
 pub struct Warnings {
     pub messages: Vec<String>,
     pub counts: BTreeMap<&'static str, u64>,
+    /// Every warning added, of every kind: a run watches it to look at `counts` only when it
+    /// changed.
+    pub total: u64,
 }
 
 impl Warnings {
     pub fn add(&mut self, kind: &'static str, msg: impl FnOnce() -> String) {
         *self.counts.entry(kind).or_default() += 1;
+        self.total += 1;
         if self.messages.len() < MAX_WARNINGS {
             self.messages.push(msg());
         } else if self.messages.len() == MAX_WARNINGS {

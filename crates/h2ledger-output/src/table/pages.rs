@@ -69,6 +69,13 @@ pub fn write_tables(
     // Method names, statuses and GOAWAY debug come from the capture (crate::tty).
     let mut out = tty::Safe::new(out);
     let _ = writeln!(out, "{}", wrap(&headline(source, report), TABLE_WIDTH));
+    if let Some(b) = whole
+        .findings
+        .as_deref()
+        .and_then(|f| super::findings::findings_block(f, st))
+    {
+        let _ = write!(out, "{b}");
+    }
     let mut phases = phases.peekable();
     let split = phases.peek().is_some();
     let origin = whole.start.unwrap_or(0);

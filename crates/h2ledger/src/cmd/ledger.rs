@@ -12,7 +12,7 @@ use h2ledger_output::live::{LiveView, TickFormat};
 use h2ledger_run::{Drops, End, Obs, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
-use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, Format};
+use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, FindingsArgs, Format};
 use crate::source::{self, Hooks, Input, Reading};
 use crate::Ctx;
 
@@ -22,6 +22,7 @@ pub struct Ledger<'a> {
     pub cap: &'a CaptureArgs,
     pub filter: &'a FilterArgs,
     pub analysis: &'a AnalysisArgs,
+    pub findings: &'a FindingsArgs,
     pub every: Option<Duration>,
     pub format: Format,
     pub max_frames: Option<u64>,
@@ -34,11 +35,28 @@ struct Run {
     session: Session,
     view: Option<LiveView>,
     ctx: Ctx,
+    /// `-T jsonl`: a `finding` line the moment each finding fires.
+    finding_lines: bool,
+}
+
+impl Run {
+    /// The findings fired since the last call, one `finding` JSON line each (`-T jsonl`).
+    fn print_findings(&mut self) {
+        if !self.finding_lines {
+            return;
+        }
+        let mut out = self.ctx.out();
+        self.session.drain_findings(|f| {
+            let _ = h2ledger_output::json::write_line(&mut out, &f.line());
+        });
+    }
 }
 
 impl Hooks for Run {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
-        self.session.feed(linktype, ts, data)
+        let flow = self.session.feed(linktype, ts, data);
+        self.print_findings();
+        flow
     }
 
     fn frames(&self) -> u64 {
@@ -66,7 +84,9 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let keys = source::keys::attach(l.cap, &l.input)?;
     let opts = source::keys::options(&l.input, l.filter, l.max_frames, keys.as_ref())?;
     let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
-    let obs = Obs::new(&l.analysis.wanted(l.every));
+    let mut wanted = l.analysis.wanted(l.every);
+    wanted.findings = Some(l.findings.config());
+    let obs = Obs::new(&wanted);
     let view = (l.live && l.every.is_some()).then(|| {
         let format = match l.format {
             Format::Table => TickFormat::Table,
@@ -83,6 +103,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         session: Session::new(obs, opts),
         view,
         ctx,
+        finding_lines: l.format == Format::Jsonl,
     };
     let reading = Reading {
         input: &l.input,
@@ -100,8 +121,10 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     if l.live && l.format == Format::Table {
         eprintln!("h2ledger: stopped ({})", ended.end.describe());
     }
+    let done = run.session.finish(&ended.end, ended.drops);
+    // Findings that fired as the last connections closed.
+    run.print_findings();
     let s = &mut run.session;
-    let done = s.finish(&ended.end, ended.drops);
     if let (Some(path), Some(file)) = (&l.analysis.plot, plot) {
         if let Some(p) = s.plot(&done) {
             let title = format!("{}: HTTP/2 frames per second", ended.source);
@@ -120,8 +143,15 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         ctx.style,
     );
     let failed = matches!(ended.end, End::Damaged(_));
+    let worst = done
+        .report
+        .findings
+        .as_deref()
+        .and_then(|f| f.iter().map(|x| x.severity).max());
     ended.saved()?;
-    Ok(if failed {
+    Ok(if l.findings.fails(worst) {
+        ExitCode::from(3)
+    } else if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -16,6 +16,7 @@ pub fn replay(a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
             cap: &cap,
             filter: &a.filter,
             analysis: &a.analysis,
+            findings: &a.findings,
             every: a.every,
             format: a.format,
             max_frames: None,
