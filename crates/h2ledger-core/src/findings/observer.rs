@@ -190,6 +190,10 @@ impl Findings {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
+        // Windows still held were held until the connection ended.
+        if let Some(end) = summary.end {
+            c.last_ts = c.last_ts.max(end);
+        }
         let t = c.last_ts;
         flowrules::close_holds(c, &mut self.pending);
         self.file(id, t);
@@ -361,7 +365,10 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
         FindingId::StreamSlotsFull => {
             let sl = &c.slots;
             r.count = sl.waited + sl.over;
-            e.u("max_concurrent_streams", u64::from(sl.limit.unwrap_or(0)));
+            e.u(
+                "max_concurrent_streams",
+                u64::from(sl.limit.or(sl.pending).unwrap_or(0)),
+            );
             e.u("waited", sl.waited);
             e.u("over_limit", sl.over);
             e.u("times_full", sl.times_full);

@@ -135,7 +135,7 @@ fn close(c: &mut ConnF, sid: u32, ts: Nanos, streams: &mut usize, out: &mut Vec<
     }
     c.closed_streams += 1;
     let s = &mut c.slots;
-    match (s.limit, s.full_since) {
+    match (s.limit.or(s.pending), s.full_since) {
         (Some(limit), Some(since)) if c.in_flight < limit => {
             let d = ts - since;
             s.full_ns += d;
@@ -199,6 +199,19 @@ fn server_reset(
         c.refused += 1;
         c.refused_in_flight = c.refused_in_flight.max(c.in_flight);
         out.push((FindingId::RefusedStream, Some(Side::Server), Some(sid)));
+        // Refused with the slots full: the client went past the limit the server announced
+        // (in force once ACKed; nghttp2 refuses past the one it has sent, not yet ACKed).
+        let s = &mut c.slots;
+        if let Some(limit) = s.limit.or(s.pending) {
+            if c.in_flight > limit {
+                s.over += 1;
+                if s.full_since.is_none() {
+                    s.full_since = Some(ts);
+                    s.times_full += 1;
+                }
+                out.push((FindingId::StreamSlotsFull, Some(Side::Client), None));
+            }
+        }
         return;
     }
     if matches!(

@@ -200,6 +200,8 @@ struct Conn {
     /// The last streams reset (RST_STREAM) and their bits, at most [`MAX_RECENT_RESETS`]:
     /// a HEADERS crossing the RST is still the stream's trailers.
     recent_resets: VecDeque<(u32, u8)>,
+    /// When the reassembler closed it.
+    ended: Option<Nanos>,
 }
 
 /// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
@@ -246,6 +248,7 @@ impl Conn {
             prelude: self.prelude,
             upgraded_call: self.upgraded_call,
             continues: self.meta.resumes,
+            end: self.ended,
         }
     }
 
@@ -394,5 +397,6 @@ fn new_conn(meta: ConnMeta) -> Conn {
         upgraded_call: false,
         odd_streams: Dirs::default(),
         recent_resets: VecDeque::new(),
+        ended: None,
     }
 }

@@ -45,6 +45,8 @@ pub struct ConnSummary {
     /// folded for good before it came back: the same connection, counted once (under the
     /// original), its counts added to the totals.
     pub continues: Option<ConnId>,
+    /// When the connection ended (its FIN or RST, or the end of the capture), once it has.
+    pub end: Option<Nanos>,
 }
 
 /// What came before HTTP/2 on a connection seen from its start.
