@@ -139,6 +139,7 @@ pub(super) struct Keepalive {
     /// The server wrote HEADERS or DATA since the last client PING.
     pub(super) reset: bool,
     pub(super) total_strikes: u64,
+    pub(super) first_strike: Option<Nanos>,
     /// The emulation's GOAWAY: the PING that made strikes exceed `maxPingStrikes`.
     pub(super) fatal_at: Option<Nanos>,
     /// The gap before the last strike, and the policy's minimum then.
@@ -221,6 +222,8 @@ pub(super) struct Hold {
 pub(super) struct ConnF {
     /// The findings filed for this connection, by id and side (written by `sync`).
     pub(super) fired: Vec<(super::FindingId, Option<Side>)>,
+    /// The connection is gRPC: a request with `content-type: application/grpc*`, a PING with
+    /// grpc-go's BDP payload, or a GOAWAY "too_many_pings" was seen.
     pub(super) grpc: bool,
     pub(super) mid: bool,
     pub(super) gapped: bool,

@@ -278,6 +278,11 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             if let Some(t) = ka.goaway_at {
                 e.set("goaway", Num::At(t));
             }
+            if r.id == FindingId::KeepaliveStrikes {
+                if let Some(t) = ka.first_strike {
+                    r.first = r.first.min(t);
+                }
+            }
         }
         FindingId::RapidReset => {
             r.count = c.client_resets;

@@ -258,6 +258,12 @@ pub(super) fn frame_rules(
             if calm && g.debug.windows(14).any(|w| w == b"too_many_pings") {
                 c.ka.goaway_at.get_or_insert(ev.ts);
                 out.push((FindingId::TooManyPings, Some(Side::Client), None));
+                // A gRPC server's answer: the strikes before it (not filed while the
+                // connection was not known to be gRPC) are filed now, from the first.
+                if c.ka.total_strikes > 0 {
+                    c.grpc = true;
+                    out.push((FindingId::KeepaliveStrikes, Some(Side::Client), None));
+                }
             }
         }
         _ => {}
@@ -291,6 +297,9 @@ fn ping_sent(
         out.push((FindingId::PingFlood, Some(side), None));
     }
     if payload == Some(ping::GRPC_GO_BDP) {
+        // Only grpc-go sends this payload: the connection is gRPC.
+        c.grpc = true;
+        let df = &mut c.dirs[ev.dir];
         df.bdp_pings += 1;
         let n = df.bdp_pings;
         if c.calls >= BDP_MIN_CALLS && n as f64 >= BDP_PER_CALL * c.calls as f64 {
@@ -332,6 +341,9 @@ fn keepalive(c: &mut ConnF, ts: Nanos, cfg: &FindingsConfig, out: &mut Vec<Fire>
         if ka.strikes > MAX_PING_STRIKES && ka.fatal_at.is_none() {
             ka.fatal_at = Some(ts);
         }
+        ka.first_strike.get_or_insert(ts);
+        // Only gRPC servers enforce this: filed once the connection is known to be gRPC (a
+        // gRPC request, grpc-go's BDP PING), or when the server's GOAWAY says so.
         if c.grpc {
             out.push((FindingId::KeepaliveStrikes, Some(Side::Client), None));
         }

@@ -635,3 +635,31 @@ fn hostile_frames_stay_bounded() {
     assert!(r.findings.len() <= MAX_FINDINGS);
     assert_eq!(c.ledger.observer.streams, 0, "freed at close");
 }
+
+/// A gRPC keepalive with no call: nothing says gRPC until the server's GOAWAY, which files the
+/// strikes from the first one; PINGs on a connection not known to be gRPC are left alone.
+#[test]
+fn strikes_without_a_call_are_filed_at_the_goaway() {
+    let mut c = T::started(&[], &[]);
+    let mut times = Vec::new();
+    for _ in 0..4 {
+        c.wait(10 * S);
+        c.client(&ping([0; 8]));
+        times.push(c.t);
+        c.server(&pong([0; 8]));
+    }
+    let mut k = T::started(&[], &[]);
+    for _ in 0..4 {
+        k.wait(10 * S);
+        k.client(&ping([0; 8]));
+    }
+    assert!(k.ids().is_empty(), "{:?}", k.ids());
+    let mut goaway = vec![0, 0, 0, 0, 0, 0, 0, 0xb];
+    goaway.extend_from_slice(b"too_many_pings");
+    c.server(&fr(7, 0, 0, &goaway));
+    let r = c.report();
+    let s = find(&r, FindingId::KeepaliveStrikes).expect("strikes");
+    assert_eq!(s.first, times[1], "from the first strike");
+    assert_eq!(s.evidence.n("strikes_total"), 3);
+    assert!(find(&r, FindingId::TooManyPings).is_some());
+}
