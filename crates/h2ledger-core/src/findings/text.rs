@@ -52,7 +52,7 @@ pub(super) fn words(
     match id {
         FindingId::BdpPingPerCall => (
             format!(
-                "{who} sent {} grpc-go BDP PINGs for {} calls ({:.2} per call): {:.2} control frames and {:.2} writes per call",
+                "{who}: {} BDP PINGs for {} calls ({:.2} a call), {:.2} control frames and {:.2} writes a call",
                 e.n("bdp_pings"),
                 e.n("calls"),
                 e.f("bdp_pings_per_call"),
@@ -67,10 +67,10 @@ pub(super) fn words(
         FindingId::KeepaliveStrikes => {
             let strikes = e.n("strikes");
             let next = if strikes > MAX_PING_STRIKES {
-                "the server's limit was passed: a grpc-go, grpc-java or gRPC core server sends GOAWAY ENHANCE_YOUR_CALM \"too_many_pings\"".to_string()
+                "past the limit: a gRPC server sends GOAWAY ENHANCE_YOUR_CALM too_many_pings".to_string()
             } else {
                 format!(
-                    "{} more PING{} sooner than {} after the previous one, with no HEADERS or DATA from the server between them, gets GOAWAY ENHANCE_YOUR_CALM \"too_many_pings\"",
+                    "{} more PING{} sooner than {} after the last gets GOAWAY too_many_pings",
                     MAX_PING_STRIKES + 1 - strikes,
                     if MAX_PING_STRIKES + 1 - strikes == 1 { "" } else { "s" },
                     dur(e.n("last_min_us"))
@@ -78,10 +78,10 @@ pub(super) fn words(
             };
             (
                 format!(
-                    "client PINGs {} after the previous one with no HEADERS or DATA from the server: {} of {} allowed; {next}",
-                    dur(e.n("last_gap_us")),
+                    "{} of {} (client PINGs {} apart, no data between); {next}",
                     plural(strikes, "strike", "strikes"),
-                    MAX_PING_STRIKES
+                    MAX_PING_STRIKES,
+                    dur(e.n("last_gap_us"))
                 ),
                 format!(
                     "the server's keepalive enforcement as grpc-go does it (internal/transport/http2_server.go handlePing; grpc-java KeepAliveEnforcer; gRPC core): a PING sooner than MinTime ({min}, --keepalive-min-time; 2 h while no stream is open{}) after the previous one, with no HEADERS or DATA written by the server in between, is a strike; more than maxPingStrikes ({MAX_PING_STRIKES}) close the connection",
@@ -92,11 +92,7 @@ pub(super) fn words(
         }
         FindingId::TooManyPings => (
             format!(
-                "the server closed the connection with GOAWAY ENHANCE_YOUR_CALM \"too_many_pings\" after the client's PINGs ({} listed; {} strikes by the emulation, MinTime {min})",
-                match e.get("pings") {
-                    Some(super::Num::Times(t)) => t.len(),
-                    _ => 0,
-                },
+                "GOAWAY ENHANCE_YOUR_CALM too_many_pings after {} strikes (MinTime {min}): the connection is closed",
                 e.n("strikes_total")
             ),
             format!("grpc-go internal/transport/http2_server.go handlePing: more than maxPingStrikes ({MAX_PING_STRIKES}) PINGs sooner than EnforcementPolicy.MinTime (default 5 min, defaultKeepalivePolicyMinTime) apart with no data written between them, or sooner than 2 h (defaultPingTimeout) while no stream is open unless PermitWithoutStream; grpc-java KeepAliveEnforcer and gRPC core do the same"),
@@ -104,10 +100,9 @@ pub(super) fn words(
         ),
         FindingId::RapidReset => (
             format!(
-                "the client reset {} streams ({} before any response and within 1 s of opening, of {} closed; {} beyond nghttp2's reset budget): HTTP/2 rapid reset (CVE-2023-44487)",
+                "{} streams reset by the client, {} before any response within 1 s, {} past the budget (CVE-2023-44487)",
                 e.n("client_resets"),
                 e.n("premature_resets"),
-                e.n("streams_closed"),
                 e.n("over_reset_budget")
             ),
             format!("nghttp2 lib/nghttp2_session.h NGHTTP2_DEFAULT_STREAM_RESET_BURST ({RESET_BURST}) and _RATE ({RESET_RATE}/s): a RST_STREAM that finds the budget empty gets GOAWAY; or Envoy source/common/http/conn_manager_impl.cc maybeDrainDueToPrematureResets: at least {PREMATURE_MIN_STREAMS} streams closed (premature_reset_total_stream_count) and at least half reset before the response headers within 1 s (premature_reset_min_stream_lifetime_seconds); Go x/net http2/server.go allows 4 x MaxConcurrentStreams handlers waiting (too_many_early_resets)"),
@@ -115,16 +110,15 @@ pub(super) fn words(
         ),
         FindingId::MadeYouReset => (
             format!(
-                "the server reset {} of the client's streams for the client's own frames after the request (WINDOW_UPDATE, DATA, PRIORITY): MadeYouReset (CVE-2025-8671), {} within 1 s of opening",
-                e.n("server_resets"),
-                e.n("premature_resets")
+                "the server reset {} streams for frames the client sent after the request (CVE-2025-8671)",
+                e.n("server_resets")
             ),
             format!("server resets for a frame the client sent after its request, counted as nghttp2's glitch counter (lib/nghttp2_session.c session_update_glitch_ratelim, 1.66.0: burst {RESET_BURST}, {RESET_RATE}/s; NGHTTP2_DEFAULT_GLITCH_BURST) and as Envoy's premature resets (conn_manager_impl.cc: {PREMATURE_MIN_STREAMS} streams, half of them reset within 1 s before response headers)"),
             "the backend keeps working on streams the server reset: count server-side resets against the same budget as the client's (nghttp2 >= 1.66, Envoy, Go x/net with the MadeYouReset fixes) and close connections that provoke them".to_string(),
         ),
         FindingId::ResetFlood => (
             format!(
-                "the server reset {} streams the client opened with requests it refused (or frames on streams never opened), {} beyond the budget: reset flood (CVE-2019-9514)",
+                "the server refused {} requests with RST_STREAM, {} past the budget (CVE-2019-9514)",
                 e.n("server_resets"),
                 e.n("over_reset_budget")
             ),
@@ -133,17 +127,17 @@ pub(super) fn words(
         ),
         FindingId::ContinuationFlood => (
             format!(
-                "{who} sent a header block with {} CONTINUATION frames (limit {}){}: CONTINUATION flood (CVE-2024-27316, CVE-2023-45288)",
+                "{who}: a header block of {} CONTINUATIONs (limit {}){} (CVE-2024-27316)",
                 e.n("max_continuations"),
                 MAX_CONTINUATIONS,
-                if e.n("unfinished") > 0 { ", still without END_HEADERS" } else { "" }
+                if e.n("unfinished") > 0 { ", never ended" } else { "" }
             ),
             format!("more than {MAX_CONTINUATIONS} CONTINUATION frames after one HEADERS: nghttp2 lib/nghttp2_session.h NGHTTP2_DEFAULT_MAX_CONTINUATIONS (CVE-2024-28182); Go x/net http2/frame.go readMetaFrame stops at twice the remaining header list size"),
             "reject header blocks longer than a few frames and bound the header list; upgrade servers (nghttp2 >= 1.61, Go x/net >= 0.23, Apache httpd >= 2.4.59)".to_string(),
         ),
         FindingId::PingFlood => (
             format!(
-                "{who} sent {} PINGs, up to {} unanswered at once, {} beyond {FRAME_RATE}/s while earlier ones were unanswered: ping flood (CVE-2019-9512)",
+                "{who}: {} PINGs, up to {} unanswered, {} over {FRAME_RATE}/s (CVE-2019-9512)",
                 e.n("pings"),
                 e.n("max_unacked"),
                 e.n("over_rate")
@@ -153,7 +147,7 @@ pub(super) fn words(
         ),
         FindingId::SettingsFlood => (
             format!(
-                "{who} sent {} SETTINGS frames, up to {} unacknowledged at once, {} beyond {FRAME_RATE}/s, up to {} parameters in one: settings flood (CVE-2019-9515)",
+                "{who}: {} SETTINGS, up to {} unacknowledged, {} over {FRAME_RATE}/s, {} parameters at most (CVE-2019-9515)",
                 e.n("settings"),
                 e.n("max_unacked"),
                 e.n("over_rate"),
@@ -164,7 +158,7 @@ pub(super) fn words(
         ),
         FindingId::EmptyFramesFlood => (
             format!(
-                "{who} sent {} HEADERS, CONTINUATION or DATA frames with no payload and no END_STREAM, up to {} in a row: empty frames flood (CVE-2019-9518)",
+                "{who}: {} empty frames without END_STREAM, {} in a row (CVE-2019-9518)",
                 e.n("empty_frames"),
                 e.n("max_consecutive")
             ),
@@ -173,7 +167,7 @@ pub(super) fn words(
         ),
         FindingId::PriorityFlood => (
             format!(
-                "{who} sent {} PRIORITY frames for {} header blocks (limit {}): priority flood (CVE-2019-9513)",
+                "{who}: {} PRIORITY frames for {} header blocks, limit {} (CVE-2019-9513)",
                 e.n("priority_frames"),
                 e.n("header_blocks"),
                 e.n("limit")
@@ -183,7 +177,7 @@ pub(super) fn words(
         ),
         FindingId::WindowUpdateFlood => (
             format!(
-                "{who} sent {} WINDOW_UPDATE frames for {} header blocks and {} DATA frames received (limit {})",
+                "{who}: {} WINDOW_UPDATEs for {} header blocks and {} DATA received, limit {}",
                 e.n("window_updates"),
                 e.n("header_blocks"),
                 e.n("peer_data_frames"),
@@ -194,7 +188,7 @@ pub(super) fn words(
         ),
         FindingId::ZeroWindow => (
             format!(
-                "{who} held the {other}'s flow-control window at zero {} while the {other} had data, up to {} ({} in all): CVE-2019-9517 (resources held by a receiver that does not read)",
+                "{who} held the {other}'s window at zero {} with data waiting, up to {}, {} in all (CVE-2019-9517)",
                 plural(e.n("holds"), "time", "times"),
                 dur(e.n("held_us_max")),
                 dur(e.n("held_us_total"))
@@ -204,7 +198,7 @@ pub(super) fn words(
         ),
         FindingId::HpackBomb => (
             format!(
-                "{who} sent a {}-byte header block that decodes to a {}-byte header list ({:.0}x, through the dynamic table): HPACK bomb",
+                "{who}: a {}-byte header block decodes to a {}-byte header list ({:.0}x): HPACK bomb",
                 e.n("encoded_bytes"),
                 e.n("header_list_bytes"),
                 e.f("amplification")
@@ -214,11 +208,10 @@ pub(super) fn words(
         ),
         FindingId::StreamSlotsFull => (
             format!(
-                "client streams in flight reached the server's SETTINGS_MAX_CONCURRENT_STREAMS ({}) {}: {} new calls waited for a slot{}; every slot busy for {} ({} at most)",
-                e.n("max_concurrent_streams"),
-                plural(e.n("times_full"), "time", "times"),
+                "{} calls waited for one of the server's {} stream slots{}; all busy {} in all, {} at most",
                 e.n("waited"),
-                if e.n("over_limit") > 0 { format!(", {} streams opened beyond the limit", e.n("over_limit")) } else { String::new() },
+                e.n("max_concurrent_streams"),
+                if e.n("over_limit") > 0 { format!(", {} streams past the limit", e.n("over_limit")) } else { String::new() },
                 dur(e.n("full_us_total")),
                 dur(e.n("full_us_max"))
             ),
@@ -227,10 +220,10 @@ pub(super) fn words(
         ),
         FindingId::RefusedStream => (
             format!(
-                "the server refused {} (RST_STREAM REFUSED_STREAM) with {} client streams in flight{}",
+                "the server refused {} (REFUSED_STREAM), {} client streams in flight{}",
                 plural(e.n("refused"), "stream", "streams"),
                 e.n("in_flight"),
-                match e.n("max_concurrent_streams") { 0 => String::new(), l => format!(" (its limit: {l})") }
+                match e.n("max_concurrent_streams") { 0 => String::new(), l => format!(", limit {l}") }
             ),
             "RST_STREAM with REFUSED_STREAM: the server did not process the stream (RFC 9113 §8.7), usually because the client went beyond SETTINGS_MAX_CONCURRENT_STREAMS (Go x/net http2/server.go over_max_streams_race; nghttp2) or because the server is shutting down".to_string(),
             "the request is safe to retry; make the client wait for a free slot (respect SETTINGS_MAX_CONCURRENT_STREAMS) or raise the server's limit".to_string(),
@@ -239,12 +232,11 @@ pub(super) fn words(
             let needed = e.n("needed_window");
             (
                 format!(
-                    "{who} waited for a flow-control window {} ({} stream, {} connection, {} both; {} never ended): {} in all, {} at most",
+                    "{who} waited for a window {} ({} stream, {} connection, {} both), {} in all, {} at most",
                     plural(e.n("stalls"), "time", "times"),
                     e.n("stream_limited"),
                     e.n("connection_limited"),
                     e.n("both_limited"),
-                    e.n("unresolved"),
                     dur(e.n("waited_us_total")),
                     dur(e.n("waited_us_max"))
                 ),
@@ -258,7 +250,7 @@ pub(super) fn words(
         }
         FindingId::CaptureDrops => (
             format!(
-                "the capture dropped {} packets ({} by the kernel, {} by the interface): counts are low and streams have gaps",
+                "the capture dropped {} packets ({} by the kernel, {} by the interface): counts are low",
                 e.n("dropped_by_kernel") + e.n("dropped_by_interface"),
                 e.n("dropped_by_kernel"),
                 e.n("dropped_by_interface")
@@ -268,7 +260,7 @@ pub(super) fn words(
         ),
         FindingId::MidStream => (
             format!(
-                "{} began before the capture: HPACK references to unseen entries are placeholders, windows are unknown, a stream's first block may be trailers",
+                "{} began before the capture: HPACK placeholders, windows unknown",
                 plural(e.n("connections"), "connection", "connections")
             ),
             "no SYN or connection preface was captured for a direction (docs/ledger.md, \"Connection\")".to_string(),
@@ -276,7 +268,7 @@ pub(super) fn words(
         ),
         FindingId::TlsNoKeys => (
             format!(
-                "{} over TLS with ALPN h2 could not be decrypted: no key for their client random",
+                "{} over TLS with ALPN h2 without a key: not decrypted",
                 plural(e.n("connections"), "connection", "connections")
             ),
             "a TLS connection whose ALPN is h2 and whose secrets are in neither --keylog nor the pcapng's Decryption Secrets Blocks".to_string(),
@@ -284,11 +276,10 @@ pub(super) fn words(
         ),
         FindingId::ReassemblyGaps => (
             format!(
-                "the capture lacks bytes of {}: {} ({} bytes{}), {} with framing lost",
+                "{} in {} ({} bytes), {} with framing lost",
+                plural(e.n("gaps"), "capture gap", "capture gaps"),
                 plural(e.n("connections"), "connection", "connections"),
-                plural(e.n("gaps"), "gap", "gaps"),
                 e.n("gap_bytes"),
-                if e.n("gap_bytes") == 0 { " when the run ended" } else { "" },
                 e.n("gaps_framing_lost")
             ),
             "a stretch of a TCP stream the capture never held (a packet lost by the capture, cut by the snap length, or missing at its end; docs/ledger.md, \"Gaps\")".to_string(),
