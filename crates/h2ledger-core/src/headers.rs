@@ -40,8 +40,11 @@ impl HeaderList {
         self.bytes.clear();
         self.fields.clear();
         self.cut = 0;
-        // A block near the cap leaves a large arena: do not keep it for every later block.
-        self.bytes.shrink_to(64 * 1024);
+        // A block near the cap leaves a large arena: do not keep it for every later block
+        // (tested first: `shrink_to` is not free, and this runs at every block).
+        if self.bytes.capacity() > 64 * 1024 {
+            self.bytes.shrink_to(64 * 1024);
+        }
     }
 
     /// Fields not kept because the list reached [`MAX_HEADER_LIST_KEPT`] bytes.

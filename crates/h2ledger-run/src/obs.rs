@@ -62,8 +62,8 @@ pub struct Obs {
     /// The findings engine: it reads the analysis' flow tracker, or keeps its own without one.
     pub(crate) findings: Option<Findings>,
     origin_set: bool,
-    /// See [`Wanted::all_headers`].
-    all_headers: bool,
+    /// The header fields the analysis and the findings read (see [`Wanted::all_headers`]).
+    need: HeaderNeed,
 }
 
 impl Obs {
@@ -87,15 +87,27 @@ impl Obs {
             }
             None => Findings::new(cfg).with_own_flow(),
         });
+        // The analysis and the findings read the same few fields; every field when asked.
+        let need = if w.all_headers && analysis.is_some() {
+            HeaderNeed::All
+        } else {
+            let a = analysis
+                .as_ref()
+                .map_or(HeaderNeed::None, |a| a.header_need());
+            let f = findings
+                .as_ref()
+                .map_or(HeaderNeed::None, |f| f.header_need());
+            a.and(f)
+        };
         Obs {
             tally: Tally::new(),
             phases: Phased::default(),
             touched: HashMap::new(),
             analysis,
             findings,
+            need,
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
-            all_headers: w.all_headers,
         }
     }
 
@@ -145,19 +157,8 @@ impl Obs {
 
 impl Observer for Obs {
     fn header_need(&self) -> HeaderNeed {
-        // The analysis and the findings read them (the same few fields).
-        if self.all_headers && self.analysis.is_some() {
-            return HeaderNeed::All;
-        }
-        let a = self
-            .analysis
-            .as_ref()
-            .map_or(HeaderNeed::None, |a| a.header_need());
-        let f = self
-            .findings
-            .as_ref()
-            .map_or(HeaderNeed::None, |f| f.header_need());
-        a.and(f)
+        // Asked at every frame: decided once, in `Obs::new`.
+        self.need
     }
 
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {

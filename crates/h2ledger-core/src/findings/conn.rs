@@ -4,7 +4,13 @@
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
 use crate::model::Side;
-use crate::FastMap;
+
+/// A client stream's record by its id.
+pub(super) type StreamMap = std::collections::HashMap<
+    u32,
+    StreamF,
+    std::hash::BuildHasherDefault<crate::ledger::StreamIdHasher>,
+>;
 
 use super::{MAX_HOLDS, PING_RING};
 
@@ -233,7 +239,9 @@ pub(super) struct ConnF {
     pub(super) dirs: Dirs<DirF>,
     /// The side of each direction, as the ledger last told it.
     pub(super) client: Option<Dir>,
-    pub(super) streams: FastMap<u32, StreamF>,
+    /// By stream id, with the ledger's multiply-shift hasher (ids are small integers, and the
+    /// map is bounded by [`super::MAX_FINDING_STREAMS`]).
+    pub(super) streams: StreamMap,
     /// Client streams open (not ended both ways, not reset).
     pub(super) in_flight: u32,
     /// Client streams the server has not ended (grpc-go's `activeStreams`).
@@ -279,6 +287,8 @@ impl ConnF {
             myr_budget: super::rules::reset_budget(),
             flood_budget: super::rules::reset_budget(),
             holds: Vec::new(),
+            // RFC 9113 §6.9.2 until a SETTINGS says otherwise.
+            initial: [65_535; 2],
             ..ConnF::default()
         }
     }

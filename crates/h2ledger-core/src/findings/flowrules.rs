@@ -91,6 +91,17 @@ fn end_hold(c: &mut ConnF, side: Side, stream: u32, stall: bool, t: Nanos, out: 
     }
 }
 
+/// Whether [`window_rules`] has anything to do on this frame: a hold is open, or a header
+/// block opens a stream while the peer's initial window is <= 0 (the common case, neither,
+/// costs this test only).
+#[inline]
+pub(super) fn window_rules_apply(c: &ConnF, ev: &FrameEvent<'_>) -> bool {
+    !c.holds.is_empty()
+        || (ev.class == FrameClass::Headers
+            && !ev.head.flags.is_end_stream()
+            && c.initial[ev.side.other().index()] <= 0)
+}
+
 /// After each frame of `c` (the flow tracker has seen it): a stream whose window was zero when
 /// its sender opened it with a header block (no DATA, hence no stall), windows reopened by a
 /// WINDOW_UPDATE or a SETTINGS ACK, streams that ended with their window held, and holds that
@@ -104,7 +115,12 @@ pub(super) fn window_rules(
     let sid = ev.head.stream_id.0;
     let conn = ev.conn.0;
     match ev.class {
-        FrameClass::Headers if !ev.head.flags.is_end_stream() => {
+        // A window can be <= 0 when a stream opens only if the peer's initial window is, or
+        // the connection window ran out (a stall is then in progress): else no lookup.
+        FrameClass::Headers
+            if !ev.head.flags.is_end_stream()
+                && (c.initial[ev.side.other().index()] <= 0 || !c.holds.is_empty()) =>
+        {
             let w = flow.and_then(|f| f.available(conn, ev.dir, sid));
             if w.is_some_and(|w| w <= 0) {
                 c.add_hold(Hold {

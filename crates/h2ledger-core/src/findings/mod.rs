@@ -379,7 +379,12 @@ struct CaptureF {
 #[derive(Debug, Default)]
 pub struct Findings {
     cfg: FindingsConfig,
-    conns: FastMap<u32, Box<ConnF>>,
+    /// By connection id (ours, sequential: the cheap hasher of the ledger's stream maps).
+    conns: std::collections::HashMap<
+        u32,
+        Box<ConnF>,
+        std::hash::BuildHasherDefault<crate::ledger::StreamIdHasher>,
+    >,
     recs: Vec<Rec>,
     index: FastMap<Key, u32>,
     /// Findings fired since the last [`Findings::drain_new`], by index into `recs`.

@@ -12,6 +12,16 @@ use super::conn::ConnF;
 use super::rules::{self, Fire};
 use super::{flowrules, streams, FindingId, Findings, Num, Rec};
 
+/// The connection a flow event is about.
+fn event_conn(e: &crate::flow::FlowEvent) -> u32 {
+    use crate::flow::FlowEvent::*;
+    match *e {
+        Stall { conn, .. } | Resolved { conn, .. } | Unresolved { conn, .. } | Done { conn, .. } => {
+            conn
+        }
+    }
+}
+
 /// Ids filed once for the whole capture, not per connection.
 fn capture_wide(id: FindingId) -> bool {
     matches!(
@@ -45,7 +55,6 @@ impl Findings {
     pub fn frame_with(&mut self, ev: &FrameEvent<'_>, flow: Option<&mut Flow>) {
         self.now = self.now.max(ev.ts);
         let id = ev.conn.0;
-        self.conn(id);
         let Findings {
             conns,
             cfg,
@@ -55,9 +64,8 @@ impl Findings {
             capture,
             ..
         } = self;
-        let Some(c) = conns.get_mut(&id) else {
-            return;
-        };
+        // One lookup of the connection for the whole frame.
+        let c = conns.entry(id).or_insert_with(|| Box::new(ConnF::new()));
         c.last_ts = c.last_ts.max(ev.ts);
         c.client = Some(if ev.side == Side::Client {
             ev.dir
@@ -74,23 +82,27 @@ impl Findings {
             streams::stream_frame(c, ev, streams, streams_untracked, pending);
         }
         let mut flow = flow;
+        let mut others = Vec::new();
         if let Some(f) = flow.as_deref_mut() {
             f.drain_events(|e| {
-                let cid = match e {
-                    crate::flow::FlowEvent::Stall { conn, .. }
-                    | crate::flow::FlowEvent::Resolved { conn, .. }
-                    | crate::flow::FlowEvent::Unresolved { conn, .. }
-                    | crate::flow::FlowEvent::Done { conn, .. } => conn,
-                };
-                if let Some(x) = conns.get_mut(&cid) {
-                    flowrules::flow_event(x, e, pending);
+                if event_conn(&e) == id {
+                    flowrules::flow_event(c, e, pending);
+                } else {
+                    others.push(e);
                 }
             });
         }
-        if let Some(c) = conns.get_mut(&id) {
+        if flowrules::window_rules_apply(c, ev) {
             flowrules::window_rules(c, ev, flow.as_deref(), pending);
         }
-        self.file(id, ev.ts);
+        for e in others {
+            if let Some(x) = conns.get_mut(&event_conn(&e)) {
+                flowrules::flow_event(x, e, pending);
+            }
+        }
+        if !self.pending.is_empty() {
+            self.file(id, ev.ts);
+        }
     }
 
     /// Files what the rules fired on connection `id` at `ts`.
@@ -176,13 +188,7 @@ impl Findings {
         if let Some(f) = flow {
             let Findings { conns, pending, .. } = self;
             f.drain_events(|e| {
-                let cid = match e {
-                    crate::flow::FlowEvent::Stall { conn, .. }
-                    | crate::flow::FlowEvent::Resolved { conn, .. }
-                    | crate::flow::FlowEvent::Unresolved { conn, .. }
-                    | crate::flow::FlowEvent::Done { conn, .. } => conn,
-                };
-                if let Some(x) = conns.get_mut(&cid) {
+                if let Some(x) = conns.get_mut(&event_conn(&e)) {
                     flowrules::flow_event(x, e, pending);
                 }
             });

@@ -244,7 +244,8 @@ pub(super) fn frame_rules(
             // grpc-go `setResetPingStrikes`: the server wrote HEADERS or DATA.
             c.ka.reset = true;
         }
-        (FrameClass::Headers, _) if side == Side::Client => {
+        // The first requests tell whether the connection is gRPC (a channel carries one kind).
+        (FrameClass::Headers, _) if side == Side::Client && !c.grpc && c.calls < 64 => {
             if let Some(h) = ev.headers {
                 if h.get(b"content-type")
                     .is_some_and(|v| v.starts_with(b"application/grpc"))

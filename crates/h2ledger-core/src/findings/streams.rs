@@ -2,6 +2,8 @@
 //! `refused-stream`), and resets by either side (`rapid-reset`, `made-you-reset`,
 //! `reset-flood`).
 
+use std::collections::hash_map::Entry;
+
 use h2_frame_parser::{ErrorCode, Frame, Kind};
 use h2ledger_tcp::Nanos;
 
@@ -32,23 +34,26 @@ pub(super) fn stream_frame(
     match ev.class {
         FrameClass::Headers if client => {
             c.calls += 1;
-            if c.streams.contains_key(&sid) {
+            if *streams >= MAX_FINDING_STREAMS {
+                if !c.streams.contains_key(&sid) {
+                    *untracked += 1;
+                }
                 return;
             }
-            if *streams >= MAX_FINDING_STREAMS {
-                *untracked += 1;
-                return;
+            match c.streams.entry(sid) {
+                Entry::Occupied(_) => return,
+                Entry::Vacant(v) => {
+                    v.insert(StreamF {
+                        opened: ts,
+                        bits: if end { CLIENT_END } else { 0 },
+                    });
+                }
             }
             *streams += 1;
-            c.streams.insert(
-                sid,
-                StreamF {
-                    opened: ts,
-                    bits: if end { CLIENT_END } else { 0 },
-                },
-            );
             opened(c, ts, out);
         }
+        // The server's DATA without END_STREAM changes nothing here: no lookup.
+        FrameClass::Data if !client && !end => {}
         FrameClass::RstStream => {
             let code = match ev.frame {
                 Some(Frame::RstStream(r)) => Some(r.code),
@@ -65,9 +70,12 @@ pub(super) fn stream_frame(
             }
         }
         _ => {
-            let Some(st) = c.streams.get_mut(&sid) else {
+            // One hash for the lookup and, when the stream is over, its removal.
+            let Entry::Occupied(mut o) = c.streams.entry(sid) else {
                 return;
             };
+            let st = o.get_mut();
+            let mut server_ended = false;
             if client {
                 if ev.head.kind != Kind::Continuation {
                     st.bits |= FOLLOWUP;
@@ -87,12 +95,16 @@ pub(super) fn stream_frame(
                     && st.bits & SERVER_END == 0
                 {
                     st.bits |= SERVER_END;
-                    c.server_active = c.server_active.saturating_sub(1);
+                    server_ended = true;
                 }
             }
             let done = st.bits & (CLIENT_END | SERVER_END) == CLIENT_END | SERVER_END;
-            if done {
-                close(c, sid, ts, streams, out);
+            let st = if done { Some(o.remove()) } else { None };
+            if server_ended {
+                c.server_active = c.server_active.saturating_sub(1);
+            }
+            if let Some(st) = st {
+                closed(c, st, ts, streams, out);
             }
         }
     }
@@ -123,11 +135,15 @@ fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
     }
 }
 
-/// A client stream is over (both sides ended it, or a RST).
+/// A client stream is over (both sides ended it, or a RST): removed from the map.
 fn close(c: &mut ConnF, sid: u32, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
-    let Some(st) = c.streams.remove(&sid) else {
-        return;
-    };
+    if let Some(st) = c.streams.remove(&sid) {
+        closed(c, st, ts, streams, out);
+    }
+}
+
+/// A client stream is over, its record `st` taken out of the map.
+fn closed(c: &mut ConnF, st: StreamF, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
     *streams -= 1;
     c.in_flight = c.in_flight.saturating_sub(1);
     if st.bits & SERVER_END == 0 {

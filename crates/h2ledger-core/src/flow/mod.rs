@@ -138,8 +138,9 @@ impl Flow {
     }
 
     /// Hands the stall events since the last call to `f`.
+    #[inline]
     pub fn drain_events(&mut self, mut f: impl FnMut(FlowEvent)) {
-        if let Some(ev) = self.events.as_mut() {
+        if let Some(ev) = self.events.as_mut().filter(|e| !e.is_empty()) {
             for e in ev.drain(..) {
                 f(e);
             }

@@ -43,10 +43,7 @@ pub(super) fn decode_block(
     let headers = &mut ds.headers;
     let mut sum = BlockSummary::default();
     let mut first = true;
-    sum.size.encoded = block.len() as u32;
     let result = ds.hpack.decode(block, |h| {
-        sum.size.list += (h.name.len() + h.value.len() + 32) as u64;
-        sum.size.fields += 1;
         let unseen = h.name_unseen || h.value_unseen;
         let was_first = first;
         if first {
@@ -65,6 +62,10 @@ pub(super) fn decode_block(
             headers.push(&h);
         }
     });
+    sum.size = BlockSize {
+        encoded: block.len() as u32,
+        list: ds.hpack.last_list_size(),
+    };
     ds.summary = sum;
     if ds.headers.cut() > 0 {
         let (cut, list) = (ds.headers.cut(), sum.size.list);

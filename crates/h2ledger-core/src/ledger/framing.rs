@@ -383,7 +383,8 @@ fn frame<O: Observer>(
     }
     let side = c.side(dir);
     let late_start = c.dirs.iter().any(|(_, x)| x.synced && x.late_start);
-    let mid_stream = c.dirs.iter().any(|(_, x)| x.synced && x.mid_stream);
+    // A direction that began mid-stream began late too: only then look.
+    let mid_stream = late_start && c.dirs.iter().any(|(_, x)| x.synced && x.mid_stream);
     let ds = &c.dirs[dir];
     let ev = FrameEvent {
         conn: id,

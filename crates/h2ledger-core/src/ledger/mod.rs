@@ -214,7 +214,7 @@ type StreamMap = HashMap<u32, u8, BuildHasherDefault<StreamIdHasher>>;
 /// high half as the low bits (which pick the bucket) makes every bit of the id count. SipHash's
 /// protection against chosen keys buys little here: the map is bounded by [`MAX_STREAMS`].
 #[derive(Default, Clone, Copy)]
-struct StreamIdHasher(u64);
+pub(crate) struct StreamIdHasher(u64);
 
 impl Hasher for StreamIdHasher {
     fn finish(&self) -> u64 {

@@ -42,8 +42,6 @@ pub struct BlockSize {
     pub encoded: u32,
     /// The header list size (RFC 9113 §6.5.2): every field's name and value length plus 32.
     pub list: u64,
-    /// Fields decoded.
-    pub fields: u32,
 }
 
 /// Which decoded header fields an observer reads. Decoding always runs (the HPACK table must
