@@ -7,7 +7,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
 demo_pkgs := "libpcap-dev golang-go golang-google-grpc-dev python3-grpcio"
-test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base"
+test_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base prometheus systemd"
 bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl"
 soak_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server time"
 
@@ -51,6 +51,13 @@ test: (deps test_pkgs)
     set -euo pipefail
     log=$(mktemp)
     trap 'rm -f "$log"' EXIT
+    # it::sql loads calls into DuckDB and chDB (ClickHouse), both from PyPI.
+    if ! python3 -c 'import duckdb, chdb' 2>/dev/null; then
+        echo "installing from PyPI: duckdb chdb" >&2
+        # Debian's own python3 refuses pip installs (PEP 668) unless told.
+        { python3 -m pip install --quiet duckdb chdb 2>/dev/null ||
+          python3 -m pip install --quiet --break-system-packages duckdb chdb; } || true
+    fi
     # Every test binary runs (--no-fail-fast), and the summary line is printed even when one fails.
     set +e
     ( cargo test --workspace --all-targets --no-fail-fast; a=$?

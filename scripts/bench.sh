@@ -17,7 +17,12 @@
 #   --no-hpack     skip the HPACK decoder benchmark
 #   --sniff N      also sniff h2load's N requests at full speed (10 connections x 10 streams)
 #                  live on lo, once at the default capture buffer and once at -B 131072, and
-#                  report calls seen and drops (default 200000; 0 skips)
+#                  report calls seen and drops (default 200000; 0 skips); then the CPU cost of
+#                  --metrics scraped every 100 ms against --analyze and plain sniff
+#                  (METRICS_RUNS interleaved runs, default 3; 0 skips)
+#   --no-proto     skip `calls --messages` on the gRPC captures of 100k small messages (made
+#                  once by scripts/proto-bench.py, python3-grpcio: 50,000 unary calls, and
+#                  500 Bidi calls of 100 messages each way)
 #
 # Environment: BENCH_DIR (default /tmp/h2ledger-bench) holds captures and results, outside the
 # repository; BENCH_BUDGET (seconds, default 600) for the auto choice.
@@ -37,6 +42,7 @@ TSHARK_RUNS=3
 DO_TSHARK=1
 DO_HPACK=1
 SNIFF_N=200000
+DO_PROTO=1
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -48,7 +54,8 @@ while [ $# -gt 0 ]; do
         --no-tshark) DO_TSHARK=0 ;;
         --no-hpack) DO_HPACK=0 ;;
         --sniff) SNIFF_N=$2; shift ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-proto) DO_PROTO=0 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -282,6 +289,74 @@ for t in sorted(set(ours) | set(tree)):
 print("frame counts:", "OK" if ok else "MISMATCH")
 EOF
 
+# --- gRPC messages (issue 22) -------------------------------------------------------------
+# `calls -T jsonl --messages --proto everything.proto` on two captures of 100,000 small
+# messages made by scripts/proto-bench.py (python3-grpcio): 50,000 unary calls, and 500 Bidi
+# calls of 100 messages each way (the default --max-messages lists them all); against
+# `calls -T jsonl` on the same capture, in interleaved rounds. Target: 500k messages/s.
+ensure_proto_capture() { # ensure_proto_capture NAME PROTO-BENCH-ARGS...
+    local name=$1 f="$BENCH_DIR/$1.pcap" pb="$BENCH_DIR/proto-pb" go out err pid p="" dump
+    shift
+    [ -s "$f" ] && [ "$REGEN" = 0 ] && return 0
+    command -v protoc >/dev/null && /usr/bin/python3 -c 'import grpc' 2>/dev/null \
+        || { say "proto capture: needs protoc and python3-grpcio (apt-get install protobuf-compiler python3-grpcio)"; return 1; }
+    say "making $f (scripts/proto-bench.py $*, python3-grpcio; about a minute)"
+    mkdir -p "$pb"
+    protoc -I "$ROOT/captures/src/proto-everything" -I /usr/include --python_out="$pb" \
+        "$ROOT/captures/src/proto-everything/everything.proto"
+    go="$WORK/$name.go" out="$WORK/$name.out" err="$WORK/$name.err"
+    /usr/bin/python3 "$ROOT/scripts/proto-bench.py" "$pb" "$@" "$go" >"$out" 2>"$err" &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 100); do
+        p=$(sed -n 's/.*"port": *\([0-9][0-9]*\).*/\1/p' "$out" | head -1)
+        [ -n "$p" ] && break
+        sleep 0.1
+    done
+    [ -n "$p" ] || { cat "$err" >&2; die "proto-bench.py did not report its port"; }
+    tcpdump -Z root -B 131072 --immediate-mode -s 0 -i lo -w "$f.tmp" "tcp port $p" 2>"$WORK/$name.tcpdump" &
+    dump=$!
+    PIDS+=("$dump")
+    for _ in $(seq 100); do grep -q "listening on" "$WORK/$name.tcpdump" && break; sleep 0.1; done
+    touch "$go"
+    wait "$pid" || { cat "$err" >&2; die "proto-bench.py failed"; }
+    sleep 0.5
+    kill -INT "$dump"; wait "$dump" || true
+    grep -q "^0 packets dropped by kernel" "$WORK/$name.tcpdump" \
+        || { cat "$WORK/$name.tcpdump" >&2; die "tcpdump dropped packets of $name"; }
+    mv "$f.tmp" "$f"
+}
+proto_speed() { # proto_speed NAME: interleaved rounds, then messages/s
+    local name=$1 pf="$BENCH_DIR/$1.pcap" proto="$ROOT/captures/src/proto-everything/everything.proto"
+    interleaved "$RUNS" "$name-calls" "$H2L calls $pf -T jsonl > /dev/null" \
+        "$name-messages" "$H2L calls $pf -T jsonl --messages --proto $proto > /dev/null"
+    /usr/bin/time -f "%U %S" -o "$WORK/$name.cpu" "$H2L" calls "$pf" -T jsonl --messages --proto "$proto" >"$WORK/$name.jsonl"
+    python3 - "$WORK/$name.jsonl" "$WORK/$name.cpu" "$WORK" "$pf" "$RUNS" "$name" <<'EOF'
+import json, statistics, sys
+out, cpu, work, pf, runs, name = sys.argv[1:7]
+msgs = calls = 0
+for line in open(out):
+    r = json.loads(line)
+    if r["record"] == "call":
+        calls += 1
+        msgs += len(r["request_messages"] or []) + len(r["response_messages"] or [])
+plain = [float(l) for l in open(f"{work}/{name}-calls.times") if l.strip()]
+dec = [float(l) for l in open(f"{work}/{name}-messages.times") if l.strip()]
+u, s = (float(x) for x in open(cpu).read().split())
+t = statistics.median(dec)
+print(f"  {name}: {msgs} messages in {calls} calls: {t:.3f} s (median of {runs} rounds), "
+      f"{msgs / t / 1e3:.0f}k messages/s (fastest round {msgs / min(dec) / 1e3:.0f}k/s); "
+      f"without --messages {statistics.median(plain):.3f} s; CPU {u + s:.2f} s (user {u:.2f}, sys {s:.2f})")
+EOF
+}
+if [ "$DO_PROTO" = 1 ] && ensure_proto_capture proto-100k 50000 \
+        && ensure_proto_capture proto-bidi-100k 500 --bidi 100; then
+    echo
+    echo "gRPC messages: calls -T jsonl --messages --proto everything.proto (target 500k messages/s):"
+    proto_speed proto-100k
+    proto_speed proto-bidi-100k
+fi
+
 # --- Live sniff at full speed -------------------------------------------------------------
 # The zero-drop figure the test suite does not assert (it sniffs at a rate a loaded machine
 # holds): h2load as fast as it goes, h2ledger sniffing lo, at the default buffer and at 128 MiB.
@@ -321,6 +396,74 @@ if [ "$SNIFF_N" -gt 0 ]; then
     echo "sniff at full speed (h2load -n $SNIFF_N -c 10 -m 10 against nghttpd on lo):"
     sniff_full_speed "default -B"
     sniff_full_speed "-B 131072" -B 131072
+fi
+
+# --- What --metrics costs -----------------------------------------------------------------
+# Issue 23: a scrape every 100 ms during h2load at full speed costs the sniffer at most 5% more
+# CPU than without --metrics. CPU time (user + system, /usr/bin/time) per packet captured, of
+# `sniff --analyze` (what --metrics implies), `sniff --metrics` scraped every 100 ms, and plain
+# `sniff`, interleaved METRICS_RUNS times on the same h2load load; medians, and the ratios.
+METRICS_RUNS=${METRICS_RUNS:-3}
+sniff_cpu() { # sniff_cpu LABEL [SNIFF ARGS...]: appends "LABEL cpu_s packets" to $WORK/cpu.txt
+    local label=$1 docroot="$WORK/sniff-docroot" port srv sn mport scraper=""
+    shift
+    mkdir -p "$docroot"
+    echo ok >"$docroot/file"
+    port=$(free_port)
+    nghttpd --no-tls -a 127.0.0.1 -d "$docroot" "$port" >/dev/null 2>&1 &
+    srv=$!
+    PIDS+=("$srv")
+    sleep 0.5
+    local args=("$@")
+    if [ "$label" = metrics ]; then
+        mport=$(free_port)
+        args+=(--metrics "127.0.0.1:$mport")
+    fi
+    /usr/bin/time -f '%U %S' -o "$WORK/cpu-$label.time" \
+        "$H2L" sniff --port "$port" --format json -B 131072 "${args[@]}" >"$WORK/cpu-$label.json" 2>"$WORK/cpu-$label.err" &
+    sn=$!
+    PIDS+=("$sn")
+    for _ in $(seq 100); do grep -q "listening on" "$WORK/cpu-$label.err" && break; sleep 0.1; done
+    if [ "$label" = metrics ]; then
+        ( while :; do curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$mport/metrics" || true; sleep 0.1; done ) &
+        scraper=$!
+    fi
+    h2load -n "$SNIFF_N" -c 10 -m 10 "http://127.0.0.1:$port/file" >/dev/null 2>&1 || true
+    sleep 1
+    [ -n "$scraper" ] && { kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; }
+    kill -TERM "$(pgrep -P "$sn" | head -1)" 2>/dev/null || true
+    wait "$sn" || true
+    kill "$srv" 2>/dev/null || true
+    wait "$srv" 2>/dev/null || true
+    python3 - "$WORK/cpu-$label.time" "$WORK/cpu-$label.json" "$label" >>"$WORK/cpu.txt" <<'PY'
+import json, sys
+u, s = open(sys.argv[1]).read().split()[-2:]
+d = json.load(open(sys.argv[2]))
+print(sys.argv[3], float(u) + float(s), d["capture"]["packets"])
+PY
+}
+if [ "$SNIFF_N" -gt 0 ] && [ "$METRICS_RUNS" -gt 0 ]; then
+    command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
+    echo
+    echo "what --metrics costs (h2load -n $SNIFF_N -c 10 -m 10 on lo, sniff -B 131072, $METRICS_RUNS interleaved runs; CPU time per packet):"
+    : >"$WORK/cpu.txt"
+    for _ in $(seq "$METRICS_RUNS"); do
+        sniff_cpu analyze --analyze
+        sniff_cpu metrics
+        sniff_cpu plain
+    done
+    python3 - "$WORK/cpu.txt" <<'PY'
+import statistics, sys
+per = {}
+for line in open(sys.argv[1]):
+    label, cpu, packets = line.split()
+    per.setdefault(label, []).append(float(cpu) / int(packets) * 1e6)
+med = {k: statistics.median(v) for k, v in per.items()}
+for k in ("plain", "analyze", "metrics"):
+    print(f"  {k:<8} {med[k]:.3f} us CPU per packet (runs: {', '.join(f'{x:.3f}' for x in per[k])})")
+print(f"  --metrics scraped every 100 ms / --analyze: {med['metrics'] / med['analyze']:.3f} (target <= 1.05)")
+print(f"  --metrics scraped every 100 ms / plain sniff: {med['metrics'] / med['plain']:.3f}")
+PY
 fi
 
 # --- HPACK --------------------------------------------------------------------------------

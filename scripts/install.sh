@@ -6,6 +6,9 @@
 # and cap_sys_ptrace (another user's process). Not by default: CAP_SYS_ADMIN is a broad grant
 # (docs/decisions.md #150); h2ledger gives every capability up once the capture and the probes
 # are open.
+# The systemd unit (dist/systemd/h2ledger.service, ExecStart pointing at PREFIX/bin/h2ledger)
+# goes to PREFIX/lib/systemd/system, enabled by no one; its environment file to
+# PREFIX/share/h2ledger/h2ledger.env and, as root, to /etc/default/h2ledger when there is none.
 # Not root: everything that needs root is done by one sudo command (one password prompt).
 #
 # usage: scripts/install.sh install|uninstall   (PREFIX=DIR, KEYS_FROM=1 in the environment)
@@ -29,6 +32,9 @@ bash_c=$prefix/share/bash-completion/completions/h2ledger
 zsh_c=$prefix/share/zsh/site-functions/_h2ledger
 fish_c=$prefix/share/fish/vendor_completions.d/h2ledger.fish
 man1=$prefix/share/man/man1
+unit=$prefix/lib/systemd/system/h2ledger.service
+env_example=$prefix/share/h2ledger/h2ledger.env
+env_file=/etc/default/h2ledger
 
 # Whether this user can write under PREFIX (the first existing directory up the path).
 writable() {
@@ -67,6 +73,7 @@ if [ "$action" = install ]; then
     "$out/h2ledger" completions zsh >"$stage/_h2ledger"
     "$out/h2ledger" completions fish >"$stage/h2ledger.fish"
     "$out/h2ledger" man --dir "$stage/man1" 2>/dev/null
+    sed "s|/usr/local/bin/h2ledger|$bin|" dist/systemd/h2ledger.service >"$stage/h2ledger.service"
     q() { printf '%q' "$1"; }
     {
         echo "set -euo pipefail"
@@ -76,6 +83,11 @@ if [ "$action" = install ]; then
         echo "install -D -m 644 $(q "$stage/h2ledger.fish") $(q "$fish_c")"
         echo "install -d -m 755 $(q "$man1")"
         echo "install -m 644 $(q "$stage/man1")/*.1 $(q "$man1")/"
+        echo "install -D -m 644 $(q "$stage/h2ledger.service") $(q "$unit")"
+        echo "install -D -m 644 dist/systemd/h2ledger.env $(q "$env_example")"
+        if [ "$root" -eq 1 ]; then
+            echo "[ -e $env_file ] || install -D -m 644 dist/systemd/h2ledger.env $env_file"
+        fi
     } >"$files"
     if command -v setcap >/dev/null 2>&1 || [ -x /usr/sbin/setcap ] || [ -x /sbin/setcap ]; then
         {
@@ -105,6 +117,14 @@ if [ "$action" = install ]; then
     for m in "$stage"/man1/*.1; do
         echo "  man page         $man1/$(basename "$m")" >&2
     done
+    echo "  systemd unit     $unit (not enabled)" >&2
+    echo "  its settings     $env_example" >&2
+    if [ "$root" -eq 1 ]; then
+        echo "                   $env_file (kept if it was there)" >&2
+        say "to run it: edit $env_file, then systemctl daemon-reload && systemctl enable --now h2ledger"
+    else
+        say "the unit is a system unit: as root, copy it to /etc/systemd/system and $env_example to $env_file"
+    fi
     case ":$PATH:" in *":$prefix/bin:"*) ;; *) say "note: $prefix/bin is not in PATH" ;; esac
     if [ "$prefix" = "$HOME/.local" ]; then
         say "note: zsh looks in $prefix/share/zsh/site-functions only with fpath+=($prefix/share/zsh/site-functions) before compinit in ~/.zshrc"
@@ -116,7 +136,7 @@ if [ "$action" = install ]; then
 elif [ "$action" = uninstall ]; then
     q() { printf '%q' "$1"; }
     gone=()
-    for f in "$bin" "$bash_c" "$zsh_c" "$fish_c" "$man1"/h2ledger.1 "$man1"/h2ledger-*.1; do
+    for f in "$bin" "$bash_c" "$zsh_c" "$fish_c" "$man1"/h2ledger.1 "$man1"/h2ledger-*.1 "$unit" "$env_example"; do
         if [ -e "$f" ]; then
             gone+=("$f")
             echo "rm -f $(q "$f")" >>"$files"
@@ -129,6 +149,9 @@ elif [ "$action" = uninstall ]; then
     if writable; then bash "$files"; else as_root "$files" "removing h2ledger from $prefix"; fi
     say "removed:"
     printf '  %s\n' "${gone[@]}" >&2
+    if [ -e "$env_file" ]; then
+        say "kept $env_file (your settings of the service)"
+    fi
 else
     echo "usage: $0 install|uninstall" >&2
     exit 2

@@ -6,7 +6,9 @@
 # usage: scripts/soak.sh [--live SECONDS] [--live-only SECONDS] [--quick] [--regen]
 #
 #   --live SECONDS  also sniff lo for SECONDS while h2load opens 1,000 new connections a second
-#                   against nghttpd (default 0: skipped; `just soak` passes 600)
+#                   against nghttpd (default 0: skipped; `just soak` passes 600): three sniffs
+#                   of the same traffic at once, plain, --analyze, and --metrics scraped every
+#                   second, each one's peak RSS
 #   --live-only SECONDS  only that live sniff (its RSS at a third of the time against the end
 #                   is the "input triples" ratio)
 #   --quick         base sizes divided by 10 (a smoke test of the script itself)
@@ -130,30 +132,60 @@ if [ "$LIVE" -gt 0 ]; then
     nghttpd --no-tls -a 127.0.0.1 -d "$docroot" "$port" >/dev/null 2>&1 &
     PIDS+=("$!")
     sleep 0.5
-    say "live: sniffing lo for ${LIVE}s while h2load opens 1,000 connections a second"
-    /usr/bin/time -f '%M %e' -o "$WORK/live.time" "$H2L" sniff --port "$port" \
-        --duration "${LIVE}s" --format json >"$WORK/live.json" 2>"$WORK/live.err" &
-    sniff=$!
+    say "live: sniffing lo for ${LIVE}s while h2load opens 1,000 connections a second, three sniffs side by side on the same traffic: plain, --analyze, and --metrics scraped every second"
+    mport=$(free_port)
+    declare -A SNIFF
+    for v in plain analyze metrics; do
+        case $v in
+            plain) extra=() ;;
+            analyze) extra=(--analyze) ;;
+            metrics) extra=(--metrics "127.0.0.1:$mport") ;;
+        esac
+        /usr/bin/time -f '%M %e' -o "$WORK/live-$v.time" "$H2L" sniff --port "$port" "${extra[@]}" \
+            --duration "${LIVE}s" --format json >"$WORK/live-$v.json" 2>"$WORK/live-$v.err" &
+        SNIFF[$v]=$!
+    done
     sleep 1
     total=$((LIVE * 1000))
     h2load -n "$total" -c "$total" -r 100 --rate-period 100ms -m 1 \
         "http://127.0.0.1:$port/file" >"$WORK/live-h2load.log" 2>&1 &
     load=$!
     PIDS+=("$load")
-    # RSS over time, every 10 s, of h2ledger itself (not of /usr/bin/time): total and anonymous
-    # (the heap; the rest is mostly libpcap's capture ring, -B, mapped into the process).
-    : >"$WORK/live-rss.txt"
-    h2l=$(pgrep -P "$sniff" | head -1)
-    while kill -0 "$sniff" 2>/dev/null; do
-        awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} END {if (r) print r "/" a}' "/proc/$h2l/status" 2>/dev/null >>"$WORK/live-rss.txt" || true
+    # Prometheus' part: a scrape every second while the sniff runs.
+    ( while kill -0 "${SNIFF[metrics]}" 2>/dev/null; do
+          curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$mport/metrics" || true
+          sleep 1
+      done ) &
+    scraper=$!
+    # RSS over time, every 10 s, of each h2ledger itself (not of /usr/bin/time): total and
+    # anonymous (the heap; the rest is mostly libpcap's capture ring, -B, mapped into the process).
+    declare -A H2
+    for v in plain analyze metrics; do
+        : >"$WORK/live-$v-rss.txt"
+        H2[$v]=$(pgrep -P "${SNIFF[$v]}" | head -1)
+    done
+    while kill -0 "${SNIFF[plain]}" 2>/dev/null; do
+        for v in plain analyze metrics; do
+            awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} END {if (r) print r "/" a}' "/proc/${H2[$v]}/status" 2>/dev/null >>"$WORK/live-$v-rss.txt" || true
+        done
         sleep 10
     done
-    wait "$sniff" || true
-    kill "$load" 2>/dev/null || true
-    read -r kib secs <"$WORK/live.time"
-    LIVE_KIB=$kib
-    conns=$(python3 -c "import json; print(json.load(open('$WORK/live.json'))['connections'])" 2>/dev/null || echo "?")
-    LIVE_LINE="live sniff ${LIVE}s: $conns connections, peak RSS $((kib / 1024)) MiB; RSS/anonymous every 10 s (KiB): $(tr '\n' ' ' <"$WORK/live-rss.txt")"
+    for v in plain analyze metrics; do wait "${SNIFF[$v]}" || true; done
+    kill "$load" "$scraper" 2>/dev/null || true
+    LIVE_LINE=""
+    for v in plain analyze metrics; do
+        read -r kib secs <"$WORK/live-$v.time"
+        conns=$(python3 -c "import json; print(json.load(open('$WORK/live-$v.json'))['connections'])" 2>/dev/null || echo "?")
+        LIVE_LINE+="live sniff ${LIVE}s, $v: $conns connections, peak RSS $((kib / 1024)) MiB; RSS/anonymous every 10 s (KiB): $(tr '\n' ' ' <"$WORK/live-$v-rss.txt")"$'\n'
+        [ "$kib" -gt "$LIVE_KIB" ] && LIVE_KIB=$kib
+        cp "$WORK/live-$v-rss.txt" "$WORK/live-rss-$v.txt"
+    done
+    # The bound is checked on every one; the ratio on the plain one, as before.
+    cp "$WORK/live-plain-rss.txt" "$WORK/live-rss.txt"
+    plain_kib=$(cut -d' ' -f1 "$WORK/live-plain.time")
+    metrics_kib=$(cut -d' ' -f1 "$WORK/live-metrics.time")
+    analyze_kib=$(cut -d' ' -f1 "$WORK/live-analyze.time")
+    LIVE_LINE+="live: peak RSS with --metrics / plain: $(python3 -c "print(f'{$metrics_kib/$plain_kib:.2f}')"), / --analyze: $(python3 -c "print(f'{$metrics_kib/$analyze_kib:.2f}')") (--metrics implies --analyze)"
 fi
 
 python3 - "$RESULTS" "$T_GP" "$T_GV" "$T_GR" "$LIVE_LINE" "$LIVE_KIB" "$WORK/live-rss.txt" <<'EOF'

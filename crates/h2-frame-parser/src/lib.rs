@@ -1,4 +1,5 @@
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 //! HTTP/2 frames (RFC 9113), HPACK (RFC 7541) and known PING payloads, for passive analysis.
 //!
 //! Pure and zero-copy: no I/O, no async runtime; frames borrow from the caller's reassembled
@@ -42,7 +43,7 @@
 //! # let _ = Head::parse;
 //! ```
 
-pub mod frame;
+mod frame;
 pub mod hpack;
 pub mod ping;
 
@@ -51,5 +52,3 @@ pub use frame::{
     Kind, Ping, Priority, PrioritySpec, PushPromise, RawFrame, RstStream, SettingId, Settings,
     SettingsIter, StreamId, WindowUpdate, HEAD_LEN, PREFACE,
 };
-pub use hpack::{Decoder as HpackDecoder, HeaderRef, HpackError};
-pub use ping::{classify as classify_ping, KnownPing, GRPC_GO_BDP, KNOWN_PINGS};

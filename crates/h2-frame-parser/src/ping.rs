@@ -19,6 +19,7 @@
 pub struct KnownPing {
     /// Short stable label for reports, e.g. `"grpc-go-bdp"`.
     pub label: &'static str,
+    /// The 8-octet payload.
     pub payload: [u8; 8],
     /// Where the constant lives: project and file (and constant name).
     pub source: &'static str,

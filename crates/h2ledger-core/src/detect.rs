@@ -18,11 +18,11 @@ const CHAIN_PROOF: usize = 3;
 
 /// The largest frame length accepted while looking for a boundary when no SETTINGS told us
 /// more (RFC 9113 §4.2: 2^24-1 is the protocol's limit).
-pub const MAX_FRAME_LEN: u32 = (1 << 24) - 1;
+pub(crate) const MAX_FRAME_LEN: u32 = (1 << 24) - 1;
 
 /// The outcome of following frame headers from one offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Chain {
+pub(crate) enum Chain {
     /// `n` plausible headers in a row, the last frame ending exactly at the end of the input.
     Exact(usize),
     /// `n` plausible headers, then the input ran out inside a header or a payload.
@@ -45,7 +45,7 @@ fn head_at(buf: &[u8], at: usize) -> Option<Head> {
 }
 
 /// Follows the chain of frame headers starting at `at`, stopping after `limit` headers.
-pub fn chain(buf: &[u8], at: usize, limit: usize, max_frame: u32) -> Chain {
+pub(crate) fn chain(buf: &[u8], at: usize, limit: usize, max_frame: u32) -> Chain {
     follow(buf, at, limit, max_frame).0
 }
 
@@ -78,7 +78,7 @@ fn follow(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> (Chain, us
 
 /// What [`Scanner::scan`] decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// The client connection preface ends at this offset (frames follow it).
     Preface(usize),
     /// An HTTP/1.1 response (`101 Switching Protocols` of an h2c upgrade, or a proxy's answer
@@ -92,7 +92,7 @@ pub enum Found {
 
 /// Most undecided offsets remembered while scanning; beyond that, new ones are not followed
 /// (reported through [`Scanner::candidates_full`]).
-pub const MAX_CANDIDATES: usize = 4096;
+pub(crate) const MAX_CANDIDATES: usize = 4096;
 /// Segment starts remembered (for the segment-aligned proofs).
 const MAX_SEGMENT_STARTS: usize = 4096;
 /// The longest HTTP/1.1 response head looked for before frames.
@@ -103,7 +103,7 @@ const MAX_HTTP1_HEAD: usize = 64 * 1024;
 /// candidates, and are looked at again only once the buffer reaches the point where their chain
 /// stopped. Offsets proven not to be boundaries are never looked at again.
 #[derive(Debug, Default)]
-pub struct Scanner {
+pub(crate) struct Scanner {
     /// Offsets below this one have been looked at.
     next: usize,
     /// Undecided offsets, keyed by the buffer length at which to follow them again, with
@@ -122,14 +122,14 @@ pub struct Scanner {
     http1_from: Option<usize>,
     http1_done: bool,
     /// A candidate or segment start was not remembered because the list was full.
-    pub candidates_full: bool,
+    pub(crate) candidates_full: bool,
     /// Bytes and offsets looked at so far (for the linear-time test).
-    pub steps: u64,
+    pub(crate) steps: u64,
 }
 
 impl Scanner {
     /// Notes that a segment's bytes begin at `at` in the buffer.
-    pub fn segment_start(&mut self, at: usize) {
+    pub(crate) fn segment_start(&mut self, at: usize) {
         if self.segment_starts.back().is_some_and(|&b| b >= at) {
             return;
         }
@@ -158,7 +158,13 @@ impl Scanner {
     /// either side a SETTINGS frame.
     /// `closing`: no more bytes will come before a gap or the end of the connection; accept a
     /// shorter proof that ends there.
-    pub fn scan(&mut self, buf: &[u8], at_start: bool, closing: bool, max_frame: u32) -> Found {
+    pub(crate) fn scan(
+        &mut self,
+        buf: &[u8],
+        at_start: bool,
+        closing: bool,
+        max_frame: u32,
+    ) -> Found {
         if let Some(found) = self.preface(buf, at_start) {
             return found;
         }

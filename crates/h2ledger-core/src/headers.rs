@@ -30,13 +30,16 @@ pub struct HeaderList {
 /// never saw, and is a placeholder.
 #[derive(Clone, Copy, Debug)]
 pub struct Header<'a> {
+    /// The field name, as decoded.
     pub name: &'a [u8],
+    /// The field value, as decoded.
     pub value: &'a [u8],
+    /// The name or value is a placeholder for a dynamic table entry the capture never saw.
     pub unseen: bool,
 }
 
 impl HeaderList {
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
         self.cut = 0;
@@ -56,7 +59,7 @@ impl HeaderList {
         self.kept = kept;
     }
 
-    pub fn push(&mut self, h: &HeaderRef<'_>) {
+    pub(crate) fn push(&mut self, h: &HeaderRef<'_>) {
         if self.bytes.len() + h.name.len() + h.value.len() > MAX_HEADER_LIST_KEPT {
             self.cut = self.cut.saturating_add(1);
             return;
@@ -73,14 +76,17 @@ impl HeaderList {
         });
     }
 
+    /// Fields kept.
     pub fn len(&self) -> usize {
         self.fields.len()
     }
 
+    /// Whether no field was kept.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
 
+    /// The fields kept, in block order.
     pub fn iter(&self) -> impl Iterator<Item = Header<'_>> + '_ {
         self.fields.iter().map(move |f| Header {
             name: &self.bytes[f.name.0 as usize..f.name.1 as usize],

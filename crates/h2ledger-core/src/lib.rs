@@ -10,6 +10,18 @@
 //! The crate is pure: no pcap, no tokio, no unsafe. Memory per connection is bounded by the
 //! constants in [`ledger`] (detection buffer, header block, tracked streams).
 //!
+//! # What it offers
+//!
+//! The root re-exports what a run wires together: the ledger and what it feeds ([`Ledger`],
+//! [`Observer`], [`FrameEvent`], [`ConnSummary`], [`ClientBy`], [`Warnings`], [`HeaderList`],
+//! [`Header`]), the counting ([`Tally`], [`LedgerReport`], [`SideTally`], [`ConnLedger`]), the
+//! analysis ([`Analysis`], [`AnalysisReport`], [`Splitter`], [`Timeline`]) and the vocabulary
+//! ([`Side`], [`Sides`], [`FrameClass`], [`FrameCounts`], [`StreamId`]). The public modules hold
+//! the rest of each job's API and its published bounds (`MAX_*`): [`ledger`], [`tally`],
+//! [`analysis`] (calls, phases, the report types), [`flow`] (flow control), [`grpc`] (gRPC
+//! messages) and [`stats`] (percentiles, bounded histograms). Detection, framing, header
+//! blocks and the phase arithmetic are private.
+//!
 //! ```
 //! use h2ledger_core::{Ledger, LedgerReport, Tally};
 //! use h2ledger_tcp::{ConnId, ConnMeta, Dir, Sink, Write};
@@ -35,21 +47,22 @@
 //! assert_eq!(report.sides.client.writes, 1);
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod analysis;
-pub mod detect;
+mod detect;
 pub mod findings;
 pub mod flow;
 pub mod grpc;
-pub mod headers;
+mod headers;
 pub mod ledger;
-pub mod model;
-pub mod phase;
+mod model;
+mod phase;
 pub mod stats;
 pub mod tally;
 #[cfg(test)]
 mod testkit;
-pub mod text;
+mod text;
 
 /// The maps keyed by connection, stream and call ids that every frame touches: foldhash, seeded
 /// at random per process (std's SipHash took about a sixth of `calls --format jsonl`; decision

@@ -5,13 +5,17 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 /// Which end of a connection sent a frame. See docs/ledger.md for how the client is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Side {
+    /// The side that opens streams with requests.
     Client,
+    /// The side that answers them.
     Server,
 }
 
 impl Side {
+    /// Both sides, client first.
     pub const ALL: [Side; 2] = [Side::Client, Side::Server];
 
+    /// `client` or `server`, as in the JSON keys.
     pub fn name(self) -> &'static str {
         match self {
             Side::Client => "client",
@@ -19,7 +23,7 @@ impl Side {
         }
     }
 
-    pub fn other(self) -> Side {
+    pub(crate) fn other(self) -> Side {
         match self {
             Side::Client => Side::Server,
             Side::Server => Side::Client,
@@ -28,7 +32,7 @@ impl Side {
 
     /// 0 for the client, 1 for the server: the index of arrays kept by side (`[client,
     /// server]`) in records printed a million times.
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Side::Client => 0,
             Side::Server => 1,
@@ -40,11 +44,14 @@ impl Side {
 /// server. Serialized as `{"client": .., "server": ..}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Sides<T> {
+    /// The client's value.
     pub client: T,
+    /// The server's value.
     pub server: T,
 }
 
 impl<T> Sides<T> {
+    /// The value of side `s`.
     pub fn get(&self, s: Side) -> &T {
         match s {
             Side::Client => &self.client,
@@ -52,6 +59,7 @@ impl<T> Sides<T> {
         }
     }
 
+    /// The value of side `s`, mutable.
     pub fn get_mut(&mut self, s: Side) -> &mut T {
         match s {
             Side::Client => &mut self.client,
@@ -70,7 +78,7 @@ impl<T> Sides<T> {
 
 impl<T> Sides<T> {
     /// Both values, client first.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         [&mut self.client, &mut self.server].into_iter()
     }
 }
@@ -94,24 +102,40 @@ impl<T> std::ops::IndexMut<Side> for Sides<T> {
 /// stream; PING/PING_ACK and SETTINGS/SETTINGS_ACK split by the ACK flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FrameClass {
+    /// The first HEADERS frame a side sends on a stream.
     Headers,
+    /// Any later HEADERS frame of that side on that stream.
     Trailers,
+    /// DATA.
     Data,
+    /// WINDOW_UPDATE.
     WindowUpdate,
+    /// PING without the ACK flag.
     Ping,
+    /// PING with the ACK flag.
     PingAck,
+    /// SETTINGS without the ACK flag.
     Settings,
+    /// SETTINGS with the ACK flag.
     SettingsAck,
+    /// RST_STREAM.
     RstStream,
+    /// GOAWAY.
     GoAway,
+    /// PRIORITY.
     Priority,
+    /// PUSH_PROMISE.
     PushPromise,
+    /// CONTINUATION.
     Continuation,
+    /// A frame type RFC 9113 does not define.
     Unknown,
 }
 
 impl FrameClass {
+    /// Number of classes.
     pub const COUNT: usize = 14;
+    /// Every class, in the table's row order.
     pub const ALL: [FrameClass; FrameClass::COUNT] = [
         FrameClass::Headers,
         FrameClass::Trailers,
@@ -149,18 +173,20 @@ impl FrameClass {
         }
     }
 
+    /// The class of a [`FrameClass::name`], in any case.
     pub fn from_name(name: &str) -> Option<FrameClass> {
         FrameClass::ALL
             .into_iter()
             .find(|c| c.name().eq_ignore_ascii_case(name))
     }
 
+    /// Position in [`FrameClass::ALL`] (the index of [`FrameCounts`]).
     pub fn index(self) -> usize {
         self as usize
     }
 
     /// Frames that carry no call payload: everything but HEADERS, TRAILERS, DATA and CONTINUATION.
-    pub fn is_control(self) -> bool {
+    pub(crate) fn is_control(self) -> bool {
         !matches!(
             self,
             FrameClass::Headers
@@ -176,24 +202,27 @@ impl FrameClass {
 pub struct FrameCounts(pub [u64; FrameClass::COUNT]);
 
 impl FrameCounts {
+    /// Frames of class `c`.
     pub fn get(&self, c: FrameClass) -> u64 {
         self.0[c.index()]
     }
 
-    pub fn add(&mut self, c: FrameClass, n: u64) {
+    pub(crate) fn add(&mut self, c: FrameClass, n: u64) {
         self.0[c.index()] += n;
     }
 
-    pub fn merge(&mut self, other: &FrameCounts) {
+    pub(crate) fn merge(&mut self, other: &FrameCounts) {
         for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
             *a += b;
         }
     }
 
+    /// Frames of every class.
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
     }
 
+    /// Control frames: every class but HEADERS, TRAILERS, DATA and CONTINUATION.
     pub fn control(&self) -> u64 {
         FrameClass::ALL
             .iter()

@@ -17,7 +17,7 @@ pub const MAX_BUCKETS: usize = 100_000;
 /// The bucket of time `t` in buckets of `width` nanoseconds from `origin` (times before the
 /// origin are in bucket 0).
 #[inline]
-pub fn bucket(t: Nanos, origin: Nanos, width: Nanos) -> u64 {
+pub(crate) fn bucket(t: Nanos, origin: Nanos, width: Nanos) -> u64 {
     (t.saturating_sub(origin).max(0) / width.max(1)) as u64
 }
 
@@ -66,7 +66,7 @@ impl Splitter {
         }
     }
 
-    pub fn origin(&self) -> Option<Nanos> {
+    pub(crate) fn origin(&self) -> Option<Nanos> {
         self.origin
     }
 
@@ -144,6 +144,7 @@ pub const MAX_PHASES: usize = 1000;
 #[derive(Clone, Debug)]
 pub struct Phased<T> {
     map: BTreeMap<u64, T>,
+    /// Events refused because [`MAX_PHASES`] phases already held something.
     pub refused: u64,
 }
 
@@ -158,7 +159,7 @@ impl<T> Default for Phased<T> {
 
 impl<T: Default> Phased<T> {
     /// Phase `i`'s value, created if there is room.
-    pub fn get_mut(&mut self, i: u64) -> Option<&mut T> {
+    pub(crate) fn get_mut(&mut self, i: u64) -> Option<&mut T> {
         self.get_or_make(i, T::default)
     }
 }
@@ -175,6 +176,7 @@ impl<T> Phased<T> {
 }
 
 impl<T> Phased<T> {
+    /// Phase `i`'s value if it exists.
     pub fn get(&self, i: u64) -> Option<&T> {
         self.map.get(&i)
     }
@@ -185,22 +187,26 @@ impl<T> Phased<T> {
     }
 
     /// The phases that saw something, in time order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
         self.map.iter().map(|(i, t)| (*i, t))
     }
 
+    /// The phases that saw something, in time order, mutable.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut T)> {
         self.map.iter_mut().map(|(i, t)| (*i, t))
     }
 
+    /// The indexes of the phases that saw something, in time order.
     pub fn indexes(&self) -> impl Iterator<Item = u64> + '_ {
         self.map.keys().copied()
     }
 
+    /// Phases that saw something.
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
+    /// Whether no phase saw anything.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }

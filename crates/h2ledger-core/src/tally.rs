@@ -19,6 +19,7 @@ pub struct SideTally {
     pub bdp_pings: u64,
     /// Payload bytes of those writes.
     pub bytes: u64,
+    /// Frames this side sent, by ledger row.
     pub frames: FrameCounts,
     /// PING frames (not ACKs) by the label of their payload (`other` when unknown).
     pub ping_labels: BTreeMap<&'static str, u64>,
@@ -29,7 +30,7 @@ pub struct SideTally {
 }
 
 impl SideTally {
-    pub fn merge(&mut self, o: &SideTally) {
+    pub(crate) fn merge(&mut self, o: &SideTally) {
         self.frames.merge(&o.frames);
         self.bdp_pings += o.bdp_pings;
         self.writes += o.writes;
@@ -42,7 +43,7 @@ impl SideTally {
 
     /// The counts added since `earlier`, an earlier copy of the same running tally (the live
     /// view's last period). Every field is named: a new one must say how it subtracts.
-    pub fn since(&self, earlier: &SideTally) -> SideTally {
+    pub(crate) fn since(&self, earlier: &SideTally) -> SideTally {
         let SideTally {
             frames,
             bdp_pings,
@@ -101,6 +102,7 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// A tally listing up to [`MAX_CONN_DETAIL`] connections one by one.
     pub fn new() -> Self {
         Self::default()
     }
@@ -127,12 +129,12 @@ impl Tally {
     }
 
     /// Whether this tally holds counts of the open connection `c`.
-    pub fn has(&self, c: &ConnSummary) -> bool {
+    pub(crate) fn has(&self, c: &ConnSummary) -> bool {
         self.open.contains_key(&c.id.0)
     }
 
     /// The counts of one open connection's side.
-    pub fn side(&self, c: &ConnSummary, side: Side) -> SideTally {
+    pub(crate) fn side(&self, c: &ConnSummary, side: Side) -> SideTally {
         let dir = match side {
             Side::Client => c.client_dir,
             Side::Server => c.client_dir.other(),
@@ -225,19 +227,33 @@ impl Observer for Tally {
 /// One connection's ledger.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConnLedger {
+    /// The client's HEADERS frames on this connection (one per request).
     pub calls: u64,
+    /// The client's address, `ip:port` or `[ip6]:port`.
     pub client: String,
     /// How the client was told apart: syn, preface, odd-streams or ephemeral-port.
     pub client_by: &'static str,
+    /// The connection's id (order of first appearance in the capture, from 0).
     pub id: u32,
+    /// The capture lacks the start of at least one direction: HPACK references to entries never
+    /// seen decode as placeholders.
     pub mid_stream: bool,
     /// HTTP/1.1 before HTTP/2: `h2c-upgrade` or `connect-tunnel` (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prelude: Option<&'static str>,
+    /// The server's address, `ip:port` or `[ip6]:port`.
     pub server: String,
+    /// This connection's ledger per side.
     pub sides: Sides<SideTally>,
     /// 1 when the call on stream 1 was an upgraded HTTP/1.1 request (not in `calls`).
     pub upgraded_calls: u64,
+}
+
+impl ConnLedger {
+    /// Every call made on the connection: `calls` plus the upgraded request.
+    pub fn all_calls(&self) -> u64 {
+        self.calls + self.upgraded_calls
+    }
 }
 
 /// The ledger over a whole capture (or one phase of it). The keys `connections`, `calls`,
@@ -247,21 +263,31 @@ pub struct ConnLedger {
 pub struct LedgerReport {
     /// Warnings counted by kind (gaps, malformed frames, HPACK errors, ...).
     pub anomalies: BTreeMap<String, u64>,
+    /// Calls: the client's HEADERS frames (one request header block per stream).
     pub calls: u64,
+    /// HTTP/2 connections (TCP connections without HTTP/2 are not counted).
     pub connections: u64,
     /// The first [`MAX_CONN_DETAIL`] connections (those that closed first, then open ones), by
     /// id; later ones are counted in the totals only.
     pub per_connection: Vec<ConnLedger>,
     /// HTTP/2 connections counted in the totals but not listed in `per_connection`.
     pub per_connection_omitted: u64,
+    /// The ledger per side: frames, BDP pings, PING labels, writes, bytes, TLS records.
     pub sides: Sides<SideTally>,
     /// Requests sent as HTTP/1.1 and answered on stream 1 after an h2c upgrade: calls that
     /// `calls` (request HEADERS frames) does not count.
     pub upgraded_calls: u64,
+    /// The first warnings as text ([`crate::ledger::MAX_WARNINGS`]); `anomalies` counts them all.
     pub warnings: Vec<String>,
 }
 
 impl LedgerReport {
+    /// Every call a user made: `calls` (request HEADERS frames, tshark's count) plus the
+    /// requests upgraded from HTTP/1.1. The tables show this one.
+    pub fn all_calls(&self) -> u64 {
+        self.calls + self.upgraded_calls
+    }
+
     /// The counts of this report beyond `before`, an earlier report of the same running
     /// capture (the live view's last period): connections as they are now, warnings none.
     pub fn since(&self, before: &LedgerReport) -> LedgerReport {

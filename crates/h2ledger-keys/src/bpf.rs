@@ -39,21 +39,21 @@ use crate::record::{
 /// The license the kernel checks before it lets a program call GPL-only helpers
 /// (bpf_probe_read_user is one); "Dual MIT/GPL" is in the kernel's
 /// include/linux/license.h `license_is_gpl_compatible` list.
-pub const LICENSE: &str = "Dual MIT/GPL";
+pub(crate) const LICENSE: &str = "Dual MIT/GPL";
 
 /// One instruction, as `struct bpf_insn`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Insn {
-    pub code: u8,
-    pub dst: u8,
-    pub src: u8,
-    pub off: i16,
-    pub imm: i32,
+pub(crate) struct Insn {
+    pub(crate) code: u8,
+    pub(crate) dst: u8,
+    pub(crate) src: u8,
+    pub(crate) off: i16,
+    pub(crate) imm: i32,
 }
 
 impl Insn {
     /// The 8 bytes the kernel reads (little-endian: dst in the low nibble).
-    pub fn to_bytes(self) -> [u8; 8] {
+    pub(crate) fn to_bytes(self) -> [u8; 8] {
         let mut b = [0u8; 8];
         b[0] = self.code;
         b[1] = (self.src << 4) | (self.dst & 0x0f);
@@ -200,7 +200,7 @@ impl Prog {
 
 /// The program, given the file descriptors of its ring buffer and of its one-slot drop
 /// counter (an array map of one u64).
-pub fn program(ring_fd: i32, drops_fd: i32) -> Vec<Insn> {
+pub(crate) fn program(ring_fd: i32, drops_fd: i32) -> Vec<Insn> {
     let mut p = Prog(Vec::with_capacity(64));
     p.push(&[mov_reg(R6, R1)]);
     p.push(&ld_map_fd(R1, ring_fd));
@@ -269,7 +269,7 @@ pub fn program(ring_fd: i32, drops_fd: i32) -> Vec<Insn> {
 }
 
 /// The program's bytes, as BPF_PROG_LOAD takes them.
-pub fn program_bytes(ring_fd: i32, drops_fd: i32) -> Vec<u8> {
+pub(crate) fn program_bytes(ring_fd: i32, drops_fd: i32) -> Vec<u8> {
     program(ring_fd, drops_fd)
         .into_iter()
         .flat_map(Insn::to_bytes)

@@ -19,7 +19,7 @@ const HEADER: usize = 32;
 const MAX_VERSION: u64 = 128;
 
 /// The version string (`go1.19.8`) of the Go binary `elf`, if it has build information.
-pub fn go_version(elf: &Elf<'_>) -> Option<String> {
+pub(crate) fn go_version(elf: &Elf<'_>) -> Option<String> {
     // The section; without section headers, the first 64 KiB of the first writable data
     // segment as buildinfo.go's DataStart does is not tried: Go binaries keep their sections.
     let sec = elf.section(".go.buildinfo")?;
@@ -75,7 +75,7 @@ fn uvarint_string(b: &[u8]) -> Option<&[u8]> {
 
 /// `(major, minor)` of a Go version string: `go1.19.8` -> (1, 19); also finds the version
 /// inside `devel go1.22-abcdef ...`.
-pub fn parse_go_version(v: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_go_version(v: &str) -> Option<(u32, u32)> {
     let at = v.find("go1.")?;
     let rest = &v[at + 2..];
     let mut parts = rest.split(|c: char| !c.is_ascii_digit());

@@ -8,9 +8,9 @@
 #![forbid(unsafe_code)]
 
 /// Decryption Secrets Block type.
-pub const DSB_BLOCK_TYPE: u32 = 0x0000_000A;
+pub(crate) const DSB_BLOCK_TYPE: u32 = 0x0000_000A;
 /// Secrets type of a TLS key log.
-pub const TLS_KEY_LOG: u32 = 0x544C_534B;
+pub(crate) const TLS_KEY_LOG: u32 = 0x544C_534B;
 
 /// Encodes `keylog` (key log lines, each ending with `\n`) as one little-endian Decryption
 /// Secrets Block, to be written into a little-endian section (after its Section Header Block).

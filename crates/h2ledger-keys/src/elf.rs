@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// `e_machine` of x86-64 (gABI `EM_X86_64`).
-pub const EM_X86_64: u16 = 62;
+pub(crate) const EM_X86_64: u16 = 62;
 /// `sh_type` of a section that occupies no file space (`SHT_NOBITS`, e.g. `.bss`).
 const SHT_NOBITS: u32 = 8;
 /// `sh_type` of the static symbol table (`SHT_SYMTAB`) and of the dynamic one (`SHT_DYNSYM`).
@@ -52,27 +52,38 @@ impl std::error::Error for ElfError {}
 pub struct Section {
     /// Offset of its name in the section name table.
     pub name: u32,
+    /// `sh_type`.
     pub kind: u32,
+    /// `sh_addr`: its virtual address when loaded.
     pub addr: u64,
+    /// `sh_offset`: where its bytes are in the file.
     pub offset: u64,
+    /// `sh_size`, bytes.
     pub size: u64,
+    /// `sh_link` (for a symbol table: its string table's index).
     pub link: u32,
+    /// `sh_entsize`: bytes per entry of a table section.
     pub entsize: u64,
 }
 
 /// One program header of a loadable segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// `p_flags` (PF_X, PF_W, PF_R).
     pub flags: u32,
+    /// `p_offset`: where it starts in the file.
     pub offset: u64,
+    /// `p_vaddr`: its virtual address.
     pub vaddr: u64,
+    /// `p_filesz`: bytes taken from the file.
     pub filesz: u64,
+    /// `p_memsz`: bytes in memory.
     pub memsz: u64,
 }
 
 impl Segment {
     /// Whether the segment is mapped executable.
-    pub fn is_exec(&self) -> bool {
+    pub(crate) fn is_exec(&self) -> bool {
         self.flags & PF_X != 0
     }
 }
@@ -80,7 +91,9 @@ impl Segment {
 /// A symbol found by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Symbol {
+    /// `st_value`: the symbol's virtual address.
     pub value: u64,
+    /// `st_size`, bytes.
     pub size: u64,
     /// From `.dynsym` rather than `.symtab`.
     pub dynamic: bool,
@@ -292,7 +305,7 @@ impl<'a> Elf<'a> {
     }
 
     /// The loadable segment whose file image holds virtual address `va`.
-    pub fn segment_of(&self, va: u64) -> Option<&Segment> {
+    pub(crate) fn segment_of(&self, va: u64) -> Option<&Segment> {
         self.segments
             .iter()
             .find(|s| va >= s.vaddr && va - s.vaddr < s.filesz)
@@ -300,13 +313,13 @@ impl<'a> Elf<'a> {
 
     /// The file offset of virtual address `va` (what a uprobe is placed by), if a loadable
     /// segment's file image holds it.
-    pub fn file_offset(&self, va: u64) -> Option<u64> {
+    pub(crate) fn file_offset(&self, va: u64) -> Option<u64> {
         let s = self.segment_of(va)?;
         (va - s.vaddr).checked_add(s.offset)
     }
 
     /// `len` bytes at virtual address `va`, if the file holds them all in one segment.
-    pub fn read_va(&self, va: u64, len: u64) -> Option<&'a [u8]> {
+    pub(crate) fn read_va(&self, va: u64, len: u64) -> Option<&'a [u8]> {
         let s = self.segment_of(va)?;
         if len > s.filesz - (va - s.vaddr) {
             return None;

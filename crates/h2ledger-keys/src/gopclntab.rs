@@ -70,7 +70,9 @@ impl std::error::Error for PclnError {}
 /// A parsed pcln table, borrowing the section's bytes.
 #[derive(Clone, Debug)]
 pub struct Pcln<'a> {
+    /// The table's layout.
     pub version: PclnVersion,
+    /// Pointer size of the target, bytes (4 or 8).
     pub ptr_size: u8,
     /// Number of functions in the function table.
     pub nfunc: u64,

@@ -5,12 +5,13 @@
 //! h2ledger-tls (`Layer::add_keys`), a key log file or a pcapng Decryption Secrets Block
 //! ([`decryption_secrets_block`]).
 //!
-//! * [`probe`] (with [`elf`], [`gopclntab`], [`buildinfo`]): where the probe goes, found in the
+//! * `probe` (private, its types re-exported here: [`find_go_probe`], [`ProbePoint`]; with
+//!   [`elf`], [`gopclntab`] and the private `buildinfo`): where the probe goes, found in the
 //!   ELF symbol table or, in a binary built with `-ldflags "-s -w"`, in Go's function table;
 //!   the Go version and its ABI. Pure, `forbid(unsafe_code)`, fuzzed.
 //! * [`record`]: the ring buffer records and their decoding into [`KeyLine`]s, duplicates
 //!   removed. Pure, `forbid(unsafe_code)`, fuzzed.
-//! * [`bpf`]: the BPF program, as instructions (no compiler at build time). Pure.
+//! * `bpf` (private): the BPF program, as instructions (no compiler at build time). Pure.
 //! * `sys` (private): bpf(2), perf_event_open(2), the ring buffer mapping. The one module
 //!   with unsafe code; Linux on x86-64 only. Elsewhere [`KeySource::attach`] says in one line
 //!   that this build has no BPF support.
@@ -33,12 +34,14 @@
 //! # }
 //! ```
 
-pub mod bpf;
-pub mod buildinfo;
-pub mod dsb;
+#![warn(missing_docs)]
+
+mod bpf;
+mod buildinfo;
+mod dsb;
 pub mod elf;
 pub mod gopclntab;
-pub mod probe;
+mod probe;
 pub mod record;
 mod source;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

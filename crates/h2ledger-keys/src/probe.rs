@@ -54,17 +54,20 @@ pub struct ProbePoint {
     pub address: u64,
     /// Its offset in the file: what a uprobe is placed by.
     pub file_offset: u64,
+    /// Which table gave the address.
     pub found_by: FoundBy,
     /// `runtime.buildVersion` (`go1.19.8`), when the build information was readable.
     pub go_version: Option<String>,
     /// The pcln table's layout, when there is one.
     pub pcln: Option<PclnVersion>,
+    /// Where the function's arguments are at its entry.
     pub abi: GoAbi,
 }
 
 /// Why a binary has no usable probe point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProbeError {
+    /// Not a readable ELF file.
     Elf(ElfError),
     /// Not an x86-64 executable (the BPF program reads amd64 registers).
     NotAmd64(u16),
@@ -73,12 +76,15 @@ pub enum ProbeError {
     /// A Go program without the function: crypto/tls is not linked in, or the compiler
     /// inlined it away.
     NoFunction {
+        /// `runtime.buildVersion`, when readable.
         go_version: Option<String>,
     },
     /// Found, but the arguments are on the stack (Go < 1.17), which the BPF program does not
     /// read; or the version could not be told.
     UnsupportedAbi {
+        /// `runtime.buildVersion`, when readable.
         go_version: Option<String>,
+        /// Why the ABI is not the register one, or could not be told.
         why: &'static str,
     },
     /// The address found is in no executable segment of the file.

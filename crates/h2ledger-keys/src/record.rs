@@ -29,26 +29,27 @@ use std::collections::{HashSet, VecDeque};
 use std::fmt;
 
 /// The record's first word: `b"h2k1"`.
-pub const MAGIC: u32 = u32::from_le_bytes(*b"h2k1");
+pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"h2k1");
+/// Bytes of one ring buffer record, as the BPF program writes it.
 pub const RECORD_LEN: usize = 232;
-pub const OFF_KTIME: usize = 8;
-pub const OFF_PID_TGID: usize = 16;
-pub const OFF_LABEL_PTR: usize = 24;
-pub const OFF_LABEL_LEN: usize = 32;
-pub const OFF_RANDOM_LEN: usize = 40;
-pub const OFF_SECRET_LEN: usize = 48;
-pub const OFF_LABEL_RC: usize = 56;
-pub const OFF_RANDOM_RC: usize = 60;
-pub const OFF_SECRET_RC: usize = 64;
-pub const OFF_LABEL: usize = 72;
-pub const OFF_RANDOM: usize = 136;
-pub const OFF_SECRET: usize = 168;
+pub(crate) const OFF_KTIME: usize = 8;
+pub(crate) const OFF_PID_TGID: usize = 16;
+pub(crate) const OFF_LABEL_PTR: usize = 24;
+pub(crate) const OFF_LABEL_LEN: usize = 32;
+pub(crate) const OFF_RANDOM_LEN: usize = 40;
+pub(crate) const OFF_SECRET_LEN: usize = 48;
+pub(crate) const OFF_LABEL_RC: usize = 56;
+pub(crate) const OFF_RANDOM_RC: usize = 60;
+pub(crate) const OFF_SECRET_RC: usize = 64;
+pub(crate) const OFF_LABEL: usize = 72;
+pub(crate) const OFF_RANDOM: usize = 136;
+pub(crate) const OFF_SECRET: usize = 168;
 /// The copy caps the issue set: 64 bytes of label, 32 of client random, 64 of secret.
-pub const LABEL_CAP: usize = 64;
-pub const RANDOM_CAP: usize = 32;
-pub const SECRET_CAP: usize = 64;
+pub(crate) const LABEL_CAP: usize = 64;
+pub(crate) const RANDOM_CAP: usize = 32;
+pub(crate) const SECRET_CAP: usize = 64;
 /// A TLS client random is 32 bytes (RFC 8446 §4.1.2, RFC 5246 §7.4.1.2).
-pub const RANDOM_LEN: usize = 32;
+pub(crate) const RANDOM_LEN: usize = 32;
 /// How many recent lines the duplicate filter remembers. Go calls writeKeyLog from the client
 /// and the server of a connection when both are in the process (8 calls for 4 TLS 1.3
 /// secrets), and a call whose stack must grow enters the function twice (runtime.morestack
@@ -63,7 +64,9 @@ pub struct KeyLine {
     /// `SERVER_HANDSHAKE_TRAFFIC_SECRET`, `CLIENT_TRAFFIC_SECRET_0`,
     /// `SERVER_TRAFFIC_SECRET_0`, ...: upper-case letters, digits and `_`.
     pub label: String,
+    /// The ClientHello's random: the key log's key for the connection.
     pub client_random: [u8; RANDOM_LEN],
+    /// The secret (48 bytes for a TLS 1.2 master secret, the hash's length for TLS 1.3).
     pub secret: Vec<u8>,
 }
 
@@ -90,28 +93,29 @@ pub struct Origin {
     pub ktime_ns: u64,
     /// Process (thread group) id and thread id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
 }
 
 /// A raw record, its fields read and not yet checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Record<'a> {
-    pub origin: Origin,
-    pub label_ptr: u64,
-    pub label_len: u64,
-    pub random_len: u64,
-    pub secret_len: u64,
-    pub label_rc: i32,
-    pub random_rc: i32,
-    pub secret_rc: i32,
-    pub label: &'a [u8; LABEL_CAP],
-    pub random: &'a [u8; RANDOM_CAP],
-    pub secret: &'a [u8; SECRET_CAP],
+pub(crate) struct Record<'a> {
+    pub(crate) origin: Origin,
+    pub(crate) label_ptr: u64,
+    pub(crate) label_len: u64,
+    pub(crate) random_len: u64,
+    pub(crate) secret_len: u64,
+    pub(crate) label_rc: i32,
+    pub(crate) random_rc: i32,
+    pub(crate) secret_rc: i32,
+    pub(crate) label: &'a [u8; LABEL_CAP],
+    pub(crate) random: &'a [u8; RANDOM_CAP],
+    pub(crate) secret: &'a [u8; SECRET_CAP],
 }
 
 /// Why a record gave no key line. Each is counted in [`Stats`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reject {
+pub(crate) enum Reject {
     /// Shorter than [`RECORD_LEN`] or without [`MAGIC`].
     NotARecord,
     /// The client random is not 32 bytes, or could not be read.
@@ -131,7 +135,7 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 
 impl<'a> Record<'a> {
     /// Reads a record; more bytes than [`RECORD_LEN`] (ring buffer padding) are ignored.
-    pub fn parse(b: &'a [u8]) -> Result<Self, Reject> {
+    pub(crate) fn parse(b: &'a [u8]) -> Result<Self, Reject> {
         // One length check: every fixed offset below is inside it.
         let b = b.get(..RECORD_LEN).ok_or(Reject::NotARecord)?;
         if u32_at(b, 0) != MAGIC {
@@ -164,7 +168,7 @@ impl<'a> Record<'a> {
     /// The key line. `fallback(ptr, len)` reads the label from the process when the BPF copy
     /// failed (a label is a string constant, still there later; the page holding it may not
     /// have been resident when the probe fired, and a BPF program cannot fault it in).
-    pub fn key_line(
+    pub(crate) fn key_line(
         &self,
         fallback: impl FnOnce(u64, usize) -> Option<Vec<u8>>,
     ) -> Result<KeyLine, Reject> {
@@ -217,8 +221,11 @@ pub struct Stats {
     pub label_fallbacks: u64,
     /// Records rejected, by reason.
     pub not_a_record: u64,
+    /// Client random not 32 bytes, or not readable.
     pub bad_random: u64,
+    /// Secret empty, longer than 64 bytes, or not readable.
     pub bad_secret: u64,
+    /// Label not readable (not even by the fallback), or not a key log label.
     pub bad_label: u64,
 }
 
@@ -231,6 +238,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder that has delivered nothing yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -280,6 +288,7 @@ impl Decoder {
         Some((line, origin))
     }
 
+    /// What it saw so far.
     pub fn stats(&self) -> Stats {
         self.stats
     }

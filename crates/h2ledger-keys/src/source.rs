@@ -16,6 +16,7 @@ pub struct AttachInfo {
     pub pid: Option<u32>,
     /// The executable (the target of /proc/PID/exe when attached by PID).
     pub exe: PathBuf,
+    /// The probe point in the executable.
     pub probe: ProbePoint,
 }
 
@@ -51,15 +52,25 @@ pub enum AttachError {
     Unsupported(&'static str),
     /// The process's executable could not be read.
     Process {
+        /// The process asked for (`None`: attached by executable).
         pid: Option<u32>,
+        /// The executable.
         exe: PathBuf,
+        /// What reading it failed with.
         source: io::Error,
     },
     /// The executable has no usable probe point.
-    Probe { exe: PathBuf, source: ProbeError },
+    Probe {
+        /// The executable.
+        exe: PathBuf,
+        /// Why it has no probe point.
+        source: ProbeError,
+    },
     /// The kernel refused a step (`step` names it: ring buffer, program, uprobe, ...).
     Kernel {
+        /// The step refused.
         step: &'static str,
+        /// The kernel's error.
         source: io::Error,
     },
 }
@@ -139,6 +150,7 @@ pub fn inspect(exe: &Path, pid: Option<u32>) -> Result<ProbePoint, AttachError> 
 /// Counts of a [`KeySource`]: the decoder's, and records the BPF program could not write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SourceStats {
+    /// The decoder's counts.
     pub decoded: Stats,
     /// Calls whose record was lost because the ring buffer was full (a secret missed).
     pub ring_full: u64,
@@ -263,7 +275,7 @@ impl KeySource {
     }
 
     /// As [`KeySource::poll`], with the process, thread and time of each.
-    pub fn poll_with_origin(&mut self) -> Vec<(KeyLine, Origin)> {
+    pub(crate) fn poll_with_origin(&mut self) -> Vec<(KeyLine, Origin)> {
         let mut out = Vec::new();
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         {

@@ -137,7 +137,7 @@ fn name16(name: &str) -> [u8; 16] {
 }
 
 /// Creates a map.
-pub fn map_create(
+pub(crate) fn map_create(
     map_type: u32,
     key: u32,
     value: u32,
@@ -156,17 +156,17 @@ pub fn map_create(
 }
 
 /// A ring buffer map of `size` bytes (a power of two, a multiple of the page size).
-pub fn ringbuf_create(size: u32) -> io::Result<OwnedFd> {
+pub(crate) fn ringbuf_create(size: u32) -> io::Result<OwnedFd> {
     map_create(BPF_MAP_TYPE_RINGBUF, 0, 0, size, "h2l_keys")
 }
 
 /// An array map of one u64 (the drop counter).
-pub fn counter_create() -> io::Result<OwnedFd> {
+pub(crate) fn counter_create() -> io::Result<OwnedFd> {
     map_create(BPF_MAP_TYPE_ARRAY, 4, 8, 1, "h2l_drops")
 }
 
 /// Reads the u64 at index 0 of an array map.
-pub fn counter_read(map: &OwnedFd) -> io::Result<u64> {
+pub(crate) fn counter_read(map: &OwnedFd) -> io::Result<u64> {
     let key: u32 = 0;
     let mut value: u64 = 0;
     let mut attr = MapElemAttr {
@@ -181,7 +181,7 @@ pub fn counter_read(map: &OwnedFd) -> io::Result<u64> {
 
 /// Loads a kprobe-type program (uprobes run kprobe programs). On failure the error carries
 /// the verifier's last line.
-pub fn prog_load(insns: &[u8], license: &str, name: &str) -> io::Result<OwnedFd> {
+pub(crate) fn prog_load(insns: &[u8], license: &str, name: &str) -> io::Result<OwnedFd> {
     let license =
         CString::new(license).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let load = |log: &mut Vec<u8>, level: u32| {
@@ -229,7 +229,7 @@ pub fn prog_load(insns: &[u8], license: &str, name: &str) -> io::Result<OwnedFd>
 }
 
 /// The dynamic PMU type of uprobes, from sysfs.
-pub fn uprobe_pmu_type() -> io::Result<u32> {
+pub(crate) fn uprobe_pmu_type() -> io::Result<u32> {
     let t = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?;
     t.trim()
         .parse()
@@ -238,7 +238,7 @@ pub fn uprobe_pmu_type() -> io::Result<u32> {
 
 /// Opens an entry uprobe on `path` at file `offset`, for the threads of process `pid` (all
 /// processes with `None`), attaches `prog` and enables it.
-pub fn uprobe_attach(
+pub(crate) fn uprobe_attach(
     pmu: u32,
     path: &str,
     offset: u64,
@@ -292,7 +292,7 @@ pub fn uprobe_attach(
 }
 
 /// The consumer side of a ring buffer map.
-pub struct RingBuf {
+pub(crate) struct RingBuf {
     map: OwnedFd,
     page: usize,
     mask: u64,
@@ -309,7 +309,7 @@ unsafe impl Send for RingBuf {}
 
 impl RingBuf {
     /// Maps the ring buffer map `map` of `size` bytes.
-    pub fn new(map: OwnedFd, size: u32) -> io::Result<Self> {
+    pub(crate) fn new(map: OwnedFd, size: u32) -> io::Result<Self> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let fd = map.as_raw_fd();
@@ -358,7 +358,7 @@ impl RingBuf {
     }
 
     /// The map's fd: readable (poll/epoll) when records wait.
-    pub fn fd(&self) -> RawFd {
+    pub(crate) fn fd(&self) -> RawFd {
         self.map.as_raw_fd()
     }
 
@@ -375,7 +375,7 @@ impl RingBuf {
 
     /// Hands each committed record (a copy, at most `max` bytes) to `f`, oldest first, and
     /// frees its space. Returns the number of records.
-    pub fn drain(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+    pub(crate) fn drain(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         let mut buf = vec![0u8; max];
         let mut n = 0;
         let mut cons = self.consumer_pos().load(Ordering::Acquire);
@@ -435,7 +435,7 @@ impl Drop for RingBuf {
 }
 
 /// Waits until `fd` is readable or `timeout` passes; `true` when readable.
-pub fn wait_readable(fd: RawFd, timeout: Option<Duration>) -> io::Result<bool> {
+pub(crate) fn wait_readable(fd: RawFd, timeout: Option<Duration>) -> io::Result<bool> {
     let mut p = libc::pollfd {
         fd,
         events: libc::POLLIN,

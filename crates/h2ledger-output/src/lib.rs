@@ -23,6 +23,7 @@ pub mod json;
 pub mod jsonw;
 pub mod lines;
 pub mod live;
+pub mod metrics;
 pub mod plot;
 pub mod table;
 pub use h2ledger_run::time;
@@ -35,8 +36,10 @@ pub struct Style {
     /// Plain ASCII: table borders and the ellipsis of cut text (`--ascii`, or a locale that is
     /// not UTF-8).
     pub ascii: bool,
-    /// `-q`: one line per kind of warning.
+    /// `-q`: one line per kind of warning, cut to the width.
     pub quiet: bool,
+    /// `-v`: every warning on its own lines (by default one per kind, with a count).
+    pub verbose: bool,
 }
 
 impl Style {
@@ -52,6 +55,7 @@ impl Style {
         Style {
             ascii: forced_ascii || !utf8,
             quiet,
+            verbose: false,
         }
     }
 }
@@ -69,6 +73,7 @@ pub enum Format {
 
 /// Writes a run's report (the whole capture, and its phases built one at a time by `phases`)
 /// in `format`: tables on `out` with the warnings on `err`, or JSON with the warnings inside.
+#[allow(clippy::too_many_arguments)] // the writers, the run, and how to show it
 pub fn write_report(
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
@@ -76,6 +81,7 @@ pub fn write_report(
     source: &str,
     whole: &h2ledger_run::Report,
     phases: &mut dyn Iterator<Item = h2ledger_run::Report>,
+    layout: table::PhaseLayout,
     st: Style,
 ) {
     match format {
@@ -85,7 +91,7 @@ pub fn write_report(
         Format::Jsonl => {
             let _ = json::write_jsonl(out, whole, phases);
         }
-        Format::Table => table::write_tables(out, err, source, whole, phases, st),
+        Format::Table => table::write_tables(out, err, source, whole, phases, layout, st),
     }
 }
 

@@ -1,7 +1,9 @@
 //! The live view of `sniff --every`: at each tick, a header (wall clock, elapsed time, the
 //! rates and drops of the period since the previous tick), the running ledger and that period
-//! beside it. Redrawn in place through crossterm on a terminal that can take it, appended as
-//! plain lines otherwise (a pipe, a file, `TERM=dumb`); with JSON lines, one `tick` record.
+//! beside it, redrawn in place through crossterm on a terminal that can take it. Appended
+//! otherwise (a pipe, a file, `TERM=dumb`) it is a time series: one heading, then a row per tick
+//! with the period's calls, frames and writes per call, BDP pings, frames per second, bytes and
+//! drops. With JSON lines, one `tick` record.
 
 use std::io::Write;
 use std::time::Instant;
@@ -37,6 +39,8 @@ pub struct LiveView {
     format: TickFormat,
     redraw: bool,
     ticks: u64,
+    /// Packets dropped by the previous tick (kernel and interface).
+    prev_dropped: u64,
     style: Style,
 }
 
@@ -93,6 +97,7 @@ impl LiveView {
             format,
             redraw: format == TickFormat::Table && redraw,
             ticks: 0,
+            prev_dropped: 0,
             style,
         }
     }
@@ -137,18 +142,36 @@ impl LiveView {
                 let _ = crate::json::write_line(out, &tick);
             }
             TickFormat::Table => {
-                let text = self.table(&header, wall, s, drops);
-                // Method names and statuses come from the capture (crate::tty).
-                let text = tty::escape(&text);
                 let _ = if self.redraw {
+                    let text = self.table(&header, wall, s, drops);
+                    // Method names and statuses come from the capture (crate::tty).
+                    let text = tty::escape(&text);
                     // One write per view: the terminal never shows half of one.
                     let mut buf = Vec::new();
                     let _ = redraw(&mut buf, &text, self.ticks == 0);
                     out.write_all(&buf)
                 } else {
-                    // Appended: a blank line between two views, never an escape sequence.
-                    let sep = if self.ticks == 0 { "" } else { "\n" };
-                    write!(out, "{sep}{text}")
+                    // Appended (a pipe, a file): a row per tick under one heading, a time
+                    // series, never an escape sequence.
+                    let mut t = String::new();
+                    if self.ticks == 0 {
+                        t.push_str(&format!(
+                            "h2ledger sniff on {}: a row per tick, the period since the previous one (Ctrl-C to stop)\n{}\n",
+                            self.device,
+                            crate::table::live_heading()
+                        ));
+                    }
+                    let dropped =
+                        (drops.kernel + drops.interface).saturating_sub(self.prev_dropped);
+                    self.prev_dropped = drops.kernel + drops.interface;
+                    t.push_str(&crate::table::live_row(
+                        &clock(wall).replace(" UTC", ""),
+                        &s.last,
+                        header.frames_per_s,
+                        dropped,
+                    ));
+                    t.push('\n');
+                    out.write_all(tty::escape(&t).as_bytes())
                 };
             }
         }
@@ -181,8 +204,9 @@ impl LiveView {
         } else {
             let plural = if total.connections == 1 { "" } else { "s" };
             t.push_str(&format!(
-                "so far: {} HTTP/2 connection{plural}, {} calls\n",
-                total.connections, total.calls
+                "so far: {} HTTP/2 connection{plural}, {}\n",
+                total.connections,
+                crate::table::calls_phrase(total)
             ));
         }
         t.push_str(&ledger_table(

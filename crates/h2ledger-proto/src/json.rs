@@ -124,14 +124,27 @@ fn exp_form(out: &mut String, args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Writes an integer as a JSON number.
-pub(crate) fn int(out: &mut String, v: impl std::fmt::Display) {
-    let _ = write!(out, "{v}");
+/// Writes an integer as a JSON number (itoa: the same digits as `Display`, without the
+/// formatter).
+pub(crate) fn int(out: &mut String, v: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// Writes a 64-bit integer as a JSON string, as protojson does for int64, uint64 and their kin.
-pub(crate) fn quoted(out: &mut String, v: impl std::fmt::Display) {
-    let _ = write!(out, "\"{v}\"");
+pub(crate) fn quoted(out: &mut String, v: impl itoa::Integer) {
+    out.push('"');
+    out.push_str(itoa::Buffer::new().format(v));
+    out.push('"');
+}
+
+/// Writes `v` (below 10^width) with leading zeros to `width` digits.
+pub(crate) fn padded(out: &mut String, v: u32, width: usize) {
+    let mut b = itoa::Buffer::new();
+    let digits = b.format(v);
+    for _ in digits.len()..width {
+        out.push('0');
+    }
+    out.push_str(digits);
 }
 
 #[cfg(test)]

@@ -17,12 +17,12 @@
 //! The shape of `raw`, an array of fields in wire order:
 //!
 //! ```text
-//! [{"field":1,"wire":"varint","value":"150"},
-//!  {"field":2,"wire":"len","message":[...]}      (or "string": "...", or "bytes": "base64")
-//!  {"field":3,"wire":"fixed32","value":"0x3f800000"},
-//!  {"field":4,"wire":"fixed64","value":"0x3ff0000000000000"},
-//!  {"field":5,"wire":"group","message":[...]},
-//!  {"error":"truncated value","offset":9,"bytes":"..."}]   (last, when the rest is no protobuf)
+//! [{"field":1,"value":"150","wire":"varint"},
+//!  {"field":2,"message":[...],"wire":"len"}      (or "string": "...", or "bytes": "base64")
+//!  {"field":3,"value":"0x3f800000","wire":"fixed32"},
+//!  {"field":4,"value":"0x3ff0000000000000","wire":"fixed64"},
+//!  {"field":5,"message":[...],"wire":"group"},
+//!  {"bytes":"...","error":"truncated value","offset":9}]   (last, when the rest is no protobuf)
 //! ```
 //!
 //! ```
@@ -49,11 +49,11 @@
 //!     let m = schemas.decode("/grpc.health.v1.Health/Check", Direction::Response, &env, None, &Limits::default());
 //!     got.push(m.to_json());
 //! });
-//! assert_eq!(got, [r#"{"type":"grpc.health.v1.HealthCheckResponse","bytes":2,"compressed":false,"message":{"status":"SERVING"},"raw":null}"#]);
+//! assert_eq!(got, [r#"{"bytes":2,"compressed":false,"message":{"status":"SERVING"},"raw":null,"type":"grpc.health.v1.HealthCheckResponse"}"#]);
 //!
 //! // Without a schema: the schema-less form.
 //! let raw = h2ledger_proto::decode_raw(&[0x08, 0x01], &Limits::default()).unwrap();
-//! assert_eq!(raw, r#"[{"field":1,"wire":"varint","value":"1"}]"#);
+//! assert_eq!(raw, r#"[{"field":1,"value":"1","wire":"varint"}]"#);
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 #![forbid(unsafe_code)]

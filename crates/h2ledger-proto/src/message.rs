@@ -150,15 +150,10 @@ pub struct Message {
 }
 
 impl Message {
-    /// Appends the public JSON object, keys in this order:
-    /// `{"type":…,"bytes":N,"compressed":bool,"message":…,"raw":…}`.
+    /// Appends the public JSON object, keys in alphabetical order (as every object h2ledger
+    /// prints): `{"bytes":N,"compressed":bool,"message":…,"raw":…,"type":…}`.
     pub fn write_json(&self, out: &mut String) {
-        out.push_str("{\"type\":");
-        match &self.type_name {
-            Some(t) => json::string(out, t),
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"bytes\":");
+        out.push_str("{\"bytes\":");
         json::int(out, self.bytes);
         out.push_str(if self.compressed {
             ",\"compressed\":true"
@@ -169,6 +164,11 @@ impl Message {
         out.push_str(self.message.as_deref().unwrap_or("null"));
         out.push_str(",\"raw\":");
         out.push_str(self.raw.as_deref().unwrap_or("null"));
+        out.push_str(",\"type\":");
+        match &self.type_name {
+            Some(t) => json::string(out, t),
+            None => out.push_str("null"),
+        }
         out.push('}');
     }
 
@@ -291,7 +291,8 @@ impl Schemas {
                 max_out: limits.max_json_bytes,
                 unknown: 0,
             };
-            let mut out = String::with_capacity(bytes.len() * 2 + 16);
+            // Small messages print about 4 times their size (names, quotes): one allocation.
+            let mut out = String::with_capacity(bytes.len() * 4 + 64);
             match c.message(t, &[bytes], 0, None, &mut out) {
                 Ok(()) => {
                     m.message = Some(out);

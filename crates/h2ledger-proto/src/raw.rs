@@ -1,16 +1,18 @@
 //! The schema-less decode: what `protoc --decode_raw` shows, as JSON.
 //!
-//! A message is an array of its fields in wire order:
+//! A message is an array of its fields in wire order, each an object with its keys in
+//! alphabetical order (as every object h2ledger prints):
 //!
 //! ```text
-//! {"field": 1, "wire": "varint",  "value": "150"}            unsigned, decimal, as a string
-//! {"field": 2, "wire": "fixed64", "value": "0x3ff0000000000000"}
-//! {"field": 3, "wire": "fixed32", "value": "0x3f800000"}
-//! {"field": 4, "wire": "len",     "message": [...]}          non-empty and parses whole as a message
-//! {"field": 4, "wire": "len",     "string": "abc"}           else valid UTF-8 (the empty value too)
-//! {"field": 4, "wire": "len",     "bytes": "gAE="}           else base64
-//! {"field": 5, "wire": "group",   "message": [...]}
-//! {"error": "truncated value", "offset": 7, "bytes": "..."}  bytes from `offset` on that are no field
+//! {"field": 1, "value": "150", "wire": "varint"}            unsigned, decimal, as a string
+//! {"field": 2, "value": "0x3ff0000000000000", "wire": "fixed64"}
+//! {"field": 3, "value": "0x3f800000", "wire": "fixed32"}
+//! {"field": 4, "message": [...], "wire": "len"}             non-empty and parses whole as a message
+//! {"field": 4, "string": "abc", "wire": "len"}              else valid UTF-8 (the empty value too)
+//! {"bytes": "gAE=", "field": 4, "wire": "len"}              else base64
+//! {"field": 5, "message": [...], "wire": "group"}
+//! {"error": "truncated value", "offset": 7, "string": "..."}  bytes from `offset` on that are no field
+//! {"bytes": "...", "error": "bad varint", "offset": 7}         (base64 when they are not UTF-8)
 //! ```
 //!
 //! The `len` rule is protoc's (`TextFormat::Printer::PrintUnknownFields`: a non-empty value
@@ -139,9 +141,9 @@ impl Raw<'_> {
                     self.error(out, first, e, here, end);
                     break;
                 }
-                let _ = write!(out, "{{\"field\":{n},\"wire\":\"group\",\"message\":");
+                let _ = write!(out, "{{\"field\":{n},\"message\":");
                 self.fields(pos, end, depth + 1, Some(n), true, out)?;
-                out.push('}');
+                out.push_str(",\"wire\":\"group\"}");
                 first = false;
                 continue;
             }
@@ -155,22 +157,31 @@ impl Raw<'_> {
                     break;
                 }
             };
-            let _ = write!(out, "{{\"field\":{n},\"wire\":\"{}\",", w.name());
+            // Keys in alphabetical order, as in every object h2ledger prints.
+            let name = w.name();
             match v {
                 wire::Value::Varint(x) => {
-                    let _ = write!(out, "\"value\":\"{x}\"}}");
+                    let _ = write!(
+                        out,
+                        "{{\"field\":{n},\"value\":\"{x}\",\"wire\":\"{name}\"}}"
+                    );
                 }
                 wire::Value::I64(x) => {
-                    let _ = write!(out, "\"value\":\"0x{x:016x}\"}}");
+                    let _ = write!(
+                        out,
+                        "{{\"field\":{n},\"value\":\"0x{x:016x}\",\"wire\":\"{name}\"}}"
+                    );
                 }
                 wire::Value::I32(x) => {
-                    let _ = write!(out, "\"value\":\"0x{x:08x}\"}}");
+                    let _ = write!(
+                        out,
+                        "{{\"field\":{n},\"value\":\"0x{x:08x}\",\"wire\":\"{name}\"}}"
+                    );
                 }
                 wire::Value::Len(b) => {
-                    self.len_value(b, depth, out)?;
-                    out.push('}');
+                    self.len_value(n, b, depth, out)?;
                 }
-                wire::Value::Group(_) => unreachable_group(out),
+                wire::Value::Group(_) => unreachable_group(n, out),
             }
             first = false;
         }
@@ -178,10 +189,17 @@ impl Raw<'_> {
         Ok(())
     }
 
-    /// A `len` value: a message when it parses whole, else a string or bytes.
-    fn len_value(&mut self, b: &[u8], depth: u32, out: &mut String) -> Result<(), OutputCap> {
+    /// Field `n`'s `len` value, the whole element: a message when it parses whole, else a
+    /// string or bytes.
+    fn len_value(
+        &mut self,
+        n: u32,
+        b: &[u8],
+        depth: u32,
+        out: &mut String,
+    ) -> Result<(), OutputCap> {
         if !b.is_empty() && depth < self.max_depth && parses(b, depth + 1, self.max_depth) {
-            out.push_str("\"message\":");
+            let _ = write!(out, "{{\"field\":{n},\"message\":");
             let mut inner = Raw {
                 buf: b,
                 max_depth: self.max_depth,
@@ -189,9 +207,22 @@ impl Raw<'_> {
                 stats: RawStats::default(),
             };
             let mut pos = 0;
-            return inner.fields(&mut pos, b.len(), depth + 1, None, true, out);
+            inner.fields(&mut pos, b.len(), depth + 1, None, true, out)?;
+            out.push_str(",\"wire\":\"len\"}");
+            return Ok(());
         }
-        text_or_bytes(out, b);
+        match std::str::from_utf8(b) {
+            Ok(t) => {
+                let _ = write!(out, "{{\"field\":{n},\"string\":");
+                json::string(out, t);
+            }
+            Err(_) => {
+                out.push_str("{\"bytes\":");
+                json::base64(out, b);
+                let _ = write!(out, ",\"field\":{n}");
+            }
+        }
+        out.push_str(",\"wire\":\"len\"}");
         Ok(())
     }
 
@@ -201,32 +232,30 @@ impl Raw<'_> {
         if !first {
             out.push(',');
         }
-        out.push_str("{\"error\":");
-        json::string(out, e.text());
-        let _ = write!(out, ",\"offset\":{at},");
-        text_or_bytes(out, self.buf.get(at..end).unwrap_or_default());
+        let rest = self.buf.get(at..end).unwrap_or_default();
+        match std::str::from_utf8(rest) {
+            Ok(t) => {
+                out.push_str("{\"error\":");
+                json::string(out, e.text());
+                let _ = write!(out, ",\"offset\":{at},\"string\":");
+                json::string(out, t);
+            }
+            Err(_) => {
+                out.push_str("{\"bytes\":");
+                json::base64(out, rest);
+                out.push_str(",\"error\":");
+                json::string(out, e.text());
+                let _ = write!(out, ",\"offset\":{at}");
+            }
+        }
         out.push('}');
     }
 }
 
 /// Groups are written by [`Raw::fields`] before their value is read; this arm cannot be
 /// reached, and writes a harmless element if it ever were.
-fn unreachable_group(out: &mut String) {
-    out.push_str("\"message\":[]}");
-}
-
-/// `"string": "..."` when `b` is UTF-8, else `"bytes": "base64"`.
-fn text_or_bytes(out: &mut String, b: &[u8]) {
-    match std::str::from_utf8(b) {
-        Ok(s) => {
-            out.push_str("\"string\":");
-            json::string(out, s);
-        }
-        Err(_) => {
-            out.push_str("\"bytes\":");
-            json::base64(out, b);
-        }
-    }
+fn unreachable_group(n: u32, out: &mut String) {
+    let _ = write!(out, "{{\"field\":{n},\"message\":[],\"wire\":\"group\"}}");
 }
 
 #[cfg(test)]
@@ -249,11 +278,11 @@ mod tests {
         assert_eq!(
             raw(&b),
             concat!(
-                r#"[{"field":1,"wire":"varint","value":"150"},"#,
-                r#"{"field":2,"wire":"len","string":"testing"},"#,
-                r#"{"field":3,"wire":"len","message":[{"field":1,"wire":"varint","value":"150"}]},"#,
-                r#"{"field":4,"wire":"fixed32","value":"0x3f800000"},"#,
-                r#"{"field":5,"wire":"fixed64","value":"0x3ff0000000000000"}]"#
+                r#"[{"field":1,"value":"150","wire":"varint"},"#,
+                r#"{"field":2,"string":"testing","wire":"len"},"#,
+                r#"{"field":3,"message":[{"field":1,"value":"150","wire":"varint"}],"wire":"len"},"#,
+                r#"{"field":4,"value":"0x3f800000","wire":"fixed32"},"#,
+                r#"{"field":5,"value":"0x3ff0000000000000","wire":"fixed64"}]"#
             )
         );
     }
@@ -263,11 +292,11 @@ mod tests {
         assert_eq!(raw(&[]), "[]");
         assert_eq!(
             raw(&[0x0a, 0x00]),
-            r#"[{"field":1,"wire":"len","string":""}]"#
+            r#"[{"field":1,"string":"","wire":"len"}]"#
         );
         assert_eq!(
             raw(&[0x0a, 0x01, 0xff]),
-            r#"[{"field":1,"wire":"len","bytes":"/w=="}]"#
+            r#"[{"bytes":"/w==","field":1,"wire":"len"}]"#
         );
         // plain text is no message
         assert_eq!(
@@ -277,7 +306,7 @@ mod tests {
         // a length past the end, after a good field
         assert_eq!(
             raw(&[0x08, 0x01, 0x12, 0x05, 0x61]),
-            r#"[{"field":1,"wire":"varint","value":"1"},{"error":"truncated value","offset":2,"string":"\u0012\u0005a"}]"#
+            r#"[{"field":1,"value":"1","wire":"varint"},{"error":"truncated value","offset":2,"string":"\u0012\u0005a"}]"#
         );
     }
 
@@ -286,12 +315,12 @@ mod tests {
         // 1 { 2: 5 } as a group, then 3: 1
         assert_eq!(
             raw(&[0x0b, 0x10, 0x05, 0x0c, 0x18, 0x01]),
-            r#"[{"field":1,"wire":"group","message":[{"field":2,"wire":"varint","value":"5"}]},{"field":3,"wire":"varint","value":"1"}]"#
+            r#"[{"field":1,"message":[{"field":2,"value":"5","wire":"varint"}],"wire":"group"},{"field":3,"value":"1","wire":"varint"}]"#
         );
         // an open group: the error is at the group's tag, with every byte from there
         assert_eq!(
             raw(&[0x08, 0x01, 0x0b, 0x10, 0x85]),
-            r#"[{"field":1,"wire":"varint","value":"1"},{"error":"bad varint","offset":2,"bytes":"CxCF"}]"#
+            r#"[{"field":1,"value":"1","wire":"varint"},{"bytes":"CxCF","error":"bad varint","offset":2}]"#
         );
     }
 

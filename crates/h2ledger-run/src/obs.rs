@@ -29,6 +29,13 @@ pub struct Wanted {
     /// Copy out every header field, not only those the analysis reads (a test compares the
     /// two runs).
     pub all_headers: bool,
+    /// Metrics (`--metrics`, `-T prometheus`): the analysis keeps each folded call and each
+    /// PING round trip until drained ([`crate::Session::drain_calls`],
+    /// [`crate::Session::drain_rtts`]), which the caller does after every packet.
+    pub metrics: bool,
+    /// Keep each gRPC message's bytes in its call's record (`calls --messages`), within these
+    /// limits; needs the analysis.
+    pub messages: Option<h2ledger_core::grpc::KeepLimits>,
     /// The findings engine and the server policy it assumes (on by default; `None` for the
     /// views that print no report: `calls`).
     pub findings: Option<FindingsConfig>,
@@ -42,6 +49,8 @@ impl Default for Wanted {
             timeline: None,
             calls_only: false,
             all_headers: false,
+            metrics: false,
+            messages: None,
             findings: Some(FindingsConfig::default()),
         }
     }
@@ -70,13 +79,19 @@ impl Obs {
     /// The observers `w` asks for.
     pub fn new(w: &Wanted) -> Obs {
         // Phases are routed by the analysis' splitter: asking for phases attaches it.
-        let mut analysis = (w.analysis || w.splitter.is_some()).then(|| {
+        let mut analysis = (w.analysis || w.splitter.is_some() || w.metrics).then(|| {
             let mut a = Analysis::new(w.splitter.clone());
             if let Some(b) = w.timeline {
                 a.flow.record_series(b, None);
             }
             if w.calls_only {
                 a = a.calls_only();
+            }
+            if w.metrics {
+                a = a.keep_finished().keep_rtts();
+            }
+            if let Some(l) = w.messages {
+                a.grpc.keep_messages(l);
             }
             a
         });
@@ -280,8 +295,11 @@ impl Obs {
 
 /// The whole capture's report, and the run's phases to build one at a time with
 /// [`Phases::report`]. Call after `Pipeline::finish`. With `--split-at` every phase the cuts
-/// make is reported; with `--every` only those in which something happened (a capture whose
-/// clock jumps a day has two phases, not 86,400). A phase's report is built when it is asked
+/// make is reported; with `--every` every period from the first packet to the last, those in
+/// which nothing happened as zero phases, so that a time series has no holes, as long as they
+/// are at most [`MAX_PHASES`]; beyond (a capture whose clock jumps a day has two phases with
+/// something, not 86,400) only those in which something happened, and the empty ones left
+/// out are counted (`phases-not-filled`). A phase's report is built when it is asked
 /// for, so a run of 1,000 phases never holds 1,000 reports (issue 7).
 pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, Phases) {
     if let Some(a) = &mut p.ledger.observer.analysis {
@@ -322,7 +340,7 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
         ));
         whole.anomalies.insert("phases-capped".to_string(), refused);
     }
-    let full = Report {
+    let mut full = Report {
         start: p.stats.first,
         end: p.stats.last,
         ledger: whole,
@@ -355,6 +373,18 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
                 v.sort_unstable();
                 v.dedup();
                 v.truncate(MAX_PHASES);
+                let span = s.phase_of(last).saturating_add(1);
+                if span <= MAX_PHASES as u64 {
+                    v = (0..span).collect();
+                } else {
+                    let left = span - v.len() as u64;
+                    full.ledger.warnings.push(format!(
+                        "{span} periods of --every from the first packet to the last, above {MAX_PHASES}: the {left} in which nothing happened are not listed as zero phases"
+                    ));
+                    full.ledger
+                        .anomalies
+                        .insert("phases-not-filled".to_string(), left);
+                }
                 v
             }
         };

@@ -150,7 +150,9 @@ impl<O: Observer> Pipeline<O> {
 impl<O> Pipeline<O> {
     /// Says why a ledger is empty (`filter`: the capture filter, if any).
     pub fn note_empty(&self, report: &mut LedgerReport, filter: Option<&str>) {
-        if self.stats.packets > 0 && report.connections == 0 {
+        // TLS without a key explains it (the headline says so, the TLS warnings name them).
+        let hidden = self.tls.report().without_key_h2 > 0;
+        if self.stats.packets > 0 && report.connections == 0 && !hidden {
             report.warnings.push(format!(
                 "no HTTP/2 connection among {} packets ({} TCP segments){}",
                 self.stats.packets,

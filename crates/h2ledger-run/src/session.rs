@@ -6,7 +6,7 @@
 
 use std::ops::ControlFlow;
 
-use h2ledger_core::findings::{CaptureFacts, Finding};
+use h2ledger_core::findings::{CaptureFacts, Finding, FindingId};
 use h2ledger_core::{LedgerReport, Observer};
 use h2ledger_tcp::{LinkType, Nanos};
 use h2ledger_tls::Tls;
@@ -277,10 +277,72 @@ impl Session<Obs> {
         self.pipe.ledger.observer.drain_findings(f);
     }
 
+    /// How many findings of each id were filed so far (the metrics' `findings_total`); empty
+    /// without the findings engine.
+    pub fn findings_filed(&self) -> std::collections::BTreeMap<FindingId, u64> {
+        self.pipe
+            .ledger
+            .observer
+            .findings
+            .as_ref()
+            .map(|f| f.filed())
+            .unwrap_or_default()
+    }
+
     /// Hands each call that is over and folded to `f` (`calls`), then frees it.
     pub fn drain_calls(&mut self, f: impl FnMut(h2ledger_core::analysis::CallView<'_>)) {
         if let Some(a) = self.pipe.ledger.observer.analysis.as_mut() {
             a.drain_finished(f);
+        }
+    }
+
+    /// Hands each PING round trip measured since the last drain to `f` (the side that sent
+    /// the PING, nanoseconds); needs [`crate::Wanted::metrics`].
+    pub fn drain_rtts(&mut self, f: impl FnMut(h2ledger_core::Side, Nanos)) {
+        if let Some(a) = self.pipe.ledger.observer.analysis.as_mut() {
+            a.drain_rtts(f);
+        }
+    }
+
+    /// What a metrics scrape reads of the run in progress. The ledger holds the closed
+    /// connections and those open ones whose client is known for good (by SYN, preface or
+    /// pseudo-header fields: `client_by` never changes then); an open connection whose sides
+    /// are still a guess (odd streams, the higher port) comes in once that is settled or it
+    /// closes. So every count only grows, and at the end equals the report's.
+    pub fn running(&self) -> Running {
+        use h2ledger_core::ClientBy;
+        let conns = self.pipe.ledger.connections();
+        let tally = &self.pipe.ledger.observer.tally;
+        let open = conns.iter().filter(|c| c.http2).count() as u64;
+        let settled: Vec<_> = conns
+            .into_iter()
+            .filter(|c| {
+                matches!(
+                    c.client_by,
+                    ClientBy::Syn | ClientBy::Preface | ClientBy::PseudoHeaders
+                )
+            })
+            .collect();
+        let mut ledger = LedgerReport::build(&settled, tally);
+        ledger.anomalies = self
+            .pipe
+            .ledger
+            .warnings
+            .counts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        let a = self.pipe.ledger.observer.analysis.as_ref();
+        Running {
+            ledger,
+            open,
+            capture: self.pipe.stats.clone(),
+            tcp: self.tcp(),
+            flow: a.map(|a| a.flow_totals()),
+            limits: a.map(|a| a.limits().clone()),
+            grpc_untracked_calls: a.map_or(0, |a| a.grpc_untracked_calls()),
+            rtts_dropped: a.map_or(0, |a| a.rtts_dropped()),
+            calm_goaways: a.map(|a| a.enhance_your_calm()).unwrap_or_default(),
         }
     }
 
@@ -373,6 +435,32 @@ impl Session<Obs> {
             windows: o.analysis.as_ref().and_then(|a| a.flow.series.as_ref()),
         })
     }
+}
+
+/// A run in progress as a metrics scrape reads it: [`Session::running`].
+#[derive(Clone, Debug, Default)]
+pub struct Running {
+    /// The running ledger of the closed connections and the open ones whose sides are
+    /// settled (see [`Session::running`]); its `anomalies` are the run's, `warnings` empty.
+    pub ledger: LedgerReport,
+    /// HTTP/2 connections open now (settled or not).
+    pub open: u64,
+    /// Packet counts so far.
+    pub capture: CaptureStats,
+    /// Reassembly counts so far.
+    pub tcp: TcpReport,
+    /// Flow control of the whole run so far (with the analysis).
+    pub flow: Option<h2ledger_core::flow::FlowReport>,
+    /// The analysis' limits so far.
+    pub limits: Option<h2ledger_core::analysis::AnalysisLimits>,
+    /// gRPC calls not followed (`grpc.untracked_calls`).
+    pub grpc_untracked_calls: u64,
+    /// PING round trips not handed to [`Session::drain_rtts`] (more than
+    /// `h2ledger_core::analysis::MAX_KEPT_RTTS` waited).
+    pub rtts_dropped: u64,
+    /// GOAWAY frames with ENHANCE_YOUR_CALM by sending side (the JSON's `too_many_pings`
+    /// counts the first 1,000 GOAWAYs' share).
+    pub calm_goaways: h2ledger_core::Sides<u64>,
 }
 
 /// A finished run: the whole capture's report, and its phases (built from the session on

@@ -65,7 +65,7 @@ pub mod seq;
 pub use link::{DecodeError, LinkType};
 pub use reasm::{
     CloseKind, Config, ConnId, ConnMeta, Dir, Dirs, Reassembler, Sink, Stats, Write,
-    DEFAULT_MAX_EVICTED,
+    DEFAULT_MAX_EVICTED, RST_GRACE_NS,
 };
 
 /// Nanoseconds since the Unix epoch.

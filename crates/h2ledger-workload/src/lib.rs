@@ -9,6 +9,7 @@
 //! client writes its secrets to the key log named by `SSLKEYLOGFILE` (rustls' `KeyLogFile`), so
 //! h2ledger and Wireshark can decrypt the capture. Everything else is unchanged: the same
 //! calls, the same windows, the same connection.
+#![warn(missing_docs)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,13 +31,18 @@ use tonic_health::pb::HealthCheckRequest;
 /// issuing `rate_per_caller` calls per second for `seconds` seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Phase {
+    /// The phase's name, as printed.
     pub name: String,
+    /// Concurrent callers, released together.
     pub callers: usize,
+    /// Calls per second of each caller.
     pub rate_per_caller: f64,
+    /// How long the phase lasts.
     pub seconds: f64,
 }
 
 impl Phase {
+    /// A phase of `callers` callers making `rate_per_caller` calls per second each for `seconds`.
     pub fn new(
         name: impl Into<String>,
         callers: usize,
@@ -110,7 +116,7 @@ impl std::fmt::Debug for Tls {
 }
 
 /// The name in the certificate and the one the client checks.
-pub const TLS_NAME: &str = "localhost";
+pub(crate) const TLS_NAME: &str = "localhost";
 
 impl Tls {
     /// A fresh self-signed certificate for `localhost` (rcgen, ECDSA P-256).
@@ -180,12 +186,19 @@ impl Default for Options {
 /// Result of one phase.
 #[derive(Debug, Clone)]
 pub struct PhaseResult {
+    /// The phase's name.
     pub name: String,
+    /// Its callers.
     pub callers: usize,
+    /// Calls per second of each caller.
     pub rate_per_caller: f64,
+    /// `Health/Check` calls started.
     pub calls_made: u64,
+    /// Of those, calls that succeeded (gRPC status OK).
     pub calls_ok: u64,
+    /// When the phase began (wall clock, as the capture's timestamps).
     pub start: SystemTime,
+    /// When its last call was over.
     pub end: SystemTime,
 }
 
@@ -237,6 +250,7 @@ pub fn json_str(s: &str) -> String {
 
 /// A running server. Dropping it does not stop the server; call [`ServerHandle::shutdown`].
 pub struct ServerHandle {
+    /// The address the server listens on.
     pub local_addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
@@ -307,7 +321,10 @@ pub async fn serve(listener: TcpListener, opts: &Options) -> ServerHandle {
 }
 
 /// Connect one channel (= one HTTP/2 connection) to `addr`.
-pub async fn connect(addr: SocketAddr, opts: &Options) -> Result<Channel, tonic::transport::Error> {
+pub(crate) async fn connect(
+    addr: SocketAddr,
+    opts: &Options,
+) -> Result<Channel, tonic::transport::Error> {
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     let mut e = Endpoint::from_shared(format!("{scheme}://{addr}"))
         .expect("valid uri")

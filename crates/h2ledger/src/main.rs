@@ -6,6 +6,7 @@
 
 mod cli;
 mod cmd;
+mod serve;
 mod source;
 
 use std::io::IsTerminal as _;
@@ -81,7 +82,10 @@ fn quiet_failures() {
 fn main() -> ExitCode {
     quiet_failures();
     let cli = Cli::parse_from(cli::tcpdump_style(std::env::args_os().collect()));
-    let style = Style::new(cli.ascii, cli.quiet, |k| std::env::var(k).ok());
+    let style = Style {
+        verbose: cli.verbose,
+        ..Style::new(cli.ascii, cli.quiet, |k| std::env::var(k).ok())
+    };
     let mut ctx = Ctx {
         style,
         to_stderr: cli.packets_on_stdout(),

@@ -2,15 +2,19 @@
 
 use super::{require_stream, Flags, FrameError, Head, StreamId};
 
+/// A CONTINUATION frame: the next fragment of a header block begun by HEADERS or PUSH_PROMISE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Continuation<'a> {
+    /// The stream of the header block (never 0).
     pub stream_id: StreamId,
+    /// Its flags (END_HEADERS).
     pub flags: Flags,
+    /// The field block fragment (HPACK).
     pub fragment: &'a [u8],
 }
 
 impl<'a> Continuation<'a> {
-    pub fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
         // "If a CONTINUATION frame is received with a Stream Identifier field of 0x00, the
         // recipient MUST respond with a connection error (Section 5.4.1) of type
         // PROTOCOL_ERROR."
@@ -22,6 +26,7 @@ impl<'a> Continuation<'a> {
         })
     }
 
+    /// The header block ends with this frame.
     pub fn is_end_headers(&self) -> bool {
         self.flags.is_end_headers()
     }

@@ -2,9 +2,12 @@
 
 use super::{require_stream, strip_padding, Flags, FrameError, Head, StreamId};
 
+/// A DATA frame: application data of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Data<'a> {
+    /// The stream (never 0).
     pub stream_id: StreamId,
+    /// Its flags (END_STREAM, PADDED).
     pub flags: Flags,
     /// Application data, without Pad Length and padding.
     pub data: &'a [u8],
@@ -13,7 +16,7 @@ pub struct Data<'a> {
 }
 
 impl<'a> Data<'a> {
-    pub fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
         // "DATA frames MUST be associated with a stream. If a DATA frame is received whose
         // Stream Identifier field is 0x00, the recipient MUST respond with a connection error
         // (Section 5.4.1) of type PROTOCOL_ERROR."
@@ -27,6 +30,7 @@ impl<'a> Data<'a> {
         })
     }
 
+    /// The sender's last frame on this stream.
     pub fn is_end_stream(&self) -> bool {
         self.flags.is_end_stream()
     }

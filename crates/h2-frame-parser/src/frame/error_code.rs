@@ -8,21 +8,36 @@ use core::fmt;
 pub struct ErrorCode(pub u32);
 
 impl ErrorCode {
+    /// 0x0: graceful shutdown, no error.
     pub const NO_ERROR: ErrorCode = ErrorCode(0x0);
+    /// 0x1: an unspecific protocol error.
     pub const PROTOCOL_ERROR: ErrorCode = ErrorCode(0x1);
+    /// 0x2: an unexpected internal error.
     pub const INTERNAL_ERROR: ErrorCode = ErrorCode(0x2);
+    /// 0x3: the peer violated the flow-control protocol.
     pub const FLOW_CONTROL_ERROR: ErrorCode = ErrorCode(0x3);
+    /// 0x4: SETTINGS were not acknowledged in time.
     pub const SETTINGS_TIMEOUT: ErrorCode = ErrorCode(0x4);
+    /// 0x5: a frame arrived after the stream was half-closed.
     pub const STREAM_CLOSED: ErrorCode = ErrorCode(0x5);
+    /// 0x6: a frame had an invalid size.
     pub const FRAME_SIZE_ERROR: ErrorCode = ErrorCode(0x6);
+    /// 0x7: the stream was refused before any application processing.
     pub const REFUSED_STREAM: ErrorCode = ErrorCode(0x7);
+    /// 0x8: the stream is no longer needed.
     pub const CANCEL: ErrorCode = ErrorCode(0x8);
+    /// 0x9: the field compression context cannot be maintained.
     pub const COMPRESSION_ERROR: ErrorCode = ErrorCode(0x9);
+    /// 0xa: the connection of a CONNECT request was reset or closed.
     pub const CONNECT_ERROR: ErrorCode = ErrorCode(0xa);
+    /// 0xb: the peer is generating excessive load (grpc-go: too many PINGs).
     pub const ENHANCE_YOUR_CALM: ErrorCode = ErrorCode(0xb);
+    /// 0xc: the transport does not meet minimum security requirements.
     pub const INADEQUATE_SECURITY: ErrorCode = ErrorCode(0xc);
+    /// 0xd: the request must be retried over HTTP/1.1.
     pub const HTTP_1_1_REQUIRED: ErrorCode = ErrorCode(0xd);
 
+    /// The RFC 9113 §7 name (`"CANCEL"`), `None` for a code RFC 9113 does not define.
     pub fn name(self) -> Option<&'static str> {
         Some(match self.0 {
             0x0 => "NO_ERROR",

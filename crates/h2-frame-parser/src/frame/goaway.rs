@@ -4,17 +4,19 @@ use nom::number::complete::be_u32;
 
 use super::{require_connection, too_short, ErrorCode, FrameError, Head, Inner};
 
+/// A GOAWAY frame: the sender stops accepting new streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GoAway<'a> {
     /// Last-Stream-ID (31 bits, reserved bit masked).
     pub last_stream_id: u32,
+    /// Why the connection is being closed.
     pub code: ErrorCode,
     /// Additional Debug Data (opaque; often ASCII such as `too_many_pings`).
     pub debug: &'a [u8],
 }
 
 impl<'a> GoAway<'a> {
-    pub fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
         // "An endpoint MUST treat a GOAWAY frame with a stream identifier other than 0x00 as
         // a connection error (Section 5.4.1) of type PROTOCOL_ERROR."
         require_connection(&head)?;

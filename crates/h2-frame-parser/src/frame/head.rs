@@ -24,21 +24,32 @@ pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// extension frame is something to count, never an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
+    /// DATA (0x0).
     Data,
+    /// HEADERS (0x1).
     Headers,
+    /// PRIORITY (0x2).
     Priority,
+    /// RST_STREAM (0x3).
     RstStream,
+    /// SETTINGS (0x4).
     Settings,
+    /// PUSH_PROMISE (0x5).
     PushPromise,
+    /// PING (0x6).
     Ping,
+    /// GOAWAY (0x7).
     GoAway,
+    /// WINDOW_UPDATE (0x8).
     WindowUpdate,
+    /// CONTINUATION (0x9).
     Continuation,
     /// Any type octet not defined by RFC 9113 (for example 0x10 PRIORITY_UPDATE from RFC 9218).
     Unknown(u8),
 }
 
 impl Kind {
+    /// The kind of a type octet; undefined octets become [`Kind::Unknown`].
     pub fn from_u8(byte: u8) -> Kind {
         match byte {
             0x0 => Kind::Data,
@@ -55,6 +66,7 @@ impl Kind {
         }
     }
 
+    /// The type octet on the wire.
     pub fn as_u8(self) -> u8 {
         match self {
             Kind::Data => 0x0,
@@ -89,7 +101,7 @@ impl Kind {
     }
 
     /// The flag bits RFC 9113 defines for this type (0 for unknown types).
-    pub fn defined_flags(self) -> u8 {
+    pub(crate) fn defined_flags(self) -> u8 {
         match self {
             Kind::Data => Flags::END_STREAM | Flags::PADDED,
             Kind::Headers => {
@@ -122,27 +134,37 @@ impl fmt::Display for Kind {
 pub struct Flags(pub u8);
 
 impl Flags {
+    /// DATA, HEADERS: the sender's last frame on the stream.
     pub const END_STREAM: u8 = 0x1;
+    /// SETTINGS, PING: an acknowledgement.
     pub const ACK: u8 = 0x1;
+    /// HEADERS, PUSH_PROMISE, CONTINUATION: the header block ends with this frame.
     pub const END_HEADERS: u8 = 0x4;
+    /// DATA, HEADERS, PUSH_PROMISE: Pad Length and padding are present.
     pub const PADDED: u8 = 0x8;
+    /// HEADERS: the priority fields are present.
     pub const PRIORITY: u8 = 0x20;
 
-    pub fn contains(self, bits: u8) -> bool {
+    pub(crate) fn contains(self, bits: u8) -> bool {
         self.0 & bits == bits
     }
+    /// END_STREAM is set (meaningful on DATA and HEADERS).
     pub fn is_end_stream(self) -> bool {
         self.contains(Self::END_STREAM)
     }
+    /// ACK is set (meaningful on SETTINGS and PING).
     pub fn is_ack(self) -> bool {
         self.contains(Self::ACK)
     }
+    /// END_HEADERS is set.
     pub fn is_end_headers(self) -> bool {
         self.contains(Self::END_HEADERS)
     }
+    /// PADDED is set.
     pub fn is_padded(self) -> bool {
         self.contains(Self::PADDED)
     }
+    /// PRIORITY is set.
     pub fn is_priority(self) -> bool {
         self.contains(Self::PRIORITY)
     }
@@ -159,7 +181,9 @@ impl fmt::Display for Flags {
 pub struct Head {
     /// Payload length (24 bits), not counting the 9 header octets.
     pub length: u32,
+    /// Frame type.
     pub kind: Kind,
+    /// Flags octet.
     pub flags: Flags,
     /// Stream identifier with the reserved bit masked off.
     pub stream_id: StreamId,

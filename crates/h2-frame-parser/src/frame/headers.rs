@@ -2,19 +2,24 @@
 
 use super::{require_stream, strip_padding, Flags, FrameError, Head, PrioritySpec, StreamId};
 
+/// A HEADERS frame: opens a stream or carries trailers, with the first fragment of a header
+/// block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Headers<'a> {
+    /// The stream (never 0).
     pub stream_id: StreamId,
+    /// Its flags (END_STREAM, END_HEADERS, PADDED, PRIORITY).
     pub flags: Flags,
     /// Present when the PRIORITY flag is set.
     pub priority: Option<PrioritySpec>,
     /// Field block fragment (HPACK), without padding and priority fields.
     pub fragment: &'a [u8],
+    /// Pad Length when PADDED is set.
     pub pad_len: Option<u8>,
 }
 
 impl<'a> Headers<'a> {
-    pub fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
         // "HEADERS frames MUST be associated with a stream. If a HEADERS frame is received
         // whose Stream Identifier field is 0x00, the recipient MUST respond with a connection
         // error (Section 5.4.1) of type PROTOCOL_ERROR."
@@ -37,9 +42,11 @@ impl<'a> Headers<'a> {
         })
     }
 
+    /// The sender's last frame on this stream (trailers, or a request or response without body).
     pub fn is_end_stream(&self) -> bool {
         self.flags.is_end_stream()
     }
+    /// The header block ends with this frame (no CONTINUATION follows).
     pub fn is_end_headers(&self) -> bool {
         self.flags.is_end_headers()
     }

@@ -47,7 +47,9 @@ pub use window_update::WindowUpdate;
 /// A frame header and its payload, exactly `head.length` octets, borrowed from the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawFrame<'a> {
+    /// The frame header.
     pub head: Head,
+    /// The payload, `head.length` octets.
     pub payload: &'a [u8],
 }
 
@@ -65,22 +67,46 @@ pub fn raw_frame(input: &[u8]) -> IResult<&[u8], RawFrame<'_>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameError {
     /// The payload length is wrong for the frame type (FRAME_SIZE_ERROR in the RFC).
-    BadFrameSize { kind: Kind, length: usize },
+    BadFrameSize {
+        /// The frame type.
+        kind: Kind,
+        /// The payload length it had.
+        length: usize,
+    },
     /// The stream identifier is zero where the type needs a stream, or non-zero where the type
     /// belongs to the connection.
-    InvalidStreamId { kind: Kind, stream_id: StreamId },
+    InvalidStreamId {
+        /// The frame type.
+        kind: Kind,
+        /// The stream identifier it had.
+        stream_id: StreamId,
+    },
     /// Pad Length is greater than or equal to the payload length.
     TooMuchPadding {
+        /// The frame type.
         kind: Kind,
+        /// The Pad Length field.
         pad_len: u8,
+        /// The payload length.
         length: usize,
     },
     /// A stream declared a dependency on itself.
-    SelfDependency { stream_id: StreamId },
+    SelfDependency {
+        /// The stream.
+        stream_id: StreamId,
+    },
     /// A WINDOW_UPDATE with a flow-control window increment of 0.
-    ZeroWindowIncrement { stream_id: StreamId },
+    ZeroWindowIncrement {
+        /// The stream (0: the connection).
+        stream_id: StreamId,
+    },
     /// A SETTINGS parameter outside the range RFC 9113 §6.5.2 allows.
-    InvalidSettingValue { id: SettingId, value: u32 },
+    InvalidSettingValue {
+        /// The parameter.
+        id: SettingId,
+        /// Its value.
+        value: u32,
+    },
 }
 
 impl fmt::Display for FrameError {
@@ -118,16 +144,27 @@ impl std::error::Error for FrameError {}
 /// A loaded frame. Unknown types are passed through untouched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Frame<'a> {
+    /// DATA.
     Data(Data<'a>),
+    /// HEADERS.
     Headers(Headers<'a>),
+    /// PRIORITY.
     Priority(Priority),
+    /// RST_STREAM.
     RstStream(RstStream),
+    /// SETTINGS.
     Settings(Settings<'a>),
+    /// PUSH_PROMISE.
     PushPromise(PushPromise<'a>),
+    /// PING.
     Ping(Ping),
+    /// GOAWAY.
     GoAway(GoAway<'a>),
+    /// WINDOW_UPDATE.
     WindowUpdate(WindowUpdate),
+    /// CONTINUATION.
     Continuation(Continuation<'a>),
+    /// A type RFC 9113 does not define, as read.
     Unknown(RawFrame<'a>),
 }
 
@@ -151,6 +188,7 @@ impl<'a> Frame<'a> {
         })
     }
 
+    /// The frame's type.
     pub fn kind(&self) -> Kind {
         match self {
             Frame::Data(_) => Kind::Data,

@@ -2,14 +2,17 @@
 
 use super::{require_connection, Flags, FrameError, Head};
 
+/// A PING frame, or its acknowledgement (same payload, ACK set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ping {
+    /// Its flags (ACK).
     pub flags: Flags,
+    /// Opaque Data, 8 octets.
     pub payload: [u8; 8],
 }
 
 impl Ping {
-    pub fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
         // "If a PING frame is received with a Stream Identifier field value other than 0x00,
         // the recipient MUST respond with a connection error (Section 5.4.1) of type
         // PROTOCOL_ERROR."
@@ -26,6 +29,7 @@ impl Ping {
         })
     }
 
+    /// An acknowledgement of the peer's PING.
     pub fn is_ack(&self) -> bool {
         self.flags.is_ack()
     }

@@ -8,6 +8,7 @@ use super::{require_stream, too_short, FrameError, Head, Inner, StreamId};
 /// RFC 9113 deprecates the scheme, but peers still send it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PrioritySpec {
+    /// The dependency is exclusive (the E bit).
     pub exclusive: bool,
     /// Stream Dependency (31 bits).
     pub dependency: u32,
@@ -16,6 +17,7 @@ pub struct PrioritySpec {
 }
 
 impl PrioritySpec {
+    /// Octets of the priority fields on the wire.
     pub const LEN: usize = 5;
 
     /// Parses the 5 priority octets at the start of `bytes`; returns the rest.
@@ -38,14 +40,17 @@ impl PrioritySpec {
     }
 }
 
+/// A PRIORITY frame (deprecated by RFC 9113, still sent by some peers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Priority {
+    /// The stream whose priority is given (never 0).
     pub stream_id: StreamId,
+    /// Its dependency and weight.
     pub spec: PrioritySpec,
 }
 
 impl Priority {
-    pub fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
         // "If a PRIORITY frame is received with a stream identifier of 0x00, the recipient
         // MUST respond with a connection error (Section 5.4.1) of type PROTOCOL_ERROR."
         require_stream(&head)?;

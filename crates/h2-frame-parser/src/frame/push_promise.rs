@@ -4,18 +4,23 @@ use nom::number::complete::be_u32;
 
 use super::{require_stream, strip_padding, too_short, Flags, FrameError, Head, Inner, StreamId};
 
+/// A PUSH_PROMISE frame: the server reserves a stream for a response it will push.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PushPromise<'a> {
+    /// The stream of the request it is associated with (never 0).
     pub stream_id: StreamId,
+    /// Its flags (END_HEADERS, PADDED).
     pub flags: Flags,
     /// Promised Stream ID (31 bits, reserved bit masked).
     pub promised_id: u32,
+    /// The field block fragment (HPACK) of the promised request, without padding.
     pub fragment: &'a [u8],
+    /// Pad Length when PADDED is set.
     pub pad_len: Option<u8>,
 }
 
 impl<'a> PushPromise<'a> {
-    pub fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
         // "If the Stream Identifier field specifies the value 0x00, a recipient MUST respond
         // with a connection error (Section 5.4.1) of type PROTOCOL_ERROR."
         require_stream(&head)?;
@@ -31,6 +36,7 @@ impl<'a> PushPromise<'a> {
         })
     }
 
+    /// The header block ends with this frame.
     pub fn is_end_headers(&self) -> bool {
         self.flags.is_end_headers()
     }

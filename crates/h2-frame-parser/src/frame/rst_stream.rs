@@ -4,14 +4,17 @@ use nom::number::complete::be_u32;
 
 use super::{require_stream, too_short, ErrorCode, FrameError, Head, Inner, StreamId};
 
+/// An RST_STREAM frame: the immediate end of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RstStream {
+    /// The stream (never 0).
     pub stream_id: StreamId,
+    /// Why it was reset.
     pub code: ErrorCode,
 }
 
 impl RstStream {
-    pub fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
         // "RST_STREAM frames MUST be associated with a stream. If a RST_STREAM frame is
         // received with a stream identifier of 0x00, the recipient MUST treat this as a
         // connection error (Section 5.4.1) of type PROTOCOL_ERROR."

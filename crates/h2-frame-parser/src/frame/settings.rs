@@ -10,17 +10,25 @@ use super::{require_connection, Flags, FrameError, Head};
 pub struct SettingId(pub u16);
 
 impl SettingId {
+    /// 0x1: the largest HPACK table the sender's decoder allows.
     pub const HEADER_TABLE_SIZE: SettingId = SettingId(0x1);
+    /// 0x2: whether server push is permitted (0 or 1).
     pub const ENABLE_PUSH: SettingId = SettingId(0x2);
+    /// 0x3: the most streams the sender allows its peer to open.
     pub const MAX_CONCURRENT_STREAMS: SettingId = SettingId(0x3);
+    /// 0x4: the sender's initial stream flow-control window.
     pub const INITIAL_WINDOW_SIZE: SettingId = SettingId(0x4);
+    /// 0x5: the largest frame payload the sender accepts.
     pub const MAX_FRAME_SIZE: SettingId = SettingId(0x5);
+    /// 0x6: the largest field section the sender accepts (advisory).
     pub const MAX_HEADER_LIST_SIZE: SettingId = SettingId(0x6);
     /// RFC 8441.
     pub const ENABLE_CONNECT_PROTOCOL: SettingId = SettingId(0x8);
     /// RFC 9218.
     pub const NO_RFC7540_PRIORITIES: SettingId = SettingId(0x9);
 
+    /// The parameter's name without the `SETTINGS_` prefix, `None` for an identifier not
+    /// defined here.
     pub fn name(self) -> Option<&'static str> {
         Some(match self.0 {
             0x1 => "HEADER_TABLE_SIZE",
@@ -49,13 +57,14 @@ impl fmt::Display for SettingId {
 /// A SETTINGS frame; `iter()` yields the parameters in wire order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings<'a> {
+    /// Its flags (ACK).
     pub flags: Flags,
     /// A whole number of 6-octet parameters (checked by `load`).
     params: &'a [u8],
 }
 
 impl<'a> Settings<'a> {
-    pub fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
         // "If an endpoint receives a SETTINGS frame whose Stream Identifier field is anything
         // other than 0x00, the endpoint MUST respond with a connection error (Section 5.4.1)
         // of type PROTOCOL_ERROR."
@@ -98,6 +107,7 @@ impl<'a> Settings<'a> {
         Ok(settings)
     }
 
+    /// An acknowledgement (it carries no parameter).
     pub fn is_ack(&self) -> bool {
         self.flags.is_ack()
     }
@@ -107,10 +117,12 @@ impl<'a> Settings<'a> {
         self.params.len() / 6
     }
 
+    /// Whether it carries no parameter.
     pub fn is_empty(&self) -> bool {
         self.params.is_empty()
     }
 
+    /// The parameters as `(SettingId, value)`, in wire order.
     pub fn iter(&self) -> SettingsIter<'a> {
         SettingsIter {
             chunks: self.params.chunks_exact(6),

@@ -11,7 +11,7 @@ impl StreamId {
 
     /// Whether this is stream 0 (the connection).
     #[inline]
-    pub fn is_zero(self) -> bool {
+    pub(crate) fn is_zero(self) -> bool {
         self.0 == 0
     }
 

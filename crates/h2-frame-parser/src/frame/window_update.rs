@@ -4,6 +4,7 @@ use nom::number::complete::be_u32;
 
 use super::{too_short, FrameError, Head, Inner, StreamId};
 
+/// A WINDOW_UPDATE frame: flow-control credit for a stream or the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WindowUpdate {
     /// 0 for the connection window.
@@ -13,7 +14,7 @@ pub struct WindowUpdate {
 }
 
 impl WindowUpdate {
-    pub fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
+    pub(crate) fn load(head: Head, payload: &[u8]) -> Result<Self, FrameError> {
         // "A WINDOW_UPDATE frame with a length other than 4 octets MUST be treated as a
         // connection error (Section 5.4.1) of type FRAME_SIZE_ERROR."
         if payload.len() != 4 {

@@ -72,7 +72,9 @@ pub const UNSEEN_VALUE: &[u8] = b"<unseen>";
 /// One decoded header field. Borrowed; copy what you keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderRef<'a> {
+    /// The field name.
     pub name: &'a [u8],
+    /// The field value.
     pub value: &'a [u8],
     /// The name is a placeholder `<unseen:N>` (mid-stream mode only).
     pub name_unseen: bool,
@@ -100,7 +102,12 @@ pub enum HpackError {
     /// A Huffman code that cannot be decoded.
     HuffmanInvalid,
     /// A dynamic table size update above SETTINGS_HEADER_TABLE_SIZE.
-    SizeUpdateTooLarge { requested: u32, limit: u32 },
+    SizeUpdateTooLarge {
+        /// The size the update asked for.
+        requested: u32,
+        /// SETTINGS_HEADER_TABLE_SIZE in force.
+        limit: u32,
+    },
     /// A dynamic table size update after a header field representation.
     SizeUpdateNotAtStart,
 }
@@ -194,6 +201,7 @@ impl Decoder {
         }
     }
 
+    /// Whether references to entries never seen decode as placeholders.
     pub fn is_mid_stream(&self) -> bool {
         self.mid_stream
     }
@@ -208,6 +216,7 @@ impl Decoder {
         }
     }
 
+    /// The SETTINGS_HEADER_TABLE_SIZE in force (see [`Decoder::set_max_size_limit`]).
     pub fn max_size_limit(&self) -> u32 {
         self.limit
     }

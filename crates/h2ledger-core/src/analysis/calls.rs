@@ -360,9 +360,15 @@ pub(super) struct Finished {
 /// One call, with its method name, its flow-control stalls and its gRPC messages.
 #[derive(Clone, Copy, Debug)]
 pub struct CallView<'a> {
+    /// The call's record: times, status, frames and writes per side.
     pub rec: &'a CallRec,
+    /// The call's `:path` (escaped as [`escape_bytes`] does), or `(unknown)` / `(other)`.
     pub method: &'a str,
+    /// Its flow-control stalls per side.
     pub flow: crate::flow::CallFlow,
+    /// What the gRPC tracker saw of it (whether it is gRPC at all, its messages per side);
+    /// `None` when the tracker kept no record of it ([`crate::grpc::MAX_GRPC_STREAMS`] calls
+    /// were open).
     pub grpc: Option<&'a crate::grpc::CallGrpc>,
 }
 

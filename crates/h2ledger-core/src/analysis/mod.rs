@@ -66,7 +66,9 @@ const MAX_ROUND_CALLS: usize = 4096;
 /// Ended calls kept for a BDP PING that may still name them, at most this many and for at most
 /// [`RECENT_NS`] of capture time; then they are folded.
 const RECENT_CALLS: usize = 1024;
-const RECENT_NS: Nanos = 1_000_000_000;
+/// How long after its end a call is folded (and handed to `calls`): a tick of `calls --every`
+/// waits this long after its period to count every call that ended in it.
+pub const RECENT_NS: Nanos = 1_000_000_000;
 /// The method of a phase's calls beyond [`MAX_PHASE_METHODS`], reported as `(other)`.
 const OTHER_METHOD: u32 = u32::MAX;
 /// Label index of a PING payload not in [`ping::KNOWN_PINGS`].
@@ -99,9 +101,12 @@ pub struct CallRec {
     pub first_byte: i64,
     /// Nanoseconds from `start` to the response frame with END_STREAM; -1 if none was seen.
     pub end: i64,
+    /// The connection's id ([`ConnId`]'s number).
     pub conn: u32,
+    /// The stream id of the call.
     pub stream: u32,
-    /// Index into [`Analysis::methods`].
+    /// Index of the call's `:path` in the run's table of methods ([`CallView::method`] is its
+    /// name).
     pub method: u32,
     /// `grpc-status` of the response, [`NO_STATUS`] when absent.
     pub grpc_status: u16,
@@ -117,9 +122,12 @@ pub struct CallRec {
 }
 
 impl CallRec {
+    /// Whether an RST_STREAM ended the call.
     pub fn reset(&self) -> bool {
         self.flags & F_RESET != 0
     }
+    /// Whether the call opened a BDP round of `pinger` (its DATA triggered that side's BDP PING;
+    /// docs/pings.md, "BDP rounds").
     pub fn opened_round(&self, pinger: Side) -> bool {
         self.flags
             & match pinger {
@@ -380,7 +388,7 @@ pub struct Analysis {
     calls_only: bool,
     finished: Vec<Finished>,
     /// `:path` values, indexed by [`CallRec::method`].
-    pub methods: Vec<String>,
+    pub(crate) methods: Vec<String>,
     method_ids: FastMap<Vec<u8>, u32>,
     /// The last `:path` looked up in `method_ids` and its id (calls of one method in a row
     /// skip the hash).
@@ -396,7 +404,18 @@ pub struct Analysis {
     pub flow: crate::flow::Flow,
     /// gRPC messages per call (docs/ledger.md, "gRPC messages").
     pub grpc: crate::grpc::Grpc,
+    /// PING round trips not yet drained ([`Analysis::keep_rtts`]): the side that sent the
+    /// PING and the round trip, at most [`MAX_KEPT_RTTS`].
+    rtts: Option<Vec<(Side, Nanos)>>,
+    /// Round trips not kept because [`MAX_KEPT_RTTS`] were waiting.
+    rtts_dropped: u64,
+    /// GOAWAY frames with ENHANCE_YOUR_CALM by sending side, listed or not.
+    calm_goaways: Sides<u64>,
 }
+
+/// PING round trips kept for [`Analysis::drain_rtts`] between two drains; more are counted
+/// ([`Analysis::rtts_dropped`]), not kept.
+pub const MAX_KEPT_RTTS: usize = 4096;
 
 impl Analysis {
     /// `splitter`: also keep everything per phase.
@@ -412,6 +431,52 @@ impl Analysis {
     pub fn keep_finished(mut self) -> Self {
         self.keep_finished = true;
         self
+    }
+
+    /// Keep each PING round trip, with the side that sent the PING, for
+    /// [`Analysis::drain_rtts`] (the metrics' `h2ledger_ping_rtt_seconds{side}`). The side is
+    /// the one known when the ACK came.
+    pub fn keep_rtts(mut self) -> Self {
+        self.rtts = Some(Vec::new());
+        self
+    }
+
+    /// Hands each PING round trip measured since the last drain to `f` (side of the PING's
+    /// sender, nanoseconds). Needs [`Analysis::keep_rtts`].
+    pub fn drain_rtts(&mut self, mut f: impl FnMut(Side, Nanos)) {
+        if let Some(v) = &mut self.rtts {
+            for (side, rtt) in v.drain(..) {
+                f(side, rtt);
+            }
+        }
+    }
+
+    /// Round trips that [`Analysis::drain_rtts`] never handed out: more than
+    /// [`MAX_KEPT_RTTS`] were waiting.
+    pub fn rtts_dropped(&self) -> u64 {
+        self.rtts_dropped
+    }
+
+    /// GOAWAY frames with error ENHANCE_YOUR_CALM so far (grpc-go's answer to too many
+    /// PINGs: its keepalive policy's strikes ran out), by the side that sent them (the side
+    /// known then); the report's `too_many_pings` counts the listed ones.
+    pub fn enhance_your_calm(&self) -> Sides<u64> {
+        self.calm_goaways
+    }
+
+    /// Flow control of the whole run so far (the report's `flow_control`), for metrics.
+    pub fn flow_totals(&self) -> crate::flow::FlowReport {
+        self.flow.report(None)
+    }
+
+    /// gRPC calls not followed so far (the report's `grpc.untracked_calls`).
+    pub fn grpc_untracked_calls(&self) -> u64 {
+        self.grpc.untracked_calls
+    }
+
+    /// The limits hit so far (the report's `limits`).
+    pub fn limits(&self) -> &AnalysisLimits {
+        &self.limits
     }
 
     /// Only what each call's record needs (`h2ledger calls`): calls are kept for
@@ -513,14 +578,14 @@ impl Analysis {
         for key in live {
             self.end_call(key, None);
         }
-        self.flow.flush();
         let phase = self.phase(self.now);
+        self.flow.flush(phase);
         self.grpc.flush(|| phase);
         self.fold_recent(Nanos::MAX, true);
     }
 
     /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).
-    pub fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
+    pub(crate) fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.grpc.wants_data(conn, stream.0)
     }
 }

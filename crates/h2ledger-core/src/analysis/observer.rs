@@ -6,7 +6,7 @@ use crate::ledger::HeaderNeed;
 /// Whether `name` is a header field the analysis and its trackers read (`:path`, `:status`,
 /// `grpc-status`, `grpc-message`, `grpc-encoding`, `content-type`).
 #[inline]
-pub fn reads_header(name: &[u8]) -> bool {
+pub(crate) fn reads_header(name: &[u8]) -> bool {
     matches!(
         name,
         b":path"
@@ -87,7 +87,7 @@ impl Observer for Analysis {
     fn close(&mut self, summary: &ConnSummary) {
         let id = summary.id.0;
         let phase = self.phase(self.now);
-        self.flow.close(summary.id);
+        self.flow.close(summary.id, phase);
         self.grpc.close(summary.id, phase);
         self.close_pending(id);
         let mut live: Vec<(u32, u32)> = self
@@ -218,6 +218,9 @@ impl Analysis {
                 self.on_ping(ev, p.payload, ev.class == FrameClass::PingAck);
             }
             (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
+                if g.code == ErrorCode::ENHANCE_YOUR_CALM {
+                    self.calm_goaways[ev.side] += 1;
+                }
                 if self.goaways.len() < MAX_GOAWAYS {
                     let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
                     self.goaways.push(GoAwayRec {

@@ -81,6 +81,13 @@ impl Analysis {
                     s.rtt_by_label.entry(label).or_default().record(rtt);
                 });
                 self.acc(conn, p, ts, |a| a.pings_acked += 1);
+                if let Some(v) = &mut self.rtts {
+                    if v.len() < MAX_KEPT_RTTS {
+                        v.push((ev.side.other(), rtt));
+                    } else {
+                        self.rtts_dropped += 1;
+                    }
+                }
                 if let Some(r) = round {
                     self.close_round(conn, p, r, true);
                 }

@@ -15,7 +15,9 @@ pub use crate::phase::MAX_BUCKETS;
 /// frame: a capture whose clock jumps a day costs two buckets, not a day of them.
 #[derive(Debug)]
 pub struct Timeline {
+    /// Bucket width, nanoseconds (at least 1).
     pub bucket: Nanos,
+    /// Start of bucket 0: the first packet when set, else the first frame.
     pub origin: Option<Nanos>,
     /// `counts[b][side][class]`; side 0 = client, 1 = server (as known when the frame was seen).
     pub counts: BTreeMap<u64, [[u32; FrameClass::COUNT]; 2]>,
@@ -24,6 +26,7 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// An empty timeline of buckets `bucket` nanoseconds wide.
     pub fn new(bucket: Nanos) -> Self {
         Timeline {
             bucket: bucket.max(1),

@@ -15,8 +15,10 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// Every severity, least first.
     pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warn, Severity::Critical];
 
+    /// Its name in the JSON and `--fail-on`.
     pub fn name(self) -> &'static str {
         match self {
             Severity::Info => "info",
@@ -25,6 +27,7 @@ impl Severity {
         }
     }
 
+    /// The severity named `s`.
     pub fn from_name(s: &str) -> Option<Severity> {
         Severity::ALL.into_iter().find(|x| x.name() == s)
     }
@@ -41,7 +44,7 @@ macro_rules! ids {
         /// What a finding says. The names are a public contract (JSON `id`, `--fail-on`, the
         /// metrics' `findings_total{id=...}`); docs/findings.md describes each.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum FindingId { $($v),* }
+        pub enum FindingId { $(#[doc = $name] $v),* }
 
         impl FindingId {
             /// Every id, in the order of docs/findings.md.
@@ -90,6 +93,7 @@ ids! {
 }
 
 impl FindingId {
+    /// The id named `s`.
     pub fn from_name(s: &str) -> Option<FindingId> {
         FindingId::ALL.iter().copied().find(|x| x.name() == s)
     }

@@ -136,6 +136,7 @@ impl Evidence {
         }
     }
 
+    /// The value under `key`.
     pub fn get(&self, key: &str) -> Option<&Num> {
         self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
@@ -183,7 +184,9 @@ impl Serialize for Evidence {
 /// One finding, as reported: the published JSON object (keys in alphabetical order).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
+    /// What it is (a public name).
     pub id: FindingId,
+    /// The id's severity.
     pub severity: Severity,
     /// One line, with the numbers that matter.
     pub title: String,
@@ -195,9 +198,11 @@ pub struct Finding {
     pub side: Option<Side>,
     /// When it first held and when it was last seen (nanoseconds since the epoch).
     pub first: Nanos,
+    /// See `first`.
     pub last: Nanos,
     /// Occurrences: what is counted is per id (docs/findings.md).
     pub count: u64,
+    /// The numbers behind it, by name.
     pub evidence: Evidence,
     /// The threshold and where it comes from (library, file, constant).
     pub rule: String,
@@ -309,6 +314,7 @@ impl Finding {
 /// What the engine reports: the findings, most severe first, and its caps.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FindingsReport {
+    /// Most severe first ([`Finding::order`]).
     pub findings: Vec<Finding>,
     /// Findings not kept beyond [`MAX_FINDINGS`], by id.
     pub omitted: BTreeMap<FindingId, u64>,
@@ -417,6 +423,7 @@ pub struct CaptureFacts {
 }
 
 impl Findings {
+    /// An engine assuming the server policy `cfg`.
     pub fn new(cfg: FindingsConfig) -> Self {
         Findings {
             cfg,
@@ -424,6 +431,7 @@ impl Findings {
         }
     }
 
+    /// The server policy assumed.
     pub fn config(&self) -> &FindingsConfig {
         &self.cfg
     }
@@ -527,6 +535,17 @@ impl Findings {
         for i in fresh {
             f(self.render(&self.recs[i as usize]));
         }
+    }
+
+    /// How many findings of each id were filed so far, one per id, connection and side
+    /// (those beyond [`MAX_FINDINGS`] included): what the metrics' `findings_total` counts. It
+    /// only grows.
+    pub fn filed(&self) -> BTreeMap<FindingId, u64> {
+        let mut n = self.omitted.clone();
+        for r in &self.recs {
+            *n.entry(r.id).or_default() += 1;
+        }
+        n
     }
 
     /// Whether a finding fired since the last [`Findings::drain_new`].

@@ -458,7 +458,7 @@ impl Observer for Findings {
     fn close(&mut self, summary: &ConnSummary) {
         let mut own = self.own_flow.take();
         if let Some(f) = own.as_mut() {
-            f.close(summary.id);
+            f.close(summary.id, None);
         }
         self.close_with(summary, own.as_mut());
         self.own_flow = own;

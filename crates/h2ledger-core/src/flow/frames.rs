@@ -5,7 +5,7 @@ use super::*;
 
 impl Flow {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
-    pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let Some(c) = self.conns.get_mut(&ev.conn.0) else {
             return;
         };
@@ -22,6 +22,13 @@ impl Flow {
                 self.acc(phase, |s| s.unknown += 1);
             }
             return;
+        }
+        if let Some(p) = phase {
+            // The connection's first frame in this phase: its windows as they are count in
+            // this phase's largest and in those since its last frame (unchanged there).
+            if c.folded != Some(p) {
+                carry(c, &mut self.phases, p);
+            }
         }
         if !c.seen_frame {
             c.seen_frame = true;

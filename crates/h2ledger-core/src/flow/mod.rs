@@ -55,6 +55,7 @@ pub use state::{FlowAcc, Limit};
 /// Per call: stalls and time stalled, by side (0 client, 1 server).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallFlow {
+    /// Stalls of each side's DATA on the call's stream, ended or not.
     pub stalls: [u32; 2],
     /// Nanoseconds, over the stalls that ended.
     pub stalled_ns: [i64; 2],
@@ -67,35 +68,53 @@ pub enum FlowEvent {
     /// A DATA frame without END_STREAM left the sender's available window <= 0 (a stall
     /// begins, limited by `limit`).
     Stall {
+        /// The connection (`ConnId`).
         conn: u32,
+        /// The sending side.
         side: Side,
+        /// The stream.
         stream: u32,
+        /// When the stall began.
         ts: Nanos,
+        /// The window that ran out.
         limit: Limit,
         /// The receiver's initial stream window in force.
         initial: i64,
     },
     /// A stall ended (the window is > 0 again) at `end`.
     Resolved {
+        /// The connection (`ConnId`).
         conn: u32,
+        /// The sending side.
         side: Side,
+        /// The stream.
         stream: u32,
+        /// When the stall began.
         start: Nanos,
+        /// When the window opened.
         end: Nanos,
     },
     /// A stall the capture never sees end: its stream was reset, or the connection closed.
     Unresolved {
+        /// The connection (`ConnId`).
         conn: u32,
+        /// The sending side.
         side: Side,
+        /// The stream.
         stream: u32,
+        /// When the stall began.
         start: Nanos,
     },
     /// A stream on which `side` stalled at least once ended, after `sent` DATA bytes from
     /// that side: a stream window of that size would not have stalled it.
     Done {
+        /// The connection (`ConnId`).
         conn: u32,
+        /// The sending side.
         side: Side,
+        /// The stream.
         stream: u32,
+        /// DATA bytes that side sent on the stream.
         sent: u64,
     },
 }
@@ -120,6 +139,7 @@ pub struct Flow {
 }
 
 impl Flow {
+    /// An empty tracker (the same as `Flow::default()`).
     pub fn new() -> Self {
         Flow::default()
     }
@@ -127,7 +147,7 @@ impl Flow {
     /// Only the per-call records (stalls and stalled time) are read: the largest stream window
     /// (`max_stream` of the totals) is not kept, which saves four ordered-set operations per
     /// stream. Stall detection and resolution do not depend on it.
-    pub fn calls_only(&mut self) {
+    pub(crate) fn calls_only(&mut self) {
         self.no_max_window = true;
     }
 
@@ -181,7 +201,7 @@ impl Flow {
 
     /// The per-call record of call `seq` (the analysis' call sequence number), removed: the
     /// call is being folded.
-    pub fn take_call(&mut self, seq: u64) -> CallFlow {
+    pub(crate) fn take_call(&mut self, seq: u64) -> CallFlow {
         self.calls.remove(&seq).unwrap_or_default()
     }
 
@@ -190,7 +210,7 @@ impl Flow {
         self.calls.get(&seq).copied().unwrap_or_default()
     }
 
-    pub fn open(&mut self, meta: &ConnMeta) {
+    pub(crate) fn open(&mut self, meta: &ConnMeta) {
         let known = meta.syn_sender.is_some();
         self.conns.insert(
             meta.id.0,
@@ -198,6 +218,7 @@ impl Flow {
                 known,
                 counted: false,
                 seen_frame: false,
+                folded: None,
                 side: Dirs {
                     fwd: Side::Client,
                     rev: Side::Server,
@@ -222,28 +243,33 @@ impl Flow {
 
 impl Flow {
     /// Bytes lost: when frames may be missing, the windows are unknown from here on.
-    pub fn gap(&mut self, conn: ConnId, framing_lost: bool, phase: Option<u64>) {
+    pub(crate) fn gap(&mut self, conn: ConnId, framing_lost: bool, phase: Option<u64>) {
         if framing_lost {
             self.make_unknown(conn.0, phase);
         }
     }
 
-    /// The connection ended: stalls still open are unresolved; its state is dropped.
-    pub fn close(&mut self, conn: ConnId) {
+    /// The connection ended (in `phase`): its windows count in the phases since its last frame
+    /// up to this one; stalls still open are unresolved; its state is dropped.
+    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>) {
+        if let (Some(p), Some(c)) = (phase, self.conns.get_mut(&conn.0)) {
+            carry(c, &mut self.phases, p);
+        }
         self.drop_streams(conn.0);
         self.conns.remove(&conn.0);
     }
 
-    /// End of input: every connection still open is closed.
-    pub fn flush(&mut self) {
-        let ids: Vec<u32> = self.conns.keys().copied().collect();
+    /// End of input (in `phase`): every connection still open is closed.
+    pub(crate) fn flush(&mut self, phase: Option<u64>) {
+        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        ids.sort_unstable();
         for id in ids {
-            self.close(ConnId(id));
+            self.close(ConnId(id), phase);
         }
     }
 
     /// The report for the whole capture (`phase` None) or one phase.
-    pub fn report(&self, phase: Option<u64>) -> FlowReport {
+    pub(crate) fn report(&self, phase: Option<u64>) -> FlowReport {
         let empty = Scope::default();
         let s = match phase {
             None => &self.whole,

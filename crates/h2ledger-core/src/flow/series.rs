@@ -13,13 +13,16 @@ use super::state::ConnFlow;
 /// value), and the stalls that began in the bucket. 40 bytes per side and bucket.
 #[derive(Clone, Debug, Default)]
 pub struct WindowSeries {
+    /// Bucket width, nanoseconds.
     pub bucket: Nanos,
+    /// Start of bucket 0: the first packet when known, else the first sample.
     pub origin: Option<Nanos>,
+    /// The connection drawn: the first known one with a stream frame.
     pub conn: Option<u32>,
     /// `points[b][side]`.
     pub points: Vec<[WindowPoint; 2]>,
     /// Samples beyond the last bucket kept.
-    pub refused: u64,
+    pub(crate) refused: u64,
 }
 
 /// (connection window, stream window, stalls begun) of one side in one bucket.

@@ -8,14 +8,18 @@ use h2ledger_tcp::{Dir, Dirs, Nanos};
 use super::{FlowEvent, DEFAULT_WINDOW, MAX_FLOW_STREAMS};
 use crate::model::{Side, Sides};
 use crate::phase::Phased;
+use crate::phase::MAX_PHASES;
 use crate::stats::LogHist;
 use crate::FastMap;
 
 /// Which window was <= 0 when a stall began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
+    /// The stream window only.
     Stream,
+    /// The connection window only.
     Connection,
+    /// Both windows.
     Both,
 }
 
@@ -68,6 +72,9 @@ pub(super) struct ConnFlow {
     /// Counted in `unknown_connections` already.
     pub(super) counted: bool,
     pub(super) seen_frame: bool,
+    /// The last phase this connection's windows were folded into (its first frame there):
+    /// a window not changed in a phase still has its value there.
+    pub(super) folded: Option<u64>,
     /// The side of each direction, as the ledger told it.
     pub(super) side: Dirs<Side>,
     pub(super) sides: Dirs<SideFlow>,
@@ -81,16 +88,17 @@ pub(super) struct ConnFlow {
 /// Counters of one side within one scope (the whole capture or a phase).
 #[derive(Clone, Debug, Default)]
 pub struct FlowAcc {
-    pub stalls: u64,
-    pub unresolved: u64,
-    pub by_limit: [u64; 3],
+    pub(crate) stalls: u64,
+    pub(crate) unresolved: u64,
+    pub(crate) by_limit: [u64; 3],
     /// Durations of the stalls that ended, nanoseconds.
-    pub stalled: LogHist,
-    pub max_stream: i64,
-    pub max_conn: i64,
+    pub(crate) stalled: LogHist,
+    pub(crate) max_stream: i64,
+    pub(crate) max_conn: i64,
 }
 
 impl FlowAcc {
+    /// Adds `o`'s counts (the largest windows: the larger of the two).
     pub fn merge(&mut self, o: &FlowAcc) {
         self.stalls += o.stalls;
         self.unresolved += o.unresolved;
@@ -117,6 +125,34 @@ pub(super) fn scope_mut<'a>(
 ) -> [Option<&'a mut Scope>; 2] {
     let ph = p.and_then(|p| phases.get_mut(p));
     [Some(whole), ph]
+}
+
+/// Folds the windows of `c` as they are now into the largest windows of phase `upto` and of
+/// the phases since the last one they were folded into: `c` sent no frame in those, so its
+/// windows had these values there. More than [`MAX_PHASES`] phases back (a clock jump), only
+/// `upto`.
+pub(super) fn carry(c: &mut ConnFlow, phases: &mut Phased<Scope>, upto: u64) {
+    if !c.known || !c.seen_frame {
+        return;
+    }
+    let from = match c.folded {
+        Some(p) if p >= upto => return,
+        Some(p) if upto - p <= MAX_PHASES as u64 => p + 1,
+        _ => upto,
+    };
+    c.folded = Some(upto);
+    for i in from..=upto {
+        let Some(x) = phases.get_mut(i) else {
+            continue;
+        };
+        for (d, sf) in c.sides.iter() {
+            let a = &mut x.sides[c.side[d]];
+            a.max_conn = a.max_conn.max(sf.conn_window);
+            if let Some(&(adj, _)) = sf.open.last() {
+                a.max_stream = a.max_stream.max(sf.initial + adj);
+            }
+        }
+    }
 }
 
 /// Opens `sid` on `c` if it is new: not stream 0, not a closed id, and not beyond

@@ -217,3 +217,36 @@ fn memory_follows_open_streams() {
     c.close();
     assert!(c.ledger.observer.flow.conns.is_empty());
 }
+
+/// Issue 20 item 2: a phase where the windows do not change still has their values as its
+/// largest (tonic-adaptive at 200 ms showed 0 for the client's connection window).
+#[test]
+fn a_window_not_changed_in_a_phase_has_its_value_there() {
+    let a = crate::Analysis::new(Some(crate::Splitter::every(100_000_000)));
+    let mut c = Conn::started_with(a, &[]);
+    c.server(&wu(0, 1 << 20));
+    c.client(&request(1, "/a", false));
+    c.client(&data(1, false, 10));
+    let phase = |c: &Conn| c.ledger.observer.splitter().unwrap().phase_of(c.t);
+    let mut phases = vec![phase(&c)];
+    // Later phases: DATA only, no WINDOW_UPDATE or SETTINGS.
+    for _ in 0..3 {
+        c.t += 150_000_000;
+        c.client(&data(1, false, 10));
+        phases.push(phase(&c));
+    }
+    phases.dedup();
+    assert_eq!(phases, [0, 1, 3, 4]);
+    // Phase 2 saw no frame at all: the windows were unchanged there, so it has them too.
+    phases.push(2);
+    for p in phases {
+        let r = c.ledger.observer.flow.report(Some(p));
+        let w = &r.sides.client.max_window;
+        assert!(
+            w.connection >= 65_535 + (1 << 20) - 40 && w.stream >= 65_535 - 40,
+            "phase {p}: {w:?}"
+        );
+        // The server sent nothing after the first phase; its windows are still there.
+        assert_eq!(r.sides.server.max_window.connection, 65_535, "phase {p}");
+    }
+}

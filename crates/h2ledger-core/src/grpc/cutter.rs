@@ -25,9 +25,35 @@ pub struct Cutter {
     lost: bool,
 }
 
+/// What [`Cutter::feed_with`] reports as it cuts: each message's prefix, its payload bytes in
+/// pieces, and its end.
+pub trait CutEvents {
+    /// A message begins: its Compressed-Flag byte and Message-Length.
+    fn head(&mut self, _flag: u8, _len: u32) {}
+    /// The next bytes of the message begun (all of them come before its `done`).
+    fn body(&mut self, _b: &[u8]) {}
+    /// The message is complete.
+    fn done(&mut self, len: u32, flag: u8);
+}
+
+/// [`CutEvents`] that only hear of complete messages.
+struct Done<F>(F);
+
+impl<F: FnMut(u32, bool)> CutEvents for Done<F> {
+    #[inline]
+    fn done(&mut self, len: u32, flag: u8) {
+        (self.0)(len, flag != 0)
+    }
+}
+
 impl Cutter {
     /// Feeds payload bytes; `done(length, compressed)` for each message completed.
-    pub fn feed(&mut self, mut b: &[u8], mut done: impl FnMut(u32, bool)) {
+    pub fn feed(&mut self, b: &[u8], done: impl FnMut(u32, bool)) {
+        self.feed_with(b, &mut Done(done));
+    }
+
+    /// Feeds payload bytes, telling `ev` each message's prefix, payload and end.
+    pub fn feed_with(&mut self, mut b: &[u8], ev: &mut impl CutEvents) {
         if self.lost {
             return;
         }
@@ -35,10 +61,11 @@ impl Cutter {
             if self.in_payload {
                 let n = (self.remaining.min(b.len() as u64)) as usize;
                 self.remaining -= n as u64;
+                ev.body(&b[..n]);
                 b = &b[n..];
                 if self.remaining == 0 {
                     self.in_payload = false;
-                    done(self.len, self.flag != 0);
+                    ev.done(self.len, self.flag);
                 }
             } else {
                 let have = usize::from(self.have);
@@ -51,8 +78,9 @@ impl Cutter {
                     self.flag = self.hdr[0];
                     self.len =
                         u32::from_be_bytes([self.hdr[1], self.hdr[2], self.hdr[3], self.hdr[4]]);
+                    ev.head(self.flag, self.len);
                     if self.len == 0 {
-                        done(0, self.flag != 0);
+                        ev.done(0, self.flag);
                     } else {
                         self.in_payload = true;
                         self.remaining = u64::from(self.len);

@@ -3,9 +3,18 @@
 
 use super::*;
 
+/// [`CutEvents`] that list each complete message (length, compressed) for the counts.
+struct Count<'a>(&'a mut Vec<(u32, bool)>);
+
+impl CutEvents for Count<'_> {
+    fn done(&mut self, len: u32, flag: u8) {
+        self.0.push((len, flag != 0));
+    }
+}
+
 impl Grpc {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
-    pub fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
         if sid == 0 {
@@ -35,6 +44,9 @@ impl Grpc {
             calls,
             encodings,
             untracked_calls,
+            keep,
+            stash,
+            credit,
             ..
         } = self;
         let c = conns.entry(conn).or_insert_with(|| ConnG {
@@ -78,6 +90,10 @@ impl Grpc {
                 let cg = calls.entry(idx).or_default();
                 cg.grpc = grpc;
                 cg.encoding[0] = e;
+                if let (Some((limits, budget)), true) = (keep.as_ref(), grpc) {
+                    let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or_default();
+                    cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
+                }
                 st
             }
         };
@@ -101,7 +117,23 @@ impl Grpc {
         let mut done: Vec<(u32, bool)> = Vec::new();
         if ev.class == FrameClass::Data && st.grpc {
             match ev.frame {
-                Some(Frame::Data(d)) => st.cut[rel].feed(d.data, |n, z| done.push((n, z))),
+                Some(Frame::Data(d)) => {
+                    let kept = match keep {
+                        Some(_) => calls
+                            .get_mut(&idx)
+                            .and_then(|g| g.kept.as_mut())
+                            .and_then(Arc::get_mut),
+                        None => None,
+                    };
+                    match kept {
+                        Some(k) => {
+                            let mut counts = Count(&mut done);
+                            let mut ev = k.events(rel, credit, &mut counts);
+                            st.cut[rel].feed_with(d.data, &mut ev);
+                        }
+                        None => st.cut[rel].feed(d.data, |n, z| done.push((n, z))),
+                    }
+                }
                 _ => lost[rel] |= st.cut[rel].lose(),
             }
         }
@@ -171,6 +203,9 @@ impl Grpc {
         for r in 0..2 {
             if lost[r] || partial[r] {
                 self.incomplete(idx, r, phase);
+                if let Some(k) = self.kept_mut(idx) {
+                    k.abandon(r);
+                }
             }
         }
         if done.is_empty() && e.is_none() && msg.is_none() && server_time.is_none() && last_rtt < 0

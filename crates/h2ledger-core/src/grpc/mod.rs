@@ -4,7 +4,7 @@
 //! A call is gRPC when its request `content-type` starts with `application/grpc`. Each
 //! direction's DATA payloads (padding removed, in order) are a sequence of length-prefixed
 //! messages: a 1-byte Compressed-Flag, a 4-byte big-endian Message-Length, the message
-//! (gRPC's PROTOCOL-HTTP2.md). [`Cutter`] finds the boundaries incrementally, keeping at most 5
+//! (gRPC's PROTOCOL-HTTP2.md). `Cutter` finds the boundaries incrementally, keeping at most 5
 //! bytes: a message may span any number of DATA frames and a frame may hold many messages.
 //!
 //! Never guessed: when the capture lacks bytes of a direction (a DATA frame cut by a gap, lost
@@ -50,9 +50,11 @@ const MAX_PINGS: usize = 8;
 
 mod cutter;
 mod frame;
+mod keep;
 mod report;
 
-pub use cutter::{Counts, Cutter};
+pub use cutter::{Counts, CutEvents, Cutter};
+pub use keep::{Budget, KeepLimits, Kept, KeptHow, KeptMsg, MAX_KEPT_BYTES};
 pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
 use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
 
@@ -61,14 +63,20 @@ use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
 pub struct CallGrpc {
     /// The request's content-type starts with `application/grpc`.
     pub grpc: bool,
+    /// Messages per direction of the call.
     pub counts: [Counts; 2],
-    /// `grpc-encoding` of the request and of the response (shared with [`Grpc::encodings`]).
+    /// `grpc-encoding` of the request and of the response (interned: calls with the same value share one string).
     pub encoding: [Option<Arc<str>>; 2],
+    /// `grpc-message` of the response (trailers or trailers-only), percent-decoded, at most 256
+    /// bytes, escaped as [`crate::analysis::escape_bytes`] does.
     pub grpc_message: Option<Box<str>>,
     /// Request END_STREAM to the first response HEADERS, nanoseconds; -1 when not seen.
     pub server_time_ns: i64,
     /// The connection's latest PING round trip before the call's last frame; -1 if none.
     pub ping_rtt_ns: i64,
+    /// The messages' bytes, when [`Grpc::keep_messages`] asked for them (a gRPC call only).
+    /// Shared once the call is handed out; the tracker only writes it while it is not.
+    pub kept: Option<Arc<Kept>>,
 }
 
 impl Default for CallGrpc {
@@ -80,6 +88,7 @@ impl Default for CallGrpc {
             grpc_message: None,
             server_time_ns: -1,
             ping_rtt_ns: -1,
+            kept: None,
         }
     }
 }
@@ -124,7 +133,7 @@ pub struct Grpc {
     /// Per call in flight or not yet folded, by the analysis' call sequence number.
     calls: FastMap<u64, CallGrpc>,
     /// `grpc-encoding` values seen.
-    pub encodings: Vec<Arc<str>>,
+    pub(crate) encodings: Vec<Arc<str>>,
     whole: [SideMsgs; 2],
     phases: Phased<[SideMsgs; 2]>,
     /// Per-method totals of the folded gRPC calls: the whole capture, and per phase.
@@ -132,6 +141,20 @@ pub struct Grpc {
     phase_methods: Phased<GrpcScope>,
     /// Calls not followed because [`MAX_GRPC_STREAMS`] were open.
     pub untracked_calls: u64,
+    /// Keep each message's bytes ([`Grpc::keep_messages`]), and records recycled for reuse.
+    keep: Option<(KeepLimits, Budget)>,
+    stash: Vec<Arc<Kept>>,
+    credit: keep::Credit,
+}
+
+impl Drop for Grpc {
+    fn drop(&mut self) {
+        // The records kept for reuse hold the budget that holds them.
+        if let Some((_, b)) = &self.keep {
+            b.close();
+            b.give(self.credit.unused());
+        }
+    }
 }
 
 /// `%XX` sequences decoded (gRPC percent-encodes grpc-message); invalid ones kept as is.
@@ -168,8 +191,27 @@ fn encoding_id(encodings: &mut Vec<Arc<str>>, v: &[u8]) -> Arc<str> {
 }
 
 impl Grpc {
+    /// An empty tracker (the same as `Grpc::default()`).
     pub fn new() -> Self {
         Grpc::default()
+    }
+
+    /// Keeps the bytes of every message of each gRPC call within `limits`, in
+    /// [`CallGrpc::kept`] (`calls --messages`). Off by default: nothing is copied.
+    pub fn keep_messages(&mut self, limits: KeepLimits) {
+        self.keep = Some((limits, Budget::new(limits.max_total_bytes)));
+    }
+
+    /// The budget of the kept messages' bytes, when they are kept.
+    pub fn kept_budget(&self) -> Option<&Budget> {
+        self.keep.as_ref().map(|k| &k.1)
+    }
+
+    /// Bytes of messages held now by every record of the run (the budget's count without
+    /// what the tracker took ahead).
+    pub fn kept_bytes(&self) -> usize {
+        self.kept_budget()
+            .map_or(0, |b| b.held().saturating_sub(self.credit.unused()))
     }
 
     /// The record of call `seq` while it is not folded.
@@ -178,18 +220,18 @@ impl Grpc {
     }
 
     /// Forgets call `seq` (a call the analysis does not count).
-    pub fn drop_call(&mut self, seq: u64) {
+    pub(crate) fn drop_call(&mut self, seq: u64) {
         self.calls.remove(&seq);
     }
 
     /// Call `seq`'s record, removed, without folding it into any total (the calls view).
-    pub fn take_call(&mut self, seq: u64) -> Option<CallGrpc> {
+    pub(crate) fn take_call(&mut self, seq: u64) -> Option<CallGrpc> {
         self.calls.remove(&seq)
     }
 
     /// Folds call `seq` (the analysis' call sequence number) into the per-method totals of
     /// the whole capture and of `phase`, and hands its record back (removed).
-    pub fn fold_call(
+    pub(crate) fn fold_call(
         &mut self,
         seq: u64,
         method: &str,
@@ -234,7 +276,7 @@ impl Grpc {
     }
 
     /// Whether DATA payloads of this stream are wanted (an open gRPC call still being cut).
-    pub fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+    pub(crate) fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
         self.conns
             .get(&conn.0)
             .and_then(|c| c.streams.get(&stream))
@@ -243,6 +285,14 @@ impl Grpc {
 
     fn encoding_id(&mut self, v: &[u8]) -> Arc<str> {
         encoding_id(&mut self.encodings, v)
+    }
+
+    /// Call `idx`'s kept messages, while the tracker is the only one holding them.
+    fn kept_mut(&mut self, idx: u64) -> Option<&mut Kept> {
+        self.calls
+            .get_mut(&idx)
+            .and_then(|g| g.kept.as_mut())
+            .and_then(Arc::get_mut)
     }
 
     fn call_mut(&mut self, idx: u64) -> &mut CallGrpc {
@@ -265,7 +315,7 @@ impl Grpc {
 
 impl Grpc {
     /// Bytes of `dir` lost: when frames may be missing, every open call there lacks bytes.
-    pub fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
+    pub(crate) fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
         if framing_lost {
             if let Some(c) = self.conns.get_mut(&conn.0) {
                 c.epoch[dir] = c.epoch[dir].wrapping_add(1);
@@ -274,7 +324,7 @@ impl Grpc {
     }
 
     /// The connection ended: messages in progress are incomplete; its state is dropped.
-    pub fn close(&mut self, conn: ConnId, phase: Option<u64>) {
+    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>) {
         let Some(c) = self.conns.remove(&conn.0) else {
             return;
         };
@@ -291,11 +341,16 @@ impl Grpc {
                     self.incomplete(st.idx, r, phase);
                 }
             }
+            if let Some(k) = self.kept_mut(st.idx) {
+                // The message in progress either way is lost.
+                k.abandon(0);
+                k.abandon(1);
+            }
         }
     }
 
     /// End of input: every connection still open is closed.
-    pub fn flush(&mut self, phase_of: impl Fn() -> Option<u64>) {
+    pub(crate) fn flush(&mut self, phase_of: impl Fn() -> Option<u64>) {
         let ids: Vec<u32> = self.conns.keys().copied().collect();
         for id in ids {
             self.close(ConnId(id), phase_of());
@@ -304,7 +359,7 @@ impl Grpc {
 
     /// The per-side report of one scope (`phase` None: the whole capture), with the per-method
     /// totals of the calls folded in it.
-    pub fn report(&self, phase: Option<u64>) -> GrpcReport {
+    pub(crate) fn report(&self, phase: Option<u64>) -> GrpcReport {
         let empty: [SideMsgs; 2] = Default::default();
         let s = match phase {
             None => &self.whole,

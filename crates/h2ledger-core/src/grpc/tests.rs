@@ -249,11 +249,176 @@ mod ledger {
     }
 }
 
+mod keep {
+    use crate::grpc::*;
+    use crate::testkit::*;
+    use crate::Analysis;
+
+    fn grpc_msg(flag: u8, body: &[u8]) -> Vec<u8> {
+        let mut v = vec![flag];
+        v.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    fn keeping(limits: KeepLimits) -> Conn {
+        let mut a = Analysis::new(None).keep_finished();
+        a.grpc.keep_messages(limits);
+        Conn::started_with(a, &[])
+    }
+
+    /// (flag, wire length, how, bytes) of each listed message of direction `rel`.
+    fn listed(k: &Kept, rel: usize) -> Vec<(u8, u32, KeptHow, Vec<u8>)> {
+        k.messages(rel)
+            .map(|(m, b)| (m.flag, m.wire_len, m.how, b.to_vec()))
+            .collect()
+    }
+
+    /// Every message's bytes, in wire order per direction, across frames and writes, with
+    /// the call's path; nothing kept for a call that is not gRPC; counts unchanged.
+    #[test]
+    fn messages_are_kept_whole_across_frames() {
+        let mut c = keeping(KeepLimits::default());
+        c.client(&request(1, "/pkg.S/M", true));
+        let m = [grpc_msg(0, b"abc"), grpc_msg(1, b""), grpc_msg(0, &[7; 40])].concat();
+        c.client(&fr(0, 0, 1, &m[..10]));
+        c.client(&fr(0, 1, 1, &m[10..]));
+        c.server(&response(1, false, &[("grpc-encoding", "gzip")]));
+        c.server(&fr(0, 0, 1, &grpc_msg(1, b"zz")));
+        c.server(&trailers(1, &[("grpc-status", "0")]));
+        c.client(&request(3, "/plain", false));
+        c.client(&fr(0, 1, 3, &grpc_msg(0, b"abc")));
+        c.server(&response(3, true, &[]));
+        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        let k = g.kept.as_deref().expect("kept");
+        assert_eq!(k.path(), "/pkg.S/M");
+        assert_eq!(
+            listed(k, 0),
+            vec![
+                (0, 3, KeptHow::Whole, b"abc".to_vec()),
+                (1, 0, KeptHow::Whole, vec![]),
+                (0, 40, KeptHow::Whole, vec![7; 40]),
+            ]
+        );
+        assert_eq!(listed(k, 1), vec![(1, 2, KeptHow::Whole, b"zz".to_vec())]);
+        assert_eq!((k.omitted(0), k.omitted(1)), (0, 0));
+        assert_eq!(g.counts[0].messages, 3);
+        assert_eq!(c.ledger.observer.grpc.call(1).unwrap().kept, None);
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 45);
+        drop(g);
+        c.ledger.observer.flush();
+        let mut n = 0;
+        c.ledger.observer.drain_finished(|_| n += 1);
+        assert_eq!(n, 2);
+        assert_eq!(
+            c.ledger.observer.grpc.kept_bytes(),
+            0,
+            "freed with the calls"
+        );
+    }
+
+    /// `max_messages` per direction (later ones counted), `max_message_bytes` (listed without
+    /// bytes), the run's budget (listed without bytes, counted), and a message lost in a gap
+    /// (not listed, its bytes given back).
+    #[test]
+    fn every_bound_is_counted() {
+        let mut c = keeping(KeepLimits {
+            max_messages: 2,
+            max_message_bytes: 10,
+            max_total_bytes: 25,
+        });
+        c.client(&request(1, "/pkg.S/M", true));
+        let m = [
+            grpc_msg(0, &[1; 11]),
+            grpc_msg(0, &[2; 10]),
+            grpc_msg(0, &[3; 1]),
+            grpc_msg(0, &[4; 1]),
+        ]
+        .concat();
+        c.client(&fr(0, 1, 1, &m));
+        c.server(&response(1, false, &[]));
+        c.server(&fr(0, 0, 1, &grpc_msg(0, &[5; 10])));
+        c.server(&fr(0, 0, 1, &grpc_msg(0, &[6; 10])));
+        c.server(&trailers(1, &[("grpc-status", "0")]));
+        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        let k = g.kept.as_deref().unwrap();
+        assert_eq!(
+            listed(k, 0),
+            vec![
+                (0, 11, KeptHow::TooLarge, vec![]),
+                (0, 10, KeptHow::Whole, vec![2; 10]),
+            ]
+        );
+        assert_eq!(k.omitted(0), 2);
+        assert_eq!(
+            listed(k, 1),
+            vec![
+                (0, 10, KeptHow::Whole, vec![5; 10]),
+                (0, 10, KeptHow::OverBudget, vec![]),
+            ]
+        );
+        let b = c.ledger.observer.grpc.kept_budget().unwrap();
+        assert_eq!((b.held(), b.refused()), (20, 1));
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 20);
+
+        // A gap inside a message: it is not listed and its bytes go back.
+        c.client(&request(3, "/pkg.S/M", true));
+        let m = grpc_msg(0, &[8; 10]);
+        c.client(&fr(0, 0, 3, &m[..8]));
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 23);
+        // The next frame lacks bytes: it arrives without its payload.
+        let f = fr(0, 0, 3, &m[8..]);
+        c.client(&f[..10]);
+        c.gap(Dir::Fwd, 3);
+        c.client(&fr(0, 1, 3, &grpc_msg(0, &[9; 2])));
+        let g3 = c.ledger.observer.grpc.call(1).unwrap().clone();
+        assert_eq!(listed(g3.kept.as_deref().unwrap(), 0), vec![]);
+        assert_eq!(g3.counts[0].incomplete, 1);
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 20);
+    }
+
+    /// A printed call's record is reused by the next call, its bytes freed.
+    #[test]
+    fn records_are_recycled() {
+        let mut c = keeping(KeepLimits::default());
+        c.client(&request(1, "/pkg.S/A", true));
+        c.client(&fr(0, 1, 1, &grpc_msg(0, b"first")));
+        let g = c.ledger.observer.grpc.take_call(0).unwrap();
+        let k = g.kept.unwrap();
+        let at = std::sync::Arc::as_ptr(&k);
+        Kept::recycle(k);
+        assert_eq!(c.ledger.observer.grpc.kept_bytes(), 0);
+        c.client(&request(3, "/pkg.S/B", true));
+        c.client(&fr(0, 1, 3, &grpc_msg(0, b"2nd")));
+        let k = c
+            .ledger
+            .observer
+            .grpc
+            .call(1)
+            .unwrap()
+            .kept
+            .clone()
+            .unwrap();
+        assert_eq!(std::sync::Arc::as_ptr(&k), at, "the same record");
+        assert_eq!(k.path(), "/pkg.S/B");
+        assert_eq!(listed(&k, 0), vec![(0, 3, KeptHow::Whole, b"2nd".to_vec())]);
+        // The tracker gone, the pool goes with it (pooled records hold the budget), and a
+        // record given back later is freed.
+        let budget = c.ledger.observer.grpc.kept_budget().unwrap().clone();
+        let g = c.ledger.observer.grpc.take_call(1).unwrap();
+        drop(c);
+        drop(k);
+        Kept::recycle(g.kept.unwrap());
+        assert_eq!(budget.holders(), 1, "only ours");
+        assert_eq!(budget.held(), 0);
+    }
+}
+
 mod size {
     #[test]
     fn per_call_records_are_small() {
         // docs/ledger.md "Memory bounds" quotes these sizes.
-        assert_eq!(std::mem::size_of::<crate::grpc::CallGrpc>(), 120);
+        assert_eq!(std::mem::size_of::<crate::grpc::CallGrpc>(), 128);
         assert_eq!(std::mem::size_of::<crate::flow::CallFlow>(), 24);
     }
 }

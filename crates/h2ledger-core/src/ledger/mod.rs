@@ -305,7 +305,9 @@ pub struct Ledger<O> {
     /// [`MAX_EVICTED_KEPT`]; stale entries, of connections resumed since, are skipped).
     evicted: VecDeque<ConnId>,
     evicted_now: HashMap<u32, (), BuildHasherDefault<StreamIdHasher>>,
+    /// The observer every event goes to.
     pub observer: O,
+    /// The run's warnings (the ledger's, and those the caller adds).
     pub warnings: Warnings,
 }
 
@@ -343,6 +345,7 @@ impl std::ops::IndexMut<usize> for Conns {
 }
 
 impl<O: Observer> Ledger<O> {
+    /// A ledger with no connection yet, handing every event to `observer`.
     pub fn new(observer: O) -> Self {
         Ledger {
             conns: Conns::default(),

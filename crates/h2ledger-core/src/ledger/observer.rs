@@ -4,7 +4,9 @@ use super::*;
 
 /// One frame, as the ledger saw it.
 pub struct FrameEvent<'a> {
+    /// The connection.
     pub conn: ConnId,
+    /// The TCP direction that carried the frame.
     pub dir: Dir,
     /// The side that sent the frame, as known when it was seen (see docs/ledger.md).
     pub side: Side,
@@ -13,7 +15,9 @@ pub struct FrameEvent<'a> {
     /// Index (per connection and direction) of the write that carried the frame's last byte;
     /// [`NO_WRITE`] when that byte was lost in a gap (the frame is counted from its head).
     pub write: u64,
+    /// The frame's 9-byte header.
     pub head: Head,
+    /// The ledger row it counts in (HEADERS vs TRAILERS, PING vs PING_ACK, ...).
     pub class: FrameClass,
     /// The decoded frame; `None` for frames that did not load (or were cut by a gap) and for
     /// DATA unless an observer asked for that stream's payload ([`Observer::wants_data`]): then
@@ -23,7 +27,9 @@ pub struct FrameEvent<'a> {
     pub headers: Option<&'a HeaderList>,
     /// On the frame that completes a header block that was decoded: its sizes.
     pub block: Option<BlockSize>,
+    /// The sender's address.
     pub src: SocketAddr,
+    /// The receiver's address.
     pub dst: SocketAddr,
     /// The frames of some direction of this connection did not start at the first byte of its
     /// TCP stream: the capture started mid-connection, or other bytes came first (an HTTP/1.1
@@ -82,8 +88,11 @@ pub trait Observer {
     /// Bytes of `dir` were lost; `framing_lost`: frames may be missing entirely from here on
     /// (otherwise the gap fell inside one frame, which arrives without its payload).
     fn gap(&mut self, _conn: ConnId, _dir: Dir, _ts: Nanos, _framing_lost: bool) {}
+    /// A new TCP connection (HTTP/2 or not yet known).
     fn open(&mut self, _meta: &ConnMeta) {}
+    /// A write (TCP segment with new payload) of `dir`, before the frames that end in it.
     fn write(&mut self, _conn: ConnId, _dir: Dir, _w: &Write) {}
+    /// A frame, once its last byte was seen (or its head, when a gap swallowed the rest).
     fn frame(&mut self, _ev: &FrameEvent<'_>) {}
     /// The connection is over (nothing more will come for it): fold what is kept per
     /// connection into totals and free it. `summary` is final.

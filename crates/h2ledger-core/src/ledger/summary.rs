@@ -5,15 +5,21 @@ use super::*;
 /// How the client of a connection was identified, strongest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientBy {
+    /// The sender of the SYN (or the receiver of the SYN-ACK).
     Syn,
+    /// The sender of the client connection preface.
     Preface,
     /// A request (`:method`) or response (`:status`) header block.
     PseudoHeaders,
+    /// The side that sent more HEADERS on odd-numbered streams.
     OddStreams,
+    /// The side with the higher port.
     EphemeralPort,
 }
 
 impl ClientBy {
+    /// The published name (`per_connection[].client_by`): `syn`, `preface`, `pseudo-headers`,
+    /// `odd-streams` or `ephemeral-port`.
     pub fn name(self) -> &'static str {
         match self {
             ClientBy::Syn => "syn",
@@ -28,14 +34,21 @@ impl ClientBy {
 /// What the ledger knows of a connection once the input is done.
 #[derive(Clone, Debug)]
 pub struct ConnSummary {
+    /// The connection.
     pub id: ConnId,
+    /// HTTP/2 was found on it (only those are counted).
     pub http2: bool,
+    /// The client's address.
     pub client: SocketAddr,
+    /// The server's address.
     pub server: SocketAddr,
+    /// The TCP direction the client sends in.
     pub client_dir: Dir,
+    /// The evidence the client was told by.
     pub client_by: ClientBy,
     /// The capture did not hold the start of at least one direction.
     pub mid_stream: bool,
+    /// Time of its first packet.
     pub start: Nanos,
     /// HTTP/2 began after HTTP/1.1 on this connection (an h2c upgrade or a CONNECT tunnel).
     pub prelude: Option<Prelude>,
@@ -59,6 +72,7 @@ pub enum Prelude {
 }
 
 impl Prelude {
+    /// The published name (`per_connection[].prelude`): `h2c-upgrade` or `connect-tunnel`.
     pub fn name(self) -> &'static str {
         match self {
             Prelude::Upgrade => "h2c-upgrade",
@@ -70,7 +84,9 @@ impl Prelude {
 /// Warnings: the first [`MAX_WARNINGS`] as text, all counted by kind.
 #[derive(Debug, Default)]
 pub struct Warnings {
+    /// The first [`MAX_WARNINGS`] messages, then one line saying that later ones are only counted.
     pub messages: Vec<String>,
+    /// Every warning, counted by kind (`gap`, `malformed-frame`, ...): the report's `anomalies`.
     pub counts: BTreeMap<&'static str, u64>,
     /// Every warning added, of every kind: a run watches it to look at `counts` only when it
     /// changed.
@@ -78,6 +94,7 @@ pub struct Warnings {
 }
 
 impl Warnings {
+    /// Counts a warning of `kind`; `msg` is called only while messages are still kept.
     pub fn add(&mut self, kind: &'static str, msg: impl FnOnce() -> String) {
         *self.counts.entry(kind).or_default() += 1;
         self.total += 1;

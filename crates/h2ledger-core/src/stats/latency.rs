@@ -47,10 +47,12 @@ fn value(b: u16) -> i64 {
 }
 
 impl LatencyHist {
+    /// An empty histogram.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Values recorded.
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -60,6 +62,7 @@ impl LatencyHist {
         self.buckets.is_empty()
     }
 
+    /// Records one duration, nanoseconds (negative counts as 0).
     pub fn record(&mut self, v: i64) {
         let v = v.max(0);
         if self.count == 0 {
@@ -89,6 +92,7 @@ impl LatencyHist {
         }
     }
 
+    /// Adds every value of `o`.
     pub fn merge(&mut self, o: &LatencyHist) {
         if o.count == 0 {
             return;
@@ -137,6 +141,7 @@ impl LatencyHist {
         Some(self.max)
     }
 
+    /// The largest value recorded (exact); `None` when empty.
     pub fn max(&self) -> Option<i64> {
         (self.count > 0).then_some(self.max)
     }

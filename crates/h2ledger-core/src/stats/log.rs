@@ -3,7 +3,7 @@
 //!
 //! Precision contract: values below 32 are kept exactly; above, each power of two is split into
 //! 16 buckets, so a bucket spans at most 1/16 of its lower bound. A percentile is the upper
-//! bound of the bucket holding the nearest-rank sample (see [`crate::analysis::stats`]),
+//! bound of the bucket holding the nearest-rank sample (see [`crate::stats`]),
 //! clamped to the exact maximum: never below the true value, at most 6.25 % above it. `count`,
 //! `sum` and `max` are exact. Memory: only occupied buckets are stored, at most
 //! [`MAX_BUCKETS`] (16 bytes each), whatever the input.
@@ -20,8 +20,11 @@ pub(crate) const MAX_BUCKETS: usize = EXACT as usize + (64 - 5) * (1 << SUB_BITS
 pub struct LogHist {
     /// (bucket index, count), sorted by index.
     buckets: Vec<(u16, u64)>,
+    /// Values added.
     pub count: u64,
+    /// Their sum (saturating), exact.
     pub sum: u64,
+    /// The largest value added, exact (0 when empty).
     pub max: u64,
 }
 
@@ -47,6 +50,7 @@ fn upper(b: u16) -> u64 {
 }
 
 impl LogHist {
+    /// Adds one value.
     pub fn add(&mut self, v: u64) {
         self.count += 1;
         self.sum = self.sum.saturating_add(v);
@@ -59,6 +63,7 @@ impl LogHist {
         debug_assert!(self.buckets.len() <= MAX_BUCKETS);
     }
 
+    /// Adds every value of `o`.
     pub fn merge(&mut self, o: &LogHist) {
         self.count += o.count;
         self.sum = self.sum.saturating_add(o.sum);
@@ -89,6 +94,7 @@ impl LogHist {
         Some(self.max)
     }
 
+    /// Count, total, p50, p99 and max, as the reports print them.
     pub fn summary(&self) -> HistSummary {
         HistSummary {
             count: self.count,
@@ -103,10 +109,15 @@ impl LogHist {
 /// What the reports print of a [`LogHist`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct HistSummary {
+    /// Values.
     pub count: u64,
+    /// The largest, exact; `None` when empty.
     pub max: Option<u64>,
+    /// Median (see the module's precision contract).
     pub p50: Option<u64>,
+    /// 99th percentile (see the module's precision contract).
     pub p99: Option<u64>,
+    /// Their sum, exact.
     pub total: u64,
 }
 

@@ -32,13 +32,21 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], p: u32) -> Option<T> {
 /// there is no sample.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Percentiles {
+    /// Samples.
     pub count: u64,
+    /// 1st percentile.
     pub p1: Option<f64>,
+    /// 25th percentile.
     pub p25: Option<f64>,
+    /// Median.
     pub p50: Option<f64>,
+    /// 75th percentile.
     pub p75: Option<f64>,
+    /// 90th percentile.
     pub p90: Option<f64>,
+    /// 95th percentile.
     pub p95: Option<f64>,
+    /// 99th percentile.
     pub p99: Option<f64>,
 }
 

@@ -27,6 +27,8 @@ pub struct CallPrinter {
     writer: Option<Writer>,
     /// Method names by the analysis' method id, shared with the writer thread.
     methods: Vec<Arc<str>>,
+    /// `--messages`: each call's gRPC messages, decoded where the record is written.
+    messages: Option<super::Messages>,
 }
 
 /// A call handed to the writer thread: what its record is made of, owned.
@@ -158,7 +160,25 @@ impl CallPrinter {
             style,
             writer: None,
             methods: Vec::new(),
+            messages: None,
         }
+    }
+
+    /// Prints each call's gRPC messages (`--messages`), decoded by `dec`: in the JSON shapes
+    /// every message, on the writer thread; in the table the first of each direction.
+    pub fn with_messages(mut self, dec: super::Messages) -> Self {
+        self.messages = Some(dec);
+        self
+    }
+
+    /// The warnings about the messages printed (none without `--messages`); call after the
+    /// last call is written ([`CallPrinter::out`] waits for the writer thread).
+    pub fn message_warnings(&mut self) -> Vec<String> {
+        self.out();
+        self.messages
+            .as_ref()
+            .map(super::Messages::warnings)
+            .unwrap_or_default()
     }
 
     /// The output, back from the writer thread (every call handed to it written first).
@@ -215,6 +235,7 @@ impl CallPrinter {
             let broken = Arc::new(AtomicBool::new(false));
             let (tx, rx) = sync_channel::<Msg>(IN_FLIGHT);
             let flag = broken.clone();
+            let dec = self.messages.clone();
             let spawned = std::thread::Builder::new()
                 .name("calls-writer".into())
                 .spawn(move || {
@@ -242,11 +263,18 @@ impl CallPrinter {
                                 flow: o.flow,
                                 grpc: o.grpc.as_ref(),
                             };
-                            let line = CallLine::new(&v);
+                            let msgs = dec
+                                .as_ref()
+                                .map(|d| d.call(v.grpc, v.rec.conn, v.rec.stream));
+                            let line = with_messages(CallLine::new(&v), &msgs);
                             out.record_with(|buf| {
                                 line.write_json(buf);
                                 true
                             });
+                            if let Some(k) = o.grpc.and_then(|g| g.kept) {
+                                // Decoded: its record goes back to the tracker for reuse.
+                                h2ledger_core::grpc::Kept::recycle(k);
+                            }
                         }
                         flag.store(out.broken, Ordering::Relaxed);
                     }
@@ -319,7 +347,11 @@ impl CallPrinter {
             if self.hand_over(c) {
                 return;
             }
-            let line = CallLine::new(c);
+            let msgs = self
+                .messages
+                .as_ref()
+                .map(|d| d.call(c.grpc, c.rec.conn, c.rec.stream));
+            let line = with_messages(CallLine::new(c), &msgs);
             self.out().record_with(|buf| {
                 line.write_json(buf);
                 true
@@ -379,6 +411,35 @@ impl CallPrinter {
             .collect();
         let l = row(&self.layout, &cells, self.style);
         self.line(&l);
+        if self.messages.is_some() {
+            self.message_lines(c, !narrow);
+        }
+    }
+
+    /// `--messages` in the table: under the call's row, the first message of each direction
+    /// (`>` request, `<` response; `1/N` when there are N), one line each, cut to 100 columns
+    /// unless `wide`.
+    fn message_lines(&mut self, c: &CallView<'_>, wide: bool) {
+        let Some(dec) = &self.messages else {
+            return;
+        };
+        let Some(m) = dec.call(c.grpc, c.rec.conn, c.rec.stream) else {
+            return;
+        };
+        let mut lines = Vec::new();
+        for (rel, arrow) in [(0, '>'), (1, '<')] {
+            let Some(first) = m.dirs[rel].first() else {
+                continue;
+            };
+            let n = m.dirs[rel].len() + m.omitted[rel] as usize;
+            let prefix = format!("  {arrow} 1/{n} ");
+            let enc = c.grpc.and_then(|g| g.encoding[rel].as_deref());
+            let width = (!wide).then_some(super::WIDTH);
+            lines.push(super::table_line(&prefix, first, enc, width, self.style));
+        }
+        for l in lines {
+            self.line(&l);
+        }
     }
 
     /// After the last call (table): the count. The JSON shapes end with the summary record.
@@ -387,5 +448,16 @@ impl CallPrinter {
             let n = self.calls;
             self.line(&format!("{n} calls"));
         }
+    }
+}
+
+/// `line` with the messages of `msgs` when `--messages` is on (`Some`); unchanged otherwise.
+fn with_messages<'a>(
+    line: CallLine<'a>,
+    msgs: &'a Option<Option<super::CallMessages>>,
+) -> CallLine<'a> {
+    match msgs {
+        Some(m) => line.with_messages(m.as_ref()),
+        None => line,
     }
 }

@@ -45,6 +45,11 @@ pub struct FramePrinter {
     /// The table goes to a terminal: frames wider than [`WIDTH`] go on over more lines.
     /// Piped or redirected, a frame is one line (`wc -l` and `grep -c` count frames).
     wrap: bool,
+    /// `--messages`: gRPC messages shown on the DATA frame that completes them.
+    messages: Option<super::grpc_frames::FrameMessages>,
+    /// `--wide`: a message's table line whole, not cut to [`WIDTH`].
+    wide: bool,
+    style: crate::Style,
 }
 
 impl FramePrinter {
@@ -58,7 +63,27 @@ impl FramePrinter {
             max: None,
             addrs: Addrs::default(),
             wrap,
+            messages: None,
+            wide: false,
+            style: crate::Style::default(),
         }
+    }
+
+    /// Shows the gRPC messages each DATA frame completes (`--messages`), decoded by `dec`;
+    /// `wide`: their table lines whole; `style`: how a cut line ends.
+    pub fn with_messages(mut self, dec: super::Messages, wide: bool, style: crate::Style) -> Self {
+        self.messages = Some(super::grpc_frames::FrameMessages::new(dec));
+        self.wide = wide;
+        self.style = style;
+        self
+    }
+
+    /// The warnings about the messages shown (none without `--messages`).
+    pub fn message_warnings(&self) -> Vec<String> {
+        self.messages
+            .as_ref()
+            .map(|m| m.decoder().warnings())
+            .unwrap_or_default()
     }
 
     /// The first packet's time: the table's times count from it.
@@ -89,8 +114,32 @@ impl h2ledger_run::View for FramePrinter {
 }
 
 impl Observer for FramePrinter {
+    fn wants_data(&self, conn: h2ledger_tcp::ConnId, stream: h2ledger_core::StreamId) -> bool {
+        self.messages
+            .as_ref()
+            .is_some_and(|m| m.wants_data(conn, stream))
+    }
+
+    fn gap(&mut self, conn: h2ledger_tcp::ConnId, dir: h2ledger_tcp::Dir, _ts: Nanos, lost: bool) {
+        if let Some(m) = &mut self.messages {
+            m.gap(conn, dir, lost);
+        }
+    }
+
+    fn close(&mut self, summary: &h2ledger_core::ConnSummary) {
+        if let Some(m) = &mut self.messages {
+            m.close(summary.id);
+        }
+    }
+
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        if self.out.broken || self.full() || !self.filter.keep(ev) {
+        let print = !(self.out.broken || self.full()) && self.filter.keep(ev);
+        // Every frame of a gRPC stream is cut, printed or not.
+        let msgs = match &mut self.messages {
+            Some(m) => m.frame(ev, print),
+            None => Default::default(),
+        };
+        if !print {
             return;
         }
         let origin = *self.origin.get_or_insert(ev.ts);
@@ -99,8 +148,12 @@ impl Observer for FramePrinter {
             for l in frame_lines(ev, origin, self.wrap) {
                 self.out.line(&l);
             }
+            for d in &msgs.msgs {
+                let l = super::grpc_frames::table_line(ev, origin, d, &msgs, self.wide, self.style);
+                self.out.line(&l);
+            }
         } else {
-            let line = FrameLine::new(ev, &mut self.addrs);
+            let line = FrameLine::new(ev, &mut self.addrs).with_messages(&msgs.msgs);
             self.out.record_with(|buf| {
                 line.write_json(buf);
                 true

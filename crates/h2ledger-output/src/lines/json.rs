@@ -9,6 +9,8 @@ use h2ledger_core::FrameEvent;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
+use super::messages::{CallMessages, Decoded, MsgList};
+
 /// The text of the last frame's addresses: consecutive frames nearly always share them, and
 /// formatting an address costs more than the rest of a frame's line.
 #[derive(Default)]
@@ -115,6 +117,9 @@ pub struct FrameLine<'a> {
     error: Option<String>,
     flag_names: super::frames::FlagNames,
     flags: u8,
+    /// `frames --messages`: the gRPC messages this DATA frame completes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grpc_messages: Option<MsgList<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     headers: Option<Headers<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -157,6 +162,7 @@ impl<'a> FrameLine<'a> {
             error: None,
             flag_names: super::frames::flag_names(ev.head.kind, ev.head.flags.0),
             flags: ev.head.flags.0,
+            grpc_messages: None,
             headers: ev.headers.map(Headers),
             increment: None,
             last_stream_id: None,
@@ -191,6 +197,16 @@ impl<'a> FrameLine<'a> {
     }
 }
 
+impl<'a> FrameLine<'a> {
+    /// With the gRPC messages the frame completes (`frames --messages`; none: no key).
+    pub fn with_messages(mut self, msgs: &'a [Decoded]) -> Self {
+        if !msgs.is_empty() {
+            self.grpc_messages = Some(MsgList(msgs));
+        }
+        self
+    }
+}
+
 impl FrameLine<'_> {
     /// This record as serde_json writes it (the same bytes, by hand: `frames --format jsonl`
     /// prints millions; `it::usage::frame_lines_equal_serde` compares the two).
@@ -208,6 +224,9 @@ impl FrameLine<'_> {
         }
         o.plain_strs(k!("flag_names"), self.flag_names.as_slice());
         o.u64(k!("flags"), self.flags.into());
+        if let Some(m) = &self.grpc_messages {
+            o.raw(k!("grpc_messages"), |b| m.write_json(b));
+        }
         if let Some(h) = &self.headers {
             o.raw(k!("headers"), |b| {
                 b.push(b'[');
@@ -323,11 +342,20 @@ pub struct CallLine<'a> {
     incomplete_messages: Option<Pair<u32>>,
     message_bytes: Option<Pair<u64>>,
     messages: Option<Pair<u32>>,
+    /// `calls --messages`: complete messages beyond `--max-messages`, not listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages_omitted: Option<Option<Pair<u32>>>,
     method: &'a str,
     opened_bdp_round: Pair<bool>,
     ping_rtt_us: Option<f64>,
     record: &'static str,
+    /// `calls --messages`: the request's messages (null: not gRPC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_messages: Option<Option<MsgList<'a>>>,
     reset: bool,
+    /// `calls --messages`: the response's messages (null: not gRPC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_messages: Option<Option<MsgList<'a>>>,
     server_time_us: Option<f64>,
     stalled_us: Pair<f64>,
     stalls: Pair<u32>,
@@ -384,6 +412,7 @@ impl<'a> CallLine<'a> {
             incomplete_messages: grpc.then(|| pair([k[0].incomplete, k[1].incomplete])),
             message_bytes: side([k[0].bytes, k[1].bytes]),
             messages: grpc.then(|| pair([k[0].messages, k[1].messages])),
+            messages_omitted: None,
             method: c.method,
             opened_bdp_round: pair([
                 r.opened_round(h2ledger_core::Side::Client),
@@ -391,7 +420,9 @@ impl<'a> CallLine<'a> {
             ]),
             ping_rtt_us: g.and_then(|g| us(g.ping_rtt_ns)),
             record: "call",
+            request_messages: None,
             reset: r.reset(),
+            response_messages: None,
             server_time_us: g.and_then(|g| us(g.server_time_ns)),
             stalled_us: pair([
                 f.stalled_ns[0] as f64 / 1000.0,
@@ -404,6 +435,17 @@ impl<'a> CallLine<'a> {
             kind: "call",
             writes: pair(r.writes),
         }
+    }
+}
+
+impl<'a> CallLine<'a> {
+    /// With the call's messages (`calls --messages`): `request_messages`,
+    /// `response_messages` and `messages_omitted`, null when the call is not gRPC.
+    pub fn with_messages(mut self, m: Option<&'a CallMessages>) -> Self {
+        self.request_messages = Some(m.map(|m| MsgList(&m.dirs[0])));
+        self.response_messages = Some(m.map(|m| MsgList(&m.dirs[1])));
+        self.messages_omitted = Some(m.map(|m| pair(m.omitted)));
+        self
     }
 }
 
@@ -442,6 +484,9 @@ impl CallLine<'_> {
         pair_u64(&mut o, k!("incomplete_messages"), &self.incomplete_messages);
         pair_u64(&mut o, k!("message_bytes"), &self.message_bytes);
         pair_u64(&mut o, k!("messages"), &self.messages);
+        if let Some(p) = &self.messages_omitted {
+            pair_u64(&mut o, k!("messages_omitted"), p);
+        }
         o.str(k!("method"), self.method);
         o.obj(k!("opened_bdp_round"), |o| {
             o.bool(k!("client"), self.opened_bdp_round.client);
@@ -449,7 +494,16 @@ impl CallLine<'_> {
         });
         o.opt_f64(k!("ping_rtt_us"), self.ping_rtt_us);
         o.plain(k!("record"), self.record);
+        fn list(o: &mut Obj<'_>, k: &str, l: &Option<Option<MsgList<'_>>>) {
+            match l {
+                Some(Some(l)) => o.raw(k, |b| l.write_json(b)),
+                Some(None) => o.null(k),
+                None => {}
+            }
+        }
+        list(&mut o, k!("request_messages"), &self.request_messages);
         o.bool(k!("reset"), self.reset);
+        list(&mut o, k!("response_messages"), &self.response_messages);
         o.opt_f64(k!("server_time_us"), self.server_time_us);
         o.obj(k!("stalled_us"), |o| {
             o.f64(k!("client"), self.stalled_us.client);

@@ -3,12 +3,16 @@
 
 mod calls;
 mod frames;
+mod grpc_frames;
 mod json;
+mod messages;
 mod out;
 mod ticks;
 
 pub use calls::{CallPrinter, LEGEND};
 pub use frames::{flag_names, FlagNames, FrameFilter, FramePrinter, WIDTH};
+pub use grpc_frames::{FrameMessages, FrameMsgs, MAX_STREAMS};
 pub use json::{secs, Addrs, CallLine, FrameLine};
+pub use messages::{table_line, CallMessages, Decoded, Messages, MsgList, MEMORY_CAP};
 pub use out::{Out, Shape, Summary};
 pub use ticks::Ticks;

@@ -73,7 +73,10 @@ pub fn compare_table(a: &LedgerReport, b: &LedgerReport, st: Style) -> String {
     let per_row = |label: &str, f: &dyn Fn(&LedgerReport, Side) -> u64| {
         let mut r = vec![label.to_string()];
         for s in Side::ALL {
-            let (x, y) = (per_call(f(a, s), a.calls), per_call(f(b, s), b.calls));
+            let (x, y) = (
+                per_call(f(a, s), a.all_calls()),
+                per_call(f(b, s), b.all_calls()),
+            );
             r.extend([fmt_per(x), fmt_per(y), delta_per(x, y)]);
         }
         r
@@ -108,14 +111,14 @@ pub fn write_compare(
         crate::Format::Table => {
             // Method names and statuses come from the captures (crate::tty).
             let mut out = tty::Safe::new(out);
-            let _ = writeln!(out, "A = {}", super::headline(a.0, x));
-            let _ = writeln!(out, "B = {}", super::headline(b.0, y));
+            let _ = writeln!(out, "A = {}", super::headline_tls(a.0, x, a.1.tls.as_ref()));
+            let _ = writeln!(out, "B = {}", super::headline_tls(b.0, y, b.1.tls.as_ref()));
             let _ = writeln!(
                 out,
                 "calls: {} -> {} ({}); connections: {} -> {} ({})",
-                x.calls,
-                y.calls,
-                delta(x.calls, y.calls),
+                x.all_calls(),
+                y.all_calls(),
+                delta(x.all_calls(), y.all_calls()),
                 x.connections,
                 y.connections,
                 delta(x.connections, y.connections)

@@ -106,8 +106,9 @@ pub fn ledger_table_with(
             r.sides.get(s).tls_records.to_string()
         }));
     }
+    // Every call, the upgraded HTTP/1.1 requests too (the JSON's `calls` + `upgraded_calls`).
     b.push_record(row("calls", &|r, s| match s {
-        Side::Client => r.calls.to_string(),
+        Side::Client => r.all_calls().to_string(),
         Side::Server => String::new(),
     }));
     if let Some(made) = calls_made {
@@ -119,13 +120,13 @@ pub fn ledger_table_with(
         b.push_record(r);
     }
     b.push_record(row("writes per call", &|r, s| {
-        per(r.sides.get(s).writes, r.calls)
+        per(r.sides.get(s).writes, r.all_calls())
     }));
     b.push_record(row("frames per call", &|r, s| {
-        per(r.sides.get(s).frames.total(), r.calls)
+        per(r.sides.get(s).frames.total(), r.all_calls())
     }));
     b.push_record(row("control frames per call", &|r, s| {
-        per(r.sides.get(s).frames.control(), r.calls)
+        per(r.sides.get(s).frames.control(), r.all_calls())
     }));
     let mut t = b.build();
     super::styled(&mut t, st);
@@ -143,14 +144,53 @@ fn per(n: u64, calls: u64) -> String {
 
 /// A one-line summary above the table.
 pub fn headline(source: &str, r: &LedgerReport) -> String {
+    headline_tls(source, r, None)
+}
+
+/// [`headline`], saying what TLS hid: connections that offered or chose h2 but had no key,
+/// and why (no key log; a key log without their client randoms).
+pub fn headline_tls(
+    source: &str,
+    r: &LedgerReport,
+    tls: Option<&h2ledger_tls::TlsReport>,
+) -> String {
     let conns = r.connections;
     let plural = if conns == 1 { "" } else { "s" };
     let mut s = format!(
-        "{source}: {conns} HTTP/2 connection{plural}, {} calls",
-        r.calls
+        "{source}: {conns} HTTP/2 connection{plural}, {}",
+        calls_phrase(r)
     );
-    if conns == 0 {
+    let hidden = tls.map_or(0, |t| t.without_key_h2);
+    if hidden > 0 {
+        let t = tls.expect("hidden > 0");
+        let them = if hidden == 1 { "it" } else { "them" };
+        let why = if t.keylog.key_lines == 0 {
+            format!("no key log: pass --keylog FILE (SSLKEYLOGFILE=FILE for curl, OpenSSL, Firefox, Chrome; docs/ledger.md, \"HTTP/2 over TLS\") to decrypt {them}")
+        } else {
+            format!(
+                "the key log has no secret for any of {} {hidden} client random{} ({} in the key log)",
+                if hidden == 1 { "its" } else { "their" },
+                if hidden == 1 { "" } else { "s" },
+                t.keylog_randoms
+            )
+        };
+        s.push_str(&format!(
+            "; {} {hidden} TLS connection{} with ALPN h2 not decrypted: {why}",
+            if conns == 0 { "but" } else { "and" },
+            if hidden == 1 { "" } else { "s" },
+        ));
+    } else if conns == 0 {
         s.push_str(" (no HTTP/2 seen: check --port / the filter, or that the capture holds HTTP/2 over cleartext TCP)");
+    }
+    s
+}
+
+/// `3 calls (2 by h2c upgrade)`, `1 call`: every call a user made.
+pub fn calls_phrase(r: &LedgerReport) -> String {
+    let n = r.all_calls();
+    let mut s = format!("{n} call{}", if n == 1 { "" } else { "s" });
+    if r.upgraded_calls > 0 {
+        s.push_str(&format!(" ({} by h2c upgrade)", r.upgraded_calls));
     }
     s
 }
@@ -179,7 +219,7 @@ pub fn connections_table(r: &LedgerReport, st: Style) -> Option<String> {
             c.id.to_string(),
             c.client.clone(),
             c.server.clone(),
-            c.calls.to_string(),
+            c.all_calls().to_string(),
             c.sides.client.frames.total().to_string(),
             c.sides.server.frames.total().to_string(),
             c.sides.client.writes.to_string(),

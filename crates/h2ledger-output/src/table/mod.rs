@@ -7,11 +7,16 @@ pub mod findings;
 pub mod flow;
 mod ledger;
 mod pages;
+mod series;
 
 pub use analysis::{analysis_table, methods_table};
 pub use compare::{compare_table, write_compare};
-pub use ledger::{connections_table, footer, headline, ledger_table, ledger_table_with, tls_line};
-pub use pages::write_tables;
+pub use ledger::{
+    calls_phrase, connections_table, footer, headline, headline_tls, ledger_table,
+    ledger_table_with, tls_line,
+};
+pub use pages::{write_tables, PhaseLayout};
+pub use series::{live_heading, live_row, series_heading, series_row};
 
 use crate::Style;
 
@@ -45,6 +50,17 @@ pub fn cut(s: &str, w: usize, st: Style) -> String {
     let mark = if st.ascii { "~" } else { "…" };
     let tail: String = s.chars().skip(n - (w - 1)).collect();
     format!("{mark}{tail}")
+}
+
+/// `s` in at most `w` characters, keeping its start: a longer one ends with `…` (`~` in
+/// ASCII).
+pub fn cut_end(s: &str, w: usize, st: Style) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mark = if st.ascii { "~" } else { "…" };
+    let head: String = s.chars().take(w.saturating_sub(1)).collect();
+    format!("{head}{mark}")
 }
 
 /// `grpc-status 0` as `grpc 0`, `:status 200` as `http 200`, `RST_STREAM` as `RST`.

@@ -8,8 +8,10 @@ use h2ledger_core::LedgerReport;
 use h2ledger_run::{secs, Report};
 use h2ledger_tcp::Nanos;
 
+use super::series::{series_heading, series_row};
 use super::{
-    analysis_table, connections_table, flow, footer, headline, ledger_table, methods_table, wrap,
+    analysis_table, connections_table, flow, footer, headline_tls, ledger_table, methods_table,
+    wrap,
 };
 use crate::{time::fmt_rfc3339, tty, warn, Style, TABLE_WIDTH};
 
@@ -55,26 +57,52 @@ fn block_tables(
     out
 }
 
-/// Writes a run's report as tables on `out` (its phases, built one at a time by `phases`), and
-/// its warnings on `err`.
+/// How phases are shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseLayout {
+    /// Every table with a column per phase beside the whole capture's (`--split-at`, `--wide`).
+    Columns,
+    /// The whole capture's tables, then one row per phase (`--every`).
+    Series,
+}
+
+/// Writes a run's report as tables on `out` (its phases, built one at a time by `phases`, laid
+/// out as `layout` says), and its warnings on `err`.
 pub fn write_tables(
     out: &mut dyn Write,
     err: &mut dyn Write,
     source: &str,
     whole: &Report,
     phases: &mut dyn Iterator<Item = Report>,
+    layout: PhaseLayout,
     st: Style,
 ) {
     let report = &whole.ledger;
     // Method names, statuses and GOAWAY debug come from the capture (crate::tty).
     let mut out = tty::Safe::new(out);
-    let _ = writeln!(out, "{}", wrap(&headline(source, report), TABLE_WIDTH));
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(
+            &headline_tls(source, report, whole.tls.as_ref()),
+            TABLE_WIDTH
+        )
+    );
     if let Some(b) = whole
         .findings
         .as_deref()
         .and_then(|f| super::findings::findings_block(f, st))
     {
         let _ = write!(out, "{b}");
+    }
+    if layout == PhaseLayout::Series && report.connections > 0 {
+        let _ = write!(
+            out,
+            "{}",
+            block_tables(&[(String::new(), whole)], whole, true, st)
+        );
+        series(&mut out, whole, phases);
+        return tail(&mut out, err, whole, &[], st);
     }
     let mut phases = phases.peekable();
     let split = phases.peek().is_some();
@@ -133,11 +161,59 @@ pub fn write_tables(
         let _ = write!(out, "{text}");
         first_block = false;
     }
+    tail(&mut out, err, whole, &spans, st);
+}
+
+/// The phases as a time series: a row each, the whole capture's first.
+fn series(out: &mut dyn Write, whole: &Report, phases: &mut dyn Iterator<Item = Report>) {
+    let origin = whole.start.unwrap_or(0);
+    let _ = writeln!(out, "{}", series_heading());
+    let _ = writeln!(
+        out,
+        "{}",
+        series_row("all", &whole.ledger, whole.analysis.as_ref())
+    );
+    let mut period = None;
+    for p in phases {
+        let (start, end) = (p.start.unwrap_or(0), p.end.unwrap_or(0));
+        period.get_or_insert(end - start);
+        let label = format!("{:.3}", secs(start - origin));
+        let _ = writeln!(
+            out,
+            "{}",
+            series_row(&label, &p.ledger, p.analysis.as_ref())
+        );
+    }
+    if let Some(d) = period {
+        let _ = writeln!(
+            out,
+            "{}",
+            wrap(
+                &format!(
+                    "a row per {} from {} (start s: from the first packet); cli/srv: client/server; --wide: every table per phase",
+                    crate::time::show_duration(std::time::Duration::from_nanos(d.max(0) as u64)),
+                    fmt_rfc3339(origin)
+                ),
+                TABLE_WIDTH
+            )
+        );
+    }
+}
+
+/// The connections, the phases' bounds, the capture facts and the warnings.
+fn tail(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    whole: &Report,
+    spans: &[(String, Nanos, Nanos)],
+    st: Style,
+) {
+    let report = &whole.ledger;
     if report.connections > 0 {
         if let Some(t) = connections_table(report, st) {
             let _ = writeln!(out, "{t}");
         }
-        for (name, start, end) in &spans {
+        for (name, start, end) in spans {
             let _ = writeln!(
                 out,
                 "{name}: {} to {}",

@@ -476,8 +476,8 @@ impl MapKey<'_> {
     fn write(&self, out: &mut String) {
         match self {
             MapKey::Bool(b) => out.push_str(if *b { "\"true\"" } else { "\"false\"" }),
-            MapKey::I(v) => json::quoted(out, v),
-            MapKey::U(v) => json::quoted(out, v),
+            MapKey::I(v) => json::quoted(out, *v),
+            MapKey::U(v) => json::quoted(out, *v),
             MapKey::S(s) => json::string(out, s),
         }
     }

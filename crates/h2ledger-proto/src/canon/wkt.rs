@@ -286,13 +286,19 @@ pub(crate) fn timestamp(seconds: i64, nanos: i32, out: &mut String) -> R {
     let days = s.div_euclid(86_400);
     let secs = s.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    let _ = write!(
-        out,
-        "\"{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
+    // "{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}", without the formatter (year 1 to 9999).
+    out.push('"');
+    for (v, w, sep) in [
+        (y as u32, 4, '-'),
+        (m, 2, '-'),
+        (d, 2, 'T'),
+        ((secs / 3600) as u32, 2, ':'),
+        ((secs / 60 % 60) as u32, 2, ':'),
+    ] {
+        json::padded(out, v, w);
+        out.push(sep);
+    }
+    json::padded(out, (secs % 60) as u32, 2);
     fraction(n as u32, out);
     out.push_str("Z\"");
     Ok(())
@@ -329,12 +335,13 @@ fn fraction(n: u32, out: &mut String) {
     if n == 0 {
         return;
     }
+    out.push('.');
     if n.is_multiple_of(1_000_000) {
-        let _ = write!(out, ".{:03}", n / 1_000_000);
+        json::padded(out, n / 1_000_000, 3);
     } else if n.is_multiple_of(1_000) {
-        let _ = write!(out, ".{:06}", n / 1_000);
+        json::padded(out, n / 1_000, 6);
     } else {
-        let _ = write!(out, ".{n:09}");
+        json::padded(out, n, 9);
     }
 }
 

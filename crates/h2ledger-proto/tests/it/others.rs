@@ -67,7 +67,7 @@ fn grpcgo_health_check_is_serving() {
                     assert_eq!(m.message.as_deref(), Some(r#"{"status":"SERVING"}"#));
                     assert_eq!(
                         m.to_json(),
-                        r#"{"type":"grpc.health.v1.HealthCheckResponse","bytes":2,"compressed":false,"message":{"status":"SERVING"},"raw":null}"#
+                        r#"{"bytes":2,"compressed":false,"message":{"status":"SERVING"},"raw":null,"type":"grpc.health.v1.HealthCheckResponse"}"#
                     );
                 }
             }
@@ -84,7 +84,7 @@ fn grpcgo_health_without_schema_is_raw() {
         assert_eq!(m.message, None);
         let want = match dir {
             Direction::Request => "[]",
-            Direction::Response => r#"[{"field":1,"wire":"varint","value":"1"}]"#,
+            Direction::Response => r#"[{"field":1,"value":"1","wire":"varint"}]"#,
         };
         assert_eq!(m.raw.as_deref(), Some(want));
     }

@@ -128,7 +128,7 @@ fn unknown_fields_and_wrong_wire_types_go_to_raw() {
     assert_eq!(
         m.raw.as_deref(),
         Some(
-            r#"[{"field":1,"wire":"varint","value":"7"},{"field":99,"wire":"varint","value":"1"},{"field":1,"wire":"len","string":"zz"}]"#
+            r#"[{"field":1,"value":"7","wire":"varint"},{"field":99,"value":"1","wire":"varint"},{"field":1,"string":"zz","wire":"len"}]"#
         )
     );
 }
@@ -147,7 +147,7 @@ fn bad_bytes_are_reported_with_raw_kept() {
     assert_eq!(m.anomaly.unwrap().kind(), "message-parse");
     assert_eq!(
         m.raw.as_deref(),
-        Some(r#"[{"field":8,"wire":"len","bytes":"//4="}]"#)
+        Some(r#"[{"bytes":"//4=","field":8,"wire":"len"}]"#)
     );
 }
 

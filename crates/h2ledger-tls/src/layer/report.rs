@@ -125,6 +125,9 @@ pub struct TlsReport {
     pub unsupported: u64,
     /// Connections the key log has no key for ([`Status::NoKey`]).
     pub without_key: u64,
+    /// Of those, connections whose ALPN was h2 (chosen, or offered when the ServerHello is
+    /// not seen): HTTP/2 a key would show.
+    pub without_key_h2: u64,
 }
 
 fn name_of(p: &[u8]) -> String {
@@ -227,7 +230,9 @@ impl TlsReport {
                     Some(_) => String::new(),
                     None => format!("; {KEYLOG_HOWTO}"),
                 };
-                (alpn_chosen == Some(b"h2") || (alpn_chosen.is_none() && h2_offered)).then(|| {
+                let h2 = alpn_chosen == Some(b"h2") || (alpn_chosen.is_none() && h2_offered);
+                self.without_key_h2 += u64::from(h2);
+                h2.then(|| {
                     (
                         "tls-no-key",
                         format!(

@@ -2,6 +2,7 @@
 //! parsers of the values they take (durations, times, counts).
 
 pub mod durations;
+pub mod messages;
 pub mod times;
 
 use std::path::PathBuf;
@@ -28,10 +29,14 @@ pub struct Cli {
     /// List the capture devices, numbered, with their flags and addresses (like tcpdump -D)
     #[arg(short = 'D', long)]
     pub list_interfaces: bool,
-    /// Quiet: one line per kind of warning (with a count and the first example), and no
-    /// progress display on stderr while a capture file is read
+    /// Quiet: one line per kind of warning, cut to 100 columns, and no progress display on
+    /// stderr while a capture file is read
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
+    /// Verbose: every warning on its own lines (by default, one per kind with a count and the
+    /// first example; the JSON always holds every one)
+    #[arg(short = 'v', long, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
     /// Plain ASCII tables (the default when the locale is not UTF-8)
     #[arg(long, global = true)]
     pub ascii: bool,
@@ -80,6 +85,9 @@ pub enum Format {
     /// One JSON object per line, each with `record` and `type`: a `tick` per --every period
     /// (sniff), a `phase` per phase, and the `summary` (the whole ledger) last
     Jsonl,
+    /// replay, sniff: the metrics of `sniff --metrics` once, in the Prometheus text format
+    /// (for node_exporter's textfile collector); implies --analyze
+    Prometheus,
 }
 
 impl Format {
@@ -89,7 +97,26 @@ impl Format {
             Format::Table => h2ledger_output::Format::Table,
             Format::Json => h2ledger_output::Format::Json,
             Format::Jsonl => h2ledger_output::Format::Jsonl,
+            // Printed by the ledger commands themselves; the others refuse it.
+            Format::Prometheus => h2ledger_output::Format::Table,
         }
+    }
+
+    /// `-T prometheus` is for `replay` and `sniff` only.
+    pub fn refuse_prometheus(self, command: &str) -> anyhow::Result<()> {
+        if self == Format::Prometheus {
+            anyhow::bail!("-T prometheus applies to replay and sniff, not to {command}");
+        }
+        Ok(())
+    }
+}
+
+/// `--metrics-max-paths N`: 1 to the number of paths the analysis names.
+fn max_paths(s: &str) -> Result<usize, String> {
+    let max = h2ledger_output::metrics::MAX_PATHS;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("\"{s}\": give a number of paths from 1 to {max}")),
     }
 }
 
@@ -192,6 +219,10 @@ pub struct AnalysisArgs {
     /// Draw frames per second by kind and side over time as SVG into FILE
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// With --every: every table with a column per phase (as --split-at shows phases), instead
+    /// of one row per phase under the whole capture's tables
+    #[arg(long)]
+    pub wide: bool,
 }
 
 impl AnalysisArgs {
@@ -285,6 +316,10 @@ pub struct ReplayArgs {
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// With -T prometheus: distinct :path labels; calls of later paths are labelled
+    /// path="other" (counted in h2ledger_limits_hit_total{limit="metrics_paths"})
+    #[arg(long, value_name = "N", default_value_t = h2ledger_output::metrics::DEFAULT_MAX_PATHS, value_parser = max_paths)]
+    pub metrics_max_paths: usize,
 }
 
 /// The capture flags every capturing command takes.
@@ -410,6 +445,15 @@ pub struct SniffArgs {
     pub findings: FindingsArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// Serve Prometheus metrics on ADDR:PORT (GET /metrics) while the capture runs, bound
+    /// before privileges are dropped (127.0.0.1:9464; port 0 picks one, said on stderr);
+    /// implies --analyze. docs/ledger.md, "Metrics", lists them
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
+    /// Distinct :path labels in the metrics; calls of later paths are labelled path="other"
+    /// (counted in h2ledger_limits_hit_total{limit="metrics_paths"})
+    #[arg(long, value_name = "N", default_value_t = h2ledger_output::metrics::DEFAULT_MAX_PATHS, value_parser = max_paths)]
+    pub metrics_max_paths: usize,
 }
 
 #[derive(Args)]
@@ -431,6 +475,8 @@ pub struct CallsArgs {
     /// stalls, gRPC messages, server time and PING round trip
     #[arg(long)]
     pub wide: bool,
+    #[command(flatten)]
+    pub messages: messages::MessageArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
 }
@@ -466,6 +512,11 @@ pub struct FramesArgs {
     /// Only frames sent by this side
     #[arg(long, value_enum)]
     pub side: Option<SideArg>,
+    /// With --messages, each message's table line whole (otherwise cut to 100 columns)
+    #[arg(long)]
+    pub wide: bool,
+    #[command(flatten)]
+    pub messages: messages::MessageArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
 }

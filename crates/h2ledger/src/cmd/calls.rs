@@ -23,9 +23,9 @@ impl Hooks for Calls {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
         self.printer.set_origin(ts);
         self.ticks.packet();
+        self.ticks_due(ts);
         let flow = self.session.feed(linktype, ts, data);
-        let printer = &mut self.printer;
-        self.session.drain_calls(|c| printer.call(&c));
+        self.drain();
         if self.printer.broken() {
             return ControlFlow::Break(Stop::OutputClosed);
         }
@@ -39,19 +39,43 @@ impl Hooks for Calls {
     fn idle(&mut self, now: Nanos) {
         // Nothing arrives: calls that ended a second ago are due (live, packets carry the
         // wall clock), not held until the next frame.
+        self.ticks_due(now);
         self.session.idle(now);
-        let printer = &mut self.printer;
-        self.session.drain_calls(|c| printer.call(&c));
+        self.drain();
         self.printer.flush();
     }
 
     fn tick(&mut self, at: Nanos, drops: Option<Drops>) {
-        let (f, c) = (self.session.frames(), self.printer.calls);
-        self.ticks.tick(self.printer.out(), at, f, c, drops);
+        let f = self.session.frames();
+        self.ticks.tick(self.printer.out(), at, f, drops);
+    }
+}
+
+impl Calls {
+    /// Time is `now`: each period whose calls are all folded by now is printed after them,
+    /// and before any call that ended after it.
+    fn ticks_due(&mut self, now: Nanos) {
+        while let Some(at) = self.ticks.next_due(now) {
+            self.session.idle(self.ticks.fold_time(at));
+            self.drain();
+            self.ticks.print_next(self.printer.out());
+        }
+    }
+
+    /// Prints the calls folded so far, each counted in the `--every` period it ended in.
+    fn drain(&mut self) {
+        let (printer, ticks) = (&mut self.printer, &mut self.ticks);
+        self.session.drain_calls(|c| {
+            printer.call(&c);
+            let r = c.rec;
+            ticks.call(r.start.saturating_add(r.end.max(r.first_byte).max(0)));
+        });
     }
 }
 
 pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
+    // Schemas first: an error in one is said before anything is opened.
+    let messages = a.messages.decoder()?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -60,13 +84,18 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     let obs = Obs::new(&Wanted {
         analysis: true,
         calls_only: true,
+        messages: messages.is_some().then(|| a.messages.keep()),
         ..Wanted::default()
     });
     let out = Out::new(ctx.out(), a.format.shape(), "calls");
+    let mut printer = CallPrinter::new(out, a.wide, ctx.style);
+    if let Some(m) = messages {
+        printer = printer.with_messages(m);
+    }
     let mut h = Calls {
         session: Session::new(obs, opts),
-        printer: CallPrinter::new(out, a.wide, ctx.style),
-        ticks: Ticks::new(a.every),
+        printer,
+        ticks: Ticks::for_calls(a.every, h2ledger_core::analysis::RECENT_NS),
     };
     let bpf = filter.bpf();
     let reading = Reading {
@@ -78,18 +107,21 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
         keys,
     };
     let ended = source::run(&reading, &mut h)?;
+    h.session.end();
+    h.drain();
     let s = &mut h.session;
-    s.end();
-    let printer = &mut h.printer;
-    s.drain_calls(|c| printer.call(&c));
+    h.ticks
+        .finish(h.printer.out(), s.capture().last, s.frames());
     h.printer.finish();
+    let mut warnings = s.warnings().to_vec();
+    warnings.extend(h.printer.message_warnings());
     let listing = super::listing::Listing {
         view: "calls",
         calls: Some(h.printer.calls),
         frames: s.frames(),
         capture: s.capture(),
         tcp: s.tcp(),
-        warnings: s.warnings(),
+        warnings: &warnings,
     };
     super::listing::done(h.printer.out(), listing, ended, ctx)
 }

@@ -45,6 +45,7 @@ fn load(file: &str, filter: &FilterArgs, ctx: Ctx) -> Result<(String, Report, bo
 }
 
 pub fn compare(a: CompareArgs, ctx: Ctx) -> Result<ExitCode> {
+    a.format.refuse_prometheus("compare")?;
     let x = load(&a.a, &a.filter, ctx)?;
     let y = load(&a.b, &a.filter, ctx)?;
     h2ledger_output::table::write_compare(

@@ -205,6 +205,7 @@ fn stacks(impls: &[ImplArg]) -> Vec<Stack> {
 }
 
 pub fn demo(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
+    a.format.refuse_prometheus("demo")?;
     if !(a.seconds > 0.0 && a.seconds.is_finite() && a.seconds <= 3600.0) {
         return Err(anyhow!("--seconds must be a number in (0, 3600]"));
     }

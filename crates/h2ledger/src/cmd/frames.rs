@@ -38,11 +38,13 @@ impl Hooks for Frames {
     fn tick(&mut self, at: Nanos, drops: Option<Drops>) {
         let o = self.session.view_mut();
         let printed = o.out.records;
-        self.ticks.tick(&mut o.out, at, printed, 0, drops);
+        self.ticks.tick(&mut o.out, at, printed, drops);
     }
 }
 
 pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
+    // Schemas first: an error in one is said before anything is opened.
+    let messages = a.messages.decoder()?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -59,6 +61,9 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     };
     let out = Out::new(ctx.out(), a.format.shape(), "frames");
     let mut printer = FramePrinter::new(out, ff, ctx.out_is_terminal());
+    if let Some(m) = messages {
+        printer = printer.with_messages(m, a.wide, ctx.style);
+    }
     printer.max = a.max_frames;
     let mut h = Frames {
         session: Session::new(printer, opts),
@@ -77,7 +82,11 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let s = &mut h.session;
     s.end();
     let (capture, tcp) = (s.capture().clone(), s.tcp());
-    let warnings = s.warnings().to_vec();
+    let o = s.view_mut();
+    let printed = o.out.records;
+    h.ticks.finish(&mut o.out, capture.last, printed);
+    let mut warnings = s.warnings().to_vec();
+    warnings.extend(s.view().message_warnings());
     let listing = super::listing::Listing {
         view: "frames",
         calls: None,

@@ -7,12 +7,17 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use std::io::Write as _;
+
+use anyhow::{anyhow, bail, Result};
 use h2ledger_output::live::{LiveView, TickFormat};
+use h2ledger_output::metrics::{Exposition, Figures};
+use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::{Drops, End, Obs, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, FindingsArgs, Format};
+use crate::serve::Exporter;
 use crate::source::{self, Hooks, Input, Reading};
 use crate::Ctx;
 
@@ -28,13 +33,18 @@ pub struct Ledger<'a> {
     pub max_frames: Option<u64>,
     /// `sniff`: the live view at each `--every` tick, and the stop said in table mode.
     pub live: bool,
+    /// `sniff --metrics ADDR:PORT`: where to serve the metrics.
+    pub metrics: Option<&'a str>,
+    /// `--metrics-max-paths`.
+    pub metrics_max_paths: usize,
 }
 
-/// The session, and the live view of its ticks.
+/// The session, the live view of its ticks, and its metrics.
 struct Run {
     session: Session,
     view: Option<LiveView>,
     ctx: Ctx,
+    metrics: Option<Exporter>,
     /// `-T jsonl`: a `finding` line the moment each finding fires.
     finding_lines: bool,
 }
@@ -50,21 +60,55 @@ impl Run {
             let _ = h2ledger_output::json::write_line(&mut out, &f.line());
         });
     }
+
+    /// The calls folded and the PING round trips measured since the last time, into the
+    /// metrics (after every packet: the analysis keeps them until then).
+    fn drain(&mut self) {
+        if let Some(e) = &self.metrics {
+            let m = e.metrics();
+            self.session.drain_calls(|c| m.call(&c));
+            self.session.drain_rtts(|side, rtt| m.ping_rtt(side, rtt));
+        }
+    }
 }
 
 impl Hooks for Run {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
         let flow = self.session.feed(linktype, ts, data);
+        self.drain();
         self.print_findings();
         flow
     }
 
-    fn frames(&self) -> u64 {
-        self.session.frames()
-    }
-
     fn idle(&mut self, now: Nanos) {
         self.session.idle(now);
+        // Calls that ended a while ago are folded by the clock: a quiet sniff's scrapes count
+        // them.
+        self.drain();
+        // Connections the clock closed may have fired findings.
+        self.print_findings();
+    }
+
+    fn metrics_wake(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        self.metrics.as_ref().map(Exporter::wake)
+    }
+
+    fn wants_sync(&self) -> bool {
+        self.metrics.as_ref().is_some_and(Exporter::wants_sync)
+    }
+
+    fn sync(&mut self, drops: Drops) {
+        self.drain();
+        if let Some(e) = &self.metrics {
+            let running = self.session.running();
+            e.metrics().set(&Figures::running(&running, Some(drops)));
+            findings_metrics(&self.session, e);
+            e.synced(false);
+        }
+    }
+
+    fn frames(&self) -> u64 {
+        self.session.frames()
     }
 
     fn tick(&mut self, _at: Nanos, drops: Option<Drops>) {
@@ -72,6 +116,21 @@ impl Hooks for Run {
             let tick = self.session.tick();
             v.tick(&mut self.ctx.out(), &tick, d);
         }
+    }
+}
+
+/// `h2ledger_findings_total{id, severity}`: the findings filed so far, by id (decision 199).
+fn findings_metrics(s: &Session, e: &Exporter) {
+    use h2ledger_core::findings::Severity as S;
+    use h2ledger_output::metrics::Severity as M;
+    let m = e.metrics();
+    for (id, n) in s.findings_filed() {
+        let sev = match id.severity() {
+            S::Info => M::info,
+            S::Warn => M::warning,
+            S::Critical => M::critical,
+        };
+        m.finding(id.name(), sev, n);
     }
 }
 
@@ -84,14 +143,29 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let keys = source::keys::attach(l.cap, &l.input)?;
     let opts = source::keys::options(&l.input, l.filter, l.max_frames, keys.as_ref())?;
     let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
+    let metrics = match (l.metrics, &l.input) {
+        (Some(_), Input::File(f)) => {
+            bail!("--metrics applies to a live capture (-i DEV), not to reading {f}")
+        }
+        (Some(addr), Input::Device(_)) => {
+            let e = Exporter::serve(addr, l.metrics_max_paths)?;
+            if let Some(a) = e.addr {
+                eprintln!("h2ledger: metrics on http://{a}/metrics");
+            }
+            Some(e)
+        }
+        (None, _) if l.format == Format::Prometheus => Some(Exporter::offline(l.metrics_max_paths)),
+        (None, _) => None,
+    };
     let mut wanted = l.analysis.wanted(l.every);
+    wanted.metrics = metrics.is_some();
     wanted.findings = Some(l.findings.config());
     let obs = Obs::new(&wanted);
     let view = (l.live && l.every.is_some()).then(|| {
         let format = match l.format {
             Format::Table => TickFormat::Table,
             Format::Jsonl => TickFormat::Jsonl,
-            Format::Json => TickFormat::None,
+            Format::Json | Format::Prometheus => TickFormat::None,
         };
         let redraw = h2ledger_output::live::can_redraw(
             ctx.out_is_terminal(),
@@ -103,6 +177,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         session: Session::new(obs, opts),
         view,
         ctx,
+        metrics,
         finding_lines: l.format == Format::Jsonl,
     };
     let reading = Reading {
@@ -118,12 +193,22 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
             let _ = std::fs::remove_file(path);
         }
     })?;
-    if l.live && l.format == Format::Table {
+    if l.live && matches!(l.format, Format::Table | Format::Prometheus) {
         eprintln!("h2ledger: stopped ({})", ended.end.describe());
     }
     let done = run.session.finish(&ended.end, ended.drops);
     // Findings that fired as the last connections closed.
     run.print_findings();
+    // The calls the end folded, then the final figures: the report's.
+    run.drain();
+    if let Some(e) = &run.metrics {
+        let mut f = Figures::report(&done.report);
+        // Every GOAWAY of the kind, also beyond the 1,000 the report lists.
+        f.calm_goaways = run.session.running().calm_goaways;
+        e.metrics().set(&f);
+        findings_metrics(&run.session, e);
+        e.synced(true);
+    }
     let s = &mut run.session;
     if let (Some(path), Some(file)) = (&l.analysis.plot, plot) {
         if let Some(p) = s.plot(&done) {
@@ -133,15 +218,31 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
             eprintln!("wrote {}", path.display());
         }
     }
-    h2ledger_output::write_report(
-        &mut ctx.out(),
-        &mut std::io::stderr(),
-        l.format.output(),
-        &ended.source,
-        &done.report,
-        &mut s.phases(&done),
-        ctx.style,
-    );
+    match (l.format, &run.metrics) {
+        (Format::Prometheus, Some(e)) => {
+            h2ledger_output::warn::write(
+                &mut std::io::stderr(),
+                &done.report.ledger.warnings,
+                ctx.style,
+            );
+            let page = e.metrics().encode(Exposition::Prometheus);
+            let _ = ctx.out().write_all(page.as_bytes());
+        }
+        _ => h2ledger_output::write_report(
+            &mut ctx.out(),
+            &mut std::io::stderr(),
+            l.format.output(),
+            &ended.source,
+            &done.report,
+            &mut s.phases(&done),
+            if l.every.is_some() && !l.analysis.wide {
+                PhaseLayout::Series
+            } else {
+                PhaseLayout::Columns
+            },
+            ctx.style,
+        ),
+    }
     let failed = matches!(ended.end, End::Damaged(_));
     let worst = done
         .report

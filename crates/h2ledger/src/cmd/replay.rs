@@ -21,6 +21,8 @@ pub fn replay(a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
             format: a.format,
             max_frames: None,
             live: false,
+            metrics: None,
+            metrics_max_paths: a.metrics_max_paths,
         },
         ctx,
     )

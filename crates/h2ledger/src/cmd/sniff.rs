@@ -22,6 +22,8 @@ pub fn sniff(a: SniffArgs, ctx: Ctx) -> Result<ExitCode> {
             format: a.format,
             max_frames: a.max_frames,
             live: true,
+            metrics: a.metrics.as_deref(),
+            metrics_max_paths: a.metrics_max_paths,
         },
         ctx,
     )

@@ -94,6 +94,16 @@ pub trait Hooks {
     /// Every `--every` period: live on the wall clock (with libpcap's drop counters), on a file
     /// by capture time (`at`: the period's end).
     fn tick(&mut self, _at: Nanos, _drops: Option<Drops>) {}
+    /// Live, `--metrics`: what wakes the loop when a scrape wants fresh figures.
+    fn metrics_wake(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        None
+    }
+    /// Live, `--metrics`: a scrape waits for fresh figures (asked after each packet).
+    fn wants_sync(&self) -> bool {
+        false
+    }
+    /// Live, `--metrics`: make the figures a scrape reads, with libpcap's drop counters.
+    fn sync(&mut self, _drops: Drops) {}
 }
 
 /// How the input ended.
@@ -248,6 +258,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
         })
     };
     let mut packets = 0u64;
+    let wake = hooks.metrics_wake();
     let stop = loop {
         // While packets wait, take them without sleeping; when none does, say so (flush) and
         // wait for whichever comes first.
@@ -270,6 +281,9 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
             None => {
                 live.idle();
                 hooks.idle(now_nanos());
+                if hooks.wants_sync() {
+                    hooks.sync(live.drops());
+                }
                 let tick_at = next_tick(&ticker);
                 tokio::select! {
                     p = live.next() => p,
@@ -284,6 +298,10 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
                         }
                         continue;
                     }
+                    _ = async { wake.as_ref().expect("guarded").notified().await }, if wake.is_some() => {
+                        hooks.sync(live.drops());
+                        continue;
+                    }
                     // Quiet input: idle again now and then, so that what became due with
                     // time alone (a call that ended a second ago) is printed.
                     _ = tokio::time::sleep(IDLE_WAKE) => continue,
@@ -295,6 +313,9 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
                 packets += 1;
                 if let ControlFlow::Break(s) = hooks.packet(linktype, p.ts, &p.data) {
                     break s;
+                }
+                if hooks.wants_sync() {
+                    hooks.sync(live.drops());
                 }
                 if cap.count.is_some_and(|n| packets >= n) {
                     break Stop::Count;

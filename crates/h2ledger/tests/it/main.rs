@@ -25,6 +25,8 @@
 //! * `doc_examples`: the `$ h2ledger ...` examples of README.md and docs/*.md, run and compared
 //!   with the output the docs show (rewrite them with `H2LEDGER_BLESS_DOCS=1`).
 //! * `schema`: docs/schema/*.json against the real output of every view.
+//! * `internal_api`: docs/internal-api.md against crates/*/src: every path it names is
+//!   defined and public, every signature it shows is the code's.
 //! * `usage`: issue 12, the CLI as a tcpdump/tshark user runs it: `-r`, `-D`, `-c`, compressed
 //!   captures, `--format table|json|jsonl` on every view, completions, the man page.
 //! * `install`: issue 12 items 4 and 11: completions parsed by bash/zsh/fish, the man pages
@@ -35,6 +37,17 @@
 //! * `findings`: issue 21, every finding id on a real capture where it must fire and one where
 //!   it must not (captures/findings/, made by scripts/make-findings-captures.sh), no abuse id
 //!   on any ordinary capture, the `finding` JSON line, the table and `--fail-on`.
+//! * `messages`: issue 22, gRPC messages in `calls --messages` and `frames --messages`: the
+//!   proto captures against the sending programs' ground truth, health and schema-less
+//!   captures, schema errors, the bounds.
+//! * `metrics`: issue 23, `replay -T prometheus` equal to the JSON on every capture, hostile
+//!   paths, 10,000 paths under a fixed page size, and (root) Debian's prometheus scraping
+//!   `sniff --metrics` while grpc-go runs, its API's figures equal to the final JSON.
+//! * `service`: issue 23, the systemd unit (`systemd-analyze verify`, its privileges tried
+//!   with setpriv as root) and the Prometheus rules (`promtool check rules`, `test rules`).
+//! * `sql`: issue 23, `calls -T jsonl` into DuckDB and chDB (ClickHouse) with docs/sql.md's
+//!   SQL, the answers checked against the lines.
+//! * `users_saw`: issue 20, what a new user met: each point as the user runs it.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -49,12 +62,18 @@ mod findings;
 mod flow;
 mod golden;
 mod install;
+mod internal_api;
 mod keys_from;
 mod live;
+mod messages;
+mod metrics;
 mod real_captures;
 mod schema;
+mod service;
 mod snap;
+mod sql;
 mod tls;
 mod tshark;
 mod usage;
+mod users_saw;
 mod views;

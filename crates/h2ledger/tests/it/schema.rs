@@ -170,6 +170,74 @@ fn the_record_schema_holds_on_every_line() {
     }
 }
 
+/// `--messages` adds `request_messages`, `response_messages`, `messages_omitted` to calls and
+/// `grpc_messages` to DATA frames: checked with a schema (the proto captures), with anomalies
+/// (`--max-message-bytes 100`) and schema-less (every capture of the other tests).
+#[test]
+fn the_schemas_hold_with_messages() {
+    let rec = schema("record.schema.json");
+    let doc = schema("listing.schema.json");
+    let proto = repo().join("captures/src/proto-everything/everything.proto");
+    let proto = proto.to_str().unwrap();
+    let mut messages = 0;
+    let files = FILES
+        .iter()
+        .chain(&["proto-grpcio-gzip.pcap", "proto-grpcgo.pcap"]);
+    for f in files {
+        let f = capture(f);
+        let f = f.to_str().unwrap();
+        for view in ["calls", "frames"] {
+            for extra in [
+                &["--messages"][..],
+                &["--proto", proto],
+                &[
+                    "--proto",
+                    proto,
+                    "--max-message-bytes",
+                    "100",
+                    "--max-messages",
+                    "2",
+                ],
+            ] {
+                let mut args = vec![view, f, "-T", "jsonl"];
+                args.extend_from_slice(extra);
+                let out = stdout(&args);
+                for l in String::from_utf8(out).unwrap().lines() {
+                    let v: Value = serde_json::from_str(l).unwrap();
+                    let e = valid(&rec, &v);
+                    assert!(e.is_empty(), "{args:?}: {e:#?}");
+                    messages += v["grpc_messages"].as_array().map_or(0, Vec::len);
+                    messages += v["request_messages"].as_array().map_or(0, Vec::len);
+                }
+                args[3] = "json";
+                let v: Value = serde_json::from_slice(&stdout(&args)).unwrap();
+                let e = valid(&doc, &v);
+                assert!(e.is_empty(), "{args:?}: {e:#?}");
+            }
+        }
+    }
+    assert!(messages > 500, "{messages} messages checked");
+    // A message without its keys, or with an anomaly kind not in the list, is refused.
+    let out = stdout(&[
+        "calls",
+        capture("proto-grpcgo.pcap").to_str().unwrap(),
+        "-T",
+        "jsonl",
+        "--proto",
+        proto,
+    ]);
+    let mut line: Value =
+        serde_json::from_str(String::from_utf8(out).unwrap().lines().next().unwrap()).unwrap();
+    assert!(valid(&rec, &line).is_empty());
+    line["request_messages"][0]["anomaly"] = serde_json::json!({"detail": "x", "kind": "nope"});
+    assert!(!valid(&rec, &line).is_empty());
+    line["request_messages"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("anomaly");
+    assert!(!valid(&rec, &line).is_empty());
+}
+
 /// The checker can fail: a record without its keys, a wrong type, a frame that is a call.
 #[test]
 fn the_checker_rejects_what_the_schemas_forbid() {

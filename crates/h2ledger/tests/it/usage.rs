@@ -112,7 +112,11 @@ fn a_cut_or_corrupt_compressed_capture_is_said() {
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&gz, &bytes).unwrap();
     let o = run(&["replay", gz.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&o.stderr);
+    // Warnings are wrapped at 100 columns: read them as one text.
+    let err = String::from_utf8_lossy(&o.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("gzip"), "{err}");
     assert!(
@@ -266,16 +270,17 @@ fn every_line_view_has_table_json_and_jsonl() {
 fn every_tick_on_a_file_is_by_capture_time() {
     let o = at(&["calls", F, "--every", "1s", "-T", "jsonl"]);
     let ticks = records(&o.stdout, "tick");
-    // The capture spans 6.0 s: ticks at +1 s .. +6 s.
-    assert_eq!(ticks.len(), 6, "{ticks:?}");
+    // The capture spans 6.003 s: ticks at +1 s .. +6 s, and one for the last 2,967 us.
+    assert_eq!(ticks.len(), 7, "{ticks:?}");
     let packets: u64 = ticks.iter().map(|t| n(&t["packets"])).sum();
     assert!(packets <= 470);
-    assert!(ticks.iter().all(|t| t["period_s"] == 1.0));
+    assert!(ticks[..6].iter().all(|t| t["period_s"] == 1.0));
+    assert_eq!(ticks[6]["period_s"], 0.002967);
     let o = at(&["frames", F, "--every", "2s"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         text.lines().filter(|l| l.starts_with("-- ")).count(),
-        3,
+        4,
         "{text}"
     );
 }
@@ -339,9 +344,17 @@ fn quiet_groups_repeated_warnings() {
         String::from_utf8_lossy(&loud.stderr).lines().count(),
         String::from_utf8_lossy(&quiet.stderr).to_string(),
     );
-    assert!(l > 30, "{l}");
+    // By default one warning per kind, wrapped; -q one line per kind; -v every one.
+    assert!(l < 40, "{l}");
     assert!(q.lines().count() < 10, "{q}");
-    assert!(q.contains("warnings like this one:"), "{q}");
+    assert!(q.contains(" like this: "), "{q}");
+    assert!(q.lines().all(|l| l.chars().count() <= 100), "{q}");
+    let every = at(&["-v", "replay", "snaplen-cut.pcap"]);
+    let every = String::from_utf8_lossy(&every.stderr);
+    assert_eq!(
+        every.lines().filter(|l| l.starts_with("warning: ")).count(),
+        59
+    );
     assert_eq!(loud.stdout, quiet.stdout, "-q changes stderr only");
 }
 
@@ -358,6 +371,7 @@ fn replay_tables_fit_100_columns_with_phases() {
             &["--analyze"],
             &["--split-at", "3s"],
             &["--every", "1s"],
+            &["--every", "1s", "--wide"],
         ] {
             let mut args = vec!["replay", f];
             args.extend_from_slice(extra);
@@ -367,10 +381,23 @@ fn replay_tables_fit_100_columns_with_phases() {
             assert!(widest <= 100, "{args:?}: {widest} columns\n{text}");
         }
     }
-    // Every phase is still there, each once.
+    // Every phase is still there, each once: a row each, or with --wide, a bounds line each.
     let o = at(&["replay", F, "--every", "1s"]);
     let text = String::from_utf8(o.stdout).unwrap();
-    for i in 1..=6 {
+    for i in 0..=6 {
+        let start = format!("{i}.000 ");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.trim_start().starts_with(&start))
+                .count(),
+            1,
+            "phase {} has its row\n{text}",
+            i + 1
+        );
+    }
+    let o = at(&["replay", F, "--every", "1s", "--wide"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    for i in 1..=7 {
         assert!(
             text.contains(&format!("phase {i}: ")),
             "phase {i} has its bounds line"

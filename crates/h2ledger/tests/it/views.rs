@@ -154,16 +154,6 @@ const HEADER: [&str; 7] = [
     "interface",
 ];
 
-/// `│ calls │ total │ │ last │ │`: the total and the last period's calls of one view.
-fn calls_row(view: &str) -> (u64, u64) {
-    let row = view
-        .lines()
-        .find(|l| l.starts_with("│ calls "))
-        .unwrap_or_else(|| panic!("no calls row in {view}"));
-    let f: Vec<&str> = row.split('│').map(str::trim).collect();
-    (f[2].parse().unwrap(), f[4].parse().unwrap())
-}
-
 /// `h2ledger sniff ARGS` with `TERM` set, stdout piped, once it is listening.
 fn sniff_with_term(args: &[&str], term: &str) -> std::process::Child {
     use std::io::BufRead;
@@ -219,20 +209,30 @@ fn sniff_every_without_a_tty_appends_plain_views() {
     assert!(made >= 10, "{made} calls");
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(!s.contains('\x1b'), "no escape sequence in a pipe: {s:?}");
-    let views: Vec<&str> = s.split("h2ledger sniff on lo").skip(1).collect();
-    assert!(views.len() >= 5, "{} views: {s}", views.len());
-    for v in &views {
-        for field in HEADER {
-            assert!(v.lines().take(2).any(|l| l.contains(field)), "{field}: {v}");
-        }
-    }
-    let calls: Vec<(u64, u64)> = views.iter().map(|v| calls_row(v)).collect();
-    assert!(calls.iter().any(|c| c.1 > 0), "a busy period: {calls:?}");
-    // After the traffic: every call in the total, none in the last period.
-    let idle = *calls.last().unwrap();
-    assert_eq!(idle, (made, 0), "{calls:?}");
-    // The last periods add up to the total.
-    assert_eq!(calls.iter().map(|c| c.1).sum::<u64>(), made, "{calls:?}");
+    // A time series (issue 20 item 4): one heading, then a row per tick, then the report.
+    assert_eq!(s.matches("h2ledger sniff on lo").count(), 1, "{s}");
+    let mut lines = s
+        .lines()
+        .skip_while(|l| !l.starts_with("h2ledger sniff on lo"));
+    lines.next();
+    let heading: Vec<&str> = lines.by_ref().take(2).collect();
+    assert!(heading[0].trim_start().starts_with("time"), "{s}");
+    let rows: Vec<&str> = lines
+        .take_while(|l| l.len() > 8 && l.as_bytes()[2] == b':' && l.as_bytes()[5] == b':')
+        .collect();
+    assert!(rows.len() >= 5, "{} rows: {s}", rows.len());
+    let width = heading[0].chars().count();
+    let calls: Vec<u64> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r.chars().count(), width, "rows line up: {r}");
+            r.split_whitespace().nth(1).unwrap().parse().unwrap()
+        })
+        .collect();
+    assert!(calls.iter().any(|c| *c > 0), "a busy period: {calls:?}");
+    // After the traffic: none in the last period, and the periods add up to every call.
+    assert_eq!(*calls.last().unwrap(), 0, "{calls:?}");
+    assert_eq!(calls.iter().sum::<u64>(), made, "{calls:?}");
 }
 
 /// `sniff --every` on a terminal (a pty from `script`): redrawn in place (cursor moves) with
@@ -261,7 +261,9 @@ fn sniff_every_on_a_terminal_redraws_unless_term_is_dumb() {
     };
     let dumb = pty("dumb");
     assert!(!dumb.contains('\x1b'), "TERM=dumb: {dumb:?}");
-    assert!(dumb.matches("h2ledger sniff on lo").count() >= 2, "{dumb}");
+    // Appended: one heading, a row per tick.
+    assert_eq!(dumb.matches("h2ledger sniff on lo").count(), 1, "{dumb}");
+    assert!(dumb.contains("frames/call"), "{dumb}");
     let xterm = pty("xterm-256color");
     // crossterm's MoveTo(0, 0) and clear to the end of the screen.
     assert!(xterm.contains("\x1b[1;1H"), "redrawn in place: {xterm:?}");

@@ -1,0 +1,737 @@
+//! The run as Prometheus metrics (docs/ledger.md, "Metrics", is the contract): `sniff
+//! --metrics ADDR:PORT` serves them while it runs, `replay -T prometheus` prints them once.
+//!
+//! [`Metrics`] is a prometheus-client registry with typed label sets. It is fed three ways, by
+//! the thread that runs the session, and read (encoded) by any thread:
+//!
+//! * [`Metrics::set`] with the run's [`Figures`] (the running ledger, or the final report):
+//!   each counter is raised to its figure, never lowered, so it only grows while the run goes
+//!   on and equals the report's figure at the end;
+//! * [`Metrics::call`] with each call as the analysis folds it (`h2ledger_calls_total`,
+//!   `h2ledger_call_duration_seconds`), and [`Metrics::ping_rtt`] with each PING round trip;
+//! * [`Metrics::finding`]: the findings of issue 21 (`h2ledger_findings_total`), a count per
+//!   `(id, severity)`: the findings filed so far by id (the run calls it at each sync and the end).
+//!
+//! Label values are bounded: the side (2), the frame type (14), the gRPC or HTTP status (at
+//! most [`MAX_STATUSES`] distinct, then `other`), the `:path` (the first `max_paths` distinct
+//! paths of the run, then `other`; both folds counted in `h2ledger_limits_hit_total`). Every
+//! label value goes through the crate's escaping (`\`, `"`, newline), and a path's control
+//! characters are written `\xNN` first, as the tables write them.
+//!
+//! ```
+//! use h2ledger_output::metrics::{Exposition, Figures, Metrics};
+//!
+//! let m = Metrics::new(200, "0.1.0");
+//! let mut f = Figures::default();
+//! f.sides.client.writes = 3;
+//! m.set(&f);
+//! let page = m.encode(Exposition::Prometheus);
+//! assert!(page.contains("h2ledger_writes_total{side=\"client\"} 3\n"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use h2ledger_core::analysis::{AnalysisLimits, CallView};
+use h2ledger_core::flow::FlowReport;
+use h2ledger_core::{FrameClass, LedgerReport, Side, SideTally, Sides};
+use h2ledger_run::{Drops, Report, Running, TcpReport};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::{Registry, Unit};
+
+/// Distinct `:path` labels by default (`--metrics-max-paths`).
+pub const DEFAULT_MAX_PATHS: usize = 200;
+/// The most `--metrics-max-paths` may be: the analysis names at most this many paths.
+pub const MAX_PATHS: usize = h2ledger_core::analysis::MAX_METHODS;
+/// Distinct status labels; later ones are `other`.
+pub const MAX_STATUSES: usize = 64;
+
+/// `h2ledger_call_duration_seconds` buckets: 50 us to 10 s, 1-2.5-5 per decade.
+pub const CALL_BUCKETS: [f64; 17] = [
+    50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
+    1.0, 2.5, 5.0, 10.0,
+];
+/// `h2ledger_ping_rtt_seconds` buckets: 10 us (a loopback PING) to 2.5 s.
+pub const RTT_BUCKETS: [f64; 17] = [
+    10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3,
+    250e-3, 500e-3, 1.0, 2.5,
+];
+
+/// The label of calls beyond the path cap, and of statuses beyond [`MAX_STATUSES`].
+pub const OTHER: &str = "other";
+
+/// The two text formats a scraper may ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposition {
+    /// The Prometheus text format, version 0.0.4 (`text/plain; version=0.0.4`).
+    Prometheus,
+    /// OpenMetrics 1.0 text (`application/openmetrics-text; version=1.0.0`), ending in
+    /// `# EOF`.
+    OpenMetrics,
+}
+
+impl Exposition {
+    /// The format an HTTP `Accept` header asks for: OpenMetrics when it names
+    /// `application/openmetrics-text` (Prometheus does, first), else the 0.0.4 text.
+    pub fn from_accept(accept: Option<&str>) -> Exposition {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Exposition::OpenMetrics,
+            _ => Exposition::Prometheus,
+        }
+    }
+
+    /// The response's `Content-Type`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
+
+/// The figures the counters are raised to: a run's running state ([`Figures::running`]) or
+/// its final report ([`Figures::report`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// Per side: frames by ledger type, BDP pings, writes, bytes (JSON `sides`).
+    pub sides: Sides<SideTally>,
+    /// Flow-control stalls per side, by window: stream, connection, both (JSON
+    /// `flow_control.*.by_limit`).
+    pub stalls: Sides<[u64; 3]>,
+    /// GOAWAY frames with ENHANCE_YOUR_CALM per sending side (JSON `too_many_pings`, the
+    /// `goaways[]` with `too_many_pings`).
+    pub calm_goaways: Sides<u64>,
+    /// HTTP/2 connections (JSON `connections`).
+    pub connections: u64,
+    /// HTTP/2 connections open now.
+    pub open: u64,
+    /// Packets read (JSON `capture.packets`).
+    pub packets: u64,
+    /// Live: libpcap's drop counters (JSON `drops`).
+    pub drops: Option<Drops>,
+    /// Limits hit, by name (see [`LIMITS`]).
+    pub limits: BTreeMap<&'static str, u64>,
+}
+
+/// The `limit` label values fed from a run's figures, with where each comes from in the JSON;
+/// `metrics_paths` and `metrics_statuses` count the calls whose label became `other`.
+pub const LIMITS: [(&str, &str); 12] = [
+    ("connections", "tcp.evicted"),
+    ("evicted_forgotten", "tcp.evicted_forgotten"),
+    ("reassembly", "tcp.bound_hits"),
+    ("settings", "anomalies.settings-cap"),
+    ("streams", "anomalies.streams-cap"),
+    ("hpack_table", "anomalies.hpack-cap"),
+    ("detection", "anomalies.detect-cap"),
+    ("phases", "anomalies.phases-capped"),
+    ("methods", "limits.methods_folded"),
+    ("calls", "limits.untracked_calls"),
+    ("flow_streams", "flow_control.untracked_streams"),
+    ("grpc_calls", "grpc.untracked_calls"),
+];
+
+impl Figures {
+    fn of(
+        ledger: &LedgerReport,
+        tcp: Option<&TcpReport>,
+        flow: Option<&FlowReport>,
+        limits: Option<&AnalysisLimits>,
+        grpc_untracked: u64,
+    ) -> Figures {
+        let mut f = Figures {
+            sides: ledger.sides.clone(),
+            connections: ledger.connections,
+            ..Figures::default()
+        };
+        if let Some(fl) = flow {
+            for s in Side::ALL {
+                let b = &fl.sides.get(s).by_limit;
+                *f.stalls.get_mut(s) = [b.stream, b.connection, b.both];
+            }
+        }
+        let anomaly = |k: &str| ledger.anomalies.get(k).copied().unwrap_or(0);
+        let tcp = tcp.copied().unwrap_or_default();
+        let l = limits.cloned().unwrap_or_default();
+        let values = [
+            tcp.evicted,
+            tcp.evicted_forgotten,
+            tcp.bound_hits,
+            anomaly("settings-cap"),
+            anomaly("streams-cap"),
+            anomaly("hpack-cap"),
+            anomaly("detect-cap"),
+            anomaly("phases-capped"),
+            l.methods_folded,
+            l.untracked_calls,
+            flow.map_or(0, |f| f.untracked_streams),
+            grpc_untracked,
+        ];
+        for ((name, _), v) in LIMITS.iter().zip(values) {
+            f.limits.insert(name, v);
+        }
+        f
+    }
+
+    /// A finished run's figures: its report's, the JSON's (`drops` included, none open).
+    pub fn report(r: &Report) -> Figures {
+        let a = r.analysis.as_ref();
+        let mut f = Figures::of(
+            &r.ledger,
+            r.tcp.as_ref(),
+            a.map(|a| &a.flow_control),
+            a.map(|a| &a.limits),
+            a.map_or(0, |a| a.grpc.untracked_calls),
+        );
+        f.packets = r.capture.as_ref().map_or(0, |c| c.packets);
+        f.drops = r.drops;
+        for g in a.map(|a| a.goaways.as_slice()).unwrap_or_default() {
+            if g.too_many_pings {
+                let s = if g.side == "client" {
+                    Side::Client
+                } else {
+                    Side::Server
+                };
+                f.calm_goaways[s] += 1;
+            }
+        }
+        f
+    }
+
+    /// A run in progress ([`h2ledger_run::Session::running`]), with a live capture's drops.
+    pub fn running(r: &Running, drops: Option<Drops>) -> Figures {
+        let mut f = Figures::of(
+            &r.ledger,
+            Some(&r.tcp),
+            r.flow.as_ref(),
+            r.limits.as_ref(),
+            r.grpc_untracked_calls,
+        );
+        f.open = r.open;
+        f.calm_goaways = r.calm_goaways;
+        f.packets = r.capture.packets;
+        f.drops = drops;
+        f.limits.insert("ping_rtt_samples", r.rtts_dropped);
+        f
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SideLabel {
+    side: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FrameLabels {
+    side: &'static str,
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    path: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PathLabel {
+    path: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StallLabels {
+    side: &'static str,
+    window: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FindingLabels {
+    id: &'static str,
+    severity: Severity,
+}
+
+/// A finding's severity (issue 21), the `severity` label of `h2ledger_findings_total`.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Severity {
+    /// Worth knowing.
+    info,
+    /// Costs something.
+    warning,
+    /// Breaks or endangers the service (abuse, floods).
+    critical,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DropLabel {
+    by: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabel {
+    limit: &'static str,
+}
+
+fn call_histogram() -> Histogram {
+    Histogram::new(CALL_BUCKETS)
+}
+
+fn rtt_histogram() -> Histogram {
+    Histogram::new(RTT_BUCKETS)
+}
+
+/// The handles of one path label: its duration histogram and a counter per status seen.
+#[derive(Clone)]
+struct PathSlot {
+    duration: Histogram,
+    statuses: Vec<(StatusKey, Counter)>,
+    label: String,
+}
+
+/// A call's status as the analysis gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StatusKey {
+    Grpc(u16),
+    Http(u16),
+    Reset,
+    None,
+}
+
+/// gRPC status codes by number (grpc/grpc, doc/statuscodes.md).
+const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+impl StatusKey {
+    fn of(c: &CallView<'_>) -> StatusKey {
+        match c.status_parts() {
+            ("RST_STREAM", _) => StatusKey::Reset,
+            (p, Some(n)) if p.starts_with("grpc") => StatusKey::Grpc(n),
+            (_, Some(n)) => StatusKey::Http(n),
+            _ => StatusKey::None,
+        }
+    }
+
+    /// The label: a gRPC status by name (`OK`, `UNAVAILABLE`; an unknown code `Code(17)`, as
+    /// grpc-go prints it), an HTTP status by number, `RST_STREAM`, or `none`.
+    fn label(self) -> String {
+        match self {
+            StatusKey::Grpc(n) => match GRPC_CODES.get(usize::from(n)) {
+                Some(s) => s.to_string(),
+                None => format!("Code({n})"),
+            },
+            StatusKey::Http(n) => n.to_string(),
+            StatusKey::Reset => "RST_STREAM".to_string(),
+            StatusKey::None => "none".to_string(),
+        }
+    }
+}
+
+/// The path and status labels handed out so far (only the session's thread takes the lock).
+struct Labels {
+    max_paths: usize,
+    /// By the analysis' method index, below `max_paths`.
+    paths: Vec<Option<PathSlot>>,
+    other: Option<PathSlot>,
+    statuses: Vec<StatusKey>,
+}
+
+/// The run's metrics. See the module docs.
+pub struct Metrics {
+    registry: Registry,
+    frames: Family<FrameLabels, Counter>,
+    bdp_pings: Family<SideLabel, Counter>,
+    writes: Family<SideLabel, Counter>,
+    bytes: Family<SideLabel, Counter>,
+    calls: Family<CallLabels, Counter>,
+    durations: Family<PathLabel, Histogram, fn() -> Histogram>,
+    rtt: Family<SideLabel, Histogram, fn() -> Histogram>,
+    stalls: Family<StallLabels, Counter>,
+    calm: Family<SideLabel, Counter>,
+    findings: Family<FindingLabels, Counter>,
+    open: Gauge,
+    connections: Counter,
+    packets: Counter,
+    dropped: Family<DropLabel, Counter>,
+    limits: Family<LimitLabel, Counter>,
+    labels: Mutex<Labels>,
+}
+
+/// Raises `c` to `v` (a counter never goes down).
+fn raise(c: &Counter, v: u64) {
+    let now = c.get();
+    if v > now {
+        c.inc_by(v - now);
+    }
+}
+
+const WINDOWS: [&str; 3] = ["stream", "connection", "both"];
+
+impl Metrics {
+    /// Every family registered (with its series at zero where the labels are known ahead:
+    /// sides, frame types, windows, drop causes, limits); paths beyond the first `max_paths`
+    /// are labelled `other`; `version` goes into `h2ledger_build_info`.
+    pub fn new(max_paths: usize, version: &str) -> Metrics {
+        let mut r = Registry::with_prefix("h2ledger");
+        let m = Metrics {
+            registry: Registry::default(),
+            frames: Family::default(),
+            bdp_pings: Family::default(),
+            writes: Family::default(),
+            bytes: Family::default(),
+            calls: Family::default(),
+            durations: Family::new_with_constructor(call_histogram),
+            rtt: Family::new_with_constructor(rtt_histogram),
+            stalls: Family::default(),
+            calm: Family::default(),
+            findings: Family::default(),
+            open: Gauge::default(),
+            connections: Counter::default(),
+            packets: Counter::default(),
+            dropped: Family::default(),
+            limits: Family::default(),
+            labels: Mutex::new(Labels {
+                max_paths: max_paths.min(MAX_PATHS),
+                paths: Vec::new(),
+                other: None,
+                statuses: Vec::new(),
+            }),
+        };
+        r.register(
+            "frames",
+            "HTTP/2 frames sent, by side and ledger type (JSON sides.SIDE.frames.TYPE)",
+            m.frames.clone(),
+        );
+        r.register(
+            "bdp_pings",
+            "PING frames carrying grpc-go's BDP payload, by sending side (JSON sides.SIDE.bdp_pings)",
+            m.bdp_pings.clone(),
+        );
+        r.register(
+            "writes",
+            "TCP segments carrying new payload, by side (JSON sides.SIDE.writes)",
+            m.writes.clone(),
+        );
+        r.register(
+            "bytes",
+            "TCP payload bytes of those writes, by side (JSON sides.SIDE.bytes)",
+            m.bytes.clone(),
+        );
+        r.register(
+            "calls",
+            "Calls folded by the analysis, by :path and status (JSON methods[].status)",
+            m.calls.clone(),
+        );
+        r.register_with_unit(
+            "call_duration",
+            "Call latency, request HEADERS to the response's END_STREAM, by :path",
+            Unit::Seconds,
+            m.durations.clone(),
+        );
+        r.register_with_unit(
+            "ping_rtt",
+            "PING round trips, by the side that sent the PING",
+            Unit::Seconds,
+            m.rtt.clone(),
+        );
+        r.register(
+            "flow_stalls",
+            "Flow-control stalls, by sending side and the window at zero (JSON flow_control.SIDE.by_limit)",
+            m.stalls.clone(),
+        );
+        r.register(
+            "enhance_your_calm_goaways",
+            "GOAWAY frames with error ENHANCE_YOUR_CALM (grpc-go: too_many_pings, keepalive strikes), by sending side (JSON too_many_pings)",
+            m.calm.clone(),
+        );
+        r.register(
+            "findings",
+            "Findings, by id and severity (issue 21)",
+            m.findings.clone(),
+        );
+        r.register(
+            "connections_open",
+            "HTTP/2 connections open now",
+            m.open.clone(),
+        );
+        r.register(
+            "connections",
+            "HTTP/2 connections seen (JSON connections)",
+            m.connections.clone(),
+        );
+        r.register(
+            "packets",
+            "Packets read (JSON capture.packets)",
+            m.packets.clone(),
+        );
+        r.register(
+            "packets_dropped",
+            "Packets dropped before h2ledger saw them, by the kernel or the interface (JSON drops)",
+            m.dropped.clone(),
+        );
+        r.register(
+            "limits_hit",
+            "Events a memory bound folded or dropped, by limit (docs/ledger.md, \"Metrics\")",
+            m.limits.clone(),
+        );
+        r.register(
+            "build",
+            "The h2ledger that made these metrics",
+            Info::new(vec![("version".to_string(), version.to_string())]),
+        );
+        for s in Side::ALL {
+            for c in FrameClass::ALL {
+                let _ = m.frames.get_or_create(&FrameLabels {
+                    side: s.name(),
+                    r#type: c.name(),
+                });
+            }
+            let _ = m.bdp_pings.get_or_create(&side(s));
+            let _ = m.writes.get_or_create(&side(s));
+            let _ = m.bytes.get_or_create(&side(s));
+            let _ = m.rtt.get_or_create(&side(s));
+            let _ = m.calm.get_or_create(&side(s));
+            for w in WINDOWS {
+                let _ = m.stalls.get_or_create(&StallLabels {
+                    side: s.name(),
+                    window: w,
+                });
+            }
+        }
+        for by in ["kernel", "interface"] {
+            let _ = m.dropped.get_or_create(&DropLabel { by });
+        }
+        for (limit, _) in LIMITS {
+            let _ = m.limits.get_or_create(&LimitLabel { limit });
+        }
+        for limit in ["metrics_paths", "metrics_statuses", "ping_rtt_samples"] {
+            let _ = m.limits.get_or_create(&LimitLabel { limit });
+        }
+        Metrics { registry: r, ..m }
+    }
+
+    /// Raises every counter fed from the run's figures to `f`'s value (see the module docs).
+    pub fn set(&self, f: &Figures) {
+        for s in Side::ALL {
+            let t = f.sides.get(s);
+            for c in FrameClass::ALL {
+                let l = FrameLabels {
+                    side: s.name(),
+                    r#type: c.name(),
+                };
+                raise(&self.frames.get_or_create(&l), t.frames.get(c));
+            }
+            raise(&self.bdp_pings.get_or_create(&side(s)), t.bdp_pings);
+            raise(&self.writes.get_or_create(&side(s)), t.writes);
+            raise(&self.bytes.get_or_create(&side(s)), t.bytes);
+            raise(&self.calm.get_or_create(&side(s)), f.calm_goaways[s]);
+            for (w, n) in WINDOWS.iter().zip(f.stalls.get(s)) {
+                let l = StallLabels {
+                    side: s.name(),
+                    window: w,
+                };
+                raise(&self.stalls.get_or_create(&l), *n);
+            }
+        }
+        self.open.set(i64::try_from(f.open).unwrap_or(i64::MAX));
+        raise(&self.connections, f.connections);
+        raise(&self.packets, f.packets);
+        if let Some(d) = f.drops {
+            raise(
+                &self.dropped.get_or_create(&DropLabel { by: "kernel" }),
+                d.kernel,
+            );
+            raise(
+                &self.dropped.get_or_create(&DropLabel { by: "interface" }),
+                d.interface,
+            );
+        }
+        for (limit, v) in &f.limits {
+            raise(&self.limits.get_or_create(&LimitLabel { limit }), *v);
+        }
+    }
+
+    /// One call, as the analysis folds it: `h2ledger_calls_total{path, status}` and, when it
+    /// ended (END_STREAM, not reset), `h2ledger_call_duration_seconds{path}`.
+    pub fn call(&self, c: &CallView<'_>) {
+        let ended = c.rec.end >= 0 && !c.rec.reset();
+        self.record(
+            c.rec.method as usize,
+            c.method,
+            StatusKey::of(c),
+            ended.then_some(c.rec.end),
+        );
+    }
+
+    /// A call of the analysis' method `idx` (named `method`) with status `key`, and its
+    /// duration when it ended.
+    fn record(&self, idx: usize, method: &str, key: StatusKey, duration: Option<i64>) {
+        let mut l = self.labels.lock().unwrap_or_else(|e| e.into_inner());
+        let l = &mut *l;
+        let status = if l.statuses.contains(&key) {
+            Some(key)
+        } else if l.statuses.len() < MAX_STATUSES {
+            l.statuses.push(key);
+            Some(key)
+        } else {
+            self.limit_inc("metrics_statuses");
+            None
+        };
+        let slot = if idx < l.max_paths {
+            if l.paths.len() <= idx {
+                l.paths.resize(idx + 1, None);
+            }
+            l.paths[idx].get_or_insert_with(|| self.slot(path_label(method)))
+        } else {
+            self.limit_inc("metrics_paths");
+            l.other.get_or_insert_with(|| self.slot(OTHER.to_string()))
+        };
+        let counter = match slot.statuses.iter().find(|(k, _)| Some(*k) == status) {
+            Some((_, c)) => c.clone(),
+            None => {
+                let labels = CallLabels {
+                    path: slot.label.clone(),
+                    status: status.map_or_else(|| OTHER.to_string(), StatusKey::label),
+                };
+                let counter = self.calls.get_or_create_owned(&labels);
+                if let Some(k) = status {
+                    slot.statuses.push((k, counter.clone()));
+                }
+                counter
+            }
+        };
+        counter.inc();
+        if let Some(ns) = duration {
+            slot.duration.observe(ns as f64 / 1e9);
+        }
+    }
+
+    fn slot(&self, label: String) -> PathSlot {
+        PathSlot {
+            duration: self.durations.get_or_create_owned(&PathLabel {
+                path: label.clone(),
+            }),
+            statuses: Vec::new(),
+            label,
+        }
+    }
+
+    fn limit_inc(&self, limit: &'static str) {
+        self.limits.get_or_create(&LimitLabel { limit }).inc();
+    }
+
+    /// One PING round trip (nanoseconds), by the side that sent the PING.
+    pub fn ping_rtt(&self, s: Side, rtt_ns: i64) {
+        self.rtt
+            .get_or_create(&side(s))
+            .observe(rtt_ns.max(0) as f64 / 1e9);
+    }
+
+    /// Issue 21's findings: raises `h2ledger_findings_total{id, severity}` to `count`. `id`
+    /// is a finding's name from the findings table (a fixed set: never text from the wire).
+    pub fn finding(&self, id: &'static str, severity: Severity, count: u64) {
+        raise(
+            &self.findings.get_or_create(&FindingLabels { id, severity }),
+            count,
+        );
+    }
+
+    /// The exposition in format `e`.
+    pub fn encode(&self, e: Exposition) -> String {
+        let mut out = String::new();
+        let r = match e {
+            Exposition::Prometheus => {
+                prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
+            }
+            Exposition::OpenMetrics => {
+                prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            }
+        };
+        // Writing into a String cannot fail.
+        debug_assert!(r.is_ok());
+        in_series_order(&out)
+    }
+}
+
+/// The page with each family's series in the order of their labels (the registry keeps them
+/// in a hash map): the same figures always give the same text. A histogram's lines of one
+/// series stay together and in their order (`le` ascending, then `_sum` and `_count`).
+fn in_series_order(page: &str) -> String {
+    fn key(line: &str) -> &str {
+        let Some(open) = line.find('{') else {
+            return "";
+        };
+        let close = line.rfind('}').unwrap_or(line.len());
+        let labels = &line[open + 1..close.max(open + 1)];
+        match labels.rfind("le=\"") {
+            Some(i) if labels.ends_with('"') => labels[..i].trim_end_matches(','),
+            _ => labels,
+        }
+    }
+    let mut out = String::with_capacity(page.len());
+    let mut samples: Vec<&str> = Vec::new();
+    let flush = |samples: &mut Vec<&str>, out: &mut String| {
+        samples.sort_by_key(|l| key(l));
+        for l in samples.drain(..) {
+            out.push_str(l);
+            out.push('\n');
+        }
+    };
+    for line in page.lines() {
+        if line.starts_with('#') {
+            flush(&mut samples, &mut out);
+            out.push_str(line);
+            out.push('\n');
+        } else {
+            samples.push(line);
+        }
+    }
+    flush(&mut samples, &mut out);
+    out
+}
+
+fn side(s: Side) -> SideLabel {
+    SideLabel { side: s.name() }
+}
+
+/// A path as a label value: the analysis' text (invalid UTF-8 already `\xNN`, `\` doubled)
+/// with control characters written `\xNN` too, as the tables write them; the crate's encoder
+/// then escapes `\`, `"` and newlines.
+fn path_label(p: &str) -> String {
+    let mut s = String::with_capacity(p.len());
+    for ch in p.chars() {
+        if ch.is_control() {
+            let mut b = [0; 4];
+            for x in ch.encode_utf8(&mut b).bytes() {
+                let _ = write!(s, "\\x{x:02x}");
+            }
+        } else {
+            s.push(ch);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;
