@@ -404,8 +404,9 @@ pub struct Findings {
     now: Nanos,
     /// Findings fired by the rules on the frame at hand, filed once the connection is free.
     pending: Vec<rules::Fire>,
-    /// A flow tracker of its own, for runs without the analysis ([`Findings::with_own_flow`]).
-    own_flow: Option<crate::flow::Flow>,
+    /// A flow tracker of its own, for runs without the analysis ([`Findings::with_own_flow`]);
+    /// boxed, as it is taken out and put back at every frame.
+    own_flow: Option<Box<crate::flow::Flow>>,
 }
 
 /// Facts of the whole run that only the run knows (the capture's counters, TLS, live drops),

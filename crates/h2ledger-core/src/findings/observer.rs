@@ -16,9 +16,10 @@ use super::{flowrules, streams, FindingId, Findings, Num, Rec};
 fn event_conn(e: &crate::flow::FlowEvent) -> u32 {
     use crate::flow::FlowEvent::*;
     match *e {
-        Stall { conn, .. } | Resolved { conn, .. } | Unresolved { conn, .. } | Done { conn, .. } => {
-            conn
-        }
+        Stall { conn, .. }
+        | Resolved { conn, .. }
+        | Unresolved { conn, .. }
+        | Done { conn, .. } => conn,
     }
 }
 
@@ -40,7 +41,7 @@ impl Findings {
         let mut f = Flow::new();
         f.calls_only();
         f.watch();
-        self.own_flow = Some(f);
+        self.own_flow = Some(Box::new(f));
         self
     }
 
@@ -441,10 +442,10 @@ impl Observer for Findings {
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         let mut own = self.own_flow.take();
-        if let Some(f) = own.as_mut() {
+        if let Some(f) = own.as_deref_mut() {
             f.frame(ev, None, None);
         }
-        self.frame_with(ev, own.as_mut());
+        self.frame_with(ev, own.as_deref_mut());
         self.own_flow = own;
     }
 
@@ -457,10 +458,10 @@ impl Observer for Findings {
 
     fn close(&mut self, summary: &ConnSummary) {
         let mut own = self.own_flow.take();
-        if let Some(f) = own.as_mut() {
+        if let Some(f) = own.as_deref_mut() {
             f.close(summary.id, None);
         }
-        self.close_with(summary, own.as_mut());
+        self.close_with(summary, own.as_deref_mut());
         self.own_flow = own;
     }
 
