@@ -533,3 +533,40 @@ fn findings_captures_ledgers_equal_tsharks() {
         crate::util::assert_ledger_eq(name, &want, &got);
     }
 }
+
+/// `-T prometheus`: `h2ledger_findings_total{id, severity}` counts the JSON's findings by id
+/// (one per id, connection and side; `warn` is labelled `warning`, decision 199).
+#[test]
+fn findings_total_counts_the_json_findings() {
+    for (f, want) in [
+        (found("grpcgo-keepalive"), 2),
+        (found("refused-stream-nghttpd"), 2),
+        (ordinary("grpcgo-article.pcap"), 1),
+    ] {
+        let fs = findings(&f, &[]);
+        let mut by_id = std::collections::BTreeMap::<String, (String, u64)>::new();
+        for x in &fs {
+            let sev = match x["severity"].as_str().unwrap() {
+                "warn" => "warning",
+                s => s,
+            };
+            let e = by_id
+                .entry(x["id"].as_str().unwrap().to_string())
+                .or_insert((sev.to_string(), 0));
+            e.1 += 1;
+        }
+        assert_eq!(by_id.len(), want, "{}: {by_id:?}", f.display());
+        let out = run(&["replay", &f.to_string_lossy(), "-T", "prometheus"]);
+        assert!(out.status.success());
+        let page = String::from_utf8(out.stdout).unwrap();
+        let got: Vec<&str> = page
+            .lines()
+            .filter(|l| l.starts_with("h2ledger_findings_total{"))
+            .collect();
+        assert_eq!(got.len(), by_id.len(), "{}:\n{}", f.display(), got.join("\n"));
+        for (id, (sev, n)) in &by_id {
+            let line = format!("h2ledger_findings_total{{id=\"{id}\",severity=\"{sev}\"}} {n}");
+            assert!(got.contains(&line.as_str()), "{}: no {line} in\n{}", f.display(), got.join("\n"));
+        }
+    }
+}
