@@ -406,7 +406,7 @@ fn hpack_bomb() {
         n /= 128;
     }
     lit_idx.push(n as u8);
-    lit_idx.extend(std::iter::repeat(b'a').take(4000));
+    lit_idx.extend(std::iter::repeat_n(b'a', 4000));
     let mut c = T::started(&[], &[]);
     c.client(&fr(1, 5, 1, &[&[0x82, 0x86, 0x84][..], &lit_idx].concat()));
     let bomb: Vec<u8> = [0x82, 0x86, 0x84].into_iter().chain([0xbe; 20]).collect();

@@ -10,9 +10,9 @@ use super::{Evidence, FindingId, FindingsConfig};
 
 /// A duration in microseconds, for a person: `350 ms`, `1.2 s`, `5 min`.
 fn dur(us: u64) -> String {
-    if us >= 3_600_000_000 && us % 3_600_000_000 == 0 {
+    if us >= 3_600_000_000 && us.is_multiple_of(3_600_000_000) {
         format!("{} h", us / 3_600_000_000)
-    } else if us >= 120_000_000 && us % 60_000_000 == 0 {
+    } else if us >= 120_000_000 && us.is_multiple_of(60_000_000) {
         format!("{} min", us / 60_000_000)
     } else if us >= 1_000_000 {
         format!("{:.1} s", us as f64 / 1e6)

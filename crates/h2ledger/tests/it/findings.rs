@@ -563,10 +563,21 @@ fn findings_total_counts_the_json_findings() {
             .lines()
             .filter(|l| l.starts_with("h2ledger_findings_total{"))
             .collect();
-        assert_eq!(got.len(), by_id.len(), "{}:\n{}", f.display(), got.join("\n"));
+        assert_eq!(
+            got.len(),
+            by_id.len(),
+            "{}:\n{}",
+            f.display(),
+            got.join("\n")
+        );
         for (id, (sev, n)) in &by_id {
             let line = format!("h2ledger_findings_total{{id=\"{id}\",severity=\"{sev}\"}} {n}");
-            assert!(got.contains(&line.as_str()), "{}: no {line} in\n{}", f.display(), got.join("\n"));
+            assert!(
+                got.contains(&line.as_str()),
+                "{}: no {line} in\n{}",
+                f.display(),
+                got.join("\n")
+            );
         }
     }
 }
