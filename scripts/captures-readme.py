@@ -217,6 +217,10 @@ def main():
     extra = os.path.join(cap, "flow-captures.md")
     if os.path.exists(extra):
         w(open(extra).read())
+    # And those of scripts/make-findings-captures.sh (issue 21's findings).
+    extra = os.path.join(cap, "findings-captures.md")
+    if os.path.exists(extra):
+        w(open(extra).read())
     # And those of scripts/make-proto-captures.sh (gRPC messages with a schema).
     extra = os.path.join(cap, "README.proto.md")
     if os.path.exists(extra):

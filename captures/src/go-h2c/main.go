@@ -1,7 +1,8 @@
 // Go's net/http over h2c (golang.org/x/net/http2 and http2/h2c from Debian's
 // golang-golang-x-net-dev), server and client in one process on loopback.
 //
-// usage: go-h2c [-go FILE]
+// usage: go-h2c [-go FILE] [-serve]
+// -serve: the server alone, until killed (the findings captures' attack client talks to it).
 // Prints {"port": P}, waits until FILE exists (the capture is running), then runs the client:
 // prior-knowledge h2c (http2.Transport with AllowHTTP): 10 GETs, 4 concurrent GETs, a 100 KiB
 // POST echoed back (flow control), a response with trailers; then prints a JSON summary.
@@ -27,6 +28,7 @@ import (
 
 func main() {
 	goFile := flag.String("go", "", "start the client once this file exists")
+	serveOnly := flag.Bool("serve", false, "serve until killed, no client")
 	flag.Parse()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +41,10 @@ func main() {
 		w.Header().Set("Trailer", "X-Checksum")
 		w.Write([]byte("body with trailers\n"))
 		w.Header().Set("X-Checksum", "abc123")
+	})
+	// 1 MiB: more than the windows let through at once.
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("0123456789abcdef"), 1<<16))
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(100 * time.Millisecond)
@@ -62,6 +68,9 @@ func main() {
 	go srv.Serve(ln)
 	port := ln.Addr().(*net.TCPAddr).Port
 	json.NewEncoder(os.Stdout).Encode(map[string]int{"port": port})
+	if *serveOnly {
+		select {}
+	}
 	for i := 0; i < 600; i++ {
 		if *goFile == "" {
 			time.Sleep(time.Second)

@@ -1,9 +1,10 @@
 //! Drives a `Ledger` with arbitrary bytes: the input is a sequence of operations on one
 //! connection (whether it began with a SYN is the first byte), each a direction, a kind (data,
 //! gap, close) and a length, followed by the data bytes. Everything the ledger exposes is then
-//! read back. The ledger must never panic, loop or grow without bound.
+//! read back, the findings included. The ledger must never panic, loop or grow without bound.
 
 use h2ledger_core::analysis::Analysis;
+use h2ledger_core::findings::{Findings, FindingsConfig};
 use h2ledger_core::{Ledger, LedgerReport, Tally};
 use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Sink, Write};
 
@@ -11,7 +12,13 @@ pub fn run(data: &[u8]) {
     let Some((&first, mut rest)) = data.split_first() else {
         return;
     };
-    let mut ledger = Ledger::new((Tally::new(), Analysis::new(None).keep_finished()));
+    // The findings engine with its own flow tracker (the run's harness drives it with the
+    // analysis' tracker too).
+    let findings = Findings::new(FindingsConfig::default()).with_own_flow();
+    let mut ledger = Ledger::new((
+        (Tally::new(), Analysis::new(None).keep_finished()),
+        findings,
+    ));
     ledger.open(&ConnMeta {
         id: ConnId(0),
         first_src: "127.0.0.1:40000".parse().unwrap(),
@@ -60,9 +67,15 @@ pub fn run(data: &[u8]) {
     }
     ledger.close(ConnId(0), ts, CloseKind::EndOfCapture);
     let conns = ledger.connections();
-    let report = LedgerReport::build(&conns, &ledger.observer.0);
+    let report = LedgerReport::build(&conns, &ledger.observer.0 .0);
     let _ = report.sides.client.frames.total();
-    let an = &mut ledger.observer.1;
+    let f = &mut ledger.observer.1;
+    f.drain_new(|x| {
+        let _ = x.title.len();
+    });
+    let r = f.report();
+    assert!(r.findings.len() <= h2ledger_core::findings::MAX_FINDINGS);
+    let an = &mut ledger.observer.0 .1;
     an.flush();
     let _ = an.report(&conns, None);
     an.drain_finished(|c| {

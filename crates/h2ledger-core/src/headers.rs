@@ -9,11 +9,19 @@ struct Field {
     unseen: bool,
 }
 
+/// Bytes of names and values one [`HeaderList`] keeps: a header block may reference a 4 KiB
+/// dynamic-table entry thousands of times (an HPACK bomb), and copying every reference would
+/// cost memory in proportion to the decoded size, not to the bytes received. Past it, fields
+/// are dropped and [`HeaderList::cut`] says so.
+pub const MAX_HEADER_LIST_KEPT: usize = 1 << 20;
+
 /// The header fields of one header block, in order.
 #[derive(Debug, Default)]
 pub struct HeaderList {
     bytes: Vec<u8>,
     fields: Vec<Field>,
+    /// Fields dropped beyond [`MAX_HEADER_LIST_KEPT`].
+    cut: u32,
     /// Only the first field and the names this function accepts were kept.
     kept: Option<fn(&[u8]) -> bool>,
 }
@@ -34,6 +42,17 @@ impl HeaderList {
     pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
+        self.cut = 0;
+        // A block near the cap leaves a large arena: do not keep it for every later block
+        // (tested first: `shrink_to` is not free, and this runs at every block).
+        if self.bytes.capacity() > 64 * 1024 {
+            self.bytes.shrink_to(64 * 1024);
+        }
+    }
+
+    /// Fields not kept because the list reached [`MAX_HEADER_LIST_KEPT`] bytes.
+    pub fn cut(&self) -> u32 {
+        self.cut
     }
 
     pub(crate) fn set_kept(&mut self, kept: Option<fn(&[u8]) -> bool>) {
@@ -41,6 +60,10 @@ impl HeaderList {
     }
 
     pub(crate) fn push(&mut self, h: &HeaderRef<'_>) {
+        if self.bytes.len() + h.name.len() + h.value.len() > MAX_HEADER_LIST_KEPT {
+            self.cut = self.cut.saturating_add(1);
+            return;
+        }
         let n0 = self.bytes.len() as u32;
         self.bytes.extend_from_slice(h.name);
         let n1 = self.bytes.len() as u32;

@@ -51,6 +51,7 @@
 
 pub mod analysis;
 mod detect;
+pub mod findings;
 pub mod flow;
 pub mod grpc;
 mod headers;

@@ -106,6 +106,8 @@ struct PhaseJson<'a> {
 struct WorkloadJson<'a> {
     capture: &'a CaptureStats,
     finding: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    findings: Option<&'a [h2ledger_core::findings::Finding]>,
     #[serde(rename = "impl")]
     name: &'a str,
     phases: Vec<PhaseJson<'a>>,
@@ -161,6 +163,14 @@ pub fn write_demo(
                     writeln!(out)?;
                 }
                 writeln!(out, "{}", d.finding())?;
+                if let Some(b) = d
+                    .whole
+                    .findings
+                    .as_deref()
+                    .and_then(|f| crate::table::findings::findings_block(f, st))
+                {
+                    write!(out, "{b}")?;
+                }
                 writeln!(out, "{}", d.table(static_window, st))?;
                 let f = crate::table::footer(d.capture, &d.tcp, None);
                 writeln!(out, "{}", crate::table::wrap(&f, crate::TABLE_WIDTH))?;
@@ -292,6 +302,7 @@ impl Stack<'_> {
         WorkloadJson {
             capture: self.capture,
             finding: self.finding(),
+            findings: self.whole.findings.as_deref(),
             name: self.name,
             phases: self.phases_json(),
             program: self.program,

@@ -10,7 +10,7 @@
 //! * [`Metrics::call`] with each call as the analysis folds it (`h2ledger_calls_total`,
 //!   `h2ledger_call_duration_seconds`), and [`Metrics::ping_rtt`] with each PING round trip;
 //! * [`Metrics::finding`]: the findings of issue 21 (`h2ledger_findings_total`), a count per
-//!   `(id, severity)`, empty until that work calls it.
+//!   `(id, severity)`: the findings filed so far by id (the run calls it at each sync and the end).
 //!
 //! Label values are bounded: the side (2), the frame type (14), the gRPC or HTTP status (at
 //! most [`MAX_STATUSES`] distinct, then `other`), the `:path` (the first `max_paths` distinct

@@ -4,8 +4,9 @@
 //! harness wraps in IPv4 (so reassembly and HTTP/2 are reached often): up to four connections,
 //! either direction, SYN/FIN/RST, sequence jumps (gaps, retransmissions) and time jumps of up
 //! to 2^40 ns either way. Header bit 3 lets the pipeline track only two connections at once,
-//! so eviction and the return of an evicted connection are fuzzed too. The run must never
-//! panic, loop, or grow with the time span.
+//! so eviction and the return of an evicted connection are fuzzed too. The findings engine
+//! runs with the analysis' flow tracker or its own (header bit 2), drained as it fires. The
+//! run must never panic, loop, or grow with the time span.
 
 use h2ledger_core::analysis::{Cut, Splitter};
 use h2ledger_run::{End, Obs, Options, Session, Wanted};
@@ -87,8 +88,14 @@ pub fn run(data: &[u8]) -> h2ledger_run::TcpReport {
             .wrapping_add(body.len() as u32)
             .wrapping_add(u32::from(flags & 0x03 != 0));
         let _ = p.feed(LinkType::RAW, ts, &pkt);
+        // The live path of the findings: what fired, drained as it fires.
+        p.drain_findings(|f| {
+            let _ = f.title.len();
+        });
     }
     let done = p.finish(&End::Complete, None);
+    let findings = done.report.findings.as_deref().unwrap_or_default();
+    assert!(findings.len() <= h2ledger_core::findings::MAX_FINDINGS);
     assert!(done.phase_count() <= h2ledger_core::analysis::MAX_PHASES);
     // Phase reports are built when asked for: build each one.
     for r in p.phases(&done) {

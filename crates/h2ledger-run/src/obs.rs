@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use h2ledger_core::analysis::{Phased, Splitter, MAX_PHASES};
+use h2ledger_core::findings::{CaptureFacts, Findings, FindingsConfig, FindingsReport};
 use h2ledger_core::ledger::HeaderNeed;
 use h2ledger_core::{
     Analysis, ConnSummary, FrameEvent, LedgerReport, Observer, StreamId, Tally, Timeline,
@@ -15,7 +16,7 @@ use crate::pipeline::Pipeline;
 use crate::report::{Report, TcpReport};
 
 /// What a run computes beyond the plain ledger.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Wanted {
     /// The analysis (`--analyze`; phases attach it too).
     pub analysis: bool,
@@ -37,6 +38,24 @@ pub struct Wanted {
     /// Keep each gRPC message's bytes in its call's record (`calls --messages`), within these
     /// limits; needs the analysis.
     pub messages: Option<h2ledger_core::grpc::KeepLimits>,
+    /// The findings engine and the server policy it assumes (on by default; `None` for the
+    /// views that print no report: `calls`).
+    pub findings: Option<FindingsConfig>,
+}
+
+impl Default for Wanted {
+    fn default() -> Self {
+        Wanted {
+            analysis: false,
+            splitter: None,
+            timeline: None,
+            calls_only: false,
+            all_headers: false,
+            metrics: false,
+            messages: None,
+            findings: Some(FindingsConfig::default()),
+        }
+    }
 }
 
 /// The bucket of the flow-control window series drawn by `--plot --analyze`: 100 ms (the last
@@ -55,38 +74,61 @@ pub struct Obs {
     touched: HashMap<u32, Vec<u64>>,
     pub(crate) analysis: Option<Analysis>,
     pub(crate) timeline: Option<Timeline>,
+    /// The findings engine: it reads the analysis' flow tracker, or keeps its own without one.
+    pub(crate) findings: Option<Findings>,
     origin_set: bool,
-    /// See [`Wanted::all_headers`].
-    all_headers: bool,
+    /// The header fields the analysis and the findings read (see [`Wanted::all_headers`]).
+    need: HeaderNeed,
 }
 
 impl Obs {
     /// The observers `w` asks for.
     pub fn new(w: &Wanted) -> Obs {
+        // Phases are routed by the analysis' splitter: asking for phases attaches it.
+        let mut analysis = (w.analysis || w.splitter.is_some() || w.metrics).then(|| {
+            let mut a = Analysis::new(w.splitter.clone());
+            if w.timeline.is_some() {
+                a.flow.record_series(WINDOW_BUCKET, None);
+            }
+            if w.calls_only {
+                a = a.calls_only();
+            }
+            if w.metrics {
+                a = a.keep_finished().keep_rtts();
+            }
+            if let Some(l) = w.messages {
+                a.grpc.keep_messages(l);
+            }
+            a
+        });
+        let findings = w.findings.map(|cfg| match analysis.as_mut() {
+            Some(a) => {
+                a.flow.watch();
+                Findings::new(cfg)
+            }
+            None => Findings::new(cfg).with_own_flow(),
+        });
+        // The analysis and the findings read the same few fields; every field when asked.
+        let need = if w.all_headers && analysis.is_some() {
+            HeaderNeed::All
+        } else {
+            let a = analysis
+                .as_ref()
+                .map_or(HeaderNeed::None, |a| a.header_need());
+            let f = findings
+                .as_ref()
+                .map_or(HeaderNeed::None, |f| f.header_need());
+            a.and(f)
+        };
         Obs {
             tally: Tally::new(),
             phases: Phased::default(),
             touched: HashMap::new(),
-            // Phases are routed by the analysis' splitter: asking for phases attaches it.
-            analysis: (w.analysis || w.splitter.is_some() || w.metrics).then(|| {
-                let mut a = Analysis::new(w.splitter.clone());
-                if w.timeline.is_some() {
-                    a.flow.record_series(WINDOW_BUCKET, None);
-                }
-                if w.calls_only {
-                    a = a.calls_only();
-                }
-                if w.metrics {
-                    a = a.keep_finished().keep_rtts();
-                }
-                if let Some(l) = w.messages {
-                    a.grpc.keep_messages(l);
-                }
-                a
-            }),
+            analysis,
+            findings,
+            need,
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
-            all_headers: w.all_headers,
         }
     }
 
@@ -136,12 +178,8 @@ impl Obs {
 
 impl Observer for Obs {
     fn header_need(&self) -> HeaderNeed {
-        // Only the analysis reads them.
-        match &self.analysis {
-            Some(_) if self.all_headers => HeaderNeed::All,
-            Some(a) => a.header_need(),
-            None => HeaderNeed::None,
-        }
+        // Asked at every frame: decided once, in `Obs::new`.
+        self.need
     }
 
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
@@ -154,6 +192,14 @@ impl Observer for Obs {
         if let Some(a) = &mut self.analysis {
             a.gap(conn, dir, ts, framing_lost);
         }
+        if let Some(f) = &mut self.findings {
+            // Its own flow tracker, if any, is told as an observer; the analysis' was above.
+            if self.analysis.is_some() {
+                f.gap_at(conn, ts, framing_lost);
+            } else {
+                f.gap(conn, dir, ts, framing_lost);
+            }
+        }
     }
 
     fn open(&mut self, meta: &ConnMeta) {
@@ -161,10 +207,16 @@ impl Observer for Obs {
         if let Some(a) = &mut self.analysis {
             a.open(meta);
         }
+        if let Some(f) = &mut self.findings {
+            f.open(meta);
+        }
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.tally.write(conn, dir, w);
+        if let Some(f) = &mut self.findings {
+            f.write(conn, dir, w);
+        }
         let phase = self.route(w.ts);
         if let Some(t) = self.phase_tally(conn, phase) {
             t.write(conn, dir, w);
@@ -191,6 +243,12 @@ impl Observer for Obs {
         if let Some(a) = &mut self.analysis {
             a.frame_in(ev, phase);
         }
+        if let Some(f) = &mut self.findings {
+            match &mut self.analysis {
+                Some(a) => f.frame_with(ev, Some(&mut a.flow)),
+                None => f.frame(ev),
+            }
+        }
         if let Some(tl) = &mut self.timeline {
             tl.frame(ev);
         }
@@ -212,6 +270,32 @@ impl Observer for Obs {
         if let Some(a) = &mut self.analysis {
             a.close(summary);
         }
+        if let Some(f) = &mut self.findings {
+            match &mut self.analysis {
+                Some(a) => f.close_with(summary, Some(&mut a.flow)),
+                None => f.close(summary),
+            }
+        }
+    }
+}
+
+impl Obs {
+    /// The findings fired since the last call (live: a `finding` JSON line each).
+    pub(crate) fn drain_findings(&mut self, f: impl FnMut(h2ledger_core::findings::Finding)) {
+        if let Some(x) = &mut self.findings {
+            x.drain_new(f);
+        }
+    }
+
+    /// Capture-wide facts for the findings (gaps' bytes, TLS without keys, live drops).
+    pub(crate) fn note_capture(&mut self, facts: &CaptureFacts, now: Nanos) {
+        if let Some(x) = &mut self.findings {
+            x.note_capture(facts, now);
+        }
+    }
+
+    fn findings_report(&mut self) -> Option<FindingsReport> {
+        self.findings.as_mut().map(|f| f.report())
     }
 }
 
@@ -228,6 +312,32 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
         a.flush();
     }
     let conns = p.ledger.connections();
+    let findings = p.ledger.observer.findings_report();
+    if let Some(f) = &findings {
+        if !f.omitted.is_empty() {
+            let n: u64 = f.omitted.values().sum();
+            whole.warnings.push(format!(
+                "more than {} findings: {n} more were counted, not listed ({})",
+                h2ledger_core::findings::MAX_FINDINGS,
+                f.omitted
+                    .iter()
+                    .map(|(id, n)| format!("{} {n}", id.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            whole.anomalies.insert("findings-cap".to_string(), n);
+        }
+        if f.streams_untracked > 0 {
+            whole.warnings.push(format!(
+                "more than {} client streams in flight at once: {} were counted but not followed by the findings (rapid-reset's premature share, made-you-reset and stream slots skip them)",
+                h2ledger_core::findings::MAX_FINDING_STREAMS,
+                f.streams_untracked
+            ));
+            whole
+                .anomalies
+                .insert("findings-streams-cap".to_string(), f.streams_untracked);
+        }
+    }
     let o = &p.ledger.observer;
     let refused = o.phases.refused;
     if refused > 0 {
@@ -244,6 +354,7 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
         capture: Some(p.stats.clone()),
         tcp: Some(TcpReport::from(&p.reasm.stats())),
         tls: Some(p.tls.report()),
+        findings: findings.map(|f| f.findings),
         ..Report::default()
     };
     let mut phases = Phases {
@@ -252,6 +363,7 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
         conns: Vec::new(),
         first: 0,
         last: 0,
+        findings: None,
     };
     if let (Some(mut s), Some(first), Some(last)) =
         (o.splitter().cloned(), p.stats.first, p.stats.last)
@@ -287,6 +399,7 @@ pub(crate) fn build(p: &mut Pipeline<Obs>, mut whole: LedgerReport) -> (Report, 
         phases.first = first;
         phases.last = last;
     }
+    phases.findings = full.findings.clone();
     (full, phases)
 }
 
@@ -301,6 +414,8 @@ pub(crate) struct Phases {
     conns: Vec<ConnSummary>,
     first: Nanos,
     last: Nanos,
+    /// The whole run's findings: each phase lists those that held during it.
+    findings: Option<Vec<h2ledger_core::findings::Finding>>,
 }
 
 impl Phases {
@@ -328,6 +443,10 @@ impl Phases {
                 .map(|an| an.report(&self.conns, Some(i))),
             start: Some(a),
             end: Some(b),
+            findings: self
+                .findings
+                .as_ref()
+                .map(|f| f.iter().filter(|x| x.overlaps(a, b)).cloned().collect()),
             ..Report::default()
         }
     }

@@ -13,6 +13,7 @@ use h2ledger_core::analysis::{
     AnalysisLimits, BytesPerWrite, Concurrency, FramesPerWrite, GoAwayReport, Hist, Latency,
     MethodReport, PingSide, RoundSide,
 };
+use h2ledger_core::findings::Finding;
 use h2ledger_core::flow::FlowReport;
 use h2ledger_core::grpc::GrpcReport;
 use h2ledger_core::{AnalysisReport, ConnLedger, FrameCounts, LedgerReport, Sides};
@@ -125,6 +126,8 @@ pub struct Report {
     pub tls: Option<TlsReport>,
     /// A live capture's drop counters.
     pub drops: Option<Drops>,
+    /// The findings (the whole run's, most severe first; a phase's: those that held in it).
+    pub findings: Option<Vec<Finding>>,
 }
 
 impl Report {
@@ -205,6 +208,8 @@ struct Json<'a, P: Serialize> {
     #[serde(skip_serializing_if = "Option::is_none")]
     end: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    findings: Option<&'a [Finding]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     flow_control: Option<&'a FlowReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     goaways: Option<&'a [GoAwayReport]>,
@@ -252,6 +257,7 @@ impl Report {
             connections: l.connections,
             drops: self.drops.as_ref(),
             end: phase.then(|| self.end.map(secs)),
+            findings: self.findings.as_deref(),
             flow_control: a.map(|a| &a.flow_control),
             goaways: a.map(|a| &a.goaways[..]),
             grpc: a.map(|a| &a.grpc),

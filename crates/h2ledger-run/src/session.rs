@@ -6,6 +6,7 @@
 
 use std::ops::ControlFlow;
 
+use h2ledger_core::findings::{CaptureFacts, Finding, FindingId};
 use h2ledger_core::{LedgerReport, Observer};
 use h2ledger_tcp::{LinkType, Nanos};
 use h2ledger_tls::Tls;
@@ -122,6 +123,8 @@ pub trait View: Observer {
     fn end(&mut self) {}
     /// No packet for a while; `now` is the wall clock (live packets carry it).
     fn idle(&mut self, _now: Nanos) {}
+    /// Capture-wide facts for the findings (TLS without keys, live drops, gap bytes).
+    fn capture_facts(&mut self, _facts: &CaptureFacts, _now: Nanos) {}
 }
 
 impl View for Obs {
@@ -142,6 +145,9 @@ impl View for Obs {
             a.advance(now);
         }
     }
+    fn capture_facts(&mut self, facts: &CaptureFacts, now: Nanos) {
+        self.note_capture(facts, now);
+    }
 }
 
 /// One run: packets in, a report out. See the module docs.
@@ -151,6 +157,8 @@ pub struct Session<O = Obs> {
     filter: Option<String>,
     /// The running ledger at the previous [`Session::tick`].
     ticked: LedgerReport,
+    /// The ledger's warning total when last looked at, and its `tls-no-key` count then.
+    warned: (u64, u64),
 }
 
 impl<O: View> Session<O> {
@@ -170,6 +178,7 @@ impl<O: View> Session<O> {
             max_frames: opts.max_frames,
             filter: opts.filter,
             ticked: LedgerReport::default(),
+            warned: (0, 0),
         }
     }
 
@@ -178,6 +187,20 @@ impl<O: View> Session<O> {
     pub fn feed(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
         self.pipe.ledger.observer.origin(ts);
         self.pipe.packet(linktype, ts, data);
+        let w = &self.pipe.ledger.warnings;
+        if w.total != self.warned.0 {
+            // Live: a TLS connection without a key is said as soon as it is known.
+            let n = w.counts.get("tls-no-key").copied().unwrap_or(0);
+            self.warned = (w.total, self.warned.1);
+            if n > self.warned.1 {
+                self.warned.1 = n;
+                let facts = CaptureFacts {
+                    tls_without_key: n,
+                    ..CaptureFacts::default()
+                };
+                self.pipe.ledger.observer.capture_facts(&facts, ts);
+            }
+        }
         let o = &self.pipe.ledger.observer;
         if let Some(s) = o.stop() {
             return ControlFlow::Break(s);
@@ -248,6 +271,24 @@ pub struct Tick {
 }
 
 impl Session<Obs> {
+    /// Hands each finding fired since the last call to `f` (a `finding` JSON line, live), with
+    /// its evidence as it is now.
+    pub fn drain_findings(&mut self, f: impl FnMut(Finding)) {
+        self.pipe.ledger.observer.drain_findings(f);
+    }
+
+    /// How many findings of each id were filed so far (the metrics' `findings_total`); empty
+    /// without the findings engine.
+    pub fn findings_filed(&self) -> std::collections::BTreeMap<FindingId, u64> {
+        self.pipe
+            .ledger
+            .observer
+            .findings
+            .as_ref()
+            .map(|f| f.filed())
+            .unwrap_or_default()
+    }
+
     /// Hands each call that is over and folded to `f` (`calls`), then frees it.
     pub fn drain_calls(&mut self, f: impl FnMut(h2ledger_core::analysis::CallView<'_>)) {
         if let Some(a) = self.pipe.ledger.observer.analysis.as_mut() {
@@ -336,6 +377,21 @@ impl Session<Obs> {
                 d.kernel, d.interface
             ));
         }
+        let tls = self.pipe.tls.report();
+        let facts = CaptureFacts {
+            gap_bytes: self.pipe.reasm.stats().gap_bytes,
+            tls_without_key: tls.without_key,
+            tls_connections: tls
+                .per_connection
+                .iter()
+                .filter(|c| c.status == h2ledger_tls::Status::NoKey)
+                .map(|c| c.id)
+                .take(16)
+                .collect(),
+            drops: drops.map(|d| (d.kernel, d.interface, d.received)),
+        };
+        let now = self.pipe.stats.last.unwrap_or(0);
+        self.pipe.ledger.observer.note_capture(&facts, now);
         let forgotten = self.pipe.reasm.stats().evicted_forgotten;
         if forgotten > 0 {
             whole.warnings.push(format!(

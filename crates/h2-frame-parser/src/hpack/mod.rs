@@ -167,6 +167,8 @@ pub struct Decoder {
     mid_stream: bool,
     scratch_name: Vec<u8>,
     scratch_value: Vec<u8>,
+    /// The last block's header list size (RFC 9113 §6.5.2).
+    list_size: u64,
 }
 
 impl Default for Decoder {
@@ -186,6 +188,7 @@ impl Decoder {
             mid_stream: false,
             scratch_name: Vec::new(),
             scratch_value: Vec::new(),
+            list_size: 0,
         }
     }
 
@@ -251,8 +254,22 @@ impl Decoder {
         self.table.size()
     }
 
+    /// The header list size of the last block [`Decoder::decode`] read (RFC 9113 §6.5.2: each
+    /// field's name and value lengths plus 32), as far as it was decoded. A small block can
+    /// reference large table entries many times: this is what it expands to.
+    pub fn last_list_size(&self) -> u64 {
+        self.list_size
+    }
+
+    #[inline(always)]
+    fn count(&mut self, n: usize) {
+        self.list_size += n as u64 + 32;
+    }
+
     /// Decodes one complete header block (the concatenated fragments of HEADERS or
     /// PUSH_PROMISE and its CONTINUATION frames), calling `f` for each header in order.
+    /// Inlined: each caller has its own closure, and the call per block is hot.
+    #[inline(always)]
     pub fn decode<F: FnMut(HeaderRef<'_>)>(
         &mut self,
         block: &[u8],
@@ -260,6 +277,7 @@ impl Decoder {
     ) -> Result<(), HpackError> {
         let mut pos = 0;
         let mut at_start = true;
+        self.list_size = 0;
         while let Some(&first) = block.get(pos) {
             if first & 0x80 != 0 {
                 // Indexed Header Field (§6.1).
@@ -370,7 +388,9 @@ impl Decoder {
                 never_indexed: false,
             },
         };
+        let n = h.name.len() + h.value.len();
         f(h);
+        self.count(n);
         Ok(())
     }
 
@@ -410,8 +430,10 @@ impl Decoder {
             value_unseen: false,
             never_indexed: mode == Indexing::Never,
         };
+        let n = name.len() + value.len();
         if mode != Indexing::Incremental {
             f(header);
+            self.count(n);
             return Ok(());
         }
         if !self
@@ -420,6 +442,7 @@ impl Decoder {
         {
             // Too large for the table: it empties the table and is not inserted (§4.4).
             f(header);
+            self.count(n);
             self.table.clear();
             return Ok(());
         }
@@ -430,6 +453,7 @@ impl Decoder {
             value: entry.value(),
             ..header
         });
+        self.count(n);
         self.table.insert(entry);
         Ok(())
     }

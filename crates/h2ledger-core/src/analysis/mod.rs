@@ -44,6 +44,7 @@ pub use crate::stats::{nearest_rank, LatencyHist, Percentiles, PERCENTILES};
 pub use crate::text::escape_bytes;
 pub use calls::CallView;
 use calls::Finished;
+pub(crate) use observer::reads_header;
 pub use report::*;
 pub use timeline::Timeline;
 

@@ -87,6 +87,7 @@ impl Flow {
             phases,
             calls,
             no_max_window,
+            events,
         } = self;
         let Some(c) = conns.get_mut(&conn) else {
             return;
@@ -128,7 +129,18 @@ impl Flow {
                     phase,
                 });
                 sf.stalled.insert((new, sid));
+                st.stalled_once[d] = true;
                 started = true;
+                if let Some(log) = events.as_mut() {
+                    log.push(FlowEvent::Stall {
+                        conn,
+                        side,
+                        stream: sid,
+                        ts: ev.ts,
+                        limit,
+                        initial: sf.initial,
+                    });
+                }
                 if let Some(i) = st.call {
                     let cf = calls.entry(i).or_default();
                     cf.stalls[side.index()] = cf.stalls[side.index()].saturating_add(1);
@@ -149,7 +161,7 @@ impl Flow {
             sample_in(series, conn, c, d, Some(sid), ev.ts, started);
         }
         if done {
-            free_in(c, sid, streams, whole, phases, *no_max_window);
+            free_in(c, conn, sid, streams, whole, phases, *no_max_window, events);
         }
     }
 
@@ -234,6 +246,15 @@ impl Flow {
                 continue;
             };
             let dur = (ts - stall.start).max(0);
+            if let Some(ev) = self.events.as_mut() {
+                ev.push(FlowEvent::Resolved {
+                    conn,
+                    side,
+                    stream: key.1,
+                    start: stall.start,
+                    end: ts,
+                });
+            }
             if let Some(c) = st.call.and_then(|i| self.calls.get_mut(&i)) {
                 c.stalled_ns[side.index()] += dur;
             }
@@ -254,11 +275,13 @@ impl Flow {
         let nm = self.no_max_window;
         free_in(
             c,
+            conn,
             sid,
             &mut self.streams,
             &mut self.whole,
             &mut self.phases,
             nm,
+            &mut self.events,
         );
     }
 

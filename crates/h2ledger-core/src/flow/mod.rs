@@ -61,6 +61,64 @@ pub struct CallFlow {
     pub stalled_ns: [i64; 2],
 }
 
+/// What a watcher ([`Flow::watch`]) is told of stalls as they happen (the findings engine's
+/// `flow-stall` and `zero-window`). `side` is the sending side that waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowEvent {
+    /// A DATA frame without END_STREAM left the sender's available window <= 0 (a stall
+    /// begins, limited by `limit`).
+    Stall {
+        /// The connection (`ConnId`).
+        conn: u32,
+        /// The sending side.
+        side: Side,
+        /// The stream.
+        stream: u32,
+        /// When the stall began.
+        ts: Nanos,
+        /// The window that ran out.
+        limit: Limit,
+        /// The receiver's initial stream window in force.
+        initial: i64,
+    },
+    /// A stall ended (the window is > 0 again) at `end`.
+    Resolved {
+        /// The connection (`ConnId`).
+        conn: u32,
+        /// The sending side.
+        side: Side,
+        /// The stream.
+        stream: u32,
+        /// When the stall began.
+        start: Nanos,
+        /// When the window opened.
+        end: Nanos,
+    },
+    /// A stall the capture never sees end: its stream was reset, or the connection closed.
+    Unresolved {
+        /// The connection (`ConnId`).
+        conn: u32,
+        /// The sending side.
+        side: Side,
+        /// The stream.
+        stream: u32,
+        /// When the stall began.
+        start: Nanos,
+    },
+    /// A stream on which `side` stalled at least once ended, after `sent` DATA bytes from
+    /// that side: a stream window of that size would not have stalled it.
+    Done {
+        /// The connection (`ConnId`).
+        conn: u32,
+        /// The sending side.
+        side: Side,
+        /// The stream.
+        stream: u32,
+        /// DATA bytes that side sent on the stream.
+        sent: u64,
+    },
+}
+
 /// The flow-control tracker. [`crate::Analysis`] feeds it every frame.
 #[derive(Debug, Default)]
 pub struct Flow {
@@ -76,6 +134,8 @@ pub struct Flow {
     /// Skip the per-side ordered set of open streams, kept only for the largest stream window
     /// of the totals ([`Flow::calls_only`]).
     no_max_window: bool,
+    /// Stall events for a watcher ([`Flow::watch`]), drained by [`Flow::drain_events`].
+    events: Option<Vec<FlowEvent>>,
 }
 
 impl Flow {
@@ -89,6 +149,35 @@ impl Flow {
     /// stream. Stall detection and resolution do not depend on it.
     pub(crate) fn calls_only(&mut self) {
         self.no_max_window = true;
+    }
+
+    /// Keep [`FlowEvent`]s for [`Flow::drain_events`] (the findings engine reads them after
+    /// each frame, so at most a frame's worth are held).
+    pub fn watch(&mut self) {
+        self.events.get_or_insert_with(Vec::new);
+    }
+
+    /// Hands the stall events since the last call to `f`.
+    #[inline]
+    pub fn drain_events(&mut self, mut f: impl FnMut(FlowEvent)) {
+        if let Some(ev) = self.events.as_mut().filter(|e| !e.is_empty()) {
+            for e in ev.drain(..) {
+                f(e);
+            }
+        }
+    }
+
+    /// The available window (the smaller of the stream's and the connection's) of sending
+    /// direction `d` on stream `sid` of `conn`: `None` when the windows are unknown or the
+    /// stream is not tracked (closed, or not opened yet).
+    pub fn available(&self, conn: u32, d: Dir, sid: u32) -> Option<i64> {
+        let c = self.conns.get(&conn)?;
+        if !c.known {
+            return None;
+        }
+        let st = c.streams.get(&sid)?;
+        let sf = &c.sides[d];
+        Some((sf.initial + st.adj[d]).min(sf.conn_window))
     }
 
     /// Also keep a [`WindowSeries`] with buckets of `bucket` from `origin` (the first packet).

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
-use super::{DEFAULT_WINDOW, MAX_FLOW_STREAMS};
+use super::{FlowEvent, DEFAULT_WINDOW, MAX_FLOW_STREAMS};
 use crate::model::{Side, Sides};
 use crate::phase::Phased;
 use crate::phase::MAX_PHASES;
@@ -38,6 +38,8 @@ pub(super) struct StreamFlow {
     pub(super) call: Option<u64>,
     /// DATA bytes sent by each direction (for the plot's busiest stream).
     pub(super) sent: Dirs<u64>,
+    /// Each direction stalled on this stream at least once (for [`super::FlowEvent::Done`]).
+    pub(super) stalled_once: Dirs<bool>,
 }
 
 #[derive(Debug)]
@@ -189,6 +191,7 @@ pub(super) fn open_in(
         ended: Dirs::default(),
         call: None,
         sent: Dirs::default(),
+        stalled_once: Dirs::default(),
     });
     let mut init = Sides::<i64>::default();
     for d in Dir::ALL {
@@ -231,13 +234,16 @@ pub(super) fn shift(
 }
 
 /// Drops stream `sid` of `c`; its open stalls are unresolved.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn free_in(
     c: &mut ConnFlow,
+    conn: u32,
     sid: u32,
     streams: &mut usize,
     whole: &mut Scope,
     phases: &mut Phased<Scope>,
     no_max_window: bool,
+    events: &mut Option<Vec<FlowEvent>>,
 ) {
     let Some(st) = c.streams.remove(&sid) else {
         return;
@@ -248,11 +254,29 @@ pub(super) fn free_in(
         if !no_max_window {
             sf.open.remove(&(st.adj[d], sid));
         }
+        let side = c.side[d];
         if let Some(stall) = st.stall[d] {
             sf.stalled.remove(&(st.adj[d], sid));
-            let side = c.side[d];
             for x in scope_mut(whole, phases, stall.phase).into_iter().flatten() {
                 x.sides[side].unresolved += 1;
+            }
+            if let Some(ev) = events.as_mut() {
+                ev.push(FlowEvent::Unresolved {
+                    conn,
+                    side,
+                    stream: sid,
+                    start: stall.start,
+                });
+            }
+        }
+        if st.stalled_once[d] {
+            if let Some(ev) = events.as_mut() {
+                ev.push(FlowEvent::Done {
+                    conn,
+                    side,
+                    stream: sid,
+                    sent: st.sent[d],
+                });
             }
         }
     }

@@ -20,6 +20,9 @@ pub(super) struct BlockSummary {
     /// Some field we can read is a pseudo-header; some field is a placeholder.
     pub(super) pseudo: bool,
     pub(super) unseen: bool,
+    /// The block's size: its encoded bytes, and its header list size as RFC 9113 §6.5.2
+    /// defines it (each field's name and value lengths plus 32), over its fields.
+    pub(super) size: BlockSize,
 }
 
 /// Decodes a header block, keeping the fields the observers need in `ds.headers`.
@@ -59,7 +62,17 @@ pub(super) fn decode_block(
             headers.push(&h);
         }
     });
+    sum.size = BlockSize {
+        encoded: block.len() as u32,
+        list: ds.hpack.last_list_size(),
+    };
     ds.summary = sum;
+    if ds.headers.cut() > 0 {
+        let (cut, list) = (ds.headers.cut(), sum.size.list);
+        warnings.add("header-list-cap", || {
+            format!("connection {} {src} -> {dst}: a header block decodes to a {list}-byte header list; {cut} fields beyond the first {} bytes were not kept (counted, not read)", id.0, crate::headers::MAX_HEADER_LIST_KEPT)
+        });
+    }
     if ds.hpack.capped() && !ds.hpack_cap_reported {
         ds.hpack_cap_reported = true;
         let size = ds.hpack.max_size_limit();

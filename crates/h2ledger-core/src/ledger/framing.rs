@@ -383,6 +383,8 @@ fn frame<O: Observer>(
     }
     let side = c.side(dir);
     let late_start = c.dirs.iter().any(|(_, x)| x.synced && x.late_start);
+    // A direction that began mid-stream began late too: only then look.
+    let mid_stream = late_start && c.dirs.iter().any(|(_, x)| x.synced && x.mid_stream);
     let ds = &c.dirs[dir];
     let ev = FrameEvent {
         conn: id,
@@ -394,9 +396,11 @@ fn frame<O: Observer>(
         class,
         frame: loaded.as_ref(),
         headers: (decoded && !matches!(which, HeaderNeed::None)).then_some(&ds.headers),
+        block: decoded.then_some(ds.summary.size),
         src,
         dst,
         late_start,
+        mid_stream,
     };
     observer.frame(&ev);
 }

@@ -46,7 +46,7 @@ mod start;
 mod summary;
 
 use block::*;
-pub use observer::{FrameEvent, HeaderNeed, Observer};
+pub use observer::{BlockSize, FrameEvent, HeaderNeed, Observer};
 pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +200,8 @@ struct Conn {
     /// The last streams reset (RST_STREAM) and their bits, at most [`MAX_RECENT_RESETS`]:
     /// a HEADERS crossing the RST is still the stream's trailers.
     recent_resets: VecDeque<(u32, u8)>,
+    /// When the reassembler closed it.
+    ended: Option<Nanos>,
 }
 
 /// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
@@ -212,7 +214,7 @@ type StreamMap = HashMap<u32, u8, BuildHasherDefault<StreamIdHasher>>;
 /// high half as the low bits (which pick the bucket) makes every bit of the id count. SipHash's
 /// protection against chosen keys buys little here: the map is bounded by [`MAX_STREAMS`].
 #[derive(Default, Clone, Copy)]
-struct StreamIdHasher(u64);
+pub(crate) struct StreamIdHasher(u64);
 
 impl Hasher for StreamIdHasher {
     fn finish(&self) -> u64 {
@@ -246,6 +248,7 @@ impl Conn {
             prelude: self.prelude,
             upgraded_call: self.upgraded_call,
             continues: self.meta.resumes,
+            end: self.ended,
         }
     }
 
@@ -397,5 +400,6 @@ fn new_conn(meta: ConnMeta) -> Conn {
         upgraded_call: false,
         odd_streams: Dirs::default(),
         recent_resets: VecDeque::new(),
+        ended: None,
     }
 }

@@ -25,6 +25,8 @@ pub struct FrameEvent<'a> {
     pub frame: Option<&'a Frame<'a>>,
     /// On the frame that completes a header block: the decoded fields.
     pub headers: Option<&'a HeaderList>,
+    /// On the frame that completes a header block that was decoded: its sizes.
+    pub block: Option<BlockSize>,
     /// The sender's address.
     pub src: SocketAddr,
     /// The receiver's address.
@@ -33,6 +35,19 @@ pub struct FrameEvent<'a> {
     /// TCP stream: the capture started mid-connection, or other bytes came first (an HTTP/1.1
     /// Upgrade or CONNECT). Gaps later on are told by [`Observer::gap`].
     pub late_start: bool,
+    /// The capture lacks the start of some direction of this connection (no SYN, or framing
+    /// found mid-stream): its HPACK references and windows may predate the capture.
+    pub mid_stream: bool,
+}
+
+/// A decoded header block's sizes: what a header block costs on the wire and what it expands to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockSize {
+    /// Bytes of the block (HEADERS or PUSH_PROMISE fragment and its CONTINUATIONs, padding and
+    /// priority fields excluded).
+    pub encoded: u32,
+    /// The header list size (RFC 9113 §6.5.2): every field's name and value length plus 32.
+    pub list: u64,
 }
 
 /// Which decoded header fields an observer reads. Decoding always runs (the HPACK table must
@@ -50,7 +65,7 @@ pub enum HeaderNeed {
 
 impl HeaderNeed {
     /// What two observers need together (two different name filters: every field).
-    pub(crate) fn and(self, other: HeaderNeed) -> HeaderNeed {
+    pub fn and(self, other: HeaderNeed) -> HeaderNeed {
         match (self, other) {
             (HeaderNeed::None, x) | (x, HeaderNeed::None) => x,
             (HeaderNeed::Some(a), HeaderNeed::Some(b)) if std::ptr::fn_addr_eq(a, b) => self,

@@ -279,6 +279,7 @@ impl<O: Observer> Sink for Ledger<O> {
                 }
             }
             c.streams = StreamMap::default();
+            c.ended = Some(ts);
         }
         self.finalize(conn);
     }

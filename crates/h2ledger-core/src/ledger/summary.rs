@@ -58,6 +58,8 @@ pub struct ConnSummary {
     /// folded for good before it came back: the same connection, counted once (under the
     /// original), its counts added to the totals.
     pub continues: Option<ConnId>,
+    /// When the connection ended (its FIN or RST, or the end of the capture), once it has.
+    pub end: Option<Nanos>,
 }
 
 /// What came before HTTP/2 on a connection seen from its start.
@@ -86,12 +88,16 @@ pub struct Warnings {
     pub messages: Vec<String>,
     /// Every warning, counted by kind (`gap`, `malformed-frame`, ...): the report's `anomalies`.
     pub counts: BTreeMap<&'static str, u64>,
+    /// Every warning added, of every kind: a run watches it to look at `counts` only when it
+    /// changed.
+    pub total: u64,
 }
 
 impl Warnings {
     /// Counts a warning of `kind`; `msg` is called only while messages are still kept.
     pub fn add(&mut self, kind: &'static str, msg: impl FnOnce() -> String) {
         *self.counts.entry(kind).or_default() += 1;
+        self.total += 1;
         if self.messages.len() < MAX_WARNINGS {
             self.messages.push(msg());
         } else if self.messages.len() == MAX_WARNINGS {

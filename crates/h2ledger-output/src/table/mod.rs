@@ -3,6 +3,7 @@
 
 mod analysis;
 mod compare;
+pub mod findings;
 pub mod flow;
 mod ledger;
 mod pages;

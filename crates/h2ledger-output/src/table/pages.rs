@@ -88,6 +88,13 @@ pub fn write_tables(
             TABLE_WIDTH
         )
     );
+    if let Some(b) = whole
+        .findings
+        .as_deref()
+        .and_then(|f| super::findings::findings_block(f, st))
+    {
+        let _ = write!(out, "{b}");
+    }
     if layout == PhaseLayout::Series && report.connections > 0 {
         let _ = write!(
             out,

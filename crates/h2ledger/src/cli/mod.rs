@@ -267,6 +267,55 @@ fn parse_bin(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// How bad a finding must be for `--fail-on` to exit 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// A finding of severity warn or critical
+    Warn,
+    /// A critical finding
+    Critical,
+}
+
+/// The findings' flags (`replay`, `sniff`, `demo`): when to fail, and the server keepalive
+/// policy the emulation assumes (it is not on the wire).
+#[derive(Args, Clone)]
+pub struct FindingsArgs {
+    /// Exit with status 3 when a finding of this severity or worse is present (after the
+    /// report is printed), so that a test suite can fail on a chatty or abusive capture
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// The server's keepalive EnforcementPolicy.MinTime the keepalive emulation assumes: a
+    /// client PING sooner than this after the previous one, with no HEADERS or DATA from the
+    /// server between them, is a strike (grpc-go and grpc-java default: 5m)
+    #[arg(long, value_name = "D", value_parser = durations::parse_period, default_value = "5m")]
+    pub keepalive_min_time: Duration,
+    /// The server permits keepalive PINGs while no stream is open (PermitWithoutStream);
+    /// without it such a PING must come 2 h after the previous one
+    #[arg(long)]
+    pub permit_without_stream: bool,
+}
+
+impl FindingsArgs {
+    /// The findings engine's configuration.
+    pub fn config(&self) -> h2ledger_core::findings::FindingsConfig {
+        h2ledger_core::findings::FindingsConfig {
+            keepalive_min_time: self.keepalive_min_time.as_nanos().min(i64::MAX as u128) as i64,
+            permit_without_stream: self.permit_without_stream,
+        }
+    }
+
+    /// Whether a run whose worst finding is `worst` fails (`--fail-on`).
+    pub fn fails(&self, worst: Option<h2ledger_core::findings::Severity>) -> bool {
+        use h2ledger_core::findings::Severity;
+        let at = match self.fail_on {
+            None => return false,
+            Some(FailOn::Warn) => Severity::Warn,
+            Some(FailOn::Critical) => Severity::Critical,
+        };
+        worst.is_some_and(|w| w >= at)
+    }
+}
+
 #[derive(Args)]
 pub struct ReplayArgs {
     /// The capture file (.pcap or .pcapng); `-` reads standard input
@@ -282,6 +331,8 @@ pub struct ReplayArgs {
     pub format: Format,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub findings: FindingsArgs,
     /// Cut the capture into phases of this length from the first packet (30s, 500ms);
     /// implies --analyze
     #[arg(long, value_name = "D", value_parser = durations::parse_period, conflicts_with = "split_at")]
@@ -424,6 +475,8 @@ pub struct SniffArgs {
     pub format: Format,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub findings: FindingsArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Serve Prometheus metrics on ADDR:PORT (GET /metrics) while the capture runs, bound
@@ -628,6 +681,8 @@ pub struct DemoArgs {
     pub write: Option<PathBuf>,
     #[command(flatten)]
     pub user: UserArg,
+    #[command(flatten)]
+    pub findings: FindingsArgs,
     /// Output format (`-T`, like every other view; `-f` still works here)
     #[arg(short = 'T', long, short_alias = 'f', value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -462,7 +462,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     }
     let done: Vec<Done> = runs
         .into_iter()
-        .map(|r| tally(r, linktype, keylog.as_deref()))
+        .map(|r| tally(r, linktype, keylog.as_deref(), a.findings.config()))
         .collect();
     let programs: Vec<String> = done
         .iter()
@@ -497,7 +497,16 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         ctx.style,
     )?;
     saved?;
-    Ok(ExitCode::SUCCESS)
+    let worst = done
+        .iter()
+        .filter_map(|d| d.whole.findings.as_deref())
+        .flat_map(|f| f.iter().map(|x| x.severity))
+        .max();
+    Ok(if a.findings.fails(worst) {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// One stack's run, tallied.
@@ -514,7 +523,12 @@ struct Done {
 
 /// One stack's packets through a session cut at its phase starts; `keylog`: the TLS secrets
 /// of `--tls`, all known before the first packet is read.
-fn tally(r: Run, linktype: LinkType, keylog: Option<&str>) -> Done {
+fn tally(
+    r: Run,
+    linktype: LinkType,
+    keylog: Option<&str>,
+    findings: h2ledger_core::findings::FindingsConfig,
+) -> Done {
     // Phase i runs from its start (the first from the capture's start) to the next one's.
     let cuts = r
         .results
@@ -525,6 +539,7 @@ fn tally(r: Run, linktype: LinkType, keylog: Option<&str>) -> Done {
     let wanted = Wanted {
         analysis: true,
         splitter: Some(Splitter::at(cuts)),
+        findings: Some(findings),
         ..Wanted::default()
     };
     let opts = Options {

@@ -16,7 +16,7 @@ use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::{Drops, End, Obs, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
-use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, Format};
+use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, FindingsArgs, Format};
 use crate::serve::Exporter;
 use crate::source::{self, Hooks, Input, Reading};
 use crate::Ctx;
@@ -27,6 +27,7 @@ pub struct Ledger<'a> {
     pub cap: &'a CaptureArgs,
     pub filter: &'a FilterArgs,
     pub analysis: &'a AnalysisArgs,
+    pub findings: &'a FindingsArgs,
     pub every: Option<Duration>,
     pub format: Format,
     pub max_frames: Option<u64>,
@@ -44,9 +45,22 @@ struct Run {
     view: Option<LiveView>,
     ctx: Ctx,
     metrics: Option<Exporter>,
+    /// `-T jsonl`: a `finding` line the moment each finding fires.
+    finding_lines: bool,
 }
 
 impl Run {
+    /// The findings fired since the last call, one `finding` JSON line each (`-T jsonl`).
+    fn print_findings(&mut self) {
+        if !self.finding_lines {
+            return;
+        }
+        let mut out = self.ctx.out();
+        self.session.drain_findings(|f| {
+            let _ = h2ledger_output::json::write_line(&mut out, &f.line());
+        });
+    }
+
     /// The calls folded and the PING round trips measured since the last time, into the
     /// metrics (after every packet: the analysis keeps them until then).
     fn drain(&mut self) {
@@ -62,6 +76,7 @@ impl Hooks for Run {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
         let flow = self.session.feed(linktype, ts, data);
         self.drain();
+        self.print_findings();
         flow
     }
 
@@ -70,6 +85,8 @@ impl Hooks for Run {
         // Calls that ended a while ago are folded by the clock: a quiet sniff's scrapes count
         // them.
         self.drain();
+        // Connections the clock closed may have fired findings.
+        self.print_findings();
     }
 
     fn metrics_wake(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
@@ -85,6 +102,7 @@ impl Hooks for Run {
         if let Some(e) = &self.metrics {
             let running = self.session.running();
             e.metrics().set(&Figures::running(&running, Some(drops)));
+            findings_metrics(&self.session, e);
             e.synced(false);
         }
     }
@@ -98,6 +116,21 @@ impl Hooks for Run {
             let tick = self.session.tick();
             v.tick(&mut self.ctx.out(), &tick, d);
         }
+    }
+}
+
+/// `h2ledger_findings_total{id, severity}`: the findings filed so far, by id (decision 199).
+fn findings_metrics(s: &Session, e: &Exporter) {
+    use h2ledger_core::findings::Severity as S;
+    use h2ledger_output::metrics::Severity as M;
+    let m = e.metrics();
+    for (id, n) in s.findings_filed() {
+        let sev = match id.severity() {
+            S::Info => M::info,
+            S::Warn => M::warning,
+            S::Critical => M::critical,
+        };
+        m.finding(id.name(), sev, n);
     }
 }
 
@@ -126,6 +159,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     };
     let mut wanted = l.analysis.wanted(l.every);
     wanted.metrics = metrics.is_some();
+    wanted.findings = Some(l.findings.config());
     let obs = Obs::new(&wanted);
     let view = (l.live && l.every.is_some()).then(|| {
         let format = match l.format {
@@ -144,6 +178,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         view,
         ctx,
         metrics,
+        finding_lines: l.format == Format::Jsonl,
     };
     let reading = Reading {
         input: &l.input,
@@ -166,6 +201,8 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         eprintln!("h2ledger: stopped ({})", ended.end.describe());
     }
     let done = run.session.finish(&ended.end, ended.drops);
+    // Findings that fired as the last connections closed.
+    run.print_findings();
     // The calls the end folded, then the final figures: the report's.
     run.drain();
     if let Some(e) = &run.metrics {
@@ -173,6 +210,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         // Every GOAWAY of the kind, also beyond the 1,000 the report lists.
         f.calm_goaways = run.session.running().calm_goaways;
         e.metrics().set(&f);
+        findings_metrics(&run.session, e);
         e.synced(true);
     }
     let s = &mut run.session;
@@ -215,8 +253,15 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         ),
     }
     let failed = matches!(ended.end, End::Damaged(_));
+    let worst = done
+        .report
+        .findings
+        .as_deref()
+        .and_then(|f| f.iter().map(|x| x.severity).max());
     ended.saved()?;
-    Ok(if failed {
+    Ok(if l.findings.fails(worst) {
+        ExitCode::from(3)
+    } else if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -25,6 +25,7 @@ pub fn replay(mut a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
             cap: &cap,
             filter: &a.filter,
             analysis: &a.analysis,
+            findings: &a.findings,
             every: a.every,
             format: a.format,
             max_frames: None,

@@ -17,6 +17,7 @@ pub fn sniff(a: SniffArgs, ctx: Ctx) -> Result<ExitCode> {
             cap: &a.capture,
             filter: &filter,
             analysis: &a.analysis,
+            findings: &a.findings,
             every: a.every,
             format: a.format,
             max_frames: a.max_frames,

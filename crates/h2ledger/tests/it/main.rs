@@ -37,6 +37,9 @@
 //!   without one.
 //! * `views`: the `--plot` SVG and the live view of `sniff --every` (root), as a person sees
 //!   them: rows per frame kind, round ticks, the legend, the header, no escapes without a tty.
+//! * `findings`: issue 21, every finding id on a real capture where it must fire and one where
+//!   it must not (captures/findings/, made by scripts/make-findings-captures.sh), no abuse id
+//!   on any ordinary capture, the `finding` JSON line, the table and `--fail-on`.
 //! * `messages`: issue 22, gRPC messages in `calls --messages` and `frames --messages`: the
 //!   proto captures against the sending programs' ground truth, health and schema-less
 //!   captures, schema errors, the bounds.
@@ -58,6 +61,7 @@ mod bad_input;
 mod bounds;
 mod cli;
 mod doc_examples;
+mod findings;
 mod flow;
 mod formats;
 mod golden;

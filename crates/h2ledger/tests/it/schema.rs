@@ -269,3 +269,38 @@ fn the_checker_rejects_what_the_schemas_forbid() {
         .remove("PING_ACK");
     assert!(!valid(&report, &v).is_empty());
 }
+
+/// The findings (issue 21): the report's `findings` and each `finding` JSON line, on captures
+/// where findings of every kind of evidence fire.
+#[test]
+fn the_finding_schemas_hold() {
+    let report = schema("report.schema.json");
+    let rec = schema("record.schema.json");
+    let mut lines = 0;
+    for f in [
+        "findings/grpcgo-keepalive.pcap",
+        "findings/grpcgo-slots.pcap",
+        "findings/rapid-reset-nghttpd.pcap",
+        "findings/zero-window-goh2c.pcap",
+        "findings/hpack-bomb-nghttpd.pcap",
+        "snaplen-cut.pcap",
+        "midconn.pcap",
+    ] {
+        let f = capture(f);
+        let f = f.to_str().unwrap();
+        let v: Value = serde_json::from_slice(&stdout(&["replay", f, "-T", "json"])).unwrap();
+        assert!(!v["findings"].as_array().unwrap().is_empty(), "{f}");
+        let e = valid(&report, &v);
+        assert!(e.is_empty(), "{f}: {e:#?}");
+        let out = stdout(&["replay", f, "-T", "jsonl"]);
+        for l in String::from_utf8(out).unwrap().lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            if v["type"] == "finding" {
+                lines += 1;
+                let e = valid(&rec, &v);
+                assert!(e.is_empty(), "{f}: {e:#?}");
+            }
+        }
+    }
+    assert!(lines >= 7);
+}

@@ -1,0 +1,161 @@
+// grpcgo-findings: the grpc-go workloads of h2ledger's findings captures (issue 21), stock
+// grpc-go (Debian's golang-google-grpc-dev, 1.33) server and client in one process, one
+// connection, the standard health service.
+//
+// Usage:
+//
+//	grpcgo-findings -mode keepalive [-go FILE] [-seconds 70]
+//	grpcgo-findings -mode slots [-go FILE] [-callers 16] [-calls 4] [-handler 20ms]
+//
+// keepalive: the server has grpc-go's default keepalive enforcement (no
+// KeepaliveEnforcementPolicy: MinTime 5 min, PermitWithoutStream false); the client dials
+// with keepalive.ClientParameters{Time: 10s, PermitWithoutStream: true}, makes one Check and
+// then stays idle: its PINGs every 10 s strike, and the server answers the third strike with
+// GOAWAY ENHANCE_YOUR_CALM "too_many_pings". The program exits once the client's connection
+// leaves READY after that GOAWAY (or after -seconds).
+//
+// slots: the server has grpc.MaxConcurrentStreams(2) and a Check handler that takes -handler;
+// after one Check (the server's SETTINGS are in), -callers goroutines make -calls Checks each
+// at once: at most 2 are in flight, the others wait for a stream slot.
+//
+// Prints {"port": P} once the server listens, waits until FILE exists (the capture runs), then
+// one JSON line with what the client saw.
+//
+// Build (GOPATH mode, no network): scripts/build-grpcgo-findings.sh OUTDIR
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+)
+
+// slowHealth answers Check after a delay, so that calls stay in flight.
+type slowHealth struct {
+	healthpb.UnimplementedHealthServer
+	delay time.Duration
+}
+
+func (h *slowHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	time.Sleep(h.delay)
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+func waitFor(file string) {
+	for i := 0; i < 600 && file != ""; i++ {
+		if _, err := os.Stat(file); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func main() {
+	mode := flag.String("mode", "keepalive", "keepalive or slots")
+	goFile := flag.String("go", "", "start the client once this file exists")
+	seconds := flag.Float64("seconds", 70, "keepalive: give up after this long")
+	callers := flag.Int("callers", 16, "slots: concurrent callers")
+	calls := flag.Int("calls", 4, "slots: calls per caller")
+	handler := flag.Duration("handler", 20*time.Millisecond, "slots: time the server takes per call")
+	flag.Parse()
+
+	var opts []grpc.ServerOption
+	delay := time.Duration(0)
+	if *mode == "slots" {
+		opts = append(opts, grpc.MaxConcurrentStreams(2))
+		delay = *handler
+	}
+	s := grpc.NewServer(opts...)
+	healthpb.RegisterHealthServer(s, &slowHealth{delay: delay})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go s.Serve(lis)
+	port := lis.Addr().(*net.TCPAddr).Port
+	json.NewEncoder(os.Stdout).Encode(map[string]int{"port": port})
+	waitFor(*goFile)
+
+	dial := []grpc.DialOption{grpc.WithInsecure(), grpc.WithBlock()}
+	if *mode == "keepalive" {
+		dial = append(dial, grpc.WithKeepaliveParams(keepalive.ClientParameters{
+			Time:                10 * time.Second,
+			PermitWithoutStream: true,
+		}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	cc, err := grpc.DialContext(ctx, fmt.Sprintf("127.0.0.1:%d", port), dial...)
+	cancel()
+	if err != nil {
+		panic(err)
+	}
+	client := healthpb.NewHealthClient(cc)
+	check := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
+	if err := check(); err != nil {
+		panic(err)
+	}
+	out := map[string]interface{}{"mode": *mode, "port": port}
+	start := time.Now()
+	switch *mode {
+	case "keepalive":
+		// Idle: the keepalive PINGs alone, until the server's GOAWAY breaks the connection.
+		deadline := start.Add(time.Duration(*seconds * float64(time.Second)))
+		state := cc.GetState()
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			changed := cc.WaitForStateChange(ctx, state)
+			cancel()
+			if !changed {
+				break
+			}
+			state = cc.GetState()
+			if state != connectivity.Ready {
+				// The server's GOAWAY ended the connection (grpc-go reconnects on the next
+				// call; this client makes none).
+				out["connection_lost_after_s"] = time.Since(start).Seconds()
+				break
+			}
+		}
+		out["state"] = state.String()
+	case "slots":
+		var ok, failed int64
+		var wg sync.WaitGroup
+		for c := 0; c < *callers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < *calls; i++ {
+					if check() == nil {
+						atomic.AddInt64(&ok, 1)
+					} else {
+						atomic.AddInt64(&failed, 1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		out["calls_ok"] = ok + 1
+		out["calls_failed"] = failed
+		out["seconds"] = time.Since(start).Seconds()
+	}
+	cc.Close()
+	s.Stop()
+	time.Sleep(200 * time.Millisecond)
+	json.NewEncoder(os.Stdout).Encode(out)
+}

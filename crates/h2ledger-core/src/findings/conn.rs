@@ -1,0 +1,330 @@
+//! What the engine keeps per open connection: counters per direction, the keepalive state, the
+//! client streams in flight, the windows held at zero.
+
+use h2ledger_tcp::{Dir, Dirs, Nanos};
+
+use crate::model::Side;
+
+/// A client stream's record by its id.
+pub(super) type StreamMap = std::collections::HashMap<
+    u32,
+    StreamF,
+    std::hash::BuildHasherDefault<crate::ledger::StreamIdHasher>,
+>;
+
+use super::{MAX_HOLDS, PING_RING};
+
+/// A token bucket as nghttp2's `nghttp2_ratelim` (lib/nghttp2_ratelim.c): `burst` tokens,
+/// `rate` more each whole second (refilled by the second, as nghttp2 does with
+/// `nghttp2_time_now_sec`), one drained per event; an event finding it empty is over the limit.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Bucket {
+    burst: u64,
+    rate: u64,
+    val: u64,
+    /// The second of the last refill; `i64::MIN` before the first event.
+    sec: i64,
+}
+
+impl Bucket {
+    pub(super) const fn new(burst: u64, rate: u64) -> Bucket {
+        Bucket {
+            burst,
+            rate,
+            val: burst,
+            sec: i64::MIN,
+        }
+    }
+
+    /// One event at `ts`: `true` when the bucket was empty (the limit is exceeded).
+    pub(super) fn drain(&mut self, ts: Nanos) -> bool {
+        let sec = ts.div_euclid(1_000_000_000);
+        if self.sec == i64::MIN {
+            self.sec = sec;
+        } else if sec > self.sec {
+            let add = (sec - self.sec) as u64;
+            self.val = self
+                .val
+                .saturating_add(add.saturating_mul(self.rate))
+                .min(self.burst);
+            self.sec = sec;
+        }
+        if self.val == 0 {
+            return true;
+        }
+        self.val -= 1;
+        false
+    }
+}
+
+/// Counters of the frames one direction sent.
+#[derive(Clone, Debug)]
+pub(super) struct DirF {
+    // PING (ping-flood)
+    pub(super) pings: u64,
+    /// PINGs sent while an earlier one of this direction still waited for its ACK.
+    pub(super) pings_pipelined: u64,
+    /// PINGs of this direction the peer has not ACKed yet.
+    pub(super) pings_owed: u64,
+    pub(super) max_pings_owed: u64,
+    pub(super) ping_rate: Bucket,
+    pub(super) ping_rate_hits: u64,
+    // SETTINGS (settings-flood)
+    pub(super) settings: u64,
+    pub(super) settings_owed: u64,
+    pub(super) max_settings_owed: u64,
+    pub(super) settings_rate: Bucket,
+    pub(super) settings_rate_hits: u64,
+    pub(super) max_settings_entries: u64,
+    // header blocks (continuation-flood, hpack-bomb; Envoy's inbound_streams_)
+    pub(super) header_blocks: u64,
+    pub(super) block_open: bool,
+    pub(super) block_stream: u32,
+    pub(super) continuations: u64,
+    pub(super) max_continuations: u64,
+    pub(super) blocks_over: u64,
+    pub(super) bombs: u64,
+    pub(super) max_list: u64,
+    pub(super) bomb_encoded: u64,
+    // empty-frames-flood, priority-flood, window-update-flood
+    pub(super) empty_run: u64,
+    pub(super) max_empty_run: u64,
+    pub(super) empty_frames: u64,
+    pub(super) priority: u64,
+    pub(super) window_updates: u64,
+    pub(super) data_frames: u64,
+    // bdp-ping-per-call
+    pub(super) bdp_pings: u64,
+    pub(super) control_frames: u64,
+    pub(super) writes: u64,
+}
+
+impl Default for DirF {
+    fn default() -> Self {
+        DirF {
+            pings: 0,
+            pings_pipelined: 0,
+            pings_owed: 0,
+            max_pings_owed: 0,
+            ping_rate: Bucket::new(super::rules::FRAME_RATE, super::rules::FRAME_RATE),
+            ping_rate_hits: 0,
+            settings: 0,
+            settings_owed: 0,
+            max_settings_owed: 0,
+            settings_rate: Bucket::new(super::rules::FRAME_RATE, super::rules::FRAME_RATE),
+            settings_rate_hits: 0,
+            max_settings_entries: 0,
+            header_blocks: 0,
+            block_open: false,
+            block_stream: 0,
+            continuations: 0,
+            max_continuations: 0,
+            blocks_over: 0,
+            bombs: 0,
+            max_list: 0,
+            bomb_encoded: 0,
+            empty_run: 0,
+            max_empty_run: 0,
+            empty_frames: 0,
+            priority: 0,
+            window_updates: 0,
+            data_frames: 0,
+            bdp_pings: 0,
+            control_frames: 0,
+            writes: 0,
+        }
+    }
+}
+
+/// grpc-go's keepalive enforcement state of the server (`http2Server`: `lastPingAt`,
+/// `pingStrikes`, `resetPingStrikes`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Keepalive {
+    pub(super) last_ping: Option<Nanos>,
+    pub(super) strikes: u64,
+    /// The server wrote HEADERS or DATA since the last client PING.
+    pub(super) reset: bool,
+    pub(super) total_strikes: u64,
+    pub(super) first_strike: Option<Nanos>,
+    /// The emulation's GOAWAY: the PING that made strikes exceed `maxPingStrikes`.
+    pub(super) fatal_at: Option<Nanos>,
+    /// The gap before the last strike, and the policy's minimum then.
+    pub(super) last_gap: Nanos,
+    pub(super) last_min: Nanos,
+    /// The last client PINGs, oldest first.
+    pub(super) ring: [Nanos; PING_RING],
+    pub(super) ring_len: usize,
+    /// The server's GOAWAY ENHANCE_YOUR_CALM "too_many_pings", when seen.
+    pub(super) goaway_at: Option<Nanos>,
+}
+
+impl Keepalive {
+    pub(super) fn remember(&mut self, ts: Nanos) {
+        if self.ring_len == PING_RING {
+            self.ring.copy_within(1.., 0);
+            self.ring[PING_RING - 1] = ts;
+        } else {
+            self.ring[self.ring_len] = ts;
+            self.ring_len += 1;
+        }
+    }
+
+    pub(super) fn pings(&self) -> Vec<Nanos> {
+        self.ring[..self.ring_len].to_vec()
+    }
+}
+
+/// A client stream in flight: when it opened and what was seen of it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StreamF {
+    pub(super) opened: Nanos,
+    pub(super) bits: u8,
+}
+
+/// The client ended its side (END_STREAM).
+pub(super) const CLIENT_END: u8 = 1;
+/// The server ended its side.
+pub(super) const SERVER_END: u8 = 2;
+/// The server sent its response header block.
+pub(super) const SERVER_HEADERS: u8 = 4;
+/// The client sent a frame on the stream after its request header block (DATA, WINDOW_UPDATE,
+/// PRIORITY, trailers): the frame a server may answer with a reset (made-you-reset).
+pub(super) const FOLLOWUP: u8 = 8;
+
+/// The stream slots of the server's SETTINGS_MAX_CONCURRENT_STREAMS, as the client fills them.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Slots {
+    /// The limit in force (the server's value, once the client ACKed its SETTINGS).
+    pub(super) limit: Option<u32>,
+    pub(super) pending: Option<u32>,
+    pub(super) full_since: Option<Nanos>,
+    pub(super) times_full: u64,
+    pub(super) full_ns: i64,
+    pub(super) max_full_ns: i64,
+    /// A stream ended while every slot was taken: the next stream may be a call that waited.
+    pub(super) freed_at: Option<Nanos>,
+    pub(super) waited: u64,
+    /// Streams the client opened beyond the limit.
+    pub(super) over: u64,
+    pub(super) max_in_flight: u32,
+}
+
+/// A window held at zero while its sender has data (`zero-window`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Hold {
+    /// The side that waits (the sender).
+    pub(super) side: Side,
+    pub(super) dir: Dir,
+    pub(super) stream: u32,
+    pub(super) since: Nanos,
+    /// From a flow-control stall (DATA exhausted the window), not from a zero window at the
+    /// stream's start.
+    pub(super) stall: bool,
+    pub(super) fired: bool,
+}
+
+/// Everything kept for one open connection.
+#[derive(Debug, Default)]
+pub(super) struct ConnF {
+    /// The findings filed for this connection, by id and side (written by `sync`).
+    pub(super) fired: Vec<(super::FindingId, Option<Side>)>,
+    /// The connection is gRPC: a request with `content-type: application/grpc*`, a PING with
+    /// grpc-go's BDP payload, or a GOAWAY "too_many_pings" was seen.
+    pub(super) grpc: bool,
+    pub(super) mid: bool,
+    pub(super) gapped: bool,
+    /// A gap lost framing on this connection: frames may be missing from the counts.
+    pub(super) lossy: bool,
+    pub(super) last_ts: Nanos,
+    pub(super) dirs: Dirs<DirF>,
+    /// The side of each direction, as the ledger last told it.
+    pub(super) client: Option<Dir>,
+    /// By stream id, with the ledger's multiply-shift hasher (ids are small integers, and the
+    /// map is bounded by [`super::MAX_FINDING_STREAMS`]).
+    pub(super) streams: StreamMap,
+    /// Client streams open (not ended both ways, not reset).
+    pub(super) in_flight: u32,
+    /// Client streams the server has not ended (grpc-go's `activeStreams`).
+    pub(super) server_active: u32,
+    pub(super) calls: u64,
+    pub(super) slots: Slots,
+    pub(super) ka: Keepalive,
+    // rapid-reset
+    pub(super) client_resets: u64,
+    pub(super) reset_budget: Bucket,
+    pub(super) budget_exhausted: u64,
+    pub(super) closed_streams: u64,
+    pub(super) premature: u64,
+    // server resets (made-you-reset, reset-flood, refused-stream)
+    pub(super) myr: u64,
+    pub(super) myr_premature: u64,
+    pub(super) myr_budget: Bucket,
+    pub(super) myr_exhausted: u64,
+    pub(super) flood_resets: u64,
+    pub(super) flood_budget: Bucket,
+    pub(super) flood_exhausted: u64,
+    pub(super) refused: u64,
+    pub(super) refused_in_flight: u32,
+    // flow-stall, zero-window: per side (index)
+    pub(super) stalls: [u64; 2],
+    pub(super) stall_limits: [[u64; 3]; 2],
+    pub(super) unresolved: [u64; 2],
+    pub(super) waited_ns: [i64; 2],
+    pub(super) max_wait_ns: [i64; 2],
+    pub(super) needed: [u64; 2],
+    pub(super) initial: [i64; 2],
+    pub(super) holds: Vec<Hold>,
+    pub(super) earliest_hold: Option<Nanos>,
+    pub(super) held_ns: [i64; 2],
+    pub(super) max_held_ns: [i64; 2],
+    pub(super) holds_long: [u64; 2],
+}
+
+impl ConnF {
+    pub(super) fn new() -> ConnF {
+        ConnF {
+            reset_budget: super::rules::reset_budget(),
+            myr_budget: super::rules::reset_budget(),
+            flood_budget: super::rules::reset_budget(),
+            holds: Vec::new(),
+            // RFC 9113 §6.9.2 until a SETTINGS says otherwise.
+            initial: [65_535; 2],
+            ..ConnF::default()
+        }
+    }
+
+    pub(super) fn dir_of(&self, s: Side) -> Dir {
+        let c = self.client.unwrap_or(Dir::Fwd);
+        match s {
+            Side::Client => c,
+            Side::Server => c.other(),
+        }
+    }
+
+    pub(super) fn add_hold(&mut self, h: Hold) {
+        if self.holds.len() < MAX_HOLDS
+            && !self
+                .holds
+                .iter()
+                .any(|x| x.stream == h.stream && x.dir == h.dir)
+        {
+            self.holds.push(h);
+            self.earliest_hold = self.unfired_since();
+        }
+    }
+
+    /// The start of the oldest hold not yet counted as `zero-window`.
+    pub(super) fn unfired_since(&self) -> Option<Nanos> {
+        self.holds
+            .iter()
+            .filter(|h| !h.fired)
+            .map(|h| h.since)
+            .min()
+    }
+}
+
+impl Default for Bucket {
+    fn default() -> Self {
+        Bucket::new(0, 0)
+    }
+}

@@ -1,0 +1,352 @@
+//! The thresholds, each from the server source that enforces it (docs/findings.md), and the
+//! rules on one direction's frames: floods, header blocks, keepalive, BDP pings.
+
+use h2_frame_parser::{ping, ErrorCode, Frame, Kind, SettingId};
+use h2ledger_tcp::Nanos;
+
+use crate::ledger::FrameEvent;
+use crate::model::{FrameClass, Side};
+
+use super::conn::{Bucket, ConnF};
+use super::{FindingId, FindingsConfig};
+
+const SEC: Nanos = 1_000_000_000;
+
+/// CONTINUATION frames allowed after one HEADERS: nghttp2 lib/nghttp2_session.h
+/// `NGHTTP2_DEFAULT_MAX_CONTINUATIONS` (CVE-2024-28182; CVE-2024-27316 for Apache httpd,
+/// CVE-2023-45288 for Go, whose fix in x/net http2/frame.go `readMetaFrame` stops at twice the
+/// remaining header list size instead).
+pub const MAX_CONTINUATIONS: u64 = 8;
+/// ACKs (PING or SETTINGS) a peer may owe before it is a flood: nghttp2 lib/nghttp2_session.h
+/// `NGHTTP2_DEFAULT_MAX_OBQ_FLOOD_ITEM` (PING and SETTINGS ACKs queued), Envoy
+/// `max_outbound_control_frames` (default 1000, source/common/http/http2/protocol_constraints.cc).
+pub const MAX_OWED_ACKS: u64 = 1000;
+/// PING or SETTINGS frames per second: Jetty `AbstractHTTP2ServerConnectionFactory`
+/// `new WindowRateControl.Factory(128)` (PingBodyParser: ENHANCE_YOUR_CALM
+/// `invalid_ping_frame_rate`), here a token bucket of 128 refilled with 128 a second.
+pub const FRAME_RATE: u64 = 128;
+/// Parameters in one SETTINGS frame: nghttp2 lib/includes/nghttp2/nghttp2.h
+/// `NGHTTP2_DEFAULT_MAX_SETTINGS` (ENHANCE_YOUR_CALM beyond; Go x/net http2/server.go allows
+/// 100, `settings_big_or_dups`).
+pub const MAX_SETTINGS_ENTRIES: u64 = 32;
+/// Consecutive HEADERS, CONTINUATION or DATA frames with an empty payload and no END_STREAM:
+/// Envoy `max_consecutive_inbound_frames_with_empty_payload` (default 1,
+/// source/common/http/http2/protocol_constraints.cc `trackInboundFrames`).
+pub const MAX_EMPTY_RUN: u64 = 1;
+/// PRIORITY frames per header block (plus one): Envoy `max_inbound_priority_frames_per_stream`
+/// (default 100; protocol_constraints.cc `checkInboundFrameLimits`).
+pub const PRIORITY_PER_STREAM: u64 = 100;
+/// WINDOW_UPDATE frames per DATA frame received: Envoy
+/// `max_inbound_window_update_frames_per_data_frame_sent` (default 10; the limit is
+/// `1 + 2 * (streams + 10 * DATA frames sent)`).
+pub const WINDOW_UPDATES_PER_DATA: u64 = 10;
+/// The stream-reset budget: nghttp2 lib/nghttp2_session.h `NGHTTP2_DEFAULT_STREAM_RESET_BURST`
+/// and `NGHTTP2_DEFAULT_STREAM_RESET_RATE` (CVE-2023-44487; nghttp2 sends GOAWAY when a
+/// RST_STREAM finds it empty). The same values started nghttp2's glitch counter (1.66.0,
+/// `NGHTTP2_DEFAULT_GLITCH_BURST`/`_RATE`, for CVE-2025-8671), which counts the peer's errors
+/// that make the server reset a stream; both server-reset rules use them.
+pub const RESET_BURST: u64 = 1000;
+pub const RESET_RATE: u64 = 33;
+/// Envoy's premature resets (source/common/http/conn_manager_impl.cc
+/// `maybeDrainDueToPrematureResets`, `isPrematureRstStream`): once this many streams have
+/// closed, a connection with at least half of them reset prematurely is drained
+/// (`overload.premature_reset_total_stream_count`, default 500).
+pub const PREMATURE_MIN_STREAMS: u64 = 500;
+/// A reset is premature when it comes before the response headers and within this long of the
+/// stream's start (`overload.premature_reset_min_stream_lifetime_seconds`, default 1).
+pub const PREMATURE_LIFETIME: Nanos = SEC;
+/// A header list above this many bytes (RFC 9113 §6.5.2 size) ... Envoy
+/// envoy/http/codec.h `DEFAULT_MAX_REQUEST_HEADERS_KB` (60 KiB; Go's net/http allows
+/// `DefaultMaxHeaderBytes`, 1 MiB) ...
+pub const BOMB_LIST: u64 = 60 * 1024;
+/// ... decoded from a block at least this many times smaller: references to the dynamic table
+/// (a literal header that large would be on the wire byte for byte).
+pub const BOMB_RATIO: u64 = 10;
+/// grpc-go internal/transport/http2_server.go `maxPingStrikes` (grpc-java
+/// `KeepAliveEnforcer.MAX_PING_STRIKES`): more strikes than this get GOAWAY.
+pub const MAX_PING_STRIKES: u64 = 2;
+/// grpc-go internal/transport/http2_server.go `defaultPingTimeout` (grpc-java
+/// `KeepAliveEnforcer.IMPLICIT_PERMIT_TIME_NANOS`): without PermitWithoutStream, the time a
+/// PING must wait after the previous one while no stream is open.
+pub const NO_STREAM_PING_TIME: Nanos = 2 * 3600 * SEC;
+/// A stream opened this soon after one ended while every slot was taken is a call that waited
+/// for the slot (a queued call's HEADERS leaves as soon as the trailers are read).
+pub const REFILL_NS: Nanos = 10_000_000;
+/// A window held at zero this long while its sender has data is `zero-window`.
+pub const ZERO_WINDOW_HOLD: Nanos = SEC;
+/// `bdp-ping-per-call`: BDP PINGs per call at or above this ...
+pub const BDP_PER_CALL: f64 = 0.5;
+/// ... over at least this many calls.
+pub const BDP_MIN_CALLS: u64 = 10;
+
+pub(super) fn reset_budget() -> Bucket {
+    Bucket::new(RESET_BURST, RESET_RATE)
+}
+
+/// A finding to file once the connection is no longer borrowed.
+pub(super) type Fire = (FindingId, Option<Side>, Option<u32>);
+
+/// The rules on one frame of `c` that need no stream state. `out` gets what fires.
+pub(super) fn frame_rules(
+    c: &mut ConnF,
+    ev: &FrameEvent<'_>,
+    cfg: &FindingsConfig,
+    out: &mut Vec<Fire>,
+) {
+    let d = ev.dir;
+    let side = ev.side;
+    let sid = ev.head.stream_id.0;
+    let end = ev.head.flags.is_end_stream();
+    if ev.class.is_control() {
+        c.dirs[d].control_frames += 1;
+    }
+    // Rules that compare counts of frames (one kind against another, or a run of frames) hold
+    // only while the capture holds every frame: after a gap that lost framing they stop for
+    // this connection. Envoy's three inbound-frame limits guard a server from its clients:
+    // they are applied to the client's frames (a server's early per-stream WINDOW_UPDATE comes
+    // before its own header block, legitimately).
+    let counted = !c.lossy;
+    let envoy = counted && side == Side::Client;
+    // Envoy's empty-frame count: HEADERS, CONTINUATION and DATA frames only.
+    if envoy
+        && matches!(
+            ev.head.kind,
+            Kind::Headers | Kind::Continuation | Kind::Data
+        )
+    {
+        let empty = match ev.frame {
+            Some(Frame::Data(x)) => x.data.is_empty(),
+            Some(Frame::Headers(x)) => x.fragment.is_empty(),
+            Some(Frame::Continuation(x)) => x.fragment.is_empty(),
+            // Unread payload (DATA nobody asked for): empty only when the frame is.
+            _ => ev.head.length == 0,
+        };
+        let df = &mut c.dirs[d];
+        if empty && !(end && ev.head.kind != Kind::Continuation) {
+            df.empty_run += 1;
+            df.empty_frames += 1;
+            df.max_empty_run = df.max_empty_run.max(df.empty_run);
+            if df.empty_run > MAX_EMPTY_RUN {
+                out.push((FindingId::EmptyFramesFlood, Some(side), None));
+            }
+        } else {
+            df.empty_run = 0;
+        }
+    }
+    match ev.head.kind {
+        Kind::Headers | Kind::PushPromise => {
+            let df = &mut c.dirs[d];
+            if ev.head.flags.is_end_headers() {
+                df.block_open = false;
+                df.header_blocks += 1;
+            } else {
+                df.block_open = true;
+                df.block_stream = sid;
+                df.continuations = 0;
+            }
+        }
+        Kind::Continuation => {
+            let df = &mut c.dirs[d];
+            df.continuations += 1;
+            df.max_continuations = df.max_continuations.max(df.continuations);
+            if df.continuations == MAX_CONTINUATIONS + 1 {
+                df.blocks_over += 1;
+                out.push((FindingId::ContinuationFlood, Some(side), Some(sid)));
+            }
+            if ev.head.flags.is_end_headers() {
+                df.block_open = false;
+                df.header_blocks += 1;
+            }
+        }
+        Kind::Data => c.dirs[d].data_frames += 1,
+        Kind::Priority => {
+            let df = &mut c.dirs[d];
+            df.priority += 1;
+            if envoy && df.priority > PRIORITY_PER_STREAM * (1 + df.header_blocks) {
+                out.push((FindingId::PriorityFlood, Some(side), None));
+            }
+        }
+        Kind::WindowUpdate => {
+            let data = c.dirs[d.other()].data_frames;
+            let df = &mut c.dirs[d];
+            df.window_updates += 1;
+            if envoy
+                && df.window_updates > 1 + 2 * (df.header_blocks + WINDOW_UPDATES_PER_DATA * data)
+            {
+                out.push((FindingId::WindowUpdateFlood, Some(side), None));
+            }
+        }
+        _ => {}
+    }
+    if let Some(b) = ev.block {
+        if b.list > BOMB_LIST && b.list >= BOMB_RATIO * u64::from(b.encoded.max(1)) {
+            let df = &mut c.dirs[d];
+            df.bombs += 1;
+            if b.list > df.max_list {
+                df.max_list = b.list;
+                df.bomb_encoded = u64::from(b.encoded);
+            }
+            out.push((FindingId::HpackBomb, Some(side), Some(sid)));
+        }
+    }
+    match (ev.class, ev.frame) {
+        (FrameClass::Ping, _) => {
+            let payload = match ev.frame {
+                Some(Frame::Ping(p)) => Some(p.payload),
+                _ => None,
+            };
+            ping_sent(c, ev, payload, counted, cfg, out);
+        }
+        (FrameClass::PingAck, _) => {
+            let df = &mut c.dirs[d.other()];
+            df.pings_owed = df.pings_owed.saturating_sub(1);
+        }
+        (FrameClass::Settings, f) => {
+            let df = &mut c.dirs[d];
+            df.settings += 1;
+            if counted && df.settings_owed > 0 && df.settings_rate.drain(ev.ts) {
+                df.settings_rate_hits += 1;
+                out.push((FindingId::SettingsFlood, Some(side), None));
+            }
+            df.settings_owed += 1;
+            df.max_settings_owed = df.max_settings_owed.max(df.settings_owed);
+            if counted && df.settings_owed > MAX_OWED_ACKS {
+                out.push((FindingId::SettingsFlood, Some(side), None));
+            }
+            if let Some(Frame::Settings(s)) = f {
+                let n = s.len() as u64;
+                df.max_settings_entries = df.max_settings_entries.max(n);
+                if n > MAX_SETTINGS_ENTRIES {
+                    out.push((FindingId::SettingsFlood, Some(side), None));
+                }
+                if side == Side::Server {
+                    if let Some(v) = s.get(SettingId::MAX_CONCURRENT_STREAMS) {
+                        c.slots.pending = Some(v);
+                    }
+                }
+                if let Some(v) = s.get(SettingId::INITIAL_WINDOW_SIZE) {
+                    c.initial[side.index()] = i64::from(v);
+                }
+            }
+        }
+        (FrameClass::SettingsAck, _) => {
+            let df = &mut c.dirs[d.other()];
+            df.settings_owed = df.settings_owed.saturating_sub(1);
+            if side == Side::Client {
+                if let Some(v) = c.slots.pending.take() {
+                    c.slots.limit = Some(v);
+                }
+            }
+        }
+        (FrameClass::Headers | FrameClass::Trailers | FrameClass::Data, _)
+            if side == Side::Server =>
+        {
+            // grpc-go `setResetPingStrikes`: the server wrote HEADERS or DATA.
+            c.ka.reset = true;
+        }
+        // The first requests tell whether the connection is gRPC (a channel carries one kind).
+        (FrameClass::Headers, _) if side == Side::Client && !c.grpc && c.calls < 64 => {
+            if let Some(h) = ev.headers {
+                if h.get(b"content-type")
+                    .is_some_and(|v| v.starts_with(b"application/grpc"))
+                {
+                    c.grpc = true;
+                }
+            }
+        }
+        (FrameClass::GoAway, Some(Frame::GoAway(g))) if side == Side::Server => {
+            let calm = g.code == ErrorCode::ENHANCE_YOUR_CALM;
+            if calm && g.debug.windows(14).any(|w| w == b"too_many_pings") {
+                c.ka.goaway_at.get_or_insert(ev.ts);
+                out.push((FindingId::TooManyPings, Some(Side::Client), None));
+                // A gRPC server's answer: the strikes before it (not filed while the
+                // connection was not known to be gRPC) are filed now, from the first.
+                if c.ka.total_strikes > 0 {
+                    c.grpc = true;
+                    out.push((FindingId::KeepaliveStrikes, Some(Side::Client), None));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A PING (not an ACK) from `ev.dir`: the flood rules, the BDP count and, from the client, the
+/// server's keepalive enforcement.
+fn ping_sent(
+    c: &mut ConnF,
+    ev: &FrameEvent<'_>,
+    payload: Option<[u8; 8]>,
+    counted: bool,
+    cfg: &FindingsConfig,
+    out: &mut Vec<Fire>,
+) {
+    let side = ev.side;
+    let df = &mut c.dirs[ev.dir];
+    df.pings += 1;
+    if counted && df.pings_owed > 0 {
+        // Sent before the previous one's ACK came: a prober waits for its ACK, a flood not.
+        df.pings_pipelined += 1;
+        if df.ping_rate.drain(ev.ts) {
+            df.ping_rate_hits += 1;
+            out.push((FindingId::PingFlood, Some(side), None));
+        }
+    }
+    df.pings_owed += 1;
+    df.max_pings_owed = df.max_pings_owed.max(df.pings_owed);
+    if counted && df.pings_owed > MAX_OWED_ACKS {
+        out.push((FindingId::PingFlood, Some(side), None));
+    }
+    if payload == Some(ping::GRPC_GO_BDP) {
+        // Only grpc-go sends this payload: the connection is gRPC.
+        c.grpc = true;
+        let df = &mut c.dirs[ev.dir];
+        df.bdp_pings += 1;
+        let n = df.bdp_pings;
+        if c.calls >= BDP_MIN_CALLS && n as f64 >= BDP_PER_CALL * c.calls as f64 {
+            out.push((FindingId::BdpPingPerCall, Some(side), None));
+        }
+    }
+    if side == Side::Client {
+        keepalive(c, ev.ts, cfg, out);
+    }
+}
+
+/// grpc-go `http2Server.handlePing` (internal/transport/http2_server.go), on the server's side of
+/// the wire: a client PING sooner than the policy's minimum after the previous one, with no
+/// HEADERS or DATA written by the server in between, is a strike; more than
+/// [`MAX_PING_STRIKES`] get GOAWAY ENHANCE_YOUR_CALM "too_many_pings". Every PING sets the time
+/// the next is measured from; the first PING is never a strike.
+fn keepalive(c: &mut ConnF, ts: Nanos, cfg: &FindingsConfig, out: &mut Vec<Fire>) {
+    let ka = &mut c.ka;
+    ka.remember(ts);
+    let prev = ka.last_ping.replace(ts);
+    if std::mem::take(&mut ka.reset) {
+        ka.strikes = 0;
+        return;
+    }
+    let min = if c.server_active < 1 && !cfg.permit_without_stream {
+        NO_STREAM_PING_TIME
+    } else {
+        cfg.keepalive_min_time
+    };
+    let Some(p) = prev else {
+        return;
+    };
+    // `lastPingAt.Add(minTime).After(now)`.
+    if p.saturating_add(min) > ts {
+        ka.strikes += 1;
+        ka.total_strikes += 1;
+        ka.last_gap = ts - p;
+        ka.last_min = min;
+        if ka.strikes > MAX_PING_STRIKES && ka.fatal_at.is_none() {
+            ka.fatal_at = Some(ts);
+        }
+        ka.first_strike.get_or_insert(ts);
+        // Only gRPC servers enforce this: filed once the connection is known to be gRPC (a
+        // gRPC request, grpc-go's BDP PING), or when the server's GOAWAY says so.
+        if c.grpc {
+            out.push((FindingId::KeepaliveStrikes, Some(Side::Client), None));
+        }
+    }
+}

@@ -1,0 +1,583 @@
+//! Findings (issue 21) on real captures: every id where it must fire and where it must not
+//! (captures/findings/ from scripts/make-findings-captures.sh: real servers' reactions to
+//! attack patterns, real grpc-go keepalive and stream-slot runs; and the ordinary captures);
+//! no abuse id on any ordinary capture of captures/ or ../shared/real-captures; each attack
+//! capture raises its own ids and no other abuse id; the JSON line, the table and --fail-on.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::{read_json, repo, run};
+
+/// The findings of `h2ledger replay FILE -T json ARGS...` (the command must succeed).
+fn findings(file: &Path, extra: &[&str]) -> Vec<Value> {
+    let f = file.to_string_lossy();
+    let mut args = vec!["replay", &f, "-T", "json"];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "h2ledger {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{f}: no findings array"))
+        .clone()
+}
+
+fn ids(fs: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = fs
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn finding<'a>(fs: &'a [Value], id: &str) -> Option<&'a Value> {
+    fs.iter().find(|f| f["id"] == id)
+}
+
+/// The abuse ids (none may fire on ordinary traffic).
+const ABUSE: [&str; 12] = [
+    "rapid-reset",
+    "made-you-reset",
+    "continuation-flood",
+    "ping-flood",
+    "settings-flood",
+    "reset-flood",
+    "empty-frames-flood",
+    "priority-flood",
+    "window-update-flood",
+    "zero-window",
+    "hpack-bomb",
+    "too-many-pings",
+];
+
+fn found(name: &str) -> PathBuf {
+    repo()
+        .join("captures/findings")
+        .join(format!("{name}.pcap"))
+}
+
+fn ordinary(name: &str) -> PathBuf {
+    repo().join("captures").join(name)
+}
+
+fn shared(name: &str) -> Option<PathBuf> {
+    let p = repo().join("../shared/real-captures").join(name);
+    p.exists().then_some(p)
+}
+
+/// `id` fires on `yes` and not on `no` (each with its extra flags).
+fn fires(id: &str, yes: &[(PathBuf, &[&str])], no: &[(PathBuf, &[&str])]) {
+    for (f, extra) in yes {
+        let fs = findings(f, extra);
+        let x = finding(&fs, id)
+            .unwrap_or_else(|| panic!("{id} must fire on {}: {:?}", f.display(), ids(&fs)));
+        assert!(x["count"].as_u64().unwrap() > 0, "{x:#}");
+        for key in ["title", "rule", "advice"] {
+            assert!(!x[key].as_str().unwrap().is_empty(), "{key}: {x:#}");
+        }
+        assert!(x["first"].as_f64().unwrap() <= x["last"].as_f64().unwrap());
+    }
+    for (f, extra) in no {
+        let fs = findings(f, extra);
+        assert!(
+            finding(&fs, id).is_none(),
+            "{id} must not fire on {}: {:#?}",
+            f.display(),
+            finding(&fs, id)
+        );
+    }
+}
+
+const NONE: &[&str] = &[];
+
+#[test]
+fn bdp_ping_per_call() {
+    fires(
+        "bdp-ping-per-call",
+        &[(ordinary("grpcgo-article.pcap"), NONE)],
+        &[
+            (ordinary("grpcgo-flow-static.pcap"), NONE),
+            (ordinary("tonic-adaptive.pcap"), NONE),
+        ],
+    );
+    let fs = findings(&ordinary("grpcgo-article.pcap"), &[]);
+    let f = finding(&fs, "bdp-ping-per-call").unwrap();
+    assert_eq!(f["evidence"]["calls"], 144);
+    assert!(f["advice"]
+        .as_str()
+        .unwrap()
+        .contains("WithInitialWindowSize"));
+}
+
+#[test]
+fn keepalive_strikes() {
+    fires(
+        "keepalive-strikes",
+        &[(found("grpcgo-keepalive"), NONE)],
+        &[
+            (ordinary("grpcgo-article.pcap"), NONE),
+            (found("grpcgo-slots"), NONE),
+            // The server's policy is not on the wire: one that permits 10 s PINGs.
+            (
+                found("grpcgo-keepalive"),
+                &["--keepalive-min-time", "5s", "--permit-without-stream"],
+            ),
+        ],
+    );
+    let fs = findings(&found("grpcgo-keepalive"), &[]);
+    let k = finding(&fs, "keepalive-strikes").unwrap();
+    assert!(
+        k["evidence"]["strikes_total"].as_u64().unwrap() >= 3,
+        "{k:#}"
+    );
+    assert!(k["evidence"]["predicted_goaway"].is_number(), "{k:#}");
+}
+
+#[test]
+fn too_many_pings() {
+    fires(
+        "too-many-pings",
+        &[(found("grpcgo-keepalive"), NONE)],
+        &[
+            (found("grpcgo-slots"), NONE),
+            (ordinary("grpcgo-article.pcap"), NONE),
+        ],
+    );
+    let fs = findings(&found("grpcgo-keepalive"), &[]);
+    let t = finding(&fs, "too-many-pings").unwrap();
+    // The emulation predicted the GOAWAY the server sent, at the PING before it.
+    let k = finding(&fs, "keepalive-strikes").unwrap();
+    let predicted = k["evidence"]["predicted_goaway"].as_f64().unwrap();
+    let goaway = t["evidence"]["goaway"].as_f64().unwrap();
+    assert!(predicted <= goaway && goaway - predicted < 0.1, "{t:#}");
+    assert!(t["evidence"]["pings"].as_array().unwrap().len() >= 4);
+}
+
+/// An attack capture's findings, against both servers.
+fn both(attack: &str) -> Vec<(PathBuf, &'static [&'static str])> {
+    vec![
+        (found(&format!("{attack}-nghttpd")), NONE),
+        (found(&format!("{attack}-goh2c")), NONE),
+    ]
+}
+
+#[test]
+fn rapid_reset() {
+    let mut no = both("made-you-reset");
+    no.push((ordinary("hyper-h2.pcap"), NONE));
+    fires("rapid-reset", &both("rapid-reset"), &no);
+}
+
+#[test]
+fn made_you_reset() {
+    let mut no = both("reset-flood");
+    no.extend(both("rapid-reset"));
+    fires("made-you-reset", &both("made-you-reset"), &no);
+}
+
+#[test]
+fn reset_flood() {
+    let mut no = both("made-you-reset");
+    no.extend(both("empty-frames-flood"));
+    fires("reset-flood", &both("reset-flood"), &no);
+}
+
+#[test]
+fn continuation_flood() {
+    let mut no = vec![(ordinary("node-http2.pcap"), NONE)];
+    no.extend(shared("sv-http2-continuation.pcap").map(|p| (p, NONE)));
+    fires("continuation-flood", &both("continuation-flood"), &no);
+}
+
+#[test]
+fn ping_flood() {
+    fires(
+        "ping-flood",
+        &both("ping-flood"),
+        &[
+            (ordinary("grpcgo-article.pcap"), NONE),
+            (ordinary("node-http2.pcap"), NONE),
+        ],
+    );
+}
+
+#[test]
+fn settings_flood() {
+    fires(
+        "settings-flood",
+        &both("settings-flood"),
+        &[
+            (ordinary("node-http2.pcap"), NONE),
+            (ordinary("hyper-h2.pcap"), NONE),
+        ],
+    );
+}
+
+#[test]
+fn empty_frames_flood() {
+    fires(
+        "empty-frames-flood",
+        &both("empty-frames-flood"),
+        &[(ordinary("tonic-adaptive.pcap"), NONE)],
+    );
+}
+
+#[test]
+fn priority_flood() {
+    let mut no = vec![(ordinary("nghttp-nghttpd.pcap"), NONE)];
+    no.extend(shared("sv-doh2-post.pcap").map(|p| (p, NONE)));
+    fires("priority-flood", &both("priority-flood"), &no);
+}
+
+#[test]
+fn window_update_flood() {
+    fires(
+        "window-update-flood",
+        &both("window-update-flood"),
+        &[
+            (ordinary("goh2c-post.pcap"), NONE),
+            (ordinary("snaplen-cut.pcap"), NONE),
+        ],
+    );
+}
+
+#[test]
+fn zero_window() {
+    fires(
+        "zero-window",
+        &both("zero-window"),
+        &[
+            (ordinary("tonic-small-window.pcap"), NONE),
+            (ordinary("nghttp-window.pcap"), NONE),
+        ],
+    );
+    let fs = findings(&found("zero-window-nghttpd"), &[]);
+    let z = finding(&fs, "zero-window").unwrap();
+    assert_eq!(z["side"], "client", "the client holds the window");
+    assert!(z["evidence"]["held_us_max"].as_u64().unwrap() >= 2_000_000);
+}
+
+#[test]
+fn hpack_bomb() {
+    fires(
+        "hpack-bomb",
+        &both("hpack-bomb"),
+        &[(ordinary("node-http2.pcap"), NONE)],
+    );
+    let fs = findings(&found("hpack-bomb-goh2c"), &[]);
+    let b = finding(&fs, "hpack-bomb").unwrap();
+    assert!(
+        b["evidence"]["amplification"].as_f64().unwrap() > 1000.0,
+        "{b:#}"
+    );
+}
+
+#[test]
+fn stream_slots_full() {
+    fires(
+        "stream-slots-full",
+        &[
+            (found("grpcgo-slots"), NONE),
+            (found("refused-stream-nghttpd"), NONE),
+        ],
+        &[
+            (ordinary("nghttp-nghttpd.pcap"), NONE),
+            (found("grpcgo-keepalive"), NONE),
+        ],
+    );
+    let fs = findings(&found("grpcgo-slots"), &[]);
+    let s = finding(&fs, "stream-slots-full").unwrap();
+    assert_eq!(s["evidence"]["max_concurrent_streams"], 2);
+    assert!(s["evidence"]["waited"].as_u64().unwrap() >= 10, "{s:#}");
+    assert_eq!(s["evidence"]["over_limit"], 0, "grpc-go waits for a slot");
+}
+
+#[test]
+fn refused_stream() {
+    fires(
+        "refused-stream",
+        &[(found("refused-stream-nghttpd"), NONE)],
+        &[(found("grpcgo-slots"), NONE)],
+    );
+    let fs = findings(&found("refused-stream-nghttpd"), &[]);
+    assert_eq!(
+        finding(&fs, "refused-stream").unwrap()["evidence"]["refused"],
+        12
+    );
+}
+
+#[test]
+fn flow_stall() {
+    fires(
+        "flow-stall",
+        &[(ordinary("nghttp-window.pcap"), NONE)],
+        &[(ordinary("tonic-fixed.pcap"), NONE)],
+    );
+    // The same with the analysis' own tracker.
+    let fs = findings(&ordinary("nghttp-window.pcap"), &["--analyze"]);
+    let f = finding(&fs, "flow-stall").unwrap();
+    assert_eq!(f["severity"], "info");
+    assert!(f["evidence"]["needed_window"].as_u64().unwrap() > 16_383);
+}
+
+#[test]
+fn mid_stream() {
+    fires(
+        "mid-stream",
+        &[(ordinary("midconn.pcap"), NONE)],
+        &[(ordinary("grpcgo-article.pcap"), NONE)],
+    );
+}
+
+#[test]
+fn tls_no_keys() {
+    let cap = ordinary("curl-nghttpd-tls13.pcap");
+    let keylog = ordinary("curl-nghttpd-tls13.keylog");
+    let k = keylog.to_string_lossy().into_owned();
+    fires(
+        "tls-no-keys",
+        &[(cap.clone(), NONE)],
+        &[(cap, &["--keylog", &k][..])],
+    );
+}
+
+#[test]
+fn reassembly_gaps() {
+    fires(
+        "reassembly-gaps",
+        &[(ordinary("snaplen-cut.pcap"), NONE)],
+        &[(ordinary("snaplen-cut.full.pcap"), NONE)],
+    );
+}
+
+/// Every ordinary capture (captures/*.pcap* and ../shared/real-captures, TLS ones with their
+/// key logs) raises no abuse id: h2load bursts, CONTINUATION-split headers, Node's custom
+/// PINGs, grpc-go's BDP PINGs, browsers' PRIORITY trees, snaplen-cut and mid-stream captures.
+#[test]
+fn no_abuse_on_ordinary_captures() {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in [
+        repo().join("captures"),
+        repo().join("../shared/real-captures"),
+        repo().join("../shared/real-captures/tls"),
+    ] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            eprintln!("skipped: {} is absent", dir.display());
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".pcap") || name.ends_with(".pcapng") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 35, "{}", files.len());
+    for f in &files {
+        let keylog = f.with_extension("keylog");
+        let k = keylog.to_string_lossy().into_owned();
+        let extra: Vec<&str> = if keylog.exists() {
+            vec!["--keylog", &k]
+        } else {
+            vec![]
+        };
+        for analyze in [false, true] {
+            let mut extra = extra.clone();
+            if analyze {
+                extra.push("--analyze");
+            }
+            let fs = findings(f, &extra);
+            let abuse: Vec<String> = ids(&fs)
+                .into_iter()
+                .filter(|i| ABUSE.contains(&i.as_str()))
+                .collect();
+            assert!(abuse.is_empty(), "{} {extra:?}: {abuse:?}", f.display());
+        }
+    }
+}
+
+/// Each capture of captures/findings/manifest.json raises the ids it was made for, and no
+/// other abuse id (the patterns do not bleed into each other).
+#[test]
+fn each_attack_capture_raises_its_own_ids_only() {
+    let m = read_json(&repo().join("captures/findings/manifest.json"));
+    let m = m.as_object().unwrap();
+    assert!(m.len() >= 25, "{}", m.len());
+    for (name, e) in m {
+        let fs = findings(&found(name), &[]);
+        let got = ids(&fs);
+        let want: Vec<String> = e["fires"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect();
+        for w in &want {
+            assert!(got.contains(w), "{name}: {w} must fire: {got:?}");
+        }
+        for g in &got {
+            if ABUSE.contains(&g.as_str()) {
+                assert!(want.contains(g), "{name}: {g} must not fire: {got:?}");
+            }
+        }
+    }
+}
+
+/// `-T jsonl`: a `finding` record as it fires, before the summary (which lists it too).
+#[test]
+fn a_finding_line_comes_before_the_summary() {
+    let f = found("rapid-reset-nghttpd");
+    let out = run(&["replay", &f.to_string_lossy(), "-T", "jsonl"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = lines
+        .iter()
+        .position(|l| l["type"] == "finding")
+        .expect("a finding line");
+    assert_eq!(lines[first]["record"], "finding");
+    assert_eq!(lines[first]["id"], "rapid-reset");
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "summary");
+    assert!(finding(last["findings"].as_array().unwrap(), "rapid-reset").is_some());
+}
+
+/// The table lists the findings first, most severe first, within 100 columns.
+#[test]
+fn the_table_lists_findings_first() {
+    let f = found("grpcgo-slots");
+    let out = run(&["replay", &f.to_string_lossy()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("findings: "))
+        .expect("a findings block");
+    let table = lines.iter().position(|l| l.starts_with('┌')).unwrap();
+    assert!(at < table, "{text}");
+    assert_eq!(
+        lines[at],
+        "findings: 3 warn (evidence, rule and advice: -T json)"
+    );
+    assert!(
+        lines[at + 1].contains("warn") && lines[at + 1].contains("conn 0"),
+        "{text}"
+    );
+    assert!(lines[at + 3].contains("stream-slots-full"), "{text}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{text}");
+}
+
+/// `--fail-on`: exit status 3 when a finding of that severity or worse is present.
+#[test]
+fn fail_on_exits_3() {
+    let status = |f: &Path, sev: &str| {
+        run(&["replay", &f.to_string_lossy(), "--fail-on", sev])
+            .status
+            .code()
+    };
+    assert_eq!(status(&found("ping-flood-nghttpd"), "critical"), Some(3));
+    assert_eq!(status(&ordinary("grpcgo-article.pcap"), "warn"), Some(3));
+    assert_eq!(
+        status(&ordinary("grpcgo-article.pcap"), "critical"),
+        Some(0)
+    );
+    assert_eq!(status(&ordinary("tonic-fixed.pcap"), "warn"), Some(0));
+}
+
+/// A phase lists the findings that held during it.
+#[test]
+fn phases_list_their_findings() {
+    let f = found("grpcgo-keepalive");
+    let out = run(&[
+        "replay",
+        &f.to_string_lossy(),
+        "-T",
+        "json",
+        "--every",
+        "10s",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = v["phases"].as_array().unwrap();
+    let with: Vec<bool> = phases
+        .iter()
+        .map(|p| finding(p["findings"].as_array().unwrap(), "too-many-pings").is_some())
+        .collect();
+    assert!(
+        with.iter().any(|x| *x) && with.iter().any(|x| !*x),
+        "{with:?}"
+    );
+}
+
+/// The frames the findings rest on are the frames Wireshark sees: each findings capture's
+/// ledger equals `NAME.tshark.json` (scripts/tshark-ledger.py, made with the capture).
+#[test]
+fn findings_captures_ledgers_equal_tsharks() {
+    let m = read_json(&repo().join("captures/findings/manifest.json"));
+    for name in m.as_object().unwrap().keys() {
+        let f = found(name);
+        let want = read_json(&repo().join(format!("captures/findings/{name}.tshark.json")));
+        let got = crate::util::replay_json(&f.to_string_lossy(), &[]);
+        crate::util::assert_ledger_eq(name, &want, &got);
+    }
+}
+
+/// `-T prometheus`: `h2ledger_findings_total{id, severity}` counts the JSON's findings by id
+/// (one per id, connection and side; `warn` is labelled `warning`, decision 199).
+#[test]
+fn findings_total_counts_the_json_findings() {
+    for (f, want) in [
+        (found("grpcgo-keepalive"), 2),
+        (found("refused-stream-nghttpd"), 2),
+        (ordinary("grpcgo-article.pcap"), 1),
+    ] {
+        let fs = findings(&f, &[]);
+        let mut by_id = std::collections::BTreeMap::<String, (String, u64)>::new();
+        for x in &fs {
+            let sev = match x["severity"].as_str().unwrap() {
+                "warn" => "warning",
+                s => s,
+            };
+            let e = by_id
+                .entry(x["id"].as_str().unwrap().to_string())
+                .or_insert((sev.to_string(), 0));
+            e.1 += 1;
+        }
+        assert_eq!(by_id.len(), want, "{}: {by_id:?}", f.display());
+        let out = run(&["replay", &f.to_string_lossy(), "-T", "prometheus"]);
+        assert!(out.status.success());
+        let page = String::from_utf8(out.stdout).unwrap();
+        let got: Vec<&str> = page
+            .lines()
+            .filter(|l| l.starts_with("h2ledger_findings_total{"))
+            .collect();
+        assert_eq!(
+            got.len(),
+            by_id.len(),
+            "{}:\n{}",
+            f.display(),
+            got.join("\n")
+        );
+        for (id, (sev, n)) in &by_id {
+            let line = format!("h2ledger_findings_total{{id=\"{id}\",severity=\"{sev}\"}} {n}");
+            assert!(
+                got.contains(&line.as_str()),
+                "{}: no {line} in\n{}",
+                f.display(),
+                got.join("\n")
+            );
+        }
+    }
+}
