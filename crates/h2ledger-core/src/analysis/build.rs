@@ -112,6 +112,11 @@ impl Analysis {
                     .get(*m as usize)
                     .cloned()
                     .unwrap_or_else(|| "(other)".to_string()),
+                http_method: self
+                    .http_methods
+                    .get(*m as usize)
+                    .cloned()
+                    .unwrap_or_default(),
                 calls: n,
                 status: agg.status.iter().map(|(k, v)| (k.name(), *v)).collect(),
                 sides: Sides {

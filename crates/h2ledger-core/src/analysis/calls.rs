@@ -4,14 +4,28 @@
 use super::*;
 
 impl Analysis {
-    pub(super) fn method_id(&mut self, path: &[u8]) -> u32 {
+    /// The id of the pair (HTTP method, `:path`): calls are grouped by both (issue 20, item
+    /// 6). The key is the method's length, the method, then the path.
+    pub(super) fn method_id(&mut self, http: &[u8], path: &[u8]) -> u32 {
+        let http = &http[..http.len().min(255)];
+        let mut key = std::mem::take(&mut self.method_key);
+        key.clear();
+        key.push(http.len() as u8);
+        key.extend_from_slice(http);
+        key.extend_from_slice(path);
+        let i = self.method_id_of_key(&key, http, path);
+        self.method_key = key;
+        i
+    }
+
+    fn method_id_of_key(&mut self, key: &[u8], http: &[u8], path: &[u8]) -> u32 {
         let (last, last_id) = &mut self.last_method;
         if let Some(i) = *last_id {
-            if last.as_slice() == path {
+            if last.as_slice() == key {
                 return i;
             }
         }
-        let i = match self.method_ids.get(path) {
+        let i = match self.method_ids.get(key) {
             Some(&i) => i,
             None => {
                 if self.methods.len() >= MAX_METHODS {
@@ -21,24 +35,29 @@ impl Analysis {
                 }
                 let i = self.methods.len() as u32;
                 self.methods.push(escape_bytes(path));
-                self.method_ids.insert(path.to_vec(), i);
+                self.http_methods.push(escape_bytes(http));
+                self.method_ids.insert(key.to_vec(), i);
                 i
             }
         };
         let (last, last_id) = &mut self.last_method;
         last.clear();
-        last.extend_from_slice(path);
+        last.extend_from_slice(key);
         *last_id = Some(i);
         i
     }
 
+    /// The id of a name of our own (`(other)`, `(unknown)`), without an HTTP method.
     pub(super) fn method_id_str(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.method_ids.get(s.as_bytes()) {
+        let mut key = vec![0];
+        key.extend_from_slice(s.as_bytes());
+        if let Some(&i) = self.method_ids.get(&key) {
             return i;
         }
         let i = self.methods.len() as u32;
         self.methods.push(s.to_string());
-        self.method_ids.insert(s.as_bytes().to_vec(), i);
+        self.http_methods.push(String::new());
+        self.method_ids.insert(key, i);
         i
     }
 
@@ -213,8 +232,9 @@ impl Analysis {
                 self.limits.untracked_calls += 1;
                 return None;
             }
+            let http = ev.headers.and_then(|h| h.get(b":method")).unwrap_or(b"");
             let method = match ev.headers.and_then(|h| h.get(b":path")) {
-                Some(p) => self.method_id(p),
+                Some(p) => self.method_id(http, p),
                 None => self.method_id_str("(unknown)"),
             };
             let c = self.conn(ev.conn);
@@ -258,7 +278,8 @@ impl Analysis {
                 .is_some_and(|l| l.path_pending);
             if pending {
                 if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
-                    let m = self.method_id(p);
+                    let http = ev.headers.and_then(|h| h.get(b":method")).unwrap_or(b"");
+                    let m = self.method_id(http, p);
                     if let Some(l) = cur.and_then(|q| self.calls.get_mut(&q)) {
                         l.path_pending = false;
                         l.rec.method = m;
@@ -347,6 +368,11 @@ impl Analysis {
                     .get(c.rec.method as usize)
                     .map(String::as_str)
                     .unwrap_or(""),
+                http_method: self
+                    .http_methods
+                    .get(c.rec.method as usize)
+                    .map(String::as_str)
+                    .unwrap_or(""),
                 flow: c.flow,
                 grpc: c.grpc.as_ref(),
             });
@@ -369,6 +395,8 @@ pub struct CallView<'a> {
     pub rec: &'a CallRec,
     /// The call's `:path` (escaped as [`escape_bytes`] does), or `(unknown)` / `(other)`.
     pub method: &'a str,
+    /// The call's `:method` (`GET`, `POST`; escaped), empty when it had none.
+    pub http_method: &'a str,
     /// Its flow-control stalls per side.
     pub flow: crate::flow::CallFlow,
     /// What the gRPC tracker saw of it (whether it is gRPC at all, its messages per side);

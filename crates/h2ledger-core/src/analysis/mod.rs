@@ -432,6 +432,10 @@ pub struct Analysis {
     finished: Vec<Finished>,
     /// `:path` values, indexed by [`CallRec::method`].
     pub(crate) methods: Vec<String>,
+    /// The `:method` of each [`CallRec::method`] (calls are grouped by both).
+    pub(crate) http_methods: Vec<String>,
+    /// The key of the last method looked up, built in place.
+    method_key: Vec<u8>,
     method_ids: FastMap<Vec<u8>, u32>,
     /// The last `:path` looked up in `method_ids` and its id (calls of one method in a row
     /// skip the hash).

@@ -10,6 +10,7 @@ pub(crate) fn reads_header(name: &[u8]) -> bool {
     matches!(
         name,
         b":path"
+            | b":method"
             | b":status"
             | b"grpc-status"
             | b"grpc-message"
@@ -37,14 +38,14 @@ impl Observer for Analysis {
         self.grpc.gap(conn, dir, framing_lost);
     }
 
-    fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, _m: &[u8], target: &[u8]) {
+    fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, m: &[u8], target: &[u8]) {
         // Stream 1 is the upgraded request's call (docs/ledger.md, "Call"); it was sent by the
         // client (the side that sent the Upgrade request).
         let key = (conn.0, 1);
         if self.active.contains_key(&key) || self.active.len() >= MAX_ACTIVE_CALLS {
             return;
         }
-        let method = self.method_id(target);
+        let method = self.method_id(m, target);
         let c = self.conn(conn);
         let inflight = c.active.len().min(usize::from(u16::MAX)) as u16;
         c.active.insert(1);

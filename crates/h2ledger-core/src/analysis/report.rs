@@ -165,6 +165,9 @@ pub struct MethodReport {
     /// The `:path` (escaped as [`super::escape_bytes`] does); `(other)` for the calls beyond the
     /// method caps, `(unknown)` for requests without `:path`.
     pub method: String,
+    /// The `:method` (`GET`, `POST`), empty when the requests had none: calls are grouped by
+    /// it and the path.
+    pub http_method: String,
     /// Calls of this method.
     pub calls: u64,
     /// Calls by outcome: `grpc-status N`, `:status N`, `RST_STREAM` or `none`.
@@ -182,6 +185,7 @@ impl Serialize for MethodReport {
         struct Json<'a> {
             calls: u64,
             client: &'a MethodSide,
+            http_method: &'a str,
             latency_us: &'a Percentiles,
             method: &'a str,
             server: &'a MethodSide,
@@ -190,6 +194,7 @@ impl Serialize for MethodReport {
         Json {
             calls: self.calls,
             client: &self.sides.client,
+            http_method: &self.http_method,
             latency_us: &self.latency_us,
             method: &self.method,
             server: &self.sides.server,

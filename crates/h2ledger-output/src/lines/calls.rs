@@ -25,8 +25,9 @@ pub struct CallPrinter {
     style: Style,
     /// The JSON records' writer thread, while it runs.
     writer: Option<Writer>,
-    /// Method names by the analysis' method id, shared with the writer thread.
-    methods: Vec<Arc<str>>,
+    /// Method names (`:path`, `:method`) by the analysis' method id, shared with the writer
+    /// thread.
+    methods: Vec<(Arc<str>, Arc<str>)>,
     /// `--messages`: each call's gRPC messages, decoded where the record is written.
     messages: Option<super::Messages>,
 }
@@ -35,6 +36,7 @@ pub struct CallPrinter {
 struct Owned {
     rec: CallRec,
     method: Arc<str>,
+    http_method: Arc<str>,
     flow: CallFlow,
     grpc: Option<CallGrpc>,
 }
@@ -266,6 +268,7 @@ impl CallPrinter {
                             let v = CallView {
                                 rec: &o.rec,
                                 method: &o.method,
+                                http_method: &o.http_method,
                                 flow: o.flow,
                                 grpc: o.grpc.as_ref(),
                             };
@@ -307,13 +310,13 @@ impl CallPrinter {
             });
         }
         let id = c.rec.method as usize;
-        let method = match self.methods.get(id) {
-            Some(m) if **m == *c.method => m.clone(),
+        let (method, http_method) = match self.methods.get(id) {
+            Some((m, h)) if **m == *c.method && **h == *c.http_method => (m.clone(), h.clone()),
             _ => {
-                let m: Arc<str> = Arc::from(c.method);
+                let m: (Arc<str>, Arc<str>) = (Arc::from(c.method), Arc::from(c.http_method));
                 if id < MAX_CACHED_METHODS {
                     if self.methods.len() <= id {
-                        self.methods.resize(id + 1, Arc::from(""));
+                        self.methods.resize(id + 1, (Arc::from(""), Arc::from("")));
                     }
                     self.methods[id] = m.clone();
                 }
@@ -326,6 +329,7 @@ impl CallPrinter {
         w.batch.push(Owned {
             rec: *c.rec,
             method,
+            http_method,
             flow: c.flow,
             grpc: c.grpc.cloned(),
         });
@@ -393,7 +397,12 @@ impl CallPrinter {
                 format!("{:.6}", secs(r.start) - self.origin.unwrap_or(0.0))
             },
             // Escaped before the column is sized (crate::tty).
-            crate::tty::escape(c.method).into_owned(),
+            // The HTTP method before the path (`GET /index.html`), as a request line.
+            if c.http_method.is_empty() {
+                crate::tty::escape(c.method).into_owned()
+            } else {
+                crate::tty::escape(&format!("{} {}", c.http_method, c.method)).into_owned()
+            },
             match r.reset_by() {
                 // Why it was reset: the code, short in the narrow table.
                 Some((code, _)) if narrow => format!("RST {}", crate::table::short_code(code)),

@@ -343,6 +343,8 @@ pub struct CallLine<'a> {
     grpc_encoding: Encoding<'a>,
     grpc_message: Option<&'a str>,
     grpc_status: Option<u16>,
+    /// The request's `:method` (null when it had none; `method` is the `:path`).
+    http_method: Option<&'a str>,
     http_status: Option<u16>,
     in_flight_at_start: u16,
     incomplete_messages: Option<Pair<u32>>,
@@ -417,6 +419,7 @@ impl<'a> CallLine<'a> {
             },
             grpc_message: g.and_then(|g| g.grpc_message.as_deref()),
             grpc_status: (r.grpc_status != NO_STATUS).then_some(r.grpc_status),
+            http_method: (!c.http_method.is_empty()).then_some(c.http_method),
             http_status: (r.http_status != 0).then_some(r.http_status),
             in_flight_at_start: r.inflight,
             incomplete_messages: grpc.then(|| pair([k[0].incomplete, k[1].incomplete])),
@@ -491,6 +494,7 @@ impl CallLine<'_> {
         });
         o.opt_str(k!("grpc_message"), self.grpc_message);
         o.opt_u64(k!("grpc_status"), self.grpc_status.map(u64::from));
+        o.opt_str(k!("http_method"), self.http_method);
         o.opt_u64(k!("http_status"), self.http_status.map(u64::from));
         o.u64(k!("in_flight_at_start"), self.in_flight_at_start.into());
         pair_u64(&mut o, k!("incomplete_messages"), &self.incomplete_messages);

@@ -242,8 +242,14 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport, st: Style) -> Option<Str
         .map(String::from),
     );
     for m in &a.methods {
+        // Grouped by HTTP method and path: `GET /index.html`.
+        let name = if m.http_method.is_empty() {
+            m.method.clone()
+        } else {
+            format!("{} {}", m.http_method, m.method)
+        };
         b.push_record([
-            super::cut(&m.method, 20, st),
+            super::cut(&name, 20, st),
             m.calls.to_string(),
             m.status
                 .iter()

@@ -67,6 +67,13 @@ pub fn cut(s: &str, w: usize, st: Style) -> String {
 /// `Service/Method`; `None` when `s` is not `/pkg.Service/Method` or `Service/Method` does
 /// not fit in `w` with the `/` and the mark.
 fn grpc_middle(s: &str, w: usize, mark: &str) -> Option<String> {
+    // After an HTTP method (`POST /pkg.Service/Method`), the same within what is left.
+    if let Some((verb, rest)) = s.split_once(' ') {
+        if !verb.is_empty() && verb.bytes().all(|b| b.is_ascii_uppercase()) {
+            let cut = grpc_middle(rest, w.checked_sub(verb.chars().count() + 1)?, mark)?;
+            return Some(format!("{verb} {cut}"));
+        }
+    }
     let (service, method) = s.strip_prefix('/')?.split_once('/')?;
     if method.is_empty() || method.contains('/') {
         return None;

@@ -644,3 +644,42 @@ fn short_captures_plot_more_than_one_bar() {
         "{err}"
     );
 }
+
+/// Item 6: the HTTP method and the path are carried apart (JSON: `http_method` added, `method`
+/// is the path as before), the per-method table is grouped by both, and a gRPC name keeps its
+/// service and method when cut.
+#[test]
+fn method_and_path_are_apart() {
+    let f = repo().join("captures/curl-upgrade.pcap");
+    let f = f.to_str().unwrap();
+    let calls = records(run(&["calls", f, "-T", "jsonl"]).stdout, "call");
+    let pairs: Vec<(String, String)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["http_method"].as_str().unwrap().to_string(),
+                c["method"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        pairs.contains(&("GET".into(), "/trailers".into())),
+        "{pairs:?}"
+    );
+    assert!(
+        pairs.contains(&("POST".into(), "/echo".into())),
+        "{pairs:?}"
+    );
+    let t = stdout(&["calls", f]);
+    assert!(t.contains(" GET /trailers "), "{t}");
+    let v: Value =
+        serde_json::from_str(&stdout(&["replay", f, "--analyze", "-T", "json"])).unwrap();
+    let m = v["methods"].as_array().unwrap();
+    assert!(m
+        .iter()
+        .any(|m| m["http_method"] == "POST" && m["method"] == "/echo"));
+    let article = repo().join("captures/grpcgo-article.pcap");
+    let t = stdout(&["calls", article.to_str().unwrap()]);
+    let row = t.lines().nth(1).unwrap();
+    assert!(row.contains(" POST /g…Health/Check "), "{row}");
+}
