@@ -50,7 +50,7 @@ impl HeaderList {
         }
     }
 
-    /// Fields not kept because the list reached [`MAX_HEADER_LIST_KEPT`] bytes.
+    /// Fields not kept because the list reached `MAX_HEADER_LIST_KEPT` bytes (1 MiB).
     pub fn cut(&self) -> u32 {
         self.cut
     }

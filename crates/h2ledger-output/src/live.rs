@@ -14,7 +14,7 @@ use h2ledger_core::{ConnLedger, LedgerReport, SideTally, Sides};
 use h2ledger_run::{CaptureStats, Drops, TcpReport, Tick};
 use serde::Serialize;
 
-use crate::table::{footer, ledger_table};
+use crate::table::{footer, ledger_table_live};
 use crate::time::fmt_rfc3339;
 use crate::{tty, Style};
 
@@ -217,7 +217,7 @@ impl LiveView {
                 crate::table::calls_phrase(total)
             ));
         }
-        t.push_str(&ledger_table(
+        t.push_str(&ledger_table_live(
             &[("total", total), ("last", &s.last)],
             self.style,
         ));

@@ -106,12 +106,12 @@ impl Default for DirF {
             pings_pipelined: 0,
             pings_owed: 0,
             max_pings_owed: 0,
-            ping_rate: Bucket::new(super::rules::FRAME_RATE, super::rules::FRAME_RATE),
+            ping_rate: Bucket::new(super::FRAME_RATE, super::FRAME_RATE),
             ping_rate_hits: 0,
             settings: 0,
             settings_owed: 0,
             max_settings_owed: 0,
-            settings_rate: Bucket::new(super::rules::FRAME_RATE, super::rules::FRAME_RATE),
+            settings_rate: Bucket::new(super::FRAME_RATE, super::FRAME_RATE),
             settings_rate_hits: 0,
             max_settings_entries: 0,
             header_blocks: 0,
@@ -280,12 +280,17 @@ pub(super) struct ConnF {
     pub(super) holds_long: [u64; 2],
 }
 
+/// The stream-reset budget of a connection ([`super::RESET_BURST`], [`super::RESET_RATE`]).
+fn reset_budget() -> Bucket {
+    Bucket::new(super::RESET_BURST, super::RESET_RATE)
+}
+
 impl ConnF {
     pub(super) fn new() -> ConnF {
         ConnF {
-            reset_budget: super::rules::reset_budget(),
-            myr_budget: super::rules::reset_budget(),
-            flood_budget: super::rules::reset_budget(),
+            reset_budget: reset_budget(),
+            myr_budget: reset_budget(),
+            flood_budget: reset_budget(),
             holds: Vec::new(),
             // RFC 9113 §6.9.2 until a SETTINGS says otherwise.
             initial: [65_535; 2],

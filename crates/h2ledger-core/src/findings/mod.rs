@@ -55,6 +55,18 @@ pub const MAX_FINDING_STREAMS: usize = 1 << 18;
 pub const PING_RING: usize = 8;
 /// Windows held at zero followed at once per connection (`zero-window`).
 pub const MAX_HOLDS: usize = 16;
+/// PING or SETTINGS frames per second: Jetty `AbstractHTTP2ServerConnectionFactory`
+/// `new WindowRateControl.Factory(128)` (PingBodyParser: ENHANCE_YOUR_CALM
+/// `invalid_ping_frame_rate`), here a token bucket of 128 refilled with 128 a second.
+pub const FRAME_RATE: u64 = 128;
+/// The stream-reset budget: nghttp2 lib/nghttp2_session.h `NGHTTP2_DEFAULT_STREAM_RESET_BURST`
+/// and `NGHTTP2_DEFAULT_STREAM_RESET_RATE` (CVE-2023-44487; nghttp2 sends GOAWAY when a
+/// RST_STREAM finds it empty). The same values started nghttp2's glitch counter (1.66.0,
+/// `NGHTTP2_DEFAULT_GLITCH_BURST`/`_RATE`, for CVE-2025-8671), which counts the peer's errors
+/// that make the server reset a stream; both server-reset rules use them.
+pub const RESET_BURST: u64 = 1000;
+/// Tokens a second the stream-reset budget gets back (see [`RESET_BURST`]).
+pub const RESET_RATE: u64 = 33;
 
 /// The server policy the keepalive emulation assumes: it is not on the wire
 /// (`--keepalive-min-time`, `--permit-without-stream`).

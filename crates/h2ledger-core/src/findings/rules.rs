@@ -7,8 +7,10 @@ use h2ledger_tcp::Nanos;
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side};
 
-use super::conn::{Bucket, ConnF};
+use super::conn::ConnF;
+// Defined beside the per-connection state that starts from them (findings/mod.rs).
 use super::{FindingId, FindingsConfig};
+pub use super::{FRAME_RATE, RESET_BURST, RESET_RATE};
 
 const SEC: Nanos = 1_000_000_000;
 
@@ -21,10 +23,6 @@ pub const MAX_CONTINUATIONS: u64 = 8;
 /// `NGHTTP2_DEFAULT_MAX_OBQ_FLOOD_ITEM` (PING and SETTINGS ACKs queued), Envoy
 /// `max_outbound_control_frames` (default 1000, source/common/http/http2/protocol_constraints.cc).
 pub const MAX_OWED_ACKS: u64 = 1000;
-/// PING or SETTINGS frames per second: Jetty `AbstractHTTP2ServerConnectionFactory`
-/// `new WindowRateControl.Factory(128)` (PingBodyParser: ENHANCE_YOUR_CALM
-/// `invalid_ping_frame_rate`), here a token bucket of 128 refilled with 128 a second.
-pub const FRAME_RATE: u64 = 128;
 /// Parameters in one SETTINGS frame: nghttp2 lib/includes/nghttp2/nghttp2.h
 /// `NGHTTP2_DEFAULT_MAX_SETTINGS` (ENHANCE_YOUR_CALM beyond; Go x/net http2/server.go allows
 /// 100, `settings_big_or_dups`).
@@ -40,13 +38,6 @@ pub const PRIORITY_PER_STREAM: u64 = 100;
 /// `max_inbound_window_update_frames_per_data_frame_sent` (default 10; the limit is
 /// `1 + 2 * (streams + 10 * DATA frames sent)`).
 pub const WINDOW_UPDATES_PER_DATA: u64 = 10;
-/// The stream-reset budget: nghttp2 lib/nghttp2_session.h `NGHTTP2_DEFAULT_STREAM_RESET_BURST`
-/// and `NGHTTP2_DEFAULT_STREAM_RESET_RATE` (CVE-2023-44487; nghttp2 sends GOAWAY when a
-/// RST_STREAM finds it empty). The same values started nghttp2's glitch counter (1.66.0,
-/// `NGHTTP2_DEFAULT_GLITCH_BURST`/`_RATE`, for CVE-2025-8671), which counts the peer's errors
-/// that make the server reset a stream; both server-reset rules use them.
-pub const RESET_BURST: u64 = 1000;
-pub const RESET_RATE: u64 = 33;
 /// Envoy's premature resets (source/common/http/conn_manager_impl.cc
 /// `maybeDrainDueToPrematureResets`, `isPrematureRstStream`): once this many streams have
 /// closed, a connection with at least half of them reset prematurely is drained
@@ -78,10 +69,6 @@ pub const ZERO_WINDOW_HOLD: Nanos = SEC;
 pub const BDP_PER_CALL: f64 = 0.5;
 /// ... over at least this many calls.
 pub const BDP_MIN_CALLS: u64 = 10;
-
-pub(super) fn reset_budget() -> Bucket {
-    Bucket::new(RESET_BURST, RESET_RATE)
-}
 
 /// A finding to file once the connection is no longer borrowed.
 pub(super) type Fire = (FindingId, Option<Side>, Option<u32>);

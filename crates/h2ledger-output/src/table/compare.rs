@@ -109,7 +109,7 @@ fn compare_table_with(a: &LedgerReport, b: &LedgerReport, st: Style, pct: bool) 
         r
     };
     t.push_record(per_row("writes per call", &|r, s| r.sides.get(s).writes));
-    t.push_record(per_row("frames per call", &|r, s| {
+    t.push_record(per_row("all frames per call", &|r, s| {
         r.sides.get(s).frames.total()
     }));
     t.push_record(per_row("control frames per call", &|r, s| {

@@ -14,11 +14,29 @@ pub fn ledger_table(columns: &[(&str, &LedgerReport)], st: Style) -> String {
     ledger_table_with(columns, None, st)
 }
 
+/// [`ledger_table`] for the live view: each count column at least [`LIVE_MIN_WIDTH`] wide, so
+/// that the columns do not move while the counts grow (up to 9,999,999).
+pub fn ledger_table_live(columns: &[(&str, &LedgerReport)], st: Style) -> String {
+    build(columns, None, st, LIVE_MIN_WIDTH)
+}
+
+/// The live view's count columns, with their padding.
+pub const LIVE_MIN_WIDTH: usize = 9;
+
 /// [`ledger_table`], with a row of the calls a workload says it made (one per column).
 pub fn ledger_table_with(
     columns: &[(&str, &LedgerReport)],
     calls_made: Option<&[u64]>,
     st: Style,
+) -> String {
+    build(columns, calls_made, st, 0)
+}
+
+fn build(
+    columns: &[(&str, &LedgerReport)],
+    calls_made: Option<&[u64]>,
+    st: Style,
+    min_width: usize,
 ) -> String {
     let mut b = Builder::default();
     let mut header = vec![String::new()];
@@ -29,6 +47,19 @@ pub fn ledger_table_with(
             } else {
                 header.push(format!("{name}\n{}", s.name()));
             }
+        }
+    }
+    if min_width > 0 {
+        // Each count column at least `min_width` wide with its padding: its header's first
+        // line is padded (the numbers stay right-aligned under it).
+        for h in header.iter_mut().skip(1) {
+            let (first, rest) = h.split_once('\n').unwrap_or((h.as_str(), ""));
+            let first = format!("{first:<w$}", w = min_width.saturating_sub(2));
+            *h = if rest.is_empty() {
+                first
+            } else {
+                format!("{first}\n{rest}")
+            };
         }
     }
     b.push_record(header);
@@ -125,7 +156,9 @@ pub fn ledger_table_with(
     b.push_record(row("writes per call", &|r, s| {
         per(r.sides.get(s).writes, r.all_calls())
     }));
-    b.push_record(row("frames per call", &|r, s| {
+    // All the connections' frames over the calls (the methods table's "frames /call" counts a
+    // call's own).
+    b.push_record(row("all frames per call", &|r, s| {
         per(r.sides.get(s).frames.total(), r.all_calls())
     }));
     b.push_record(row("control frames per call", &|r, s| {
@@ -279,4 +312,22 @@ pub fn tls_line(r: &h2ledger_tls::TlsReport) -> Option<String> {
             r.keylog.skipped_lines
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Live, the count columns do not widen as counts grow (issue 20, item 10): a table of
+    /// zeros is as wide as one of 7-digit counts.
+    #[test]
+    fn live_columns_keep_their_width() {
+        let zero = h2ledger_core::LedgerReport::default();
+        let mut big = h2ledger_core::LedgerReport::default();
+        big.sides.client.writes = 9_999_999;
+        big.calls = 9_999_999;
+        let width = |r: &h2ledger_core::LedgerReport| {
+            let t = super::ledger_table_live(&[("total", r), ("last", r)], crate::Style::default());
+            t.lines().map(|l| l.chars().count()).max().unwrap()
+        };
+        assert_eq!(width(&zero), width(&big));
+    }
 }

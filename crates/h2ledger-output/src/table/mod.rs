@@ -13,7 +13,7 @@ pub use analysis::{analysis_table, methods_table};
 pub use compare::{compare_table, write_compare};
 pub use ledger::{
     calls_phrase, connections_table, footer, headline, headline_tls, ledger_table,
-    ledger_table_with, tls_line,
+    ledger_table_live, ledger_table_with, tls_line, LIVE_MIN_WIDTH,
 };
 pub use pages::{write_tables, PhaseLayout};
 pub use series::{live_heading, live_row, series_heading, series_row};
