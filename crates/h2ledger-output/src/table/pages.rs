@@ -173,10 +173,13 @@ fn series(out: &mut dyn Write, whole: &Report, phases: &mut dyn Iterator<Item = 
         "{}",
         series_row("all", &whole.ledger, whole.analysis.as_ref())
     );
-    let mut period = None;
+    // The period: the longest phase (the last one, and a lone one, end with the capture and
+    // may be shorter), named only when two phases or more show it.
+    let (mut period, mut n): (Option<i64>, usize) = (None, 0);
     for p in phases {
         let (start, end) = (p.start.unwrap_or(0), p.end.unwrap_or(0));
-        period.get_or_insert(end - start);
+        period = Some(period.map_or(end - start, |d: i64| d.max(end - start)));
+        n += 1;
         let label = format!("{:.3}", secs(start - origin));
         let _ = writeln!(
             out,
@@ -185,13 +188,17 @@ fn series(out: &mut dyn Write, whole: &Report, phases: &mut dyn Iterator<Item = 
         );
     }
     if let Some(d) = period {
+        let per = if n > 1 {
+            crate::time::show_duration(std::time::Duration::from_nanos(d.max(0) as u64))
+        } else {
+            "--every period".to_string()
+        };
         let _ = writeln!(
             out,
             "{}",
             wrap(
                 &format!(
-                    "a row per {} from {} (start s: from the first packet); cli/srv: client/server; --wide: every table per phase",
-                    crate::time::show_duration(std::time::Duration::from_nanos(d.max(0) as u64)),
+                    "a row per {per} from {} (start s: from the first packet); cli/srv: client/server; --wide: every table per phase",
                     fmt_rfc3339(origin)
                 ),
                 TABLE_WIDTH

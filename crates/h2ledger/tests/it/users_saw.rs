@@ -683,3 +683,14 @@ fn method_and_path_are_apart() {
     let row = t.lines().nth(1).unwrap();
     assert!(row.contains(" POST /g…Health/Check "), "{row}");
 }
+
+/// The series' footnote names the `--every` period, not a short last (or lone) phase's span.
+#[test]
+fn the_series_names_its_period() {
+    let f = repo().join("captures/grpcgo-article.pcap");
+    let t = stdout(&["replay", f.to_str().unwrap(), "--every", "1s"]);
+    assert!(t.contains("a row per 1s from "), "{t}");
+    let f = repo().join("captures/curl-upgrade.pcap");
+    let t = stdout(&["replay", f.to_str().unwrap(), "--every", "1s"]);
+    assert!(t.contains("a row per --every period from "), "{t}");
+}
