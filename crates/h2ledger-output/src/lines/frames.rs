@@ -194,17 +194,21 @@ impl Observer for FramePrinter {
             None => Default::default(),
         };
         self.seen += 1;
+        // The table's time, before the clock counts this frame (`-t d` is since the one before).
+        let table = self.out.shape == Shape::Table;
+        let mut stamp = String::new();
+        if print && table {
+            self.clock.stamp(&mut stamp, ev.ts);
+        }
+        self.clock.seen(ev.ts);
         if !print {
-            self.clock.seen(ev.ts);
             return;
         }
-        if self.out.shape == Shape::Table {
+        let new_conn = self.announced.insert(ev.conn.0);
+        self.conns += u64::from(new_conn);
+        if table {
             self.out.records += 1;
-            let mut stamp = String::with_capacity(32);
-            self.clock.stamp(&mut stamp, ev.ts);
-            self.clock.seen(ev.ts);
-            if self.announced.insert(ev.conn.0) {
-                self.conns += 1;
+            if new_conn {
                 let (client, server) = match ev.side {
                     Side::Client => (ev.src, ev.dst),
                     Side::Server => (ev.dst, ev.src),
@@ -222,10 +226,6 @@ impl Observer for FramePrinter {
                 self.out.line(&l);
             }
         } else {
-            self.clock.seen(ev.ts);
-            if self.announced.insert(ev.conn.0) {
-                self.conns += 1;
-            }
             let mut line = FrameLine::new(ev, &mut self.addrs);
             line.set_messages(&msgs.msgs);
             self.out.record_with(|buf| {
