@@ -138,8 +138,19 @@ pub fn write_compare(
         crate::Format::Table => {
             // Method names and statuses come from the captures (crate::tty).
             let mut out = tty::Safe::new(out);
-            let _ = writeln!(out, "A = {}", super::headline_tls(a.0, x, a.1.tls.as_ref()));
-            let _ = writeln!(out, "B = {}", super::headline_tls(b.0, y, b.1.tls.as_ref()));
+            // A long path wraps, as replay's headline does (at most 100 columns).
+            for (tag, (path, r)) in [("A", a), ("B", b)] {
+                let head = super::headline_tls(path, &r.ledger, r.tls.as_ref());
+                let wrapped = super::wrap(&head, crate::TABLE_WIDTH - 4);
+                for (i, l) in wrapped.lines().enumerate() {
+                    let lead = if i == 0 {
+                        format!("{tag} = ")
+                    } else {
+                        "    ".into()
+                    };
+                    let _ = writeln!(out, "{lead}{l}");
+                }
+            }
             let _ = writeln!(
                 out,
                 "calls: {} -> {} ({}); connections: {} -> {} ({})",

@@ -494,11 +494,21 @@ fn tables_keep_their_width_and_labels() {
             );
         }
     };
-    let t = stdout(&[
-        "compare",
-        &cap("grpcgo-flow-bdp.pcap"),
-        &cap("grpcgo-flow-static.pcap"),
-    ]);
+    // The captures under a long directory (a CI checkout's path is long): the headlines wrap.
+    let long = std::env::temp_dir().join(format!(
+        "h2ledger-users-saw-{}/a-directory-long-enough-to-wrap",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&long).unwrap();
+    let mut copies = Vec::new();
+    for f in ["grpcgo-flow-bdp.pcap", "grpcgo-flow-static.pcap"] {
+        let to = long.join(f);
+        std::fs::copy(cap(f), &to).unwrap();
+        copies.push(to.to_str().unwrap().to_string());
+    }
+    let t = stdout(&["compare", &copies[0], &copies[1]]);
+    let _ = std::fs::remove_dir_all(long.parent().unwrap());
+    assert!(t.lines().next().unwrap().len() < 100, "{t}");
     fits(&t, "compare");
     let multi = repo().join("../shared/real-captures/df-http2-multi.pcap");
     if multi.exists() {
