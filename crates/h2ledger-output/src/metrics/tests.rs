@@ -1,4 +1,5 @@
 use super::*;
+use h2ledger_run::Drops;
 
 fn page(m: &Metrics) -> String {
     m.encode(Exposition::Prometheus)
