@@ -2,7 +2,7 @@
 //! draft-ietf-opsawg-pcapng §4.7 "Decryption Secrets Block"): block type `0x0000000A`,
 //! secrets type `0x544c534b` ("TLSK", NSS key log format), the text padded with zeros to 4
 //! bytes, the block's total length before and after. What `sniff -w out.pcapng --keys-from`
-//! writes before the packets that need the keys (h2ledger's `source/pcapng.rs`), so that
+//! writes before the packets that need the keys (`crate::pcapng`), so that
 //! Wireshark and `h2ledger replay` decrypt the file alone; h2ledger-tls's
 //! `keylog_from_pcapng` reads it back.
 #![forbid(unsafe_code)]

@@ -11,6 +11,8 @@
 //!   the Go version and its ABI. Pure, `forbid(unsafe_code)`, fuzzed.
 //! * [`record`]: the ring buffer records and their decoding into [`KeyLine`]s, duplicates
 //!   removed. Pure, `forbid(unsafe_code)`, fuzzed.
+//! * [`pcapng`]: a pcapng writer (section, interface, packet and Decryption Secrets Blocks) for
+//!   `sniff -w out.pcapng --keys-from`: each secret before the packets it decrypts. Pure.
 //! * `bpf` (private): the BPF program, as instructions (no compiler at build time). Pure.
 //! * `sys` (private): bpf(2), perf_event_open(2), the ring buffer mapping. The one module
 //!   with unsafe code; Linux on x86-64 only. Elsewhere [`KeySource::attach`] says in one line
@@ -41,6 +43,7 @@ mod buildinfo;
 mod dsb;
 pub mod elf;
 pub mod gopclntab;
+pub mod pcapng;
 mod probe;
 pub mod record;
 mod source;

@@ -53,7 +53,7 @@ impl KeyLogFile {
 /// The secrets of the `--keys-from` processes, shared by the live capture and the session.
 /// The capture drains the probes after libpcap hands a packet over and before it saves the
 /// packet (so a `-w` pcapng holds each secret before the packets it decrypts, see
-/// `source::pcapng`), and whenever no packet comes; the session takes the lines when a
+/// `h2ledger_keys::pcapng`), and whenever no packet comes; the session takes the lines when a
 /// connection waits for its key. Each line is also appended to `--keys-out FILE`.
 pub struct KeyFeed {
     sources: Vec<KeySource>,

@@ -65,8 +65,8 @@ const FLUSH_EVERY: u64 = 256;
 enum SaveFile {
     /// libpcap's own writer.
     Pcap(Savefile),
-    /// Ours, which can hold the secrets (`source::pcapng`).
-    Pcapng(super::pcapng::Writer<std::io::BufWriter<Box<dyn Write + Send>>>),
+    /// Ours, which can hold the secrets (`h2ledger_keys::pcapng`).
+    Pcapng(h2ledger_keys::pcapng::Writer<std::io::BufWriter<Box<dyn Write + Send>>>),
 }
 
 impl Save {
@@ -236,7 +236,7 @@ impl Live {
                         Box::new(std::fs::File::create(p).map_err(cant)?)
                     };
                     let linktype = u16::try_from(cap.get_datalink().0).unwrap_or(0);
-                    let w = super::pcapng::Writer::new(
+                    let w = h2ledger_keys::pcapng::Writer::new(
                         std::io::BufWriter::with_capacity(1 << 16, out),
                         linktype,
                         o.snaplen.max(0) as u32,

@@ -8,7 +8,6 @@ pub mod devices;
 pub mod file;
 pub mod keys;
 pub mod live;
-pub mod pcapng;
 pub mod progress;
 
 use std::ops::ControlFlow;

@@ -9,15 +9,19 @@
 //! Why a secret always comes before the packets it decrypts: the capture hands a packet over
 //! only after it was sent, and the program logged the secret (the uprobe copied it into the
 //! ring buffer) before it sent any record protected by it; the writer drains the probes after
-//! libpcap hands a packet over and before writing it ([`super::live`]).
+//! libpcap hands a packet over and before writing it (h2ledger's `source::live`).
 //!
 //! Little-endian blocks on every machine (pcapng readers take either byte order); the block
 //! encoders are pure functions.
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, Write};
 
-use h2ledger_keys::decryption_secrets_block;
-use h2ledger_tcp::Nanos;
+use crate::decryption_secrets_block;
+
+/// Nanoseconds since the Unix epoch (h2ledger-tcp's `Nanos`).
+pub type Nanos = i64;
 
 const SHB: u32 = 0x0A0D_0D0A;
 const IDB: u32 = 0x0000_0001;
@@ -113,6 +117,7 @@ impl<W: Write> Writer<W> {
         })
     }
 
+    /// One Enhanced Packet Block: `data` as captured, `orig_len` its length on the wire.
     pub fn packet(&mut self, ts: Nanos, data: &[u8], orig_len: u32) -> io::Result<()> {
         self.out.write_all(&packet(ts, data, orig_len))
     }
@@ -128,6 +133,7 @@ impl<W: Write> Writer<W> {
         self.out.write_all(&b)
     }
 
+    /// Flushes the underlying writer.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
