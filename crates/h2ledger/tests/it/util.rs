@@ -13,6 +13,14 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The first line of `text` wider than 100 columns, if any. A line of one word is let be: a
+/// path longer than the width, which the headline puts on a line of its own (a CI checkout's
+/// path can be long).
+pub fn too_wide(text: &str) -> Option<&str> {
+    text.lines()
+        .find(|l| l.chars().count() > 100 && l.trim_end_matches(':').contains(' '))
+}
+
 pub fn capture(name: &str) -> PathBuf {
     repo().join("captures").join(name)
 }
