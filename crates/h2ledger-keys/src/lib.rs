@@ -11,6 +11,8 @@
 //!   the Go version and its ABI. Pure, `forbid(unsafe_code)`, fuzzed.
 //! * [`record`]: the ring buffer records and their decoding into [`KeyLine`]s, duplicates
 //!   removed. Pure, `forbid(unsafe_code)`, fuzzed.
+//! * [`feed`]: the secrets of several attached processes as one feed, repeats dropped, for
+//!   the session, a pcapng file and a key log writer. Pure (given its sources).
 //! * [`pcapng`]: a pcapng writer (section, interface, packet and Decryption Secrets Blocks) for
 //!   `sniff -w out.pcapng --keys-from`: each secret before the packets it decrypts. Pure.
 //! * `bpf` (private): the BPF program, as instructions (no compiler at build time). Pure.
@@ -42,6 +44,7 @@ mod bpf;
 mod buildinfo;
 mod dsb;
 pub mod elf;
+pub mod feed;
 pub mod gopclntab;
 pub mod pcapng;
 mod probe;

@@ -3,13 +3,13 @@
 //! the secrets of `--keys-from PID` processes ([`KeyFeed`], h2ledger-keys' uprobes).
 
 use std::cell::RefCell;
-use std::collections::{HashSet, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use anyhow::{anyhow, bail, Result};
+use h2ledger_keys::feed::Feed;
 use h2ledger_keys::KeySource;
 use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls};
 
@@ -50,44 +50,30 @@ impl KeyLogFile {
     }
 }
 
-/// The secrets of the `--keys-from` processes, shared by the live capture and the session.
-/// The capture drains the probes after libpcap hands a packet over and before it saves the
-/// packet (so a `-w` pcapng holds each secret before the packets it decrypts, see
-/// `h2ledger_keys::pcapng`), and whenever no packet comes; the session takes the lines when a
-/// connection waits for its key. Each line is also appended to `--keys-out FILE`.
+/// The secrets of the `--keys-from` processes (h2ledger-keys' [`Feed`]), shared by the live
+/// capture and the session. The capture drains the probes after libpcap hands a packet over
+/// and before it saves the packet (so a `-w` pcapng holds each secret before the packets it
+/// decrypts, see `h2ledger_keys::pcapng`), and whenever no packet comes; the session takes the
+/// lines when a connection waits for its key. Each line is also appended to `--keys-out FILE`.
+#[derive(Debug)]
 pub struct KeyFeed {
-    sources: Vec<KeySource>,
-    /// Lines the session has not taken yet.
-    for_session: String,
-    /// Lines not yet written into the `-w` file (as a Decryption Secrets Block).
-    for_save: String,
-    out: Option<KeysOut>,
-    /// The last lines delivered: two `--keys-from` processes at both ends of a connection
-    /// (Go client and Go server) each give its secrets.
-    recent: HashSet<String>,
-    recent_order: VecDeque<String>,
-    /// Distinct key lines delivered.
-    pub lines: u64,
+    feed: Feed,
+    /// `--keys-out FILE`, opened (append, created 0600) before privileges are dropped.
+    out: Option<PathBuf>,
 }
 
-impl std::fmt::Debug for KeyFeed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyFeed")
-            .field("sources", &self.sources)
-            .field("lines", &self.lines)
-            .finish_non_exhaustive()
+impl std::ops::Deref for KeyFeed {
+    type Target = Feed;
+    fn deref(&self) -> &Feed {
+        &self.feed
     }
 }
 
-/// `--keys-out FILE`, opened (append, created 0600) before privileges are dropped.
-struct KeysOut {
-    path: PathBuf,
-    file: File,
-    error: Option<std::io::Error>,
+impl std::ops::DerefMut for KeyFeed {
+    fn deref_mut(&mut self) -> &mut Feed {
+        &mut self.feed
+    }
 }
-
-/// Lines remembered to drop a repeat from another process.
-const RECENT_LINES: usize = 4096;
 
 /// The feed shared by the capture (`source::live`) and the session's key poll.
 pub type SharedFeed = Rc<RefCell<KeyFeed>>;
@@ -123,7 +109,7 @@ impl KeyFeed {
             eprintln!("h2ledger: TLS secrets from {}", k.attached());
             sources.push(k);
         }
-        let out = match keys_out {
+        let file: Option<Box<dyn std::io::Write>> = match keys_out {
             Some(path) => {
                 use std::os::unix::fs::OpenOptionsExt as _;
                 let file = std::fs::OpenOptions::new()
@@ -137,127 +123,25 @@ impl KeyFeed {
                             path.display()
                         )
                     })?;
-                Some(KeysOut {
-                    path: path.to_path_buf(),
-                    file,
-                    error: None,
-                })
+                Some(Box::new(file))
             }
             None => None,
         };
         Ok(KeyFeed {
-            sources,
-            for_session: String::new(),
-            for_save: String::new(),
-            out,
-            recent: HashSet::new(),
-            recent_order: VecDeque::new(),
-            lines: 0,
+            feed: Feed::new(sources, file),
+            out: keys_out.map(Path::to_path_buf),
         })
     }
 
-    /// The processes, for warnings: `pid 1234 (server)`, joined with `and`.
-    pub fn describe(&self) -> String {
-        let names: Vec<String> = self
-            .sources
-            .iter()
-            .map(|k| {
-                let a = k.attached();
-                let exe = a.exe.file_name().map(|f| f.to_string_lossy().into_owned());
-                match (a.pid, exe) {
-                    (Some(p), Some(e)) => format!("pid {p} ({e})"),
-                    (Some(p), None) => format!("pid {p}"),
-                    (None, _) => a.exe.display().to_string(),
-                }
-            })
-            .collect();
-        names.join(" and ")
-    }
-
-    /// Takes what the probes delivered since the last call: into the session's and the save's
-    /// text, and `--keys-out`. Never blocks.
-    pub fn drain(&mut self) {
-        let mut new = String::new();
-        for k in &mut self.sources {
-            for line in k.poll() {
-                let line = line.to_string();
-                if self.recent.contains(&line) {
-                    continue;
-                }
-                if self.recent_order.len() == RECENT_LINES {
-                    if let Some(old) = self.recent_order.pop_front() {
-                        self.recent.remove(&old);
-                    }
-                }
-                self.recent.insert(line.clone());
-                new.push_str(&line);
-                new.push('\n');
-                self.recent_order.push_back(line);
-                self.lines += 1;
-            }
-        }
-        if new.is_empty() {
-            return;
-        }
-        if let Some(o) = self.out.as_mut().filter(|o| o.error.is_none()) {
-            if let Err(e) = std::io::Write::write_all(&mut o.file, new.as_bytes()) {
-                o.error = Some(e);
-            }
-        }
-        self.for_save.push_str(&new);
-        self.for_session.push_str(&new);
-    }
-
-    /// The lines the session has not taken yet (`None`: none).
-    pub fn take_for_session(&mut self) -> Option<String> {
-        (!self.for_session.is_empty()).then(|| std::mem::take(&mut self.for_session))
-    }
-
-    /// The lines not yet written into the `-w` file.
-    pub fn take_for_save(&mut self) -> String {
-        std::mem::take(&mut self.for_save)
-    }
-
-    /// After the capture: secrets the kernel could not hand over (a full ring buffer) and
-    /// records that did not decode, as warnings; and a failed `--keys-out` write, as an error.
+    /// After the capture: the feed's warnings, and a failed `--keys-out` write as an error.
     pub fn finish(&mut self) -> (Vec<String>, Result<()>) {
-        self.drain();
-        let mut warnings = Vec::new();
-        for k in &self.sources {
-            let s = k.stats();
-            let who = match k.attached().pid {
-                Some(p) => format!("--keys-from {p}"),
-                None => "--keys-from".to_string(),
-            };
-            if s.ring_full > 0 {
-                warnings.push(format!(
-                    "{who}: {} secrets lost: the ring buffer ({} KiB) was full; connections \
-                     they belong to are not decrypted",
-                    s.ring_full,
-                    h2ledger_keys::RING_SIZE / 1024
-                ));
-            }
-            let bad = s.decoded.bad_random + s.decoded.bad_secret + s.decoded.bad_label;
-            if bad > 0 {
-                warnings.push(format!(
-                    "{who}: {bad} probe records did not hold a secret (client random, secret or \
-                     label unreadable); docs/decisions.md #143"
-                ));
-            }
-        }
-        let result = match &mut self.out {
-            Some(o) => match o
-                .error
-                .take()
-                .or_else(|| std::io::Write::flush(&mut o.file).err())
-            {
-                Some(e) => Err(anyhow!(
-                    "{}: cannot write the keys (--keys-out): {e}; the file misses some",
-                    o.path.display()
-                )),
-                None => Ok(()),
-            },
-            None => Ok(()),
+        let (warnings, error) = self.feed.finish();
+        let result = match (error, &self.out) {
+            (Some(e), Some(path)) => Err(anyhow!(
+                "{}: cannot write the keys (--keys-out): {e}; the file misses some",
+                path.display()
+            )),
+            _ => Ok(()),
         };
         (warnings, result)
     }
