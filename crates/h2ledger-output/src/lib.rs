@@ -25,6 +25,7 @@ pub mod lines;
 pub mod live;
 pub mod metrics;
 pub mod plot;
+pub mod progress;
 pub mod table;
 pub use h2ledger_run::time;
 pub mod tty;

@@ -9,7 +9,8 @@ use anyhow::{anyhow, Result};
 use h2ledger_tcp::Nanos;
 use pcap::{Capture, Offline, Precision};
 
-use super::progress::{self, Progress};
+use super::progress;
+use h2ledger_output::progress::Progress;
 
 /// An open saved capture (pcap or pcapng; `-` is standard input).
 pub struct SavedCapture {
@@ -328,7 +329,7 @@ impl SavedCapture {
             return Ok(());
         };
         let read = std::mem::replace(&mut self.read, progress::Bytes::Fd(None));
-        let mut shown = Progress::start(progress, self.size, read);
+        let mut shown = progress::start(progress, self.size, read);
         let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_AHEAD);
         let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Batch>();
         let reader = std::thread::Builder::new()

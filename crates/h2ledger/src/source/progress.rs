@@ -7,20 +7,15 @@
 //! (`calls`, `frames` and `sniff --every` with stdout on a terminal). Standard input has no size:
 //! it gets a spinner with the bytes, packets and frames so far (decision 90).
 //!
-//! The cost per packet is an increment and a compare; the clock is read every
-//! [`CHECK_EVERY`] packets, the bar drawn at most every [`PERIOD`].
+//! The display itself is h2ledger-output's [`Progress`]; here: when it is wanted, and where
+//! the bytes-read figure comes from.
 
 use std::io::IsTerminal as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-/// Packets between two looks at the clock.
-const CHECK_EVERY: u64 = 256;
-/// The shortest time between two redraws.
-const PERIOD: Duration = Duration::from_millis(100);
+use h2ledger_output::progress::Progress;
+use indicatif::ProgressDrawTarget;
 
 /// Where the bytes-read figure comes from.
 pub enum Bytes {
@@ -93,129 +88,15 @@ pub fn wanted(streams: bool, report_on_terminal: bool, quiet: bool) -> bool {
     stderr && !dumb && !shared && !quiet
 }
 
-/// The progress of one read; hidden unless [`wanted`].
-pub struct Progress {
-    bar: Option<Bar>,
-}
-
-struct Bar {
-    bar: ProgressBar,
-    bytes: Bytes,
-    /// Packets and frames as of the last draw, read by the bar's `counts` key.
-    shown: Arc<[AtomicU64; 2]>,
-    frames: u64,
-    packets: u64,
-    next_check: u64,
-    next_draw: Instant,
-    last_bytes: u64,
-}
-
-impl Progress {
-    /// A progress of `total` bytes (`None`: unknown, standard input), drawn at once when
-    /// `enabled` ([`wanted`]).
-    pub fn start(enabled: bool, total: Option<u64>, bytes: Bytes) -> Progress {
-        if !enabled {
-            return Progress { bar: None };
-        }
-        let shown: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
-        let counts = shown.clone();
-        let target = ProgressDrawTarget::stderr_with_hz(10);
-        // Under 80 columns at 1M packets; the counts are read when a line is drawn, so one
-        // `set_position` is one draw.
-        let style = match total {
-            Some(_) => ProgressStyle::with_template(
-                "{bar:20} {binary_bytes}/{binary_total_bytes} ETA {eta} {counts}",
-            )
-            .expect("template")
-            .progress_chars("=> "),
-            None => ProgressStyle::with_template("{spinner} {binary_bytes} read {counts}")
-                .expect("template")
-                .tick_chars("|/-\\ "),
-        }
-        .with_key(
-            "counts",
-            move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(
-                    w,
-                    "{} packets, {} frames",
-                    short(counts[0].load(Relaxed)),
-                    short(counts[1].load(Relaxed))
-                );
-            },
-        );
-        let bar = ProgressBar::with_draw_target(total, target).with_style(style);
-        let mut b = Bar {
-            bar,
-            bytes: bytes.resolve(),
-            shown,
-            frames: 0,
-            packets: 0,
-            next_check: CHECK_EVERY,
-            next_draw: Instant::now(),
-            last_bytes: 0,
-        };
-        b.draw(Instant::now());
-        Progress { bar: Some(b) }
+/// The progress of one read of `total` bytes, on stderr when `enabled` ([`wanted`]).
+pub fn start(enabled: bool, total: Option<u64>, bytes: Bytes) -> Progress {
+    if !enabled {
+        return Progress::hidden();
     }
-
-    /// One packet read.
-    #[inline]
-    pub fn packet(&mut self) {
-        if let Some(b) = &mut self.bar {
-            b.packets += 1;
-            if b.packets >= b.next_check {
-                b.next_check += CHECK_EVERY;
-                let now = Instant::now();
-                if now >= b.next_draw {
-                    b.draw(now);
-                }
-            }
-        }
-    }
-
-    /// Frames seen so far (by the view that counts them).
-    #[inline]
-    pub fn frames(&mut self, n: u64) {
-        if let Some(b) = &mut self.bar {
-            b.frames = n;
-        }
-    }
-
-    /// Clears the display (also on drop).
-    pub fn finish(&mut self) {
-        if let Some(b) = self.bar.take() {
-            b.bar.finish_and_clear();
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.finish();
-    }
-}
-
-impl Bar {
-    fn draw(&mut self, now: Instant) {
-        self.next_draw = now + PERIOD;
-        if let Some(n) = self.bytes.read() {
-            self.last_bytes = n;
-        }
-        self.shown[0].store(self.packets, Relaxed);
-        self.shown[1].store(self.frames, Relaxed);
-        self.bar.set_position(self.last_bytes);
-        if self.bar.length().is_none() {
-            self.bar.tick();
-        }
-    }
-}
-
-/// A count in at most 5 characters: exact below 10,000, then 12.3k, 1.23M.
-fn short(n: u64) -> String {
-    match n {
-        0..10_000 => n.to_string(),
-        10_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.2}M", n as f64 / 1e6),
-        _ => format!("{:.2}G", n as f64 / 1e9),
-    }
+    let bytes = bytes.resolve();
+    Progress::start(
+        ProgressDrawTarget::stderr_with_hz(10),
+        total,
+        Box::new(move || bytes.read()),
+    )
 }
