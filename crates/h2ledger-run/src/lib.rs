@@ -10,6 +10,9 @@
 //! time when printed. A `Report` is typed: its JSON is the published object, fields in the
 //! published order.
 //!
+//! [`input`] holds the readers a saved capture's bytes go through before libpcap: gzip and
+//! zstd decompression, and a forward-only reader for the pcapng key scan.
+//!
 //! The crate is pure: no pcap, no tokio, no printing, no unsafe. Memory is bounded as
 //! docs/ledger.md ("Memory bounds") says.
 //!
@@ -31,6 +34,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod input;
 mod obs;
 mod pipeline;
 mod report;

@@ -6,12 +6,13 @@
 
 use std::ops::ControlFlow;
 
+use h2ledger_core::analysis::{Cut, Splitter};
 use h2ledger_core::findings::{CaptureFacts, Finding, FindingId};
 use h2ledger_core::{LedgerReport, Observer};
 use h2ledger_tcp::{LinkType, Nanos};
 use h2ledger_tls::Tls;
 
-use crate::obs::{build, Obs, Phases};
+use crate::obs::{build, Obs, Phases, Wanted};
 use crate::pipeline::{KeyPoll, Pipeline};
 use crate::report::{secs, CaptureStats, Drops, Report, TcpReport};
 use crate::time::fmt_rfc3339;
@@ -411,6 +412,32 @@ impl Session<Obs> {
         }
         report.drops = drops;
         Finished { report, phases }
+    }
+
+    /// Packets held in memory (the demo's) through one session cut at `starts`: phase `i`
+    /// runs from `starts[i]` (the first from the capture's start) to the next start. The whole
+    /// capture's report and one report per start (an empty one for a phase no packet reached).
+    /// Every packet is fed: a limit that would stop a capture does not stop this.
+    pub fn cut_at<'p>(
+        wanted: Wanted,
+        opts: Options,
+        starts: &[Nanos],
+        linktype: LinkType,
+        packets: impl IntoIterator<Item = (Nanos, &'p [u8])>,
+    ) -> (Report, Vec<Report>) {
+        let cuts = starts.iter().skip(1).map(|&t| Cut::At(t)).collect();
+        let wanted = Wanted {
+            splitter: Some(Splitter::at(cuts)),
+            ..wanted
+        };
+        let mut s = Session::new(Obs::new(&wanted), opts);
+        for (ts, data) in packets {
+            let _ = s.feed(linktype, ts, data);
+        }
+        let done = s.finish(&End::Complete, None);
+        let mut phases: Vec<Report> = s.phases(&done).collect();
+        phases.resize_with(starts.len(), Report::default);
+        (done.report, phases)
     }
 
     /// The phases of a finished run, built one at a time.

@@ -17,8 +17,7 @@ use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use h2ledger_core::analysis::{Cut, Splitter};
-use h2ledger_run::{End, Finished, Obs, Options, Session, Wanted};
+use h2ledger_run::{Options, Session, Wanted};
 use h2ledger_tcp::{LinkType, Nanos};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -529,16 +528,8 @@ fn tally(
     keylog: Option<&str>,
     findings: h2ledger_core::findings::FindingsConfig,
 ) -> Done {
-    // Phase i runs from its start (the first from the capture's start) to the next one's.
-    let cuts = r
-        .results
-        .iter()
-        .skip(1)
-        .map(|p| Cut::At(p.start_ns))
-        .collect();
     let wanted = Wanted {
         analysis: true,
-        splitter: Some(Splitter::at(cuts)),
         findings: Some(findings),
         ..Wanted::default()
     };
@@ -549,14 +540,9 @@ fn tally(
         ),
         ..Options::default()
     };
-    let mut s = Session::new(Obs::new(&wanted), opts);
-    for pkt in &r.packets {
-        // The demo's session has no limit that stops it.
-        let _ = s.feed(linktype, pkt.ts, &pkt.data);
-    }
-    let done: Finished = s.finish(&End::Complete, None);
-    let mut phases: Vec<Report> = s.phases(&done).collect();
-    phases.resize_with(r.results.len(), Report::default);
+    let starts: Vec<Nanos> = r.results.iter().map(|p| p.start_ns).collect();
+    let packets = r.packets.iter().map(|p| (p.ts, &p.data[..]));
+    let (whole, mut phases) = Session::cut_at(wanted, opts, &starts, linktype, packets);
     for (f, res) in phases.iter_mut().zip(&r.results) {
         f.name = res.name.clone();
     }
@@ -566,7 +552,7 @@ fn tally(
         version: r.version,
         port: r.port,
         results: r.results,
-        whole: done.report,
+        whole,
         phases,
     }
 }

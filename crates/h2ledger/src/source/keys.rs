@@ -13,8 +13,8 @@ use h2ledger_keys::feed::Feed;
 use h2ledger_keys::KeySource;
 use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls};
 
-use super::file::Forward;
 use crate::cli::CaptureArgs;
+use h2ledger_run::input::{compression_of, decoder, Forward};
 
 /// A key log file that may grow (live): what was appended is read on [`KeyLogFile::poll`].
 pub struct KeyLogFile {
@@ -196,11 +196,11 @@ pub fn load(
         if let Ok(mut f) = File::open(cap) {
             let mut head = Vec::with_capacity(4);
             let _ = (&mut f).take(4).read_to_end(&mut head);
-            let found = match super::file::compression_of(&head) {
+            let found = match compression_of(&head) {
                 None => f.seek(SeekFrom::Start(0)).and_then(|_| {
                     scan_pcapng(&mut Forward::new(BufReader::with_capacity(1 << 20, f)))
                 }),
-                Some(kind) => super::file::decoder(head, f, Some(kind)).and_then(|r| {
+                Some(kind) => decoder(head, f, Some(kind)).and_then(|r| {
                     scan_pcapng(&mut Forward::new(BufReader::with_capacity(1 << 20, r)))
                 }),
             };
