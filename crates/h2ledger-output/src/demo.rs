@@ -15,8 +15,8 @@ use crate::Style;
 /// the tables below it fit 100), else it takes one line per phase.
 const FINDING_WIDTH: usize = 110;
 
-/// What a workload program reported of one phase.
-#[derive(Clone, Debug)]
+/// What a workload program reported of one phase (its results line's `phases[]`, read as it is).
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct PhaseResult {
     /// The phase's name (`1 caller x 24/s`).
     pub name: String,

@@ -33,6 +33,7 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use h2ledger_core::analysis::CallView;
+use h2ledger_core::findings::FindingId;
 use h2ledger_core::{FrameClass, Side};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -529,6 +530,19 @@ impl Metrics {
             &self.findings.get_or_create(&FindingLabels { id, severity }),
             count,
         );
+    }
+
+    /// Every finding filed so far, counted by id ([`h2ledger_run::Session::findings_filed`]):
+    /// each raises `h2ledger_findings_total` with its id's name and severity (decision 199).
+    pub fn findings(&self, filed: impl IntoIterator<Item = (FindingId, u64)>) {
+        for (id, n) in filed {
+            let severity = match id.severity() {
+                h2ledger_core::findings::Severity::Info => Severity::info,
+                h2ledger_core::findings::Severity::Warn => Severity::warning,
+                h2ledger_core::findings::Severity::Critical => Severity::critical,
+            };
+            self.finding(id.name(), severity, n);
+        }
     }
 
     /// The exposition in format `e`.

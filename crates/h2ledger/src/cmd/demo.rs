@@ -116,20 +116,9 @@ struct Hello {
     port: u16,
 }
 
-#[derive(Deserialize, Clone)]
-struct WorkloadPhase {
-    name: String,
-    callers: u64,
-    rate_per_caller: f64,
-    calls_made: u64,
-    calls_ok: u64,
-    start_ns: Nanos,
-    end_ns: Nanos,
-}
-
 #[derive(Deserialize)]
 struct Results {
-    phases: Vec<WorkloadPhase>,
+    phases: Vec<PhaseResult>,
 }
 
 /// One started workload program.
@@ -179,26 +168,24 @@ fn locate(stack: Stack, dirs: &[PathBuf]) -> Result<PathBuf> {
     )
 }
 
+/// The stacks `--impl` names, each once, in the order first named (grpc-go without one).
 fn stacks(impls: &[ImplArg]) -> Vec<Stack> {
-    let mut out = Vec::new();
-    let all = [Stack::GrpcGo, Stack::Grpcio, Stack::Tonic];
-    let chosen: Vec<Stack> = if impls.is_empty() {
-        vec![Stack::GrpcGo]
-    } else {
-        impls
-            .iter()
-            .flat_map(|i| match i {
-                ImplArg::GrpcGo => vec![Stack::GrpcGo],
-                ImplArg::Grpcio => vec![Stack::Grpcio],
-                ImplArg::Tonic => vec![Stack::Tonic],
-                ImplArg::All => all.to_vec(),
-            })
-            .collect()
-    };
-    for s in chosen {
-        if !out.contains(&s) {
-            out.push(s);
+    let mut out: Vec<Stack> = Vec::new();
+    for i in impls {
+        let named: &[Stack] = match i {
+            ImplArg::GrpcGo => &[Stack::GrpcGo],
+            ImplArg::Grpcio => &[Stack::Grpcio],
+            ImplArg::Tonic => &[Stack::Tonic],
+            ImplArg::All => &[Stack::GrpcGo, Stack::Grpcio, Stack::Tonic],
+        };
+        for s in named {
+            if !out.contains(s) {
+                out.push(*s);
+            }
         }
+    }
+    if out.is_empty() {
+        out.push(Stack::GrpcGo);
     }
     out
 }
@@ -422,7 +409,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
             program: r.program,
             version: r.version,
             port: r.port,
-            results: res.phases.into_iter().map(Into::into).collect(),
+            results: res.phases,
             packets: Vec::new(),
         });
     }
@@ -554,20 +541,6 @@ fn tally(
         results: r.results,
         whole,
         phases,
-    }
-}
-
-impl From<WorkloadPhase> for PhaseResult {
-    fn from(p: WorkloadPhase) -> PhaseResult {
-        PhaseResult {
-            name: p.name,
-            callers: p.callers,
-            rate_per_caller: p.rate_per_caller,
-            calls_made: p.calls_made,
-            calls_ok: p.calls_ok,
-            start_ns: p.start_ns,
-            end_ns: p.end_ns,
-        }
     }
 }
 

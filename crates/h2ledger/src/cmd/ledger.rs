@@ -102,7 +102,7 @@ impl Hooks for Run {
         if let Some(e) = &self.metrics {
             let running = self.session.running();
             e.metrics().set(&Figures::running(&running, Some(drops)));
-            findings_metrics(&self.session, e);
+            e.metrics().findings(self.session.findings_filed());
             e.synced(false);
         }
     }
@@ -119,22 +119,6 @@ impl Hooks for Run {
     }
 }
 
-/// `h2ledger_findings_total{id, severity}`: the findings filed so far, by id (decision 199).
-fn findings_metrics(s: &Session, e: &Exporter) {
-    use h2ledger_core::findings::Severity as S;
-    use h2ledger_output::metrics::Severity as M;
-    let m = e.metrics();
-    for (id, n) in s.findings_filed() {
-        let sev = match id.severity() {
-            S::Info => M::info,
-            S::Warn => M::warning,
-            S::Critical => M::critical,
-        };
-        m.finding(id.name(), sev, n);
-    }
-}
-
-/// Runs a ledger command (see the module docs).
 pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let bpf = l.filter.bpf();
     // Before the capture opens and gives up privileges: the `--keys-from` processes are
@@ -210,7 +194,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         // Every GOAWAY of the kind, also beyond the 1,000 the report lists.
         f.calm_goaways = run.session.running().calm_goaways;
         e.metrics().set(&f);
-        findings_metrics(&run.session, e);
+        e.metrics().findings(run.session.findings_filed());
         e.synced(true);
     }
     let s = &mut run.session;
