@@ -154,6 +154,8 @@ struct Sniff {
     child: Child,
     /// What it said on stderr before "listening on", and after.
     said: Arc<Mutex<String>>,
+    /// Reads the rest of stderr into `said`; ends with the process.
+    reader: std::thread::JoinHandle<()>,
 }
 
 fn start(command: &str, args: &[&str]) -> Sniff {
@@ -186,14 +188,18 @@ fn start_cmd(mut c: Command, command: &str) -> Sniff {
         }
     }
     let s = said.clone();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let mut line = String::new();
         while err.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
             s.lock().unwrap().push_str(&line);
             line.clear();
         }
     });
-    Sniff { child, said }
+    Sniff {
+        child,
+        said,
+        reader,
+    }
 }
 
 impl Sniff {
@@ -206,8 +212,8 @@ impl Sniff {
             .unwrap()
             .success());
         let out = self.child.wait_with_output().unwrap();
-        // The stderr thread ends with the process.
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Everything it said: the stderr thread ends when the process closes stderr.
+        self.reader.join().unwrap();
         let said = self.said.lock().unwrap().clone();
         assert!(out.status.success(), "exit {:?}: {said}", out.status);
         (out.stdout, said)
@@ -302,7 +308,7 @@ fn check(name: &str, bin: &Path, args: &[&str], requests: u64, conns: u64, per_c
 
     // Every request, every connection, decrypted.
     assert_eq!(n(&live["calls"]), requests, "{name}: calls; {said}");
-    assert_eq!(n(&live["connections"]), conns, "{name}: connections");
+    assert_eq!(n(&live["connections"]), conns, "{name}: connections; {said}");
     let tls = &live["tls"];
     assert_eq!(
         (
@@ -312,14 +318,14 @@ fn check(name: &str, bin: &Path, args: &[&str], requests: u64, conns: u64, per_c
             n(&tls["no_handshake"])
         ),
         (conns, conns, 0, 0),
-        "{name}: {tls}"
+        "{name}: {tls}; {said}"
     );
     assert!(n(&live["sides"]["server"]["frames"]["DATA"]) >= requests);
 
     // --keys-out: exactly the program's own key log.
     let want = lines(&truth);
     assert_eq!(want.len(), per_conn * conns as usize, "{name}: the key log");
-    assert_eq!(lines(&got), want, "{name}: --keys-out");
+    assert_eq!(lines(&got), want, "{name}: --keys-out; {said}");
 
     // The same packets replayed: with the secrets the file holds, and with the key log.
     let p = pcapng.to_str().unwrap();
