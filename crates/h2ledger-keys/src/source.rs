@@ -136,14 +136,101 @@ impl std::error::Error for AttachError {
 
 /// Reads the executable and finds the probe point (the pure part of attaching).
 pub fn inspect(exe: &Path, pid: Option<u32>) -> Result<ProbePoint, AttachError> {
+    inspect_image(exe, pid).map(|(p, _)| p)
+}
+
+/// [`inspect`], and the executable's image for the label fallback ([`ExeImage`]).
+fn inspect_image(
+    exe: &Path,
+    pid: Option<u32>,
+) -> Result<(ProbePoint, Option<ExeImage>), AttachError> {
     let bytes = std::fs::read(exe).map_err(|source| AttachError::Process {
         pid,
         exe: exe.to_owned(),
         source,
     })?;
-    find_go_probe(&bytes).map_err(|source| AttachError::Probe {
+    let probe = find_go_probe(&bytes).map_err(|source| AttachError::Probe {
         exe: exe.to_owned(),
         source,
+    })?;
+    Ok((probe, ExeImage::open(exe, &bytes, pid)))
+}
+
+/// The executable's file and its loadable segments, to read a label constant from the file
+/// when the process's memory cannot be read: it has exited before its records were read (a
+/// short-lived client), or a probe on every process of an executable has no process to read.
+/// Go's labels are constants in read-only data, so the file holds the bytes the process saw.
+struct ExeImage {
+    file: std::fs::File,
+    /// `(p_vaddr, p_offset, p_filesz)` of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+    /// What the process's addresses are shifted by: 0 for a fixed-address executable
+    /// (`ET_EXEC`, Go's default); a position-independent one's load address, from
+    /// /proc/PID/maps (without a process, none: no fallback).
+    bias: u64,
+}
+
+impl ExeImage {
+    fn open(exe: &Path, bytes: &[u8], pid: Option<u32>) -> Option<ExeImage> {
+        let elf = crate::elf::Elf::parse(bytes).ok()?;
+        let segments: Vec<(u64, u64, u64)> = elf
+            .segments()
+            .iter()
+            .map(|s| (s.vaddr, s.offset, s.filesz))
+            .collect();
+        // e_type: ET_EXEC 2, ET_DYN 3.
+        let bias = match bytes.get(16..18)? {
+            [2, 0] => 0,
+            [3, 0] => {
+                let first = segments.iter().map(|s| s.0).min()?;
+                load_address(pid?)?.checked_sub(first & !0xfff)?
+            }
+            _ => return None,
+        };
+        Some(ExeImage {
+            file: std::fs::File::open(exe).ok()?,
+            segments,
+            bias,
+        })
+    }
+
+    /// `len` bytes at the process's address `ptr`, if one segment's file image holds them.
+    fn read(&self, ptr: u64, len: usize) -> Option<Vec<u8>> {
+        let va = ptr.checked_sub(self.bias)?;
+        let end = va.checked_add(len as u64)?;
+        let &(v, off, _) = self
+            .segments
+            .iter()
+            .find(|&&(v, _, size)| va >= v && end <= v.saturating_add(size))?;
+        let mut buf = vec![0u8; len];
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.read_exact_at(&mut buf, off + (va - v)).ok()?;
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = off;
+            return None;
+        }
+        Some(buf)
+    }
+}
+
+/// Where process `pid` mapped the start of its executable: the first line of
+/// /proc/PID/maps with file offset 0 whose path is the target of /proc/PID/exe.
+fn load_address(pid: u32) -> Option<u64> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    maps.lines().find_map(|l| {
+        // start-end perms offset dev inode path
+        let mut w = l.split_whitespace();
+        let range = w.next()?;
+        let offset = w.nth(1)?;
+        let path = w.nth(2)?;
+        (u64::from_str_radix(offset, 16).ok()? == 0 && Path::new(path) == exe)
+            .then(|| u64::from_str_radix(range.split('-').next()?, 16).ok())
+            .flatten()
     })
 }
 
@@ -180,6 +267,8 @@ pub struct KeySource {
     kernel: linux::Kernel,
     /// /proc/PID/mem, opened at attach, for the label fallback.
     mem: Option<std::fs::File>,
+    /// The executable, for the label fallback when the memory cannot be read.
+    image: Option<ExeImage>,
     labels: HashMap<u64, Vec<u8>>,
     decoder: Decoder,
 }
@@ -199,7 +288,7 @@ impl KeySource {
     pub fn attach(pid: u32) -> Result<Self, AttachError> {
         let link = PathBuf::from(format!("/proc/{pid}/exe"));
         let shown = std::fs::read_link(&link).unwrap_or_else(|_| link.clone());
-        let probe = inspect(&link, Some(pid)).map_err(|e| match e {
+        let (probe, exe) = inspect_image(&link, Some(pid)).map_err(|e| match e {
             AttachError::Probe { source, .. } => AttachError::Probe {
                 exe: shown.clone(),
                 source,
@@ -215,13 +304,14 @@ impl KeySource {
             },
             &link,
             mem,
+            exe,
         )
     }
 
     /// Attaches to the executable at `exe`, for the process `pid` only or, with `None`, for
     /// every process that runs it (now or later).
     pub fn attach_exe(exe: &Path, pid: Option<u32>) -> Result<Self, AttachError> {
-        let probe = inspect(exe, pid)?;
+        let (probe, image) = inspect_image(exe, pid)?;
         let mem = pid.and_then(|p| std::fs::File::open(format!("/proc/{p}/mem")).ok());
         Self::start(
             AttachInfo {
@@ -231,6 +321,7 @@ impl KeySource {
             },
             exe,
             mem,
+            image,
         )
     }
 
@@ -239,12 +330,14 @@ impl KeySource {
         info: AttachInfo,
         path: &Path,
         mem: Option<std::fs::File>,
+        image: Option<ExeImage>,
     ) -> Result<Self, AttachError> {
         let kernel = linux::Kernel::attach(path, info.probe.file_offset, info.pid)?;
         Ok(KeySource {
             info,
             kernel,
             mem,
+            image,
             labels: HashMap::new(),
             decoder: Decoder::new(),
         })
@@ -255,6 +348,7 @@ impl KeySource {
         _info: AttachInfo,
         _path: &Path,
         _mem: Option<std::fs::File>,
+        _image: Option<ExeImage>,
     ) -> Result<Self, AttachError> {
         Err(AttachError::Unsupported(
             "this build of h2ledger has no BPF support (Linux on x86-64 only)",
@@ -282,12 +376,15 @@ impl KeySource {
             let KeySource {
                 kernel,
                 mem,
+                image,
                 labels,
                 decoder,
                 info,
             } = self;
             kernel.ring.drain(crate::record::RECORD_LEN, |bytes| {
-                let fallback = |ptr: u64, len: usize| read_label(mem.as_ref(), labels, ptr, len);
+                let fallback = |ptr: u64, len: usize| {
+                    read_label(mem.as_ref(), image.as_ref(), labels, ptr, len)
+                };
                 if let Some((line, origin)) = decoder.push(bytes, fallback) {
                     // A probe limited to a process only fires for it; check anyway.
                     if info.pid.is_none_or(|p| p == origin.pid) {
@@ -329,9 +426,12 @@ impl KeySource {
     }
 }
 
-/// The label at `ptr` in the process, from the cache or /proc/PID/mem.
+/// The label at `ptr` in the process: from the cache, /proc/PID/mem or, when the process is
+/// gone (or none was named), the executable's file ([`ExeImage`]). Only a key log label is
+/// remembered.
 fn read_label(
     mem: Option<&std::fs::File>,
+    image: Option<&ExeImage>,
     cache: &mut HashMap<u64, Vec<u8>>,
     ptr: u64,
     len: usize,
@@ -339,17 +439,23 @@ fn read_label(
     if let Some(l) = cache.get(&ptr).filter(|l| l.len() == len) {
         return Some(l.clone());
     }
-    let mut buf = vec![0u8; len];
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        mem?.read_exact_at(&mut buf, ptr).ok()?;
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (mem?, ptr);
-        return None;
-    }
+    let from_mem = || {
+        let mut buf = vec![0u8; len];
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            mem?.read_exact_at(&mut buf, ptr).ok()?;
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (mem?, ptr);
+            return None;
+        }
+        Some(buf)
+    };
+    let buf = from_mem()
+        .filter(|b| crate::record::is_label(b))
+        .or_else(|| image?.read(ptr, len))?;
     if cache.len() < MAX_LABELS && crate::record::is_label(&buf) {
         cache.insert(ptr, buf.clone());
     }
@@ -407,5 +513,32 @@ mod linux {
                 ring,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A constant of this (position-independent) test binary, read back from its file at the
+    /// address the process sees, as a label of a process that has exited would be.
+    #[test]
+    fn a_label_is_read_from_the_executable_file() {
+        static LABEL: &[u8] = b"CLIENT_HANDSHAKE_TRAFFIC_SECRET";
+        let exe = std::env::current_exe().unwrap();
+        let bytes = std::fs::read(&exe).unwrap();
+        let image = ExeImage::open(&exe, &bytes, Some(std::process::id())).expect("an image");
+        let ptr = LABEL.as_ptr() as u64;
+        assert_eq!(image.read(ptr, LABEL.len()).as_deref(), Some(LABEL));
+        // Through the fallback, without the process's memory: read once, then remembered.
+        let mut cache = HashMap::new();
+        let got = read_label(None, Some(&image), &mut cache, ptr, LABEL.len());
+        assert_eq!(got.as_deref(), Some(LABEL));
+        assert_eq!(cache.get(&ptr).map(Vec::as_slice), Some(LABEL));
+        // Outside every segment, or past the end of one: nothing.
+        assert_eq!(image.read(u64::MAX - 4, 8), None);
+        assert_eq!(image.read(ptr, usize::MAX / 2), None);
+        // Without a process, a position-independent executable's addresses are unknown.
+        assert!(ExeImage::open(&exe, &bytes, None).is_none());
     }
 }

@@ -308,7 +308,11 @@ fn check(name: &str, bin: &Path, args: &[&str], requests: u64, conns: u64, per_c
 
     // Every request, every connection, decrypted.
     assert_eq!(n(&live["calls"]), requests, "{name}: calls; {said}");
-    assert_eq!(n(&live["connections"]), conns, "{name}: connections; {said}");
+    assert_eq!(
+        n(&live["connections"]),
+        conns,
+        "{name}: connections; {said}"
+    );
     let tls = &live["tls"];
     assert_eq!(
         (
