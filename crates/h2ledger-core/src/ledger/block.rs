@@ -25,6 +25,50 @@ pub(super) struct BlockSummary {
     pub(super) size: BlockSize,
 }
 
+/// Blocks up to this size are remembered by [`BlockMemo`] (decision 220).
+const MEMO_MAX: usize = 512;
+
+/// The last header block a direction decoded, kept when decoding it again would give the same
+/// fields and leave the decoder as it was: no entry inserted, no size update, no error, no
+/// field cut. Clients and servers send the same block again and again (every request of a
+/// load generator, every unary gRPC call to a method, a response within the same second once
+/// its fields are in the table); a block equal to the one remembered, on a decoder that has
+/// not changed since ([`Decoder::changes`]), for the same [`HeaderNeed`], leaves `headers`
+/// and `summary` as they are instead of being decoded (decision 220).
+#[derive(Debug, Default)]
+pub(super) struct BlockMemo {
+    bytes: Vec<u8>,
+    /// The decoder's change count after the block, and the need its fields were kept for.
+    key: Option<(u64, HeaderNeed)>,
+}
+
+impl BlockMemo {
+    pub(super) fn forget(&mut self) {
+        self.key = None;
+    }
+
+    fn hit(&self, block: &[u8], need: HeaderNeed, changes: u64) -> bool {
+        match self.key {
+            Some((c, n)) => c == changes && same_need(n, need) && self.bytes == block,
+            None => false,
+        }
+    }
+
+    fn remember(&mut self, block: &[u8], need: HeaderNeed, changes: u64) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(block);
+        self.key = Some((changes, need));
+    }
+}
+
+fn same_need(a: HeaderNeed, b: HeaderNeed) -> bool {
+    match (a, b) {
+        (HeaderNeed::None, HeaderNeed::None) | (HeaderNeed::All, HeaderNeed::All) => true,
+        (HeaderNeed::Some(f), HeaderNeed::Some(g)) => std::ptr::fn_addr_eq(f, g),
+        _ => false,
+    }
+}
+
 /// Decodes a header block, keeping the fields the observers need in `ds.headers`.
 pub(super) fn decode_block(
     ds: &mut DirState,
@@ -35,6 +79,11 @@ pub(super) fn decode_block(
     src: SocketAddr,
     dst: SocketAddr,
 ) -> bool {
+    let changes = ds.hpack.changes();
+    if ds.memo.hit(block, keep, changes) {
+        return true;
+    }
+    ds.memo.forget();
     ds.headers.clear();
     ds.headers.set_kept(match keep {
         HeaderNeed::Some(f) => Some(f),
@@ -81,7 +130,12 @@ pub(super) fn decode_block(
         });
     }
     match result {
-        Ok(()) => true,
+        Ok(()) => {
+            if ds.hpack.changes() == changes && ds.headers.cut() == 0 && block.len() <= MEMO_MAX {
+                ds.memo.remember(block, keep, changes);
+            }
+            true
+        }
         Err(e) => {
             ds.lose_hpack_sync();
             warnings.add("hpack-error", || {
