@@ -11,23 +11,98 @@ use serde::{Serialize, Serializer};
 
 use super::messages::{CallMessages, Decoded, MsgList};
 
-/// The text of the last frame's addresses: consecutive frames nearly always share them, and
-/// formatting an address costs more than the rest of a frame's line.
+/// Slots of [`Addrs`] and [`HeaderJson`]: a connection (and direction) has one, chosen by its
+/// number, so that frames of up to this many interleaved connections find theirs.
+const SLOTS: usize = 64;
+
+/// The text of connections' addresses: a frame's connection nearly always had a frame a moment
+/// ago, and formatting an address costs more than the rest of a frame's line. One slot per
+/// connection number modulo [`SLOTS`], holding both addresses (either direction).
 #[derive(Default)]
 pub struct Addrs {
+    slots: Vec<AddrSlot>,
+}
+
+#[derive(Default)]
+struct AddrSlot {
     key: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
-    src: String,
-    dst: String,
+    a: String,
+    b: String,
 }
 
 impl Addrs {
-    fn get(&mut self, src: std::net::SocketAddr, dst: std::net::SocketAddr) -> (&str, &str) {
-        if self.key != Some((src, dst)) {
-            self.key = Some((src, dst));
-            self.src = src.to_string();
-            self.dst = dst.to_string();
+    fn get(
+        &mut self,
+        conn: u32,
+        src: std::net::SocketAddr,
+        dst: std::net::SocketAddr,
+    ) -> (&str, &str) {
+        if self.slots.is_empty() {
+            self.slots.resize_with(SLOTS, AddrSlot::default);
         }
-        (&self.src, &self.dst)
+        let s = &mut self.slots[conn as usize % SLOTS];
+        match s.key {
+            Some(k) if k == (src, dst) => {}
+            Some(k) if k == (dst, src) => return (&s.b, &s.a),
+            _ => {
+                s.key = Some((src, dst));
+                s.a.clear();
+                s.b.clear();
+                use std::fmt::Write as _;
+                let _ = write!(s.a, "{src}");
+                let _ = write!(s.b, "{dst}");
+            }
+        }
+        (&s.a, &s.b)
+    }
+}
+
+/// The JSON of the header list each connection and direction printed last (`frames --format
+/// jsonl`): a client sends the same request fields again and again, a server the same
+/// response fields; an equal list (same names and values, compared as bytes) copies the JSON
+/// instead of escaping every field again. One slot per (connection, direction) number modulo
+/// [`SLOTS`]; lists above [`HEADER_JSON_MAX`] bytes are not kept, so the cache holds at most a
+/// few MiB however many connections pass.
+#[derive(Default)]
+pub struct HeaderJson {
+    slots: Vec<HeaderSlot>,
+}
+
+/// The largest header list (names and values) whose JSON [`HeaderJson`] keeps.
+const HEADER_JSON_MAX: usize = 4096;
+
+#[derive(Default)]
+struct HeaderSlot {
+    list: Option<h2ledger_core::HeaderList>,
+    json: Vec<u8>,
+}
+
+impl HeaderJson {
+    /// `h` as JSON into `b`: from the slot of `ev`'s connection and direction when it holds
+    /// the same list.
+    fn write(&mut self, b: &mut Vec<u8>, h: &h2ledger_core::HeaderList, ev: &FrameEvent<'_>) {
+        if self.slots.is_empty() {
+            self.slots.resize_with(SLOTS, HeaderSlot::default);
+        }
+        let i = (ev.conn.0 as usize * 2 + ev.dir.index()) % SLOTS;
+        let s = &mut self.slots[i];
+        if s.list.as_ref().is_some_and(|l| l.same_fields(h)) {
+            b.extend_from_slice(&s.json);
+            return;
+        }
+        let start = b.len();
+        header_list(b, h);
+        if h.byte_len() <= HEADER_JSON_MAX {
+            match &mut s.list {
+                Some(l) => l.clone_from(h),
+                None => s.list = Some(h.clone()),
+            }
+            s.json.clear();
+            s.json.extend_from_slice(&b[start..]);
+        } else {
+            s.list = None;
+            s.json = Vec::new();
+        }
     }
 }
 
@@ -153,7 +228,7 @@ fn opt_hex<S: Serializer>(v: &Option<&[u8]>, s: S) -> Result<S::Ok, S::Error> {
 impl<'a> FrameLine<'a> {
     /// The record of a frame (its addresses' text from `addrs`).
     pub fn new(ev: &'a FrameEvent<'a>, addrs: &'a mut Addrs) -> FrameLine<'a> {
-        let (src, dst) = addrs.get(ev.src, ev.dst);
+        let (src, dst) = addrs.get(ev.conn.0, ev.src, ev.dst);
         let mut l = FrameLine {
             class: ev.class.name(),
             conn: ev.conn.0,
@@ -217,6 +292,25 @@ impl FrameLine<'_> {
     /// This record as serde_json writes it (the same bytes, by hand: `frames --format jsonl`
     /// prints millions; `it::usage::frame_lines_equal_serde` compares the two).
     pub fn write_json(&self, buf: &mut Vec<u8>) {
+        self.write_json_with(buf, &mut |b, h| header_list(b, h));
+    }
+
+    /// [`FrameLine::write_json`], the header list's JSON from `cache` when the frame's
+    /// connection and direction printed the same list last (the same bytes).
+    pub fn write_json_cached(
+        &self,
+        buf: &mut Vec<u8>,
+        cache: &mut HeaderJson,
+        ev: &FrameEvent<'_>,
+    ) {
+        self.write_json_with(buf, &mut |b, h| cache.write(b, h, ev));
+    }
+
+    fn write_json_with(
+        &self,
+        buf: &mut Vec<u8>,
+        headers: &mut dyn FnMut(&mut Vec<u8>, &h2ledger_core::HeaderList),
+    ) {
         use crate::jsonw::{k, Obj};
         let mut o = Obj::new(buf);
         o.plain(k!("class"), self.class);
@@ -234,20 +328,7 @@ impl FrameLine<'_> {
             o.raw(k!("grpc_messages"), |b| m.write_json(b));
         }
         if let Some(h) = &self.headers {
-            o.raw(k!("headers"), |b| {
-                b.push(b'[');
-                for (i, h) in h.0.iter().enumerate() {
-                    if i > 0 {
-                        b.push(b',');
-                    }
-                    b.push(b'[');
-                    escaped(b, h.name);
-                    b.push(b',');
-                    escaped(b, h.value);
-                    b.push(b']');
-                }
-                b.push(b']');
-            });
+            o.raw(k!("headers"), |b| headers(b, h.0));
         }
         if let Some(v) = self.increment {
             o.u64(k!("increment"), v.into());
@@ -284,6 +365,22 @@ impl FrameLine<'_> {
         o.opt_u64(k!("write"), self.write);
         o.end();
     }
+}
+
+/// A header list as `[[name, value], ...]` ([`Headers`]' bytes).
+fn header_list(b: &mut Vec<u8>, h: &h2ledger_core::HeaderList) {
+    b.push(b'[');
+    for (i, h) in h.iter().enumerate() {
+        if i > 0 {
+            b.push(b',');
+        }
+        b.push(b'[');
+        escaped(b, h.name);
+        b.push(b',');
+        escaped(b, h.value);
+        b.push(b']');
+    }
+    b.push(b']');
 }
 
 /// [`Escaped`] into `b`: printable ASCII without `"` or `\` (nearly every header) is copied.
