@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use h2ledger_core::{FrameEvent, Observer};
-use h2ledger_output::lines::{Addrs, CallLine, FrameLine, FrameMessages, HeaderJson, Messages};
+use h2ledger_output::lines::{
+    Addrs, CallLine, FrameLine, FrameMessages, HeaderJson, Messages, TimeMemo,
+};
 use h2ledger_run::{End, Obs, Options, Session, View, Wanted};
 use h2ledger_tcp::LinkType;
 
@@ -109,12 +111,16 @@ fn call_lines(file: &Path, all_headers: bool) -> Vec<String> {
     });
     let mut s = Session::new(obs, options(file));
     let mut lines = Vec::new();
+    let mut times = TimeMemo::default();
     let mut take = |s: &mut Session| {
         s.drain_calls(|c| {
             let line = CallLine::new(&c);
             let mut fast = Vec::new();
             line.write_json(&mut fast);
+            let mut memo = Vec::new();
+            line.write_json_memo(&mut memo, &mut times);
             let slow = serde_json::to_vec(&line).unwrap();
+            assert_eq!(memo, fast, "{}: the writer's time memo", file.display());
             let fast = String::from_utf8(fast).unwrap();
             assert_eq!(fast, String::from_utf8(slow).unwrap(), "{}", file.display());
             lines.push(fast);
