@@ -66,6 +66,8 @@ impl Addrs {
 #[derive(Default)]
 pub struct HeaderJson {
     slots: Vec<HeaderSlot>,
+    /// The text of the last frames' times.
+    times: TimeMemo,
 }
 
 /// The largest header list (names and values) whose JSON [`HeaderJson`] keeps.
@@ -80,12 +82,17 @@ struct HeaderSlot {
 impl HeaderJson {
     /// `h` as JSON into `b`: from the slot of `ev`'s connection and direction when it holds
     /// the same list.
-    fn write(&mut self, b: &mut Vec<u8>, h: &h2ledger_core::HeaderList, ev: &FrameEvent<'_>) {
-        if self.slots.is_empty() {
-            self.slots.resize_with(SLOTS, HeaderSlot::default);
+    fn write(
+        slots: &mut Vec<HeaderSlot>,
+        b: &mut Vec<u8>,
+        h: &h2ledger_core::HeaderList,
+        ev: &FrameEvent<'_>,
+    ) {
+        if slots.is_empty() {
+            slots.resize_with(SLOTS, HeaderSlot::default);
         }
         let i = (ev.conn.0 as usize * 2 + ev.dir.index()) % SLOTS;
-        let s = &mut self.slots[i];
+        let s = &mut slots[i];
         if s.list.as_ref().is_some_and(|l| l.same_fields(h)) {
             b.extend_from_slice(&s.json);
             return;
@@ -292,23 +299,26 @@ impl FrameLine<'_> {
     /// This record as serde_json writes it (the same bytes, by hand: `frames --format jsonl`
     /// prints millions; `it::usage::frame_lines_equal_serde` compares the two).
     pub fn write_json(&self, buf: &mut Vec<u8>) {
-        self.write_json_with(buf, &mut |b, h| header_list(b, h));
+        self.write_json_with(buf, &mut TimeMemo::default(), &mut |b, h| header_list(b, h));
     }
 
     /// [`FrameLine::write_json`], the header list's JSON from `cache` when the frame's
-    /// connection and direction printed the same list last (the same bytes).
+    /// connection and direction printed the same list last (the same bytes), and the time's
+    /// text when one of the last two frames had the same (frames of one packet do).
     pub fn write_json_cached(
         &self,
         buf: &mut Vec<u8>,
         cache: &mut HeaderJson,
         ev: &FrameEvent<'_>,
     ) {
-        self.write_json_with(buf, &mut |b, h| cache.write(b, h, ev));
+        let HeaderJson { slots, times } = cache;
+        self.write_json_with(buf, times, &mut |b, h| HeaderJson::write(slots, b, h, ev));
     }
 
     fn write_json_with(
         &self,
         buf: &mut Vec<u8>,
+        times: &mut TimeMemo,
         headers: &mut dyn FnMut(&mut Vec<u8>, &h2ledger_core::HeaderList),
     ) {
         use crate::jsonw::{k, Obj};
@@ -360,7 +370,7 @@ impl FrameLine<'_> {
         o.plain(k!("side"), self.side);
         o.plain(k!("src"), self.src);
         o.u64(k!("stream"), self.stream.into());
-        o.f64(k!("time"), self.time);
+        o.raw(k!("time"), |b| times.float(b, self.time));
         o.plain(k!("type"), self.kind);
         o.opt_u64(k!("write"), self.write);
         o.end();
@@ -728,9 +738,10 @@ impl CallLine<'_> {
     }
 }
 
-/// The text of the last two times a call writer printed (`start`, `end`: epoch seconds, whose
-/// shortest form costs some 300 instructions to find, where calls started or ended by the same
-/// write share it). Exact: a time is reused only for the same `f64` bits.
+/// The text of the last two times a writer printed (epoch seconds: a call's `start` and `end`,
+/// a frame's `time`), whose shortest form costs some 300 instructions to find, where calls
+/// started or ended by the same write, and frames of the same packet, share it. Exact: a time
+/// is reused only for the same `f64` bits.
 #[derive(Default)]
 pub struct TimeMemo {
     last: [(u64, [u8; 32], u8); 2],
