@@ -1,6 +1,8 @@
 //! Header blocks: decoding (HPACK), and what a block says about its stream (request,
 //! response or trailers).
 
+use std::collections::hash_map::Entry;
+
 use super::*;
 
 /// `METHOD SP target SP HTTP/1.x` at the start of `buf`, when its line is complete.
@@ -186,42 +188,57 @@ pub(super) fn classify(
         }
         Kind::Headers => {
             let s = head.stream_id.0;
-            // A stream reset a moment ago (the peer's trailers may cross the RST): its bits.
-            if !c.streams.contains_key(&s) {
-                if let Some(i) = c.recent_resets.iter().position(|r| r.0 == s) {
-                    let (_, bits) = c.recent_resets.remove(i).expect("position found");
-                    c.streams.insert(s, bits);
-                }
-            }
-            let seen = match c.streams.get_mut(&s) {
-                Some(bits) => {
+            let end = head.flags.is_end_stream();
+            // One lookup: the stream's bits updated in place, END_STREAM included (a stream
+            // both sides ended is forgotten, as `end_stream` does).
+            let tracked = c.streams.len();
+            let seen = match c.streams.entry(s) {
+                Entry::Occupied(mut e) => {
+                    let bits = e.get_mut();
                     let seen = *bits & bit != 0;
                     *bits |= bit;
+                    if end {
+                        *bits |= end_bit;
+                        if *bits & 0b1100 == 0b1100 {
+                            e.remove();
+                        }
+                    }
                     seen
                 }
-                None => {
-                    let full = c.streams.len() >= MAX_STREAMS;
-                    if !full {
-                        c.streams.insert(s, bit);
-                    } else {
-                        c.streams_full = true;
-                        c.streams_untracked += 1;
-                    }
-                    // A stream we never saw open, on a connection captured mid-way, may have
-                    // begun before the capture: its first block here may be trailers. Read the
-                    // block itself; without readable fields, trailers are the block that ends
-                    // the stream. Streams beyond the cap are read the same way.
-                    (mid_stream || full)
-                        && match block {
-                            BlockKind::Pseudo => false,
-                            BlockKind::NoPseudo => true,
-                            BlockKind::Unknown => head.flags.is_end_stream(),
+                Entry::Vacant(v) => {
+                    // A stream reset a moment ago (the peer's trailers may cross the RST): its
+                    // bits.
+                    if let Some(i) = c.recent_resets.iter().position(|r| r.0 == s) {
+                        let (_, bits) = c.recent_resets.remove(i).expect("position found");
+                        let seen = bits & bit != 0;
+                        let bits = bits | bit | if end { end_bit } else { 0 };
+                        if bits & 0b1100 != 0b1100 {
+                            v.insert(bits);
                         }
+                        seen
+                    } else {
+                        let full = tracked >= MAX_STREAMS;
+                        if !full {
+                            // One side's bit and at most its end: never both ends.
+                            v.insert(bit | if end { end_bit } else { 0 });
+                        } else {
+                            c.streams_full = true;
+                            c.streams_untracked += 1;
+                        }
+                        // A stream we never saw open, on a connection captured mid-way, may
+                        // have begun before the capture: its first block here may be
+                        // trailers. Read the block itself; without readable fields, trailers
+                        // are the block that ends the stream. Streams beyond the cap are read
+                        // the same way.
+                        (mid_stream || full)
+                            && match block {
+                                BlockKind::Pseudo => false,
+                                BlockKind::NoPseudo => true,
+                                BlockKind::Unknown => end,
+                            }
+                    }
                 }
             };
-            if head.flags.is_end_stream() {
-                end_stream(c, s, end_bit);
-            }
             if seen {
                 FrameClass::Trailers
             } else {
@@ -269,10 +286,11 @@ pub(super) fn classify(
 }
 
 pub(super) fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
-    if let Some(bits) = c.streams.get_mut(&s) {
+    if let Entry::Occupied(mut e) = c.streams.entry(s) {
+        let bits = e.get_mut();
         *bits |= end_bit;
         if *bits & 0b1100 == 0b1100 {
-            c.streams.remove(&s);
+            e.remove();
         }
     }
 }
