@@ -2,7 +2,7 @@
 
 use h2_frame_parser::hpack::HeaderRef;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Field {
     name: (u32, u32),
     value: (u32, u32),
@@ -16,7 +16,7 @@ struct Field {
 pub const MAX_HEADER_LIST_KEPT: usize = 1 << 20;
 
 /// The header fields of one header block, in order.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct HeaderList {
     bytes: Vec<u8>,
     fields: Vec<Field>,
@@ -74,6 +74,17 @@ impl HeaderList {
             value: (n1, v1),
             unseen: h.name_unseen || h.value_unseen,
         });
+    }
+
+    /// Whether `other` holds the same fields (names, values, placeholders), in the same
+    /// order: a cheap comparison of two byte arenas and two span lists.
+    pub fn same_fields(&self, other: &HeaderList) -> bool {
+        self.bytes == other.bytes && self.fields == other.fields
+    }
+
+    /// Bytes of the names and values kept.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
     }
 
     /// Fields kept.

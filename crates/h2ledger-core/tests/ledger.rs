@@ -311,3 +311,53 @@ fn mid_connection_client_from_pseudo_headers() {
     assert_eq!(r.sides.get(Side::Client).frames.get(FrameClass::Headers), 1);
     assert_eq!(r.sides.get(Side::Server).frames.get(FrameClass::Headers), 1);
 }
+
+/// The same block sent again is decoded again as soon as the table changed in between: the
+/// ledger remembers a block only while the decoder is as it left it (decision 220).
+#[test]
+fn a_repeated_block_follows_the_table() {
+    let headers = |stream: u32, block: &[u8]| {
+        let mut h = frame_bytes!(HEADERS, 5, stream, []);
+        h[2] = block.len() as u8;
+        h.extend_from_slice(block);
+        h
+    };
+    let mut c = conn(true);
+    c.write(Dir::Fwd, &[&preface_and_settings()]);
+    let mut first = vec![0x82, 0x84];
+    first.extend(literal_indexed("x-id", "a"));
+    c.write(Dir::Fwd, &[&headers(1, &first)]);
+    // :method GET, :path /, index 62 (the newest entry): x-id a twice, then x-id b once the
+    // next block inserted it.
+    let again = [0x82, 0x84, 0xbe];
+    c.write(Dir::Fwd, &[&headers(3, &again)]);
+    c.write(Dir::Fwd, &[&headers(5, &again)]);
+    let mut insert = vec![0x82, 0x84];
+    insert.extend(literal_indexed("x-id", "b"));
+    c.write(Dir::Fwd, &[&headers(7, &insert)]);
+    c.write(Dir::Fwd, &[&headers(9, &again)]);
+    c.write(Dir::Fwd, &[&headers(11, &again)]);
+    // The server asks for an empty table; the client's ACK applies it: index 62 is gone, and
+    // the same block no longer decodes.
+    c.write(
+        Dir::Rev,
+        &[&frame_bytes!(SETTINGS, 0, 0, [0, 1, 0, 0, 0, 0])],
+    );
+    c.write(Dir::Fwd, &[&frame_bytes!(SETTINGS, 1, 0, [])]);
+    c.write(Dir::Fwd, &[&headers(13, &again)]);
+    let ids: Vec<String> = c
+        .ledger
+        .observer
+        .1
+        .frames
+        .iter()
+        .filter(|f| f.1 == FrameClass::Headers)
+        .map(|f| {
+            f.4.iter()
+                .find(|h| h.0 == "x-id")
+                .map(|h| h.1.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(ids, ["a", "a", "a", "b", "b", "b", ""]);
+}

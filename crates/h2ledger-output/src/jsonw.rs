@@ -163,7 +163,7 @@ impl<'a> Obj<'a> {
 /// serde_json's float: `null` when not finite, else zmij's shortest form, which for a whole
 /// number below 10^15 is its digits and `.0` (written here without zmij: most durations in
 /// microseconds are whole).
-fn float(b: &mut Vec<u8>, v: f64) {
+pub(crate) fn float(b: &mut Vec<u8>, v: f64) {
     // Whole below 10^15 (< 2^53, so the round trip through i64 is exact; false for NaN and
     // the infinities): `v as i64` is one instruction, where `fract` is a libm call on x86-64.
     if v.abs() < 1e15 && (v as i64) as f64 == v && !(v == 0.0 && v.is_sign_negative()) {
@@ -211,7 +211,7 @@ pub fn needs_escape(v: &[u8], ascii: bool) -> bool {
 }
 
 /// A JSON string: copied when nothing in it needs an escape, else serde_json's escaping.
-fn string(b: &mut Vec<u8>, v: &str) {
+pub(crate) fn string(b: &mut Vec<u8>, v: &str) {
     if !needs_escape(v.as_bytes(), false) {
         b.push(b'"');
         b.extend_from_slice(v.as_bytes());

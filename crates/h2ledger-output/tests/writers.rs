@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use h2ledger_core::{FrameEvent, Observer};
-use h2ledger_output::lines::{Addrs, CallLine, FrameLine, FrameMessages, Messages};
+use h2ledger_output::lines::{
+    Addrs, CallLine, FrameLine, FrameMessages, HeaderJson, Messages, TimeMemo,
+};
 use h2ledger_run::{End, Obs, Options, Session, View, Wanted};
 use h2ledger_tcp::LinkType;
 
@@ -52,6 +54,8 @@ fn replay<O: View>(file: &Path, s: &mut Session<O>, mut after: impl FnMut(&mut S
 #[derive(Default)]
 struct FrameCheck {
     addrs: Addrs,
+    /// The printer's header cache: its lines must be the same bytes too.
+    header_json: HeaderJson,
     frames: usize,
     first_difference: Option<(String, String)>,
 }
@@ -67,9 +71,12 @@ impl Observer for FrameCheck {
         let line = FrameLine::new(ev, &mut self.addrs);
         let mut fast = Vec::new();
         line.write_json(&mut fast);
+        let mut cached = Vec::new();
+        line.write_json_cached(&mut cached, &mut self.header_json, ev);
         let slow = serde_json::to_vec(&line).unwrap();
         self.frames += 1;
-        if fast != slow && self.first_difference.is_none() {
+        if (fast != slow || cached != slow) && self.first_difference.is_none() {
+            let fast = if fast == slow { cached } else { fast };
             self.first_difference = Some((
                 String::from_utf8_lossy(&fast).into_owned(),
                 String::from_utf8_lossy(&slow).into_owned(),
@@ -104,12 +111,16 @@ fn call_lines(file: &Path, all_headers: bool) -> Vec<String> {
     });
     let mut s = Session::new(obs, options(file));
     let mut lines = Vec::new();
+    let mut times = TimeMemo::default();
     let mut take = |s: &mut Session| {
         s.drain_calls(|c| {
             let line = CallLine::new(&c);
             let mut fast = Vec::new();
             line.write_json(&mut fast);
+            let mut memo = Vec::new();
+            line.write_json_memo(&mut memo, &mut times);
             let slow = serde_json::to_vec(&line).unwrap();
+            assert_eq!(memo, fast, "{}: the writer's time memo", file.display());
             let fast = String::from_utf8(fast).unwrap();
             assert_eq!(fast, String::from_utf8(slow).unwrap(), "{}", file.display());
             lines.push(fast);

@@ -169,6 +169,8 @@ pub struct Decoder {
     scratch_value: Vec<u8>,
     /// The last block's header list size (RFC 9113 §6.5.2).
     list_size: u64,
+    /// Moves at every change of state that decoding depends on (see [`Decoder::changes`]).
+    changes: u64,
 }
 
 impl Default for Decoder {
@@ -189,6 +191,7 @@ impl Decoder {
             scratch_name: Vec::new(),
             scratch_value: Vec::new(),
             list_size: 0,
+            changes: 0,
         }
     }
 
@@ -210,6 +213,7 @@ impl Decoder {
     /// limit shrinks the table at once (the encoder must shrink to at most `n` anyway); a larger
     /// one only permits later size updates up to `n` (RFC 7541 §4.2).
     pub fn set_max_size_limit(&mut self, n: u32) {
+        self.changed();
         self.limit = n;
         if self.table.max_size() > n as usize {
             self.table.set_max_size(n as usize);
@@ -227,6 +231,7 @@ impl Decoder {
     /// and a reference to one of those decodes as a placeholder (as in mid-stream mode)
     /// instead of failing.
     pub fn set_cap(&mut self, cap: u32) {
+        self.changed();
         self.cap = cap;
         if self.table.max_size() > cap as usize {
             self.table.set_max_size(cap as usize);
@@ -259,6 +264,21 @@ impl Decoder {
     /// reference large table entries many times: this is what it expands to.
     pub fn last_list_size(&self) -> u64 {
         self.list_size
+    }
+
+    /// A count that moves whenever the state decoding depends on changes: an entry inserted,
+    /// the table emptied or resized, the size limit or the cap set. Two decodes of the same
+    /// block on this decoder with the same count before each (and no change made by the
+    /// first) deliver the same headers, list size and result: a caller may keep the first's
+    /// output instead of decoding again. Errors do not move it: the caller is expected to
+    /// drop the decoder (or stop remembering) after one.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    #[inline(always)]
+    fn changed(&mut self) {
+        self.changes = self.changes.wrapping_add(1);
     }
 
     #[inline(always)]
@@ -312,6 +332,7 @@ impl Decoder {
     }
 
     fn size_update(&mut self, size: u32) -> Result<(), HpackError> {
+        self.changed();
         // "The new maximum size MUST be lower than or equal to the limit determined by the
         // protocol using HPACK. A value that exceeds this limit MUST be treated as a decoding
         // error." (§6.3)
@@ -436,6 +457,7 @@ impl Decoder {
             self.count(n);
             return Ok(());
         }
+        self.changes = self.changes.wrapping_add(1);
         if !self
             .table
             .fits(Entry::accounted_size(name, value, name_unseen))

@@ -503,3 +503,31 @@ fn uncapped_decoder_keeps_the_exact_behaviour() {
     assert_eq!(d.max_size(), 1 << 20);
     assert_eq!(run(&mut d, &[0xc0]), Err(HpackError::InvalidIndex(64)));
 }
+
+/// `changes` moves with every change decoding depends on (an insertion, a size update, the
+/// limit or the cap), and not for a block of indexed fields and literals that are not
+/// indexed: decoding such a block again gives the same fields.
+#[test]
+fn changes_move_with_the_state_only() {
+    let mut dec = Decoder::new();
+    let c0 = dec.changes();
+    // C.3.1: three indexed fields and :authority with incremental indexing.
+    let first = hex("8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d");
+    run(&mut dec, &first).unwrap();
+    let c1 = dec.changes();
+    assert_ne!(c0, c1, "an insertion is a change");
+    // Indexed fields (one from the dynamic table) and a literal without indexing.
+    let plain = hex("8286 84be 0003 6162 6301 78");
+    let a = run(&mut dec, &plain).unwrap();
+    assert_eq!(dec.changes(), c1, "nothing inserted");
+    assert_eq!(run(&mut dec, &plain).unwrap(), a);
+    assert_eq!(dec.changes(), c1);
+    dec.set_max_size_limit(4096);
+    assert_ne!(dec.changes(), c1, "the limit is a change");
+    let c2 = dec.changes();
+    run(&mut dec, &size_update(4096)).unwrap();
+    assert_ne!(dec.changes(), c2, "a size update is a change");
+    let c3 = dec.changes();
+    dec.set_cap(1 << 16);
+    assert_ne!(dec.changes(), c3, "the cap is a change");
+}

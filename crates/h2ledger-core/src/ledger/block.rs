@@ -1,6 +1,8 @@
 //! Header blocks: decoding (HPACK), and what a block says about its stream (request,
 //! response or trailers).
 
+use std::collections::hash_map::Entry;
+
 use super::*;
 
 /// `METHOD SP target SP HTTP/1.x` at the start of `buf`, when its line is complete.
@@ -25,6 +27,50 @@ pub(super) struct BlockSummary {
     pub(super) size: BlockSize,
 }
 
+/// Blocks up to this size are remembered by [`BlockMemo`] (decision 220).
+const MEMO_MAX: usize = 512;
+
+/// The last header block a direction decoded, kept when decoding it again would give the same
+/// fields and leave the decoder as it was: no entry inserted, no size update, no error, no
+/// field cut. Clients and servers send the same block again and again (every request of a
+/// load generator, every unary gRPC call to a method, a response within the same second once
+/// its fields are in the table); a block equal to the one remembered, on a decoder that has
+/// not changed since ([`Decoder::changes`]), for the same [`HeaderNeed`], leaves `headers`
+/// and `summary` as they are instead of being decoded (decision 220).
+#[derive(Debug, Default)]
+pub(super) struct BlockMemo {
+    bytes: Vec<u8>,
+    /// The decoder's change count after the block, and the need its fields were kept for.
+    key: Option<(u64, HeaderNeed)>,
+}
+
+impl BlockMemo {
+    pub(super) fn forget(&mut self) {
+        self.key = None;
+    }
+
+    fn hit(&self, block: &[u8], need: HeaderNeed, changes: u64) -> bool {
+        match self.key {
+            Some((c, n)) => c == changes && same_need(n, need) && self.bytes == block,
+            None => false,
+        }
+    }
+
+    fn remember(&mut self, block: &[u8], need: HeaderNeed, changes: u64) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(block);
+        self.key = Some((changes, need));
+    }
+}
+
+fn same_need(a: HeaderNeed, b: HeaderNeed) -> bool {
+    match (a, b) {
+        (HeaderNeed::None, HeaderNeed::None) | (HeaderNeed::All, HeaderNeed::All) => true,
+        (HeaderNeed::Some(f), HeaderNeed::Some(g)) => std::ptr::fn_addr_eq(f, g),
+        _ => false,
+    }
+}
+
 /// Decodes a header block, keeping the fields the observers need in `ds.headers`.
 pub(super) fn decode_block(
     ds: &mut DirState,
@@ -35,6 +81,11 @@ pub(super) fn decode_block(
     src: SocketAddr,
     dst: SocketAddr,
 ) -> bool {
+    let changes = ds.hpack.changes();
+    if ds.memo.hit(block, keep, changes) {
+        return true;
+    }
+    ds.memo.forget();
     ds.headers.clear();
     ds.headers.set_kept(match keep {
         HeaderNeed::Some(f) => Some(f),
@@ -81,7 +132,12 @@ pub(super) fn decode_block(
         });
     }
     match result {
-        Ok(()) => true,
+        Ok(()) => {
+            if ds.hpack.changes() == changes && ds.headers.cut() == 0 && block.len() <= MEMO_MAX {
+                ds.memo.remember(block, keep, changes);
+            }
+            true
+        }
         Err(e) => {
             ds.lose_hpack_sync();
             warnings.add("hpack-error", || {
@@ -132,42 +188,57 @@ pub(super) fn classify(
         }
         Kind::Headers => {
             let s = head.stream_id.0;
-            // A stream reset a moment ago (the peer's trailers may cross the RST): its bits.
-            if !c.streams.contains_key(&s) {
-                if let Some(i) = c.recent_resets.iter().position(|r| r.0 == s) {
-                    let (_, bits) = c.recent_resets.remove(i).expect("position found");
-                    c.streams.insert(s, bits);
-                }
-            }
-            let seen = match c.streams.get_mut(&s) {
-                Some(bits) => {
+            let end = head.flags.is_end_stream();
+            // One lookup: the stream's bits updated in place, END_STREAM included (a stream
+            // both sides ended is forgotten, as `end_stream` does).
+            let tracked = c.streams.len();
+            let seen = match c.streams.entry(s) {
+                Entry::Occupied(mut e) => {
+                    let bits = e.get_mut();
                     let seen = *bits & bit != 0;
                     *bits |= bit;
+                    if end {
+                        *bits |= end_bit;
+                        if *bits & 0b1100 == 0b1100 {
+                            e.remove();
+                        }
+                    }
                     seen
                 }
-                None => {
-                    let full = c.streams.len() >= MAX_STREAMS;
-                    if !full {
-                        c.streams.insert(s, bit);
-                    } else {
-                        c.streams_full = true;
-                        c.streams_untracked += 1;
-                    }
-                    // A stream we never saw open, on a connection captured mid-way, may have
-                    // begun before the capture: its first block here may be trailers. Read the
-                    // block itself; without readable fields, trailers are the block that ends
-                    // the stream. Streams beyond the cap are read the same way.
-                    (mid_stream || full)
-                        && match block {
-                            BlockKind::Pseudo => false,
-                            BlockKind::NoPseudo => true,
-                            BlockKind::Unknown => head.flags.is_end_stream(),
+                Entry::Vacant(v) => {
+                    // A stream reset a moment ago (the peer's trailers may cross the RST): its
+                    // bits.
+                    if let Some(i) = c.recent_resets.iter().position(|r| r.0 == s) {
+                        let (_, bits) = c.recent_resets.remove(i).expect("position found");
+                        let seen = bits & bit != 0;
+                        let bits = bits | bit | if end { end_bit } else { 0 };
+                        if bits & 0b1100 != 0b1100 {
+                            v.insert(bits);
                         }
+                        seen
+                    } else {
+                        let full = tracked >= MAX_STREAMS;
+                        if !full {
+                            // One side's bit and at most its end: never both ends.
+                            v.insert(bit | if end { end_bit } else { 0 });
+                        } else {
+                            c.streams_full = true;
+                            c.streams_untracked += 1;
+                        }
+                        // A stream we never saw open, on a connection captured mid-way, may
+                        // have begun before the capture: its first block here may be
+                        // trailers. Read the block itself; without readable fields, trailers
+                        // are the block that ends the stream. Streams beyond the cap are read
+                        // the same way.
+                        (mid_stream || full)
+                            && match block {
+                                BlockKind::Pseudo => false,
+                                BlockKind::NoPseudo => true,
+                                BlockKind::Unknown => end,
+                            }
+                    }
                 }
             };
-            if head.flags.is_end_stream() {
-                end_stream(c, s, end_bit);
-            }
             if seen {
                 FrameClass::Trailers
             } else {
@@ -215,10 +286,11 @@ pub(super) fn classify(
 }
 
 pub(super) fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
-    if let Some(bits) = c.streams.get_mut(&s) {
+    if let Entry::Occupied(mut e) = c.streams.entry(s) {
+        let bits = e.get_mut();
         *bits |= end_bit;
         if *bits & 0b1100 == 0b1100 {
-            c.streams.remove(&s);
+            e.remove();
         }
     }
 }

@@ -85,6 +85,9 @@ struct DirState {
     hpack: Decoder,
     headers: HeaderList,
     summary: BlockSummary,
+    /// The last block decoded, when decoding it again would change nothing (`headers` and
+    /// `summary` are its output).
+    memo: BlockMemo,
     settings_sent: VecDeque<(Option<u32>, Option<u32>)>,
     max_frame: u32,
     mid_stream: bool,
@@ -119,6 +122,7 @@ impl DirState {
             hpack: bounded_decoder(),
             headers: HeaderList::default(),
             summary: BlockSummary::default(),
+            memo: BlockMemo::default(),
             settings_sent: VecDeque::new(),
             max_frame: DEFAULT_MAX_FRAME,
             mid_stream: !at_start,
@@ -150,11 +154,17 @@ impl DirState {
         self.lose_hpack_sync();
     }
 
+    /// A new HPACK decoder: what was remembered of the old one's last block goes.
+    fn set_decoder(&mut self, d: Decoder) {
+        self.hpack = d;
+        self.memo.forget();
+    }
+
     fn lose_hpack_sync(&mut self) {
         // The SETTINGS we saw still bound the peer; the table stays capped either way.
         let limit = (!self.hpack.is_mid_stream()).then(|| self.hpack.max_size_limit());
         let was_capped = self.hpack.capped();
-        self.hpack = mid_stream_decoder();
+        self.set_decoder(mid_stream_decoder());
         if let Some(l) = limit {
             self.hpack.set_max_size_limit(l.max(MAX_HPACK_TABLE));
         }

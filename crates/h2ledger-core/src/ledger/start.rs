@@ -106,7 +106,7 @@ impl<O: Observer> Ledger<O> {
             };
             ds.late_start = ds.mid_stream || http1.is_some() || before > 0;
             if ds.mid_stream {
-                ds.hpack = mid_stream_decoder();
+                ds.set_decoder(mid_stream_decoder());
             }
         }
         let mid_stream = ds.mid_stream;

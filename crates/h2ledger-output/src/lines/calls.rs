@@ -251,6 +251,7 @@ impl CallPrinter {
                         Ok(Msg::Start(out)) => out,
                         _ => return None,
                     };
+                    let mut times = super::TimeMemo::default();
                     for msg in rx {
                         let batch = match msg {
                             Msg::Calls(batch) => batch,
@@ -277,7 +278,7 @@ impl CallPrinter {
                                 .map(|d| d.call(v.grpc, v.rec.conn, v.rec.stream));
                             let line = with_messages(CallLine::new(&v), &msgs);
                             out.record_with(|buf| {
-                                line.write_json(buf);
+                                line.write_json_memo(buf, &mut times);
                                 true
                             });
                             if let Some(k) = o.grpc.and_then(|g| g.kept) {

@@ -5,7 +5,7 @@ use h2ledger_core::analysis::escape_bytes;
 use h2ledger_core::{FrameClass, FrameEvent, Observer, Side};
 use h2ledger_tcp::Nanos;
 
-use super::{Addrs, FrameLine, Out, Shape};
+use super::{Addrs, FrameLine, HeaderJson, Out, Shape};
 
 /// Which frames to print.
 #[derive(Clone, Debug, Default)]
@@ -48,6 +48,8 @@ pub struct FramePrinter {
     /// Stop after this many frames printed (`--max-frames`).
     pub max: Option<u64>,
     addrs: Addrs,
+    /// The JSON of the header lists last printed (`frames --format jsonl`).
+    header_json: HeaderJson,
     /// The table goes to a terminal: frames wider than [`WIDTH`] go on over more lines.
     /// Piped or redirected, a frame is one line (`wc -l` and `grep -c` count frames).
     wrap: bool,
@@ -71,6 +73,7 @@ impl FramePrinter {
             seen: 0,
             max: None,
             addrs: Addrs::default(),
+            header_json: HeaderJson::default(),
             wrap,
             messages: None,
             wide: false,
@@ -204,9 +207,10 @@ impl Observer for FramePrinter {
         if !print {
             return;
         }
-        let new_conn = self.announced.insert(ev.conn.0);
-        self.conns += u64::from(new_conn);
         if table {
+            // Only the table announces connections (and counts them for its closing line).
+            let new_conn = self.announced.insert(ev.conn.0);
+            self.conns += u64::from(new_conn);
             self.out.records += 1;
             if new_conn {
                 let (client, server) = match ev.side {
@@ -228,8 +232,9 @@ impl Observer for FramePrinter {
         } else {
             let mut line = FrameLine::new(ev, &mut self.addrs);
             line.set_messages(&msgs.msgs);
+            let cache = &mut self.header_json;
             self.out.record_with(|buf| {
-                line.write_json(buf);
+                line.write_json_cached(buf, cache, ev);
                 true
             });
         }

@@ -11,23 +11,105 @@ use serde::{Serialize, Serializer};
 
 use super::messages::{CallMessages, Decoded, MsgList};
 
-/// The text of the last frame's addresses: consecutive frames nearly always share them, and
-/// formatting an address costs more than the rest of a frame's line.
+/// Slots of [`Addrs`] and [`HeaderJson`]: a connection (and direction) has one, chosen by its
+/// number, so that frames of up to this many interleaved connections find theirs.
+const SLOTS: usize = 64;
+
+/// The text of connections' addresses: a frame's connection nearly always had a frame a moment
+/// ago, and formatting an address costs more than the rest of a frame's line. One slot per
+/// connection number modulo [`SLOTS`], holding both addresses (either direction).
 #[derive(Default)]
 pub struct Addrs {
+    slots: Vec<AddrSlot>,
+}
+
+#[derive(Default)]
+struct AddrSlot {
     key: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
-    src: String,
-    dst: String,
+    a: String,
+    b: String,
 }
 
 impl Addrs {
-    fn get(&mut self, src: std::net::SocketAddr, dst: std::net::SocketAddr) -> (&str, &str) {
-        if self.key != Some((src, dst)) {
-            self.key = Some((src, dst));
-            self.src = src.to_string();
-            self.dst = dst.to_string();
+    fn get(
+        &mut self,
+        conn: u32,
+        src: std::net::SocketAddr,
+        dst: std::net::SocketAddr,
+    ) -> (&str, &str) {
+        if self.slots.is_empty() {
+            self.slots.resize_with(SLOTS, AddrSlot::default);
         }
-        (&self.src, &self.dst)
+        let s = &mut self.slots[conn as usize % SLOTS];
+        match s.key {
+            Some(k) if k == (src, dst) => {}
+            Some(k) if k == (dst, src) => return (&s.b, &s.a),
+            _ => {
+                s.key = Some((src, dst));
+                s.a.clear();
+                s.b.clear();
+                use std::fmt::Write as _;
+                let _ = write!(s.a, "{src}");
+                let _ = write!(s.b, "{dst}");
+            }
+        }
+        (&s.a, &s.b)
+    }
+}
+
+/// The JSON of the header list each connection and direction printed last (`frames --format
+/// jsonl`): a client sends the same request fields again and again, a server the same
+/// response fields; an equal list (same names and values, compared as bytes) copies the JSON
+/// instead of escaping every field again. One slot per (connection, direction) number modulo
+/// [`SLOTS`]; lists above [`HEADER_JSON_MAX`] bytes are not kept, so the cache holds at most a
+/// few MiB however many connections pass.
+#[derive(Default)]
+pub struct HeaderJson {
+    slots: Vec<HeaderSlot>,
+    /// The text of the last frames' times.
+    times: TimeMemo,
+}
+
+/// The largest header list (names and values) whose JSON [`HeaderJson`] keeps.
+const HEADER_JSON_MAX: usize = 4096;
+
+#[derive(Default)]
+struct HeaderSlot {
+    list: Option<h2ledger_core::HeaderList>,
+    json: Vec<u8>,
+}
+
+impl HeaderJson {
+    /// `h` as JSON into `b`: from the slot of `ev`'s connection and direction when it holds
+    /// the same list.
+    fn write(
+        slots: &mut Vec<HeaderSlot>,
+        b: &mut Vec<u8>,
+        h: &h2ledger_core::HeaderList,
+        ev: &FrameEvent<'_>,
+    ) {
+        if slots.is_empty() {
+            slots.resize_with(SLOTS, HeaderSlot::default);
+        }
+        let i = (ev.conn.0 as usize * 2 + ev.dir.index()) % SLOTS;
+        let s = &mut slots[i];
+        if s.list.as_ref().is_some_and(|l| l.same_fields(h)) {
+            b.extend_from_slice(&s.json);
+            return;
+        }
+        let start = b.len();
+        header_list(b, h);
+        if h.byte_len() <= HEADER_JSON_MAX {
+            match &mut s.list {
+                Some(l) => l.clone_from(h),
+                None => s.list = Some(h.clone()),
+            }
+            s.json.clear();
+            s.json.extend_from_slice(&b[start..]);
+        } else {
+            s.list = None;
+            s.json = Vec::new();
+        }
     }
 }
 
@@ -153,7 +235,7 @@ fn opt_hex<S: Serializer>(v: &Option<&[u8]>, s: S) -> Result<S::Ok, S::Error> {
 impl<'a> FrameLine<'a> {
     /// The record of a frame (its addresses' text from `addrs`).
     pub fn new(ev: &'a FrameEvent<'a>, addrs: &'a mut Addrs) -> FrameLine<'a> {
-        let (src, dst) = addrs.get(ev.src, ev.dst);
+        let (src, dst) = addrs.get(ev.conn.0, ev.src, ev.dst);
         let mut l = FrameLine {
             class: ev.class.name(),
             conn: ev.conn.0,
@@ -217,6 +299,28 @@ impl FrameLine<'_> {
     /// This record as serde_json writes it (the same bytes, by hand: `frames --format jsonl`
     /// prints millions; `it::usage::frame_lines_equal_serde` compares the two).
     pub fn write_json(&self, buf: &mut Vec<u8>) {
+        self.write_json_with(buf, &mut TimeMemo::default(), &mut |b, h| header_list(b, h));
+    }
+
+    /// [`FrameLine::write_json`], the header list's JSON from `cache` when the frame's
+    /// connection and direction printed the same list last (the same bytes), and the time's
+    /// text when one of the last two frames had the same (frames of one packet do).
+    pub fn write_json_cached(
+        &self,
+        buf: &mut Vec<u8>,
+        cache: &mut HeaderJson,
+        ev: &FrameEvent<'_>,
+    ) {
+        let HeaderJson { slots, times } = cache;
+        self.write_json_with(buf, times, &mut |b, h| HeaderJson::write(slots, b, h, ev));
+    }
+
+    fn write_json_with(
+        &self,
+        buf: &mut Vec<u8>,
+        times: &mut TimeMemo,
+        headers: &mut dyn FnMut(&mut Vec<u8>, &h2ledger_core::HeaderList),
+    ) {
         use crate::jsonw::{k, Obj};
         let mut o = Obj::new(buf);
         o.plain(k!("class"), self.class);
@@ -234,20 +338,7 @@ impl FrameLine<'_> {
             o.raw(k!("grpc_messages"), |b| m.write_json(b));
         }
         if let Some(h) = &self.headers {
-            o.raw(k!("headers"), |b| {
-                b.push(b'[');
-                for (i, h) in h.0.iter().enumerate() {
-                    if i > 0 {
-                        b.push(b',');
-                    }
-                    b.push(b'[');
-                    escaped(b, h.name);
-                    b.push(b',');
-                    escaped(b, h.value);
-                    b.push(b']');
-                }
-                b.push(b']');
-            });
+            o.raw(k!("headers"), |b| headers(b, h.0));
         }
         if let Some(v) = self.increment {
             o.u64(k!("increment"), v.into());
@@ -279,11 +370,27 @@ impl FrameLine<'_> {
         o.plain(k!("side"), self.side);
         o.plain(k!("src"), self.src);
         o.u64(k!("stream"), self.stream.into());
-        o.f64(k!("time"), self.time);
+        o.raw(k!("time"), |b| times.float(b, self.time));
         o.plain(k!("type"), self.kind);
         o.opt_u64(k!("write"), self.write);
         o.end();
     }
+}
+
+/// A header list as `[[name, value], ...]` ([`Headers`]' bytes).
+fn header_list(b: &mut Vec<u8>, h: &h2ledger_core::HeaderList) {
+    b.push(b'[');
+    for (i, h) in h.iter().enumerate() {
+        if i > 0 {
+            b.push(b',');
+        }
+        b.push(b'[');
+        escaped(b, h.name);
+        b.push(b',');
+        escaped(b, h.value);
+        b.push(b']');
+    }
+    b.push(b']');
 }
 
 /// [`Escaped`] into `b`: printable ASCII without `"` or `\` (nearly every header) is copied.
@@ -305,13 +412,19 @@ impl CallFrames {
     /// TRAILERS, other.
     const SORTED: [usize; 4] = [1, 0, 2, 3];
 
-    fn write(&self, o: &mut crate::jsonw::Obj<'_>) {
-        use crate::jsonw::k;
-        // The keys of CALL_KINDS in SORTED order.
-        const KEYS: [&str; 4] = [k!("DATA"), k!("HEADERS"), k!("TRAILERS"), k!("other")];
-        for (key, i) in KEYS.into_iter().zip(Self::SORTED) {
-            o.u64(key, u64::from(self.0[i]));
-        }
+    /// `{"DATA":n,"HEADERS":n,"TRAILERS":n,"other":n}` (the keys of CALL_KINDS in SORTED
+    /// order).
+    fn write(&self, b: &mut Vec<u8>) {
+        let [headers, data, trailers, other] = self.0;
+        lit(b, "{\"DATA\":");
+        num(b, data.into());
+        lit(b, ",\"HEADERS\":");
+        num(b, headers.into());
+        lit(b, ",\"TRAILERS\":");
+        num(b, trailers.into());
+        lit(b, ",\"other\":");
+        num(b, other.into());
+        b.push(b'}');
     }
 }
 
@@ -466,83 +579,211 @@ impl<'a> CallLine<'a> {
 
 impl CallLine<'_> {
     /// The record as `serde_json::to_writer` writes it (same keys, same order, same bytes:
-    /// `it::usage::call_lines_equal_serde` checks), several times faster.
+    /// `it::usage::call_lines_equal_serde` checks), several times faster. Written as runs of
+    /// constant text between the values (`,"conn":`, `},"grpc_encoding":{"client":`): a record
+    /// always has the same keys in the same order, so each run is one copy.
     pub fn write_json(&self, buf: &mut Vec<u8>) {
-        use crate::jsonw::{k, Obj};
-        fn pair_u64<T: Into<u64> + Copy>(o: &mut Obj<'_>, k: &str, p: &Option<Pair<T>>) {
+        self.write_json_memo(buf, &mut TimeMemo::default());
+    }
+
+    /// [`CallLine::write_json`], the text of `start` and `end` from `memo` when a call just
+    /// written had the same (calls that start in one write, or end in one, have the same times).
+    pub fn write_json_memo(&self, buf: &mut Vec<u8>, memo: &mut TimeMemo) {
+        use crate::jsonw::{float, string};
+        fn pair<T: Into<u64> + Copy>(b: &mut Vec<u8>, p: &Option<Pair<T>>) {
             match p {
-                Some(p) => o.obj(k, |o| {
-                    o.u64(k!("client"), p.client.into());
-                    o.u64(k!("server"), p.server.into());
-                }),
-                None => o.null(k),
+                Some(p) => {
+                    lit(b, "{\"client\":");
+                    num(b, p.client.into());
+                    lit(b, ",\"server\":");
+                    num(b, p.server.into());
+                    b.push(b'}');
+                }
+                None => lit(b, "null"),
             }
         }
-        let mut o = Obj::new(buf);
-        pair_u64(&mut o, k!("compressed"), &self.compressed);
-        o.u64(k!("conn"), self.conn.into());
-        o.opt_f64(k!("duration_us"), self.duration_us);
-        o.opt_f64(k!("end"), self.end);
-        o.opt_f64(k!("first_byte_us"), self.first_byte_us);
-        o.obj(k!("frames"), |o| {
-            o.obj(k!("client"), |o| self.frames.client.write(o));
-            o.obj(k!("server"), |o| self.frames.server.write(o));
-        });
-        o.obj(k!("grpc_encoding"), |o| {
-            o.opt_str(k!("client"), self.grpc_encoding.client);
-            o.opt_str(k!("server"), self.grpc_encoding.server);
-        });
-        o.opt_str(k!("grpc_message"), self.grpc_message);
-        o.opt_u64(k!("grpc_status"), self.grpc_status.map(u64::from));
-        o.opt_str(k!("http_method"), self.http_method);
-        o.opt_u64(k!("http_status"), self.http_status.map(u64::from));
-        o.u64(k!("in_flight_at_start"), self.in_flight_at_start.into());
-        pair_u64(&mut o, k!("incomplete_messages"), &self.incomplete_messages);
-        pair_u64(&mut o, k!("message_bytes"), &self.message_bytes);
-        pair_u64(&mut o, k!("messages"), &self.messages);
-        if let Some(p) = &self.messages_omitted {
-            pair_u64(&mut o, k!("messages_omitted"), p);
+        fn opt_f64(b: &mut Vec<u8>, v: Option<f64>) {
+            match v {
+                Some(v) => float(b, v),
+                None => lit(b, "null"),
+            }
         }
-        o.str(k!("method"), self.method);
-        o.obj(k!("opened_bdp_round"), |o| {
-            o.bool(k!("client"), self.opened_bdp_round.client);
-            o.bool(k!("server"), self.opened_bdp_round.server);
-        });
-        o.opt_f64(k!("ping_rtt_us"), self.ping_rtt_us);
-        o.plain(k!("record"), self.record);
-        fn list(o: &mut Obj<'_>, k: &str, l: &Option<Option<MsgList<'_>>>) {
+        fn opt_str(b: &mut Vec<u8>, v: Option<&str>) {
+            match v {
+                Some(v) => string(b, v),
+                None => lit(b, "null"),
+            }
+        }
+        fn opt_num(b: &mut Vec<u8>, v: Option<u16>) {
+            match v {
+                Some(v) => num(b, v.into()),
+                None => lit(b, "null"),
+            }
+        }
+        fn bool(b: &mut Vec<u8>, v: bool) {
+            lit(b, if v { "true" } else { "false" });
+        }
+        /// `key` (`,"name":`) and the list, `null`, or nothing.
+        fn list(b: &mut Vec<u8>, key: &str, l: &Option<Option<MsgList<'_>>>) {
             match l {
-                Some(Some(l)) => o.raw(k, |b| l.write_json(b)),
-                Some(None) => o.null(k),
+                Some(Some(l)) => {
+                    lit(b, key);
+                    l.write_json(b);
+                }
+                Some(None) => {
+                    lit(b, key);
+                    lit(b, "null");
+                }
                 None => {}
             }
         }
-        list(&mut o, k!("request_messages"), &self.request_messages);
-        o.bool(k!("reset"), self.reset);
-        o.opt_str(k!("reset_by"), self.reset_by);
-        o.opt_str(k!("reset_code"), self.reset_code.as_deref());
-        list(&mut o, k!("response_messages"), &self.response_messages);
-        o.opt_f64(k!("server_time_us"), self.server_time_us);
-        o.obj(k!("stalled_us"), |o| {
-            o.f64(k!("client"), self.stalled_us.client);
-            o.f64(k!("server"), self.stalled_us.server);
-        });
-        o.obj(k!("stalls"), |o| {
-            o.u64(k!("client"), self.stalls.client.into());
-            o.u64(k!("server"), self.stalls.server.into());
-        });
-        o.f64(k!("start"), self.start);
-        match self.status.0 {
-            (text, Some(n)) => o.str_num(k!("status"), text, n),
-            (text, None) => o.str(k!("status"), text),
+        fn plain(b: &mut Vec<u8>, v: &str) {
+            debug_assert!(!crate::jsonw::needs_escape(v.as_bytes(), false), "{v:?}");
+            b.push(b'"');
+            lit(b, v);
+            b.push(b'"');
         }
-        o.u64(k!("stream"), self.stream.into());
-        o.plain(k!("type"), self.kind);
-        o.obj(k!("writes"), |o| {
-            o.u64(k!("client"), self.writes.client.into());
-            o.u64(k!("server"), self.writes.server.into());
-        });
-        o.end();
+        let b = buf;
+        lit(b, "{\"compressed\":");
+        pair(b, &self.compressed);
+        lit(b, ",\"conn\":");
+        num(b, self.conn.into());
+        lit(b, ",\"duration_us\":");
+        opt_f64(b, self.duration_us);
+        lit(b, ",\"end\":");
+        match self.end {
+            Some(v) => memo.float(b, v),
+            None => lit(b, "null"),
+        }
+        lit(b, ",\"first_byte_us\":");
+        opt_f64(b, self.first_byte_us);
+        lit(b, ",\"frames\":{\"client\":");
+        self.frames.client.write(b);
+        lit(b, ",\"server\":");
+        self.frames.server.write(b);
+        lit(b, "},\"grpc_encoding\":{\"client\":");
+        opt_str(b, self.grpc_encoding.client);
+        lit(b, ",\"server\":");
+        opt_str(b, self.grpc_encoding.server);
+        lit(b, "},\"grpc_message\":");
+        opt_str(b, self.grpc_message);
+        lit(b, ",\"grpc_status\":");
+        opt_num(b, self.grpc_status);
+        lit(b, ",\"http_method\":");
+        opt_str(b, self.http_method);
+        lit(b, ",\"http_status\":");
+        opt_num(b, self.http_status);
+        lit(b, ",\"in_flight_at_start\":");
+        num(b, self.in_flight_at_start.into());
+        lit(b, ",\"incomplete_messages\":");
+        pair(b, &self.incomplete_messages);
+        lit(b, ",\"message_bytes\":");
+        pair(b, &self.message_bytes);
+        lit(b, ",\"messages\":");
+        pair(b, &self.messages);
+        if let Some(p) = &self.messages_omitted {
+            lit(b, ",\"messages_omitted\":");
+            pair(b, p);
+        }
+        lit(b, ",\"method\":");
+        string(b, self.method);
+        lit(b, ",\"opened_bdp_round\":{\"client\":");
+        bool(b, self.opened_bdp_round.client);
+        lit(b, ",\"server\":");
+        bool(b, self.opened_bdp_round.server);
+        lit(b, "},\"ping_rtt_us\":");
+        opt_f64(b, self.ping_rtt_us);
+        lit(b, ",\"record\":");
+        plain(b, self.record);
+        list(b, ",\"request_messages\":", &self.request_messages);
+        lit(b, ",\"reset\":");
+        bool(b, self.reset);
+        lit(b, ",\"reset_by\":");
+        opt_str(b, self.reset_by);
+        lit(b, ",\"reset_code\":");
+        opt_str(b, self.reset_code.as_deref());
+        list(b, ",\"response_messages\":", &self.response_messages);
+        lit(b, ",\"server_time_us\":");
+        opt_f64(b, self.server_time_us);
+        lit(b, ",\"stalled_us\":{\"client\":");
+        float(b, self.stalled_us.client);
+        lit(b, ",\"server\":");
+        float(b, self.stalled_us.server);
+        lit(b, "},\"stalls\":{\"client\":");
+        num(b, self.stalls.client.into());
+        lit(b, ",\"server\":");
+        num(b, self.stalls.server.into());
+        lit(b, "},\"start\":");
+        memo.float(b, self.start);
+        lit(b, ",\"status\":");
+        match self.status.0 {
+            (text, Some(n)) => {
+                debug_assert!(!crate::jsonw::needs_escape(text.as_bytes(), false));
+                b.push(b'"');
+                lit(b, text);
+                lit(b, itoa::Buffer::new().format(n));
+                b.push(b'"');
+            }
+            (text, None) => string(b, text),
+        }
+        lit(b, ",\"stream\":");
+        num(b, self.stream.into());
+        lit(b, ",\"type\":");
+        plain(b, self.kind);
+        lit(b, ",\"writes\":{\"client\":");
+        num(b, self.writes.client.into());
+        lit(b, ",\"server\":");
+        num(b, self.writes.server.into());
+        lit(b, "}}");
+    }
+}
+
+/// The text of the last two times a writer printed (epoch seconds: a call's `start` and `end`,
+/// a frame's `time`), whose shortest form costs some 300 instructions to find, where calls
+/// started or ended by the same write, and frames of the same packet, share it. Exact: a time
+/// is reused only for the same `f64` bits.
+#[derive(Default)]
+pub struct TimeMemo {
+    last: [(u64, [u8; 32], u8); 2],
+    next: usize,
+}
+
+impl TimeMemo {
+    fn float(&mut self, b: &mut Vec<u8>, v: f64) {
+        let bits = v.to_bits();
+        for (k, text, n) in &self.last {
+            if *n > 0 && *k == bits {
+                b.extend_from_slice(text.get(..usize::from(*n)).unwrap_or_default());
+                return;
+            }
+        }
+        let start = b.len();
+        crate::jsonw::float(b, v);
+        let t = b.get(start..).unwrap_or_default();
+        if let Some(e) = self.last.get_mut(self.next) {
+            if let Some(slot) = e.1.get_mut(..t.len()) {
+                slot.copy_from_slice(t);
+                *e = (bits, e.1, t.len() as u8);
+                self.next = (self.next + 1) % 2;
+            }
+        }
+    }
+}
+
+/// Text copied as it is (keys and their punctuation, checked strings).
+#[inline(always)]
+fn lit(b: &mut Vec<u8>, s: &str) {
+    b.extend_from_slice(s.as_bytes());
+}
+
+/// An unsigned integer, as serde_json writes it.
+#[inline(always)]
+fn num(b: &mut Vec<u8>, v: u64) {
+    if v < 10 {
+        // Most counts of a record are one digit.
+        b.push(b'0' + v as u8);
+    } else {
+        lit(b, itoa::Buffer::new().format(v));
     }
 }
 
