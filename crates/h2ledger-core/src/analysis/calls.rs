@@ -8,6 +8,17 @@ impl Analysis {
     /// 6). The key is the method's length, the method, then the path.
     pub(super) fn method_id(&mut self, http: &[u8], path: &[u8]) -> u32 {
         let http = &http[..http.len().min(255)];
+        // Calls of one method in a row: compared with the last key in place, not built first.
+        if let (last, Some(i)) = &self.last_method {
+            let n = http.len();
+            if last.len() == 1 + n + path.len()
+                && last[0] == n as u8
+                && &last[1..1 + n] == http
+                && &last[1 + n..] == path
+            {
+                return *i;
+            }
+        }
         let mut key = std::mem::take(&mut self.method_key);
         key.clear();
         key.push(http.len() as u8);

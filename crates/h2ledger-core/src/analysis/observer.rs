@@ -156,6 +156,20 @@ impl Analysis {
         }
     }
 
+    /// Closes the open writes of `(conn, d)` before write `index`.
+    fn close_writes_before(&mut self, conn: ConnId, d: Dir, index: u64) {
+        loop {
+            let ds = &mut self.conn(conn).dirs[d];
+            match ds.open_writes.front() {
+                Some(w) if w.index < index => {
+                    let w = ds.open_writes.pop_front().expect("front exists");
+                    self.close_write(conn.0, d, w);
+                }
+                _ => break,
+            }
+        }
+    }
+
     /// One frame, in `phase` (the run routes each frame to its phase once; [`Analysis::route`]).
     pub fn frame_in(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>) {
         self.origin(ev.ts);
@@ -164,17 +178,13 @@ impl Analysis {
         let sid = ev.head.stream_id.0;
         // What the write carried.
         if ev.write != NO_WRITE && !self.calls_only {
-            loop {
-                let ds = &mut self.conn(ev.conn).dirs[d];
-                match ds.open_writes.front() {
-                    Some(w) if w.index < ev.write => {
-                        let w = ds.open_writes.pop_front().expect("front exists");
-                        self.close_write(ev.conn.0, d, w);
-                    }
-                    _ => break,
-                }
+            // One lookup of the connection per frame; the writes before this frame's are closed
+            // once per write, not per frame.
+            let mut ds = &mut self.conn(ev.conn).dirs[d];
+            if ds.open_writes.front().is_some_and(|w| w.index < ev.write) {
+                self.close_writes_before(ev.conn, d, ev.write);
+                ds = &mut self.conn(ev.conn).dirs[d];
             }
-            let ds = &mut self.conn(ev.conn).dirs[d];
             if let Some(w) = ds.open_writes.front_mut() {
                 if w.index == ev.write {
                     w.frames += 1;

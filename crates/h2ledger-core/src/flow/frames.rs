@@ -161,7 +161,7 @@ impl Flow {
             sample_in(series, conn, c, d, Some(sid), ev.ts, started);
         }
         if done {
-            free_in(c, conn, sid, streams, whole, phases, *no_max_window, events);
+            free_in(c, conn, sid, streams, whole, phases, events);
         }
     }
 
@@ -190,6 +190,7 @@ impl Flow {
         };
         let new = shift(sf, st, s, sid, inc, self.no_max_window);
         let w = sf.initial + new;
+        compact(sf, &c.streams, s);
         self.acc(phase, |x| {
             let a = &mut x.sides[side];
             a.max_stream = a.max_stream.max(w);
@@ -214,7 +215,7 @@ impl Flow {
         if delta <= 0 {
             return;
         }
-        if let Some(&(adj, _)) = sf.open.last() {
+        if let Some(adj) = max_adj(sf, &c.streams, d) {
             let w = v + adj;
             self.acc(phase, |x| {
                 let a = &mut x.sides[side];
@@ -272,7 +273,6 @@ impl Flow {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let nm = self.no_max_window;
         free_in(
             c,
             conn,
@@ -280,7 +280,6 @@ impl Flow {
             &mut self.streams,
             &mut self.whole,
             &mut self.phases,
-            nm,
             &mut self.events,
         );
     }

@@ -14,10 +14,13 @@
 //!   applies a larger initial window). Stalls never seen ending are `unresolved` and not timed.
 //!
 //! Stream windows are kept relative to the initial window (`window = initial + adj`), so a
-//! SETTINGS change costs nothing per stream; the open streams and the stalled ones are ordered
-//! by `adj`, so the largest window and the stalls a change ends are found in O(log n). Memory:
-//! one entry per open stream (at most [`MAX_FLOW_STREAMS`] in all, beyond which streams are
-//! counted as untracked), freed when the stream ends, and the connection's state freed at close.
+//! SETTINGS change costs nothing per stream; the stalled streams are ordered by `adj`, so the
+//! stalls a change ends are found in O(log n), and the largest window comes from a lazily updated
+//! heap of the open streams' `adj` (pushed to when a stream opens or its window grows, never on
+//! DATA: decision 210), amortized O(log n) per frame. Memory: per open stream one entry, and at
+//! most two per side in the heaps plus 64 per side (at most [`MAX_FLOW_STREAMS`] in all, beyond
+//! which streams are counted as untracked), freed when the stream ends, and the connection's
+//! state freed at close.
 //!
 //! A connection whose start the capture lacks (no SYN), whose HTTP/2 starts after other bytes
 //! (an HTTP/1.1 Upgrade carries the client's SETTINGS in a header; a CONNECT tunnel), or that
@@ -131,8 +134,8 @@ pub struct Flow {
     /// Per call in flight or not yet folded (by the analysis' call sequence number); taken by
     /// [`Flow::take_call`] when the analysis folds the call.
     calls: FastMap<u64, CallFlow>,
-    /// Skip the per-side ordered set of open streams, kept only for the largest stream window
-    /// of the totals ([`Flow::calls_only`]).
+    /// Skip the per-side heap of open streams, kept only for the largest stream window of the
+    /// totals ([`Flow::calls_only`]).
     no_max_window: bool,
     /// Stall events for a watcher ([`Flow::watch`]), drained by [`Flow::drain_events`].
     events: Option<Vec<FlowEvent>>,
@@ -145,8 +148,7 @@ impl Flow {
     }
 
     /// Only the per-call records (stalls and stalled time) are read: the largest stream window
-    /// (`max_stream` of the totals) is not kept, which saves four ordered-set operations per
-    /// stream. Stall detection and resolution do not depend on it.
+    /// (`max_stream` of the totals) is not kept, which saves two heap pushes per stream. Stall detection and resolution do not depend on it.
     pub(crate) fn calls_only(&mut self) {
         self.no_max_window = true;
     }

@@ -1,7 +1,8 @@
 //! The per-connection and per-stream state of the tracker, and the scopes it counts into.
 
+use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
@@ -48,8 +49,15 @@ pub(super) struct SideFlow {
     pub(super) initial: i64,
     /// The peer's SETTINGS waiting for this side's ACK: their INITIAL_WINDOW_SIZE, if any.
     pub(super) pending: VecDeque<Option<u32>>,
-    /// Open streams, by `adj` of this side.
-    pub(super) open: BTreeSet<(i64, u32)>,
+    /// The open streams' `adj` of this side, for the largest of them (the largest stream
+    /// window): a max-heap updated lazily ([`max_adj`]). An entry is pushed when a stream opens
+    /// and when its `adj` grows; DATA (which only lowers it) and closes push and remove
+    /// nothing, so an entry may be stale (stream closed, `adj` changed): stale entries are
+    /// dropped or refreshed when they reach the top, and the heap is rebuilt from the open
+    /// streams when it holds more than twice as many entries, plus [`HEAP_SLACK`] ([`compact`]).
+    /// Ties go to the lowest stream id: a new stream's entry (`adj` 0, the highest id) stays
+    /// at the bottom instead of climbing over the stale zeros of closed streams.
+    pub(super) top: BinaryHeap<(i64, Reverse<u32>)>,
     /// Streams with a stall of this side, by `adj`.
     pub(super) stalled: BTreeSet<(i64, u32)>,
 }
@@ -60,7 +68,7 @@ impl SideFlow {
             conn_window: DEFAULT_WINDOW,
             initial: DEFAULT_WINDOW,
             pending: VecDeque::new(),
-            open: BTreeSet::new(),
+            top: BinaryHeap::new(),
             stalled: BTreeSet::new(),
         }
     }
@@ -141,15 +149,24 @@ pub(super) fn carry(c: &mut ConnFlow, phases: &mut Phased<Scope>, upto: u64) {
         _ => upto,
     };
     c.folded = Some(upto);
+    let mut now = [(0, None); 2];
+    for (k, d) in Dir::ALL.into_iter().enumerate() {
+        let sf = &mut c.sides[d];
+        now[k] = (
+            sf.conn_window,
+            max_adj(sf, &c.streams, d).map(|a| sf.initial + a),
+        );
+    }
     for i in from..=upto {
         let Some(x) = phases.get_mut(i) else {
             continue;
         };
-        for (d, sf) in c.sides.iter() {
+        for (k, d) in Dir::ALL.into_iter().enumerate() {
             let a = &mut x.sides[c.side[d]];
-            a.max_conn = a.max_conn.max(sf.conn_window);
-            if let Some(&(adj, _)) = sf.open.last() {
-                a.max_stream = a.max_stream.max(sf.initial + adj);
+            let (conn_window, stream_window) = now[k];
+            a.max_conn = a.max_conn.max(conn_window);
+            if let Some(w) = stream_window {
+                a.max_stream = a.max_stream.max(w);
             }
         }
     }
@@ -197,9 +214,14 @@ pub(super) fn open_in(
     for d in Dir::ALL {
         let sf = &mut c.sides[d];
         if !no_max_window {
-            sf.open.insert((0, sid));
+            sf.top.push((0, Reverse(sid)));
         }
         init[c.side[d]] = sf.initial;
+    }
+    if !no_max_window {
+        for d in Dir::ALL {
+            compact(&mut c.sides[d], &c.streams, d);
+        }
     }
     for s in scope_mut(whole, phases, phase).into_iter().flatten() {
         for side in Side::ALL {
@@ -222,9 +244,10 @@ pub(super) fn shift(
     let old = st.adj[d];
     st.adj[d] += delta;
     let new = st.adj[d];
-    if !no_max_window {
-        sf.open.remove(&(old, sid));
-        sf.open.insert((new, sid));
+    // Only a larger `adj` can be a new largest; a smaller one leaves a stale entry behind
+    // ([`max_adj`]). The caller compacts the heap ([`compact`]).
+    if !no_max_window && delta > 0 {
+        sf.top.push((new, Reverse(sid)));
     }
     if st.stall[d].is_some() {
         sf.stalled.remove(&(old, sid));
@@ -233,8 +256,8 @@ pub(super) fn shift(
     new
 }
 
-/// Drops stream `sid` of `c`; its open stalls are unresolved.
-#[allow(clippy::too_many_arguments)]
+/// Drops stream `sid` of `c`; its open stalls are unresolved (its entries in the sides' heaps
+/// go stale: [`max_adj`]).
 pub(super) fn free_in(
     c: &mut ConnFlow,
     conn: u32,
@@ -242,7 +265,6 @@ pub(super) fn free_in(
     streams: &mut usize,
     whole: &mut Scope,
     phases: &mut Phased<Scope>,
-    no_max_window: bool,
     events: &mut Option<Vec<FlowEvent>>,
 ) {
     let Some(st) = c.streams.remove(&sid) else {
@@ -250,10 +272,10 @@ pub(super) fn free_in(
     };
     *streams -= 1;
     for d in Dir::ALL {
+        compact(&mut c.sides[d], &c.streams, d);
+    }
+    for d in Dir::ALL {
         let sf = &mut c.sides[d];
-        if !no_max_window {
-            sf.open.remove(&(st.adj[d], sid));
-        }
         let side = c.side[d];
         if let Some(stall) = st.stall[d] {
             sf.stalled.remove(&(st.adj[d], sid));
@@ -278,6 +300,116 @@ pub(super) fn free_in(
                     sent: st.sent[d],
                 });
             }
+        }
+    }
+}
+
+/// Entries of a side's heap of open streams beyond twice the open streams before it is rebuilt.
+pub(super) const HEAP_SLACK: usize = 64;
+
+/// The largest `adj` of direction `d` over the open streams of a connection (`streams`), or
+/// `None` when none is open (or the heap is not kept): pops the stale entries off the top of
+/// `sf.top` (closed streams), putting back the current `adj` of a stream still open. Each stale
+/// entry is handled once, so the cost is that of the pushes it follows.
+pub(super) fn max_adj(
+    sf: &mut SideFlow,
+    streams: &FastMap<u32, StreamFlow>,
+    d: Dir,
+) -> Option<i64> {
+    while let Some(&(adj, Reverse(sid))) = sf.top.peek() {
+        match streams.get(&sid) {
+            Some(st) if st.adj[d] == adj => return Some(adj),
+            Some(st) => {
+                // `adj` went down since this entry was pushed (it never goes up without a push).
+                let cur = st.adj[d];
+                sf.top.pop();
+                sf.top.push((cur, Reverse(sid)));
+            }
+            None => {
+                sf.top.pop();
+            }
+        }
+    }
+    None
+}
+
+/// Rebuilds `sf.top` from the open streams when it holds more than twice as many entries
+/// (plus [`HEAP_SLACK`]); called after every push and close, so its memory follows the open
+/// streams, and a rebuild's cost is paid for by the pushes or closes since the last one.
+#[inline]
+pub(super) fn compact(sf: &mut SideFlow, streams: &FastMap<u32, StreamFlow>, d: Dir) {
+    if sf.top.len() > 2 * streams.len() + HEAP_SLACK {
+        rebuild(sf, streams, d);
+    }
+}
+
+#[cold]
+fn rebuild(sf: &mut SideFlow, streams: &FastMap<u32, StreamFlow>, d: Dir) {
+    let mut v = std::mem::take(&mut sf.top).into_vec();
+    v.clear();
+    v.extend(streams.iter().map(|(&sid, st)| (st.adj[d], Reverse(sid))));
+    sf.top = BinaryHeap::from(v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream() -> StreamFlow {
+        StreamFlow {
+            adj: Dirs::default(),
+            stall: Dirs::default(),
+            ended: Dirs::default(),
+            call: None,
+            sent: Dirs::default(),
+            stalled_once: Dirs::default(),
+        }
+    }
+
+    /// The lazy heap gives the largest `adj` of the open streams, as the ordered set it
+    /// replaced did, through opens, DATA, WINDOW_UPDATEs and closes in any order; and its
+    /// size follows the open streams.
+    #[test]
+    fn lazy_heap_is_the_largest_open_adj() {
+        let d = Dir::Fwd;
+        let mut sf = SideFlow::new();
+        let mut streams: FastMap<u32, StreamFlow> = FastMap::default();
+        let mut next = 1u32;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for step in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let ids: Vec<u32> = streams.keys().copied().collect();
+            match x % 8 {
+                0 | 1 if streams.len() < 300 => {
+                    streams.insert(next, stream());
+                    sf.top.push((0, Reverse(next)));
+                    compact(&mut sf, &streams, d);
+                    next += 2;
+                }
+                2 if !ids.is_empty() => {
+                    streams.remove(&ids[(x >> 8) as usize % ids.len()]);
+                    compact(&mut sf, &streams, d);
+                }
+                3..=5 if !ids.is_empty() => {
+                    let sid = ids[(x >> 8) as usize % ids.len()];
+                    let st = streams.get_mut(&sid).unwrap();
+                    shift(&mut sf, st, d, sid, -((x >> 20) as i64 % 70_000), false);
+                }
+                6 | 7 if !ids.is_empty() => {
+                    let sid = ids[(x >> 8) as usize % ids.len()];
+                    let st = streams.get_mut(&sid).unwrap();
+                    shift(&mut sf, st, d, sid, 1 + (x >> 20) as i64 % 70_000, false);
+                    compact(&mut sf, &streams, d);
+                }
+                _ => {}
+            }
+            if step % 3 == 0 {
+                let want = streams.values().map(|s| s.adj[d]).max();
+                assert_eq!(max_adj(&mut sf, &streams, d), want, "step {step}");
+            }
+            assert!(sf.top.len() <= 2 * streams.len() + HEAP_SLACK);
         }
     }
 }

@@ -213,7 +213,11 @@ fn memory_follows_open_streams() {
     }
     let f = &c.ledger.observer.flow;
     assert_eq!((f.streams, f.conns[&0].streams.len()), (0, 0));
-    assert!(f.conns[&0].sides.iter().all(|(_, s)| s.open.is_empty()));
+    // The heaps of open streams' windows hold stale entries only up to their slack.
+    assert!(f.conns[&0]
+        .sides
+        .iter()
+        .all(|(_, s)| s.top.len() <= state::HEAP_SLACK));
     c.close();
     assert!(c.ledger.observer.flow.conns.is_empty());
 }
