@@ -17,7 +17,7 @@ const SLOTS: usize = 64;
 
 /// The text of connections' addresses: a frame's connection nearly always had a frame a moment
 /// ago, and formatting an address costs more than the rest of a frame's line. One slot per
-/// connection number modulo [`SLOTS`], holding both addresses (either direction).
+/// connection number modulo `SLOTS`, holding both addresses (either direction).
 #[derive(Default)]
 pub struct Addrs {
     slots: Vec<AddrSlot>,
@@ -61,7 +61,7 @@ impl Addrs {
 /// jsonl`): a client sends the same request fields again and again, a server the same
 /// response fields; an equal list (same names and values, compared as bytes) copies the JSON
 /// instead of escaping every field again. One slot per (connection, direction) number modulo
-/// [`SLOTS`]; lists above [`HEADER_JSON_MAX`] bytes are not kept, so the cache holds at most a
+/// `SLOTS`; lists above `HEADER_JSON_MAX` bytes are not kept, so the cache holds at most a
 /// few MiB however many connections pass.
 #[derive(Default)]
 pub struct HeaderJson {
