@@ -7,8 +7,10 @@
 //! * [`Metrics::set`] with the run's [`Figures`] (the running ledger, or the final report):
 //!   each counter is raised to its figure, never lowered, so it only grows while the run goes
 //!   on and equals the report's figure at the end;
-//! * [`Metrics::call`] with each call as the analysis folds it (`h2ledger_calls_total`,
-//!   `h2ledger_call_duration_seconds`), and [`Metrics::ping_rtt`] with each PING round trip;
+//! * [`Metrics::flush`] with the calls the analysis folded (`h2ledger_calls_total`,
+//!   `h2ledger_call_duration_seconds`) and the PING round trips it measured, counted by the
+//!   session's thread in a [`Batch`] (no lock per call; decision 206); [`Metrics::call`] and
+//!   [`Metrics::ping_rtt`] are a batch of one;
 //! * [`Metrics::finding`]: the findings of issue 21 (`h2ledger_findings_total`), a count per
 //!   `(id, severity)`: the findings filed so far by id (the run calls it at each sync and the end).
 //!
@@ -39,11 +41,13 @@ use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
+mod batch;
 mod figures;
+use batch::Buckets;
+pub use batch::{Batch, FLUSH_CALLS};
 pub use figures::{Figures, LIMITS};
 
 /// Distinct `:path` labels by default (`--metrics-max-paths`).
@@ -152,24 +156,24 @@ struct LimitLabel {
     limit: &'static str,
 }
 
-fn call_histogram() -> Histogram {
-    Histogram::new(CALL_BUCKETS)
+fn call_histogram() -> Buckets {
+    Buckets::new(&CALL_BUCKETS)
 }
 
-fn rtt_histogram() -> Histogram {
-    Histogram::new(RTT_BUCKETS)
+fn rtt_histogram() -> Buckets {
+    Buckets::new(&RTT_BUCKETS)
 }
 
 /// The handles of one path label: its duration histogram and a counter per status seen.
 #[derive(Clone)]
 struct PathSlot {
-    duration: Histogram,
+    duration: Buckets,
     statuses: Vec<(StatusKey, Counter)>,
     label: String,
 }
 
 /// A call's status as the analysis gives it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum StatusKey {
     Grpc(u16),
     Http(u16),
@@ -240,8 +244,8 @@ pub struct Metrics {
     writes: Family<SideLabel, Counter>,
     bytes: Family<SideLabel, Counter>,
     calls: Family<CallLabels, Counter>,
-    durations: Family<PathLabel, Histogram, fn() -> Histogram>,
-    rtt: Family<SideLabel, Histogram, fn() -> Histogram>,
+    durations: Family<PathLabel, Buckets, fn() -> Buckets>,
+    rtt: Family<SideLabel, Buckets, fn() -> Buckets>,
     stalls: Family<StallLabels, Counter>,
     calm: Family<SideLabel, Counter>,
     findings: Family<FindingLabels, Counter>,
@@ -448,38 +452,60 @@ impl Metrics {
     }
 
     /// One call, as the analysis folds it: `h2ledger_calls_total{path, status}` and, when it
-    /// ended (END_STREAM, not reset), `h2ledger_call_duration_seconds{path}`.
+    /// ended (END_STREAM, not reset), `h2ledger_call_duration_seconds{path}`. A run counts its
+    /// calls in a [`Batch`] and hands them over with [`Metrics::flush`]; this is a batch of one.
     pub fn call(&self, c: &CallView<'_>) {
-        let ended = c.rec.end >= 0 && !c.rec.reset();
-        self.record(
-            c.rec.method as usize,
-            c.method,
-            StatusKey::of(c),
-            ended.then_some(c.rec.end),
-        );
+        let mut b = Batch::default();
+        b.call(c);
+        self.flush(&mut b);
     }
 
     /// A call of the analysis' method `idx` (named `method`) with status `key`, and its
     /// duration when it ended.
+    #[cfg(test)]
     fn record(&self, idx: usize, method: &str, key: StatusKey, duration: Option<i64>) {
-        let mut l = self.labels.lock().unwrap_or_else(|e| e.into_inner());
-        let l = &mut *l;
+        let mut b = Batch::default();
+        b.add(idx as u32, method, key, duration);
+        self.flush(&mut b);
+    }
+
+    /// Adds the calls and round trips counted in `b` (in the order of their first call, so
+    /// the path and status labels are handed out as call by call), and empties it.
+    pub fn flush(&self, b: &mut Batch) {
+        if b.calls > 0 {
+            let mut l = self.labels.lock().unwrap_or_else(|e| e.into_inner());
+            let l = &mut *l;
+            for e in &b.entries {
+                self.add_entry(l, e);
+            }
+        }
+        for s in Side::ALL {
+            if b.rtt[s].count > 0 {
+                self.rtt.get_or_create(&side(s)).merge(&b.rtt[s]);
+            }
+        }
+        b.clear();
+    }
+
+    fn add_entry(&self, l: &mut Labels, e: &batch::Entry) {
+        let key = e.status;
         let status = if l.statuses.contains(&key) {
             Some(key)
         } else if l.statuses.len() < MAX_STATUSES {
             l.statuses.push(key);
             Some(key)
         } else {
-            self.limit_inc("metrics_statuses");
+            self.limit_add("metrics_statuses", e.calls);
             None
         };
+        let idx = e.method as usize;
         let slot = if idx < l.max_paths {
             if l.paths.len() <= idx {
                 l.paths.resize(idx + 1, None);
             }
-            l.paths[idx].get_or_insert_with(|| self.slot(path_label(method)))
+            l.paths[idx].get_or_insert_with(|| self.slot(path_label(&e.name)))
         } else {
-            self.limit_inc("metrics_paths");
+            self.limit_add("metrics_paths", e.calls);
             l.other.get_or_insert_with(|| self.slot(OTHER.to_string()))
         };
         let counter = match slot.statuses.iter().find(|(k, _)| Some(*k) == status) {
@@ -496,10 +522,8 @@ impl Metrics {
                 counter
             }
         };
-        counter.inc();
-        if let Some(ns) = duration {
-            slot.duration.observe(ns as f64 / 1e9);
-        }
+        counter.inc_by(e.calls);
+        slot.duration.merge(&e.durations);
     }
 
     fn slot(&self, label: String) -> PathSlot {
@@ -512,15 +536,16 @@ impl Metrics {
         }
     }
 
-    fn limit_inc(&self, limit: &'static str) {
-        self.limits.get_or_create(&LimitLabel { limit }).inc();
+    fn limit_add(&self, limit: &'static str, n: u64) {
+        self.limits.get_or_create(&LimitLabel { limit }).inc_by(n);
     }
 
-    /// One PING round trip (nanoseconds), by the side that sent the PING.
+    /// One PING round trip (nanoseconds), by the side that sent the PING (a batch of one:
+    /// see [`Metrics::flush`]).
     pub fn ping_rtt(&self, s: Side, rtt_ns: i64) {
-        self.rtt
-            .get_or_create(&side(s))
-            .observe(rtt_ns.max(0) as f64 / 1e9);
+        let mut b = Batch::default();
+        b.ping_rtt(s, rtt_ns);
+        self.flush(&mut b);
     }
 
     /// Issue 21's findings: raises `h2ledger_findings_total{id, severity}` to `count`. `id`

@@ -268,3 +268,116 @@ fn the_same_figures_give_the_same_page() {
     assert!(buckets[RTT_BUCKETS.len()].contains("le=\"+Inf\""));
     assert!(buckets[RTT_BUCKETS.len() + 2].starts_with("h2ledger_ping_rtt_seconds_count"));
 }
+
+/// The `_bucket` and `_count` lines of histogram `name` (its name and `_`), from `le` on.
+fn bucket_lines(page: &str, name: &str) -> Vec<String> {
+    page.lines()
+        .filter(|l| l.starts_with(name) && !l.contains("_sum") && !l.starts_with('#'))
+        .map(|l| {
+            // Keep `le` and the value: the labels before it differ between the two pages.
+            let le = l.find("le=").map_or("", |i| &l[i..]);
+            let le = if le.is_empty() {
+                l.rsplit(' ').next().unwrap_or("")
+            } else {
+                le
+            };
+            le.to_string()
+        })
+        .collect()
+}
+
+/// A batch puts each value in the bucket prometheus-client's own `Histogram` puts it in, the
+/// bounds themselves included, and its `_count` is theirs (decision 206).
+#[test]
+fn a_batch_buckets_as_prometheus_client_does() {
+    use prometheus_client::metrics::histogram::Histogram;
+    let values: Vec<i64> = vec![
+        0,
+        1,
+        9_999,
+        10_000,
+        10_001,
+        49_999,
+        50_000,
+        50_001,
+        100_000,
+        250_000,
+        999_999,
+        1_000_000,
+        2_500_000,
+        100_000_000,
+        999_999_999,
+        1_000_000_000,
+        2_500_000_000,
+        2_500_000_001,
+        10_000_000_000,
+        10_000_000_001,
+        i64::MAX / 4,
+    ];
+    for (bounds, is_call) in [(CALL_BUCKETS, true), (RTT_BUCKETS, false)] {
+        let h = Histogram::new(bounds);
+        let mut r = prometheus_client::registry::Registry::default();
+        r.register("x", "x", h.clone());
+        let m = Metrics::new(DEFAULT_MAX_PATHS, "0");
+        let mut b = Batch::default();
+        for v in &values {
+            h.observe(*v as f64 / 1e9);
+            if is_call {
+                b.add(0, "/a", StatusKey::Grpc(0), Some(*v));
+            } else {
+                b.ping_rtt(Side::Client, *v);
+            }
+        }
+        m.flush(&mut b);
+        let mut theirs = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut theirs, &r).unwrap();
+        let name = if is_call {
+            "h2ledger_call_duration_seconds_"
+        } else {
+            "h2ledger_ping_rtt_seconds_"
+        };
+        let client: String = page(&m)
+            .lines()
+            .filter(|l| !l.contains("side=\"server\""))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let ours = bucket_lines(&client, name);
+        let want = bucket_lines(&theirs, "x_");
+        assert_eq!(ours.len(), bounds.len() + 2, "{ours:?}");
+        assert_eq!(ours, want);
+    }
+}
+
+/// Calls handed over in one batch give the page they give one by one: the same labels (the
+/// statuses beyond the cap are `other` in the order calls came), counts and limits.
+#[test]
+fn a_batch_gives_the_page_of_calls_one_by_one() {
+    let calls: Vec<(usize, StatusKey, Option<i64>)> = (0..3_000usize)
+        .map(|i| {
+            let status = StatusKey::Http((i * 7 % 90) as u16);
+            (i % 5, status, (i % 3 != 0).then_some(i as i64 * 1_000))
+        })
+        .collect();
+    let one = Metrics::new(3, "0");
+    for (m, s, d) in &calls {
+        one.record(*m, &format!("/m{m}"), *s, *d);
+    }
+    let batched = Metrics::new(3, "0");
+    let mut b = Batch::default();
+    for (m, s, d) in &calls {
+        b.add(*m as u32, &format!("/m{m}"), *s, *d);
+        if b.full() {
+            batched.flush(&mut b);
+        }
+    }
+    batched.flush(&mut b);
+    let no_sums = |p: String| -> String {
+        p.lines()
+            .filter(|l| !l.contains("_sum{"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (a, z) = (no_sums(page(&one)), no_sums(page(&batched)));
+    assert!(value(&a, "h2ledger_limits_hit_total{limit=\"metrics_statuses\"}").unwrap() > 0.0);
+    assert_eq!(a, z);
+}

@@ -11,7 +11,7 @@ use std::io::Write as _;
 
 use anyhow::{anyhow, bail, Result};
 use h2ledger_output::live::{LiveView, TickFormat};
-use h2ledger_output::metrics::{Exposition, Figures};
+use h2ledger_output::metrics::{Batch, Exposition, Figures};
 use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::{Drops, End, Obs, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
@@ -45,6 +45,8 @@ struct Run {
     view: Option<LiveView>,
     ctx: Ctx,
     metrics: Option<Exporter>,
+    /// The calls and round trips not yet handed to the metrics (decision 206).
+    batch: Batch,
     /// `-T jsonl`: a `finding` line the moment each finding fires.
     finding_lines: bool,
 }
@@ -62,12 +64,24 @@ impl Run {
     }
 
     /// The calls folded and the PING round trips measured since the last time, into the
-    /// metrics (after every packet: the analysis keeps them until then).
+    /// batch (after every packet: the analysis keeps them until then); the batch goes into
+    /// the metrics when it is full, and at each sync and the end ([`Run::flush`]).
     fn drain(&mut self) {
         if let Some(e) = &self.metrics {
-            let m = e.metrics();
-            self.session.drain_calls(|c| m.call(&c));
-            self.session.drain_rtts(|side, rtt| m.ping_rtt(side, rtt));
+            let b = &mut self.batch;
+            self.session.drain_calls(|c| b.call(&c));
+            self.session.drain_rtts(|side, rtt| b.ping_rtt(side, rtt));
+            if b.full() {
+                e.metrics().flush(b);
+            }
+        }
+    }
+
+    /// Everything drained so far, into the metrics.
+    fn flush(&mut self) {
+        self.drain();
+        if let Some(e) = &self.metrics {
+            e.metrics().flush(&mut self.batch);
         }
     }
 }
@@ -98,7 +112,7 @@ impl Hooks for Run {
     }
 
     fn sync(&mut self, drops: Drops) {
-        self.drain();
+        self.flush();
         if let Some(e) = &self.metrics {
             let running = self.session.running();
             e.metrics().set(&Figures::running(&running, Some(drops)));
@@ -162,6 +176,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         view,
         ctx,
         metrics,
+        batch: Batch::default(),
         finding_lines: l.format == Format::Jsonl,
     };
     let reading = Reading {
@@ -188,7 +203,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     // Findings that fired as the last connections closed.
     run.print_findings();
     // The calls the end folded, then the final figures: the report's.
-    run.drain();
+    run.flush();
     if let Some(e) = &run.metrics {
         let mut f = Figures::report(&done.report);
         // Every GOAWAY of the kind, also beyond the 1,000 the report lists.
