@@ -191,7 +191,10 @@ say "timing: $RUNS interleaved rounds (+1 warm-up) of tcpdump, replay and the li
 # --- The same packets in every input format (issue 24) ----------------------------------
 # Made once next to the capture (reused while newer than it): pcapng as editcap writes it,
 # pcapng with a Decryption Secrets Block (one key log line for a connection nobody made: the
-# key scan reads it, no packet changes), gzip and zstd.
+# key scan reads it, no packet changes), nanosecond pcap (editcap -F nsecpcap), big-endian
+# pcapng with two interfaces (scripts/pcapng-be.py: no common tool writes that order), gzip and
+# zstd.
+FNS="$BENCH_DIR/$NAME-ns.pcap" FBE="$BENCH_DIR/$NAME-be2.pcapng"
 FNG="$BENCH_DIR/$NAME.pcapng" FDSB="$BENCH_DIR/$NAME-dsb.pcapng" FGZ="$BENCH_DIR/$NAME.pcap.gz" FZST="$BENCH_DIR/$NAME.pcap.zst"
 command -v editcap >/dev/null || die "editcap not found (apt-get install tshark)"
 command -v zstd >/dev/null || die "zstd not found (apt-get install zstd)"
@@ -202,6 +205,8 @@ if ! fresh "$FDSB"; then
     printf 'CLIENT_RANDOM %064d %096d\n' 1 2 >"$WORK/dsb.keylog"
     editcap --inject-secrets "tls,$WORK/dsb.keylog" -F pcapng "$F" "$FDSB"
 fi
+fresh "$FNS" || { say "making $FNS (editcap -F nsecpcap)"; editcap -F nsecpcap "$F" "$FNS"; }
+fresh "$FBE" || { say "making $FBE (scripts/pcapng-be.py)"; python3 "$ROOT/scripts/pcapng-be.py" "$F" "$FBE"; }
 fresh "$FGZ" || { say "making $FGZ (gzip)"; gzip -c "$F" >"$FGZ"; }
 fresh "$FZST" || { say "making $FZST (zstd)"; zstd -q -c "$F" >"$FZST"; }
 
@@ -219,6 +224,10 @@ interleaved "$RUNS" tcpdump "tcpdump -r $F -w /dev/null" \
     h2ledger-pcapng "$H2L replay $FNG --format json > /dev/null" \
     tcpdump-dsb "tcpdump -r $FDSB -w /dev/null" \
     h2ledger-dsb "$H2L replay $FDSB --format json > /dev/null" \
+    tcpdump-ns "tcpdump -r $FNS -w /dev/null" \
+    h2ledger-ns "$H2L replay $FNS --format json > /dev/null" \
+    tcpdump-be "tcpdump -r $FBE -w /dev/null" \
+    h2ledger-be "$H2L replay $FBE --format json > /dev/null" \
     tcpdump-gz "gzip -dc $FGZ | tcpdump -r - -w /dev/null" \
     h2ledger-gz "$H2L replay $FGZ --format json > /dev/null" \
     tcpdump-zst "zstd -dc $FZST | tcpdump -r - -w /dev/null" \
@@ -287,7 +296,8 @@ for name, key, n, unit in [("frames --format jsonl", "frames", "$N_FRAMES", "fra
           f"(fastest round {n / fastest / 1e6:.2f}M/s; {n} {unit})")
 # Issue 24: every ratio of the issue in one table, from the rounds above.
 print("\nissue 24 (each the median of the per-round ratios; F.pcapng = editcap -F pcapng F, "
-      "F-dsb.pcapng = the same with a Decryption Secrets Block):")
+      "F-dsb.pcapng = the same with a Decryption Secrets Block, F-ns.pcap = editcap -F nsecpcap F, "
+      "F-be2.pcapng = scripts/pcapng-be.py F: big-endian, two interfaces):")
 print(f"  {'run':<44} {'against':<44} {'ratio':>6} {'target':>7}")
 for name, run, floor, target in [
     ("h2ledger", "replay F -T json", "tcpdump", "<= 3"),
@@ -295,6 +305,10 @@ for name, run, floor, target in [
     ("h2ledger-pcapng", "replay F.pcapng -T json", "h2ledger", "<= 1.2"),
     ("h2ledger-dsb", "replay F-dsb.pcapng -T json", "tcpdump-dsb", ""),
     ("h2ledger-dsb", "replay F-dsb.pcapng -T json", "h2ledger", "<= 1.2"),
+    ("h2ledger-ns", "replay F-ns.pcap -T json", "tcpdump-ns", ""),
+    ("h2ledger-ns", "replay F-ns.pcap -T json", "h2ledger", "<= 1.2"),
+    ("h2ledger-be", "replay F-be2.pcapng -T json", "tcpdump-be", ""),
+    ("h2ledger-be", "replay F-be2.pcapng -T json", "h2ledger", "<= 1.2"),
     ("h2ledger-gz", "replay F.gz -T json", "tcpdump-gz", ""),
     ("h2ledger-zst", "replay F.zst -T json", "tcpdump-zst", ""),
     ("h2ledger-stdin", "replay - -T json < F", "tcpdump-stdin", ""),
@@ -309,6 +323,8 @@ for name, run, floor, target in [
     against = {"tcpdump": "tcpdump -r F -w /dev/null", "h2ledger": "replay F -T json",
                "tcpdump-pcapng": "tcpdump -r F.pcapng -w /dev/null",
                "tcpdump-dsb": "tcpdump -r F-dsb.pcapng -w /dev/null",
+               "tcpdump-ns": "tcpdump -r F-ns.pcap -w /dev/null",
+               "tcpdump-be": "tcpdump -r F-be2.pcapng -w /dev/null",
                "tcpdump-gz": "gzip -dc F.gz | tcpdump -r - -w /dev/null",
                "tcpdump-zst": "zstd -dc F.zst | tcpdump -r - -w /dev/null",
                "tcpdump-stdin": "tcpdump -r - -w /dev/null < F"}[floor]
