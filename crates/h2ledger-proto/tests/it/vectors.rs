@@ -1,4 +1,5 @@
 use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use h2ledger_proto::{Anomaly, Envelope, Limits, Schemas};
 
@@ -24,11 +25,22 @@ message M {
 }
 "#;
 
+/// `PROTO` compiled from a directory of this call's own, removed once compiled. The tests of
+/// this binary run on parallel threads: with one path for all of them, a test could read
+/// v.proto while another's `fs::write` had just truncated it, compile an empty file and find
+/// no `v.M` (every message then went schema-less, and the test failed only when the threads
+/// met).
 fn schemas() -> Schemas {
-    let d = std::env::temp_dir().join(format!("h2ledger-proto-vectors-{}", std::process::id()));
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("h2ledger-proto-vectors-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("v.proto"), PROTO).unwrap();
-    Schemas::builder().proto(d.join("v.proto")).build().unwrap()
+    let s = Schemas::builder().proto(d.join("v.proto")).build().unwrap();
+    let _ = std::fs::remove_dir_all(&d);
+    assert!(s.pool().get_message_by_name("v.M").is_some());
+    s
 }
 
 /// A tiny encoder: (field, wire type, payload) triples.
@@ -288,4 +300,23 @@ fn proto2_groups_extensions_and_closed_enums() {
     );
     assert_eq!(m.unknown_fields, 1);
     assert!(m.raw.is_some());
+}
+
+/// The helper on many threads at once, as the test harness runs this file's tests: each call
+/// compiles v.proto whole. With the shared path it had before, about one call in four here
+/// compiled an empty file (no `v.M`).
+#[test]
+fn the_schema_helper_holds_on_parallel_threads() {
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(|| {
+                for _ in 0..10 {
+                    assert_eq!(json(&schemas(), &vf(1, 3)), r#"{"i":3}"#);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
 }
