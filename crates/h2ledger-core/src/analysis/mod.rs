@@ -242,13 +242,89 @@ impl StatusKey {
 }
 
 /// A call in flight or just ended.
-#[derive(Clone, Copy, Debug)]
-struct Live {
+#[derive(Debug)]
+pub(crate) struct Live {
+    /// The call's sequence number (what the flow tracker knows it by).
+    seq: u64,
+    /// What the gRPC tracker saw of it: made when its stream opens there (decision 232).
+    grpc: Option<crate::grpc::CallGrpc>,
     rec: CallRec,
     last_write: [u64; 2],
     ending: bool,
     /// Opened by a HEADERS frame without END_HEADERS: `:path` comes with the last CONTINUATION.
     path_pending: bool,
+}
+
+/// A call's place in [`Slab`] with its sequence number: a handle kept where the call may be
+/// gone by the time it is used (a BDP candidate, the last ended calls); the number tells a
+/// reused slot from the call's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallId {
+    slot: u32,
+    seq: u64,
+}
+
+/// The calls in flight and recently ended, each in a slot of its own (decision 231): the
+/// in-flight map gives a call's slot, and its frames, end and fold reach the record by index
+/// instead of a hash lookup by sequence number. A freed slot is reused by the next call, so
+/// the slab holds as many slots as calls were ever live at once (at most
+/// [`MAX_ACTIVE_CALLS`] in flight, [`RECENT_CALLS`] ended and the pinned ones), like the map
+/// it replaced.
+#[derive(Debug, Default)]
+pub(crate) struct Slab {
+    slots: Vec<Option<Live>>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn insert(&mut self, l: Live) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(l);
+                i
+            }
+            None => {
+                self.slots.push(Some(l));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    #[inline]
+    fn get(&self, slot: u32) -> Option<&Live> {
+        self.slots.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, slot: u32) -> Option<&mut Live> {
+        self.slots.get_mut(slot as usize).and_then(Option::as_mut)
+    }
+
+    /// The call `id` names, if its slot still holds it.
+    #[inline]
+    fn get_id_mut(&mut self, id: CallId) -> Option<&mut Live> {
+        self.get_mut(id.slot).filter(|l| l.seq == id.seq)
+    }
+
+    /// The gRPC record of call `id` while the call is not folded, made when it has none.
+    #[inline]
+    pub(crate) fn grpc_mut(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
+        self.get_id_mut(id)
+            .map(|l| l.grpc.get_or_insert_with(Default::default))
+    }
+
+    /// The gRPC record of call `id` while the call is not folded, if it has one.
+    #[inline]
+    pub(crate) fn grpc_if_any(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
+        self.get_id_mut(id).and_then(|l| l.grpc.as_mut())
+    }
+
+    /// The record in `slot`, taken out: the slot is free for the next call.
+    fn take(&mut self, slot: u32) -> Option<Live> {
+        let l = self.slots.get_mut(slot as usize)?.take()?;
+        self.free.push(slot);
+        Some(l)
+    }
 }
 
 #[derive(Debug)]
@@ -277,7 +353,7 @@ struct DirState {
     /// The BDP round this direction has open.
     round: Option<Round>,
     /// The first DATA (stream, call) received by this direction while no round was open.
-    candidate: Option<(u32, Option<u64>)>,
+    candidate: Option<(u32, Option<CallId>)>,
     /// Other streams whose DATA arrived after the candidate's, before the PING (at most
     /// `MAX_ROUND_CALLS`): they are in the round the PING opens.
     waiting: crate::FastSet<u32>,
@@ -407,21 +483,22 @@ pub struct Analysis {
     phased: bool,
     /// Boxed: hash-map buckets are reserved ahead, and a state is several hundred bytes.
     conns: FastMap<u32, Box<ConnState>>,
-    /// Calls in flight and recently ended, by sequence number.
-    calls: FastMap<u64, Live>,
+    /// Calls in flight and recently ended.
+    calls: Slab,
     next_seq: u64,
-    /// In-flight calls by (connection, stream).
-    active: FastMap<(u32, u32), u64>,
-    /// Ended calls waiting to be folded, in the order they ended, with their end time.
-    recent: VecDeque<(u64, Nanos)>,
+    /// In-flight calls (their slot in `calls`) by (connection, stream).
+    active: FastMap<(u32, u32), u32>,
+    /// Ended calls (their slot) waiting to be folded, in the order they ended, with their end
+    /// time.
+    recent: VecDeque<(u32, Nanos)>,
     /// The last calls that ended (END_STREAM or RST_STREAM), most recent last: frames that
     /// still arrive on their stream (trailers after a RST_STREAM, a RST after the end) count
     /// in the call while it is not folded.
-    ended: VecDeque<((u32, u32), u64)>,
+    ended: VecDeque<((u32, u32), CallId)>,
     /// Ended calls that are still a direction's BDP candidate (its next BDP PING will name
     /// them, however late): folded when the PING comes or the connection closes. At most two
-    /// per open connection.
-    pinned: Vec<u64>,
+    /// per open connection. Their slots.
+    pinned: Vec<u32>,
     whole: Scope,
     phases: Phased<Scope>,
     /// Folded calls kept for [`Analysis::drain_finished`] (only when asked for).
@@ -627,8 +704,30 @@ impl Analysis {
         }
         let phase = self.phase(self.now);
         self.flow.flush(phase);
-        self.grpc.flush(|| phase);
+        self.grpc.flush(|| phase, &mut self.calls);
         self.fold_recent(Nanos::MAX, true);
+    }
+
+    /// What the gRPC tracker recorded of call `seq` (numbered from 0 in the order the calls
+    /// opened) while the call is in flight or not yet folded.
+    pub fn grpc_call(&self, seq: u64) -> Option<&crate::grpc::CallGrpc> {
+        self.calls
+            .slots
+            .iter()
+            .flatten()
+            .find(|l| l.seq == seq)
+            .and_then(|l| l.grpc.as_ref())
+    }
+
+    /// The gRPC record of call `seq`, taken out (tests of the calls view's hand-over).
+    #[cfg(test)]
+    pub(crate) fn take_grpc_call(&mut self, seq: u64) -> Option<crate::grpc::CallGrpc> {
+        self.calls
+            .slots
+            .iter_mut()
+            .flatten()
+            .find(|l| l.seq == seq)
+            .and_then(|l| l.grpc.take())
     }
 
     /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).

@@ -52,30 +52,29 @@ impl Observer for Analysis {
         let seq = self.next_seq;
         self.next_seq += 1;
         let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };
-        self.calls.insert(
+        let slot = self.calls.insert(Live {
             seq,
-            Live {
-                rec: CallRec {
-                    start: w.ts,
-                    first_byte: -1,
-                    end: -1,
-                    conn: conn.0,
-                    stream: 1,
-                    method,
-                    grpc_status: NO_STATUS,
-                    http_status: 0,
-                    frames: [[0; 4]; 2],
-                    writes: [1, 0],
-                    inflight,
-                    flags,
-                    reset_code: 0,
-                },
-                last_write: [w.index, NO_WRITE],
-                ending: false,
-                path_pending: false,
+            grpc: None,
+            rec: CallRec {
+                start: w.ts,
+                first_byte: -1,
+                end: -1,
+                conn: conn.0,
+                stream: 1,
+                method,
+                grpc_status: NO_STATUS,
+                http_status: 0,
+                frames: [[0; 4]; 2],
+                writes: [1, 0],
+                inflight,
+                flags,
+                reset_code: 0,
             },
-        );
-        self.active.insert(key, seq);
+            last_write: [w.index, NO_WRITE],
+            ending: false,
+            path_pending: false,
+        });
+        self.active.insert(key, slot);
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -90,7 +89,7 @@ impl Observer for Analysis {
         let id = summary.id.0;
         let phase = self.phase(self.now);
         self.flow.close(summary.id, phase);
-        self.grpc.close(summary.id, phase);
+        self.grpc.close(summary.id, phase, &mut self.calls);
         self.close_pending(id);
         let mut live: Vec<(u32, u32)> = self
             .conns
@@ -198,13 +197,15 @@ impl Analysis {
         // carries no call.
         let (call_before, call_after) = if sid != 0 {
             let before = self.active.get(&(ev.conn.0, sid)).copied();
-            (before, self.on_call_frame(ev, before))
+            let before_id =
+                before.and_then(|slot| self.calls.get(slot).map(|l| CallId { slot, seq: l.seq }));
+            (before_id, self.on_call_frame(ev, before))
         } else {
             (None, None)
         };
         let call = call_before.or(call_after);
-        self.flow.frame(ev, phase, call);
-        self.grpc.frame(ev, phase, call);
+        self.flow.frame(ev, phase, call.map(|c| c.seq));
+        self.grpc.frame(ev, phase, call, &mut self.calls);
         match (ev.class, ev.frame) {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.

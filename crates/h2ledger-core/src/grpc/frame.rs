@@ -14,7 +14,13 @@ impl CutEvents for Count<'_> {
 
 impl Grpc {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
-    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    pub(crate) fn frame(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        phase: Option<u64>,
+        call: Option<CallId>,
+        recs: &mut Slab,
+    ) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
         if sid == 0 {
@@ -41,7 +47,6 @@ impl Grpc {
         let Grpc {
             conns,
             open,
-            calls,
             encodings,
             untracked_calls,
             keep,
@@ -60,7 +65,7 @@ impl Grpc {
                 if ev.class != FrameClass::Headers {
                     return;
                 }
-                let Some(idx) = call else {
+                let Some(id) = call else {
                     return;
                 };
                 if *open >= MAX_GRPC_STREAMS {
@@ -72,7 +77,7 @@ impl Grpc {
                     .and_then(|h| h.get(b"content-type"))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
                 let st = v.insert(Stream {
-                    idx,
+                    call: id,
                     req_dir: ev.dir,
                     grpc,
                     cut: [Cutter::default(); 2],
@@ -87,18 +92,19 @@ impl Grpc {
                     .headers
                     .and_then(|h| h.get(b"grpc-encoding"))
                     .map(|v| encoding_id(encodings, v));
-                let cg = calls.entry(idx).or_default();
-                cg.grpc = grpc;
-                cg.encoding[0] = e;
-                if let (Some((limits, budget)), true) = (keep.as_ref(), grpc) {
-                    let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or_default();
-                    cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
+                if let Some(cg) = recs.grpc_mut(id) {
+                    cg.grpc = grpc;
+                    cg.encoding[0] = e;
+                    if let (Some((limits, budget)), true) = (keep.as_ref(), grpc) {
+                        let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or_default();
+                        cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
+                    }
                 }
                 st
             }
         };
         let last_rtt = c.last_rtt;
-        let idx = st.idx;
+        let idx = st.call;
         let rel = usize::from(ev.dir != st.req_dir);
         // Framing lost in a gap since this stream last looked: those directions lack bytes.
         let mut lost = [false; 2];
@@ -119,10 +125,7 @@ impl Grpc {
             match ev.frame {
                 Some(Frame::Data(d)) => {
                     let kept = match keep {
-                        Some(_) => calls
-                            .get_mut(&idx)
-                            .and_then(|g| g.kept.as_mut())
-                            .and_then(Arc::get_mut),
+                        Some(_) => super::kept_mut(recs, idx),
                         None => None,
                     };
                     match kept {
@@ -202,8 +205,8 @@ impl Grpc {
         }
         for r in 0..2 {
             if lost[r] || partial[r] {
-                self.incomplete(idx, r, phase);
-                if let Some(k) = self.kept_mut(idx) {
+                self.incomplete(recs, idx, r, phase);
+                if let Some(k) = super::kept_mut(recs, idx) {
                     k.abandon(r);
                 }
             }
@@ -213,7 +216,10 @@ impl Grpc {
             // Nothing for the call's record (most frames of a call that is not gRPC).
             return;
         }
-        let cg = self.call_mut(idx);
+        let Some(cg) = recs.grpc_mut(idx) else {
+            // The analysis folded the call already: nothing reads its record any more.
+            return;
+        };
         for (n, z) in done {
             let k = &mut cg.counts[rel];
             k.messages = k.messages.saturating_add(1);
