@@ -132,6 +132,8 @@ struct SideMsgs {
 pub struct Grpc {
     conns: FastMap<u32, ConnG>,
     open: usize,
+    /// Of the `open` streams, those of gRPC calls: none, and no DATA payload is wanted.
+    open_grpc: usize,
     /// `grpc-encoding` values seen.
     pub(crate) encodings: Vec<Arc<str>>,
     whole: [SideMsgs; 2],
@@ -269,6 +271,9 @@ impl Grpc {
 
     /// Whether DATA payloads of this stream are wanted (an open gRPC call still being cut).
     pub(crate) fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        if self.open_grpc == 0 {
+            return false;
+        }
         self.conns
             .get(&conn.0)
             .and_then(|c| c.streams.get(&stream))
@@ -312,6 +317,7 @@ impl Grpc {
         };
         for (_, mut st) in c.streams {
             self.open -= 1;
+            self.open_grpc -= usize::from(st.grpc);
             for r in 0..2 {
                 let dir = if r == 0 {
                     st.req_dir

@@ -226,6 +226,7 @@ mod ledger {
         let a = &o.grpc;
         assert!(a.conns.is_empty());
         assert_eq!(a.open, 0);
+        assert_eq!(a.open_grpc, 0);
     }
 
     #[test]
