@@ -78,9 +78,7 @@ impl Analysis {
         let Some(slot) = self.active.remove(&key) else {
             return;
         };
-        if let Some(c) = self.conns.get_mut(&key.0) {
-            c.active.remove(&key.1);
-        }
+        self.unlink(key.0, slot);
         let end = ts.unwrap_or(self.now);
         self.recent.push_back((slot, end));
         if self.recent.len() > RECENT_CALLS {
@@ -257,37 +255,38 @@ impl Analysis {
                 Some(p) => self.method_id(http, p),
                 None => self.method_id_str("(unknown)"),
             };
-            let c = self.conn(ev.conn);
-            let inflight = c.active.len().min(usize::from(u16::MAX)) as u16;
-            c.active.insert(sid);
             let seq = self.next_seq;
             self.next_seq += 1;
             let mut flags = if ev.dir == Dir::Rev { F_REQ_REV } else { 0 };
             if ev.side == Side::Client {
                 flags |= F_REQ_CLIENT;
             }
-            let slot = self.calls.insert(Live {
-                seq,
-                grpc: None,
-                rec: CallRec {
-                    start: ev.ts,
-                    first_byte: -1,
-                    end: -1,
-                    conn: ev.conn.0,
-                    stream: sid,
-                    method,
-                    grpc_status: NO_STATUS,
-                    http_status: 0,
-                    frames: [[0; 4]; 2],
-                    writes: [0; 2],
-                    inflight,
-                    flags,
-                    reset_code: 0,
+            let slot = self.insert_in_flight(
+                ev.conn,
+                Live {
+                    seq,
+                    grpc: None,
+                    links: [NO_SLOT; 2],
+                    rec: CallRec {
+                        start: ev.ts,
+                        first_byte: -1,
+                        end: -1,
+                        conn: ev.conn.0,
+                        stream: sid,
+                        method,
+                        grpc_status: NO_STATUS,
+                        http_status: 0,
+                        frames: [[0; 4]; 2],
+                        writes: [0; 2],
+                        inflight: 0,
+                        flags,
+                        reset_code: 0,
+                    },
+                    last_write: [NO_WRITE; 2],
+                    ending: false,
+                    path_pending: !ev.head.flags.is_end_headers(),
                 },
-                last_write: [NO_WRITE; 2],
-                ending: false,
-                path_pending: !ev.head.flags.is_end_headers(),
-            });
+            );
             self.active.insert(key, slot);
             cur = Some(slot);
         }

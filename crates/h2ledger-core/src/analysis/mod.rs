@@ -248,6 +248,9 @@ pub(crate) struct Live {
     seq: u64,
     /// What the gRPC tracker saw of it: made when its stream opens there (decision 232).
     grpc: Option<crate::grpc::CallGrpc>,
+    /// The previous and next call in flight on its connection (slots, [`NO_SLOT`] for none);
+    /// both [`NO_SLOT`] once it ended.
+    links: [u32; 2],
     rec: CallRec,
     last_write: [u64; 2],
     ending: bool,
@@ -270,6 +273,9 @@ pub(crate) struct CallId {
 /// the slab holds as many slots as calls were ever live at once (at most
 /// [`MAX_ACTIVE_CALLS`] in flight, [`RECENT_CALLS`] ended and the pinned ones), like the map
 /// it replaced.
+/// No slot: the end of a connection's list of calls in flight.
+const NO_SLOT: u32 = u32::MAX;
+
 #[derive(Debug, Default)]
 pub(crate) struct Slab {
     slots: Vec<Option<Live>>,
@@ -287,6 +293,14 @@ impl Slab {
                 self.slots.push(Some(l));
                 (self.slots.len() - 1) as u32
             }
+        }
+    }
+
+    /// The slot the next [`Slab::insert`] fills.
+    fn next_slot(&self) -> u32 {
+        match self.free.last() {
+            Some(&i) => i,
+            None => self.slots.len() as u32,
         }
     }
 
@@ -418,15 +432,29 @@ impl Acc {
 }
 
 /// One open connection.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ConnState {
     dirs: Dirs<DirState>,
-    /// Stream ids of this connection's calls in flight (keys of [`Analysis::active`]): a close
-    /// ends them without a scan of every connection's calls.
-    active: crate::FastSet<u32>,
+    /// This connection's calls in flight (in [`Analysis::active`]): how many, and the slot of
+    /// the first of their list, linked through [`Live::links`] (decision 234); a close ends them
+    /// without a scan of every connection's calls.
+    in_flight: u32,
+    head: u32,
     /// By direction; folded by side when the connection closes.
     whole: Dirs<Acc>,
     phases: Phased<Dirs<Acc>>,
+}
+
+impl Default for ConnState {
+    fn default() -> Self {
+        ConnState {
+            dirs: Dirs::default(),
+            in_flight: 0,
+            head: NO_SLOT,
+            whole: Dirs::default(),
+            phases: Phased::default(),
+        }
+    }
 }
 
 /// One method's calls within a scope.
@@ -631,6 +659,57 @@ impl Analysis {
 
     fn conn(&mut self, id: ConnId) -> &mut ConnState {
         self.conns.entry(id.0).or_default()
+    }
+
+    /// Puts `l` in a slot and at the head of connection `conn`'s calls in flight, its
+    /// `inflight` set to the number of that connection's other calls in flight (saturated);
+    /// returns the slot.
+    fn insert_in_flight(&mut self, conn: ConnId, mut l: Live) -> u32 {
+        let slot = self.calls.next_slot();
+        let c = self.conn(conn);
+        l.rec.inflight = c.in_flight.min(u32::from(u16::MAX)) as u16;
+        c.in_flight += 1;
+        let next = std::mem::replace(&mut c.head, slot);
+        if let Some(n) = self.calls.get_mut(next) {
+            n.links[0] = slot;
+        }
+        l.links = [NO_SLOT, next];
+        let s = self.calls.insert(l);
+        debug_assert_eq!(s, slot);
+        s
+    }
+
+    /// Call `slot` of connection `conn` is no longer in flight: out of its connection's list.
+    fn unlink(&mut self, conn: u32, slot: u32) {
+        let Some(l) = self.calls.get_mut(slot) else {
+            return;
+        };
+        let [prev, next] = std::mem::replace(&mut l.links, [NO_SLOT; 2]);
+        if let Some(n) = self.calls.get_mut(next) {
+            n.links[0] = prev;
+        }
+        match self.calls.get_mut(prev) {
+            Some(p) => p.links[1] = next,
+            None => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.head = next;
+                }
+            }
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.in_flight -= 1;
+        }
+    }
+
+    /// The stream ids of connection `conn`'s calls in flight.
+    fn in_flight_streams(&self, conn: u32) -> Vec<u32> {
+        let mut v = Vec::new();
+        let mut at = self.conns.get(&conn).map_or(NO_SLOT, |c| c.head);
+        while let Some(l) = self.calls.get(at) {
+            v.push(l.rec.stream);
+            at = l.links[1];
+        }
+        v
     }
 
     /// The phase of time `t`: the run's one phase router (`None` without phases). The first

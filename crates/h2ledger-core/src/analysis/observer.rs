@@ -46,34 +46,35 @@ impl Observer for Analysis {
             return;
         }
         let method = self.method_id(m, target);
-        let c = self.conn(conn);
-        let inflight = c.active.len().min(usize::from(u16::MAX)) as u16;
-        c.active.insert(1);
         let seq = self.next_seq;
         self.next_seq += 1;
         let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };
-        let slot = self.calls.insert(Live {
-            seq,
-            grpc: None,
-            rec: CallRec {
-                start: w.ts,
-                first_byte: -1,
-                end: -1,
-                conn: conn.0,
-                stream: 1,
-                method,
-                grpc_status: NO_STATUS,
-                http_status: 0,
-                frames: [[0; 4]; 2],
-                writes: [1, 0],
-                inflight,
-                flags,
-                reset_code: 0,
+        let slot = self.insert_in_flight(
+            conn,
+            Live {
+                seq,
+                grpc: None,
+                links: [NO_SLOT; 2],
+                rec: CallRec {
+                    start: w.ts,
+                    first_byte: -1,
+                    end: -1,
+                    conn: conn.0,
+                    stream: 1,
+                    method,
+                    grpc_status: NO_STATUS,
+                    http_status: 0,
+                    frames: [[0; 4]; 2],
+                    writes: [1, 0],
+                    inflight: 0,
+                    flags,
+                    reset_code: 0,
+                },
+                last_write: [w.index, NO_WRITE],
+                ending: false,
+                path_pending: false,
             },
-            last_write: [w.index, NO_WRITE],
-            ending: false,
-            path_pending: false,
-        });
+        );
         self.active.insert(key, slot);
     }
 
@@ -92,10 +93,7 @@ impl Observer for Analysis {
         self.grpc.close(summary.id, phase, &mut self.calls);
         self.close_pending(id);
         let mut live: Vec<(u32, u32)> = self
-            .conns
-            .get_mut(&id)
-            .map(|c| std::mem::take(&mut c.active))
-            .unwrap_or_default()
+            .in_flight_streams(id)
             .into_iter()
             .map(|sid| (id, sid))
             .collect();
