@@ -457,6 +457,79 @@ impl Default for ConnState {
     }
 }
 
+/// The open connections' states by connection id (decision 236): a map to a slot, and the
+/// last connection looked up remembered, so that the several looks at one connection while a
+/// frame is counted (its write, its call, the receiver's BDP round, the call's end) hash once.
+/// Freed slots are reused: as many slots as connections were ever open at once.
+#[derive(Debug, Default)]
+struct Conns {
+    ix: FastMap<u32, u32>,
+    slots: Vec<Option<Box<ConnState>>>,
+    free: Vec<u32>,
+    /// The last (connection id, slot) looked up.
+    last: Option<(u32, u32)>,
+}
+
+impl Conns {
+    #[inline]
+    fn slot_of(&self, id: u32) -> Option<u32> {
+        match self.last {
+            Some((i, s)) if i == id => Some(s),
+            _ => self.ix.get(&id).copied(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: &u32) -> Option<&ConnState> {
+        let s = self.slot_of(*id)?;
+        self.slots.get(s as usize)?.as_deref()
+    }
+
+    #[inline]
+    fn get_mut(&mut self, id: &u32) -> Option<&mut ConnState> {
+        let s = self.slot_of(*id)?;
+        self.last = Some((*id, s));
+        self.slots.get_mut(s as usize)?.as_deref_mut()
+    }
+
+    /// The state of connection `id`, made when new.
+    #[inline]
+    fn entry_or_default(&mut self, id: u32) -> &mut ConnState {
+        let s = match self.slot_of(id) {
+            Some(s) => s,
+            None => self.insert(id),
+        };
+        self.last = Some((id, s));
+        self.slots[s as usize].get_or_insert_with(Box::default)
+    }
+
+    #[cold]
+    fn insert(&mut self, id: u32) -> u32 {
+        let s = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(None);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.ix.insert(id, s);
+        s
+    }
+
+    fn remove(&mut self, id: &u32) -> Option<Box<ConnState>> {
+        let s = self.ix.remove(id)?;
+        if self.last.is_some_and(|(i, _)| i == *id) {
+            self.last = None;
+        }
+        self.free.push(s);
+        self.slots.get_mut(s as usize)?.take()
+    }
+
+    fn ids(&self) -> Vec<u32> {
+        self.ix.keys().copied().collect()
+    }
+}
+
 /// One method's calls within a scope.
 #[derive(Clone, Debug, Default)]
 struct MethodAgg {
@@ -509,8 +582,8 @@ struct GoAwayRec {
 pub struct Analysis {
     splitter: Splitter,
     phased: bool,
-    /// Boxed: hash-map buckets are reserved ahead, and a state is several hundred bytes.
-    conns: FastMap<u32, Box<ConnState>>,
+    /// Boxed: slots are reserved ahead, and a state is several hundred bytes.
+    conns: Conns,
     /// Calls in flight and recently ended.
     calls: Slab,
     next_seq: u64,
@@ -658,7 +731,7 @@ impl Analysis {
     }
 
     fn conn(&mut self, id: ConnId) -> &mut ConnState {
-        self.conns.entry(id.0).or_default()
+        self.conns.entry_or_default(id.0)
     }
 
     /// Puts `l` in a slot and at the head of connection `conn`'s calls in flight, its
@@ -732,7 +805,7 @@ impl Analysis {
     /// Applies `f` to the counters of `(conn, dir)` for the whole capture and for the phase of `t`.
     fn acc(&mut self, conn: u32, dir: Dir, t: Nanos, f: impl Fn(&mut Acc)) {
         let phase = self.phase(t);
-        let c = self.conns.entry(conn).or_default();
+        let c = self.conns.entry_or_default(conn);
         f(&mut c.whole[dir]);
         if let Some(p) = phase {
             match c.phases.get_mut(p) {
@@ -771,7 +844,7 @@ impl Analysis {
     /// waiting for their ACK (counted as unacknowledged), calls (counted as unfinished). Call it
     /// before [`Analysis::report`].
     pub fn flush(&mut self) {
-        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        let mut ids: Vec<u32> = self.conns.ids();
         ids.sort_unstable();
         for id in ids {
             self.close_pending(id);
