@@ -314,9 +314,7 @@ impl Analysis {
             }
             return None;
         };
-        let Some(a) = self.calls.get_mut(slot) else {
-            return None;
-        };
+        let a = self.calls.get_mut(slot)?;
         let id = CallId { slot, seq: a.seq };
         let call = &mut a.rec;
         let rel = call.count_frame(ev);
