@@ -75,14 +75,12 @@ impl Analysis {
     /// The call on `key` is over (`ts`: when; `None` at the end of the input): it waits in
     /// `recent` for a BDP PING that may still name it.
     pub(super) fn end_call(&mut self, key: (u32, u32), ts: Option<Nanos>) {
-        let Some(seq) = self.active.remove(&key) else {
+        let Some(slot) = self.active.remove(&key) else {
             return;
         };
-        if let Some(c) = self.conns.get_mut(&key.0) {
-            c.active.remove(&key.1);
-        }
+        self.unlink(key.0, slot);
         let end = ts.unwrap_or(self.now);
-        self.recent.push_back((seq, end));
+        self.recent.push_back((slot, end));
         if self.recent.len() > RECENT_CALLS {
             self.fold_recent(end, false);
         }
@@ -91,63 +89,74 @@ impl Analysis {
     /// Folds the ended calls older than [`RECENT_NS`] before `now` or beyond [`RECENT_CALLS`]
     /// (all of them with `all`).
     pub(super) fn fold_recent(&mut self, now: Nanos, all: bool) {
-        while let Some(&(seq, end)) = self.recent.front() {
+        while let Some(&(slot, end)) = self.recent.front() {
             let due =
                 all || self.recent.len() > RECENT_CALLS || end.saturating_add(RECENT_NS) < now;
             if !due {
                 break;
             }
             self.recent.pop_front();
-            // One lookup: taken out, and put back in the rare case it is still a candidate.
-            let Some(l) = self.calls.remove(&seq) else {
+            let Some(l) = self.calls.get(slot) else {
                 continue;
             };
-            if !all && self.is_candidate_rec(seq, l.rec.conn) {
-                self.calls.insert(seq, l);
-                self.pinned.push(seq);
-            } else {
-                self.fold_call(seq, &l.rec);
+            let id = CallId { slot, seq: l.seq };
+            // A call still a BDP candidate stays in its slot (it is pinned there).
+            if !all && self.is_candidate_rec(id, l.rec.conn) {
+                self.pinned.push(slot);
+            } else if let Some(l) = self.calls.take(slot) {
+                self.fold_call(l);
             }
         }
         if all {
-            for seq in std::mem::take(&mut self.pinned) {
-                if let Some(l) = self.calls.remove(&seq) {
-                    self.fold_call(seq, &l.rec);
+            for slot in std::mem::take(&mut self.pinned) {
+                if let Some(l) = self.calls.take(slot) {
+                    self.fold_call(l);
                 }
             }
         }
     }
 
-    /// Whether call `seq` is a BDP candidate of either direction of its connection.
-    pub(super) fn is_candidate(&self, seq: u64) -> bool {
+    /// Whether call `id` is a BDP candidate of either direction of its connection.
+    pub(super) fn is_candidate(&self, id: CallId) -> bool {
         self.calls
-            .get(&seq)
-            .is_some_and(|l| self.is_candidate_rec(seq, l.rec.conn))
+            .get(id.slot)
+            .filter(|l| l.seq == id.seq)
+            .is_some_and(|l| self.is_candidate_rec(id, l.rec.conn))
     }
 
-    /// [`Analysis::is_candidate`] for call `seq` of connection `conn`.
-    fn is_candidate_rec(&self, seq: u64, conn: u32) -> bool {
+    /// [`Analysis::is_candidate`] for call `id` of connection `conn`.
+    fn is_candidate_rec(&self, id: CallId, conn: u32) -> bool {
         self.conns.get(&conn).is_some_and(|st| {
             st.dirs
                 .iter()
-                .any(|(_, d)| d.candidate.is_some_and(|(_, s)| s == Some(seq)))
+                .any(|(_, d)| d.candidate.is_some_and(|(_, s)| s == Some(id)))
         })
     }
 
     /// A pinned call that is no longer anyone's candidate: fold it.
-    pub(super) fn unpin(&mut self, seq: u64) {
-        if self.is_candidate(seq) {
+    pub(super) fn unpin(&mut self, id: CallId) {
+        if self.is_candidate(id) {
             return;
         }
-        if let Some(i) = self.pinned.iter().position(|&s| s == seq) {
+        // A pinned slot holds its call: nothing else folds it.
+        if self.calls.get(id.slot).is_none_or(|l| l.seq != id.seq) {
+            return;
+        }
+        if let Some(i) = self.pinned.iter().position(|&s| s == id.slot) {
             self.pinned.swap_remove(i);
-            if let Some(l) = self.calls.remove(&seq) {
-                self.fold_call(seq, &l.rec);
+            if let Some(l) = self.calls.take(id.slot) {
+                self.fold_call(l);
             }
         }
     }
 
-    pub(super) fn fold_call(&mut self, seq: u64, c: &CallRec) {
+    fn fold_call(&mut self, l: Live) {
+        let Live {
+            seq,
+            grpc: g,
+            rec: ref c,
+            ..
+        } = l;
         let flow = self.flow.take_call(seq);
         let method = self
             .methods
@@ -157,22 +166,20 @@ impl Analysis {
         let latency = (c.end >= 0 && !c.reset()).then_some(c.end);
         let phase = self.phase(c.start);
         if !c.counted() {
-            self.grpc.drop_call(seq);
             return;
         }
         if self.calls_only {
-            let grpc = self.grpc.take_call(seq);
             self.finished.push(Finished {
                 rec: *c,
                 flow,
-                grpc,
+                grpc: g,
             });
             return;
         }
         let key = c.status_key();
         let grpc = self
             .grpc
-            .fold_call(seq, method, || key.name(), latency, phase);
+            .fold_call(g, method, || key.name(), latency, phase);
         if self.keep_finished {
             self.finished.push(Finished {
                 rec: *c,
@@ -226,8 +233,8 @@ impl Analysis {
     pub(super) fn on_call_frame(
         &mut self,
         ev: &FrameEvent<'_>,
-        before: Option<u64>,
-    ) -> Option<u64> {
+        before: Option<u32>,
+    ) -> Option<CallId> {
         let sid = ev.head.stream_id.0;
         let key = (ev.conn.0, sid);
         let mut cur = before;
@@ -248,18 +255,18 @@ impl Analysis {
                 Some(p) => self.method_id(http, p),
                 None => self.method_id_str("(unknown)"),
             };
-            let c = self.conn(ev.conn);
-            let inflight = c.active.len().min(usize::from(u16::MAX)) as u16;
-            c.active.insert(sid);
             let seq = self.next_seq;
             self.next_seq += 1;
             let mut flags = if ev.dir == Dir::Rev { F_REQ_REV } else { 0 };
             if ev.side == Side::Client {
                 flags |= F_REQ_CLIENT;
             }
-            self.calls.insert(
-                seq,
+            let slot = self.insert_in_flight(
+                ev.conn,
                 Live {
+                    seq,
+                    grpc: None,
+                    links: [NO_SLOT; 2],
                     rec: CallRec {
                         start: ev.ts,
                         first_byte: -1,
@@ -271,7 +278,7 @@ impl Analysis {
                         http_status: 0,
                         frames: [[0; 4]; 2],
                         writes: [0; 2],
-                        inflight,
+                        inflight: 0,
                         flags,
                         reset_code: 0,
                     },
@@ -280,36 +287,35 @@ impl Analysis {
                     path_pending: !ev.head.flags.is_end_headers(),
                 },
             );
-            self.active.insert(key, seq);
-            cur = Some(seq);
+            self.active.insert(key, slot);
+            cur = Some(slot);
         }
         if ev.class == FrameClass::Continuation {
             let pending = cur
-                .and_then(|q| self.calls.get(&q))
+                .and_then(|q| self.calls.get(q))
                 .is_some_and(|l| l.path_pending);
             if pending {
                 if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
                     let http = ev.headers.and_then(|h| h.get(b":method")).unwrap_or(b"");
                     let m = self.method_id(http, p);
-                    if let Some(l) = cur.and_then(|q| self.calls.get_mut(&q)) {
+                    if let Some(l) = cur.and_then(|q| self.calls.get_mut(q)) {
                         l.path_pending = false;
                         l.rec.method = m;
                     }
                 }
             }
         }
-        let Some(seq) = cur else {
+        let Some(slot) = cur else {
             // A frame after the call's end: counted in it while it is not folded.
             if let Some(&(_, q)) = self.ended.iter().rev().find(|r| r.0 == key) {
-                if let Some(l) = self.calls.get_mut(&q) {
+                if let Some(l) = self.calls.get_id_mut(q) {
                     l.rec.count_frame(ev);
                 }
             }
             return None;
         };
-        let Some(a) = self.calls.get_mut(&seq) else {
-            return cur;
-        };
+        let a = self.calls.get_mut(slot)?;
+        let id = CallId { slot, seq: a.seq };
         let call = &mut a.rec;
         let rel = call.count_frame(ev);
         if ev.write != NO_WRITE && ev.write != a.last_write[rel] {
@@ -361,11 +367,11 @@ impl Analysis {
             if self.ended.len() >= 64 {
                 self.ended.pop_front();
             }
-            self.ended.push_back((key, seq));
+            self.ended.push_back((key, id));
             self.end_call(key, Some(ev.ts));
             return None;
         }
-        cur
+        Some(id)
     }
 
     /// Hands the calls folded since the last call to `f`, in the order they were folded (about

@@ -242,13 +242,103 @@ impl StatusKey {
 }
 
 /// A call in flight or just ended.
-#[derive(Clone, Copy, Debug)]
-struct Live {
+#[derive(Debug)]
+pub(crate) struct Live {
+    /// The call's sequence number (what the flow tracker knows it by).
+    seq: u64,
+    /// What the gRPC tracker saw of it: made when its stream opens there (decision 232).
+    grpc: Option<crate::grpc::CallGrpc>,
+    /// The previous and next call in flight on its connection (slots, [`NO_SLOT`] for none);
+    /// both [`NO_SLOT`] once it ended.
+    links: [u32; 2],
     rec: CallRec,
     last_write: [u64; 2],
     ending: bool,
     /// Opened by a HEADERS frame without END_HEADERS: `:path` comes with the last CONTINUATION.
     path_pending: bool,
+}
+
+/// A call's place in [`Slab`] with its sequence number: a handle kept where the call may be
+/// gone by the time it is used (a BDP candidate, the last ended calls); the number tells a
+/// reused slot from the call's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallId {
+    slot: u32,
+    seq: u64,
+}
+
+/// The calls in flight and recently ended, each in a slot of its own (decision 231): the
+/// in-flight map gives a call's slot, and its frames, end and fold reach the record by index
+/// instead of a hash lookup by sequence number. A freed slot is reused by the next call, so
+/// the slab holds as many slots as calls were ever live at once (at most
+/// [`MAX_ACTIVE_CALLS`] in flight, [`RECENT_CALLS`] ended and the pinned ones), like the map
+/// it replaced.
+/// No slot: the end of a connection's list of calls in flight.
+const NO_SLOT: u32 = u32::MAX;
+
+#[derive(Debug, Default)]
+pub(crate) struct Slab {
+    slots: Vec<Option<Live>>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn insert(&mut self, l: Live) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(l);
+                i
+            }
+            None => {
+                self.slots.push(Some(l));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The slot the next [`Slab::insert`] fills.
+    fn next_slot(&self) -> u32 {
+        match self.free.last() {
+            Some(&i) => i,
+            None => self.slots.len() as u32,
+        }
+    }
+
+    #[inline]
+    fn get(&self, slot: u32) -> Option<&Live> {
+        self.slots.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, slot: u32) -> Option<&mut Live> {
+        self.slots.get_mut(slot as usize).and_then(Option::as_mut)
+    }
+
+    /// The call `id` names, if its slot still holds it.
+    #[inline]
+    fn get_id_mut(&mut self, id: CallId) -> Option<&mut Live> {
+        self.get_mut(id.slot).filter(|l| l.seq == id.seq)
+    }
+
+    /// The gRPC record of call `id` while the call is not folded, made when it has none.
+    #[inline]
+    pub(crate) fn grpc_mut(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
+        self.get_id_mut(id)
+            .map(|l| l.grpc.get_or_insert_with(Default::default))
+    }
+
+    /// The gRPC record of call `id` while the call is not folded, if it has one.
+    #[inline]
+    pub(crate) fn grpc_if_any(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
+        self.get_id_mut(id).and_then(|l| l.grpc.as_mut())
+    }
+
+    /// The record in `slot`, taken out: the slot is free for the next call.
+    fn take(&mut self, slot: u32) -> Option<Live> {
+        let l = self.slots.get_mut(slot as usize)?.take()?;
+        self.free.push(slot);
+        Some(l)
+    }
 }
 
 #[derive(Debug)]
@@ -277,7 +367,7 @@ struct DirState {
     /// The BDP round this direction has open.
     round: Option<Round>,
     /// The first DATA (stream, call) received by this direction while no round was open.
-    candidate: Option<(u32, Option<u64>)>,
+    candidate: Option<(u32, Option<CallId>)>,
     /// Other streams whose DATA arrived after the candidate's, before the PING (at most
     /// `MAX_ROUND_CALLS`): they are in the round the PING opens.
     waiting: crate::FastSet<u32>,
@@ -342,15 +432,102 @@ impl Acc {
 }
 
 /// One open connection.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ConnState {
     dirs: Dirs<DirState>,
-    /// Stream ids of this connection's calls in flight (keys of [`Analysis::active`]): a close
-    /// ends them without a scan of every connection's calls.
-    active: crate::FastSet<u32>,
+    /// This connection's calls in flight (in [`Analysis::active`]): how many, and the slot of
+    /// the first of their list, linked through [`Live::links`] (decision 234); a close ends them
+    /// without a scan of every connection's calls.
+    in_flight: u32,
+    head: u32,
     /// By direction; folded by side when the connection closes.
     whole: Dirs<Acc>,
     phases: Phased<Dirs<Acc>>,
+}
+
+impl Default for ConnState {
+    fn default() -> Self {
+        ConnState {
+            dirs: Dirs::default(),
+            in_flight: 0,
+            head: NO_SLOT,
+            whole: Dirs::default(),
+            phases: Phased::default(),
+        }
+    }
+}
+
+/// The open connections' states by connection id (decision 236): a map to a slot, and the
+/// last connection looked up remembered, so that the several looks at one connection while a
+/// frame is counted (its write, its call, the receiver's BDP round, the call's end) hash once.
+/// Freed slots are reused: as many slots as connections were ever open at once.
+#[derive(Debug, Default)]
+struct Conns {
+    ix: FastMap<u32, u32>,
+    slots: Vec<Option<Box<ConnState>>>,
+    free: Vec<u32>,
+    /// The last (connection id, slot) looked up.
+    last: Option<(u32, u32)>,
+}
+
+impl Conns {
+    #[inline]
+    fn slot_of(&self, id: u32) -> Option<u32> {
+        match self.last {
+            Some((i, s)) if i == id => Some(s),
+            _ => self.ix.get(&id).copied(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: &u32) -> Option<&ConnState> {
+        let s = self.slot_of(*id)?;
+        self.slots.get(s as usize)?.as_deref()
+    }
+
+    #[inline]
+    fn get_mut(&mut self, id: &u32) -> Option<&mut ConnState> {
+        let s = self.slot_of(*id)?;
+        self.last = Some((*id, s));
+        self.slots.get_mut(s as usize)?.as_deref_mut()
+    }
+
+    /// The state of connection `id`, made when new.
+    #[inline]
+    fn entry_or_default(&mut self, id: u32) -> &mut ConnState {
+        let s = match self.slot_of(id) {
+            Some(s) => s,
+            None => self.insert(id),
+        };
+        self.last = Some((id, s));
+        self.slots[s as usize].get_or_insert_with(Box::default)
+    }
+
+    #[cold]
+    fn insert(&mut self, id: u32) -> u32 {
+        let s = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(None);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.ix.insert(id, s);
+        s
+    }
+
+    fn remove(&mut self, id: &u32) -> Option<Box<ConnState>> {
+        let s = self.ix.remove(id)?;
+        if self.last.is_some_and(|(i, _)| i == *id) {
+            self.last = None;
+        }
+        self.free.push(s);
+        self.slots.get_mut(s as usize)?.take()
+    }
+
+    fn ids(&self) -> Vec<u32> {
+        self.ix.keys().copied().collect()
+    }
 }
 
 /// One method's calls within a scope.
@@ -405,23 +582,24 @@ struct GoAwayRec {
 pub struct Analysis {
     splitter: Splitter,
     phased: bool,
-    /// Boxed: hash-map buckets are reserved ahead, and a state is several hundred bytes.
-    conns: FastMap<u32, Box<ConnState>>,
-    /// Calls in flight and recently ended, by sequence number.
-    calls: FastMap<u64, Live>,
+    /// Boxed: slots are reserved ahead, and a state is several hundred bytes.
+    conns: Conns,
+    /// Calls in flight and recently ended.
+    calls: Slab,
     next_seq: u64,
-    /// In-flight calls by (connection, stream).
-    active: FastMap<(u32, u32), u64>,
-    /// Ended calls waiting to be folded, in the order they ended, with their end time.
-    recent: VecDeque<(u64, Nanos)>,
+    /// In-flight calls (their slot in `calls`) by (connection, stream).
+    active: FastMap<(u32, u32), u32>,
+    /// Ended calls (their slot) waiting to be folded, in the order they ended, with their end
+    /// time.
+    recent: VecDeque<(u32, Nanos)>,
     /// The last calls that ended (END_STREAM or RST_STREAM), most recent last: frames that
     /// still arrive on their stream (trailers after a RST_STREAM, a RST after the end) count
     /// in the call while it is not folded.
-    ended: VecDeque<((u32, u32), u64)>,
+    ended: VecDeque<((u32, u32), CallId)>,
     /// Ended calls that are still a direction's BDP candidate (its next BDP PING will name
     /// them, however late): folded when the PING comes or the connection closes. At most two
-    /// per open connection.
-    pinned: Vec<u64>,
+    /// per open connection. Their slots.
+    pinned: Vec<u32>,
     whole: Scope,
     phases: Phased<Scope>,
     /// Folded calls kept for [`Analysis::drain_finished`] (only when asked for).
@@ -553,7 +731,58 @@ impl Analysis {
     }
 
     fn conn(&mut self, id: ConnId) -> &mut ConnState {
-        self.conns.entry(id.0).or_default()
+        self.conns.entry_or_default(id.0)
+    }
+
+    /// Puts `l` in a slot and at the head of connection `conn`'s calls in flight, its
+    /// `inflight` set to the number of that connection's other calls in flight (saturated);
+    /// returns the slot.
+    fn insert_in_flight(&mut self, conn: ConnId, mut l: Live) -> u32 {
+        let slot = self.calls.next_slot();
+        let c = self.conn(conn);
+        l.rec.inflight = c.in_flight.min(u32::from(u16::MAX)) as u16;
+        c.in_flight += 1;
+        let next = std::mem::replace(&mut c.head, slot);
+        if let Some(n) = self.calls.get_mut(next) {
+            n.links[0] = slot;
+        }
+        l.links = [NO_SLOT, next];
+        let s = self.calls.insert(l);
+        debug_assert_eq!(s, slot);
+        s
+    }
+
+    /// Call `slot` of connection `conn` is no longer in flight: out of its connection's list.
+    fn unlink(&mut self, conn: u32, slot: u32) {
+        let Some(l) = self.calls.get_mut(slot) else {
+            return;
+        };
+        let [prev, next] = std::mem::replace(&mut l.links, [NO_SLOT; 2]);
+        if let Some(n) = self.calls.get_mut(next) {
+            n.links[0] = prev;
+        }
+        match self.calls.get_mut(prev) {
+            Some(p) => p.links[1] = next,
+            None => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.head = next;
+                }
+            }
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.in_flight -= 1;
+        }
+    }
+
+    /// The stream ids of connection `conn`'s calls in flight.
+    fn in_flight_streams(&self, conn: u32) -> Vec<u32> {
+        let mut v = Vec::new();
+        let mut at = self.conns.get(&conn).map_or(NO_SLOT, |c| c.head);
+        while let Some(l) = self.calls.get(at) {
+            v.push(l.rec.stream);
+            at = l.links[1];
+        }
+        v
     }
 
     /// The phase of time `t`: the run's one phase router (`None` without phases). The first
@@ -576,7 +805,7 @@ impl Analysis {
     /// Applies `f` to the counters of `(conn, dir)` for the whole capture and for the phase of `t`.
     fn acc(&mut self, conn: u32, dir: Dir, t: Nanos, f: impl Fn(&mut Acc)) {
         let phase = self.phase(t);
-        let c = self.conns.entry(conn).or_default();
+        let c = self.conns.entry_or_default(conn);
         f(&mut c.whole[dir]);
         if let Some(p) = phase {
             match c.phases.get_mut(p) {
@@ -615,7 +844,7 @@ impl Analysis {
     /// waiting for their ACK (counted as unacknowledged), calls (counted as unfinished). Call it
     /// before [`Analysis::report`].
     pub fn flush(&mut self) {
-        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        let mut ids: Vec<u32> = self.conns.ids();
         ids.sort_unstable();
         for id in ids {
             self.close_pending(id);
@@ -627,8 +856,30 @@ impl Analysis {
         }
         let phase = self.phase(self.now);
         self.flow.flush(phase);
-        self.grpc.flush(|| phase);
+        self.grpc.flush(|| phase, &mut self.calls);
         self.fold_recent(Nanos::MAX, true);
+    }
+
+    /// What the gRPC tracker recorded of call `seq` (numbered from 0 in the order the calls
+    /// opened) while the call is in flight or not yet folded.
+    pub fn grpc_call(&self, seq: u64) -> Option<&crate::grpc::CallGrpc> {
+        self.calls
+            .slots
+            .iter()
+            .flatten()
+            .find(|l| l.seq == seq)
+            .and_then(|l| l.grpc.as_ref())
+    }
+
+    /// The gRPC record of call `seq`, taken out (tests of the calls view's hand-over).
+    #[cfg(test)]
+    pub(crate) fn take_grpc_call(&mut self, seq: u64) -> Option<crate::grpc::CallGrpc> {
+        self.calls
+            .slots
+            .iter_mut()
+            .flatten()
+            .find(|l| l.seq == seq)
+            .and_then(|l| l.grpc.take())
     }
 
     /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).

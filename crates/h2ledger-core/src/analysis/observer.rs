@@ -46,15 +46,15 @@ impl Observer for Analysis {
             return;
         }
         let method = self.method_id(m, target);
-        let c = self.conn(conn);
-        let inflight = c.active.len().min(usize::from(u16::MAX)) as u16;
-        c.active.insert(1);
         let seq = self.next_seq;
         self.next_seq += 1;
         let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };
-        self.calls.insert(
-            seq,
+        let slot = self.insert_in_flight(
+            conn,
             Live {
+                seq,
+                grpc: None,
+                links: [NO_SLOT; 2],
                 rec: CallRec {
                     start: w.ts,
                     first_byte: -1,
@@ -66,7 +66,7 @@ impl Observer for Analysis {
                     http_status: 0,
                     frames: [[0; 4]; 2],
                     writes: [1, 0],
-                    inflight,
+                    inflight: 0,
                     flags,
                     reset_code: 0,
                 },
@@ -75,7 +75,7 @@ impl Observer for Analysis {
                 path_pending: false,
             },
         );
-        self.active.insert(key, seq);
+        self.active.insert(key, slot);
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -90,13 +90,10 @@ impl Observer for Analysis {
         let id = summary.id.0;
         let phase = self.phase(self.now);
         self.flow.close(summary.id, phase);
-        self.grpc.close(summary.id, phase);
+        self.grpc.close(summary.id, phase, &mut self.calls);
         self.close_pending(id);
         let mut live: Vec<(u32, u32)> = self
-            .conns
-            .get_mut(&id)
-            .map(|c| std::mem::take(&mut c.active))
-            .unwrap_or_default()
+            .in_flight_streams(id)
             .into_iter()
             .map(|sid| (id, sid))
             .collect();
@@ -198,13 +195,15 @@ impl Analysis {
         // carries no call.
         let (call_before, call_after) = if sid != 0 {
             let before = self.active.get(&(ev.conn.0, sid)).copied();
-            (before, self.on_call_frame(ev, before))
+            let before_id =
+                before.and_then(|slot| self.calls.get(slot).map(|l| CallId { slot, seq: l.seq }));
+            (before_id, self.on_call_frame(ev, before))
         } else {
             (None, None)
         };
         let call = call_before.or(call_after);
-        self.flow.frame(ev, phase, call);
-        self.grpc.frame(ev, phase, call);
+        self.flow.frame(ev, phase, call.map(|c| c.seq));
+        self.grpc.frame(ev, phase, call, &mut self.calls);
         match (ev.class, ev.frame) {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.

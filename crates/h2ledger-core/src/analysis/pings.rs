@@ -41,7 +41,7 @@ impl Analysis {
                 if let Some((s, seq)) = cand {
                     streams.insert(s);
                     streams.extend(self.conn(ev.conn).dirs[d].waiting.drain());
-                    if let Some(call) = seq.and_then(|q| self.calls.get_mut(&q)) {
+                    if let Some(call) = seq.and_then(|q| self.calls.get_id_mut(q)) {
                         let call = &mut call.rec;
                         call.flags |= if ev.dir == call.req_dir() {
                             F_OPENED_CLIENT_ROUND

@@ -12,9 +12,23 @@ impl CutEvents for Count<'_> {
     }
 }
 
+/// A `grpc-message` value as the record keeps it: percent-decoded, at most
+/// [`MAX_GRPC_MESSAGE`] bytes, escaped.
+fn grpc_message(m: &[u8]) -> Box<str> {
+    let mut b = percent_decode(m);
+    b.truncate(MAX_GRPC_MESSAGE);
+    escape_bytes(&b).into_boxed_str()
+}
+
 impl Grpc {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
-    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
+    pub(crate) fn frame(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        phase: Option<u64>,
+        call: Option<CallId>,
+        recs: &mut Slab,
+    ) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
         if sid == 0 {
@@ -41,7 +55,7 @@ impl Grpc {
         let Grpc {
             conns,
             open,
-            calls,
+            open_grpc,
             encodings,
             untracked_calls,
             keep,
@@ -60,7 +74,7 @@ impl Grpc {
                 if ev.class != FrameClass::Headers {
                     return;
                 }
-                let Some(idx) = call else {
+                let Some(id) = call else {
                     return;
                 };
                 if *open >= MAX_GRPC_STREAMS {
@@ -72,7 +86,7 @@ impl Grpc {
                     .and_then(|h| h.get(b"content-type"))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
                 let st = v.insert(Stream {
-                    idx,
+                    call: id,
                     req_dir: ev.dir,
                     grpc,
                     cut: [Cutter::default(); 2],
@@ -83,23 +97,95 @@ impl Grpc {
                     ending: false,
                 });
                 *open += 1;
+                *open_grpc += usize::from(grpc);
                 let e = ev
                     .headers
                     .and_then(|h| h.get(b"grpc-encoding"))
                     .map(|v| encoding_id(encodings, v));
-                let cg = calls.entry(idx).or_default();
-                cg.grpc = grpc;
-                cg.encoding[0] = e;
-                if let (Some((limits, budget)), true) = (keep.as_ref(), grpc) {
-                    let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or_default();
-                    cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
+                if let Some(cg) = recs.grpc_mut(id) {
+                    cg.grpc = grpc;
+                    cg.encoding[0] = e;
+                    if let (Some((limits, budget)), true) = (keep.as_ref(), grpc) {
+                        let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or_default();
+                        cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
+                    }
                 }
                 st
             }
         };
         let last_rtt = c.last_rtt;
-        let idx = st.idx;
+        let idx = st.call;
         let rel = usize::from(ev.dir != st.req_dir);
+        if !st.grpc {
+            // Not gRPC (decision 233): nothing is cut, so no message is counted, lost or left
+            // incomplete (the cutters stay as made); the stream's ends, the server time, the
+            // response's grpc-encoding and grpc-message and the round trip are what is left.
+            let header_kind = matches!(
+                ev.class,
+                FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
+            );
+            let first_response = rel == 1 && !st.responded && ev.class == FrameClass::Headers;
+            let server_time = if first_response {
+                st.responded = true;
+                st.req_end.map(|t| ev.ts - t)
+            } else {
+                None
+            };
+            let flags = ev.head.flags;
+            let end = if ev.class == FrameClass::RstStream {
+                true
+            } else if flags.is_end_stream()
+                && (header_kind || ev.class == FrameClass::Data)
+                && !st.ended[rel]
+            {
+                st.ended[rel] = true;
+                if rel == 0 {
+                    st.req_end = Some(ev.ts);
+                }
+                if st.ended == [true; 2] {
+                    if header_kind && !flags.is_end_headers() {
+                        st.ending = true;
+                        false
+                    } else {
+                        true
+                    }
+                } else {
+                    false
+                }
+            } else {
+                st.ending && ev.class == FrameClass::Continuation && flags.is_end_headers()
+            };
+            if end {
+                c.streams.remove(&sid);
+                *open -= 1;
+            }
+            let (e, msg) = match (rel, ev.headers) {
+                (1, Some(h)) if header_kind => (
+                    h.get(b"grpc-encoding").map(|v| encoding_id(encodings, v)),
+                    h.get(b"grpc-message").map(grpc_message),
+                ),
+                _ => (None, None),
+            };
+            if e.is_none() && msg.is_none() && server_time.is_none() && last_rtt < 0 {
+                return;
+            }
+            let Some(cg) = recs.grpc_mut(idx) else {
+                return;
+            };
+            if let Some(e) = e {
+                cg.encoding[1] = Some(e);
+            }
+            if msg.is_some() {
+                cg.grpc_message = msg;
+            }
+            if let Some(t) = server_time {
+                cg.server_time_ns = t.max(0);
+            }
+            if last_rtt >= 0 {
+                cg.ping_rtt_ns = last_rtt;
+            }
+            return;
+        }
         // Framing lost in a gap since this stream last looked: those directions lack bytes.
         let mut lost = [false; 2];
         for (r, l) in lost.iter_mut().enumerate() {
@@ -119,10 +205,7 @@ impl Grpc {
             match ev.frame {
                 Some(Frame::Data(d)) => {
                     let kept = match keep {
-                        Some(_) => calls
-                            .get_mut(&idx)
-                            .and_then(|g| g.kept.as_mut())
-                            .and_then(Arc::get_mut),
+                        Some(_) => super::kept_mut(recs, idx),
                         None => None,
                     };
                     match kept {
@@ -179,16 +262,13 @@ impl Grpc {
         if end {
             c.streams.remove(&sid);
             *open -= 1;
+            *open_grpc -= 1;
         }
         // Per-call record and totals.
         let (enc, msg) = match (rel, ev.headers) {
             (1, Some(h)) if header_kind => (
                 h.get(b"grpc-encoding").map(<[u8]>::to_vec),
-                h.get(b"grpc-message").map(|m| {
-                    let mut b = percent_decode(m);
-                    b.truncate(MAX_GRPC_MESSAGE);
-                    escape_bytes(&b).into_boxed_str()
-                }),
+                h.get(b"grpc-message").map(grpc_message),
             ),
             _ => (None, None),
         };
@@ -202,8 +282,8 @@ impl Grpc {
         }
         for r in 0..2 {
             if lost[r] || partial[r] {
-                self.incomplete(idx, r, phase);
-                if let Some(k) = self.kept_mut(idx) {
+                self.incomplete(recs, idx, r, phase);
+                if let Some(k) = super::kept_mut(recs, idx) {
                     k.abandon(r);
                 }
             }
@@ -213,7 +293,10 @@ impl Grpc {
             // Nothing for the call's record (most frames of a call that is not gRPC).
             return;
         }
-        let cg = self.call_mut(idx);
+        let Some(cg) = recs.grpc_mut(idx) else {
+            // The analysis folded the call already: nothing reads its record any more.
+            return;
+        };
         for (n, z) in done {
             let k = &mut cg.counts[rel];
             k.messages = k.messages.saturating_add(1);

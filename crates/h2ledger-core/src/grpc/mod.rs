@@ -33,6 +33,7 @@ use std::sync::Arc;
 use h2_frame_parser::Frame;
 use h2ledger_tcp::{ConnId, Dir, Dirs, Nanos};
 
+use crate::analysis::{CallId, Slab};
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Sides};
 use crate::stats::LogHist;
@@ -95,7 +96,8 @@ impl Default for CallGrpc {
 
 #[derive(Debug)]
 struct Stream {
-    idx: u64,
+    /// The analysis' call: its gRPC record is kept with it ([`Slab::grpc_mut`]).
+    call: CallId,
     req_dir: Dir,
     grpc: bool,
     cut: [Cutter; 2],
@@ -130,8 +132,8 @@ struct SideMsgs {
 pub struct Grpc {
     conns: FastMap<u32, ConnG>,
     open: usize,
-    /// Per call in flight or not yet folded, by the analysis' call sequence number.
-    calls: FastMap<u64, CallGrpc>,
+    /// Of the `open` streams, those of gRPC calls: none, and no DATA payload is wanted.
+    open_grpc: usize,
     /// `grpc-encoding` values seen.
     pub(crate) encodings: Vec<Arc<str>>,
     whole: [SideMsgs; 2],
@@ -176,6 +178,13 @@ fn percent_decode(v: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Call `call`'s kept messages, while the tracker is the only one holding them.
+fn kept_mut(recs: &mut Slab, call: CallId) -> Option<&mut Kept> {
+    recs.grpc_if_any(call)
+        .and_then(|g| g.kept.as_mut())
+        .and_then(Arc::get_mut)
+}
+
 /// The interned `grpc-encoding` value `v` (at most [`MAX_ENCODINGS`] distinct, then "(other)").
 fn encoding_id(encodings: &mut Vec<Arc<str>>, v: &[u8]) -> Arc<str> {
     let s = escape_bytes(&v[..v.len().min(64)]);
@@ -214,32 +223,17 @@ impl Grpc {
             .map_or(0, |b| b.held().saturating_sub(self.credit.unused()))
     }
 
-    /// The record of call `seq` while it is not folded.
-    pub fn call(&self, seq: u64) -> Option<&CallGrpc> {
-        self.calls.get(&seq)
-    }
-
-    /// Forgets call `seq` (a call the analysis does not count).
-    pub(crate) fn drop_call(&mut self, seq: u64) {
-        self.calls.remove(&seq);
-    }
-
-    /// Call `seq`'s record, removed, without folding it into any total (the calls view).
-    pub(crate) fn take_call(&mut self, seq: u64) -> Option<CallGrpc> {
-        self.calls.remove(&seq)
-    }
-
-    /// Folds call `seq` (the analysis' call sequence number) into the per-method totals of
-    /// the whole capture and of `phase`, and hands its record back (removed).
+    /// Folds a call's record `g` (the analysis hands it over as it folds the call) into the
+    /// per-method totals of the whole capture and of `phase`, and hands it back.
     pub(crate) fn fold_call(
         &mut self,
-        seq: u64,
+        g: Option<CallGrpc>,
         method: &str,
         status: impl FnOnce() -> String,
         latency: Option<i64>,
         phase: Option<u64>,
     ) -> Option<CallGrpc> {
-        let g = self.calls.remove(&seq)?;
+        let g = g?;
         if g.grpc {
             let status = status();
             let scopes = std::iter::once(&mut self.methods)
@@ -277,6 +271,9 @@ impl Grpc {
 
     /// Whether DATA payloads of this stream are wanted (an open gRPC call still being cut).
     pub(crate) fn wants_data(&self, conn: ConnId, stream: u32) -> bool {
+        if self.open_grpc == 0 {
+            return false;
+        }
         self.conns
             .get(&conn.0)
             .and_then(|c| c.streams.get(&stream))
@@ -287,26 +284,16 @@ impl Grpc {
         encoding_id(&mut self.encodings, v)
     }
 
-    /// Call `idx`'s kept messages, while the tracker is the only one holding them.
-    fn kept_mut(&mut self, idx: u64) -> Option<&mut Kept> {
-        self.calls
-            .get_mut(&idx)
-            .and_then(|g| g.kept.as_mut())
-            .and_then(Arc::get_mut)
-    }
-
-    fn call_mut(&mut self, idx: u64) -> &mut CallGrpc {
-        self.calls.entry(idx).or_default()
-    }
-
     fn sides(&mut self, phase: Option<u64>) -> impl Iterator<Item = &mut [SideMsgs; 2]> {
         let ph = phase.and_then(|p| self.phases.get_mut(p));
         std::iter::once(&mut self.whole).chain(ph)
     }
 
-    fn incomplete(&mut self, idx: u64, rel: usize, phase: Option<u64>) {
-        let c = &mut self.call_mut(idx).counts[rel];
-        c.incomplete = c.incomplete.saturating_add(1);
+    fn incomplete(&mut self, recs: &mut Slab, call: CallId, rel: usize, phase: Option<u64>) {
+        if let Some(g) = recs.grpc_mut(call) {
+            let c = &mut g.counts[rel];
+            c.incomplete = c.incomplete.saturating_add(1);
+        }
         for s in self.sides(phase) {
             s[rel].incomplete += 1;
         }
@@ -324,12 +311,13 @@ impl Grpc {
     }
 
     /// The connection ended: messages in progress are incomplete; its state is dropped.
-    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>) {
+    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>, recs: &mut Slab) {
         let Some(c) = self.conns.remove(&conn.0) else {
             return;
         };
         for (_, mut st) in c.streams {
             self.open -= 1;
+            self.open_grpc -= usize::from(st.grpc);
             for r in 0..2 {
                 let dir = if r == 0 {
                     st.req_dir
@@ -338,10 +326,10 @@ impl Grpc {
                 };
                 let lost = st.grpc && st.epoch[r] != c.epoch[dir] && st.cut[r].lose();
                 if lost || st.cut[r].end() {
-                    self.incomplete(st.idx, r, phase);
+                    self.incomplete(recs, st.call, r, phase);
                 }
             }
-            if let Some(k) = self.kept_mut(st.idx) {
+            if let Some(k) = kept_mut(recs, st.call) {
                 // The message in progress either way is lost.
                 k.abandon(0);
                 k.abandon(1);
@@ -350,10 +338,10 @@ impl Grpc {
     }
 
     /// End of input: every connection still open is closed.
-    pub(crate) fn flush(&mut self, phase_of: impl Fn() -> Option<u64>) {
+    pub(crate) fn flush(&mut self, phase_of: impl Fn() -> Option<u64>, recs: &mut Slab) {
         let ids: Vec<u32> = self.conns.keys().copied().collect();
         for id in ids {
-            self.close(ConnId(id), phase_of());
+            self.close(ConnId(id), phase_of(), recs);
         }
     }
 

@@ -139,7 +139,7 @@ mod ledger {
             1,
             &[("grpc-status", "3"), ("grpc-message", "bad%20arg")],
         ));
-        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        let g = c.ledger.observer.grpc_call(0).unwrap().clone();
         assert!(g.grpc);
         assert_eq!(
             g.counts[0],
@@ -196,7 +196,7 @@ mod ledger {
         c.gap(Dir::Fwd, 20); // inside the frame: framing kept, payload lost
         c.client(&f[70..]);
         c.client(&fr(0, 1, 1, &grpc_msg(0, 5)));
-        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        let g = c.ledger.observer.grpc_call(0).unwrap().clone();
         assert_eq!((g.counts[0].messages, g.counts[0].incomplete), (0, 1));
         assert_eq!(report(&mut c).sides.client.incomplete, 1);
     }
@@ -218,10 +218,15 @@ mod ledger {
         assert_eq!(calls[&3].counts[0].incomplete, 1);
         // The response message the capture ends inside is incomplete too.
         assert_eq!(calls[&1].counts[1].incomplete, 1);
-        let a = &c.ledger.observer.grpc;
+        let o = &c.ledger.observer;
+        assert!(
+            (0..2).all(|seq| o.grpc_call(seq).is_none()),
+            "folded calls are freed"
+        );
+        let a = &o.grpc;
         assert!(a.conns.is_empty());
-        assert!(a.calls.is_empty(), "folded calls are freed");
         assert_eq!(a.open, 0);
+        assert_eq!(a.open_grpc, 0);
     }
 
     #[test]
@@ -232,7 +237,7 @@ mod ledger {
         c.client(&fr(0, 1, 1, &grpc_msg(0, 3)));
         c.server(&response(1, true, &[]));
         assert_eq!(
-            c.ledger.observer.grpc.call(0).unwrap().counts[0].messages,
+            c.ledger.observer.grpc_call(0).unwrap().counts[0].messages,
             0
         );
         c.client(&request(3, "/pkg.S/M", true));
@@ -242,7 +247,7 @@ mod ledger {
             true,
             &[("grpc-status", "12"), ("grpc-message", "nope")],
         ));
-        let g = c.ledger.observer.grpc.call(1).unwrap();
+        let g = c.ledger.observer.grpc_call(1).unwrap();
         assert_eq!(g.grpc_message.as_deref(), Some("nope"));
         assert_eq!(g.counts[0].messages, 1);
         assert_eq!(report(&mut c).calls, 1);
@@ -289,7 +294,7 @@ mod keep {
         c.client(&request(3, "/plain", false));
         c.client(&fr(0, 1, 3, &grpc_msg(0, b"abc")));
         c.server(&response(3, true, &[]));
-        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        let g = c.ledger.observer.grpc_call(0).unwrap().clone();
         let k = g.kept.as_deref().expect("kept");
         assert_eq!(k.path(), "/pkg.S/M");
         assert_eq!(
@@ -303,7 +308,7 @@ mod keep {
         assert_eq!(listed(k, 1), vec![(1, 2, KeptHow::Whole, b"zz".to_vec())]);
         assert_eq!((k.omitted(0), k.omitted(1)), (0, 0));
         assert_eq!(g.counts[0].messages, 3);
-        assert_eq!(c.ledger.observer.grpc.call(1).unwrap().kept, None);
+        assert_eq!(c.ledger.observer.grpc_call(1).unwrap().kept, None);
         assert_eq!(c.ledger.observer.grpc.kept_bytes(), 45);
         drop(g);
         c.ledger.observer.flush();
@@ -340,7 +345,7 @@ mod keep {
         c.server(&fr(0, 0, 1, &grpc_msg(0, &[5; 10])));
         c.server(&fr(0, 0, 1, &grpc_msg(0, &[6; 10])));
         c.server(&trailers(1, &[("grpc-status", "0")]));
-        let g = c.ledger.observer.grpc.call(0).unwrap().clone();
+        let g = c.ledger.observer.grpc_call(0).unwrap().clone();
         let k = g.kept.as_deref().unwrap();
         assert_eq!(
             listed(k, 0),
@@ -371,7 +376,7 @@ mod keep {
         c.client(&f[..10]);
         c.gap(Dir::Fwd, 3);
         c.client(&fr(0, 1, 3, &grpc_msg(0, &[9; 2])));
-        let g3 = c.ledger.observer.grpc.call(1).unwrap().clone();
+        let g3 = c.ledger.observer.grpc_call(1).unwrap().clone();
         assert_eq!(listed(g3.kept.as_deref().unwrap(), 0), vec![]);
         assert_eq!(g3.counts[0].incomplete, 1);
         assert_eq!(c.ledger.observer.grpc.kept_bytes(), 20);
@@ -383,7 +388,7 @@ mod keep {
         let mut c = keeping(KeepLimits::default());
         c.client(&request(1, "/pkg.S/A", true));
         c.client(&fr(0, 1, 1, &grpc_msg(0, b"first")));
-        let g = c.ledger.observer.grpc.take_call(0).unwrap();
+        let g = c.ledger.observer.take_grpc_call(0).unwrap();
         let k = g.kept.unwrap();
         let at = std::sync::Arc::as_ptr(&k);
         Kept::recycle(k);
@@ -393,8 +398,7 @@ mod keep {
         let k = c
             .ledger
             .observer
-            .grpc
-            .call(1)
+            .grpc_call(1)
             .unwrap()
             .kept
             .clone()
@@ -405,7 +409,7 @@ mod keep {
         // The tracker gone, the pool goes with it (pooled records hold the budget), and a
         // record given back later is freed.
         let budget = c.ledger.observer.grpc.kept_budget().unwrap().clone();
-        let g = c.ledger.observer.grpc.take_call(1).unwrap();
+        let g = c.ledger.observer.take_grpc_call(1).unwrap();
         drop(c);
         drop(k);
         Kept::recycle(g.kept.unwrap());

@@ -14,6 +14,8 @@
 const EXACT_SAMPLES: usize = 256;
 /// Buckets per group (a group is `bucket >> 6`).
 const GROUP: usize = 64;
+/// Groups a histogram can hold: the last bucket (of `i64::MAX`) is 3,711, in group 57.
+const GROUPS: usize = 58;
 
 /// Durations (nanoseconds, negative values count as 0).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -22,6 +24,9 @@ pub struct LatencyHist {
     /// (group, counts of its 64 buckets), sorted by group (`bucket >> 6`): a group's buckets
     /// are counted in place, and the groups iterate in bucket order for the percentiles.
     groups: Vec<(u16, Box<[u64; GROUP]>)>,
+    /// Where each group is in `groups`, plus one (0: not there); empty until the first group
+    /// (decision 230).
+    at: Vec<u8>,
     count: u64,
     min: i64,
     max: i64,
@@ -93,17 +98,33 @@ impl LatencyHist {
         self.group(b >> 6)[usize::from(b) % GROUP] += n;
     }
 
-    /// The counters of group `g`, made when new. A linear search: a histogram holds a few
-    /// groups (at most 58), and a binary search cost twice as much on the bench capture.
+    /// The counters of group `g`, made when new: found through `at` in one step; a new group
+    /// is inserted in order (a linear search, at most 58 times per histogram) and the places
+    /// after it renumbered.
     #[inline]
     fn group(&mut self, g: u16) -> &mut [u64; GROUP] {
+        let k = usize::from(g);
+        if let Some(&i) = self.at.get(k) {
+            if i != 0 {
+                return &mut self.groups[usize::from(i - 1)].1;
+            }
+        }
+        self.new_group(g)
+    }
+
+    #[cold]
+    fn new_group(&mut self, g: u16) -> &mut [u64; GROUP] {
+        if self.at.is_empty() {
+            self.at = vec![0; GROUPS];
+        }
         let i = self
             .groups
             .iter()
             .position(|(k, _)| *k >= g)
             .unwrap_or(self.groups.len());
-        if self.groups.get(i).is_none_or(|(k, _)| *k != g) {
-            self.groups.insert(i, (g, Box::new([0; GROUP])));
+        self.groups.insert(i, (g, Box::new([0; GROUP])));
+        for (j, (k, _)) in self.groups.iter().enumerate().skip(i) {
+            self.at[usize::from(*k)] = (j + 1) as u8;
         }
         &mut self.groups[i].1
     }
@@ -201,7 +222,11 @@ mod tests {
             let got = h.percentile(p).unwrap() as f64;
             assert!((got - want).abs() / want < 0.008, "p{p}: {got} vs {want}");
         }
-        assert!(h.groups.len() <= 58);
+        assert!(h.groups.len() <= GROUPS);
+        for (j, (g, _)) in h.groups.iter().enumerate() {
+            assert_eq!(usize::from(h.at[usize::from(*g)]), j + 1);
+        }
+        assert_eq!(h.at.iter().filter(|&&i| i != 0).count(), h.groups.len());
     }
 
     #[test]
