@@ -258,6 +258,9 @@ pub(crate) struct Live {
     path_pending: bool,
 }
 
+/// No slot: the end of a connection's list of calls in flight.
+const NO_SLOT: u32 = u32::MAX;
+
 /// A call's place in [`Slab`] with its sequence number: a handle kept where the call may be
 /// gone by the time it is used (a BDP candidate, the last ended calls); the number tells a
 /// reused slot from the call's own.
@@ -273,9 +276,6 @@ pub(crate) struct CallId {
 /// the slab holds as many slots as calls were ever live at once (at most
 /// [`MAX_ACTIVE_CALLS`] in flight, [`RECENT_CALLS`] ended and the pinned ones), like the map
 /// it replaced.
-/// No slot: the end of a connection's list of calls in flight.
-const NO_SLOT: u32 = u32::MAX;
-
 #[derive(Debug, Default)]
 pub(crate) struct Slab {
     slots: Vec<Option<Live>>,
