@@ -148,19 +148,27 @@ pub fn have(cmd: &str) -> bool {
 
 /// A copy of the binary that an unprivileged user can run whatever the checkout's location
 /// (a clone under /root is not reachable by `nobody`).
+///
+/// Copied once per process, behind a `OnceLock`, into a directory emptied first (decision
+/// 250): the directory is named by the process id, and an earlier process with the same id
+/// (ids are reused; such directories are never removed) left its own build's binary there,
+/// which a check for an existing file would have run instead of this one.
 pub fn bin_for_nobody() -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!("h2ledger-nobody-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let to = dir.join("h2ledger");
-    if !to.exists() {
-        let tmp = dir.join(format!("h2ledger.{:?}", std::thread::current().id()));
+    static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    COPY.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("h2ledger-nobody-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let to = dir.join("h2ledger");
+        let tmp = dir.join("h2ledger.tmp");
         std::fs::copy(bin(), &tmp).unwrap();
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let _ = std::fs::rename(&tmp, &to);
-    }
-    to
+        std::fs::rename(&tmp, &to).unwrap();
+        to
+    })
+    .clone()
 }
 
 /// A raw IPv4 packet (127.0.0.1 to itself) carrying one TCP segment.
