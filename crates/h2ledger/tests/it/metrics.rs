@@ -556,17 +556,23 @@ fn prometheus_scrapes_a_live_sniff() {
         .spawn()
         .unwrap();
     let mut prometheus = Kill(prometheus);
+    // Its address, then its word that it answers queries (before that its API says 503).
     let mut log = BufReader::new(prometheus.0.stderr.take().unwrap());
-    let prom = loop {
+    let mut prom = None;
+    loop {
         let mut line = String::new();
         assert!(
             log.read_line(&mut line).unwrap() > 0,
-            "Prometheus ended before it listened"
+            "Prometheus ended before it was ready"
         );
         if let Some((_, addr)) = line.split_once("msg=\"Listening on\" address=") {
-            break addr.trim().to_string();
+            prom = Some(addr.trim().to_string());
         }
-    };
+        if line.contains("Server is ready to receive web requests") {
+            break;
+        }
+    }
+    let prom = prom.expect("Prometheus said where it listens");
     std::thread::spawn(move || {
         let mut rest = String::new();
         while log.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {
