@@ -612,7 +612,7 @@ fn capabilities_are_dropped_after_the_attach() {
     let peer_copy = h2l.with_file_name("go-tls-keys-stripped");
     if !peer_copy.exists() {
         let tmp = h2l.with_file_name(format!("peer.{}", std::process::id()));
-        std::fs::copy(&peer_bin, &tmp).unwrap();
+        copy_executable(&peer_bin, &tmp);
         let _ = std::fs::rename(&tmp, &peer_copy);
     }
     let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];

@@ -198,10 +198,10 @@ pub(crate) fn demo_workloads() -> Option<&'static std::path::Path> {
             .unwrap();
         assert!(ok.success(), "build-grpcgo-demo.sh");
         let py = repo().join("crates/h2ledger-workload/grpcio/h2ledger-grpcio.py");
-        std::fs::copy(py, dir.join("h2ledger-grpcio.py")).unwrap();
+        copy_executable(&py, &dir.join("h2ledger-grpcio.py"));
         let tonic = std::path::Path::new(bin()).with_file_name("h2ledger-workload");
         if tonic.exists() {
-            std::fs::copy(&tonic, dir.join("h2ledger-workload")).unwrap();
+            copy_executable(&tonic, &dir.join("h2ledger-workload"));
         }
         Some(dir)
     })
@@ -399,7 +399,7 @@ fn demo_without_workloads_says_how_to_build_them() {
     std::fs::create_dir_all(&empty).unwrap();
     // A copy of the binary in an empty directory: nothing next to it either.
     let lone = empty.join("h2ledger");
-    std::fs::copy(bin(), &lone).unwrap();
+    copy_executable(std::path::Path::new(bin()), &lone);
     let out = Command::new(&lone)
         .args(["demo", "--seconds", "1"])
         .env_remove("H2LEDGER_WORKLOADS")

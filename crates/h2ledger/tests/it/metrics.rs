@@ -418,15 +418,6 @@ fn http_get(addr: &str, target: &str) -> String {
     body.to_string()
 }
 
-/// A free loopback port (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Prometheus' instant query `q`, as (labels, value) pairs.
 fn query(prom: &str, q: &str) -> Vec<(Value, u64)> {
     let enc: String = q
@@ -486,6 +477,8 @@ fn prometheus_scrapes_a_live_sniff() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("h2ledger-prom-{}", std::process::id()));
+    // An earlier process with this id may have left its Prometheus data here.
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let ok = Command::new("bash")
         .arg(repo().join("scripts/build-grpcgo.sh"))
@@ -541,7 +534,6 @@ fn prometheus_scrapes_a_live_sniff() {
         let mut rest = String::new();
         while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
     });
-    let prom = format!("127.0.0.1:{}", free_port());
     let config = dir.join("prometheus.yml");
     std::fs::write(
         &config,
@@ -556,12 +548,37 @@ fn prometheus_scrapes_a_live_sniff() {
             "--storage.tsdb.path={}",
             dir.join("tsdb").display()
         ))
-        .arg(format!("--web.listen-address={prom}"))
+        // Port 0, read back from its log: a port found free and released first could be
+        // taken by another test before Prometheus binds it (decision 250).
+        .arg("--web.listen-address=127.0.0.1:0")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let _prometheus = Kill(prometheus);
+    let mut prometheus = Kill(prometheus);
+    // Its address, then its word that it answers queries (before that its API says 503).
+    let mut log = BufReader::new(prometheus.0.stderr.take().unwrap());
+    let mut prom = None;
+    loop {
+        let mut line = String::new();
+        assert!(
+            log.read_line(&mut line).unwrap() > 0,
+            "Prometheus ended before it was ready"
+        );
+        if let Some((_, addr)) = line.split_once("msg=\"Listening on\" address=") {
+            prom = Some(addr.trim().to_string());
+        }
+        if line.contains("Server is ready to receive web requests") {
+            break;
+        }
+    }
+    let prom = prom.expect("Prometheus said where it listens");
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while log.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {
+            rest.clear();
+        }
+    });
     let t0 = Instant::now();
     loop {
         let up =

@@ -148,19 +148,45 @@ pub fn have(cmd: &str) -> bool {
 
 /// A copy of the binary that an unprivileged user can run whatever the checkout's location
 /// (a clone under /root is not reachable by `nobody`).
+///
+/// Copied once per process, behind a `OnceLock`, into a directory emptied first (decision
+/// 250): the directory is named by the process id, and an earlier process with the same id
+/// (ids are reused; such directories are never removed) left its own build's binary there,
+/// which a check for an existing file would have run instead of this one.
 pub fn bin_for_nobody() -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!("h2ledger-nobody-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let to = dir.join("h2ledger");
-    if !to.exists() {
-        let tmp = dir.join(format!("h2ledger.{:?}", std::thread::current().id()));
-        std::fs::copy(bin(), &tmp).unwrap();
+    static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    COPY.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("h2ledger-nobody-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let to = dir.join("h2ledger");
+        let tmp = dir.join("h2ledger.tmp");
+        copy_executable(std::path::Path::new(bin()), &tmp);
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let _ = std::fs::rename(&tmp, &to);
-    }
-    to
+        std::fs::rename(&tmp, &to).unwrap();
+        to
+    })
+    .clone()
+}
+
+/// `cp FROM TO` (then FROM's mode on TO, as `std::fs::copy` gives): a program the tests then
+/// run, copied by a child process so that it is never open for writing in this one. The
+/// harness runs tests on parallel threads, and they spawn programs all the time: a child
+/// forked while this process held the copy open for writing keeps that descriptor until its
+/// own exec, and running the copy in that moment fails with "Text file busy" (ETXTBSY; seen
+/// at `--test-threads 8`: `setpriv: failed to execute /tmp/h2ledger-nobody-PID/h2ledger:
+/// Text file busy`). `cp`'s descriptor is its own and closed when it exits.
+pub fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let ok = Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(ok.success(), "cp {} {}", from.display(), to.display());
+    std::fs::set_permissions(to, std::fs::metadata(from).unwrap().permissions()).unwrap();
 }
 
 /// A raw IPv4 packet (127.0.0.1 to itself) carrying one TCP segment.

@@ -6,12 +6,15 @@
 
 use crate::util::*;
 
-/// `replay FILE ARGS --plot TMP`: the SVG and stderr.
+/// `replay FILE ARGS --plot TMP`: the SVG and stderr. TMP is this call's own (a call counter,
+/// decision 250): named by the file and the number of arguments, two tests plotting one
+/// capture with as many arguments would write, read and remove one file at once.
 fn plot(file: &str, args: &[&str]) -> (String, String) {
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let svg = std::env::temp_dir().join(format!(
         "h2ledger-views-{}-{file}-{}.svg",
         std::process::id(),
-        args.len()
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let path = capture(file);
     let mut all = vec!["replay", path.to_str().unwrap()];
