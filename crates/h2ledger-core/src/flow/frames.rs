@@ -1,10 +1,13 @@
 //! What each frame does to the windows: DATA, WINDOW_UPDATE, SETTINGS and its ACK, resets
 //! and ends of streams; stalls begin and end here.
 
+use std::collections::hash_map::Entry;
+
 use super::*;
 
 impl Flow {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
+    /// One lookup of the connection, and for a frame on a stream one of the stream.
     pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         let Some(c) = self.conns.get_mut(&ev.conn.0) else {
             return;
@@ -19,7 +22,12 @@ impl Flow {
         if !c.known {
             if !c.counted {
                 c.counted = true;
-                self.acc(phase, |s| s.unknown += 1);
+                for s in scope_mut(&mut self.whole, &mut self.phases, phase)
+                    .into_iter()
+                    .flatten()
+                {
+                    s.unknown += 1;
+                }
             }
             return;
         }
@@ -32,17 +40,32 @@ impl Flow {
         }
         if !c.seen_frame {
             c.seen_frame = true;
-            self.acc(phase, |s| {
+            for s in scope_mut(&mut self.whole, &mut self.phases, phase)
+                .into_iter()
+                .flatten()
+            {
                 for a in s.sides.iter_mut() {
                     a.max_conn = a.max_conn.max(DEFAULT_WINDOW);
                 }
-            });
+            }
         }
         let sid = ev.head.stream_id.0;
         match ev.class {
-            FrameClass::Data | FrameClass::Headers | FrameClass::Trailers => {
-                self.stream_frame(ev, phase, call)
-            }
+            FrameClass::Data | FrameClass::Headers | FrameClass::Trailers => stream_frame(
+                c,
+                Parts {
+                    series: &mut self.series,
+                    streams: &mut self.streams,
+                    whole: &mut self.whole,
+                    phases: &mut self.phases,
+                    calls: &mut self.calls,
+                    no_max_window: self.no_max_window,
+                    events: &mut self.events,
+                },
+                ev,
+                phase,
+                call,
+            ),
             FrameClass::RstStream => self.free_stream(ev.conn.0, sid),
             FrameClass::WindowUpdate => {
                 if let Some(Frame::WindowUpdate(w)) = ev.frame {
@@ -68,100 +91,6 @@ impl Flow {
             },
             FrameClass::SettingsAck => self.on_settings_ack(ev, d, phase),
             _ => {}
-        }
-    }
-
-    /// HEADERS, TRAILERS and DATA, with one lookup of the connection and of the stream: the
-    /// stream opened (HEADERS, DATA) and given its call, DATA charged to the windows (a stall
-    /// begins when one is exhausted), the sending half ended on END_STREAM.
-    fn stream_frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
-        let conn = ev.conn.0;
-        let d = ev.dir;
-        let sid = ev.head.stream_id.0;
-        let data = ev.class == FrameClass::Data;
-        let Flow {
-            series,
-            conns,
-            streams,
-            whole,
-            phases,
-            calls,
-            no_max_window,
-            events,
-        } = self;
-        let Some(c) = conns.get_mut(&conn) else {
-            return;
-        };
-        if data || ev.class == FrameClass::Headers {
-            open_in(c, streams, whole, phases, *no_max_window, sid, phase);
-        }
-        let len = i64::from(ev.head.length);
-        if data {
-            c.sides[d].conn_window -= len;
-        }
-        // Not in the map: stream 0, closed, or beyond MAX_FLOW_STREAMS (untracked).
-        let Some(st) = c.streams.get_mut(&sid) else {
-            return;
-        };
-        if call.is_some() {
-            st.call = call;
-        }
-        let end = ev.head.flags.is_end_stream();
-        let mut started = false;
-        if data {
-            let side = c.side[d];
-            let sf = &mut c.sides[d];
-            st.sent[d] += len as u64;
-            if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
-                c.busiest[d] = Some((sid, st.sent[d]));
-            }
-            let new = shift(sf, st, d, sid, -len, *no_max_window);
-            let stream_w = sf.initial + new;
-            let conn_w = sf.conn_window;
-            if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
-                let limit = match (stream_w <= 0, conn_w <= 0) {
-                    (true, true) => Limit::Both,
-                    (true, false) => Limit::Stream,
-                    _ => Limit::Connection,
-                };
-                st.stall[d] = Some(Stall {
-                    start: ev.ts,
-                    phase,
-                });
-                sf.stalled.insert((new, sid));
-                st.stalled_once[d] = true;
-                started = true;
-                if let Some(log) = events.as_mut() {
-                    log.push(FlowEvent::Stall {
-                        conn,
-                        side,
-                        stream: sid,
-                        ts: ev.ts,
-                        limit,
-                        initial: sf.initial,
-                    });
-                }
-                if let Some(i) = st.call {
-                    let cf = calls.entry(i).or_default();
-                    cf.stalls[side.index()] = cf.stalls[side.index()].saturating_add(1);
-                }
-                for s in scope_mut(whole, phases, phase).into_iter().flatten() {
-                    let a = &mut s.sides[side];
-                    a.stalls += 1;
-                    a.by_limit[limit as usize] += 1;
-                }
-            }
-        }
-        let mut done = false;
-        if end {
-            st.ended[d] = true;
-            done = st.ended.fwd && st.ended.rev;
-        }
-        if data {
-            sample_in(series, conn, c, d, Some(sid), ev.ts, started);
-        }
-        if done {
-            free_in(c, conn, sid, streams, whole, phases, events);
         }
     }
 
@@ -309,5 +238,128 @@ impl Flow {
             c.counted = true;
             self.acc(phase, |s| s.unknown += 1);
         }
+    }
+}
+
+/// The tracker's state beside its connections, borrowed with one connection's.
+struct Parts<'a> {
+    series: &'a mut Option<WindowSeries>,
+    streams: &'a mut usize,
+    whole: &'a mut Scope,
+    phases: &'a mut Phased<Scope>,
+    calls: &'a mut FastMap<u64, CallFlow>,
+    no_max_window: bool,
+    events: &'a mut Option<Vec<FlowEvent>>,
+}
+
+/// HEADERS, TRAILERS and DATA: the stream opened (HEADERS, DATA) and given its call, DATA
+/// charged to the windows (a stall begins when one is exhausted), the sending half ended on
+/// END_STREAM, and the stream dropped when both halves have ended.
+#[inline]
+fn stream_frame(
+    c: &mut ConnFlow,
+    t: Parts<'_>,
+    ev: &FrameEvent<'_>,
+    phase: Option<u64>,
+    call: Option<u64>,
+) {
+    let conn = ev.conn.0;
+    let d = ev.dir;
+    let sid = ev.head.stream_id.0;
+    let data = ev.class == FrameClass::Data;
+    let Parts {
+        series,
+        streams,
+        whole,
+        phases,
+        calls,
+        no_max_window,
+        events,
+    } = t;
+    let len = i64::from(ev.head.length);
+    if data {
+        c.sides[d].conn_window -= len;
+    }
+    // Not in the map and not opened here: stream 0, closed, a TRAILERS frame of a stream
+    // not seen open, or beyond MAX_FLOW_STREAMS (untracked).
+    let mut o = match c.streams.entry(sid) {
+        Entry::Occupied(o) => o,
+        Entry::Vacant(_) => {
+            if !(data || ev.class == FrameClass::Headers)
+                || !open_in(c, streams, whole, phases, no_max_window, sid, phase)
+            {
+                return;
+            }
+            // Just opened: a second lookup, once per stream.
+            let Entry::Occupied(o) = c.streams.entry(sid) else {
+                return;
+            };
+            o
+        }
+    };
+    let st = o.get_mut();
+    if call.is_some() {
+        st.call = call;
+    }
+    let end = ev.head.flags.is_end_stream();
+    let mut started = false;
+    if data {
+        let side = c.side[d];
+        let sf = &mut c.sides[d];
+        st.sent[d] += len as u64;
+        if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
+            c.busiest[d] = Some((sid, st.sent[d]));
+        }
+        let new = shift(sf, st, d, sid, -len, no_max_window);
+        let stream_w = sf.initial + new;
+        let conn_w = sf.conn_window;
+        if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
+            let limit = match (stream_w <= 0, conn_w <= 0) {
+                (true, true) => Limit::Both,
+                (true, false) => Limit::Stream,
+                _ => Limit::Connection,
+            };
+            st.stall[d] = Some(Stall {
+                start: ev.ts,
+                phase,
+            });
+            sf.stalled.insert((new, sid));
+            st.stalled_once[d] = true;
+            started = true;
+            if let Some(log) = events.as_mut() {
+                log.push(FlowEvent::Stall {
+                    conn,
+                    side,
+                    stream: sid,
+                    ts: ev.ts,
+                    limit,
+                    initial: sf.initial,
+                });
+            }
+            if let Some(i) = st.call {
+                let cf = calls.entry(i).or_default();
+                cf.stalls[side.index()] = cf.stalls[side.index()].saturating_add(1);
+            }
+            for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+                let a = &mut s.sides[side];
+                a.stalls += 1;
+                a.by_limit[limit as usize] += 1;
+            }
+        }
+    }
+    let mut done = false;
+    if end {
+        st.ended[d] = true;
+        done = st.ended.fwd && st.ended.rev;
+    }
+    if data && series.is_some() {
+        // The sample reads the stream, still open here.
+        sample_in(series, conn, c, d, Some(sid), ev.ts, started);
+        if done {
+            free_in(c, conn, sid, streams, whole, phases, events);
+        }
+    } else if done {
+        let st = o.remove();
+        freed(c, conn, sid, &st, streams, whole, phases, events);
     }
 }

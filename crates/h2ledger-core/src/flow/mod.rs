@@ -127,7 +127,7 @@ pub enum FlowEvent {
 pub struct Flow {
     /// Set by [`Flow::record_series`] (for `--plot`).
     pub series: Option<WindowSeries>,
-    conns: FastMap<u32, ConnFlow>,
+    conns: IdMap<ConnFlow>,
     streams: usize,
     whole: Scope,
     phases: Phased<Scope>,
@@ -226,7 +226,7 @@ impl Flow {
                     rev: Side::Server,
                 },
                 sides: Dirs::from_fn(|_| SideFlow::new()),
-                streams: FastMap::default(),
+                streams: IdMap::default(),
                 max_id: [0; 2],
                 busiest: Dirs::default(),
             },

@@ -1,17 +1,21 @@
 //! The per-connection and per-stream state of the tracker, and the scopes it counts into.
 
 use std::cmp::Reverse;
-use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
 use super::{FlowEvent, DEFAULT_WINDOW, MAX_FLOW_STREAMS};
+use crate::ledger::StreamIdHasher;
 use crate::model::{Side, Sides};
 use crate::phase::Phased;
 use crate::phase::MAX_PHASES;
 use crate::stats::LogHist;
-use crate::FastMap;
+
+/// The tracker's maps keyed by connection id (sequential) and by stream id (31-bit, chosen by
+/// the peers): the ledger's multiply-shift hasher, one multiplication per lookup (decision 240).
+pub(super) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<StreamIdHasher>>;
 
 /// Which window was <= 0 when a stall began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +34,7 @@ pub(super) struct Stall {
     pub(super) phase: Option<u64>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct StreamFlow {
     /// Per sending direction: increments received minus DATA sent.
     pub(super) adj: Dirs<i64>,
@@ -86,7 +90,7 @@ pub(super) struct ConnFlow {
     /// The side of each direction, as the ledger told it.
     pub(super) side: Dirs<Side>,
     pub(super) sides: Dirs<SideFlow>,
-    pub(super) streams: FastMap<u32, StreamFlow>,
+    pub(super) streams: IdMap<StreamFlow>,
     /// The highest stream id seen open, by parity: lower ids not in `streams` are closed.
     pub(super) max_id: [u32; 2],
     /// Per sending direction: the stream that carried the most DATA so far, and how much.
@@ -174,6 +178,7 @@ pub(super) fn carry(c: &mut ConnFlow, phases: &mut Phased<Scope>, upto: u64) {
 
 /// Opens `sid` on `c` if it is new: not stream 0, not a closed id, and not beyond
 /// [`MAX_FLOW_STREAMS`] (counted in `untracked_streams`). Tracked streams are those in `c.streams`.
+/// Returns whether it opened (the caller knows `sid` is not in `c.streams`).
 pub(super) fn open_in(
     c: &mut ConnFlow,
     streams: &mut usize,
@@ -182,34 +187,23 @@ pub(super) fn open_in(
     no_max_window: bool,
     sid: u32,
     phase: Option<u64>,
-) {
+) -> bool {
     if sid == 0 {
-        return;
+        return false;
     }
-    let slot = match c.streams.entry(sid) {
-        Entry::Occupied(_) => return,
-        Entry::Vacant(v) => v,
-    };
     let par = (sid & 1) as usize;
     if sid <= c.max_id[par] {
-        return; // closed
+        return false; // closed
     }
     c.max_id[par] = sid;
     if *streams >= MAX_FLOW_STREAMS {
         for s in scope_mut(whole, phases, phase).into_iter().flatten() {
             s.untracked_streams += 1;
         }
-        return;
+        return false;
     }
     *streams += 1;
-    slot.insert(StreamFlow {
-        adj: Dirs::default(),
-        stall: Dirs::default(),
-        ended: Dirs::default(),
-        call: None,
-        sent: Dirs::default(),
-        stalled_once: Dirs::default(),
-    });
+    c.streams.insert(sid, StreamFlow::default());
     let mut init = Sides::<i64>::default();
     for d in Dir::ALL {
         let sf = &mut c.sides[d];
@@ -229,6 +223,7 @@ pub(super) fn open_in(
             a.max_stream = a.max_stream.max(init[side]);
         }
     }
+    true
 }
 
 /// Moves the window of stream `sid` of sending direction `d` by `delta` (DATA sent: down; a
@@ -267,13 +262,46 @@ pub(super) fn free_in(
     phases: &mut Phased<Scope>,
     events: &mut Option<Vec<FlowEvent>>,
 ) {
-    let Some(st) = c.streams.remove(&sid) else {
-        return;
-    };
+    if let Some(st) = c.streams.remove(&sid) {
+        freed(c, conn, sid, &st, streams, whole, phases, events);
+    }
+}
+
+/// Stream `sid` of `c`, `st`, was taken out of `c.streams`: counted out, and its stalls
+/// told. A stream that never stalled (the common case) costs the count only.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(super) fn freed(
+    c: &mut ConnFlow,
+    conn: u32,
+    sid: u32,
+    st: &StreamFlow,
+    streams: &mut usize,
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    events: &mut Option<Vec<FlowEvent>>,
+) {
     *streams -= 1;
     for d in Dir::ALL {
         compact(&mut c.sides[d], &c.streams, d);
     }
+    if st.stalled_once.fwd || st.stalled_once.rev {
+        stalls_freed(c, conn, sid, st, whole, phases, events);
+    }
+}
+
+/// The stalls of a stream that stalled at least once, as it ends: the open ones unresolved,
+/// and [`FlowEvent::Done`] for each side that stalled.
+#[cold]
+fn stalls_freed(
+    c: &mut ConnFlow,
+    conn: u32,
+    sid: u32,
+    st: &StreamFlow,
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    events: &mut Option<Vec<FlowEvent>>,
+) {
     for d in Dir::ALL {
         let sf = &mut c.sides[d];
         let side = c.side[d];
@@ -311,11 +339,7 @@ pub(super) const HEAP_SLACK: usize = 64;
 /// `None` when none is open (or the heap is not kept): pops the stale entries off the top of
 /// `sf.top` (closed streams), putting back the current `adj` of a stream still open. Each stale
 /// entry is handled once, so the cost is that of the pushes it follows.
-pub(super) fn max_adj(
-    sf: &mut SideFlow,
-    streams: &FastMap<u32, StreamFlow>,
-    d: Dir,
-) -> Option<i64> {
+pub(super) fn max_adj(sf: &mut SideFlow, streams: &IdMap<StreamFlow>, d: Dir) -> Option<i64> {
     while let Some(&(adj, Reverse(sid))) = sf.top.peek() {
         match streams.get(&sid) {
             Some(st) if st.adj[d] == adj => return Some(adj),
@@ -337,14 +361,14 @@ pub(super) fn max_adj(
 /// (plus [`HEAP_SLACK`]); called after every push and close, so its memory follows the open
 /// streams, and a rebuild's cost is paid for by the pushes or closes since the last one.
 #[inline]
-pub(super) fn compact(sf: &mut SideFlow, streams: &FastMap<u32, StreamFlow>, d: Dir) {
+pub(super) fn compact(sf: &mut SideFlow, streams: &IdMap<StreamFlow>, d: Dir) {
     if sf.top.len() > 2 * streams.len() + HEAP_SLACK {
         rebuild(sf, streams, d);
     }
 }
 
 #[cold]
-fn rebuild(sf: &mut SideFlow, streams: &FastMap<u32, StreamFlow>, d: Dir) {
+fn rebuild(sf: &mut SideFlow, streams: &IdMap<StreamFlow>, d: Dir) {
     let mut v = std::mem::take(&mut sf.top).into_vec();
     v.clear();
     v.extend(streams.iter().map(|(&sid, st)| (st.adj[d], Reverse(sid))));
@@ -373,7 +397,7 @@ mod tests {
     fn lazy_heap_is_the_largest_open_adj() {
         let d = Dir::Fwd;
         let mut sf = SideFlow::new();
-        let mut streams: FastMap<u32, StreamFlow> = FastMap::default();
+        let mut streams: IdMap<StreamFlow> = IdMap::default();
         let mut next = 1u32;
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for step in 0..200_000 {
