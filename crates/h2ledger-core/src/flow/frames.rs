@@ -1,8 +1,6 @@
 //! What each frame does to the windows: DATA, WINDOW_UPDATE, SETTINGS and its ACK, resets
 //! and ends of streams; stalls begin and end here.
 
-use std::collections::hash_map::Entry;
-
 use super::*;
 
 impl Flow {
@@ -114,7 +112,7 @@ impl Flow {
             self.sample(conn, s, None, ev.ts, false);
             return;
         }
-        let Some(st) = c.streams.get_mut(&sid) else {
+        let Some(st) = c.streams.get_mut(sid) else {
             return;
         };
         let new = shift(sf, st, s, sid, inc, self.no_max_window);
@@ -169,7 +167,7 @@ impl Flow {
         let done: Vec<(i64, u32)> = sf.stalled.range((from, 0)..).copied().collect();
         for key in done {
             sf.stalled.remove(&key);
-            let Some(st) = c.streams.get_mut(&key.1) else {
+            let Some(st) = c.streams.get_mut(key.1) else {
                 continue;
             };
             let Some(stall) = st.stall[s].take() else {
@@ -215,7 +213,7 @@ impl Flow {
 
     pub(super) fn drop_streams(&mut self, conn: u32) {
         let ids: Vec<u32> = match self.conns.get(&conn) {
-            Some(c) => c.streams.keys().copied().collect(),
+            Some(c) => c.streams.keys().collect(),
             None => return,
         };
         for sid in ids {
@@ -282,22 +280,19 @@ fn stream_frame(
     }
     // Not in the map and not opened here: stream 0, closed, a TRAILERS frame of a stream
     // not seen open, or beyond MAX_FLOW_STREAMS (untracked).
-    let mut o = match c.streams.entry(sid) {
-        Entry::Occupied(o) => o,
-        Entry::Vacant(_) => {
-            if !(data || ev.class == FrameClass::Headers)
-                || !open_in(c, streams, whole, phases, no_max_window, sid, phase)
-            {
-                return;
+    let slot = match c.streams.find(sid) {
+        Some(i) => i,
+        None if data || ev.class == FrameClass::Headers => {
+            match open_in(c, streams, whole, phases, no_max_window, sid, phase) {
+                Some(i) => i,
+                None => return,
             }
-            // Just opened: a second lookup, once per stream.
-            let Entry::Occupied(o) = c.streams.entry(sid) else {
-                return;
-            };
-            o
         }
+        None => return,
     };
-    let st = o.get_mut();
+    let Some(st) = c.streams.slot_mut(slot) else {
+        return;
+    };
     if call.is_some() {
         st.call = call;
     }
@@ -359,7 +354,19 @@ fn stream_frame(
             free_in(c, conn, sid, streams, whole, phases, events);
         }
     } else if done {
-        let st = o.remove();
-        freed(c, conn, sid, &st, streams, whole, phases, events);
+        if st.stalled_once.fwd || st.stalled_once.rev {
+            if let Some(st) = c.streams.remove_at(slot) {
+                freed(c, conn, sid, &st, streams, whole, phases, events);
+            }
+        } else {
+            // Never stalled (the common case): nothing to tell, nothing to move out.
+            c.streams.discard_at(slot);
+            *streams -= 1;
+            if !no_max_window {
+                for d in Dir::ALL {
+                    compact(&mut c.sides[d], &c.streams, d);
+                }
+            }
+        }
     }
 }

@@ -48,12 +48,14 @@ mod frames;
 mod report;
 mod series;
 mod state;
+pub(crate) mod table;
 
 pub use report::{ByLimit, FlowReport, FlowSide, MaxWindow, StalledUs};
 use series::sample_in;
 pub use series::{WindowPoint, WindowSeries};
 use state::*;
 pub use state::{FlowAcc, Limit};
+use table::IdTable;
 
 /// Per call: stalls and time stalled, by side (0 client, 1 server).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -177,7 +179,7 @@ impl Flow {
         if !c.known {
             return None;
         }
-        let st = c.streams.get(&sid)?;
+        let st = c.streams.get(sid)?;
         let sf = &c.sides[d];
         Some((sf.initial + st.adj[d]).min(sf.conn_window))
     }
@@ -226,7 +228,7 @@ impl Flow {
                     rev: Side::Server,
                 },
                 sides: Dirs::from_fn(|_| SideFlow::new()),
-                streams: IdMap::default(),
+                streams: IdTable::default(),
                 max_id: [0; 2],
                 busiest: Dirs::default(),
             },

@@ -6,6 +6,7 @@ use std::hash::BuildHasherDefault;
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
+use super::table::IdTable;
 use super::{FlowEvent, DEFAULT_WINDOW, MAX_FLOW_STREAMS};
 use crate::ledger::StreamIdHasher;
 use crate::model::{Side, Sides};
@@ -90,7 +91,7 @@ pub(super) struct ConnFlow {
     /// The side of each direction, as the ledger told it.
     pub(super) side: Dirs<Side>,
     pub(super) sides: Dirs<SideFlow>,
-    pub(super) streams: IdMap<StreamFlow>,
+    pub(super) streams: IdTable<StreamFlow>,
     /// The highest stream id seen open, by parity: lower ids not in `streams` are closed.
     pub(super) max_id: [u32; 2],
     /// Per sending direction: the stream that carried the most DATA so far, and how much.
@@ -178,7 +179,7 @@ pub(super) fn carry(c: &mut ConnFlow, phases: &mut Phased<Scope>, upto: u64) {
 
 /// Opens `sid` on `c` if it is new: not stream 0, not a closed id, and not beyond
 /// [`MAX_FLOW_STREAMS`] (counted in `untracked_streams`). Tracked streams are those in `c.streams`.
-/// Returns whether it opened (the caller knows `sid` is not in `c.streams`).
+/// Returns its slot in `c.streams` when it opened (the caller knows `sid` is not there).
 pub(super) fn open_in(
     c: &mut ConnFlow,
     streams: &mut usize,
@@ -187,23 +188,23 @@ pub(super) fn open_in(
     no_max_window: bool,
     sid: u32,
     phase: Option<u64>,
-) -> bool {
+) -> Option<usize> {
     if sid == 0 {
-        return false;
+        return None;
     }
     let par = (sid & 1) as usize;
     if sid <= c.max_id[par] {
-        return false; // closed
+        return None; // closed
     }
     c.max_id[par] = sid;
     if *streams >= MAX_FLOW_STREAMS {
         for s in scope_mut(whole, phases, phase).into_iter().flatten() {
             s.untracked_streams += 1;
         }
-        return false;
+        return None;
     }
     *streams += 1;
-    c.streams.insert(sid, StreamFlow::default());
+    let slot = c.streams.insert(sid, StreamFlow::default());
     let mut init = Sides::<i64>::default();
     for d in Dir::ALL {
         let sf = &mut c.sides[d];
@@ -223,7 +224,7 @@ pub(super) fn open_in(
             a.max_stream = a.max_stream.max(init[side]);
         }
     }
-    true
+    Some(slot)
 }
 
 /// Moves the window of stream `sid` of sending direction `d` by `delta` (DATA sent: down; a
@@ -262,7 +263,7 @@ pub(super) fn free_in(
     phases: &mut Phased<Scope>,
     events: &mut Option<Vec<FlowEvent>>,
 ) {
-    if let Some(st) = c.streams.remove(&sid) {
+    if let Some(st) = c.streams.remove(sid) {
         freed(c, conn, sid, &st, streams, whole, phases, events);
     }
 }
@@ -339,9 +340,9 @@ pub(super) const HEAP_SLACK: usize = 64;
 /// `None` when none is open (or the heap is not kept): pops the stale entries off the top of
 /// `sf.top` (closed streams), putting back the current `adj` of a stream still open. Each stale
 /// entry is handled once, so the cost is that of the pushes it follows.
-pub(super) fn max_adj(sf: &mut SideFlow, streams: &IdMap<StreamFlow>, d: Dir) -> Option<i64> {
+pub(super) fn max_adj(sf: &mut SideFlow, streams: &IdTable<StreamFlow>, d: Dir) -> Option<i64> {
     while let Some(&(adj, Reverse(sid))) = sf.top.peek() {
-        match streams.get(&sid) {
+        match streams.get(sid) {
             Some(st) if st.adj[d] == adj => return Some(adj),
             Some(st) => {
                 // `adj` went down since this entry was pushed (it never goes up without a push).
@@ -361,17 +362,17 @@ pub(super) fn max_adj(sf: &mut SideFlow, streams: &IdMap<StreamFlow>, d: Dir) ->
 /// (plus [`HEAP_SLACK`]); called after every push and close, so its memory follows the open
 /// streams, and a rebuild's cost is paid for by the pushes or closes since the last one.
 #[inline]
-pub(super) fn compact(sf: &mut SideFlow, streams: &IdMap<StreamFlow>, d: Dir) {
+pub(super) fn compact(sf: &mut SideFlow, streams: &IdTable<StreamFlow>, d: Dir) {
     if sf.top.len() > 2 * streams.len() + HEAP_SLACK {
         rebuild(sf, streams, d);
     }
 }
 
 #[cold]
-fn rebuild(sf: &mut SideFlow, streams: &IdMap<StreamFlow>, d: Dir) {
+fn rebuild(sf: &mut SideFlow, streams: &IdTable<StreamFlow>, d: Dir) {
     let mut v = std::mem::take(&mut sf.top).into_vec();
     v.clear();
-    v.extend(streams.iter().map(|(&sid, st)| (st.adj[d], Reverse(sid))));
+    v.extend(streams.iter().map(|(sid, st)| (st.adj[d], Reverse(sid))));
     sf.top = BinaryHeap::from(v);
 }
 
@@ -397,14 +398,14 @@ mod tests {
     fn lazy_heap_is_the_largest_open_adj() {
         let d = Dir::Fwd;
         let mut sf = SideFlow::new();
-        let mut streams: IdMap<StreamFlow> = IdMap::default();
+        let mut streams: IdTable<StreamFlow> = IdTable::default();
         let mut next = 1u32;
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for step in 0..200_000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let ids: Vec<u32> = streams.keys().copied().collect();
+            let ids: Vec<u32> = streams.keys().collect();
             match x % 8 {
                 0 | 1 if streams.len() < 300 => {
                     streams.insert(next, stream());
@@ -413,24 +414,24 @@ mod tests {
                     next += 2;
                 }
                 2 if !ids.is_empty() => {
-                    streams.remove(&ids[(x >> 8) as usize % ids.len()]);
+                    streams.remove(ids[(x >> 8) as usize % ids.len()]);
                     compact(&mut sf, &streams, d);
                 }
                 3..=5 if !ids.is_empty() => {
                     let sid = ids[(x >> 8) as usize % ids.len()];
-                    let st = streams.get_mut(&sid).unwrap();
+                    let st = streams.get_mut(sid).unwrap();
                     shift(&mut sf, st, d, sid, -((x >> 20) as i64 % 70_000), false);
                 }
                 6 | 7 if !ids.is_empty() => {
                     let sid = ids[(x >> 8) as usize % ids.len()];
-                    let st = streams.get_mut(&sid).unwrap();
+                    let st = streams.get_mut(sid).unwrap();
                     shift(&mut sf, st, d, sid, 1 + (x >> 20) as i64 % 70_000, false);
                     compact(&mut sf, &streams, d);
                 }
                 _ => {}
             }
             if step % 3 == 0 {
-                let want = streams.values().map(|s| s.adj[d]).max();
+                let want = streams.iter().map(|(_, s)| s.adj[d]).max();
                 assert_eq!(max_adj(&mut sf, &streams, d), want, "step {step}");
             }
             assert!(sf.top.len() <= 2 * streams.len() + HEAP_SLACK);
