@@ -84,6 +84,12 @@ impl<V> IdTable<V> {
         self.vals.get_mut(i).and_then(Option::as_mut)
     }
 
+    /// The value in slot `i` (see [`IdTable::slot_mut`]).
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> Option<&V> {
+        self.vals.get(i).and_then(Option::as_ref)
+    }
+
     /// The value of `k`.
     #[inline]
     pub(crate) fn get(&self, k: u32) -> Option<&V> {
