@@ -14,7 +14,7 @@ use super::rules::{self, Fire};
 use super::{flowrules, streams, FindingId, Findings, Num, Rec};
 
 /// The state of connection `id` in `conns`, made when it is new: one lookup when it is not.
-#[inline]
+#[inline(always)]
 fn conn_in(conns: &mut IdTable<Box<ConnF>>, id: u32) -> Option<&mut ConnF> {
     let i = match conns.find(id) {
         Some(i) => i,
@@ -97,7 +97,7 @@ impl Findings {
         }
         let mut flow = flow;
         let mut others = Vec::new();
-        if let Some(f) = flow.as_deref_mut() {
+        if let Some(f) = flow.as_deref_mut().filter(|f| f.has_events()) {
             f.drain_events(|e| {
                 if event_conn(&e) == id {
                     flowrules::flow_event(c, e, pending);
@@ -109,9 +109,11 @@ impl Findings {
         if flowrules::window_rules_apply(c, ev) {
             flowrules::window_rules(c, ev, flow.as_deref(), pending);
         }
-        for e in others {
-            if let Some(x) = conns.get_mut(event_conn(&e)) {
-                flowrules::flow_event(x, e, pending);
+        if !others.is_empty() {
+            for e in others {
+                if let Some(x) = conns.get_mut(event_conn(&e)) {
+                    flowrules::flow_event(x, e, pending);
+                }
             }
         }
         if !self.pending.is_empty() {

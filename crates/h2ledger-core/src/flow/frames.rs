@@ -7,7 +7,7 @@ impl Flow {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
     /// One lookup of the connection, and for a frame on a stream one of the stream.
     pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
-        let Some(c) = self.conns.get_mut(&ev.conn.0) else {
+        let Some(c) = self.conns.get_mut(ev.conn.0) else {
             return;
         };
         let d = ev.dir;
@@ -75,7 +75,7 @@ impl Flow {
             FrameClass::Settings => match ev.frame {
                 Some(Frame::Settings(s)) => {
                     let v = s.get(SettingId::INITIAL_WINDOW_SIZE);
-                    let Some(c) = self.conns.get_mut(&ev.conn.0) else {
+                    let Some(c) = self.conns.get_mut(ev.conn.0) else {
                         return;
                     };
                     let q = &mut c.sides[d.other()].pending;
@@ -95,7 +95,7 @@ impl Flow {
     fn on_window_update(&mut self, ev: &FrameEvent<'_>, s: Dir, inc: u32, phase: Option<u64>) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         let side = c.side[s];
@@ -128,7 +128,7 @@ impl Flow {
 
     fn on_settings_ack(&mut self, ev: &FrameEvent<'_>, d: Dir, phase: Option<u64>) {
         let conn = ev.conn.0;
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         let side = c.side[d];
@@ -154,7 +154,7 @@ impl Flow {
 
     /// Ends the stalls of sending direction `s` whose available window is > 0 again.
     fn resolve(&mut self, conn: u32, s: Dir, ts: Nanos) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         let side = c.side[s];
@@ -197,7 +197,7 @@ impl Flow {
 
     /// Drops a stream; its open stalls are unresolved.
     fn free_stream(&mut self, conn: u32, sid: u32) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         free_in(
@@ -212,7 +212,7 @@ impl Flow {
     }
 
     pub(super) fn drop_streams(&mut self, conn: u32) {
-        let ids: Vec<u32> = match self.conns.get(&conn) {
+        let ids: Vec<u32> = match self.conns.get(conn) {
             Some(c) => c.streams.keys().collect(),
             None => return,
         };
@@ -224,7 +224,7 @@ impl Flow {
     /// The windows of `conn` can no longer be followed (lost frames, unreadable SETTINGS).
     pub(super) fn make_unknown(&mut self, conn: u32, phase: Option<u64>) {
         self.drop_streams(conn);
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         if !c.known {
@@ -280,6 +280,12 @@ fn stream_frame(
     }
     // Not in the map and not opened here: stream 0, closed, a TRAILERS frame of a stream
     // not seen open, or beyond MAX_FLOW_STREAMS (untracked).
+    let end = ev.head.flags.is_end_stream();
+    // A header block without END_STREAM on a stream seen before changes nothing here unless it
+    // brings the stream's call (the response headers of most calls): no lookup.
+    if !data && !end && call.is_none() && sid <= c.max_id[(sid & 1) as usize] {
+        return;
+    }
     let slot = match c.streams.find(sid) {
         Some(i) => i,
         None if data || ev.class == FrameClass::Headers => {
@@ -296,7 +302,6 @@ fn stream_frame(
     if call.is_some() {
         st.call = call;
     }
-    let end = ev.head.flags.is_end_stream();
     let mut started = false;
     if data {
         let side = c.side[d];

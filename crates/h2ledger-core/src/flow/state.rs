@@ -1,22 +1,16 @@
 //! The per-connection and per-stream state of the tracker, and the scopes it counts into.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
 use super::table::IdTable;
 use super::{FlowEvent, DEFAULT_WINDOW, MAX_FLOW_STREAMS};
-use crate::ledger::StreamIdHasher;
 use crate::model::{Side, Sides};
 use crate::phase::Phased;
 use crate::phase::MAX_PHASES;
 use crate::stats::LogHist;
-
-/// The tracker's maps keyed by connection id (sequential) and by stream id (31-bit, chosen by
-/// the peers): the ledger's multiply-shift hasher, one multiplication per lookup (decision 240).
-pub(super) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<StreamIdHasher>>;
 
 /// Which window was <= 0 when a stall began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -57,7 +57,7 @@ impl<V> IdTable<V> {
     }
 
     /// The slot holding `k`, if any.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&self, k: u32) -> Option<usize> {
         if self.len == 0 {
             return None;
