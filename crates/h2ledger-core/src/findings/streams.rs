@@ -68,7 +68,7 @@ pub(super) fn stream_frame(
             }
             // The resets above leave the table as it was: the slot still holds the stream.
             if let Some(st) = slot.and_then(|i| c.streams.remove_at(i)) {
-                closed(c, st, ts, streams, out);
+                closed(c, st.bits, ts, streams, out);
             }
         }
         _ => {
@@ -102,23 +102,23 @@ pub(super) fn stream_frame(
                     server_ended = true;
                 }
             }
-            let done = st.bits & (CLIENT_END | SERVER_END) == CLIENT_END | SERVER_END;
-            let st = if done {
-                c.streams.remove_at(slot)
-            } else {
-                None
-            };
+            let bits = st.bits;
+            let done = bits & (CLIENT_END | SERVER_END) == CLIENT_END | SERVER_END;
+            if done {
+                c.streams.discard_at(slot);
+            }
             if server_ended {
                 c.server_active = c.server_active.saturating_sub(1);
             }
-            if let Some(st) = st {
-                closed(c, st, ts, streams, out);
+            if done {
+                closed(c, bits, ts, streams, out);
             }
         }
     }
 }
 
 /// A client stream opened: the slots it takes.
+#[inline]
 fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
     c.in_flight += 1;
     c.server_active += 1;
@@ -143,11 +143,12 @@ fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
     }
 }
 
-/// A client stream is over, its record `st` taken out of the map.
-fn closed(c: &mut ConnF, st: StreamF, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
+/// A client stream is over, its record (with `bits`) taken out of the table.
+#[inline]
+fn closed(c: &mut ConnF, bits: u8, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
     *streams -= 1;
     c.in_flight = c.in_flight.saturating_sub(1);
-    if st.bits & SERVER_END == 0 {
+    if bits & SERVER_END == 0 {
         c.server_active = c.server_active.saturating_sub(1);
     }
     c.closed_streams += 1;
