@@ -164,15 +164,19 @@ impl Flow {
         }
         // window = initial + adj > 0  <=>  adj > -initial
         let from = (-sf.initial).saturating_add(1);
-        let done: Vec<(i64, u32)> = sf.stalled.range((from, 0)..).copied().collect();
-        for key in done {
+        let done: Vec<((i64, u32), Stall)> = sf
+            .stalled
+            .range((from, 0)..)
+            .map(|(&k, &v)| (k, v))
+            .collect();
+        for (key, stall) in done {
             sf.stalled.remove(&key);
             let Some(st) = c.streams.get_mut(key.1) else {
                 continue;
             };
-            let Some(stall) = st.stall[s].take() else {
+            if !std::mem::take(&mut st.stall[s]) {
                 continue;
-            };
+            }
             let dur = (ts - stall.start).max(0);
             if let Some(ev) = self.events.as_mut() {
                 ev.push(FlowEvent::Resolved {
@@ -313,17 +317,20 @@ fn stream_frame(
         let new = shift(sf, st, d, sid, -len, no_max_window);
         let stream_w = sf.initial + new;
         let conn_w = sf.conn_window;
-        if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
+        if !end && !st.stall[d] && stream_w.min(conn_w) <= 0 {
             let limit = match (stream_w <= 0, conn_w <= 0) {
                 (true, true) => Limit::Both,
                 (true, false) => Limit::Stream,
                 _ => Limit::Connection,
             };
-            st.stall[d] = Some(Stall {
-                start: ev.ts,
-                phase,
-            });
-            sf.stalled.insert((new, sid));
+            st.stall[d] = true;
+            sf.stalled.insert(
+                (new, sid),
+                Stall {
+                    start: ev.ts,
+                    phase,
+                },
+            );
             st.stalled_once[d] = true;
             started = true;
             if let Some(log) = events.as_mut() {

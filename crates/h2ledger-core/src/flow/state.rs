@@ -1,7 +1,7 @@
 //! The per-connection and per-stream state of the tracker, and the scopes it counts into.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
@@ -33,7 +33,9 @@ pub(super) struct Stall {
 pub(super) struct StreamFlow {
     /// Per sending direction: increments received minus DATA sent.
     pub(super) adj: Dirs<i64>,
-    pub(super) stall: Dirs<Option<Stall>>,
+    /// Per sending direction: a stall is open (its start is in the side's `stalled`, rare
+    /// enough not to be carried by every stream).
+    pub(super) stall: Dirs<bool>,
     pub(super) ended: Dirs<bool>,
     pub(super) call: Option<u64>,
     /// DATA bytes sent by each direction (for the plot's busiest stream).
@@ -57,8 +59,8 @@ pub(super) struct SideFlow {
     /// Ties go to the lowest stream id: a new stream's entry (`adj` 0, the highest id) stays
     /// at the bottom instead of climbing over the stale zeros of closed streams.
     pub(super) top: BinaryHeap<(i64, Reverse<u32>)>,
-    /// Streams with a stall of this side, by `adj`.
-    pub(super) stalled: BTreeSet<(i64, u32)>,
+    /// Streams with a stall of this side, by `adj`, with the stall's start.
+    pub(super) stalled: BTreeMap<(i64, u32), Stall>,
 }
 
 impl SideFlow {
@@ -68,7 +70,7 @@ impl SideFlow {
             initial: DEFAULT_WINDOW,
             pending: VecDeque::new(),
             top: BinaryHeap::new(),
-            stalled: BTreeSet::new(),
+            stalled: BTreeMap::new(),
         }
     }
 }
@@ -132,6 +134,21 @@ pub(super) fn scope_mut<'a>(
 ) -> [Option<&'a mut Scope>; 2] {
     let ph = p.and_then(|p| phases.get_mut(p));
     [Some(whole), ph]
+}
+
+/// `f` on the whole capture's scope, then on phase `p`'s when there is one (as
+/// [`scope_mut`], without the array).
+#[inline(always)]
+pub(super) fn for_scopes(
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    p: Option<u64>,
+    mut f: impl FnMut(&mut Scope),
+) {
+    f(whole);
+    if let Some(x) = p.and_then(|p| phases.get_mut(p)) {
+        f(x);
+    }
 }
 
 /// Folds the windows of `c` as they are now into the largest windows of phase `upto` and of
@@ -212,12 +229,12 @@ pub(super) fn open_in(
             compact(&mut c.sides[d], &c.streams, d);
         }
     }
-    for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+    for_scopes(whole, phases, phase, |s| {
         for side in Side::ALL {
             let a = &mut s.sides[side];
             a.max_stream = a.max_stream.max(init[side]);
         }
-    }
+    });
     Some(slot)
 }
 
@@ -239,9 +256,10 @@ pub(super) fn shift(
     if !no_max_window && delta > 0 {
         sf.top.push((new, Reverse(sid)));
     }
-    if st.stall[d].is_some() {
-        sf.stalled.remove(&(old, sid));
-        sf.stalled.insert((new, sid));
+    if st.stall[d] {
+        if let Some(stall) = sf.stalled.remove(&(old, sid)) {
+            sf.stalled.insert((new, sid), stall);
+        }
     }
     new
 }
@@ -300,8 +318,10 @@ fn stalls_freed(
     for d in Dir::ALL {
         let sf = &mut c.sides[d];
         let side = c.side[d];
-        if let Some(stall) = st.stall[d] {
-            sf.stalled.remove(&(st.adj[d], sid));
+        if let Some(stall) = st.stall[d]
+            .then(|| sf.stalled.remove(&(st.adj[d], sid)))
+            .flatten()
+        {
             for x in scope_mut(whole, phases, stall.phase).into_iter().flatten() {
                 x.sides[side].unresolved += 1;
             }
