@@ -23,6 +23,39 @@ fn conn_in(conns: &mut IdTable<Box<ConnF>>, id: u32) -> Option<&mut ConnF> {
     conns.slot_mut(i).map(|c| &mut **c)
 }
 
+/// The window rules of a frame of connection `id`, after the flow tracker's events (those of
+/// `id` first, then the window rules, then other connections' events).
+#[cold]
+fn windows(
+    conns: &mut IdTable<Box<ConnF>>,
+    pending: &mut Vec<Fire>,
+    id: u32,
+    ev: &FrameEvent<'_>,
+    mut flow: Option<&mut Flow>,
+) {
+    let Some(c) = conns.get_mut(id) else {
+        return;
+    };
+    let mut others = Vec::new();
+    if let Some(f) = flow.as_deref_mut() {
+        f.drain_events(|e| {
+            if event_conn(&e) == id {
+                flowrules::flow_event(c, e, pending);
+            } else {
+                others.push(e);
+            }
+        });
+    }
+    if flowrules::window_rules_apply(c, ev) {
+        flowrules::window_rules(c, ev, flow.as_deref(), pending);
+    }
+    for e in others {
+        if let Some(x) = conns.get_mut(event_conn(&e)) {
+            flowrules::flow_event(x, e, pending);
+        }
+    }
+}
+
 /// The connection a flow event is about.
 fn event_conn(e: &crate::flow::FlowEvent) -> u32 {
     use crate::flow::FlowEvent::*;
@@ -95,26 +128,9 @@ impl Findings {
         if ev.head.stream_id.0 != 0 {
             streams::stream_frame(c, ev, streams, streams_untracked, pending);
         }
-        let mut flow = flow;
-        let mut others = Vec::new();
-        if let Some(f) = flow.as_deref_mut().filter(|f| f.has_events()) {
-            f.drain_events(|e| {
-                if event_conn(&e) == id {
-                    flowrules::flow_event(c, e, pending);
-                } else {
-                    others.push(e);
-                }
-            });
-        }
-        if flowrules::window_rules_apply(c, ev) {
-            flowrules::window_rules(c, ev, flow.as_deref(), pending);
-        }
-        if !others.is_empty() {
-            for e in others {
-                if let Some(x) = conns.get_mut(event_conn(&e)) {
-                    flowrules::flow_event(x, e, pending);
-                }
-            }
+        // The common frame: no stall event, no window held or opened at zero.
+        if flow.as_deref().is_some_and(Flow::has_events) || flowrules::window_rules_apply(c, ev) {
+            windows(conns, pending, id, ev, flow);
         }
         if !self.pending.is_empty() {
             self.file(id, ev.ts);
