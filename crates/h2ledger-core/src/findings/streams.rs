@@ -118,7 +118,7 @@ pub(super) fn stream_frame(
 }
 
 /// A client stream opened: the slots it takes.
-#[inline]
+#[inline(always)]
 fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
     c.in_flight += 1;
     c.server_active += 1;
@@ -144,7 +144,7 @@ fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
 }
 
 /// A client stream is over, its record (with `bits`) taken out of the table.
-#[inline]
+#[inline(always)]
 fn closed(c: &mut ConnF, bits: u8, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
     *streams -= 1;
     c.in_flight = c.in_flight.saturating_sub(1);
