@@ -236,7 +236,7 @@ pub(super) struct ConnF {
     /// The side of each direction, as the ledger last told it.
     pub(super) client: Option<Dir>,
     /// By stream id, in a table with a multiply-shift hash (ids are small integers, and the
-    /// table is bounded by [`super::MAX_FINDING_STREAMS`]; decision 241).
+    /// table is bounded by [`super::MAX_FINDING_STREAMS`]; decision 240).
     pub(super) streams: StreamMap,
     /// Client streams open (not ended both ways, not reset).
     pub(super) in_flight: u32,

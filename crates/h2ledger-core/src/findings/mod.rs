@@ -8,8 +8,9 @@
 //!
 //! Memory (docs/ledger.md, "Memory bounds"): per open connection a few counters, a ring of the
 //! last [`PING_RING`] client PING times, at most [`MAX_HOLDS`] windows held at zero, and one
-//! 16-byte record per client stream in flight, at most [`MAX_FINDING_STREAMS`] over all
-//! connections (beyond, streams are counted, not followed: `streams_untracked`). At most
+//! 16-byte record per client stream in flight (in a table at most half full, with its id), at
+//! most [`MAX_FINDING_STREAMS`] over all connections (beyond, streams are counted, not
+//! followed: `streams_untracked`). At most
 //! [`MAX_FINDINGS`] findings are kept; later ones are counted by id (`omitted`). A connection's
 //! state is folded into its findings and freed when it closes.
 //!
