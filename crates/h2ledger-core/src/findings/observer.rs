@@ -97,6 +97,7 @@ impl Findings {
 
     /// One frame, with the flow tracker that has just seen it (the analysis' own, which must
     /// [`Flow::watch`]), or none (then `flow-stall` and `zero-window` cannot fire).
+    #[inline]
     pub fn frame_with(&mut self, ev: &FrameEvent<'_>, flow: Option<&mut Flow>) {
         self.now = self.now.max(ev.ts);
         let id = ev.conn.0;
