@@ -6,11 +6,7 @@ use h2ledger_tcp::{Dir, Dirs, Nanos};
 use crate::model::Side;
 
 /// A client stream's record by its id.
-pub(super) type StreamMap = std::collections::HashMap<
-    u32,
-    StreamF,
-    std::hash::BuildHasherDefault<crate::ledger::StreamIdHasher>,
->;
+pub(super) type StreamMap = crate::flow::table::IdTable<StreamF>;
 
 use super::{MAX_HOLDS, PING_RING};
 
@@ -239,8 +235,8 @@ pub(super) struct ConnF {
     pub(super) dirs: Dirs<DirF>,
     /// The side of each direction, as the ledger last told it.
     pub(super) client: Option<Dir>,
-    /// By stream id, with the ledger's multiply-shift hasher (ids are small integers, and the
-    /// map is bounded by [`super::MAX_FINDING_STREAMS`]).
+    /// By stream id, in a table with a multiply-shift hash (ids are small integers, and the
+    /// table is bounded by [`super::MAX_FINDING_STREAMS`]; decision 240).
     pub(super) streams: StreamMap,
     /// Client streams open (not ended both ways, not reset).
     pub(super) in_flight: u32,

@@ -8,8 +8,9 @@
 //!
 //! Memory (docs/ledger.md, "Memory bounds"): per open connection a few counters, a ring of the
 //! last [`PING_RING`] client PING times, at most [`MAX_HOLDS`] windows held at zero, and one
-//! 16-byte record per client stream in flight, at most [`MAX_FINDING_STREAMS`] over all
-//! connections (beyond, streams are counted, not followed: `streams_untracked`). At most
+//! 16-byte record per client stream in flight (in a table at most half full, with its id), at
+//! most [`MAX_FINDING_STREAMS`] over all connections (beyond, streams are counted, not
+//! followed: `streams_untracked`). At most
 //! [`MAX_FINDINGS`] findings are kept; later ones are counted by id (`omitted`). A connection's
 //! state is folded into its findings and freed when it closes.
 //!
@@ -397,12 +398,8 @@ struct CaptureF {
 #[derive(Debug, Default)]
 pub struct Findings {
     cfg: FindingsConfig,
-    /// By connection id (ours, sequential: the cheap hasher of the ledger's stream maps).
-    conns: std::collections::HashMap<
-        u32,
-        Box<ConnF>,
-        std::hash::BuildHasherDefault<crate::ledger::StreamIdHasher>,
-    >,
+    /// By connection id (ours, sequential: the multiply-shift table of the stream records).
+    conns: crate::flow::table::IdTable<Box<ConnF>>,
     recs: Vec<Rec>,
     index: FastMap<Key, u32>,
     /// Findings fired since the last [`Findings::drain_new`], by index into `recs`.
@@ -569,7 +566,7 @@ impl Findings {
     /// Every finding so far, most severe first, with the evidence of connections still open
     /// brought up to date. Call after the ledger's `finish` for the final report.
     pub fn report(&mut self) -> FindingsReport {
-        let open: Vec<u32> = self.conns.keys().copied().collect();
+        let open: Vec<u32> = self.conns.keys().collect();
         for c in open {
             self.sync(c);
         }

@@ -3,6 +3,7 @@
 
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
+use crate::flow::table::IdTable;
 use crate::flow::Flow;
 use crate::ledger::{ConnSummary, FrameEvent, HeaderNeed, Observer};
 use crate::model::Side;
@@ -11,6 +12,49 @@ use crate::StreamId;
 use super::conn::ConnF;
 use super::rules::{self, Fire};
 use super::{flowrules, streams, FindingId, Findings, Num, Rec};
+
+/// The state of connection `id` in `conns`, made when it is new: one lookup when it is not.
+#[inline(always)]
+fn conn_in(conns: &mut IdTable<Box<ConnF>>, id: u32) -> Option<&mut ConnF> {
+    let i = match conns.find(id) {
+        Some(i) => i,
+        None => conns.insert(id, Box::new(ConnF::new())),
+    };
+    conns.slot_mut(i).map(|c| &mut **c)
+}
+
+/// The window rules of a frame of connection `id`, after the flow tracker's events (those of
+/// `id` first, then the window rules, then other connections' events).
+#[cold]
+fn windows(
+    conns: &mut IdTable<Box<ConnF>>,
+    pending: &mut Vec<Fire>,
+    id: u32,
+    ev: &FrameEvent<'_>,
+    mut flow: Option<&mut Flow>,
+) {
+    let Some(c) = conns.get_mut(id) else {
+        return;
+    };
+    let mut others = Vec::new();
+    if let Some(f) = flow.as_deref_mut() {
+        f.drain_events(|e| {
+            if event_conn(&e) == id {
+                flowrules::flow_event(c, e, pending);
+            } else {
+                others.push(e);
+            }
+        });
+    }
+    if flowrules::window_rules_apply(c, ev) {
+        flowrules::window_rules(c, ev, flow.as_deref(), pending);
+    }
+    for e in others {
+        if let Some(x) = conns.get_mut(event_conn(&e)) {
+            flowrules::flow_event(x, e, pending);
+        }
+    }
+}
 
 /// The connection a flow event is about.
 fn event_conn(e: &crate::flow::FlowEvent) -> u32 {
@@ -45,14 +89,15 @@ impl Findings {
         self
     }
 
-    fn conn(&mut self, id: u32) -> &mut ConnF {
-        self.conns
-            .entry(id)
-            .or_insert_with(|| Box::new(ConnF::new()))
+    /// The state of connection `id`, made when it is new (`None` only if the table failed to
+    /// keep it, which it does not).
+    fn conn(&mut self, id: u32) -> Option<&mut ConnF> {
+        conn_in(&mut self.conns, id)
     }
 
     /// One frame, with the flow tracker that has just seen it (the analysis' own, which must
     /// [`Flow::watch`]), or none (then `flow-stall` and `zero-window` cannot fire).
+    #[inline]
     pub fn frame_with(&mut self, ev: &FrameEvent<'_>, flow: Option<&mut Flow>) {
         self.now = self.now.max(ev.ts);
         let id = ev.conn.0;
@@ -66,7 +111,9 @@ impl Findings {
             ..
         } = self;
         // One lookup of the connection for the whole frame.
-        let c = conns.entry(id).or_insert_with(|| Box::new(ConnF::new()));
+        let Some(c) = conn_in(conns, id) else {
+            return;
+        };
         c.last_ts = c.last_ts.max(ev.ts);
         c.client = Some(if ev.side == Side::Client {
             ev.dir
@@ -82,24 +129,9 @@ impl Findings {
         if ev.head.stream_id.0 != 0 {
             streams::stream_frame(c, ev, streams, streams_untracked, pending);
         }
-        let mut flow = flow;
-        let mut others = Vec::new();
-        if let Some(f) = flow.as_deref_mut() {
-            f.drain_events(|e| {
-                if event_conn(&e) == id {
-                    flowrules::flow_event(c, e, pending);
-                } else {
-                    others.push(e);
-                }
-            });
-        }
-        if flowrules::window_rules_apply(c, ev) {
-            flowrules::window_rules(c, ev, flow.as_deref(), pending);
-        }
-        for e in others {
-            if let Some(x) = conns.get_mut(&event_conn(&e)) {
-                flowrules::flow_event(x, e, pending);
-            }
+        // The common frame: no stall event, no window held or opened at zero.
+        if flow.as_deref().is_some_and(Flow::has_events) || flowrules::window_rules_apply(c, ev) {
+            windows(conns, pending, id, ev, flow);
         }
         if !self.pending.is_empty() {
             self.file(id, ev.ts);
@@ -122,7 +154,7 @@ impl Findings {
             }
             let new = !self.has(fid, Some(id), side);
             self.fire(fid, Some(id), side, stream, ts);
-            if let Some(c) = self.conns.get_mut(&id) {
+            if let Some(c) = self.conns.get_mut(id) {
                 if new && !c.fired.contains(&(fid, side)) {
                     c.fired.push((fid, side));
                 }
@@ -135,7 +167,7 @@ impl Findings {
 
     /// Writes the evidence and count of every finding of connection `id` from its counters.
     pub(super) fn sync(&mut self, id: u32) {
-        let Some(c) = self.conns.remove(&id) else {
+        let Some(c) = self.conns.remove(id) else {
             return;
         };
         for &(fid, side) in &c.fired {
@@ -189,12 +221,12 @@ impl Findings {
         if let Some(f) = flow {
             let Findings { conns, pending, .. } = self;
             f.drain_events(|e| {
-                if let Some(x) = conns.get_mut(&event_conn(&e)) {
+                if let Some(x) = conns.get_mut(event_conn(&e)) {
                     flowrules::flow_event(x, e, pending);
                 }
             });
         }
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = self.conns.get_mut(id) else {
             return;
         };
         // Windows still held were held until the connection ended.
@@ -205,7 +237,7 @@ impl Findings {
         flowrules::close_holds(c, &mut self.pending);
         self.file(id, t);
         self.sync(id);
-        if let Some(c) = self.conns.remove(&id) {
+        if let Some(c) = self.conns.remove(id) {
             self.streams -= c.streams.len();
         }
     }
@@ -214,12 +246,13 @@ impl Findings {
     pub fn gap_at(&mut self, conn: ConnId, ts: Nanos, framing_lost: bool) {
         self.capture.gaps += 1;
         self.capture.gaps_framing_lost += u64::from(framing_lost);
-        let c = self.conn(conn.0);
-        c.lossy |= framing_lost;
-        if !c.gapped {
-            c.gapped = true;
-            self.capture.gap_connections += 1;
-            self.capture.gap_first.get_or_insert(conn.0);
+        if let Some(c) = self.conn(conn.0) {
+            c.lossy |= framing_lost;
+            if !c.gapped {
+                c.gapped = true;
+                self.capture.gap_connections += 1;
+                self.capture.gap_first.get_or_insert(conn.0);
+            }
         }
         self.now = self.now.max(ts);
         self.fire(FindingId::ReassemblyGaps, None, None, None, ts);
@@ -435,7 +468,7 @@ impl Observer for Findings {
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, _w: &Write) {
-        if let Some(c) = self.conns.get_mut(&conn.0) {
+        if let Some(c) = self.conns.get_mut(conn.0) {
             c.dirs[dir].writes += 1;
         }
     }

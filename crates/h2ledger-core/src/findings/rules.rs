@@ -73,13 +73,110 @@ pub const BDP_MIN_CALLS: u64 = 10;
 /// A finding to file once the connection is no longer borrowed.
 pub(super) type Fire = (FindingId, Option<Side>, Option<u32>);
 
-/// The rules on one frame of `c` that need no stream state. `out` gets what fires.
+/// The rules on one frame of `c` that need no stream state. `out` gets what fires. HEADERS
+/// and DATA (most frames) take a short path through the rules that can react to them
+/// ([`message_rules`]); every other frame the whole of [`all_rules`].
+#[inline(always)]
 pub(super) fn frame_rules(
     c: &mut ConnF,
     ev: &FrameEvent<'_>,
     cfg: &FindingsConfig,
     out: &mut Vec<Fire>,
 ) {
+    if matches!(ev.head.kind, Kind::Headers | Kind::Data)
+        && matches!(
+            ev.class,
+            FrameClass::Headers | FrameClass::Trailers | FrameClass::Data
+        )
+    {
+        message_rules(c, ev, out);
+    } else {
+        all_rules(c, ev, cfg, out);
+    }
+}
+
+/// [`all_rules`] for a HEADERS or DATA frame classified as a header block or DATA: the same
+/// rules, those that cannot react to it left out (no control-frame count, no PING, SETTINGS
+/// or GOAWAY rule, no CONTINUATION count).
+#[inline(always)]
+fn message_rules(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
+    let d = ev.dir;
+    let side = ev.side;
+    let end = ev.head.flags.is_end_stream();
+    // Envoy's empty-frame count, on the client's frames while every frame is seen.
+    if !c.lossy && side == Side::Client {
+        let empty = match ev.frame {
+            Some(Frame::Data(x)) => x.data.is_empty(),
+            Some(Frame::Headers(x)) => x.fragment.is_empty(),
+            Some(Frame::Continuation(x)) => x.fragment.is_empty(),
+            _ => ev.head.length == 0,
+        };
+        let df = &mut c.dirs[d];
+        if empty && !end {
+            df.empty_run += 1;
+            df.empty_frames += 1;
+            df.max_empty_run = df.max_empty_run.max(df.empty_run);
+            if df.empty_run > MAX_EMPTY_RUN {
+                out.push((FindingId::EmptyFramesFlood, Some(side), None));
+            }
+        } else {
+            df.empty_run = 0;
+        }
+    }
+    let df = &mut c.dirs[d];
+    if ev.head.kind == Kind::Data {
+        df.data_frames += 1;
+    } else if ev.head.flags.is_end_headers() {
+        df.block_open = false;
+        df.header_blocks += 1;
+    } else {
+        df.block_open = true;
+        df.block_stream = ev.head.stream_id.0;
+        df.continuations = 0;
+    }
+    if let Some(b) = ev.block {
+        bomb(c, ev, b.list, b.encoded, out);
+    }
+    if side == Side::Server {
+        // grpc-go `setResetPingStrikes`: the server wrote HEADERS or DATA.
+        c.ka.reset = true;
+    } else if ev.class == FrameClass::Headers && !c.grpc && c.calls < 64 {
+        grpc_request(c, ev);
+    }
+}
+
+/// An HPACK bomb: a header list above [`BOMB_LIST`] from a block [`BOMB_RATIO`] times smaller.
+#[inline(always)]
+fn bomb(c: &mut ConnF, ev: &FrameEvent<'_>, list: u64, encoded: u32, out: &mut Vec<Fire>) {
+    if list > BOMB_LIST && list >= BOMB_RATIO * u64::from(encoded.max(1)) {
+        let df = &mut c.dirs[ev.dir];
+        df.bombs += 1;
+        if list > df.max_list {
+            df.max_list = list;
+            df.bomb_encoded = u64::from(encoded);
+        }
+        out.push((
+            FindingId::HpackBomb,
+            Some(ev.side),
+            Some(ev.head.stream_id.0),
+        ));
+    }
+}
+
+/// The first requests tell whether the connection is gRPC (a channel carries one kind).
+fn grpc_request(c: &mut ConnF, ev: &FrameEvent<'_>) {
+    if let Some(h) = ev.headers {
+        if h.get(b"content-type")
+            .is_some_and(|v| v.starts_with(b"application/grpc"))
+        {
+            c.grpc = true;
+        }
+    }
+}
+
+/// The rules on any frame (see [`frame_rules`]).
+#[inline(never)]
+fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut Vec<Fire>) {
     let d = ev.dir;
     let side = ev.side;
     let sid = ev.head.stream_id.0;
@@ -166,15 +263,7 @@ pub(super) fn frame_rules(
         _ => {}
     }
     if let Some(b) = ev.block {
-        if b.list > BOMB_LIST && b.list >= BOMB_RATIO * u64::from(b.encoded.max(1)) {
-            let df = &mut c.dirs[d];
-            df.bombs += 1;
-            if b.list > df.max_list {
-                df.max_list = b.list;
-                df.bomb_encoded = u64::from(b.encoded);
-            }
-            out.push((FindingId::HpackBomb, Some(side), Some(sid)));
-        }
+        bomb(c, ev, b.list, b.encoded, out);
     }
     match (ev.class, ev.frame) {
         (FrameClass::Ping, _) => {
@@ -233,13 +322,7 @@ pub(super) fn frame_rules(
         }
         // The first requests tell whether the connection is gRPC (a channel carries one kind).
         (FrameClass::Headers, _) if side == Side::Client && !c.grpc && c.calls < 64 => {
-            if let Some(h) = ev.headers {
-                if h.get(b"content-type")
-                    .is_some_and(|v| v.starts_with(b"application/grpc"))
-                {
-                    c.grpc = true;
-                }
-            }
+            grpc_request(c, ev);
         }
         (FrameClass::GoAway, Some(Frame::GoAway(g))) if side == Side::Server => {
             let calm = g.code == ErrorCode::ENHANCE_YOUR_CALM;

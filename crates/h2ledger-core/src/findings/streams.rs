@@ -2,8 +2,6 @@
 //! `refused-stream`), and resets by either side (`rapid-reset`, `made-you-reset`,
 //! `reset-flood`).
 
-use std::collections::hash_map::Entry;
-
 use h2_frame_parser::{ErrorCode, Frame, Kind};
 use h2ledger_tcp::Nanos;
 
@@ -37,21 +35,20 @@ pub(super) fn stream_frame(
     match ev.class {
         FrameClass::Headers if client => {
             c.calls += 1;
-            if *streams >= MAX_FINDING_STREAMS {
-                if !c.streams.contains_key(&sid) {
-                    *untracked += 1;
-                }
+            if c.streams.contains_key(sid) {
                 return;
             }
-            match c.streams.entry(sid) {
-                Entry::Occupied(_) => return,
-                Entry::Vacant(v) => {
-                    v.insert(StreamF {
-                        opened: ts,
-                        bits: if end { CLIENT_END } else { 0 },
-                    });
-                }
+            if *streams >= MAX_FINDING_STREAMS {
+                *untracked += 1;
+                return;
             }
+            c.streams.insert(
+                sid,
+                StreamF {
+                    opened: ts,
+                    bits: if end { CLIENT_END } else { 0 },
+                },
+            );
             *streams += 1;
             opened(c, ts, out);
         }
@@ -62,22 +59,26 @@ pub(super) fn stream_frame(
                 Some(Frame::RstStream(r)) => Some(r.code),
                 _ => None,
             };
-            let st = c.streams.get(&sid).copied();
+            let slot = c.streams.find(sid);
+            let st = slot.and_then(|i| c.streams.slot(i)).copied();
             if client {
                 client_reset(c, st, ts, out);
             } else {
                 server_reset(c, sid, st, code, ts, out);
             }
-            if st.is_some() {
-                close(c, sid, ts, streams, out);
+            // The resets above leave the table as it was: the slot still holds the stream.
+            if let Some(st) = slot.and_then(|i| c.streams.remove_at(i)) {
+                closed(c, st.bits, ts, streams, out);
             }
         }
         _ => {
-            // One hash for the lookup and, when the stream is over, its removal.
-            let Entry::Occupied(mut o) = c.streams.entry(sid) else {
+            // One lookup, whose slot also serves the removal when the stream is over.
+            let Some(slot) = c.streams.find(sid) else {
                 return;
             };
-            let st = o.get_mut();
+            let Some(st) = c.streams.slot_mut(slot) else {
+                return;
+            };
             let mut server_ended = false;
             if client {
                 if ev.head.kind != Kind::Continuation {
@@ -101,19 +102,23 @@ pub(super) fn stream_frame(
                     server_ended = true;
                 }
             }
-            let done = st.bits & (CLIENT_END | SERVER_END) == CLIENT_END | SERVER_END;
-            let st = if done { Some(o.remove()) } else { None };
+            let bits = st.bits;
+            let done = bits & (CLIENT_END | SERVER_END) == CLIENT_END | SERVER_END;
+            if done {
+                c.streams.discard_at(slot);
+            }
             if server_ended {
                 c.server_active = c.server_active.saturating_sub(1);
             }
-            if let Some(st) = st {
-                closed(c, st, ts, streams, out);
+            if done {
+                closed(c, bits, ts, streams, out);
             }
         }
     }
 }
 
 /// A client stream opened: the slots it takes.
+#[inline(always)]
 fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
     c.in_flight += 1;
     c.server_active += 1;
@@ -138,18 +143,12 @@ fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
     }
 }
 
-/// A client stream is over (both sides ended it, or a RST): removed from the map.
-fn close(c: &mut ConnF, sid: u32, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
-    if let Some(st) = c.streams.remove(&sid) {
-        closed(c, st, ts, streams, out);
-    }
-}
-
-/// A client stream is over, its record `st` taken out of the map.
-fn closed(c: &mut ConnF, st: StreamF, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
+/// A client stream is over, its record (with `bits`) taken out of the table.
+#[inline(always)]
+fn closed(c: &mut ConnF, bits: u8, ts: Nanos, streams: &mut usize, out: &mut Vec<Fire>) {
     *streams -= 1;
     c.in_flight = c.in_flight.saturating_sub(1);
-    if st.bits & SERVER_END == 0 {
+    if bits & SERVER_END == 0 {
         c.server_active = c.server_active.saturating_sub(1);
     }
     c.closed_streams += 1;

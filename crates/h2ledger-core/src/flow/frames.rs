@@ -5,8 +5,9 @@ use super::*;
 
 impl Flow {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
+    /// One lookup of the connection, and for a frame on a stream one of the stream.
     pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
-        let Some(c) = self.conns.get_mut(&ev.conn.0) else {
+        let Some(c) = self.conns.get_mut(ev.conn.0) else {
             return;
         };
         let d = ev.dir;
@@ -19,7 +20,12 @@ impl Flow {
         if !c.known {
             if !c.counted {
                 c.counted = true;
-                self.acc(phase, |s| s.unknown += 1);
+                for s in scope_mut(&mut self.whole, &mut self.phases, phase)
+                    .into_iter()
+                    .flatten()
+                {
+                    s.unknown += 1;
+                }
             }
             return;
         }
@@ -32,17 +38,32 @@ impl Flow {
         }
         if !c.seen_frame {
             c.seen_frame = true;
-            self.acc(phase, |s| {
+            for s in scope_mut(&mut self.whole, &mut self.phases, phase)
+                .into_iter()
+                .flatten()
+            {
                 for a in s.sides.iter_mut() {
                     a.max_conn = a.max_conn.max(DEFAULT_WINDOW);
                 }
-            });
+            }
         }
         let sid = ev.head.stream_id.0;
         match ev.class {
-            FrameClass::Data | FrameClass::Headers | FrameClass::Trailers => {
-                self.stream_frame(ev, phase, call)
-            }
+            FrameClass::Data | FrameClass::Headers | FrameClass::Trailers => stream_frame(
+                c,
+                Parts {
+                    series: &mut self.series,
+                    streams: &mut self.streams,
+                    whole: &mut self.whole,
+                    phases: &mut self.phases,
+                    calls: &mut self.calls,
+                    no_max_window: self.no_max_window,
+                    events: &mut self.events,
+                },
+                ev,
+                phase,
+                call,
+            ),
             FrameClass::RstStream => self.free_stream(ev.conn.0, sid),
             FrameClass::WindowUpdate => {
                 if let Some(Frame::WindowUpdate(w)) = ev.frame {
@@ -54,7 +75,7 @@ impl Flow {
             FrameClass::Settings => match ev.frame {
                 Some(Frame::Settings(s)) => {
                     let v = s.get(SettingId::INITIAL_WINDOW_SIZE);
-                    let Some(c) = self.conns.get_mut(&ev.conn.0) else {
+                    let Some(c) = self.conns.get_mut(ev.conn.0) else {
                         return;
                     };
                     let q = &mut c.sides[d.other()].pending;
@@ -71,104 +92,10 @@ impl Flow {
         }
     }
 
-    /// HEADERS, TRAILERS and DATA, with one lookup of the connection and of the stream: the
-    /// stream opened (HEADERS, DATA) and given its call, DATA charged to the windows (a stall
-    /// begins when one is exhausted), the sending half ended on END_STREAM.
-    fn stream_frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
-        let conn = ev.conn.0;
-        let d = ev.dir;
-        let sid = ev.head.stream_id.0;
-        let data = ev.class == FrameClass::Data;
-        let Flow {
-            series,
-            conns,
-            streams,
-            whole,
-            phases,
-            calls,
-            no_max_window,
-            events,
-        } = self;
-        let Some(c) = conns.get_mut(&conn) else {
-            return;
-        };
-        if data || ev.class == FrameClass::Headers {
-            open_in(c, streams, whole, phases, *no_max_window, sid, phase);
-        }
-        let len = i64::from(ev.head.length);
-        if data {
-            c.sides[d].conn_window -= len;
-        }
-        // Not in the map: stream 0, closed, or beyond MAX_FLOW_STREAMS (untracked).
-        let Some(st) = c.streams.get_mut(&sid) else {
-            return;
-        };
-        if call.is_some() {
-            st.call = call;
-        }
-        let end = ev.head.flags.is_end_stream();
-        let mut started = false;
-        if data {
-            let side = c.side[d];
-            let sf = &mut c.sides[d];
-            st.sent[d] += len as u64;
-            if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
-                c.busiest[d] = Some((sid, st.sent[d]));
-            }
-            let new = shift(sf, st, d, sid, -len, *no_max_window);
-            let stream_w = sf.initial + new;
-            let conn_w = sf.conn_window;
-            if !end && st.stall[d].is_none() && stream_w.min(conn_w) <= 0 {
-                let limit = match (stream_w <= 0, conn_w <= 0) {
-                    (true, true) => Limit::Both,
-                    (true, false) => Limit::Stream,
-                    _ => Limit::Connection,
-                };
-                st.stall[d] = Some(Stall {
-                    start: ev.ts,
-                    phase,
-                });
-                sf.stalled.insert((new, sid));
-                st.stalled_once[d] = true;
-                started = true;
-                if let Some(log) = events.as_mut() {
-                    log.push(FlowEvent::Stall {
-                        conn,
-                        side,
-                        stream: sid,
-                        ts: ev.ts,
-                        limit,
-                        initial: sf.initial,
-                    });
-                }
-                if let Some(i) = st.call {
-                    let cf = calls.entry(i).or_default();
-                    cf.stalls[side.index()] = cf.stalls[side.index()].saturating_add(1);
-                }
-                for s in scope_mut(whole, phases, phase).into_iter().flatten() {
-                    let a = &mut s.sides[side];
-                    a.stalls += 1;
-                    a.by_limit[limit as usize] += 1;
-                }
-            }
-        }
-        let mut done = false;
-        if end {
-            st.ended[d] = true;
-            done = st.ended.fwd && st.ended.rev;
-        }
-        if data {
-            sample_in(series, conn, c, d, Some(sid), ev.ts, started);
-        }
-        if done {
-            free_in(c, conn, sid, streams, whole, phases, events);
-        }
-    }
-
     fn on_window_update(&mut self, ev: &FrameEvent<'_>, s: Dir, inc: u32, phase: Option<u64>) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         let side = c.side[s];
@@ -185,7 +112,7 @@ impl Flow {
             self.sample(conn, s, None, ev.ts, false);
             return;
         }
-        let Some(st) = c.streams.get_mut(&sid) else {
+        let Some(st) = c.streams.get_mut(sid) else {
             return;
         };
         let new = shift(sf, st, s, sid, inc, self.no_max_window);
@@ -201,7 +128,7 @@ impl Flow {
 
     fn on_settings_ack(&mut self, ev: &FrameEvent<'_>, d: Dir, phase: Option<u64>) {
         let conn = ev.conn.0;
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         let side = c.side[d];
@@ -227,7 +154,7 @@ impl Flow {
 
     /// Ends the stalls of sending direction `s` whose available window is > 0 again.
     fn resolve(&mut self, conn: u32, s: Dir, ts: Nanos) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         let side = c.side[s];
@@ -237,15 +164,19 @@ impl Flow {
         }
         // window = initial + adj > 0  <=>  adj > -initial
         let from = (-sf.initial).saturating_add(1);
-        let done: Vec<(i64, u32)> = sf.stalled.range((from, 0)..).copied().collect();
-        for key in done {
+        let done: Vec<((i64, u32), Stall)> = sf
+            .stalled
+            .range((from, 0)..)
+            .map(|(&k, &v)| (k, v))
+            .collect();
+        for (key, stall) in done {
             sf.stalled.remove(&key);
-            let Some(st) = c.streams.get_mut(&key.1) else {
+            let Some(st) = c.streams.get_mut(key.1) else {
                 continue;
             };
-            let Some(stall) = st.stall[s].take() else {
+            if !std::mem::take(&mut st.stall[s]) {
                 continue;
-            };
+            }
             let dur = (ts - stall.start).max(0);
             if let Some(ev) = self.events.as_mut() {
                 ev.push(FlowEvent::Resolved {
@@ -270,7 +201,7 @@ impl Flow {
 
     /// Drops a stream; its open stalls are unresolved.
     fn free_stream(&mut self, conn: u32, sid: u32) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         free_in(
@@ -285,8 +216,8 @@ impl Flow {
     }
 
     pub(super) fn drop_streams(&mut self, conn: u32) {
-        let ids: Vec<u32> = match self.conns.get(&conn) {
-            Some(c) => c.streams.keys().copied().collect(),
+        let ids: Vec<u32> = match self.conns.get(conn) {
+            Some(c) => c.streams.keys().collect(),
             None => return,
         };
         for sid in ids {
@@ -297,7 +228,7 @@ impl Flow {
     /// The windows of `conn` can no longer be followed (lost frames, unreadable SETTINGS).
     pub(super) fn make_unknown(&mut self, conn: u32, phase: Option<u64>) {
         self.drop_streams(conn);
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         if !c.known {
@@ -308,6 +239,146 @@ impl Flow {
         if !c.counted {
             c.counted = true;
             self.acc(phase, |s| s.unknown += 1);
+        }
+    }
+}
+
+/// The tracker's state beside its connections, borrowed with one connection's.
+struct Parts<'a> {
+    series: &'a mut Option<WindowSeries>,
+    streams: &'a mut usize,
+    whole: &'a mut Scope,
+    phases: &'a mut Phased<Scope>,
+    calls: &'a mut FastMap<u64, CallFlow>,
+    no_max_window: bool,
+    events: &'a mut Option<Vec<FlowEvent>>,
+}
+
+/// HEADERS, TRAILERS and DATA: the stream opened (HEADERS, DATA) and given its call, DATA
+/// charged to the windows (a stall begins when one is exhausted), the sending half ended on
+/// END_STREAM, and the stream dropped when both halves have ended.
+#[inline]
+fn stream_frame(
+    c: &mut ConnFlow,
+    t: Parts<'_>,
+    ev: &FrameEvent<'_>,
+    phase: Option<u64>,
+    call: Option<u64>,
+) {
+    let conn = ev.conn.0;
+    let d = ev.dir;
+    let sid = ev.head.stream_id.0;
+    let data = ev.class == FrameClass::Data;
+    let Parts {
+        series,
+        streams,
+        whole,
+        phases,
+        calls,
+        no_max_window,
+        events,
+    } = t;
+    let len = i64::from(ev.head.length);
+    if data {
+        c.sides[d].conn_window -= len;
+    }
+    // Not in the map and not opened here: stream 0, closed, a TRAILERS frame of a stream
+    // not seen open, or beyond MAX_FLOW_STREAMS (untracked).
+    let end = ev.head.flags.is_end_stream();
+    // A header block without END_STREAM on a stream seen before changes nothing here unless it
+    // brings the stream's call (the response headers of most calls): no lookup.
+    if !data && !end && call.is_none() && sid <= c.max_id[(sid & 1) as usize] {
+        return;
+    }
+    let slot = match c.streams.find(sid) {
+        Some(i) => i,
+        None if data || ev.class == FrameClass::Headers => {
+            match open_in(c, streams, whole, phases, no_max_window, sid, phase) {
+                Some(i) => i,
+                None => return,
+            }
+        }
+        None => return,
+    };
+    let Some(st) = c.streams.slot_mut(slot) else {
+        return;
+    };
+    if call.is_some() {
+        st.call = call;
+    }
+    let mut started = false;
+    if data {
+        let side = c.side[d];
+        let sf = &mut c.sides[d];
+        st.sent[d] += len as u64;
+        if c.busiest[d].is_none_or(|(b, n)| b == sid || st.sent[d] > n) {
+            c.busiest[d] = Some((sid, st.sent[d]));
+        }
+        let new = shift(sf, st, d, sid, -len, no_max_window);
+        let stream_w = sf.initial + new;
+        let conn_w = sf.conn_window;
+        if !end && !st.stall[d] && stream_w.min(conn_w) <= 0 {
+            let limit = match (stream_w <= 0, conn_w <= 0) {
+                (true, true) => Limit::Both,
+                (true, false) => Limit::Stream,
+                _ => Limit::Connection,
+            };
+            st.stall[d] = true;
+            sf.stalled.insert(
+                (new, sid),
+                Stall {
+                    start: ev.ts,
+                    phase,
+                },
+            );
+            st.stalled_once[d] = true;
+            started = true;
+            if let Some(log) = events.as_mut() {
+                log.push(FlowEvent::Stall {
+                    conn,
+                    side,
+                    stream: sid,
+                    ts: ev.ts,
+                    limit,
+                    initial: sf.initial,
+                });
+            }
+            if let Some(i) = st.call {
+                let cf = calls.entry(i).or_default();
+                cf.stalls[side.index()] = cf.stalls[side.index()].saturating_add(1);
+            }
+            for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+                let a = &mut s.sides[side];
+                a.stalls += 1;
+                a.by_limit[limit as usize] += 1;
+            }
+        }
+    }
+    let mut done = false;
+    if end {
+        st.ended[d] = true;
+        done = st.ended.fwd && st.ended.rev;
+    }
+    if data && series.is_some() {
+        // The sample reads the stream, still open here.
+        sample_in(series, conn, c, d, Some(sid), ev.ts, started);
+        if done {
+            free_in(c, conn, sid, streams, whole, phases, events);
+        }
+    } else if done {
+        if st.stalled_once.fwd || st.stalled_once.rev {
+            if let Some(st) = c.streams.remove_at(slot) {
+                freed(c, conn, sid, &st, streams, whole, phases, events);
+            }
+        } else {
+            // Never stalled (the common case): nothing to tell, nothing to move out.
+            c.streams.discard_at(slot);
+            *streams -= 1;
+            if !no_max_window {
+                for d in Dir::ALL {
+                    compact(&mut c.sides[d], &c.streams, d);
+                }
+            }
         }
     }
 }

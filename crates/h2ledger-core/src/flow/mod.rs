@@ -48,12 +48,14 @@ mod frames;
 mod report;
 mod series;
 mod state;
+pub(crate) mod table;
 
 pub use report::{ByLimit, FlowReport, FlowSide, MaxWindow, StalledUs};
 use series::sample_in;
 pub use series::{WindowPoint, WindowSeries};
 use state::*;
 pub use state::{FlowAcc, Limit};
+use table::IdTable;
 
 /// Per call: stalls and time stalled, by side (0 client, 1 server).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,7 +129,8 @@ pub enum FlowEvent {
 pub struct Flow {
     /// Set by [`Flow::record_series`] (for `--plot`).
     pub series: Option<WindowSeries>,
-    conns: FastMap<u32, ConnFlow>,
+    /// Boxed: a slot of the table is a pointer, however large a connection's state.
+    conns: IdTable<Box<ConnFlow>>,
     streams: usize,
     whole: Scope,
     phases: Phased<Scope>,
@@ -159,6 +162,12 @@ impl Flow {
         self.events.get_or_insert_with(Vec::new);
     }
 
+    /// Whether stall events wait for [`Flow::drain_events`].
+    #[inline]
+    pub(crate) fn has_events(&self) -> bool {
+        self.events.as_ref().is_some_and(|e| !e.is_empty())
+    }
+
     /// Hands the stall events since the last call to `f`.
     #[inline]
     pub fn drain_events(&mut self, mut f: impl FnMut(FlowEvent)) {
@@ -173,11 +182,11 @@ impl Flow {
     /// direction `d` on stream `sid` of `conn`: `None` when the windows are unknown or the
     /// stream is not tracked (closed, or not opened yet).
     pub fn available(&self, conn: u32, d: Dir, sid: u32) -> Option<i64> {
-        let c = self.conns.get(&conn)?;
+        let c = self.conns.get(conn)?;
         if !c.known {
             return None;
         }
-        let st = c.streams.get(&sid)?;
+        let st = c.streams.get(sid)?;
         let sf = &c.sides[d];
         Some((sf.initial + st.adj[d]).min(sf.conn_window))
     }
@@ -196,7 +205,7 @@ impl Flow {
         if self.series.is_none() {
             return;
         }
-        if let Some(c) = self.conns.get(&conn) {
+        if let Some(c) = self.conns.get(conn) {
             sample_in(&mut self.series, conn, c, d, sid, ts, stall);
         }
     }
@@ -216,7 +225,7 @@ impl Flow {
         let known = meta.syn_sender.is_some();
         self.conns.insert(
             meta.id.0,
-            ConnFlow {
+            Box::new(ConnFlow {
                 known,
                 counted: false,
                 seen_frame: false,
@@ -226,10 +235,10 @@ impl Flow {
                     rev: Side::Server,
                 },
                 sides: Dirs::from_fn(|_| SideFlow::new()),
-                streams: FastMap::default(),
+                streams: IdTable::default(),
                 max_id: [0; 2],
                 busiest: Dirs::default(),
-            },
+            }),
         );
     }
 
@@ -254,16 +263,16 @@ impl Flow {
     /// The connection ended (in `phase`): its windows count in the phases since its last frame
     /// up to this one; stalls still open are unresolved; its state is dropped.
     pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>) {
-        if let (Some(p), Some(c)) = (phase, self.conns.get_mut(&conn.0)) {
+        if let (Some(p), Some(c)) = (phase, self.conns.get_mut(conn.0)) {
             carry(c, &mut self.phases, p);
         }
         self.drop_streams(conn.0);
-        self.conns.remove(&conn.0);
+        self.conns.remove(conn.0);
     }
 
     /// End of input (in `phase`): every connection still open is closed.
     pub(crate) fn flush(&mut self, phase: Option<u64>) {
-        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        let mut ids: Vec<u32> = self.conns.keys().collect();
         ids.sort_unstable();
         for id in ids {
             self.close(ConnId(id), phase);

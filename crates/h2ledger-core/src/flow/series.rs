@@ -70,10 +70,10 @@ pub(super) fn sample_in(
     // The busiest stream's window while it is open, else the frame's stream.
     let sid = c.busiest[d]
         .map(|b| b.0)
-        .filter(|s| c.streams.contains_key(s))
+        .filter(|&s| c.streams.contains_key(s))
         .or(sid);
     let stream = sid
-        .and_then(|s| c.streams.get(&s))
+        .and_then(|s| c.streams.get(s))
         .map(|st| (sf.initial + st.adj[d]).min(sf.conn_window));
     let Some(p) = series.at(ts).map(|p| &mut p[side.index()]) else {
         return;

@@ -1,17 +1,16 @@
 //! The per-connection and per-stream state of the tracker, and the scopes it counts into.
 
 use std::cmp::Reverse;
-use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
+use super::table::IdTable;
 use super::{FlowEvent, DEFAULT_WINDOW, MAX_FLOW_STREAMS};
 use crate::model::{Side, Sides};
 use crate::phase::Phased;
 use crate::phase::MAX_PHASES;
 use crate::stats::LogHist;
-use crate::FastMap;
 
 /// Which window was <= 0 when a stall began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,11 +29,13 @@ pub(super) struct Stall {
     pub(super) phase: Option<u64>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct StreamFlow {
     /// Per sending direction: increments received minus DATA sent.
     pub(super) adj: Dirs<i64>,
-    pub(super) stall: Dirs<Option<Stall>>,
+    /// Per sending direction: a stall is open (its start is in the side's `stalled`, rare
+    /// enough not to be carried by every stream).
+    pub(super) stall: Dirs<bool>,
     pub(super) ended: Dirs<bool>,
     pub(super) call: Option<u64>,
     /// DATA bytes sent by each direction (for the plot's busiest stream).
@@ -58,8 +59,8 @@ pub(super) struct SideFlow {
     /// Ties go to the lowest stream id: a new stream's entry (`adj` 0, the highest id) stays
     /// at the bottom instead of climbing over the stale zeros of closed streams.
     pub(super) top: BinaryHeap<(i64, Reverse<u32>)>,
-    /// Streams with a stall of this side, by `adj`.
-    pub(super) stalled: BTreeSet<(i64, u32)>,
+    /// Streams with a stall of this side, by `adj`, with the stall's start.
+    pub(super) stalled: BTreeMap<(i64, u32), Stall>,
 }
 
 impl SideFlow {
@@ -69,7 +70,7 @@ impl SideFlow {
             initial: DEFAULT_WINDOW,
             pending: VecDeque::new(),
             top: BinaryHeap::new(),
-            stalled: BTreeSet::new(),
+            stalled: BTreeMap::new(),
         }
     }
 }
@@ -86,7 +87,7 @@ pub(super) struct ConnFlow {
     /// The side of each direction, as the ledger told it.
     pub(super) side: Dirs<Side>,
     pub(super) sides: Dirs<SideFlow>,
-    pub(super) streams: FastMap<u32, StreamFlow>,
+    pub(super) streams: IdTable<StreamFlow>,
     /// The highest stream id seen open, by parity: lower ids not in `streams` are closed.
     pub(super) max_id: [u32; 2],
     /// Per sending direction: the stream that carried the most DATA so far, and how much.
@@ -135,6 +136,21 @@ pub(super) fn scope_mut<'a>(
     [Some(whole), ph]
 }
 
+/// `f` on the whole capture's scope, then on phase `p`'s when there is one (as
+/// [`scope_mut`], without the array).
+#[inline(always)]
+pub(super) fn for_scopes(
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    p: Option<u64>,
+    mut f: impl FnMut(&mut Scope),
+) {
+    f(whole);
+    if let Some(x) = p.and_then(|p| phases.get_mut(p)) {
+        f(x);
+    }
+}
+
 /// Folds the windows of `c` as they are now into the largest windows of phase `upto` and of
 /// the phases since the last one they were folded into: `c` sent no frame in those, so its
 /// windows had these values there. More than [`MAX_PHASES`] phases back (a clock jump), only
@@ -174,6 +190,7 @@ pub(super) fn carry(c: &mut ConnFlow, phases: &mut Phased<Scope>, upto: u64) {
 
 /// Opens `sid` on `c` if it is new: not stream 0, not a closed id, and not beyond
 /// [`MAX_FLOW_STREAMS`] (counted in `untracked_streams`). Tracked streams are those in `c.streams`.
+/// Returns its slot in `c.streams` when it opened (the caller knows `sid` is not there).
 pub(super) fn open_in(
     c: &mut ConnFlow,
     streams: &mut usize,
@@ -182,34 +199,23 @@ pub(super) fn open_in(
     no_max_window: bool,
     sid: u32,
     phase: Option<u64>,
-) {
+) -> Option<usize> {
     if sid == 0 {
-        return;
+        return None;
     }
-    let slot = match c.streams.entry(sid) {
-        Entry::Occupied(_) => return,
-        Entry::Vacant(v) => v,
-    };
     let par = (sid & 1) as usize;
     if sid <= c.max_id[par] {
-        return; // closed
+        return None; // closed
     }
     c.max_id[par] = sid;
     if *streams >= MAX_FLOW_STREAMS {
         for s in scope_mut(whole, phases, phase).into_iter().flatten() {
             s.untracked_streams += 1;
         }
-        return;
+        return None;
     }
     *streams += 1;
-    slot.insert(StreamFlow {
-        adj: Dirs::default(),
-        stall: Dirs::default(),
-        ended: Dirs::default(),
-        call: None,
-        sent: Dirs::default(),
-        stalled_once: Dirs::default(),
-    });
+    let slot = c.streams.insert(sid, StreamFlow::default());
     let mut init = Sides::<i64>::default();
     for d in Dir::ALL {
         let sf = &mut c.sides[d];
@@ -223,12 +229,13 @@ pub(super) fn open_in(
             compact(&mut c.sides[d], &c.streams, d);
         }
     }
-    for s in scope_mut(whole, phases, phase).into_iter().flatten() {
+    for_scopes(whole, phases, phase, |s| {
         for side in Side::ALL {
             let a = &mut s.sides[side];
             a.max_stream = a.max_stream.max(init[side]);
         }
-    }
+    });
+    Some(slot)
 }
 
 /// Moves the window of stream `sid` of sending direction `d` by `delta` (DATA sent: down; a
@@ -249,9 +256,10 @@ pub(super) fn shift(
     if !no_max_window && delta > 0 {
         sf.top.push((new, Reverse(sid)));
     }
-    if st.stall[d].is_some() {
-        sf.stalled.remove(&(old, sid));
-        sf.stalled.insert((new, sid));
+    if st.stall[d] {
+        if let Some(stall) = sf.stalled.remove(&(old, sid)) {
+            sf.stalled.insert((new, sid), stall);
+        }
     }
     new
 }
@@ -267,18 +275,53 @@ pub(super) fn free_in(
     phases: &mut Phased<Scope>,
     events: &mut Option<Vec<FlowEvent>>,
 ) {
-    let Some(st) = c.streams.remove(&sid) else {
-        return;
-    };
+    if let Some(st) = c.streams.remove(sid) {
+        freed(c, conn, sid, &st, streams, whole, phases, events);
+    }
+}
+
+/// Stream `sid` of `c`, `st`, was taken out of `c.streams`: counted out, and its stalls
+/// told. A stream that never stalled (the common case) costs the count only.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(super) fn freed(
+    c: &mut ConnFlow,
+    conn: u32,
+    sid: u32,
+    st: &StreamFlow,
+    streams: &mut usize,
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    events: &mut Option<Vec<FlowEvent>>,
+) {
     *streams -= 1;
     for d in Dir::ALL {
         compact(&mut c.sides[d], &c.streams, d);
     }
+    if st.stalled_once.fwd || st.stalled_once.rev {
+        stalls_freed(c, conn, sid, st, whole, phases, events);
+    }
+}
+
+/// The stalls of a stream that stalled at least once, as it ends: the open ones unresolved,
+/// and [`FlowEvent::Done`] for each side that stalled.
+#[cold]
+fn stalls_freed(
+    c: &mut ConnFlow,
+    conn: u32,
+    sid: u32,
+    st: &StreamFlow,
+    whole: &mut Scope,
+    phases: &mut Phased<Scope>,
+    events: &mut Option<Vec<FlowEvent>>,
+) {
     for d in Dir::ALL {
         let sf = &mut c.sides[d];
         let side = c.side[d];
-        if let Some(stall) = st.stall[d] {
-            sf.stalled.remove(&(st.adj[d], sid));
+        if let Some(stall) = st.stall[d]
+            .then(|| sf.stalled.remove(&(st.adj[d], sid)))
+            .flatten()
+        {
             for x in scope_mut(whole, phases, stall.phase).into_iter().flatten() {
                 x.sides[side].unresolved += 1;
             }
@@ -311,13 +354,9 @@ pub(super) const HEAP_SLACK: usize = 64;
 /// `None` when none is open (or the heap is not kept): pops the stale entries off the top of
 /// `sf.top` (closed streams), putting back the current `adj` of a stream still open. Each stale
 /// entry is handled once, so the cost is that of the pushes it follows.
-pub(super) fn max_adj(
-    sf: &mut SideFlow,
-    streams: &FastMap<u32, StreamFlow>,
-    d: Dir,
-) -> Option<i64> {
+pub(super) fn max_adj(sf: &mut SideFlow, streams: &IdTable<StreamFlow>, d: Dir) -> Option<i64> {
     while let Some(&(adj, Reverse(sid))) = sf.top.peek() {
-        match streams.get(&sid) {
+        match streams.get(sid) {
             Some(st) if st.adj[d] == adj => return Some(adj),
             Some(st) => {
                 // `adj` went down since this entry was pushed (it never goes up without a push).
@@ -337,17 +376,17 @@ pub(super) fn max_adj(
 /// (plus [`HEAP_SLACK`]); called after every push and close, so its memory follows the open
 /// streams, and a rebuild's cost is paid for by the pushes or closes since the last one.
 #[inline]
-pub(super) fn compact(sf: &mut SideFlow, streams: &FastMap<u32, StreamFlow>, d: Dir) {
+pub(super) fn compact(sf: &mut SideFlow, streams: &IdTable<StreamFlow>, d: Dir) {
     if sf.top.len() > 2 * streams.len() + HEAP_SLACK {
         rebuild(sf, streams, d);
     }
 }
 
 #[cold]
-fn rebuild(sf: &mut SideFlow, streams: &FastMap<u32, StreamFlow>, d: Dir) {
+fn rebuild(sf: &mut SideFlow, streams: &IdTable<StreamFlow>, d: Dir) {
     let mut v = std::mem::take(&mut sf.top).into_vec();
     v.clear();
-    v.extend(streams.iter().map(|(&sid, st)| (st.adj[d], Reverse(sid))));
+    v.extend(streams.iter().map(|(sid, st)| (st.adj[d], Reverse(sid))));
     sf.top = BinaryHeap::from(v);
 }
 
@@ -373,14 +412,14 @@ mod tests {
     fn lazy_heap_is_the_largest_open_adj() {
         let d = Dir::Fwd;
         let mut sf = SideFlow::new();
-        let mut streams: FastMap<u32, StreamFlow> = FastMap::default();
+        let mut streams: IdTable<StreamFlow> = IdTable::default();
         let mut next = 1u32;
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for step in 0..200_000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let ids: Vec<u32> = streams.keys().copied().collect();
+            let ids: Vec<u32> = streams.keys().collect();
             match x % 8 {
                 0 | 1 if streams.len() < 300 => {
                     streams.insert(next, stream());
@@ -389,24 +428,24 @@ mod tests {
                     next += 2;
                 }
                 2 if !ids.is_empty() => {
-                    streams.remove(&ids[(x >> 8) as usize % ids.len()]);
+                    streams.remove(ids[(x >> 8) as usize % ids.len()]);
                     compact(&mut sf, &streams, d);
                 }
                 3..=5 if !ids.is_empty() => {
                     let sid = ids[(x >> 8) as usize % ids.len()];
-                    let st = streams.get_mut(&sid).unwrap();
+                    let st = streams.get_mut(sid).unwrap();
                     shift(&mut sf, st, d, sid, -((x >> 20) as i64 % 70_000), false);
                 }
                 6 | 7 if !ids.is_empty() => {
                     let sid = ids[(x >> 8) as usize % ids.len()];
-                    let st = streams.get_mut(&sid).unwrap();
+                    let st = streams.get_mut(sid).unwrap();
                     shift(&mut sf, st, d, sid, 1 + (x >> 20) as i64 % 70_000, false);
                     compact(&mut sf, &streams, d);
                 }
                 _ => {}
             }
             if step % 3 == 0 {
-                let want = streams.values().map(|s| s.adj[d]).max();
+                let want = streams.iter().map(|(_, s)| s.adj[d]).max();
                 assert_eq!(max_adj(&mut sf, &streams, d), want, "step {step}");
             }
             assert!(sf.top.len() <= 2 * streams.len() + HEAP_SLACK);

@@ -141,7 +141,15 @@ fn server_side_and_window_updates_after_close_ignored() {
     assert_eq!(r.sides.server.max_window.stream, 1000);
     assert_eq!(r.sides.client.stalls, 0);
     assert_eq!(c.ledger.observer.flow.call(0).stalls, [0, 1]);
-    assert!(c.ledger.observer.flow.conns[&0].streams.is_empty());
+    assert!(c
+        .ledger
+        .observer
+        .flow
+        .conns
+        .get(0)
+        .unwrap()
+        .streams
+        .is_empty());
 }
 
 #[test]
@@ -212,9 +220,12 @@ fn memory_follows_open_streams() {
         c.server(&response(s, true, &[]));
     }
     let f = &c.ledger.observer.flow;
-    assert_eq!((f.streams, f.conns[&0].streams.len()), (0, 0));
+    assert_eq!((f.streams, f.conns.get(0).unwrap().streams.len()), (0, 0));
     // The heaps of open streams' windows hold stale entries only up to their slack.
-    assert!(f.conns[&0]
+    assert!(f
+        .conns
+        .get(0)
+        .unwrap()
         .sides
         .iter()
         .all(|(_, s)| s.top.len() <= state::HEAP_SLACK));

@@ -1,0 +1,275 @@
+//! A table of values by `u32` id (stream ids, connection ids) for the per-frame paths of the
+//! flow tracker and the findings engine: open addressing with linear probing, a Fibonacci
+//! (multiply-shift) hash of the id, at most half full, and deletion by backward shift (no
+//! tombstones, so a table whose streams come and go stays as short to search as a fresh one).
+//!
+//! Against `std`'s map with the same hash it saves most of a lookup: the ids sit in an array of
+//! their own (8 bytes a slot), a hit on a sequential id is usually the first slot looked at, and
+//! a lookup returns the slot, which the caller reads, changes and removes without hashing again
+//! ([`IdTable::find`], [`IdTable::slot_mut`], [`IdTable::remove_at`]). Memory: a slot (the id and
+//! the value) per entry, times two to four; the table does not shrink (as `std`'s does not), and
+//! is freed with its owner (a connection's at its close).
+
+/// An empty slot.
+const EMPTY: u64 = u64::MAX;
+/// The smallest table allocated.
+const MIN_SLOTS: usize = 8;
+
+/// Values by `u32` id. See the module docs.
+#[derive(Debug, Clone)]
+pub(crate) struct IdTable<V> {
+    /// The id in each slot, or [`EMPTY`].
+    keys: Vec<u64>,
+    vals: Vec<Option<V>>,
+    len: usize,
+    /// `64 - log2(slots)`: the hash's top bits pick the home slot.
+    shift: u32,
+}
+
+impl<V> Default for IdTable<V> {
+    fn default() -> Self {
+        IdTable {
+            keys: Vec::new(),
+            vals: Vec::new(),
+            len: 0,
+            shift: 64,
+        }
+    }
+}
+
+impl<V> IdTable<V> {
+    /// Entries in the table.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No entry.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The home slot of `k` (the table is not empty).
+    #[inline]
+    fn home(&self, k: u64) -> usize {
+        (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    /// The slot holding `k`, if any.
+    #[inline(always)]
+    pub(crate) fn find(&self, k: u32) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let k = u64::from(k);
+        let mask = self.keys.len() - 1;
+        let mut i = self.home(k);
+        loop {
+            let x = *self.keys.get(i)?;
+            if x == k {
+                return Some(i);
+            }
+            if x == EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The value in slot `i` (from [`IdTable::find`] or [`IdTable::insert`], with no removal
+    /// since).
+    #[inline]
+    pub(crate) fn slot_mut(&mut self, i: usize) -> Option<&mut V> {
+        self.vals.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// The value in slot `i` (see [`IdTable::slot_mut`]).
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> Option<&V> {
+        self.vals.get(i).and_then(Option::as_ref)
+    }
+
+    /// The value of `k`.
+    #[inline]
+    pub(crate) fn get(&self, k: u32) -> Option<&V> {
+        let i = self.find(k)?;
+        self.vals.get(i).and_then(Option::as_ref)
+    }
+
+    /// The value of `k`, to change.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, k: u32) -> Option<&mut V> {
+        let i = self.find(k)?;
+        self.slot_mut(i)
+    }
+
+    /// Whether `k` is in the table.
+    #[inline]
+    pub(crate) fn contains_key(&self, k: u32) -> bool {
+        self.find(k).is_some()
+    }
+
+    /// Sets the value of `k` (replacing any); returns its slot.
+    pub(crate) fn insert(&mut self, k: u32, v: V) -> usize {
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+        }
+        let k = u64::from(k);
+        let mask = self.keys.len() - 1;
+        let mut i = self.home(k);
+        loop {
+            let x = self.keys[i];
+            if x == EMPTY {
+                self.keys[i] = k;
+                self.vals[i] = Some(v);
+                self.len += 1;
+                return i;
+            }
+            if x == k {
+                self.vals[i] = Some(v);
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Takes the value out of slot `i` (see [`IdTable::slot_mut`]); the entries after it in its
+    /// run move back to where a lookup finds them.
+    pub(crate) fn remove_at(&mut self, i: usize) -> Option<V> {
+        let v = self.vals.get_mut(i)?.take()?;
+        self.close(i);
+        Some(v)
+    }
+
+    /// Drops the value in slot `i`, as [`IdTable::remove_at`] without moving it out.
+    #[inline]
+    pub(crate) fn discard_at(&mut self, i: usize) {
+        if let Some(v) = self.vals.get_mut(i) {
+            if v.is_some() {
+                *v = None;
+                self.close(i);
+            }
+        }
+    }
+
+    /// Slot `i` was just emptied: the entries after it in its run move back to where a lookup
+    /// finds them (backward shift).
+    fn close(&mut self, i: usize) {
+        self.len -= 1;
+        let mask = self.keys.len() - 1;
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let x = self.keys[j];
+            if x == EMPTY {
+                break;
+            }
+            // The entry at j may fill the hole if its home is not after the hole (cyclically,
+            // looking back from j).
+            let h = self.home(x);
+            if j.wrapping_sub(h) & mask >= j.wrapping_sub(hole) & mask {
+                self.keys[hole] = x;
+                self.vals.swap(hole, j);
+                hole = j;
+            }
+        }
+        self.keys[hole] = EMPTY;
+    }
+
+    /// Takes the value of `k` out.
+    #[inline]
+    pub(crate) fn remove(&mut self, k: u32) -> Option<V> {
+        let i = self.find(k)?;
+        self.remove_at(i)
+    }
+
+    /// The ids and values, in slot order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &V)> + '_ {
+        self.keys
+            .iter()
+            .zip(&self.vals)
+            .filter_map(|(&k, v)| Some((k as u32, v.as_ref()?)))
+    }
+
+    /// The ids, in slot order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = u32> + '_ {
+        self.iter().map(|(k, _)| k)
+    }
+
+    /// Twice the slots (at least [`MIN_SLOTS`]), every entry put back.
+    #[cold]
+    fn grow(&mut self) {
+        let n = (self.keys.len() * 2).max(MIN_SLOTS);
+        let keys = std::mem::replace(&mut self.keys, vec![EMPTY; n]);
+        let mut vals = std::mem::take(&mut self.vals);
+        self.vals.resize_with(n, || None);
+        self.shift = 64 - n.trailing_zeros();
+        self.len = 0;
+        for (k, v) in keys.into_iter().zip(vals.iter_mut()) {
+            if let Some(v) = v.take() {
+                self.insert(k as u32, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Inserts, lookups and removals in any order agree with `std`'s map; ids sequential,
+    /// random, and colliding on their home slot.
+    #[test]
+    fn agrees_with_a_hash_map() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for kind in 0..3 {
+            let mut t: IdTable<u64> = IdTable::default();
+            let mut m: HashMap<u32, u64> = HashMap::new();
+            let mut next = 1u32;
+            for step in 0..100_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let id = match kind {
+                    0 => next,
+                    1 => (x >> 33) as u32,
+                    // Multiples of 2^20: few home slots.
+                    _ => ((x >> 40) as u32 % 4096) << 20,
+                };
+                match x % 5 {
+                    0 | 1 => {
+                        next += 2;
+                        assert_eq!(t.insert(id, step), t.find(id).unwrap());
+                        m.insert(id, step);
+                    }
+                    2 => {
+                        let keys: Vec<u32> = m.keys().copied().collect();
+                        if let Some(&k) = keys.get((x >> 8) as usize % keys.len().max(1)) {
+                            assert_eq!(t.remove(k), m.remove(&k));
+                        }
+                    }
+                    3 => assert_eq!(t.remove(id), m.remove(&id)),
+                    _ => {
+                        if let Some(v) = t.get_mut(id) {
+                            *v += 1;
+                        }
+                        if let Some(v) = m.get_mut(&id) {
+                            *v += 1;
+                        }
+                    }
+                }
+                assert_eq!(t.len(), m.len());
+                if step % 1000 == 0 {
+                    for (k, v) in &m {
+                        assert_eq!(t.get(*k), Some(v));
+                    }
+                    assert_eq!(t.iter().count(), m.len());
+                }
+            }
+            assert!(t.len() * 2 <= t.keys.len());
+        }
+    }
+}
