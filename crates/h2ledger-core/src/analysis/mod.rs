@@ -261,14 +261,7 @@ pub(crate) struct Live {
 /// No slot: the end of a connection's list of calls in flight.
 const NO_SLOT: u32 = u32::MAX;
 
-/// A call's place in [`Slab`] with its sequence number: a handle kept where the call may be
-/// gone by the time it is used (a BDP candidate, the last ended calls); the number tells a
-/// reused slot from the call's own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CallId {
-    slot: u32,
-    seq: u64,
-}
+pub(crate) use crate::grpc::CallId;
 
 /// The calls in flight and recently ended, each in a slot of its own (decision 231): the
 /// in-flight map gives a call's slot, and its frames, end and fold reach the record by index
@@ -320,24 +313,24 @@ impl Slab {
         self.get_mut(id.slot).filter(|l| l.seq == id.seq)
     }
 
-    /// The gRPC record of call `id` while the call is not folded, made when it has none.
-    #[inline]
-    pub(crate) fn grpc_mut(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
-        self.get_id_mut(id)
-            .map(|l| l.grpc.get_or_insert_with(Default::default))
-    }
-
-    /// The gRPC record of call `id` while the call is not folded, if it has one.
-    #[inline]
-    pub(crate) fn grpc_if_any(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
-        self.get_id_mut(id).and_then(|l| l.grpc.as_mut())
-    }
-
     /// The record in `slot`, taken out: the slot is free for the next call.
     fn take(&mut self, slot: u32) -> Option<Live> {
         let l = self.slots.get_mut(slot as usize)?.take()?;
         self.free.push(slot);
         Some(l)
+    }
+}
+
+impl crate::grpc::Recs for Slab {
+    #[inline]
+    fn grpc_mut(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
+        self.get_id_mut(id)
+            .map(|l| l.grpc.get_or_insert_with(Default::default))
+    }
+
+    #[inline]
+    fn grpc_if_any(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
+        self.get_id_mut(id).and_then(|l| l.grpc.as_mut())
     }
 }
 

@@ -27,7 +27,7 @@ impl Grpc {
         ev: &FrameEvent<'_>,
         phase: Option<u64>,
         call: Option<CallId>,
-        recs: &mut Slab,
+        recs: &mut impl super::Recs,
     ) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;

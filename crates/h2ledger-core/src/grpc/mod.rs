@@ -33,12 +33,30 @@ use std::sync::Arc;
 use h2_frame_parser::Frame;
 use h2ledger_tcp::{ConnId, Dir, Dirs, Nanos};
 
-use crate::analysis::{CallId, Slab};
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Sides};
 use crate::stats::LogHist;
 use crate::stats::Percentiles;
 use crate::text::escape_bytes;
+
+/// A call of the analysis, by its place in the analysis' slab of calls and its sequence
+/// number: a handle kept where the call may be gone by the time it is used (a BDP candidate,
+/// the last ended calls, a gRPC stream); the number tells a reused slot from the call's own
+/// (decision 231).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallId {
+    pub(crate) slot: u32,
+    pub(crate) seq: u64,
+}
+
+/// Where the gRPC records live: in the analysis' call slots (decision 232). A trait, so that
+/// this module does not name the analysis (no module cycle).
+pub(crate) trait Recs {
+    /// The gRPC record of call `id` while the call is not folded, made when it has none.
+    fn grpc_mut(&mut self, id: CallId) -> Option<&mut CallGrpc>;
+    /// The gRPC record of call `id` while the call is not folded, if it has one.
+    fn grpc_if_any(&mut self, id: CallId) -> Option<&mut CallGrpc>;
+}
 
 /// Calls followed at once.
 pub const MAX_GRPC_STREAMS: usize = 1 << 20;
@@ -96,7 +114,7 @@ impl Default for CallGrpc {
 
 #[derive(Debug)]
 struct Stream {
-    /// The analysis' call: its gRPC record is kept with it ([`Slab::grpc_mut`]).
+    /// The analysis' call: its gRPC record is kept with it ([`Recs::grpc_mut`]).
     call: CallId,
     req_dir: Dir,
     grpc: bool,
@@ -179,7 +197,7 @@ fn percent_decode(v: &[u8]) -> Vec<u8> {
 }
 
 /// Call `call`'s kept messages, while the tracker is the only one holding them.
-fn kept_mut(recs: &mut Slab, call: CallId) -> Option<&mut Kept> {
+fn kept_mut(recs: &mut impl Recs, call: CallId) -> Option<&mut Kept> {
     recs.grpc_if_any(call)
         .and_then(|g| g.kept.as_mut())
         .and_then(Arc::get_mut)
@@ -289,7 +307,7 @@ impl Grpc {
         std::iter::once(&mut self.whole).chain(ph)
     }
 
-    fn incomplete(&mut self, recs: &mut Slab, call: CallId, rel: usize, phase: Option<u64>) {
+    fn incomplete(&mut self, recs: &mut impl Recs, call: CallId, rel: usize, phase: Option<u64>) {
         if let Some(g) = recs.grpc_mut(call) {
             let c = &mut g.counts[rel];
             c.incomplete = c.incomplete.saturating_add(1);
@@ -311,7 +329,7 @@ impl Grpc {
     }
 
     /// The connection ended: messages in progress are incomplete; its state is dropped.
-    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>, recs: &mut Slab) {
+    pub(crate) fn close(&mut self, conn: ConnId, phase: Option<u64>, recs: &mut impl Recs) {
         let Some(c) = self.conns.remove(&conn.0) else {
             return;
         };
@@ -338,7 +356,7 @@ impl Grpc {
     }
 
     /// End of input: every connection still open is closed.
-    pub(crate) fn flush(&mut self, phase_of: impl Fn() -> Option<u64>, recs: &mut Slab) {
+    pub(crate) fn flush(&mut self, phase_of: impl Fn() -> Option<u64>, recs: &mut impl Recs) {
         let ids: Vec<u32> = self.conns.keys().copied().collect();
         for id in ids {
             self.close(ConnId(id), phase_of(), recs);
