@@ -7,7 +7,7 @@ use h2ledger_tcp::Nanos;
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side};
 
-use super::conn::ConnF;
+use super::conn::{ConnF, DirF};
 // Defined beside the per-connection state that starts from them (findings/mod.rs).
 use super::{FindingId, FindingsConfig};
 pub use super::{FRAME_RATE, RESET_BURST, RESET_RATE};
@@ -95,6 +95,29 @@ pub(super) fn frame_rules(
     }
 }
 
+/// Envoy's empty-frame count on one direction: an empty HEADERS, CONTINUATION or DATA frame
+/// (`counts`: not one that ends the stream) lengthens the run, any other ends it.
+#[inline(always)]
+fn empty_run(df: &mut DirF, ev: &FrameEvent<'_>, side: Side, counts: bool, out: &mut Vec<Fire>) {
+    let empty = match ev.frame {
+        Some(Frame::Data(x)) => x.data.is_empty(),
+        Some(Frame::Headers(x)) => x.fragment.is_empty(),
+        Some(Frame::Continuation(x)) => x.fragment.is_empty(),
+        // Unread payload (DATA nobody asked for): empty only when the frame is.
+        _ => ev.head.length == 0,
+    };
+    if empty && counts {
+        df.empty_run += 1;
+        df.empty_frames += 1;
+        df.max_empty_run = df.max_empty_run.max(df.empty_run);
+        if df.empty_run > MAX_EMPTY_RUN {
+            out.push((FindingId::EmptyFramesFlood, Some(side), None));
+        }
+    } else {
+        df.empty_run = 0;
+    }
+}
+
 /// [`all_rules`] for a HEADERS or DATA frame classified as a header block or DATA: the same
 /// rules, those that cannot react to it left out (no control-frame count, no PING, SETTINGS
 /// or GOAWAY rule, no CONTINUATION count).
@@ -105,23 +128,7 @@ fn message_rules(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
     let end = ev.head.flags.is_end_stream();
     // Envoy's empty-frame count, on the client's frames while every frame is seen.
     if !c.lossy && side == Side::Client {
-        let empty = match ev.frame {
-            Some(Frame::Data(x)) => x.data.is_empty(),
-            Some(Frame::Headers(x)) => x.fragment.is_empty(),
-            Some(Frame::Continuation(x)) => x.fragment.is_empty(),
-            _ => ev.head.length == 0,
-        };
-        let df = &mut c.dirs[d];
-        if empty && !end {
-            df.empty_run += 1;
-            df.empty_frames += 1;
-            df.max_empty_run = df.max_empty_run.max(df.empty_run);
-            if df.empty_run > MAX_EMPTY_RUN {
-                out.push((FindingId::EmptyFramesFlood, Some(side), None));
-            }
-        } else {
-            df.empty_run = 0;
-        }
+        empty_run(&mut c.dirs[d], ev, side, !end, out);
     }
     let df = &mut c.dirs[d];
     if ev.head.kind == Kind::Data {
@@ -198,24 +205,8 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
             Kind::Headers | Kind::Continuation | Kind::Data
         )
     {
-        let empty = match ev.frame {
-            Some(Frame::Data(x)) => x.data.is_empty(),
-            Some(Frame::Headers(x)) => x.fragment.is_empty(),
-            Some(Frame::Continuation(x)) => x.fragment.is_empty(),
-            // Unread payload (DATA nobody asked for): empty only when the frame is.
-            _ => ev.head.length == 0,
-        };
-        let df = &mut c.dirs[d];
-        if empty && !(end && ev.head.kind != Kind::Continuation) {
-            df.empty_run += 1;
-            df.empty_frames += 1;
-            df.max_empty_run = df.max_empty_run.max(df.empty_run);
-            if df.empty_run > MAX_EMPTY_RUN {
-                out.push((FindingId::EmptyFramesFlood, Some(side), None));
-            }
-        } else {
-            df.empty_run = 0;
-        }
+        let counts = !(end && ev.head.kind != Kind::Continuation);
+        empty_run(&mut c.dirs[d], ev, side, counts, out);
     }
     match ev.head.kind {
         Kind::Headers | Kind::PushPromise => {

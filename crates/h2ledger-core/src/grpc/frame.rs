@@ -14,6 +14,30 @@ impl CutEvents for Count<'_> {
 
 /// A `grpc-message` value as the record keeps it: percent-decoded, at most
 /// [`MAX_GRPC_MESSAGE`] bytes, escaped.
+/// What a response's frame tells a call's record: its `grpc-encoding`, `grpc-message`, the
+/// server's time and the last PING round trip, each when known.
+#[inline]
+fn response(
+    cg: &mut CallGrpc,
+    e: Option<Arc<str>>,
+    msg: Option<Box<str>>,
+    server_time: Option<i64>,
+    last_rtt: i64,
+) {
+    if let Some(e) = e {
+        cg.encoding[1] = Some(e);
+    }
+    if msg.is_some() {
+        cg.grpc_message = msg;
+    }
+    if let Some(t) = server_time {
+        cg.server_time_ns = t.max(0);
+    }
+    if last_rtt >= 0 {
+        cg.ping_rtt_ns = last_rtt;
+    }
+}
+
 fn grpc_message(m: &[u8]) -> Box<str> {
     let mut b = percent_decode(m);
     b.truncate(MAX_GRPC_MESSAGE);
@@ -169,20 +193,8 @@ impl Grpc {
             if e.is_none() && msg.is_none() && server_time.is_none() && last_rtt < 0 {
                 return;
             }
-            let Some(cg) = recs.grpc_mut(idx) else {
-                return;
-            };
-            if let Some(e) = e {
-                cg.encoding[1] = Some(e);
-            }
-            if msg.is_some() {
-                cg.grpc_message = msg;
-            }
-            if let Some(t) = server_time {
-                cg.server_time_ns = t.max(0);
-            }
-            if last_rtt >= 0 {
-                cg.ping_rtt_ns = last_rtt;
+            if let Some(cg) = recs.grpc_mut(idx) {
+                response(cg, e, msg, server_time, last_rtt);
             }
             return;
         }
@@ -303,17 +315,6 @@ impl Grpc {
             k.bytes += u64::from(n);
             k.compressed = k.compressed.saturating_add(u32::from(z));
         }
-        if let Some(e) = e {
-            cg.encoding[1] = Some(e);
-        }
-        if msg.is_some() {
-            cg.grpc_message = msg;
-        }
-        if let Some(t) = server_time {
-            cg.server_time_ns = t.max(0);
-        }
-        if last_rtt >= 0 {
-            cg.ping_rtt_ns = last_rtt;
-        }
+        response(cg, e, msg, server_time, last_rtt);
     }
 }
