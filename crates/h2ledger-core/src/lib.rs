@@ -68,6 +68,19 @@ mod text;
 /// at random per process (std's SipHash took about a sixth of `calls --format jsonl`; decision
 /// 96).
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The multiplier of the multiply-shift hashes of ids the wire chooses (stream ids): odd, and
+/// drawn once per process, so that a capture or a peer cannot pick ids whose hashes collide
+/// (linear probing through one run of them would make every lookup cost as many steps as
+/// there are streams: quadratic time; decision 246). Tables keyed by it are never iterated in
+/// an order that reaches the output.
+pub(crate) fn id_multiplier() -> u64 {
+    use std::hash::BuildHasher;
+    static MUL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MUL.get_or_init(|| {
+        std::collections::hash_map::RandomState::new().hash_one(0x9e37_79b9_u64) | 1
+    })
+}
 /// The set of [`FastMap`]'s kind.
 pub(crate) type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 

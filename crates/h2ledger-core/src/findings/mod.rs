@@ -566,7 +566,9 @@ impl Findings {
     /// Every finding so far, most severe first, with the evidence of connections still open
     /// brought up to date. Call after the ledger's `finish` for the final report.
     pub fn report(&mut self) -> FindingsReport {
-        let open: Vec<u32> = self.conns.keys().collect();
+        let mut open: Vec<u32> = self.conns.keys().collect();
+        // In id order: the table's own order depends on the process (decision 246).
+        open.sort_unstable();
         for c in open {
             self.sync(c);
         }

@@ -216,10 +216,12 @@ impl Flow {
     }
 
     pub(super) fn drop_streams(&mut self, conn: u32) {
-        let ids: Vec<u32> = match self.conns.get(conn) {
+        let mut ids: Vec<u32> = match self.conns.get(conn) {
             Some(c) => c.streams.keys().collect(),
             None => return,
         };
+        // In id order: the table's own order depends on the process (decision 246).
+        ids.sort_unstable();
         for sid in ids {
             self.free_stream(conn, sid);
         }

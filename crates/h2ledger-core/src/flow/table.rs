@@ -1,6 +1,6 @@
 //! A table of values by `u32` id (stream ids, connection ids) for the per-frame paths of the
-//! flow tracker and the findings engine: open addressing with linear probing, a Fibonacci
-//! (multiply-shift) hash of the id, at most half full, and deletion by backward shift (no
+//! flow tracker and the findings engine: open addressing with linear probing, a multiply-shift
+//! hash of the id by an odd multiplier drawn per process (decision 246), at most half full, and deletion by backward shift (no
 //! tombstones, so a table whose streams come and go stays as short to search as a fresh one).
 //!
 //! Against `std`'s map with the same hash it saves most of a lookup: the ids sit in an array of
@@ -24,6 +24,8 @@ pub(crate) struct IdTable<V> {
     len: usize,
     /// `64 - log2(slots)`: the hash's top bits pick the home slot.
     shift: u32,
+    /// The hash's multiplier: [`crate::id_multiplier`], random per process (decision 246).
+    mul: u64,
 }
 
 impl<V> Default for IdTable<V> {
@@ -33,6 +35,7 @@ impl<V> Default for IdTable<V> {
             vals: Vec::new(),
             len: 0,
             shift: 64,
+            mul: crate::id_multiplier(),
         }
     }
 }
@@ -53,7 +56,7 @@ impl<V> IdTable<V> {
     /// The home slot of `k` (the table is not empty).
     #[inline]
     fn home(&self, k: u64) -> usize {
-        (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+        (k.wrapping_mul(self.mul) >> self.shift) as usize
     }
 
     /// The slot holding `k`, if any.
@@ -185,7 +188,8 @@ impl<V> IdTable<V> {
         self.remove_at(i)
     }
 
-    /// The ids and values, in slot order.
+    /// The ids and values, in slot order (which depends on the process' multiplier: sort
+    /// before anything that reaches the output).
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &V)> + '_ {
         self.keys
             .iter()
@@ -193,7 +197,7 @@ impl<V> IdTable<V> {
             .filter_map(|(&k, v)| Some((k as u32, v.as_ref()?)))
     }
 
-    /// The ids, in slot order.
+    /// The ids, in slot order (see [`IdTable::iter`]).
     pub(crate) fn keys(&self) -> impl Iterator<Item = u32> + '_ {
         self.iter().map(|(k, _)| k)
     }
@@ -219,6 +223,48 @@ impl<V> IdTable<V> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// Steps from `k`'s home slot to its slot (0: found at home).
+    fn steps(t: &IdTable<u32>, k: u32) -> usize {
+        let i = t.find(k).expect("present");
+        let home = t.home(u64::from(k));
+        (i + t.keys.len() - home) % t.keys.len()
+    }
+
+    /// Ids chosen so that a fixed multiplier (the golden ratio's, which this table used) puts
+    /// them all at one home slot in every table of up to 2^16 slots: with the process' random
+    /// multiplier (decision 246) they spread, and a lookup takes a step or two, not thousands.
+    /// Counted in steps, not timed.
+    #[test]
+    fn chosen_ids_do_not_collide() {
+        const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+        let ids: Vec<u32> = (1..u32::MAX)
+            .step_by(2)
+            .filter(|&k| u64::from(k).wrapping_mul(GOLDEN) >> 48 == 0)
+            .take(4_000)
+            .collect();
+        assert_eq!(ids.len(), 4_000);
+        let mut t = IdTable::default();
+        for &k in &ids {
+            t.insert(k, k);
+        }
+        let total: usize = ids.iter().map(|&k| steps(&t, k)).sum();
+        // With GOLDEN as the multiplier every id shares one home: about 4,000^2 / 2 steps.
+        let mut fixed = IdTable::<u32> {
+            mul: GOLDEN,
+            ..IdTable::default()
+        };
+        for &k in &ids {
+            fixed.insert(k, k);
+        }
+        let total_fixed: usize = ids.iter().map(|&k| steps(&fixed, k)).sum();
+        assert!(total_fixed > 1_000_000, "{total_fixed}");
+        assert!(
+            total < 10 * ids.len(),
+            "{total} steps for {} ids",
+            ids.len()
+        );
+    }
 
     /// Inserts, lookups and removals in any order agree with `std`'s map; ids sequential,
     /// random, and colliding on their home slot.
