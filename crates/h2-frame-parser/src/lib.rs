@@ -48,7 +48,7 @@ pub mod hpack;
 pub mod ping;
 
 pub use frame::{
-    raw_frame, Continuation, Data, ErrorCode, Flags, Frame, FrameError, GoAway, Head, Headers,
-    Kind, Ping, Priority, PrioritySpec, PushPromise, RawFrame, RstStream, SettingId, Settings,
-    SettingsIter, StreamId, WindowUpdate, HEAD_LEN, PREFACE,
+    check_data, raw_frame, Continuation, Data, ErrorCode, Flags, Frame, FrameError, GoAway, Head,
+    Headers, Kind, Packed, Ping, Priority, PrioritySpec, PushPromise, RawFrame, RstStream,
+    SettingId, Settings, SettingsIter, StreamId, WindowUpdate, HEAD_LEN, PREFACE,
 };

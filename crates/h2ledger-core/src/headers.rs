@@ -39,6 +39,22 @@ pub struct Header<'a> {
 }
 
 impl HeaderList {
+    /// Makes this list a copy of `other`, reusing this one's memory (a list handed to
+    /// another thread in a batch that comes back to be refilled).
+    pub fn copy_from(&mut self, other: &HeaderList) {
+        // Cleared first: a list that once held a large block does not keep its size.
+        self.clear();
+        self.bytes.extend_from_slice(&other.bytes);
+        self.fields.extend_from_slice(&other.fields);
+        self.cut = other.cut;
+        self.kept = other.kept;
+    }
+
+    /// Bytes the list holds (names, values and their places), about.
+    pub fn held(&self) -> usize {
+        self.bytes.len() + self.fields.len() * std::mem::size_of::<Field>()
+    }
+
     pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();

@@ -342,3 +342,40 @@ fn unframed_bytes_at_the_end_are_reported() {
         "{w}"
     );
 }
+
+/// Every DATA frame is checked, whether an observer wants its payload or not (decision 260):
+/// stream 0, and padding longer than the payload, also when the frame spans writes. Before,
+/// only frames an observer wanted were checked, so `--analyze` counted anomalies a plain
+/// replay did not.
+#[test]
+fn malformed_data_is_reported_whoever_reads_it() {
+    let mut c = conn();
+    c.write(Dir::Fwd, &preface());
+    c.write(Dir::Rev, &frame(SETTINGS, 0, 0, &[]));
+    let mut w = frame(HEADERS, 4, 1, &[0x82, 0x86, 0x84]);
+    w.extend(frame(HEADERS, 4, 3, &[0x82, 0x86, 0x84]));
+    w.extend(frame(HEADERS, 4, 5, &[0x82, 0x86, 0x84]));
+    c.write(Dir::Fwd, &w);
+    // Stream 0, and Pad Length 5 in a 3-byte payload, each in one write.
+    c.write(Dir::Fwd, &frame(DATA, 0, 0, b"x"));
+    c.write(Dir::Fwd, &frame(DATA, 0x8, 1, &[5, 1, 2]));
+    // Pad Length 200 in a 10-byte payload, in two writes.
+    let bad = frame(DATA, 0x8, 3, &[200, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    c.write(Dir::Fwd, &bad[..11]);
+    c.write(Dir::Fwd, &bad[11..]);
+    // A good padded frame in two writes: no warning.
+    let good = frame(DATA, 0x9, 5, &[2, 7, 7, 7, 0, 0]);
+    c.write(Dir::Fwd, &good[..10]);
+    c.write(Dir::Fwd, &good[10..]);
+    let r = c.report();
+    assert_eq!(
+        r.anomalies.get("malformed-frame"),
+        Some(&3),
+        "{:?}",
+        c.ledger.warnings.messages
+    );
+    assert_eq!(c.count(Side::Client, FrameClass::Data), 4);
+    let m = c.ledger.warnings.messages.join("\n");
+    assert!(m.contains("malformed DATA frame on stream 0"), "{m}");
+    assert!(m.contains("malformed DATA frame on stream 3"), "{m}");
+}

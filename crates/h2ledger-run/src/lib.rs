@@ -34,6 +34,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod far;
 pub mod input;
 mod obs;
 mod pipeline;

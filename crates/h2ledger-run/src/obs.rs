@@ -12,6 +12,7 @@ use h2ledger_core::{
 
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
+use crate::far::{Ev, Relay};
 use crate::pipeline::Pipeline;
 use crate::report::{Report, TcpReport};
 
@@ -41,6 +42,11 @@ pub struct Wanted {
     /// The findings engine and the server policy it assumes (on by default; `None` for the
     /// views that print no report: `calls`).
     pub findings: Option<FindingsConfig>,
+    /// Run the analysis and the findings on a thread of their own, beside the ledger's, when
+    /// nothing reads them before the input ends (a saved capture's report; not with phases,
+    /// metrics, `calls` or kept messages, which read them as they go). Off by default; the
+    /// output is the same either way (decision 261).
+    pub threads: bool,
 }
 
 impl Default for Wanted {
@@ -54,6 +60,7 @@ impl Default for Wanted {
             metrics: false,
             messages: None,
             findings: Some(FindingsConfig::default()),
+            threads: false,
         }
     }
 }
@@ -79,6 +86,9 @@ pub struct Obs {
     origin_set: bool,
     /// The header fields the analysis and the findings read (see [`Wanted::all_headers`]).
     need: HeaderNeed,
+    /// The analysis on a thread of its own ([`Wanted::threads`]): then `analysis` is `None`
+    /// until [`Obs::gather`], and the findings here keep a flow tracker of their own.
+    pub(crate) far: Option<Relay>,
 }
 
 impl Obs {
@@ -101,7 +111,19 @@ impl Obs {
             }
             a
         });
+        // On their own thread when asked, and when nothing reads them before the end: no
+        // phases (the tallies route by the analysis), no metrics or `calls` (drained after
+        // every packet), no message bytes kept (decision 261).
+        let alone = w.threads
+            && w.splitter.is_none()
+            && !w.metrics
+            && !w.calls_only
+            && w.messages.is_none()
+            && analysis.is_some();
         let findings = w.findings.map(|cfg| match analysis.as_mut() {
+            // The analysis on its own thread: the findings stay here with a flow tracker of
+            // their own, so that the two threads share the work.
+            Some(_) if alone => Findings::new(cfg).with_own_flow(),
             Some(a) => {
                 a.flow.watch();
                 Findings::new(cfg)
@@ -120,6 +142,10 @@ impl Obs {
                 .map_or(HeaderNeed::None, |f| f.header_need());
             a.and(f)
         };
+        let (far, analysis) = match analysis {
+            Some(a) if alone => (Some(Relay::start(a)), None),
+            a => (None, a),
+        };
         Obs {
             tally: Tally::new(),
             phases: Phased::default(),
@@ -129,6 +155,7 @@ impl Obs {
             need,
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
+            far,
         }
     }
 
@@ -138,10 +165,12 @@ impl Obs {
             return;
         }
         self.origin_set = true;
-        if let Some(a) = &mut self.analysis {
-            a.set_origin(t);
-            if let Some(s) = &mut a.flow.series {
-                s.origin.get_or_insert(t);
+        match &mut self.far {
+            Some(far) => far.push(Ev::Origin(t)),
+            None => {
+                if let Some(a) = &mut self.analysis {
+                    a.set_origin(t);
+                }
             }
         }
         if let Some(tl) = &mut self.timeline {
@@ -183,47 +212,54 @@ impl Observer for Obs {
     }
 
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
+        if self.far.is_some() {
+            // Answered on the far thread, at the frame (decision 261).
+            return true;
+        }
         self.analysis
             .as_ref()
             .is_some_and(|a| a.wants_data(conn, stream))
     }
 
+    fn data_head(&self, conn: ConnId, dir: Dir, stream: StreamId) -> bool {
+        match &self.far {
+            Some(far) => far.data_head(conn, dir, stream),
+            None => self.wants_data(conn, stream),
+        }
+    }
+
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
-        if let Some(a) = &mut self.analysis {
-            a.gap(conn, dir, ts, framing_lost);
+        if let Some(far) = &mut self.far {
+            far.push(Ev::Gap(conn, dir, ts, framing_lost));
         }
-        if let Some(f) = &mut self.findings {
-            // Its own flow tracker, if any, is told as an observer; the analysis' was above.
-            if self.analysis.is_some() {
-                f.gap_at(conn, ts, framing_lost);
-            } else {
-                f.gap(conn, dir, ts, framing_lost);
-            }
-        }
+        deep::gap(
+            &mut self.analysis,
+            &mut self.findings,
+            conn,
+            dir,
+            ts,
+            framing_lost,
+        );
     }
 
     fn open(&mut self, meta: &ConnMeta) {
         self.tally.open(meta);
-        if let Some(a) = &mut self.analysis {
-            a.open(meta);
+        if let Some(far) = &mut self.far {
+            far.push(Ev::Open(Box::new(meta.clone())));
         }
-        if let Some(f) = &mut self.findings {
-            f.open(meta);
-        }
+        deep::open(&mut self.analysis, &mut self.findings, meta);
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.tally.write(conn, dir, w);
-        if let Some(f) = &mut self.findings {
-            f.write(conn, dir, w);
-        }
         let phase = self.route(w.ts);
         if let Some(t) = self.phase_tally(conn, phase) {
             t.write(conn, dir, w);
         }
-        if let Some(a) = &mut self.analysis {
-            a.write_in(conn, dir, w);
+        if let Some(far) = &mut self.far {
+            far.push(Ev::Write(conn, dir, *w));
         }
+        deep::write(&mut self.analysis, &mut self.findings, conn, dir, w);
     }
 
     fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -240,21 +276,19 @@ impl Observer for Obs {
         if let Some(t) = self.phase_tally(ev.conn, phase) {
             t.frame(ev);
         }
-        if let Some(a) = &mut self.analysis {
-            a.frame_in(ev, phase);
+        if let Some(far) = &mut self.far {
+            far.frame(ev);
         }
-        if let Some(f) = &mut self.findings {
-            match &mut self.analysis {
-                Some(a) => f.frame_with(ev, Some(&mut a.flow)),
-                None => f.frame(ev),
-            }
-        }
+        deep::frame(&mut self.analysis, &mut self.findings, ev, phase);
         if let Some(tl) = &mut self.timeline {
             tl.frame(ev);
         }
     }
 
     fn upgraded_request(&mut self, conn: ConnId, dir: Dir, w: &Write, m: &[u8], t: &[u8]) {
+        if let Some(far) = &mut self.far {
+            return far.upgraded_request(conn, dir, w, m, t);
+        }
         if let Some(a) = &mut self.analysis {
             a.upgraded_request(conn, dir, w, m, t);
         }
@@ -267,13 +301,88 @@ impl Observer for Obs {
                 t.close(summary);
             }
         }
-        if let Some(a) = &mut self.analysis {
-            a.close(summary);
+        if let Some(far) = &mut self.far {
+            far.push(Ev::Close(Box::new(summary.clone())));
         }
-        if let Some(f) = &mut self.findings {
-            match &mut self.analysis {
-                Some(a) => f.close_with(summary, Some(&mut a.flow)),
-                None => f.close(summary),
+        deep::close(&mut self.analysis, &mut self.findings, summary);
+    }
+}
+
+/// What the analysis and the findings do with each event on the ledger's thread (the
+/// analysis on its own thread is fed by [`crate::far`]).
+pub(crate) mod deep {
+    use super::*;
+
+    pub(crate) fn gap(
+        a: &mut Option<Analysis>,
+        f: &mut Option<Findings>,
+        conn: ConnId,
+        dir: Dir,
+        ts: Nanos,
+        framing_lost: bool,
+    ) {
+        if let Some(a) = a {
+            a.gap(conn, dir, ts, framing_lost);
+        }
+        if let Some(f) = f {
+            // Its own flow tracker, if any, is told as an observer; the analysis' was above.
+            if a.is_some() {
+                f.gap_at(conn, ts, framing_lost);
+            } else {
+                f.gap(conn, dir, ts, framing_lost);
+            }
+        }
+    }
+
+    pub(crate) fn open(a: &mut Option<Analysis>, f: &mut Option<Findings>, meta: &ConnMeta) {
+        if let Some(a) = a {
+            a.open(meta);
+        }
+        if let Some(f) = f {
+            f.open(meta);
+        }
+    }
+
+    pub(crate) fn write(
+        a: &mut Option<Analysis>,
+        f: &mut Option<Findings>,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+    ) {
+        if let Some(f) = f {
+            f.write(conn, dir, w);
+        }
+        if let Some(a) = a {
+            a.write_in(conn, dir, w);
+        }
+    }
+
+    pub(crate) fn frame(
+        a: &mut Option<Analysis>,
+        f: &mut Option<Findings>,
+        ev: &FrameEvent<'_>,
+        phase: Option<u64>,
+    ) {
+        if let Some(a) = a {
+            a.frame_in(ev, phase);
+        }
+        if let Some(f) = f {
+            match a {
+                Some(a) => f.frame_with(ev, Some(&mut a.flow)),
+                None => f.frame(ev),
+            }
+        }
+    }
+
+    pub(crate) fn close(a: &mut Option<Analysis>, f: &mut Option<Findings>, s: &ConnSummary) {
+        if let Some(a) = a {
+            a.close(s);
+        }
+        if let Some(f) = f {
+            match a {
+                Some(a) => f.close_with(s, Some(&mut a.flow)),
+                None => f.close(s),
             }
         }
     }
@@ -291,6 +400,24 @@ impl Obs {
     pub(crate) fn note_capture(&mut self, facts: &CaptureFacts, now: Nanos) {
         if let Some(x) = &mut self.findings {
             x.note_capture(facts, now);
+        }
+    }
+
+    /// No packet until `now` (the wall clock): calls that ended long enough ago are due.
+    pub(crate) fn advance(&mut self, now: Nanos) {
+        if let Some(far) = &mut self.far {
+            return far.push(Ev::Advance(now));
+        }
+        if let Some(a) = self.analysis.as_mut() {
+            a.advance(now);
+        }
+    }
+
+    /// The analysis back from its thread, once every event reached it (the end of the
+    /// input); nothing without one.
+    pub(crate) fn gather(&mut self) {
+        if let Some(far) = self.far.take() {
+            self.analysis = Some(far.finish());
         }
     }
 

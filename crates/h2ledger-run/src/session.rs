@@ -136,15 +136,14 @@ impl View for Obs {
         self.set_origin(t);
     }
     fn end(&mut self) {
+        self.gather();
         if let Some(a) = &mut self.analysis {
             a.flush();
         }
     }
     fn idle(&mut self, now: Nanos) {
         // Calls that ended long enough ago are due now.
-        if let Some(a) = self.analysis.as_mut() {
-            a.advance(now);
-        }
+        self.advance(now);
     }
     fn capture_facts(&mut self, facts: &CaptureFacts, now: Nanos) {
         self.note_capture(facts, now);
@@ -365,6 +364,9 @@ impl Session<Obs> {
     /// Calls still unfolded are folded ([`Session::drain_calls`] hands them over after this).
     pub fn finish(&mut self, end: &End, drops: Option<Drops>) -> Finished {
         self.pipe.finish();
+        // Every connection is closed: the analysis and the findings come back from their
+        // thread, if they ran on one.
+        self.pipe.ledger.observer.gather();
         let mut whole = self.ledger(&self.pipe.ledger.observer.tally);
         if let End::Damaged(e) = end {
             whole.warnings.push(format!(

@@ -204,6 +204,206 @@ impl<'a> Frame<'a> {
             Frame::Unknown(raw) => raw.head.kind,
         }
     }
+
+    /// The one run of payload bytes the frame borrows (DATA's data, a header block fragment,
+    /// SETTINGS' parameters, GOAWAY's debug data, an unknown type's payload); empty for the
+    /// types that borrow none. With [`Frame::with_bytes`], a frame moves to other storage.
+    pub fn bytes(&self) -> &'a [u8] {
+        match self {
+            Frame::Data(d) => d.data,
+            Frame::Headers(h) => h.fragment,
+            Frame::Settings(s) => s.params,
+            Frame::PushPromise(p) => p.fragment,
+            Frame::GoAway(g) => g.debug,
+            Frame::Continuation(c) => c.fragment,
+            Frame::Unknown(raw) => raw.payload,
+            Frame::Priority(_) | Frame::RstStream(_) | Frame::Ping(_) | Frame::WindowUpdate(_) => {
+                &[]
+            }
+        }
+    }
+
+    /// The same frame borrowing `bytes` in place of [`Frame::bytes`] (a copy of them, kept
+    /// elsewhere: a frame handed to another thread). Every other field is kept as it is.
+    pub fn with_bytes<'b>(&self, bytes: &'b [u8]) -> Frame<'b> {
+        match *self {
+            Frame::Data(d) => Frame::Data(Data { data: bytes, ..d }),
+            Frame::Headers(h) => Frame::Headers(Headers {
+                fragment: bytes,
+                ..h
+            }),
+            Frame::Settings(s) => Frame::Settings(Settings {
+                flags: s.flags,
+                params: bytes,
+            }),
+            Frame::PushPromise(p) => Frame::PushPromise(PushPromise {
+                fragment: bytes,
+                ..p
+            }),
+            Frame::GoAway(g) => Frame::GoAway(GoAway { debug: bytes, ..g }),
+            Frame::Continuation(c) => Frame::Continuation(Continuation {
+                fragment: bytes,
+                ..c
+            }),
+            Frame::Unknown(raw) => Frame::Unknown(RawFrame {
+                head: raw.head,
+                payload: bytes,
+            }),
+            Frame::Priority(p) => Frame::Priority(p),
+            Frame::RstStream(r) => Frame::RstStream(r),
+            Frame::Ping(p) => Frame::Ping(p),
+            Frame::WindowUpdate(w) => Frame::WindowUpdate(w),
+        }
+    }
+}
+
+/// A frame's fields besides its [`Head`] and its [`Frame::bytes`], in 12 bytes: with those
+/// two, [`Packed::unpack`] gives the frame back. For handing frames to another thread in
+/// little memory (every type's stream and flags are its head's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packed {
+    tag: u8,
+    /// Pad Length, plus 0x100 when present.
+    pad: u16,
+    /// The type's numbers: priority, error code, promised stream, PING data, ...
+    x: u64,
+}
+
+impl Packed {
+    /// No frame (a frame that did not load).
+    pub const NONE: Packed = Packed {
+        tag: 0,
+        pad: 0,
+        x: 0,
+    };
+
+    /// Whether this is [`Packed::NONE`].
+    pub fn is_none(&self) -> bool {
+        self.tag == 0
+    }
+
+    /// The frame `head` and `bytes` were packed from (`None` for [`Packed::NONE`]).
+    pub fn unpack<'b>(self, head: &Head, bytes: &'b [u8]) -> Option<Frame<'b>> {
+        let (stream_id, flags) = (head.stream_id, head.flags);
+        let pad_len = (self.pad & 0x100 != 0).then_some(self.pad as u8);
+        let x = self.x;
+        Some(match self.tag {
+            1 => Frame::Data(Data {
+                stream_id,
+                flags,
+                data: bytes,
+                pad_len,
+            }),
+            2 => Frame::Headers(Headers {
+                stream_id,
+                flags,
+                priority: unpack_priority(x),
+                fragment: bytes,
+                pad_len,
+            }),
+            3 => Frame::Priority(Priority {
+                stream_id,
+                spec: unpack_priority(x).unwrap_or(PrioritySpec {
+                    exclusive: false,
+                    dependency: 0,
+                    weight: 0,
+                }),
+            }),
+            4 => Frame::RstStream(RstStream {
+                stream_id,
+                code: ErrorCode(x as u32),
+            }),
+            5 => Frame::Settings(Settings {
+                flags,
+                params: bytes,
+            }),
+            6 => Frame::PushPromise(PushPromise {
+                stream_id,
+                flags,
+                promised_id: x as u32,
+                fragment: bytes,
+                pad_len,
+            }),
+            7 => Frame::Ping(Ping {
+                flags,
+                payload: x.to_be_bytes(),
+            }),
+            8 => Frame::GoAway(GoAway {
+                last_stream_id: (x >> 32) as u32,
+                code: ErrorCode(x as u32),
+                debug: bytes,
+            }),
+            9 => Frame::WindowUpdate(WindowUpdate {
+                stream_id,
+                increment: x as u32,
+            }),
+            10 => Frame::Continuation(Continuation {
+                stream_id,
+                flags,
+                fragment: bytes,
+            }),
+            11 => Frame::Unknown(RawFrame {
+                head: *head,
+                payload: bytes,
+            }),
+            _ => return None,
+        })
+    }
+}
+
+fn pack_pad(p: Option<u8>) -> u16 {
+    p.map_or(0, |p| 0x100 | u16::from(p))
+}
+
+fn pack_priority(p: Option<PrioritySpec>) -> u64 {
+    p.map_or(0, |p| {
+        1 << 48 | u64::from(p.exclusive) << 40 | u64::from(p.weight) << 32 | u64::from(p.dependency)
+    })
+}
+
+fn unpack_priority(x: u64) -> Option<PrioritySpec> {
+    (x >> 48 != 0).then_some(PrioritySpec {
+        exclusive: (x >> 40) & 1 != 0,
+        weight: (x >> 32) as u8,
+        dependency: x as u32,
+    })
+}
+
+impl Frame<'_> {
+    /// Everything of the frame but its head and its bytes ([`Packed::unpack`] with the head it
+    /// was loaded with, or one of the same type, stream and flags, gives it back).
+    pub fn pack(&self) -> Packed {
+        let (tag, pad, x) = match *self {
+            Frame::Data(d) => (1, pack_pad(d.pad_len), 0),
+            Frame::Headers(h) => (2, pack_pad(h.pad_len), pack_priority(h.priority)),
+            Frame::Priority(p) => (3, 0, pack_priority(Some(p.spec))),
+            Frame::RstStream(r) => (4, 0, u64::from(r.code.0)),
+            Frame::Settings(_) => (5, 0, 0),
+            Frame::PushPromise(p) => (6, pack_pad(p.pad_len), u64::from(p.promised_id)),
+            Frame::Ping(p) => (7, 0, u64::from_be_bytes(p.payload)),
+            Frame::GoAway(g) => (
+                8,
+                0,
+                u64::from(g.last_stream_id) << 32 | u64::from(g.code.0),
+            ),
+            Frame::WindowUpdate(w) => (9, 0, u64::from(w.increment)),
+            Frame::Continuation(_) => (10, 0, 0),
+            Frame::Unknown(_) => (11, 0, 0),
+        };
+        Packed { tag, pad, x }
+    }
+}
+
+/// What [`Frame::load`] says of a DATA frame, from its head and, when the whole payload is at
+/// hand, the payload: the stream must not be 0, and the padding must fit. The same error
+/// `load` gives; `Ok` when nothing is wrong or the payload is not at hand (`None`) for a
+/// PADDED frame.
+pub fn check_data(head: &Head, payload: Option<&[u8]>) -> Result<(), FrameError> {
+    require_stream(head)?;
+    if let Some(p) = payload {
+        strip_padding(head, p)?;
+    }
+    Ok(())
 }
 
 /// Complete-parser error inside a bounded payload: the payload was too short.
@@ -356,6 +556,82 @@ mod tests {
             ]
         );
         assert_eq!(input, &[0, 0]);
+    }
+
+    #[test]
+    fn check_data_says_what_load_says() {
+        let frames = [
+            frame_bytes!(Kind::Data, flags 0x1, stream 1; *b"hello"),
+            frame_bytes!(Kind::Data, flags 0x1, stream 0; *b"hello"),
+            frame_bytes!(Kind::Data, flags 0x8, stream 1; []),
+            frame_bytes!(Kind::Data, flags 0x8, stream 1; [0]),
+            frame_bytes!(Kind::Data, flags 0x8, stream 1; [1, 2]),
+            frame_bytes!(Kind::Data, flags 0x8, stream 1; [2, 2, 3]),
+            frame_bytes!(Kind::Data, flags 0x8, stream 0; [9]),
+            frame_bytes!(Kind::Data, flags 0, stream 3; []),
+        ];
+        for bytes in &frames {
+            let (_, raw) = raw_frame(bytes).unwrap();
+            let load = Frame::load(raw).err();
+            assert_eq!(
+                check_data(&raw.head, Some(raw.payload)).err(),
+                load,
+                "{bytes:?}"
+            );
+            // Without the payload only the stream is checked.
+            let head_only = require_stream(&raw.head).err();
+            assert_eq!(check_data(&raw.head, None).err(), head_only, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn a_frame_moves_to_a_copy_of_its_bytes() {
+        let frames = [
+            frame_bytes!(Kind::Data, flags 0x9, stream 1; [2], *b"hi", [0, 0]),
+            frame_bytes!(Kind::Headers, flags 0x24, stream 3; [0x80, 0, 0, 1, 7, 0x82, 0x86]),
+            frame_bytes!(Kind::Priority, flags 0, stream 5; [0, 0, 0, 3, 15]),
+            frame_bytes!(Kind::RstStream, flags 0, stream 5; [0, 0, 0, 8]),
+            frame_bytes!(Kind::Settings, flags 0, stream 0; [0, 3, 0, 0, 0, 100, 0, 4, 0, 1, 0, 0]),
+            frame_bytes!(Kind::PushPromise, flags 0x4, stream 1; [0, 0, 0, 2, 0x82]),
+            frame_bytes!(Kind::Ping, flags 1, stream 0; [2, 4, 16, 16, 9, 14, 7, 7]),
+            frame_bytes!(Kind::GoAway, flags 0, stream 0; [0, 0, 0, 1, 0, 0, 0, 11], *b"calm"),
+            frame_bytes!(Kind::WindowUpdate, flags 0, stream 0; [0, 0, 0x10, 0]),
+            frame_bytes!(Kind::Continuation, flags 0x4, stream 1; [0x84]),
+            frame_bytes!(Kind::Unknown(0xfa), flags 0xff, stream 9; [1, 2, 3]),
+        ];
+        for bytes in &frames {
+            let f = load_one(bytes).unwrap();
+            let copy = f.bytes().to_vec();
+            let moved = f.with_bytes(&copy);
+            assert_eq!(moved, f, "{:?}", f.kind());
+            // The copy is what the moved frame reads, not the original buffer.
+            if !copy.is_empty() {
+                assert_eq!(moved.bytes().as_ptr(), copy.as_ptr(), "{:?}", f.kind());
+            }
+        }
+        let empty = load_one(&frames[6]).unwrap();
+        assert!(empty.bytes().is_empty());
+        // Packed: the head and the bytes give it back, for every type.
+        let more = [
+            frame_bytes!(Kind::Headers, flags 0x2c, stream 3; [2, 0x80, 0, 0, 1, 255, 0x82, 0, 0]),
+            frame_bytes!(Kind::PushPromise, flags 0xc, stream 1; [1, 0, 0, 0, 2, 0x82, 0]),
+            frame_bytes!(Kind::Priority, flags 0, stream 5; [0x80, 0, 0, 3, 0]),
+            frame_bytes!(Kind::Data, flags 0, stream 7; []),
+        ];
+        for bytes in frames.iter().chain(&more) {
+            let (_, raw) = raw_frame(bytes).unwrap();
+            let f = Frame::load(raw).unwrap();
+            let copy = f.bytes().to_vec();
+            let packed = f.pack();
+            assert!(!packed.is_none());
+            assert_eq!(packed.unpack(&raw.head, &copy), Some(f), "{:?}", f.kind());
+        }
+        assert_eq!(
+            Packed::NONE.unpack(&raw_frame(&frames[0]).unwrap().1.head, &[]),
+            None
+        );
+        assert!(Packed::NONE.is_none());
+        assert!(std::mem::size_of::<Packed>() <= 16);
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub struct Settings<'a> {
     /// Its flags (ACK).
     pub flags: Flags,
     /// A whole number of 6-octet parameters (checked by `load`).
-    params: &'a [u8],
+    pub(super) params: &'a [u8],
 }
 
 impl<'a> Settings<'a> {

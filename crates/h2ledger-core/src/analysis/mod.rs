@@ -710,6 +710,10 @@ impl Analysis {
     /// The time of the capture's first packet (phase offsets and `--every` count from it).
     pub fn set_origin(&mut self, t: Nanos) {
         self.splitter.set_origin(t);
+        // The flow-control window series of `--plot` counts from it too.
+        if let Some(s) = &mut self.flow.series {
+            s.origin.get_or_insert(t);
+        }
     }
 
     /// The phase router of a run cut into phases (`None` without phases): the one splitter every

@@ -24,6 +24,7 @@ impl<O: Observer> Ledger<O> {
 
     /// One frame of connection `id` outside the framing loop (the sink's gap and end paths):
     /// [`frame`] on the connection, if it is still open.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn frame(
         &mut self,
         id: ConnId,
@@ -32,6 +33,7 @@ impl<O: Observer> Ledger<O> {
         head: Head,
         payload: &[u8],
         complete: bool,
+        spanned: bool,
     ) {
         if let Some(c) = self.conns.get_mut(id.0 as usize) {
             frame(
@@ -44,6 +46,7 @@ impl<O: Observer> Ledger<O> {
                 head,
                 payload,
                 complete,
+                spanned,
             );
         }
     }
@@ -78,7 +81,9 @@ fn frames_in<'b, O: Observer>(
                 let p = ds.cur.take().expect("checked above");
                 let mut carry = std::mem::take(&mut ds.carry);
                 let complete = !p.lossy && carry.len() as u32 == p.head.length;
-                frame(c, observer, warnings, id, dir, w, p.head, &carry, complete);
+                frame(
+                    c, observer, warnings, id, dir, w, p.head, &carry, complete, p.spanned,
+                );
                 carry.clear();
                 // A large DATA payload kept for an observer: do not hold its size.
                 carry.shrink_to(MAX_HEADER_BLOCK);
@@ -96,7 +101,18 @@ fn frames_in<'b, O: Observer>(
                     if !sane(c, warnings, id, dir, &head) {
                         continue;
                     }
-                    frame(c, observer, warnings, id, dir, w, head, raw.payload, true);
+                    frame(
+                        c,
+                        observer,
+                        warnings,
+                        id,
+                        dir,
+                        w,
+                        head,
+                        raw.payload,
+                        true,
+                        false,
+                    );
                     bytes = &bytes[consumed..];
                     continue;
                 }
@@ -126,10 +142,15 @@ fn frames_in<'b, O: Observer>(
             continue;
         }
         if head.length == 0 {
-            frame(c, observer, warnings, id, dir, w, head, &[], true);
+            frame(c, observer, warnings, id, dir, w, head, &[], true, false);
             continue;
         }
-        let keep = if head.kind == Kind::Data && observer.wants_data(id, head.stream_id) {
+        // DATA is kept whole when PADDED (its padding is checked, decision 260) or when the
+        // observer wants its payload; only then is the observer asked.
+        let spanned = head.kind == Kind::Data && !head.flags.is_padded();
+        let keep = if head.kind == Kind::Data
+            && (!spanned || observer.data_head(id, dir, head.stream_id))
+        {
             head.length
         } else {
             keep_len(&head)
@@ -141,6 +162,7 @@ fn frames_in<'b, O: Observer>(
             remaining: head.length,
             keep,
             lossy: false,
+            spanned,
         });
     }
     None
@@ -196,11 +218,30 @@ fn frame<O: Observer>(
     head: Head,
     payload: &[u8],
     complete: bool,
+    spanned: bool,
 ) {
     let which = observer.header_need();
     let (src, dst) = c.addrs(dir);
     let load = head.kind != Kind::Data || observer.wants_data(id, head.stream_id);
-    let loaded = if complete && load {
+    let loaded = if head.kind == Kind::Data {
+        // Every DATA frame is checked, its payload wanted or not (decision 260): its stream,
+        // and its padding when the whole payload is here (PADDED frames are always kept).
+        match check_data(&head, complete.then_some(payload)) {
+            Err(e) => {
+                warnings.add("malformed-frame", || {
+                    format!(
+                        "connection {} {src} -> {dst}: malformed {} frame on stream {}: {e}",
+                        id.0,
+                        head.kind.name(),
+                        head.stream_id
+                    )
+                });
+                None
+            }
+            Ok(()) if complete && load => Frame::load(RawFrame { head, payload }).ok(),
+            Ok(()) => None,
+        }
+    } else if complete {
         match Frame::load(RawFrame { head, payload }) {
             Ok(f) => Some(f),
             Err(e) => {
@@ -401,6 +442,7 @@ fn frame<O: Observer>(
         dst,
         late_start,
         mid_stream,
+        spanned,
     };
     observer.frame(&ev);
 }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use h2_frame_parser::hpack::Decoder;
 use h2_frame_parser::{
-    raw_frame, Frame, Head, Kind, RawFrame, SettingId, StreamId, HEAD_LEN, PREFACE,
+    check_data, raw_frame, Frame, Head, Kind, RawFrame, SettingId, StreamId, HEAD_LEN, PREFACE,
 };
 use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Dirs, Nanos, Sink, Write};
 
@@ -66,6 +66,9 @@ struct Payload {
     remaining: u32,
     keep: u32,
     lossy: bool,
+    /// DATA whose payload spans writes and was not kept for its padding: the observer was
+    /// asked at its head whether to keep it ([`Observer::data_head`]; [`FrameEvent::spanned`]).
+    spanned: bool,
 }
 
 struct DirState {

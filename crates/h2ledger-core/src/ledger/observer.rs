@@ -38,6 +38,10 @@ pub struct FrameEvent<'a> {
     /// The capture lacks the start of some direction of this connection (no SYN, or framing
     /// found mid-stream): its HPACK references and windows may predate the capture.
     pub mid_stream: bool,
+    /// DATA without PADDED whose payload spanned writes: [`Observer::data_head`] was asked at
+    /// its head whether to keep the payload (an answer of no leaves [`FrameEvent::frame`]
+    /// `None` even if [`Observer::wants_data`] says yes at its end).
+    pub spanned: bool,
 }
 
 /// A decoded header block's sizes: what a header block costs on the wire and what it expands to.
@@ -85,6 +89,12 @@ pub trait Observer {
     fn wants_data(&self, _conn: ConnId, _stream: StreamId) -> bool {
         false
     }
+    /// [`Observer::wants_data`] asked at the head of a DATA frame of `dir` (without PADDED)
+    /// whose payload is still to come: whether to keep the payload as it arrives. Only an
+    /// observer that answers on another thread needs the direction (decision 261).
+    fn data_head(&self, conn: ConnId, _dir: Dir, stream: StreamId) -> bool {
+        self.wants_data(conn, stream)
+    }
     /// Bytes of `dir` were lost; `framing_lost`: frames may be missing entirely from here on
     /// (otherwise the gap fell inside one frame, which arrives without its payload).
     fn gap(&mut self, _conn: ConnId, _dir: Dir, _ts: Nanos, _framing_lost: bool) {}
@@ -125,6 +135,11 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.0.wants_data(conn, stream) || self.1.wants_data(conn, stream)
+    }
+    fn data_head(&self, conn: ConnId, dir: Dir, stream: StreamId) -> bool {
+        // Both are asked, as at the frame's end.
+        let a = self.0.data_head(conn, dir, stream);
+        self.1.data_head(conn, dir, stream) || a
     }
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
         self.0.gap(conn, dir, ts, framing_lost);
@@ -170,6 +185,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         (**self).wants_data(conn, stream)
     }
+    fn data_head(&self, conn: ConnId, dir: Dir, stream: StreamId) -> bool {
+        (**self).data_head(conn, dir, stream)
+    }
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
         (**self).gap(conn, dir, ts, framing_lost)
     }
@@ -207,6 +225,14 @@ impl<O: Observer> Observer for Vec<O> {
     }
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         self.iter().any(|o| o.wants_data(conn, stream))
+    }
+    fn data_head(&self, conn: ConnId, dir: Dir, stream: StreamId) -> bool {
+        // Every one is asked (one may record the question), as at the frame's end.
+        let mut any = false;
+        for o in self {
+            any |= o.data_head(conn, dir, stream);
+        }
+        any
     }
     fn gap(&mut self, conn: ConnId, dir: Dir, ts: Nanos, framing_lost: bool) {
         self.iter_mut()

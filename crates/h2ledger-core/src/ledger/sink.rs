@@ -48,7 +48,7 @@ impl<O: Observer> Ledger<O> {
                         ts,
                         len: 0,
                     };
-                    self.frame(id, dir, &w, head, &[], false);
+                    self.frame(id, dir, &w, head, &[], false, false);
                     self.conns[id.0 as usize].dirs[dir].carry.clear();
                 }
             } else if ds.mode == Mode::Detect {
@@ -182,14 +182,14 @@ impl<O: Observer> Sink for Ledger<O> {
             let w = tail.unwrap_or(lost);
             let ds = &mut self.conns[conn.0 as usize].dirs[dir];
             let carry = std::mem::take(&mut ds.carry);
-            self.frame(conn, dir, &w, p.head, &carry, false);
+            self.frame(conn, dir, &w, p.head, &carry, false, p.spanned);
             let mut carry = carry;
             carry.clear();
             self.conns[conn.0 as usize].dirs[dir].carry = carry;
         }
         if let Some(head) = cut_short {
             let w = tail.unwrap_or(lost);
-            self.frame(conn, dir, &w, head, &[], false);
+            self.frame(conn, dir, &w, head, &[], false, false);
             if let Some(c) = self.conns.get_mut(conn.0 as usize) {
                 c.dirs[dir].carry.clear();
             }

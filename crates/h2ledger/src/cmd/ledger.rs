@@ -158,6 +158,13 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let mut wanted = l.analysis.wanted(l.every);
     wanted.metrics = metrics.is_some();
     wanted.findings = Some(l.findings.config());
+    // A saved capture's report: the analysis and the findings on a thread of their own
+    // (decision 261). Not live (the findings are drained as they fire, the clock advances
+    // calls) and not `-T jsonl` (a finding line the moment it fires).
+    wanted.threads = matches!(l.input, Input::File(_))
+        && !l.live
+        && l.format != Format::Jsonl
+        && std::env::var_os("H2LEDGER_ONE_THREAD").is_none();
     let obs = Obs::new(&wanted);
     let view = (l.live && l.every.is_some()).then(|| {
         let format = match l.format {

@@ -477,3 +477,41 @@ fn calls_jsonl_count() {
     assert_eq!(c["status"], "grpc-status 0");
     assert_eq!(c["stream"], 1);
 }
+
+/// `replay --analyze` of a saved capture runs the analysis on a thread of its own (decision
+/// 261); `H2LEDGER_ONE_THREAD` keeps it on the ledger's. Both print the same bytes: tables,
+/// JSON and warnings, on cleartext, TLS, gaps, mid-connection starts and gRPC with payloads
+/// that span writes.
+#[test]
+fn the_analysis_thread_changes_no_byte() {
+    let keylog = capture("curl-nghttpd-tls13.keylog");
+    for (name, extra) in [
+        ("grpcgo-article.pcap", &[][..]),
+        ("grpcgo-flow-bdp.pcap", &[]),
+        ("python-grpcio-streaming.pcap", &[]),
+        ("midframe.pcap", &[]),
+        ("snaplen-cut.pcap", &[]),
+        ("spanning-mtu1500.pcap", &[]),
+        ("curl-nghttpd-tls13.pcap", &["--keylog", keylog.as_str()]),
+        ("findings/rapid-reset-goh2c.pcap", &[]),
+    ] {
+        let file = capture(name);
+        for format in ["json", "table"] {
+            let mut args = vec!["replay", file.as_str(), "--analyze", "--format", format];
+            args.extend_from_slice(extra);
+            let out = |one: bool| {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_h2ledger"));
+                c.args(&args);
+                if one {
+                    c.env("H2LEDGER_ONE_THREAD", "1");
+                }
+                c.output().expect("runs h2ledger")
+            };
+            let (two, one) = (out(false), out(true));
+            assert!(two.status.success(), "{name} {format}: {two:?}");
+            assert_eq!(two.status.code(), one.status.code(), "{name} {format}");
+            assert!(two.stdout == one.stdout, "{name} {format}: stdout differs");
+            assert!(two.stderr == one.stderr, "{name} {format}: stderr differs");
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! The analysis on a thread of its own, beside the ledger's (decision 261).
+//!
+//! The ledger's thread records each event for it into a [`Batch`]: the fixed fields, the
+//! frame's borrowed bytes copied into one arena ([`Frame::bytes`]), the decoded header list
+//! copied into a list kept by the batch. Full batches go over a bounded channel
+//! ([`BATCHES_AHEAD`]) to the far thread, which hands each event, in order, to the analysis
+//! exactly as [`crate::Obs`] does inline, and sends the emptied batch
+//! back to be refilled. At the end of the input [`Relay::finish`] ships the last batch and
+//! takes the analysis back. The findings stay on the ledger's thread with a flow tracker of
+//! their own, so that the two threads share the work.
+//!
+//! One question goes the other way: whether the analysis wants a DATA frame's payload, which
+//! its state answers at that frame. The ledger's thread cannot ask it, so with the analysis
+//! far every DATA payload is kept and sent, and the far thread asks at the same point of the
+//! event order: [`Observer::wants_data`] at the frame, and for a payload that spanned writes
+//! the answer at its head too ([`Observer::data_head`], recorded as an event). The frame
+//! reaches the analysis with its payload exactly when it would have inline.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::SocketAddr;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::thread::JoinHandle;
+
+use h2_frame_parser::{Head, Kind, Packed};
+use h2ledger_core::ledger::BlockSize;
+use h2ledger_core::{Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, Side, StreamId};
+use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
+
+/// Batches on their way to the far thread at most: with [`BATCH_EVENTS`] and
+/// [`BATCH_BYTES`], what the ledger's thread may run ahead is bounded.
+const BATCHES_AHEAD: usize = 4;
+/// A batch is sent when it holds this many events...
+const BATCH_EVENTS: usize = 2048;
+/// ...or this many bytes of frames and header lists.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// One event for the analysis.
+pub(crate) enum Ev {
+    /// The first packet's time.
+    Origin(Nanos),
+    Open(Box<ConnMeta>),
+    Write(ConnId, Dir, Write),
+    Frame(Rec),
+    /// [`Observer::data_head`] was asked for a DATA frame of this direction and stream.
+    DataHead(ConnId, Dir, StreamId),
+    Gap(ConnId, Dir, Nanos, bool),
+    Close(Box<ConnSummary>),
+    /// An upgraded request: its method and target in the arena.
+    Upgraded(Box<Upgraded>),
+    /// No packet until this wall-clock time.
+    Advance(Nanos),
+}
+
+/// An upgraded request's connection, direction, write, and its method and target (start and
+/// length in the arena).
+pub(crate) type Upgraded = (ConnId, Dir, Write, (usize, usize), (usize, usize));
+
+/// A [`FrameEvent`] without borrows, small: it is written on one core and read on the other.
+/// The addresses come from the connection's [`Ev::Open`].
+pub(crate) struct Rec {
+    ts: Nanos,
+    write: u64,
+    /// [`BlockSize::list`] (with `encoded` below), when `has_block`.
+    block_list: u64,
+    block_encoded: u32,
+    conn: ConnId,
+    /// The frame's bytes in the arena.
+    start: u32,
+    len: u32,
+    /// The header list's index among the batch's lists; [`NO_LIST`] for none.
+    list: u32,
+    head: Head,
+    /// The frame but its head and bytes (`start..start + len` of the arena).
+    frame: Packed,
+    dir: Dir,
+    side: Side,
+    class: FrameClass,
+    /// `HAS_BLOCK`, `LATE_START`, `MID_STREAM`, `SPANNED`.
+    bits: u8,
+}
+
+const NO_LIST: u32 = u32::MAX;
+const HAS_BLOCK: u8 = 1;
+const LATE_START: u8 = 2;
+const MID_STREAM: u8 = 4;
+const SPANNED: u8 = 8;
+
+/// Events in order, the bytes their frames borrow, and their header lists.
+#[derive(Default)]
+struct Batch {
+    evs: Vec<Ev>,
+    bytes: Vec<u8>,
+    /// Header lists; the first `lists_used` belong to this batch (the rest are kept for reuse).
+    lists: Vec<HeaderList>,
+    lists_used: usize,
+    /// Bytes of the arena and of the lists used.
+    held: usize,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.evs.clear();
+        self.bytes.clear();
+        self.lists_used = 0;
+        self.held = 0;
+        // A batch that held a large frame does not keep its size.
+        if self.bytes.capacity() > 4 * BATCH_BYTES {
+            self.bytes.shrink_to(BATCH_BYTES);
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.evs.len() >= BATCH_EVENTS || self.held >= BATCH_BYTES
+    }
+
+    fn keep(&mut self, b: &[u8]) -> (usize, usize) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        self.held += b.len();
+        (start, b.len())
+    }
+
+    fn keep_list(&mut self, h: &HeaderList) -> u32 {
+        let i = self.lists_used as u32;
+        match self.lists.get_mut(i as usize) {
+            Some(l) => l.copy_from(h),
+            None => self.lists.push(h.clone()),
+        }
+        self.lists_used += 1;
+        self.held += h.held();
+        i
+    }
+
+    fn bytes(&self, (start, len): (usize, usize)) -> &[u8] {
+        &self.bytes[start..start + len]
+    }
+}
+
+/// The ledger's end: records events, ships batches, and takes the analysis back at the end.
+pub(crate) struct Relay {
+    /// `RefCell`: [`Observer::data_head`] takes `&self` and records an event.
+    batch: RefCell<Batch>,
+    full: Option<SyncSender<Batch>>,
+    empty: Receiver<Batch>,
+    worker: Option<JoinHandle<Far>>,
+}
+
+/// The far thread's end: what the events are for.
+struct Far {
+    analysis: Analysis,
+    /// The answer of `wants_data` at the head of the DATA frame in progress, by connection
+    /// and direction (one frame at a time per direction); dropped with its connection.
+    heads: HashMap<(u32, Dir), bool, BuildHasherDefault<ConnHasher>>,
+    /// Each open connection's first source and destination (its frames' addresses, as the
+    /// ledger gives them: [`FrameEvent::src`]).
+    addrs: HashMap<u32, (SocketAddr, SocketAddr), BuildHasherDefault<ConnHasher>>,
+}
+
+/// Connection ids are ours (counted from 0), not chosen by a peer: a multiply spreads them.
+#[derive(Default)]
+struct ConnHasher(u64);
+
+impl Hasher for ConnHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// The addresses of a connection never opened (none: every connection is opened first).
+const NO_ADDRS: (SocketAddr, SocketAddr) = (
+    SocketAddr::V4(std::net::SocketAddrV4::new(
+        std::net::Ipv4Addr::UNSPECIFIED,
+        0,
+    )),
+    SocketAddr::V4(std::net::SocketAddrV4::new(
+        std::net::Ipv4Addr::UNSPECIFIED,
+        0,
+    )),
+);
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("worker", &self.worker.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// The far thread, running `analysis`.
+    pub(crate) fn start(analysis: Analysis) -> Relay {
+        let (full_tx, full_rx) = sync_channel::<Batch>(BATCHES_AHEAD);
+        let (empty_tx, empty_rx) = channel::<Batch>();
+        // A fixed pool: the batch being filled, those on their way, and one being read. The
+        // ledger's thread waits for an emptied one, so memory stays warm and bounded.
+        for _ in 0..BATCHES_AHEAD {
+            let _ = empty_tx.send(Batch::default());
+        }
+        let far = Far {
+            analysis,
+            heads: HashMap::default(),
+            addrs: HashMap::default(),
+        };
+        let worker = std::thread::Builder::new()
+            .name("analysis".into())
+            .spawn(move || far.run(&full_rx, &empty_tx))
+            .expect("cannot start the analysis thread");
+        Relay {
+            batch: RefCell::new(Batch::default()),
+            full: Some(full_tx),
+            empty: empty_rx,
+            worker: Some(worker),
+        }
+    }
+
+    pub(crate) fn push(&mut self, ev: Ev) {
+        let b = self.batch.get_mut();
+        b.evs.push(ev);
+        if b.full() {
+            self.ship();
+        }
+    }
+
+    /// The batch to the far thread, and an emptied one (or a new one) in its place.
+    fn ship(&mut self) {
+        let next = self.empty.recv().unwrap_or_default();
+        let b = std::mem::replace(self.batch.get_mut(), next);
+        if let Some(tx) = &self.full {
+            if tx.send(b).is_err() {
+                // The far thread ended early: it panicked, said at `finish`.
+                self.full = None;
+            }
+        }
+        self.batch.get_mut().clear();
+    }
+
+    /// Every DATA payload is kept: whether the analysis wants it is answered on its thread,
+    /// which is told where the head was.
+    pub(crate) fn data_head(&self, conn: ConnId, dir: Dir, stream: StreamId) -> bool {
+        self.batch
+            .borrow_mut()
+            .evs
+            .push(Ev::DataHead(conn, dir, stream));
+        true
+    }
+
+    pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>) {
+        let b = self.batch.get_mut();
+        let (frame, (start, len)) = match ev.frame {
+            Some(f) => (f.pack(), b.keep(f.bytes())),
+            None => (Packed::NONE, (0, 0)),
+        };
+        let list = ev.headers.map_or(NO_LIST, |h| b.keep_list(h));
+        let block = ev.block.unwrap_or_default();
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        let rec = Rec {
+            ts: ev.ts,
+            write: ev.write,
+            block_list: block.list,
+            block_encoded: block.encoded,
+            conn: ev.conn,
+            // A batch is sent past BATCH_BYTES, and one frame is at most 16 MiB.
+            start: start as u32,
+            len: len as u32,
+            list,
+            head: ev.head,
+            frame,
+            dir: ev.dir,
+            side: ev.side,
+            class: ev.class,
+            bits: flag(ev.block.is_some(), HAS_BLOCK)
+                | flag(ev.late_start, LATE_START)
+                | flag(ev.mid_stream, MID_STREAM)
+                | flag(ev.spanned, SPANNED),
+        };
+        self.push(Ev::Frame(rec));
+    }
+
+    pub(crate) fn upgraded_request(
+        &mut self,
+        conn: ConnId,
+        dir: Dir,
+        w: &Write,
+        m: &[u8],
+        t: &[u8],
+    ) {
+        let b = self.batch.get_mut();
+        let (m, t) = (b.keep(m), b.keep(t));
+        self.push(Ev::Upgraded(Box::new((conn, dir, *w, m, t))));
+    }
+
+    /// Every event sent and handled: the analysis back.
+    pub(crate) fn finish(mut self) -> Analysis {
+        if !self.batch.get_mut().evs.is_empty() {
+            self.ship();
+        }
+        self.full = None;
+        let worker = self.worker.take().expect("finished once");
+        match worker.join() {
+            Ok(far) => far.analysis,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Far {
+    fn run(mut self, full: &Receiver<Batch>, empty: &Sender<Batch>) -> Far {
+        for mut batch in full.iter() {
+            let evs = std::mem::take(&mut batch.evs);
+            for ev in &evs {
+                self.event(ev, &batch);
+            }
+            batch.evs = evs;
+            batch.clear();
+            // The ledger's thread may be gone (it finished): the batch is dropped.
+            let _ = empty.send(batch);
+        }
+        self
+    }
+
+    fn event(&mut self, ev: &Ev, b: &Batch) {
+        use h2ledger_core::Observer as _;
+        let a = &mut self.analysis;
+        match *ev {
+            Ev::Origin(t) => a.set_origin(t),
+            Ev::Open(ref meta) => {
+                self.addrs
+                    .insert(meta.id.0, (meta.first_src, meta.first_dst));
+                a.open(meta);
+            }
+            Ev::Write(conn, dir, w) => a.write_in(conn, dir, &w),
+            Ev::Frame(ref rec) => self.frame(rec, b),
+            Ev::DataHead(conn, dir, stream) => {
+                let wants = a.wants_data(conn, stream);
+                self.heads.insert((conn.0, dir), wants);
+            }
+            Ev::Gap(conn, dir, ts, lost) => a.gap(conn, dir, ts, lost),
+            Ev::Close(ref s) => {
+                a.close(s);
+                self.addrs.remove(&s.id.0);
+                for dir in [Dir::Fwd, Dir::Rev] {
+                    self.heads.remove(&(s.id.0, dir));
+                }
+            }
+            Ev::Upgraded(ref u) => {
+                let (conn, dir, w, m, t) = **u;
+                a.upgraded_request(conn, dir, &w, b.bytes(m), b.bytes(t));
+            }
+            Ev::Advance(now) => a.advance(now),
+        }
+    }
+
+    fn frame(&mut self, r: &Rec, b: &Batch) {
+        let bytes = b.bytes((r.start as usize, r.len as usize));
+        let mut frame = r.frame.unpack(&r.head, bytes);
+        let spanned = r.bits & SPANNED != 0;
+        let head = if spanned {
+            self.heads.remove(&(r.conn.0, r.dir))
+        } else {
+            None
+        };
+        if r.head.kind == Kind::Data && frame.is_some() {
+            // Kept for us: delivered only if the analysis wants it now, and wanted it at the
+            // head of a payload that spanned writes (as the ledger would have asked inline).
+            let wants =
+                h2ledger_core::Observer::wants_data(&self.analysis, r.conn, r.head.stream_id);
+            if !(wants && head.unwrap_or(!spanned)) {
+                frame = None;
+            }
+        }
+        let (first_src, first_dst) = self.addrs.get(&r.conn.0).copied().unwrap_or(NO_ADDRS);
+        let (src, dst) = match r.dir {
+            Dir::Fwd => (first_src, first_dst),
+            Dir::Rev => (first_dst, first_src),
+        };
+        let ev = FrameEvent {
+            conn: r.conn,
+            dir: r.dir,
+            side: r.side,
+            ts: r.ts,
+            write: r.write,
+            head: r.head,
+            class: r.class,
+            frame: frame.as_ref(),
+            headers: (r.list != NO_LIST).then(|| &b.lists[r.list as usize]),
+            block: (r.bits & HAS_BLOCK != 0).then_some(BlockSize {
+                encoded: r.block_encoded,
+                list: r.block_list,
+            }),
+            src,
+            dst,
+            late_start: r.bits & LATE_START != 0,
+            mid_stream: r.bits & MID_STREAM != 0,
+            spanned,
+        };
+        self.analysis.frame_in(&ev, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use h2ledger_core::{Ledger, Observer};
+    use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Sink, Write};
+
+    use crate::{Obs, Wanted};
+
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len();
+        let mut v = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+        v.extend_from_slice(&stream.to_be_bytes());
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// A gRPC request on stream `s`: POST, content-type application/grpc, path /p.S/M.
+    fn grpc_request(s: u32) -> Vec<u8> {
+        let mut block = vec![0x83, 0x86, 0x44, 6];
+        block.extend_from_slice(b"/p.S/M");
+        block.extend_from_slice(&[0x5f, 16]);
+        block.extend_from_slice(b"application/grpc");
+        frame(1, 4, s, &block)
+    }
+
+    /// The analysis report and the ledger's warnings of `writes` (direction, bytes) on one
+    /// connection, with the analysis here or on its own thread.
+    fn run(threads: bool, writes: &[(Dir, Vec<u8>)]) -> String {
+        let obs = Obs::new(&Wanted {
+            analysis: true,
+            threads,
+            ..Wanted::default()
+        });
+        assert_eq!(obs.far.is_some(), threads);
+        let mut l = Ledger::new(obs);
+        l.open(&ConnMeta {
+            id: ConnId(0),
+            first_src: "127.0.0.1:50000".parse().unwrap(),
+            first_dst: "127.0.0.1:8080".parse().unwrap(),
+            syn_sender: Some(Dir::Fwd),
+            start: 0,
+            resumes: None,
+        });
+        let mut n = [0u64; 2];
+        for (i, (dir, bytes)) in writes.iter().enumerate() {
+            let k = usize::from(*dir == Dir::Rev);
+            let w = Write {
+                index: n[k],
+                ts: 1_000_000 * (i as i64 + 1),
+                len: bytes.len() as u32,
+            };
+            n[k] += 1;
+            l.write(ConnId(0), *dir, &w);
+            l.data(ConnId(0), *dir, &w, bytes);
+        }
+        l.close(ConnId(0), 1_000_000_000, CloseKind::Fin(Dir::Fwd));
+        l.observer.gather();
+        let conns = l.connections();
+        let a = l.observer.analysis.as_ref().expect("the analysis");
+        let report = serde_json::to_string(&a.report(&conns, None)).unwrap();
+        format!("{report}\n{:?}", l.warnings.messages)
+    }
+
+    /// A DATA payload that spans writes reaches the analysis only if it was wanted at its
+    /// head too: here the response's DATA starts before the request that makes the stream
+    /// gRPC is seen (capture order), so inline it is not kept, and the far thread must not
+    /// deliver the copy it got (decision 261). Then the ordinary case, kept at both ends.
+    #[test]
+    fn the_far_analysis_sees_what_the_near_one_sees() {
+        let mut client = h2_frame_parser::PREFACE.to_vec();
+        client.extend(frame(4, 0, 0, &[]));
+        let server = frame(4, 0, 0, &[]);
+        // One gRPC message of 5 bytes in a 10-byte DATA payload, its head and 3 bytes first.
+        let message = [0, 0, 0, 0, 5, 1, 2, 3, 4, 5];
+        let data = frame(0, 0, 1, &message);
+        let (head, tail) = data.split_at(9 + 3);
+        let mut response_headers = frame(1, 4, 1, &[0x88]);
+        response_headers.extend_from_slice(head);
+        let early = vec![
+            (Dir::Fwd, client.clone()),
+            (Dir::Rev, server.clone()),
+            (Dir::Rev, response_headers.clone()),
+            (Dir::Fwd, grpc_request(1)),
+            (Dir::Rev, tail.to_vec()),
+        ];
+        let mut request = grpc_request(1);
+        request.extend(frame(0, 1, 1, &[0, 0, 0, 0, 1, 9]));
+        let ordinary = vec![
+            (Dir::Fwd, client),
+            (Dir::Rev, server),
+            (Dir::Fwd, request),
+            (Dir::Rev, response_headers),
+            (Dir::Rev, tail.to_vec()),
+        ];
+        for writes in [early, ordinary] {
+            let near = run(false, &writes);
+            assert_eq!(run(true, &writes), near);
+        }
+    }
+
+    /// Many connections and frames: the far thread gets every event in order, in many
+    /// batches, and the same report comes back.
+    #[test]
+    fn many_batches_give_the_same_report() {
+        let mut writes = Vec::new();
+        let mut client = h2_frame_parser::PREFACE.to_vec();
+        client.extend(frame(4, 0, 0, &[]));
+        writes.push((Dir::Fwd, client));
+        writes.push((Dir::Rev, frame(4, 0, 0, &[])));
+        for i in 0..3_000u32 {
+            let s = 2 * i + 1;
+            let mut req = grpc_request(s);
+            req.extend(frame(0, 1, s, &[0, 0, 0, 0, 2, 8, 1]));
+            writes.push((Dir::Fwd, req));
+            let mut resp = frame(1, 4, s, &[0x88]);
+            resp.extend(frame(0, 0, s, &[0, 0, 0, 0, 1, 7]));
+            let trailer = [&[0x00, 11][..], b"grpc-status", &[1], b"0"].concat();
+            resp.extend(frame(1, 5, s, &trailer));
+            writes.push((Dir::Rev, resp));
+        }
+        let near = run(false, &writes);
+        assert!(near.contains("\"calls\""), "{near}");
+        assert_eq!(run(true, &writes), near);
+    }
+
+    #[test]
+    fn an_unused_relay_ends_cleanly() {
+        let mut obs = Obs::new(&Wanted {
+            analysis: true,
+            threads: true,
+            ..Wanted::default()
+        });
+        assert!(obs.wants_data(ConnId(0), h2ledger_core::StreamId(1)));
+        obs.gather();
+        assert!(obs.analysis.is_some());
+    }
+}
