@@ -313,6 +313,7 @@ impl Observer for Obs {
 pub(crate) mod deep {
     use super::*;
 
+    #[inline]
     pub(crate) fn gap(
         a: &mut Option<Analysis>,
         f: &mut Option<Findings>,
@@ -334,6 +335,7 @@ pub(crate) mod deep {
         }
     }
 
+    #[inline]
     pub(crate) fn open(a: &mut Option<Analysis>, f: &mut Option<Findings>, meta: &ConnMeta) {
         if let Some(a) = a {
             a.open(meta);
@@ -343,6 +345,7 @@ pub(crate) mod deep {
         }
     }
 
+    #[inline]
     pub(crate) fn write(
         a: &mut Option<Analysis>,
         f: &mut Option<Findings>,
@@ -358,6 +361,7 @@ pub(crate) mod deep {
         }
     }
 
+    #[inline]
     pub(crate) fn frame(
         a: &mut Option<Analysis>,
         f: &mut Option<Findings>,
@@ -375,6 +379,7 @@ pub(crate) mod deep {
         }
     }
 
+    #[inline]
     pub(crate) fn close(a: &mut Option<Analysis>, f: &mut Option<Findings>, s: &ConnSummary) {
         if let Some(a) = a {
             a.close(s);

@@ -19,6 +19,7 @@ pub struct Headers<'a> {
 }
 
 impl<'a> Headers<'a> {
+    #[inline]
     pub(crate) fn load(head: Head, payload: &'a [u8]) -> Result<Self, FrameError> {
         // "HEADERS frames MUST be associated with a stream. If a HEADERS frame is received
         // whose Stream Identifier field is 0x00, the recipient MUST respond with a connection

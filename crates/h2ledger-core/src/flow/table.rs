@@ -1,6 +1,6 @@
 //! A table of values by `u32` id (stream ids, connection ids) for the per-frame paths of the
 //! flow tracker and the findings engine: open addressing with linear probing, a multiply-shift
-//! hash of the id by an odd multiplier drawn per process (decision 246), at most half full, and deletion by backward shift (no
+//! hash of the id XORed with a seed drawn per process (decisions 246, 262), at most half full, and deletion by backward shift (no
 //! tombstones, so a table whose streams come and go stays as short to search as a fresh one).
 //!
 //! Against `std`'s map with the same hash it saves most of a lookup: the ids sit in an array of
@@ -24,8 +24,8 @@ pub(crate) struct IdTable<V> {
     len: usize,
     /// `64 - log2(slots)`: the hash's top bits pick the home slot.
     shift: u32,
-    /// The hash's multiplier: [`crate::id_multiplier`], random per process (decision 246).
-    mul: u64,
+    /// The hash's seed: [`crate::id_seed`], random per process (decisions 246, 262).
+    seed: u64,
 }
 
 impl<V> Default for IdTable<V> {
@@ -35,7 +35,7 @@ impl<V> Default for IdTable<V> {
             vals: Vec::new(),
             len: 0,
             shift: 64,
-            mul: crate::id_multiplier(),
+            seed: crate::id_seed(),
         }
     }
 }
@@ -56,7 +56,7 @@ impl<V> IdTable<V> {
     /// The home slot of `k` (the table is not empty).
     #[inline]
     fn home(&self, k: u64) -> usize {
-        (k.wrapping_mul(self.mul) >> self.shift) as usize
+        ((k ^ self.seed).wrapping_mul(crate::GOLDEN) >> self.shift) as usize
     }
 
     /// The slot holding `k`, if any.
@@ -188,7 +188,7 @@ impl<V> IdTable<V> {
         self.remove_at(i)
     }
 
-    /// The ids and values, in slot order (which depends on the process' multiplier: sort
+    /// The ids and values, in slot order (which depends on the process' seed: sort
     /// before anything that reaches the output).
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &V)> + '_ {
         self.keys
@@ -231,9 +231,10 @@ mod tests {
         (i + t.keys.len() - home) % t.keys.len()
     }
 
-    /// Ids chosen so that a fixed multiplier (the golden ratio's, which this table used) puts
-    /// them all at one home slot in every table of up to 2^16 slots: with the process' random
-    /// multiplier (decision 246) they spread, and a lookup takes a step or two, not thousands.
+    /// Ids chosen so that the golden ratio's multiply alone (which this table used) puts them
+    /// all at one home slot in every table of up to 2^16 slots: XORed with the process' random
+    /// seed first (decisions 246, 262) they spread, and a lookup takes a step or two, not
+    /// thousands.
     /// Counted in steps, not timed.
     #[test]
     fn chosen_ids_do_not_collide() {
@@ -249,9 +250,9 @@ mod tests {
             t.insert(k, k);
         }
         let total: usize = ids.iter().map(|&k| steps(&t, k)).sum();
-        // With GOLDEN as the multiplier every id shares one home: about 4,000^2 / 2 steps.
+        // With no seed every id shares one home: about 4,000^2 / 2 steps.
         let mut fixed = IdTable::<u32> {
-            mul: GOLDEN,
+            seed: 0,
             ..IdTable::default()
         };
         for &k in &ids {

@@ -223,28 +223,28 @@ const MAX_RECENT_RESETS: usize = 16;
 /// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id.
 type StreamMap = HashMap<u32, u8, WireIds>;
 
-/// The hasher of ids the wire chooses (stream ids): [`StreamIdHasher`]'s multiply-shift with the
-/// process' random multiplier ([`crate::id_multiplier`], decision 246), kept in the map, so that
-/// a capture cannot pick ids whose hashes collide; the map is never iterated.
+/// The hasher of ids the wire chooses (stream ids): [`StreamIdHasher`]'s multiply-shift of the
+/// id XORed with the process' random seed ([`crate::id_seed`], decisions 246, 262), kept in the
+/// map, so that a capture cannot pick ids whose hashes collide; the map is never iterated.
 #[derive(Clone, Copy)]
 pub(crate) struct WireIds(u64);
 
 impl Default for WireIds {
     fn default() -> Self {
-        WireIds(crate::id_multiplier())
+        WireIds(crate::id_seed())
     }
 }
 
 impl std::hash::BuildHasher for WireIds {
     type Hasher = WireIdHasher;
     fn build_hasher(&self) -> WireIdHasher {
-        WireIdHasher { mul: self.0, h: 0 }
+        WireIdHasher { seed: self.0, h: 0 }
     }
 }
 
 /// See [`WireIds`].
 pub(crate) struct WireIdHasher {
-    mul: u64,
+    seed: u64,
     h: u64,
 }
 
@@ -259,8 +259,8 @@ impl Hasher for WireIdHasher {
     }
     #[inline]
     fn write_u32(&mut self, n: u32) {
-        self.h = (u64::from(n) ^ self.h)
-            .wrapping_mul(self.mul)
+        self.h = (u64::from(n) ^ self.h ^ self.seed)
+            .wrapping_mul(crate::GOLDEN)
             .rotate_left(32);
     }
 }
