@@ -64,6 +64,10 @@ impl HeaderList {
         if self.bytes.capacity() > 64 * 1024 {
             self.bytes.shrink_to(64 * 1024);
         }
+        // Likewise the fields of a block of thousands of empty fields (about 20 bytes each).
+        if self.fields.capacity() > 4096 {
+            self.fields.shrink_to(4096);
+        }
     }
 
     /// Fields not kept because the list reached `MAX_HEADER_LIST_KEPT` bytes (1 MiB).

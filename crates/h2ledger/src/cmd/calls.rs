@@ -85,6 +85,8 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
         analysis: true,
         calls_only: true,
         messages: messages.is_some().then(|| a.messages.keep()),
+        // `calls` prints no report: no findings engine (it ran here for nothing).
+        findings: None,
         ..Wanted::default()
     });
     let out = Out::new(ctx.out(), a.format.shape(), "calls");
