@@ -7,9 +7,15 @@
 //! so eviction and the return of an evicted connection are fuzzed too. The findings engine
 //! runs with the analysis' flow tracker or its own (header bit 2), drained as it fires. The
 //! run must never panic, loop, or grow with the time span.
+//!
+//! [`threads_agree`] runs the same operations with the analysis on the ledger's thread and on
+//! a thread of its own (decision 261) and requires the same report, byte for byte.
+
+// Each target and the tests use a part.
+#![allow(dead_code)]
 
 use h2ledger_core::analysis::{Cut, Splitter};
-use h2ledger_run::{End, Obs, Options, Session, Wanted};
+use h2ledger_run::{End, Finished, Obs, Options, Session, Wanted};
 use h2ledger_tcp::LinkType;
 
 const LINKTYPES: [LinkType; 4] = [
@@ -21,7 +27,7 @@ const LINKTYPES: [LinkType; 4] = [
 
 /// Returns the reassembly counters, for the tests.
 pub fn run(data: &[u8]) -> h2ledger_run::TcpReport {
-    let Some((&head, mut rest)) = data.split_first() else {
+    let Some((&head, rest)) = data.split_first() else {
         return h2ledger_run::TcpReport::default();
     };
     let splitter = match head & 3 {
@@ -40,7 +46,47 @@ pub fn run(data: &[u8]) -> h2ledger_run::TcpReport {
         timeline: Some(100_000_000),
         ..Wanted::default()
     };
-    let obs = Obs::new(&wanted);
+    let (p, done) = feed(head, rest, &wanted);
+    let findings = done.report.findings.as_deref().unwrap_or_default();
+    assert!(findings.len() <= h2ledger_core::findings::MAX_FINDINGS);
+    assert!(done.phase_count() <= h2ledger_core::analysis::MAX_PHASES);
+    // Phase reports are built when asked for: build each one.
+    for r in p.phases(&done) {
+        let _ = r.ledger.sides.server.frames.total();
+    }
+    let _ = done.report.ledger.sides.client.frames.total();
+    if let Some(plot) = p.plot(&done) {
+        assert!(plot.timeline.counts.len() <= h2ledger_core::analysis::timeline::MAX_BUCKETS);
+    }
+    p.tcp()
+}
+
+/// The analysis here and on a thread of its own: the same report (header bits as [`run`]'s;
+/// no phases, which keep the analysis here).
+pub fn threads_agree(data: &[u8]) {
+    let Some((&head, rest)) = data.split_first() else {
+        return;
+    };
+    let report = |threads: bool| {
+        let wanted = Wanted {
+            analysis: true,
+            timeline: (head & 4 != 0).then_some(100_000_000),
+            threads,
+            ..Wanted::default()
+        };
+        let (_, done) = feed(head, rest, &wanted);
+        format!("{:?}", done.report)
+    };
+    let near = report(false);
+    assert!(
+        near == report(true),
+        "the analysis' thread changed the report"
+    );
+}
+
+/// The operations of `rest` fed to a session of `wanted` (see the module docs), finished.
+fn feed(head: u8, mut rest: &[u8], wanted: &Wanted) -> (Session, Finished) {
+    let obs = Obs::new(wanted);
     let opts = Options {
         max_connections: if head & 8 == 0 { 4096 } else { 2 },
         ..Options::default()
@@ -94,18 +140,7 @@ pub fn run(data: &[u8]) -> h2ledger_run::TcpReport {
         });
     }
     let done = p.finish(&End::Complete, None);
-    let findings = done.report.findings.as_deref().unwrap_or_default();
-    assert!(findings.len() <= h2ledger_core::findings::MAX_FINDINGS);
-    assert!(done.phase_count() <= h2ledger_core::analysis::MAX_PHASES);
-    // Phase reports are built when asked for: build each one.
-    for r in p.phases(&done) {
-        let _ = r.ledger.sides.server.frames.total();
-    }
-    let _ = done.report.ledger.sides.client.frames.total();
-    if let Some(plot) = p.plot(&done) {
-        assert!(plot.timeline.counts.len() <= h2ledger_core::analysis::timeline::MAX_BUCKETS);
-    }
-    p.tcp()
+    (p, done)
 }
 
 fn ipv4_tcp(conn: usize, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {

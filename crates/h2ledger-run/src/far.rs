@@ -1,7 +1,7 @@
 //! The analysis on a thread of its own, beside the ledger's (decision 261).
 //!
 //! The ledger's thread records each event for it into a [`Batch`]: the fixed fields, the
-//! frame's borrowed bytes copied into one arena ([`Frame::bytes`]), the decoded header list
+//! frame's borrowed bytes copied into one arena ([`h2_frame_parser::Frame::bytes`]), the decoded header list
 //! copied into a list kept by the batch. Full batches go over a bounded channel
 //! ([`BATCHES_AHEAD`]) to the far thread, which hands each event, in order, to the analysis
 //! exactly as [`crate::Obs`] does inline, and sends the emptied batch
@@ -62,7 +62,7 @@ pub(crate) type Upgraded = (ConnId, Dir, Write, (usize, usize), (usize, usize));
 pub(crate) struct Rec {
     ts: Nanos,
     write: u64,
-    /// [`BlockSize::list`] (with `encoded` below), when `has_block`.
+    /// [`BlockSize::list`] (with `block_encoded`), when [`HAS_BLOCK`] is set.
     block_list: u64,
     block_encoded: u32,
     conn: ConnId,
@@ -144,7 +144,7 @@ pub(crate) struct Relay {
     batch: RefCell<Batch>,
     full: Option<SyncSender<Batch>>,
     empty: Receiver<Batch>,
-    worker: Option<JoinHandle<Far>>,
+    worker: JoinHandle<Option<Far>>,
 }
 
 /// The far thread's end: what the events are for.
@@ -194,14 +194,17 @@ const NO_ADDRS: (SocketAddr, SocketAddr) = (
 impl std::fmt::Debug for Relay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Relay")
-            .field("worker", &self.worker.is_some())
+            .field("thread", &self.worker.thread().name())
             .finish_non_exhaustive()
     }
 }
 
 impl Relay {
     /// The far thread, running `analysis`.
-    pub(crate) fn start(analysis: Analysis) -> Relay {
+    /// The far thread, running `analysis`; `analysis` back if the thread cannot start (then
+    /// it runs here; once per run, so the large error is not worth a box).
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn start(analysis: Analysis) -> Result<Relay, Analysis> {
         let (full_tx, full_rx) = sync_channel::<Batch>(BATCHES_AHEAD);
         let (empty_tx, empty_rx) = channel::<Batch>();
         // A fixed pool: the batch being filled, those on their way, and one being read. The
@@ -209,21 +212,31 @@ impl Relay {
         for _ in 0..BATCHES_AHEAD {
             let _ = empty_tx.send(Batch::default());
         }
-        let far = Far {
-            analysis,
-            heads: HashMap::default(),
-            addrs: HashMap::default(),
-        };
-        let worker = std::thread::Builder::new()
+        // The analysis goes over once the thread runs, so that it is not lost if it cannot.
+        let (start_tx, start_rx) = sync_channel::<Analysis>(1);
+        let spawned = std::thread::Builder::new()
             .name("analysis".into())
-            .spawn(move || far.run(&full_rx, &empty_tx))
-            .expect("cannot start the analysis thread");
-        Relay {
+            .spawn(move || {
+                let far = Far {
+                    analysis: start_rx.recv().ok()?,
+                    heads: HashMap::default(),
+                    addrs: HashMap::default(),
+                };
+                Some(far.run(&full_rx, &empty_tx))
+            });
+        let worker = match spawned {
+            Ok(w) => w,
+            Err(_) => return Err(analysis),
+        };
+        if let Err(e) = start_tx.send(analysis) {
+            return Err(e.0);
+        }
+        Ok(Relay {
             batch: RefCell::new(Batch::default()),
             full: Some(full_tx),
             empty: empty_rx,
-            worker: Some(worker),
-        }
+            worker,
+        })
     }
 
     pub(crate) fn push(&mut self, ev: Ev) {
@@ -308,9 +321,10 @@ impl Relay {
             self.ship();
         }
         self.full = None;
-        let worker = self.worker.take().expect("finished once");
-        match worker.join() {
-            Ok(far) => far.analysis,
+        match self.worker.join() {
+            Ok(Some(far)) => far.analysis,
+            // The thread received the analysis before `start` returned: `None` cannot be.
+            Ok(None) => unreachable!("the analysis thread ran without the analysis"),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }

@@ -111,41 +111,44 @@ impl Obs {
             }
             a
         });
-        // On their own thread when asked, and when nothing reads them before the end: no
-        // phases (the tallies route by the analysis), no metrics or `calls` (drained after
-        // every packet), no message bytes kept (decision 261).
+        // The analysis reads these fields, wherever it runs.
+        let analysis_need = match &analysis {
+            Some(_) if w.all_headers => HeaderNeed::All,
+            Some(a) => a.header_need(),
+            None => HeaderNeed::None,
+        };
+        // On its own thread when asked, and when nothing reads it before the end: no phases
+        // (the tallies route by the analysis), no metrics or `calls` (drained after every
+        // packet), no message bytes kept (decision 261). If the thread cannot start, here.
         let alone = w.threads
             && w.splitter.is_none()
             && !w.metrics
             && !w.calls_only
-            && w.messages.is_none()
-            && analysis.is_some();
+            && w.messages.is_none();
+        let mut far = None;
+        if alone {
+            if let Some(a) = analysis.take() {
+                match Relay::start(a) {
+                    Ok(r) => far = Some(r),
+                    Err(a) => analysis = Some(a),
+                }
+            }
+        }
+        // Beside the analysis here, the findings read its flow tracker; alone (or with the
+        // analysis on its own thread) they keep their own.
         let findings = w.findings.map(|cfg| match analysis.as_mut() {
-            // The analysis on its own thread: the findings stay here with a flow tracker of
-            // their own, so that the two threads share the work.
-            Some(_) if alone => Findings::new(cfg).with_own_flow(),
             Some(a) => {
                 a.flow.watch();
                 Findings::new(cfg)
             }
             None => Findings::new(cfg).with_own_flow(),
         });
-        // The analysis and the findings read the same few fields; every field when asked.
-        let need = if w.all_headers && analysis.is_some() {
-            HeaderNeed::All
-        } else {
-            let a = analysis
+        // The analysis and the findings read the same few fields.
+        let need = analysis_need.and(
+            findings
                 .as_ref()
-                .map_or(HeaderNeed::None, |a| a.header_need());
-            let f = findings
-                .as_ref()
-                .map_or(HeaderNeed::None, |f| f.header_need());
-            a.and(f)
-        };
-        let (far, analysis) = match analysis {
-            Some(a) if alone => (Some(Relay::start(a)), None),
-            a => (None, a),
-        };
+                .map_or(HeaderNeed::None, |f| f.header_need()),
+        );
         Obs {
             tally: Tally::new(),
             phases: Phased::default(),

@@ -1,7 +1,8 @@
 //! The whole-run fuzz harness (crates/h2ledger-run/fuzz), run on every input kept in
 //! fuzz/regressions/ and on inputs made here (an HTTP/2 connection with clock jumps under
 //! `--every 1ns`, three connections taking turns in a pipeline that tracks two), so a crash found
-//! once stays fixed.
+//! once stays fixed. Each input also runs with the analysis on a thread of its own, which must
+//! give the same report (`threads_agree`, decision 261).
 
 #[path = "../fuzz/harness.rs"]
 mod harness;
@@ -19,7 +20,9 @@ fn regressions() {
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "bin") {
-            harness::run(&std::fs::read(&p).unwrap());
+            let input = std::fs::read(&p).unwrap();
+            harness::run(&input);
+            harness::threads_agree(&input);
             n += 1;
         }
     }
@@ -42,6 +45,7 @@ fn http2_with_clock_jumps_every_nanosecond() {
         op(&mut d, 0x08, 1, &[]); // FIN
         op(&mut d, 0x0c, 1, &[]);
         harness::run(&d);
+        harness::threads_agree(&d);
     }
 }
 
@@ -60,6 +64,7 @@ fn evicted_connections_return_with_two_tracked() {
         }
     }
     let stats = harness::run(&d);
+    harness::threads_agree(&d);
     assert!(stats.evicted >= 6, "{stats:?}");
     assert!(stats.resumed >= 6, "{stats:?}");
 }
