@@ -42,10 +42,10 @@ pub struct Wanted {
     /// The findings engine and the server policy it assumes (on by default; `None` for the
     /// views that print no report: `calls`).
     pub findings: Option<FindingsConfig>,
-    /// Run the analysis and the findings on a thread of their own, beside the ledger's, when
-    /// nothing reads them before the input ends (a saved capture's report; not with phases,
-    /// metrics, `calls` or kept messages, which read them as they go). Off by default; the
-    /// output is the same either way (decision 261).
+    /// Run the analysis on a thread of its own, beside the ledger's, when nothing reads it
+    /// before the input ends (a saved capture's report; not with phases, metrics, `calls` or
+    /// kept messages, which read it as they go); the findings stay on the ledger's thread.
+    /// Off by default; the output is the same either way (decision 261).
     pub threads: bool,
 }
 
