@@ -223,38 +223,30 @@ fn frame<O: Observer>(
     let which = observer.header_need();
     let (src, dst) = c.addrs(dir);
     let load = head.kind != Kind::Data || observer.wants_data(id, head.stream_id);
+    // A frame that breaks a rule of RFC 9113: counted, said, and handed over unloaded.
+    let malformed = |warnings: &mut Warnings, e: FrameError| {
+        warnings.add("malformed-frame", || {
+            format!(
+                "connection {} {src} -> {dst}: malformed {} frame on stream {}: {e}",
+                id.0,
+                head.kind.name(),
+                head.stream_id
+            )
+        });
+        None
+    };
     let loaded = if head.kind == Kind::Data {
         // Every DATA frame is checked, its payload wanted or not (decision 260): its stream,
         // and its padding when the whole payload is here (PADDED frames are always kept).
         match check_data(&head, complete.then_some(payload)) {
-            Err(e) => {
-                warnings.add("malformed-frame", || {
-                    format!(
-                        "connection {} {src} -> {dst}: malformed {} frame on stream {}: {e}",
-                        id.0,
-                        head.kind.name(),
-                        head.stream_id
-                    )
-                });
-                None
-            }
+            Err(e) => malformed(warnings, e),
             Ok(()) if complete && load => Frame::load(RawFrame { head, payload }).ok(),
             Ok(()) => None,
         }
     } else if complete {
         match Frame::load(RawFrame { head, payload }) {
             Ok(f) => Some(f),
-            Err(e) => {
-                warnings.add("malformed-frame", || {
-                    format!(
-                        "connection {} {src} -> {dst}: malformed {} frame on stream {}: {e}",
-                        id.0,
-                        head.kind.name(),
-                        head.stream_id
-                    )
-                });
-                None
-            }
+            Err(e) => malformed(warnings, e),
         }
     } else if head.kind == Kind::GoAway && payload.len() >= 8 {
         // GOAWAY whose debug data was cut at MAX_GOAWAY_DEBUG: load what we kept.

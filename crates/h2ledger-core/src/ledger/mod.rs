@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 
 use h2_frame_parser::hpack::Decoder;
 use h2_frame_parser::{
-    check_data, raw_frame, Frame, Head, Kind, RawFrame, SettingId, StreamId, HEAD_LEN, PREFACE,
+    check_data, raw_frame, Frame, FrameError, Head, Kind, RawFrame, SettingId, StreamId, HEAD_LEN,
+    PREFACE,
 };
 use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Dirs, Nanos, Sink, Write};
 
