@@ -235,14 +235,17 @@ impl Observer for Obs {
         if let Some(far) = &mut self.far {
             far.push(Ev::Gap(conn, dir, ts, framing_lost));
         }
-        deep::gap(
-            &mut self.analysis,
-            &mut self.findings,
-            conn,
-            dir,
-            ts,
-            framing_lost,
-        );
+        if let Some(a) = &mut self.analysis {
+            a.gap(conn, dir, ts, framing_lost);
+        }
+        if let Some(f) = &mut self.findings {
+            // Its own flow tracker, if any, is told as an observer; the analysis' was above.
+            if self.analysis.is_some() {
+                f.gap_at(conn, ts, framing_lost);
+            } else {
+                f.gap(conn, dir, ts, framing_lost);
+            }
+        }
     }
 
     fn open(&mut self, meta: &ConnMeta) {
@@ -250,7 +253,12 @@ impl Observer for Obs {
         if let Some(far) = &mut self.far {
             far.push(Ev::Open(Box::new(meta.clone())));
         }
-        deep::open(&mut self.analysis, &mut self.findings, meta);
+        if let Some(a) = &mut self.analysis {
+            a.open(meta);
+        }
+        if let Some(f) = &mut self.findings {
+            f.open(meta);
+        }
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -262,7 +270,12 @@ impl Observer for Obs {
         if let Some(far) = &mut self.far {
             far.push(Ev::Write(conn, dir, *w));
         }
-        deep::write(&mut self.analysis, &mut self.findings, conn, dir, w);
+        if let Some(f) = &mut self.findings {
+            f.write(conn, dir, w);
+        }
+        if let Some(a) = &mut self.analysis {
+            a.write_in(conn, dir, w);
+        }
     }
 
     fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -282,7 +295,15 @@ impl Observer for Obs {
         if let Some(far) = &mut self.far {
             far.frame(ev);
         }
-        deep::frame(&mut self.analysis, &mut self.findings, ev, phase);
+        if let Some(a) = &mut self.analysis {
+            a.frame_in(ev, phase);
+        }
+        if let Some(f) = &mut self.findings {
+            match &mut self.analysis {
+                Some(a) => f.frame_with(ev, Some(&mut a.flow)),
+                None => f.frame(ev),
+            }
+        }
         if let Some(tl) = &mut self.timeline {
             tl.frame(ev);
         }
@@ -307,90 +328,13 @@ impl Observer for Obs {
         if let Some(far) = &mut self.far {
             far.push(Ev::Close(Box::new(summary.clone())));
         }
-        deep::close(&mut self.analysis, &mut self.findings, summary);
-    }
-}
-
-/// What the analysis and the findings do with each event on the ledger's thread (the
-/// analysis on its own thread is fed by [`crate::far`]).
-pub(crate) mod deep {
-    use super::*;
-
-    #[inline]
-    pub(crate) fn gap(
-        a: &mut Option<Analysis>,
-        f: &mut Option<Findings>,
-        conn: ConnId,
-        dir: Dir,
-        ts: Nanos,
-        framing_lost: bool,
-    ) {
-        if let Some(a) = a {
-            a.gap(conn, dir, ts, framing_lost);
+        if let Some(a) = &mut self.analysis {
+            a.close(summary);
         }
-        if let Some(f) = f {
-            // Its own flow tracker, if any, is told as an observer; the analysis' was above.
-            if a.is_some() {
-                f.gap_at(conn, ts, framing_lost);
-            } else {
-                f.gap(conn, dir, ts, framing_lost);
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn open(a: &mut Option<Analysis>, f: &mut Option<Findings>, meta: &ConnMeta) {
-        if let Some(a) = a {
-            a.open(meta);
-        }
-        if let Some(f) = f {
-            f.open(meta);
-        }
-    }
-
-    #[inline]
-    pub(crate) fn write(
-        a: &mut Option<Analysis>,
-        f: &mut Option<Findings>,
-        conn: ConnId,
-        dir: Dir,
-        w: &Write,
-    ) {
-        if let Some(f) = f {
-            f.write(conn, dir, w);
-        }
-        if let Some(a) = a {
-            a.write_in(conn, dir, w);
-        }
-    }
-
-    #[inline]
-    pub(crate) fn frame(
-        a: &mut Option<Analysis>,
-        f: &mut Option<Findings>,
-        ev: &FrameEvent<'_>,
-        phase: Option<u64>,
-    ) {
-        if let Some(a) = a {
-            a.frame_in(ev, phase);
-        }
-        if let Some(f) = f {
-            match a {
-                Some(a) => f.frame_with(ev, Some(&mut a.flow)),
-                None => f.frame(ev),
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn close(a: &mut Option<Analysis>, f: &mut Option<Findings>, s: &ConnSummary) {
-        if let Some(a) = a {
-            a.close(s);
-        }
-        if let Some(f) = f {
-            match a {
-                Some(a) => f.close_with(s, Some(&mut a.flow)),
-                None => f.close(s),
+        if let Some(f) = &mut self.findings {
+            match &mut self.analysis {
+                Some(a) => f.close_with(summary, Some(&mut a.flow)),
+                None => f.close(summary),
             }
         }
     }
