@@ -175,3 +175,58 @@ fn ipv4_tcp(conn: usize, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u
     p.extend_from_slice(&payload[..payload.len().min(65_535 - 40)]);
     p
 }
+
+/// The reader of blocks (decision 264) on any bytes: the first byte sets the block size (1 to
+/// 256 bytes) and the second the largest read the source gives at once, so records are cut
+/// at every place. The packets must be those of the whole file parsed at once, up to the same
+/// end, and every packet must lie within its block.
+pub fn blocks(data: &[u8]) {
+    use h2ledger_run::input::{BlockReader, Blocks, Filled, Record};
+    let [size, chunk, file @ ..] = data else {
+        return;
+    };
+    // The whole file at once.
+    let mut whole = Vec::new();
+    let mut r = Blocks::new();
+    let mut at = 0;
+    let odd = loop {
+        match r.next(&file[at..]) {
+            Record::Packet {
+                ts,
+                start,
+                len,
+                next,
+            } => {
+                whole.push((ts, file[at + start..at + start + len].to_vec()));
+                at += next;
+            }
+            Record::Skip { next } => at += next,
+            Record::More { .. } => break at < file.len(),
+            Record::Odd => break true,
+        }
+    };
+    /// A source that gives at most `max` bytes a read.
+    struct Short<'a>(&'a [u8], usize);
+    impl std::io::Read for Short<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let mut reader = BlockReader::new(Short(file, usize::from(*chunk) + 1), usize::from(*size) + 1);
+    let (mut data, mut packets, mut got) = (Vec::new(), Vec::new(), Vec::new());
+    let end = loop {
+        let f = reader.fill(&mut data, &mut packets);
+        for &(ts, start, len) in &packets {
+            assert!(start + len <= data.len(), "a packet beyond its block");
+            got.push((ts, data[start..start + len].to_vec()));
+        }
+        if f != Filled::Block {
+            break f;
+        }
+    };
+    assert_eq!(got, whole, "the same packets block by block");
+    assert_eq!(end == Filled::Odd, odd, "the same end");
+}

@@ -163,6 +163,397 @@ impl<R: BufRead> std::io::Seek for Forward<R> {
     }
 }
 
+/// The largest packet the reader of blocks delivers itself: libpcap's largest snapshot for
+/// most link types (`MAXIMUM_SNAPLEN`, libpcap's pcap-int.h). A longer record is left to
+/// libpcap, whose rule for it depends on the link type.
+pub const MAX_RECORD: u32 = 262_144;
+/// The largest pcapng block the reader of blocks takes (a packet block of [`MAX_RECORD`] bytes
+/// is smaller); a larger one (a long key log's Decryption Secrets Block, a custom block) is
+/// left to libpcap, which takes blocks up to 16 MiB.
+pub const MAX_BLOCK: u32 = 1024 * 1024;
+/// Interfaces of a pcapng file the reader of blocks keeps; more are left to libpcap.
+const MAX_INTERFACES: usize = 256;
+
+/// What [`Blocks::next`] found at the start of the bytes it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A packet: its bytes are `b[start..start + len]`, and the record ends at `next`.
+    Packet {
+        /// Nanoseconds since the epoch.
+        ts: i64,
+        /// Where the packet's bytes begin.
+        start: usize,
+        /// The captured length.
+        len: usize,
+        /// Where the next record begins.
+        next: usize,
+    },
+    /// A header or a block without a packet, `next` bytes long: stepped over.
+    Skip {
+        /// Where the next record begins.
+        next: usize,
+    },
+    /// The bytes end inside the record, which is `need` bytes long (at least): more are
+    /// needed, or the file is cut there (libpcap says so).
+    More {
+        /// The record's length, as far as it is known.
+        need: usize,
+    },
+    /// Something libpcap may read otherwise than as a plain packet (see [`Blocks`]): libpcap
+    /// reads the file from this record on.
+    Odd,
+}
+
+/// A saved capture's records read straight from its bytes, for the reading thread that reads
+/// a regular file in large blocks (decision 264). Only what every libpcap since 1.10 delivers
+/// the same way is taken: classic pcap 2.4 in either byte order with microsecond or
+/// nanosecond stamps, and pcapng 1.0 with its interfaces described before the first packet,
+/// each in microseconds or nanoseconds, packets in Enhanced Packet Blocks. Every packet comes
+/// out as libpcap opened with nanosecond precision gives it. Anything else (a snapshot length
+/// exceeded, a stamp beyond 2038, a Simple Packet Block, a second section, an interface with a
+/// time offset, a block length that is not a multiple of 4) is [`Record::Odd`], and libpcap
+/// takes over there. Pure; never panics; each `Skip` and `Packet` moves forward.
+#[derive(Clone, Debug, Default)]
+pub struct Blocks {
+    /// Nothing read yet: the file's header is next.
+    started: bool,
+    /// The format, once known.
+    pcapng: bool,
+    /// Big-endian numbers.
+    big: bool,
+    /// Classic pcap: nanosecond stamps.
+    nanos: bool,
+    /// The snapshot length: classic pcap's header's; pcapng's first interface's, as libpcap
+    /// adjusts it.
+    snaplen: u32,
+    /// pcapng: per interface, nanosecond stamps (else microseconds).
+    ifaces: Vec<bool>,
+    /// pcapng: the first interface's link type.
+    linktype: u16,
+    /// A packet was returned (an interface described later is left to libpcap).
+    packets: bool,
+}
+
+impl Blocks {
+    /// A reader at the start of a file.
+    pub fn new() -> Blocks {
+        Blocks::default()
+    }
+
+    fn u16_at(&self, b: &[u8], i: usize) -> u16 {
+        let x = [b[i], b[i + 1]];
+        if self.big {
+            u16::from_be_bytes(x)
+        } else {
+            u16::from_le_bytes(x)
+        }
+    }
+
+    fn u32_at(&self, b: &[u8], i: usize) -> u32 {
+        let x = [b[i], b[i + 1], b[i + 2], b[i + 3]];
+        if self.big {
+            u32::from_be_bytes(x)
+        } else {
+            u32::from_le_bytes(x)
+        }
+    }
+
+    /// The record at the start of `b` (the file's bytes from the end of the last record).
+    pub fn next(&mut self, b: &[u8]) -> Record {
+        if !self.started {
+            return self.header(b);
+        }
+        if self.pcapng {
+            self.block(b)
+        } else {
+            self.pcap_record(b)
+        }
+    }
+
+    /// The file's header: a classic pcap's, or a pcapng's Section Header Block.
+    fn header(&mut self, b: &[u8]) -> Record {
+        let Some(m) = b.get(..4) else {
+            return Record::More { need: 4 };
+        };
+        match m {
+            [0xa1, 0xb2, 0xc3, 0xd4] => (self.big, self.nanos) = (true, false),
+            [0xd4, 0xc3, 0xb2, 0xa1] => (self.big, self.nanos) = (false, false),
+            [0xa1, 0xb2, 0x3c, 0x4d] => (self.big, self.nanos) = (true, true),
+            [0x4d, 0x3c, 0xb2, 0xa1] => (self.big, self.nanos) = (false, true),
+            [0x0a, 0x0d, 0x0d, 0x0a] => return self.section(b),
+            _ => return Record::Odd,
+        }
+        if b.len() < 24 {
+            return Record::More { need: 24 };
+        }
+        if (self.u16_at(b, 4), self.u16_at(b, 6)) != (2, 4) {
+            return Record::Odd;
+        }
+        self.snaplen = self.u32_at(b, 16);
+        self.started = true;
+        Record::Skip { next: 24 }
+    }
+
+    /// A classic pcap record.
+    fn pcap_record(&mut self, b: &[u8]) -> Record {
+        if b.len() < 16 {
+            return Record::More { need: 16 };
+        }
+        let (sec, frac, caplen) = (self.u32_at(b, 0), self.u32_at(b, 4), self.u32_at(b, 8));
+        let unit = if self.nanos { 1_000_000_000 } else { 1_000_000 };
+        // libpcap keeps the seconds and the fraction as signed 32-bit numbers: only values
+        // that read the same both ways are taken here.
+        if sec > i32::MAX as u32 || frac >= unit || caplen > self.snaplen || caplen > MAX_RECORD {
+            return Record::Odd;
+        }
+        let len = caplen as usize;
+        if b.len() < 16 + len {
+            return Record::More { need: 16 + len };
+        }
+        self.packets = true;
+        let scale = if self.nanos { 1 } else { 1_000 };
+        Record::Packet {
+            ts: i64::from(sec) * 1_000_000_000 + i64::from(frac) * scale,
+            start: 16,
+            len,
+            next: 16 + len,
+        }
+    }
+
+    /// A pcapng block's type and total length, when it is whole in `b`; else what to return.
+    fn whole_block<'b>(&self, b: &'b [u8]) -> Result<(u32, &'b [u8]), Record> {
+        if b.len() < 8 {
+            return Err(Record::More { need: 12 });
+        }
+        let (kind, total) = (self.u32_at(b, 0), self.u32_at(b, 4));
+        if total < 12 || total % 4 != 0 || total > MAX_BLOCK {
+            return Err(Record::Odd);
+        }
+        let n = total as usize;
+        if b.len() < n {
+            return Err(Record::More { need: n });
+        }
+        if self.u32_at(b, n - 4) != total {
+            return Err(Record::Odd);
+        }
+        Ok((kind, &b[8..n - 4]))
+    }
+
+    /// The first Section Header Block (its byte order tells that of the file).
+    fn section(&mut self, b: &[u8]) -> Record {
+        let Some(magic) = b.get(8..12) else {
+            return Record::More { need: 12 };
+        };
+        self.big = match magic {
+            [0x1a, 0x2b, 0x3c, 0x4d] => true,
+            [0x4d, 0x3c, 0x2b, 0x1a] => false,
+            _ => return Record::Odd,
+        };
+        let body = match self.whole_block(b) {
+            Ok((_, body)) => body,
+            Err(r) => return r,
+        };
+        if body.len() < 16 || self.u16_at(body, 4) != 1 || !matches!(self.u16_at(body, 6), 0 | 2) {
+            return Record::Odd;
+        }
+        self.started = true;
+        self.pcapng = true;
+        Record::Skip {
+            next: body.len() + 12,
+        }
+    }
+
+    /// A pcapng block after the first: an interface, a packet, or one stepped over.
+    fn block(&mut self, b: &[u8]) -> Record {
+        let (kind, body) = match self.whole_block(b) {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
+        let next = body.len() + 12;
+        match kind {
+            // Interface Description Block.
+            0x0000_0001 => self.interface(body, next),
+            // Enhanced Packet Block.
+            0x0000_0006 => self.packet(body, next),
+            // A second section, a Simple Packet Block, an obsolete Packet Block.
+            0x0A0D_0D0A | 0x0000_0003 | 0x0000_0002 => Record::Odd,
+            _ => Record::Skip { next },
+        }
+    }
+
+    fn interface(&mut self, body: &[u8], next: usize) -> Record {
+        if self.packets || self.ifaces.len() >= MAX_INTERFACES || body.len() < 8 {
+            return Record::Odd;
+        }
+        let linktype = self.u16_at(body, 0);
+        let snaplen = adjust_snaplen(self.u32_at(body, 4));
+        // libpcap refuses an interface unlike the first one: it says so.
+        if !self.ifaces.is_empty() && (linktype != self.linktype || snaplen != self.snaplen) {
+            return Record::Odd;
+        }
+        let mut nanos = false;
+        let mut opts = &body[8..];
+        let mut resol = false;
+        while opts.len() >= 4 {
+            let (code, len) = (self.u16_at(opts, 0), usize::from(self.u16_at(opts, 2)));
+            let padded = len.div_ceil(4) * 4;
+            if code == 0 {
+                break;
+            }
+            if opts.len() < 4 + padded {
+                return Record::Odd;
+            }
+            match code {
+                // if_tsresol: 10^-6 or 10^-9, once.
+                9 => {
+                    if resol || len != 1 {
+                        return Record::Odd;
+                    }
+                    resol = true;
+                    nanos = match opts[4] {
+                        6 => false,
+                        9 => true,
+                        _ => return Record::Odd,
+                    };
+                }
+                // if_tsoffset.
+                14 => return Record::Odd,
+                _ => {}
+            }
+            opts = &opts[4 + padded..];
+        }
+        if self.ifaces.is_empty() {
+            self.snaplen = snaplen;
+            self.linktype = linktype;
+        }
+        self.ifaces.push(nanos);
+        Record::Skip { next }
+    }
+
+    fn packet(&mut self, body: &[u8], next: usize) -> Record {
+        if body.len() < 20 {
+            return Record::Odd;
+        }
+        let iface = self.u32_at(body, 0) as usize;
+        let t = u64::from(self.u32_at(body, 4)) << 32 | u64::from(self.u32_at(body, 8));
+        let caplen = self.u32_at(body, 12);
+        let Some(&nanos) = self.ifaces.get(iface) else {
+            return Record::Odd;
+        };
+        let len = caplen as usize;
+        if caplen > self.snaplen || 20 + len > body.len() {
+            return Record::Odd;
+        }
+        let unit = if nanos { 1_000_000_000 } else { 1_000_000 };
+        let (sec, frac) = (t / unit, t % unit);
+        if sec > i32::MAX as u64 {
+            return Record::Odd;
+        }
+        let scale = if nanos { 1 } else { 1_000 };
+        self.packets = true;
+        Record::Packet {
+            ts: sec as i64 * 1_000_000_000 + (frac * scale) as i64,
+            start: 8 + 20,
+            len,
+            next,
+        }
+    }
+}
+
+/// How one [`BlockReader::fill`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filled {
+    /// A block was read; more may follow.
+    Block,
+    /// The file ended after its last whole record.
+    End,
+    /// A record [`Blocks`] leaves to libpcap, a file cut inside a record, or a read error:
+    /// libpcap reads the rest, from the first packet not delivered.
+    Odd,
+}
+
+/// A saved capture read in large blocks, each handed out with where its packets lie in it
+/// (decision 264): one read per block and no copy per packet. A record that a block's end
+/// cuts begins the next block; a block is `size` bytes or the next whole record if that is
+/// longer (at most [`MAX_BLOCK`] bytes), plus the cut part of a record from the block before:
+/// at most `size` + [`MAX_BLOCK`] bytes, whatever the file says.
+pub struct BlockReader<R> {
+    r: R,
+    blocks: Blocks,
+    size: usize,
+    /// The bytes of a record that the last block cut, and that record's length if known.
+    tail: Vec<u8>,
+    need: usize,
+}
+
+impl<R: Read> BlockReader<R> {
+    /// A reader of `r` from the start of the file, in blocks of `size` bytes.
+    pub fn new(r: R, size: usize) -> BlockReader<R> {
+        BlockReader {
+            r,
+            blocks: Blocks::new(),
+            size: size.max(1),
+            tail: Vec::new(),
+            need: 0,
+        }
+    }
+
+    /// The next block into `data`, and each of its packets' time, start and length into
+    /// `packets` (both cleared first).
+    pub fn fill(&mut self, data: &mut Vec<u8>, packets: &mut Vec<(i64, usize, usize)>) -> Filled {
+        data.clear();
+        packets.clear();
+        data.extend_from_slice(&self.tail);
+        // Enough for the record the tail begins (its length, when known, is at most
+        // MAX_BLOCK: [`Blocks`] leaves longer ones to libpcap).
+        let want = self.size.max(self.need.saturating_sub(self.tail.len())) as u64;
+        let eof = match (&mut self.r).take(want).read_to_end(data) {
+            Ok(n) => (n as u64) < want,
+            Err(_) => return Filled::Odd,
+        };
+        let mut at = 0;
+        let odd = loop {
+            match self.blocks.next(&data[at..]) {
+                Record::Packet {
+                    ts,
+                    start,
+                    len,
+                    next,
+                } => {
+                    packets.push((ts, at + start, len));
+                    at += next;
+                }
+                Record::Skip { next } => at += next,
+                Record::More { need } => {
+                    self.need = need;
+                    break false;
+                }
+                Record::Odd => break true,
+            }
+        };
+        self.tail.clear();
+        self.tail.extend_from_slice(&data[at..]);
+        data.truncate(at);
+        if odd || (eof && !self.tail.is_empty()) {
+            Filled::Odd
+        } else if eof {
+            Filled::End
+        } else {
+            Filled::Block
+        }
+    }
+}
+
+/// A pcapng interface's snapshot length as libpcap uses it (`pcapint_adjust_snapshot`: 0 or
+/// beyond the largest is the largest), capped at [`MAX_RECORD`].
+fn adjust_snaplen(s: u32) -> u32 {
+    if s == 0 || s > MAX_RECORD {
+        MAX_RECORD
+    } else {
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -189,5 +580,349 @@ mod tests {
             f.seek(SeekFrom::Current(5_000)).unwrap_err().kind(),
             std::io::ErrorKind::UnexpectedEof
         );
+    }
+
+    use super::{Blocks, Record, MAX_RECORD};
+
+    fn pcap(be: bool, nanos: bool, snaplen: u32, recs: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let w32 = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+        let w16 = |v: u16| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+        let mut o = Vec::new();
+        o.extend(w32(if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 }));
+        o.extend(w16(2));
+        o.extend(w16(4));
+        o.extend(w32(0));
+        o.extend(w32(0));
+        o.extend(w32(snaplen));
+        o.extend(w32(1));
+        for &(sec, frac, data) in recs {
+            o.extend(w32(sec));
+            o.extend(w32(frac));
+            o.extend(w32(data.len() as u32));
+            o.extend(w32(data.len() as u32));
+            o.extend(data);
+        }
+        o
+    }
+
+    /// Every record of `b`, fed as the reading thread does (the rest after each record).
+    fn all(b: &[u8]) -> (Vec<(i64, Vec<u8>)>, Record) {
+        let mut r = Blocks::new();
+        let (mut at, mut out) = (0, Vec::new());
+        loop {
+            match r.next(&b[at..]) {
+                Record::Packet {
+                    ts,
+                    start,
+                    len,
+                    next,
+                } => {
+                    out.push((ts, b[at + start..at + start + len].to_vec()));
+                    at += next;
+                }
+                Record::Skip { next } => at += next,
+                end => return (out, end),
+            }
+        }
+    }
+
+    #[test]
+    fn classic_pcap_in_both_orders_and_units() {
+        for be in [false, true] {
+            for nanos in [false, true] {
+                let f = pcap(be, nanos, 65_535, &[(1, 2, b"ab"), (3, 999_999, b"")]);
+                let (p, end) = all(&f);
+                let k = if nanos { 1 } else { 1_000 };
+                assert_eq!(
+                    p,
+                    vec![
+                        (1_000_000_000 + 2 * k, b"ab".to_vec()),
+                        (3_000_000_000 + 999_999 * k, vec![])
+                    ],
+                    "be {be} nanos {nanos}"
+                );
+                assert_eq!(end, Record::More { need: 16 }, "the end of the file");
+            }
+        }
+    }
+
+    /// What libpcap may read otherwise is left to it; a cut record asks for its length.
+    #[test]
+    fn classic_pcap_odd_records() {
+        let odd = |f: Vec<u8>| all(&f).1;
+        assert_eq!(
+            odd(pcap(false, false, 1, &[(1, 0, b"ab")])),
+            Record::Odd,
+            "beyond snaplen"
+        );
+        assert_eq!(
+            odd(pcap(false, false, 0, &[(1, 0, b"a")])),
+            Record::Odd,
+            "snaplen 0"
+        );
+        assert_eq!(
+            odd(pcap(false, false, 9, &[(1, 1_000_000, b"a")])),
+            Record::Odd
+        );
+        assert_eq!(
+            odd(pcap(false, true, 9, &[(1, 1_000_000_000, b"a")])),
+            Record::Odd
+        );
+        assert_eq!(
+            odd(pcap(false, false, 9, &[(0x8000_0000, 0, b"a")])),
+            Record::Odd,
+            "2038"
+        );
+        let big = vec![0u8; MAX_RECORD as usize + 1];
+        assert_eq!(
+            odd(pcap(false, false, u32::MAX, &[(1, 0, &big)])),
+            Record::Odd
+        );
+        let mut f = pcap(false, false, 9, &[(1, 0, b"abcd")]);
+        f.truncate(f.len() - 1);
+        assert_eq!(all(&f), (vec![], Record::More { need: 20 }));
+        let mut v = pcap(false, false, 9, &[]);
+        v[6] = 3;
+        assert_eq!(all(&v).1, Record::Odd, "version 2.3");
+        assert_eq!(all(b"\xa1\xb2\xcd\x34").1, Record::Odd, "modified pcap");
+        assert_eq!(all(b"\xd4\xc3").1, Record::More { need: 4 });
+    }
+
+    struct Ng {
+        be: bool,
+        out: Vec<u8>,
+    }
+
+    impl Ng {
+        fn w32(&self, v: u32) -> [u8; 4] {
+            if self.be {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        }
+        fn w16(&self, v: u16) -> [u8; 2] {
+            if self.be {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        }
+        fn block(&mut self, kind: u32, body: &[u8]) {
+            let total = (12 + body.len().div_ceil(4) * 4) as u32;
+            let (k, t) = (self.w32(kind), self.w32(total));
+            self.out.extend(k);
+            self.out.extend(t);
+            self.out.extend(body);
+            self.out.resize(self.out.len().div_ceil(4) * 4, 0);
+            self.out.extend(t);
+        }
+        fn section(&mut self) {
+            let mut b = self.w32(0x1A2B_3C4D).to_vec();
+            b.extend(self.w16(1));
+            b.extend(self.w16(0));
+            b.extend([0xff; 8]);
+            self.block(0x0A0D_0D0A, &b);
+        }
+        fn interface(&mut self, linktype: u16, snaplen: u32, opts: &[(u16, &[u8])]) {
+            let mut b = self.w16(linktype).to_vec();
+            b.extend([0, 0]);
+            b.extend(self.w32(snaplen));
+            for &(code, v) in opts {
+                b.extend(self.w16(code));
+                b.extend(self.w16(v.len() as u16));
+                b.extend(v);
+                b.resize(b.len().div_ceil(4) * 4, 0);
+            }
+            if !opts.is_empty() {
+                b.extend([0; 4]);
+            }
+            self.block(1, &b);
+        }
+        fn packet(&mut self, iface: u32, t: u64, data: &[u8]) {
+            let mut b = self.w32(iface).to_vec();
+            b.extend(self.w32((t >> 32) as u32));
+            b.extend(self.w32(t as u32));
+            b.extend(self.w32(data.len() as u32));
+            b.extend(self.w32(data.len() as u32));
+            b.extend(data);
+            self.block(6, &b);
+        }
+    }
+
+    #[test]
+    fn pcapng_interfaces_units_and_skipped_blocks() {
+        for be in [false, true] {
+            let mut ng = Ng { be, out: vec![] };
+            ng.section();
+            ng.interface(1, 0, &[(2, b"lo"), (9, &[6])]);
+            ng.interface(1, 262_144, &[(9, &[9])]);
+            ng.block(0x0A, b"TLSK\x04\x00\x00\x00keys");
+            ng.packet(0, 1_500_000, b"abc");
+            ng.block(4, &[0; 8]);
+            ng.packet(1, 2_000_000_007, b"");
+            ng.block(0x0BAD, b"skip");
+            let (p, end) = all(&ng.out);
+            assert_eq!(
+                p,
+                vec![(1_500_000_000, b"abc".to_vec()), (2_000_000_007, vec![])],
+                "be {be}"
+            );
+            assert_eq!(end, Record::More { need: 12 });
+        }
+    }
+
+    /// Each thing libpcap may read otherwise, or refuse, is left to it.
+    #[test]
+    fn pcapng_odd_blocks() {
+        let odd = |f: &dyn Fn(&mut Ng)| {
+            let mut ng = Ng {
+                be: false,
+                out: vec![],
+            };
+            ng.section();
+            f(&mut ng);
+            all(&ng.out)
+        };
+        let lone = |r: (Vec<(i64, Vec<u8>)>, Record)| r.1;
+        assert_eq!(
+            lone(odd(&|n| n.packet(0, 1, b"a"))),
+            Record::Odd,
+            "no interface"
+        );
+        assert_eq!(
+            lone(odd(&|n| {
+                n.interface(1, 0, &[]);
+                n.packet(1, 1, b"a")
+            })),
+            Record::Odd,
+            "an interface not described"
+        );
+        assert_eq!(
+            lone(odd(&|n| {
+                n.interface(1, 4, &[]);
+                n.packet(0, 1, b"abcde")
+            })),
+            Record::Odd,
+            "beyond the snapshot length"
+        );
+        assert_eq!(
+            lone(odd(&|n| n.interface(1, 0, &[(9, &[0x86])]))),
+            Record::Odd,
+            "binary time resolution"
+        );
+        assert_eq!(
+            lone(odd(&|n| n.interface(1, 0, &[(14, &[0; 8])]))),
+            Record::Odd,
+            "a time offset"
+        );
+        assert_eq!(
+            lone(odd(&|n| {
+                n.interface(1, 0, &[]);
+                n.interface(113, 0, &[])
+            })),
+            Record::Odd,
+            "another link type"
+        );
+        let (p, end) = odd(&|n| {
+            n.interface(1, 0, &[]);
+            n.packet(0, 1, b"a");
+            n.interface(1, 0, &[])
+        });
+        assert_eq!(
+            (p.len(), end),
+            (1, Record::Odd),
+            "an interface after a packet"
+        );
+        assert_eq!(
+            lone(odd(&|n| {
+                n.interface(1, 0, &[]);
+                n.section()
+            })),
+            Record::Odd,
+            "a second section"
+        );
+        assert_eq!(
+            lone(odd(&|n| n.block(3, &[0; 8]))),
+            Record::Odd,
+            "a simple packet block"
+        );
+        assert_eq!(
+            lone(odd(&|n| n.out.extend([1, 0, 0, 0, 13, 0, 0, 0]))),
+            Record::Odd,
+            "a length not a multiple of 4"
+        );
+        assert_eq!(
+            lone(odd(&|n| n.out.extend([1, 0, 0, 0, 0, 0, 32, 0]))),
+            Record::Odd,
+            "a block beyond the largest"
+        );
+        assert_eq!(
+            lone(odd(&|n| n.out.extend([1, 0, 0, 0, 16, 0, 0, 0]))),
+            Record::More { need: 16 },
+            "a block cut"
+        );
+        assert_eq!(
+            lone(odd(&|n| n
+                .out
+                .extend([9, 0, 0, 0, 12, 0, 0, 0, 16, 0, 0, 0]))),
+            Record::Odd,
+            "a trailing length unlike the leading one"
+        );
+    }
+
+    /// Any bytes: no panic, and every record moves forward within the bytes given.
+    #[test]
+    fn any_bytes_move_forward() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut bytes = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut seeds: Vec<Vec<u8>> =
+            vec![pcap(false, false, 64, &[(1u32, 2u32, &b"abcd"[..]); 8])];
+        let mut ng = Ng {
+            be: true,
+            out: vec![],
+        };
+        ng.section();
+        ng.interface(1, 64, &[(9, &[9])]);
+        for i in 0..8 {
+            ng.packet(0, i, b"abcdefg");
+        }
+        seeds.push(ng.out);
+        for seed in &seeds {
+            for _ in 0..2_000 {
+                let mut b = seed.clone();
+                for _ in 0..(bytes() % 4 + 1) {
+                    let i = (bytes() as usize) % b.len();
+                    b[i] = bytes() as u8;
+                }
+                b.truncate((bytes() as usize) % (b.len() + 1));
+                let mut r = Blocks::new();
+                let mut at = 0;
+                loop {
+                    match r.next(&b[at..]) {
+                        Record::Packet {
+                            start, len, next, ..
+                        } => {
+                            assert!(next > 0 && start + len <= next && next <= b.len() - at);
+                            at += next;
+                        }
+                        Record::Skip { next } => {
+                            assert!(next > 0 && next <= b.len() - at);
+                            at += next;
+                        }
+                        Record::More { need } => {
+                            assert!(need > b.len() - at);
+                            break;
+                        }
+                        Record::Odd => break,
+                    }
+                }
+            }
+        }
     }
 }

@@ -23,6 +23,7 @@ fn regressions() {
             let input = std::fs::read(&p).unwrap();
             harness::run(&input);
             harness::threads_agree(&input);
+            harness::blocks(&input);
             n += 1;
         }
     }
@@ -67,4 +68,29 @@ fn evicted_connections_return_with_two_tracked() {
     harness::threads_agree(&d);
     assert!(stats.evicted >= 6, "{stats:?}");
     assert!(stats.resumed >= 6, "{stats:?}");
+}
+
+/// The reader of blocks (decision 264) cut at every size on real captures, whole, cut short
+/// and changed: the same packets as the file parsed at once.
+#[test]
+fn blocks_on_real_captures() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../captures");
+    for name in [
+        "grpcgo-article.pcap",
+        "grpcgo-article-any.pcapng",
+        "curl-nghttpd-tls13-dsb.pcapng",
+    ] {
+        let file = std::fs::read(root.join(name)).unwrap();
+        for (size, chunk) in [(0u8, 0u8), (1, 255), (37, 3), (255, 255), (100, 7)] {
+            for cut in [file.len(), file.len() - 1, file.len() / 2, 30, 24] {
+                let mut d = vec![size, chunk];
+                d.extend_from_slice(&file[..cut]);
+                harness::blocks(&d);
+                if cut > 40 {
+                    d[cut / 2] ^= 0x5a;
+                    harness::blocks(&d);
+                }
+            }
+        }
+    }
 }

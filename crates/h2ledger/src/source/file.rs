@@ -9,7 +9,7 @@ use anyhow::{anyhow, Result};
 use h2ledger_tcp::Nanos;
 use pcap::{Capture, Offline, Precision};
 
-use h2ledger_run::input::{compression_of, decoder};
+use h2ledger_run::input::{compression_of, decoder, BlockReader, Filled};
 
 use super::progress;
 use h2ledger_output::progress::Progress;
@@ -28,6 +28,10 @@ pub struct SavedCapture {
     /// bytes read so far are found.
     size: Option<u64>,
     read: progress::Bytes,
+    /// A regular file without a filter, of a link type libpcap hands over untouched: read in
+    /// large blocks by the reading thread, its packets handed over where they lie in the block
+    /// (libpcap takes over at the first record it might read otherwise; decision 264).
+    blocks: Option<std::fs::File>,
 }
 
 /// A pipe that libpcap reads as a file (`/dev/fd/N`), fed by a thread from `r`.
@@ -72,15 +76,12 @@ impl SavedCapture {
                 Ok(m) if m.is_dir() => {
                     return Err(anyhow!("{name}: is a directory, not a capture file"))
                 }
-                Ok(m) if m.len() == 0 => {
+                Ok(m) if m.is_file() && m.len() == 0 => {
                     return Err(anyhow!(
                         "{name}: empty file, not a capture (make one with: tcpdump -i lo -w FILE)"
                     ))
                 }
                 Ok(_) => {}
-            }
-            if let Err(e) = std::fs::File::open(p) {
-                return Err(anyhow!("{name}: cannot open: {}", io_reason(&e)));
             }
         }
         // The first bytes tell a compressed capture; standard input always goes through a pipe
@@ -95,7 +96,10 @@ impl SavedCapture {
             )
         };
         let mut source = source;
-        let size = (path != "-").then(|| std::fs::metadata(path).map_or(0, |m| m.len()));
+        // A named pipe (`<(zcat f.pcap.gz)`) is read as standard input is: through our pipe,
+        // opened once (a writer gone after a first open leaves a second one waiting).
+        let regular = path != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+        let size = regular.then(|| std::fs::metadata(path).map_or(0, |m| m.len()));
         (&mut source)
             .take(4)
             .read_to_end(&mut head)
@@ -103,7 +107,7 @@ impl SavedCapture {
         let compression = compression_of(&head);
         let (mut feeder, mut pipe) = (None, None);
         let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(head.len() as u64));
-        let open_path = if compression.is_none() && path != "-" {
+        let open_path = if compression.is_none() && regular {
             path.to_string()
         } else {
             let n = counted.clone();
@@ -137,6 +141,17 @@ impl SavedCapture {
                 .map_err(|e| anyhow!("bad filter expression \"{f}\": {}", pcap_reason(&e)))?;
         }
         let linktype = cap.get_datalink().0;
+        // `H2LEDGER_LIBPCAP_READ=1`: libpcap reads every file, for comparisons.
+        let blocks = if compression.is_none()
+            && regular
+            && filter.is_none()
+            && untouched(linktype)
+            && std::env::var_os("H2LEDGER_LIBPCAP_READ").is_none()
+        {
+            std::fs::File::open(path).ok()
+        } else {
+            None
+        };
         let read = if feeder.is_some() {
             progress::Bytes::Counted(counted)
         } else {
@@ -150,6 +165,7 @@ impl SavedCapture {
             compression,
             size,
             read,
+            blocks,
         })
     }
 
@@ -179,9 +195,13 @@ impl SavedCapture {
         let mut shown = progress::start(progress, self.size, read);
         let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_AHEAD);
         let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Batch>();
+        let blocks = self.blocks.take();
         let reader = std::thread::Builder::new()
             .name("read".into())
-            .spawn(move || read_batches(cap, &full_tx, &empty_rx))
+            .spawn(move || match blocks {
+                Some(file) => read_blocks(file, cap, &full_tx, &empty_rx),
+                None => read_batches(cap, Batch::default(), &full_tx, &empty_rx),
+            })
             .map_err(|e| anyhow!("cannot start the reading thread: {e}"))?;
         let mut stopped = false;
         'batches: for batch in full_rx.iter() {
@@ -235,10 +255,10 @@ struct Batch {
 /// before it were sent), or nobody receives.
 fn read_batches(
     mut cap: Capture<Offline>,
+    mut batch: Batch,
     full: &std::sync::mpsc::SyncSender<Batch>,
     empty: &std::sync::mpsc::Receiver<Batch>,
 ) -> std::result::Result<(), String> {
-    let mut batch = Batch::default();
     loop {
         let (end, error) = match cap.next_packet() {
             Ok(p) => {
@@ -265,6 +285,67 @@ fn read_batches(
             return error.map_or(Ok(()), Err);
         }
     }
+}
+
+/// Link types whose packets libpcap hands over as they are in the file, in either byte order
+/// (`pcapint_post_process` in libpcap's pcap-common.c changes only USB and NFLOG headers):
+/// NULL, Ethernet, the raw IP ones, LOOP, Linux cooked v1 and v2, IPv4, IPv6.
+fn untouched(linktype: i32) -> bool {
+    matches!(
+        linktype,
+        0 | 1 | 12 | 14 | 101 | 108 | 113 | 228 | 229 | 276
+    )
+}
+
+/// The reading thread for a regular file ([`untouched`] link type, no filter): the file read
+/// in blocks of [`BATCH_BYTES`] by [`BlockReader`], each block a batch whose packets are where
+/// they lie in it. At the first record it leaves to libpcap (an odd length or time stamp, a
+/// file cut inside a record, a format it does not take) or a read error, `cap` skips the
+/// packets already sent and reads the rest as [`read_batches`] does: whatever libpcap says of
+/// the file from there is said as it would have been.
+fn read_blocks(
+    file: std::fs::File,
+    cap: Capture<Offline>,
+    full: &std::sync::mpsc::SyncSender<Batch>,
+    empty: &std::sync::mpsc::Receiver<Batch>,
+) -> std::result::Result<(), String> {
+    let mut reader = BlockReader::new(file, BATCH_BYTES);
+    let mut sent = 0u64;
+    let mut batch = Batch::default();
+    loop {
+        let filled = reader.fill(&mut batch.data, &mut batch.packets);
+        let n = batch.packets.len() as u64;
+        if n > 0 {
+            let next = empty.try_recv().unwrap_or_default();
+            if full.send(std::mem::replace(&mut batch, next)).is_err() {
+                return Ok(());
+            }
+            sent += n;
+        }
+        match filled {
+            Filled::Block => {}
+            Filled::End => return Ok(()),
+            Filled::Odd => return handover(cap, sent, full, empty),
+        }
+    }
+}
+
+/// libpcap reads the rest of the file: the `sent` packets skipped, then [`read_batches`].
+fn handover(
+    mut cap: Capture<Offline>,
+    sent: u64,
+    full: &std::sync::mpsc::SyncSender<Batch>,
+    empty: &std::sync::mpsc::Receiver<Batch>,
+) -> std::result::Result<(), String> {
+    for _ in 0..sent {
+        match cap.next_packet() {
+            Ok(_) => {}
+            // Not expected (libpcap read the same packets): its word stands.
+            Err(pcap::Error::NoMorePackets) => return Ok(()),
+            Err(e) => return Err(pcap_reason(&e)),
+        }
+    }
+    read_batches(cap, Batch::default(), full, empty)
 }
 
 fn io_reason(e: &std::io::Error) -> String {

@@ -193,7 +193,12 @@ pub fn load(
         file = live.then_some(kf);
     }
     if let Some(cap) = capture.filter(|c| *c != "-") {
-        if let Ok(mut f) = File::open(cap) {
+        // A regular file only: the packets of a named pipe can be read once, by the capture
+        // (as from standard input, its secrets blocks are not read ahead).
+        // Not even opened otherwise: a named pipe's writer would pair with this open.
+        let regular = std::fs::metadata(cap).is_ok_and(|m| m.is_file());
+        let opened = if regular { File::open(cap).ok() } else { None };
+        if let Some(mut f) = opened {
             let mut head = Vec::with_capacity(4);
             let _ = (&mut f).take(4).read_to_end(&mut head);
             let found = match compression_of(&head) {

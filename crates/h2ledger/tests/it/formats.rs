@@ -320,3 +320,181 @@ fn every_format_reads_the_same_packets() {
     }
     let _ = std::fs::remove_dir_all(tmp("x").parent().unwrap());
 }
+
+/// `h2ledger ARGS` on `file`, its packets read by the reading thread's own reader of blocks
+/// or, with `libpcap`, by libpcap (`H2LEDGER_LIBPCAP_READ`): exit status, stdout, stderr.
+fn read_by(args: &[&str], file: &Path, libpcap: bool) -> (Option<i32>, Vec<u8>, Vec<u8>) {
+    let mut c = Command::new(bin());
+    c.arg(args[0]).arg(file).args(&args[1..]);
+    if libpcap {
+        c.env("H2LEDGER_LIBPCAP_READ", "1");
+    }
+    let o = c.output().unwrap();
+    (o.status.code(), o.stdout, o.stderr)
+}
+
+/// Every capture file under `dir`, recursively.
+fn captures_in(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            captures_in(&p, out);
+        } else if p.extension().is_some_and(|e| e == "pcap" || e == "pcapng") {
+            out.push(p);
+        }
+    }
+}
+
+/// Decision 264: a regular file is read in large blocks by h2ledger's own reader, and libpcap
+/// takes over at the first record it might read otherwise. Every capture of the repository
+/// (and of ../shared/real-captures when present), and damaged copies of three of them (cut
+/// inside the file header, a record header, a packet; bytes changed; absurd lengths), give
+/// the same exit status, output and warnings as when libpcap reads the whole file.
+#[test]
+fn the_block_reader_reads_what_libpcap_reads() {
+    let mut files = Vec::new();
+    captures_in(&repo().join("captures"), &mut files);
+    captures_in(&repo().join("fixtures"), &mut files);
+    captures_in(&repo().join("../shared/real-captures"), &mut files);
+    assert!(files.len() > 30, "{} captures", files.len());
+    let mut damaged = Vec::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for (k, name) in [
+        "grpcgo-article.pcap",
+        "grpcgo-article-any.pcapng",
+        "curl-nghttpd-tls13-dsb.pcapng",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let b = std::fs::read(capture(name)).unwrap();
+        let mut variants: Vec<Vec<u8>> = Vec::new();
+        for cut in [2, 10, 23, 25, 30, 40, 60, 100] {
+            variants.push(b[..cut.min(b.len())].to_vec());
+        }
+        for i in 1..12 {
+            variants.push(b[..b.len() * i / 12 + i].to_vec());
+        }
+        for _ in 0..12 {
+            let mut v = b.clone();
+            for _ in 0..3 {
+                let at = 24 + (rand() as usize) % (v.len() - 24);
+                v[at] = rand() as u8;
+            }
+            variants.push(v);
+        }
+        for at in [28, 32, 36, 40, 44, 100, 200] {
+            for val in [0u32, 3, 0x0004_0001, 0xffff_ffff] {
+                let mut v = b.clone();
+                v[at..at + 4].copy_from_slice(&val.to_le_bytes());
+                variants.push(v);
+            }
+        }
+        for (i, v) in variants.into_iter().enumerate() {
+            let f = tmp(&format!(
+                "damaged-{k}-{i}.{}",
+                if k == 0 { "pcap" } else { "pcapng" }
+            ));
+            std::fs::write(&f, v).unwrap();
+            damaged.push(f);
+        }
+    }
+    let (mut runs, mut differ) = (0, Vec::new());
+    for (f, damaged) in files
+        .iter()
+        .map(|f| (f, false))
+        .chain(damaged.iter().map(|f| (f, true)))
+    {
+        let views: &[&[&str]] = if damaged {
+            &[&["replay", "-T", "json", "--analyze"]]
+        } else {
+            &[&["replay", "-T", "json"], &["frames", "-T", "jsonl"]]
+        };
+        for args in views {
+            runs += 1;
+            let (ours, theirs) = (read_by(args, f, false), read_by(args, f, true));
+            if ours != theirs {
+                differ.push(format!(
+                    "{} {args:?}: status {:?} vs {:?}; stderr {:?} vs {:?}",
+                    f.display(),
+                    ours.0,
+                    theirs.0,
+                    String::from_utf8_lossy(&ours.2),
+                    String::from_utf8_lossy(&theirs.2)
+                ));
+            }
+        }
+    }
+    assert!(runs > 200, "{runs} runs");
+    assert!(
+        differ.is_empty(),
+        "{} of {runs} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+/// A named pipe (`replay <(zcat f.pcap.gz)`, as `tcpdump -r` takes it) is read like standard
+/// input, plain or compressed: opened once, by the capture. Before, it was refused as an empty
+/// file. A run that has not ended in 60 s fails the test (a pipe opened twice waits forever).
+#[test]
+fn a_named_pipe_reads_like_the_file() {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let plain = capture(F);
+    let args = ["replay", "-T", "json", "--analyze"];
+    let want = ledger(&output(&args, &plain, false));
+    let gz = tmp("fifo-src.pcap.gz");
+    compress("gzip", &plain, &gz);
+    for (i, src) in [&plain, &gz].into_iter().enumerate() {
+        let fifo = tmp(&format!("fifo-{i}"));
+        let _ = std::fs::remove_file(&fifo);
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let mut c = Command::new(bin())
+            .arg(args[0])
+            .arg(&fifo)
+            .args(&args[1..])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (path, src) = (fifo.clone(), src.clone());
+        let writer = std::thread::spawn(move || {
+            let mut w = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            let _ = w.write_all(&std::fs::read(&src).unwrap());
+        });
+        let t0 = std::time::Instant::now();
+        let ended = loop {
+            if c.try_wait().unwrap().is_some() || t0.elapsed().as_secs() > 60 {
+                break c.try_wait().unwrap().is_some();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        if !ended {
+            let _ = c.kill();
+        }
+        // A writer still waiting for a reader is let go (O_NONBLOCK: this open never waits).
+        let _ = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(0o4000)
+            .open(&fifo);
+        writer.join().unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert!(ended, "named pipe {i}: still running after 60 s");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(ledger(&o.stdout), want, "named pipe {i}");
+    }
+}
