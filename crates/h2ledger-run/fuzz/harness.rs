@@ -230,3 +230,25 @@ pub fn blocks(data: &[u8]) {
     assert_eq!(got, whole, "the same packets block by block");
     assert_eq!(end == Filled::Odd, odd, "the same end");
 }
+
+/// The decompressing reader (gzip, zstd, or the bytes as they are, by their magic) on any
+/// bytes: read to the end or the first error, never a panic, at most 64 MiB out (a zstd window
+/// is at most 100 MiB, ruzstd's limit). A cut or damaged zstd frame hands out what it decoded
+/// before the damage (decision 83), then the error.
+pub fn decompress(data: &[u8]) {
+    use std::io::Read as _;
+    let head = data[..data.len().min(4)].to_vec();
+    let kind = h2ledger_run::input::compression_of(&head);
+    let rest = data[head.len()..].to_vec();
+    let Ok(mut r) = h2ledger_run::input::decoder(head, std::io::Cursor::new(rest), kind) else {
+        return;
+    };
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0usize;
+    while total < 64 << 20 {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => total += n,
+        }
+    }
+}

@@ -36,11 +36,53 @@ pub fn decoder(
 /// A zstd stream of one or more frames (`cat a.zst b.zst` is one stream), skippable frames
 /// skipped. The decoder refuses a window above 100 MiB (ruzstd's limit): a hostile header
 /// cannot make it allocate more.
+///
+/// A frame cut or damaged inside: ruzstd holds back the last window of what it decoded (up to
+/// the window size: all of a small file) until the frame's last block, so the bytes before
+/// the damage would be lost with it. The current frame's compressed bytes are kept (up to
+/// [`ZSTD_SALVAGE`]); at the damage they are decoded again up to the last whole block,
+/// followed by an empty last block (and a checksum's place when the frame has one), and what
+/// was not yet handed out is, before the error (decision 83: the packets before a cut
+/// count). Beyond [`ZSTD_SALVAGE`] the last window is lost.
 struct Zstd<R: BufRead> {
     src: R,
     dec: ruzstd::decoding::FrameDecoder,
     /// A frame is being decoded.
     active: bool,
+    /// The current frame's compressed bytes, while at most [`ZSTD_SALVAGE`] (`kept_all`).
+    kept: Vec<u8>,
+    kept_all: bool,
+    /// Bytes of the current frame handed out.
+    given: u64,
+    /// Salvaged bytes still to hand out, then the error that ended the stream.
+    salvaged: std::collections::VecDeque<u8>,
+    error: Option<std::io::Error>,
+}
+
+/// The compressed bytes of a frame kept for salvage (see [`Zstd`]).
+const ZSTD_SALVAGE: usize = 8 << 20;
+
+/// Reads from `r`, keeping a copy of what it read in `kept` while `*all` (up to
+/// [`ZSTD_SALVAGE`], then nothing).
+struct Keep<'a, R> {
+    r: &'a mut R,
+    kept: &'a mut Vec<u8>,
+    all: &'a mut bool,
+}
+
+impl<R: Read> Read for Keep<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.r.read(buf)?;
+        if *self.all {
+            if self.kept.len() + n > ZSTD_SALVAGE {
+                *self.all = false;
+                *self.kept = Vec::new();
+            } else {
+                self.kept.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
 }
 
 impl<R: BufRead> Zstd<R> {
@@ -49,7 +91,53 @@ impl<R: BufRead> Zstd<R> {
             src,
             dec: ruzstd::decoding::FrameDecoder::new(),
             active: false,
+            kept: Vec::new(),
+            kept_all: true,
+            given: 0,
+            salvaged: Default::default(),
+            error: None,
         }
+    }
+
+    /// The current frame's bytes not yet handed out, decoded again from the kept compressed
+    /// bytes up to the last whole block (`e`: how decoding failed).
+    fn salvage(&mut self, e: &ruzstd::decoding::errors::FrameDecoderError) -> Vec<u8> {
+        use ruzstd::decoding::errors::FrameDecoderError as E;
+        use ruzstd::decoding::BlockDecodingStrategy;
+        if !self.kept_all {
+            return Vec::new();
+        }
+        let read = self.dec.bytes_read_from_source() as usize;
+        // An empty raw block marked last (a 3-byte block header), and a checksum's place.
+        const LAST: [u8; 7] = [1, 0, 0, 0, 0, 0, 0];
+        // The counter holds the failed block's 3-byte header when its body failed.
+        let (whole, end): (usize, &[u8]) = match e {
+            E::FailedToReadBlockBody(_) => (read.saturating_sub(3), &LAST),
+            E::FailedToReadBlockHeader(_) => (read, &LAST),
+            E::FailedToReadChecksum(_) => (read, &LAST[3..]),
+            _ => return Vec::new(),
+        };
+        let Some(head) = self.kept.get(..whole) else {
+            return Vec::new();
+        };
+        let mut again = head.to_vec();
+        again.extend_from_slice(end);
+        let mut dec = ruzstd::decoding::FrameDecoder::new();
+        let mut src = &again[..];
+        if dec.reset(&mut src).is_err()
+            || dec
+                .decode_blocks(&mut src, BlockDecodingStrategy::All)
+                .is_err()
+            || !dec.is_finished()
+        {
+            return Vec::new();
+        }
+        let mut out = dec.collect().unwrap_or_default();
+        let given = usize::try_from(self.given)
+            .unwrap_or(usize::MAX)
+            .min(out.len());
+        out.drain(..given);
+        out
     }
 }
 
@@ -60,16 +148,40 @@ impl<R: BufRead> Read for Zstd<R> {
         if buf.is_empty() {
             return Ok(0);
         }
+        if !self.salvaged.is_empty() {
+            return self.salvaged.read(buf);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
         loop {
             if self.active {
                 while self.dec.can_collect() < buf.len() && !self.dec.is_finished() {
                     let want = buf.len() - self.dec.can_collect();
-                    self.dec
-                        .decode_blocks(&mut self.src, BlockDecodingStrategy::UptoBytes(want))
-                        .map_err(zstd_error)?;
+                    let mut src = Keep {
+                        r: &mut self.src,
+                        kept: &mut self.kept,
+                        all: &mut self.kept_all,
+                    };
+                    if let Err(e) = self
+                        .dec
+                        .decode_blocks(&mut src, BlockDecodingStrategy::UptoBytes(want))
+                    {
+                        // What was decoded before the damage is handed out, then the error.
+                        let rest = self.salvage(&e);
+                        self.active = false;
+                        let e = zstd_error(e);
+                        if rest.is_empty() {
+                            return Err(e);
+                        }
+                        self.error = Some(e);
+                        self.salvaged = rest.into();
+                        return self.salvaged.read(buf);
+                    }
                 }
                 let n = self.dec.read(buf)?;
                 if n > 0 {
+                    self.given += n as u64;
                     return Ok(n);
                 }
                 self.active = false;
@@ -77,7 +189,15 @@ impl<R: BufRead> Read for Zstd<R> {
             if self.src.fill_buf()?.is_empty() {
                 return Ok(0);
             }
-            match self.dec.reset(&mut self.src) {
+            self.kept.clear();
+            self.kept_all = true;
+            self.given = 0;
+            let mut src = Keep {
+                r: &mut self.src,
+                kept: &mut self.kept,
+                all: &mut self.kept_all,
+            };
+            match self.dec.reset(&mut src) {
                 Ok(()) => self.active = true,
                 Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
                     length,
@@ -100,7 +220,9 @@ impl<R: BufRead> Read for Zstd<R> {
 /// ruzstd's errors print their inner `Debug`; a cut stream is the common case, say it plainly.
 fn zstd_error(e: impl std::fmt::Display) -> std::io::Error {
     let text = e.to_string();
-    if text.contains("UnexpectedEof") {
+    // A cut shows as the reader's end of file, by its kind or by its message (a block or the
+    // checksum read short).
+    if text.contains("UnexpectedEof") || text.contains("failed to fill whole buffer") {
         std::io::Error::other("the compressed stream ends early (a cut file?)")
     } else {
         std::io::Error::other(format!("corrupt stream ({text})"))
@@ -924,5 +1046,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A zstd frame cut or damaged anywhere hands out a prefix of the original before its
+    /// error, every byte when only the checksum is cut (decision 83).
+    #[test]
+    fn a_cut_zstd_frame_hands_out_what_it_decoded() {
+        // Smaller than the window: without salvage nothing of a cut frame comes out.
+        let original: Vec<u8> = (0..75_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        let mut z = Vec::new();
+        ruzstd::encoding::compress(
+            &original[..],
+            &mut z,
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let read = |b: &[u8]| {
+            let head = b[..4].to_vec();
+            let mut r =
+                super::decoder(head, std::io::Cursor::new(b[4..].to_vec()), Some("zstd")).unwrap();
+            let mut out = Vec::new();
+            let end = r.read_to_end(&mut out);
+            (out, end.is_ok())
+        };
+        assert_eq!(read(&z), (original.clone(), true));
+        let mut salvaged = 0;
+        for cut in (8..z.len()).step_by(z.len() / 37 + 1) {
+            let (out, ok) = read(&z[..cut]);
+            assert!(!ok, "cut at {cut}: an error at the end");
+            assert!(original.starts_with(&out), "cut at {cut}: a prefix");
+            salvaged += usize::from(!out.is_empty());
+        }
+        assert!(salvaged > 20, "{salvaged} cuts gave bytes");
     }
 }

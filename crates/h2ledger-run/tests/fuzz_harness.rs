@@ -24,6 +24,7 @@ fn regressions() {
             harness::run(&input);
             harness::threads_agree(&input);
             harness::blocks(&input);
+            harness::decompress(&input);
             n += 1;
         }
     }

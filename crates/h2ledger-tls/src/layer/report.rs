@@ -169,10 +169,11 @@ impl TlsReport {
         t: &TlsConn,
         keylog: &KeyLog,
         keys_from: Option<&str>,
+        piped: bool,
         max_conn_reports: usize,
     ) -> Option<(&'static str, String)> {
         let status = t.status();
-        let warning = self.count(status, meta, t, keylog, keys_from);
+        let warning = self.count(status, meta, t, keylog, keys_from, piped);
         if self.per_connection.len() < max_conn_reports {
             self.per_connection.push(conn_report(meta, t, status));
         } else {
@@ -189,6 +190,7 @@ impl TlsReport {
         t: &TlsConn,
         keylog: &KeyLog,
         keys_from: Option<&str>,
+        piped: bool,
     ) -> Option<(&'static str, String)> {
         let lbl = label(meta, t.client);
         let h2_offered = t.alpn_offered.iter().any(|p| p == b"h2");
@@ -218,6 +220,10 @@ impl TlsReport {
                          has {} client randoms",
                         keylog.len()
                     )
+                } else if keylog.is_empty() && piped {
+                    "no key log given (a pcapng's Decryption Secrets Blocks are read only from \
+                     a file, not from standard input or a pipe: name the file instead)"
+                        .to_string()
                 } else if keylog.is_empty() {
                     "no key log given".to_string()
                 } else {

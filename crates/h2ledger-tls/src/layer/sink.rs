@@ -164,7 +164,11 @@ impl Tls {
         let Mode::Tls(t) = c.mode else { return };
         let max = self.cfg.max_conn_reports;
         let keys_from = self.cfg.keys_from.as_deref();
-        if let Some((kind, msg)) = self.report.fold(&c.meta, &t, &self.keylog, keys_from, max) {
+        let piped = self.cfg.piped;
+        if let Some((kind, msg)) =
+            self.report
+                .fold(&c.meta, &t, &self.keylog, keys_from, piped, max)
+        {
             self.warnings.push(kind, msg);
         }
     }

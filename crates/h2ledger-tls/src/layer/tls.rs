@@ -38,6 +38,9 @@ pub struct Config {
     /// (server)`), attached before the capture began: the no-key and no-handshake warnings
     /// say so instead of asking for a key log.
     pub keys_from: Option<String>,
+    /// The capture comes from standard input or a pipe, whose pcapng secrets blocks are not
+    /// read ahead: the no-key warning says so.
+    pub piped: bool,
 }
 
 impl Default for Config {
@@ -50,6 +53,7 @@ impl Default for Config {
             max_conn_reports: 1_000,
             max_pending_warnings: 10_000,
             keys_from: None,
+            piped: false,
         }
     }
 }

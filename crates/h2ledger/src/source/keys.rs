@@ -215,9 +215,12 @@ pub fn load(
             }
         }
     }
+    let piped =
+        capture.is_some_and(|c| c == "-" || !std::fs::metadata(c).is_ok_and(|m| m.is_file()));
     let cfg = Config {
         wait_for_keys: live && (file.is_some() || keys_from.is_some()),
         keys_from,
+        piped: piped && !live,
         ..Config::default()
     };
     Ok((Tls::new(cfg, keys), file))

@@ -498,3 +498,26 @@ fn a_named_pipe_reads_like_the_file() {
         assert_eq!(ledger(&o.stdout), want, "named pipe {i}");
     }
 }
+
+/// A pcapng with its keys in secrets blocks, given on standard input: its secrets are not read
+/// ahead from a pipe, and the warning says so rather than only asking for a key log.
+#[test]
+fn secrets_blocks_on_standard_input_are_said_unread() {
+    let f = capture("curl-nghttpd-tls13-dsb.pcapng");
+    let o = Command::new(bin())
+        .args(["replay", "-"])
+        .stdin(std::fs::File::open(&f).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        err.contains("Decryption Secrets Blocks are read only from a file"),
+        "{err}"
+    );
+    // From the file, they are read.
+    let v = replay_json(f.to_str().unwrap(), &[]);
+    assert!(n(&v["calls"]) > 0);
+}

@@ -142,6 +142,56 @@ fn a_cut_or_corrupt_compressed_capture_is_said() {
     assert!(err.contains("zstd") && err.contains("ends early"), "{err}");
 }
 
+/// A cut zstd file counts the packets before the cut, like a cut gzip (decision 83), even
+/// when all of it is within one window that ruzstd holds back until the frame's end (a small
+/// file: before, nothing was read and it was refused, exit 2), with a checksum or without,
+/// cut inside a block or between blocks.
+#[test]
+fn a_cut_zstd_capture_counts_the_packets_before_the_cut() {
+    let plain = capture("grpcgo-flow-static.pcap");
+    let packets = |o: &Output| {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        n(&v["capture"]["packets"])
+    };
+    let whole = packets(&run(&["replay", plain.to_str().unwrap(), "-T", "json"]));
+    assert!(whole > 100);
+    for (i, flags) in [&["-c"][..], &["-c", "--no-check"], &["-c", "-19"]]
+        .into_iter()
+        .enumerate()
+    {
+        let zst = tmp(&format!("whole-{i}.pcap.zst"));
+        compress("zstd", flags, &plain, &zst);
+        let bytes = std::fs::read(&zst).unwrap();
+        let mut seen = Vec::new();
+        for cut in [
+            bytes.len() / 4,
+            bytes.len() / 2,
+            bytes.len() - 5,
+            bytes.len() - 1,
+        ] {
+            let f = tmp(&format!("cut-{i}-{cut}.pcap.zst"));
+            std::fs::write(&f, &bytes[..cut]).unwrap();
+            let o = run(&["replay", f.to_str().unwrap(), "-T", "json"]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{flags:?} cut at {cut}: {err}");
+            // The warning is in the JSON's warnings.
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                out.contains("zstd: the compressed stream ends early"),
+                "{out}"
+            );
+            let got = packets(&o);
+            // (Cut in the checksum: every packet.)
+            assert!(
+                got > 0 && got <= whole,
+                "{flags:?} cut at {cut}: {got} of {whole}"
+            );
+            seen.push(got);
+        }
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{flags:?}: {seen:?}");
+    }
+}
+
 fn at(args: &[&str]) -> Output {
     Command::new(bin())
         .args(args)
