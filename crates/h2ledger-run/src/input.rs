@@ -124,20 +124,32 @@ impl<R: BufRead> Zstd<R> {
         again.extend_from_slice(end);
         let mut dec = ruzstd::decoding::FrameDecoder::new();
         let mut src = &again[..];
-        if dec.reset(&mut src).is_err()
-            || dec
-                .decode_blocks(&mut src, BlockDecodingStrategy::All)
-                .is_err()
-            || !dec.is_finished()
-        {
+        if dec.reset(&mut src).is_err() {
             return Vec::new();
         }
-        let mut out = dec.collect().unwrap_or_default();
-        let given = usize::try_from(self.given)
-            .unwrap_or(usize::MAX)
-            .min(out.len());
-        out.drain(..given);
-        out
+        // Decoded a step at a time and drained, what was handed out skipped: what is kept is
+        // at most what the first decoder held back (about a window), however much the frame
+        // decodes to.
+        let mut skip = usize::try_from(self.given).unwrap_or(usize::MAX);
+        let mut out = Vec::new();
+        loop {
+            let Ok(finished) =
+                dec.decode_blocks(&mut src, BlockDecodingStrategy::UptoBytes(1 << 20))
+            else {
+                return Vec::new();
+            };
+            let chunk = dec.collect().unwrap_or_default();
+            let k = skip.min(chunk.len());
+            skip -= k;
+            out.extend_from_slice(&chunk[k..]);
+            if finished && dec.is_finished() {
+                out.extend_from_slice(&dec.collect().unwrap_or_default());
+                return out;
+            }
+            if finished {
+                return Vec::new();
+            }
+        }
     }
 }
 

@@ -200,7 +200,7 @@ impl SavedCapture {
             .name("read".into())
             .spawn(move || match blocks {
                 Some(file) => read_blocks(file, cap, &full_tx, &empty_rx),
-                None => read_batches(cap, Batch::default(), &full_tx, &empty_rx),
+                None => read_batches(cap, &full_tx, &empty_rx),
             })
             .map_err(|e| anyhow!("cannot start the reading thread: {e}"))?;
         let mut stopped = false;
@@ -255,10 +255,10 @@ struct Batch {
 /// before it were sent), or nobody receives.
 fn read_batches(
     mut cap: Capture<Offline>,
-    mut batch: Batch,
     full: &std::sync::mpsc::SyncSender<Batch>,
     empty: &std::sync::mpsc::Receiver<Batch>,
 ) -> std::result::Result<(), String> {
+    let mut batch = Batch::default();
     loop {
         let (end, error) = match cap.next_packet() {
             Ok(p) => {
@@ -345,7 +345,7 @@ fn handover(
             Err(e) => return Err(pcap_reason(&e)),
         }
     }
-    read_batches(cap, Batch::default(), full, empty)
+    read_batches(cap, full, empty)
 }
 
 fn io_reason(e: &std::io::Error) -> String {
