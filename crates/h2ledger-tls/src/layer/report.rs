@@ -221,8 +221,8 @@ impl TlsReport {
                         keylog.len()
                     )
                 } else if keylog.is_empty() && piped {
-                    "no key log given (a pcapng's Decryption Secrets Blocks are read only from \
-                     a file, not from standard input or a pipe: name the file instead)"
+                    "no key log given (a pcapng's Decryption Secrets Blocks, if it has any, are \
+                     read only from a file, not from standard input or a pipe)"
                         .to_string()
                 } else if keylog.is_empty() {
                     "no key log given".to_string()

@@ -514,7 +514,7 @@ fn secrets_blocks_on_standard_input_are_said_unread() {
         .collect::<Vec<_>>()
         .join(" ");
     assert!(
-        err.contains("Decryption Secrets Blocks are read only from a file"),
+        err.contains("Decryption Secrets Blocks, if it has any, are read only from a file"),
         "{err}"
     );
     // From the file, they are read.
