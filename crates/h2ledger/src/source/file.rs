@@ -69,9 +69,11 @@ impl SavedCapture {
         } else {
             path.to_string()
         };
-        if path != "-" {
-            let p = Path::new(path);
-            match std::fs::metadata(p) {
+        // The file's kind and size, looked up once (`None`: standard input).
+        let meta = if path == "-" {
+            None
+        } else {
+            match std::fs::metadata(Path::new(path)) {
                 Err(e) => return Err(anyhow!("{name}: cannot open: {}", io_reason(&e))),
                 Ok(m) if m.is_dir() => {
                     return Err(anyhow!("{name}: is a directory, not a capture file"))
@@ -81,9 +83,13 @@ impl SavedCapture {
                         "{name}: empty file, not a capture (make one with: tcpdump -i lo -w FILE)"
                     ))
                 }
-                Ok(_) => {}
+                Ok(m) => Some(m),
             }
-        }
+        };
+        // A named pipe (`<(zcat f.pcap.gz)`) is read as standard input is: through our pipe,
+        // opened once (a writer gone after a first open leaves a second one waiting).
+        let size = meta.filter(|m| m.is_file()).map(|m| m.len());
+        let regular = size.is_some();
         // The first bytes tell a compressed capture; standard input always goes through a pipe
         // of ours (its first bytes are read here and cannot be given back to libpcap).
         let mut head = Vec::with_capacity(4);
@@ -96,10 +102,6 @@ impl SavedCapture {
             )
         };
         let mut source = source;
-        // A named pipe (`<(zcat f.pcap.gz)`) is read as standard input is: through our pipe,
-        // opened once (a writer gone after a first open leaves a second one waiting).
-        let regular = path != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
-        let size = regular.then(|| std::fs::metadata(path).map_or(0, |m| m.len()));
         (&mut source)
             .take(4)
             .read_to_end(&mut head)

@@ -192,13 +192,14 @@ pub fn load(
         }
         file = live.then_some(kf);
     }
-    if let Some(cap) = capture.filter(|c| *c != "-") {
-        // A regular file only: the packets of a named pipe can be read once, by the capture
-        // (as from standard input, its secrets blocks are not read ahead).
-        // Not even opened otherwise: a named pipe's writer would pair with this open.
-        let regular = std::fs::metadata(cap).is_ok_and(|m| m.is_file());
-        let opened = if regular { File::open(cap).ok() } else { None };
-        if let Some(mut f) = opened {
+    // A regular file only: the packets of standard input or a named pipe can be read once, by
+    // the capture (their secrets blocks are not read ahead, and the no-key warning says so).
+    // A pipe is not even opened here: its writer would pair with this open.
+    let regular = capture
+        .filter(|c| *c != "-")
+        .filter(|c| std::fs::metadata(c).is_ok_and(|m| m.is_file()));
+    if let Some(cap) = regular {
+        if let Ok(mut f) = File::open(cap) {
             let mut head = Vec::with_capacity(4);
             let _ = (&mut f).take(4).read_to_end(&mut head);
             let found = match compression_of(&head) {
@@ -215,12 +216,11 @@ pub fn load(
             }
         }
     }
-    let piped =
-        capture.is_some_and(|c| c == "-" || !std::fs::metadata(c).is_ok_and(|m| m.is_file()));
     let cfg = Config {
         wait_for_keys: live && (file.is_some() || keys_from.is_some()),
         keys_from,
-        piped: piped && !live,
+        // (A live capture has no `capture` file.)
+        piped: capture.is_some() && regular.is_none(),
         ..Config::default()
     };
     Ok((Tls::new(cfg, keys), file))
