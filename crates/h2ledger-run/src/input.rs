@@ -924,91 +924,93 @@ mod tests {
             f(&mut ng);
             all(&ng.out)
         };
-        let lone = |r: (Vec<(i64, Vec<u8>)>, Record)| r.1;
-        assert_eq!(
-            lone(odd(&|n| n.packet(0, 1, b"a"))),
-            Record::Odd,
-            "no interface"
-        );
-        assert_eq!(
-            lone(odd(&|n| {
-                n.interface(1, 0, &[]);
-                n.packet(1, 1, b"a")
-            })),
-            Record::Odd,
-            "an interface not described"
-        );
-        assert_eq!(
-            lone(odd(&|n| {
-                n.interface(1, 4, &[]);
-                n.packet(0, 1, b"abcde")
-            })),
-            Record::Odd,
-            "beyond the snapshot length"
-        );
-        assert_eq!(
-            lone(odd(&|n| n.interface(1, 0, &[(9, &[0x86])]))),
-            Record::Odd,
-            "binary time resolution"
-        );
-        assert_eq!(
-            lone(odd(&|n| n.interface(1, 0, &[(14, &[0; 8])]))),
-            Record::Odd,
-            "a time offset"
-        );
-        assert_eq!(
-            lone(odd(&|n| {
-                n.interface(1, 0, &[]);
-                n.interface(113, 0, &[])
-            })),
-            Record::Odd,
-            "another link type"
-        );
-        let (p, end) = odd(&|n| {
-            n.interface(1, 0, &[]);
-            n.packet(0, 1, b"a");
-            n.interface(1, 0, &[])
-        });
-        assert_eq!(
-            (p.len(), end),
-            (1, Record::Odd),
-            "an interface after a packet"
-        );
-        assert_eq!(
-            lone(odd(&|n| {
-                n.interface(1, 0, &[]);
-                n.section()
-            })),
-            Record::Odd,
-            "a second section"
-        );
-        assert_eq!(
-            lone(odd(&|n| n.block(3, &[0; 8]))),
-            Record::Odd,
-            "a simple packet block"
-        );
-        assert_eq!(
-            lone(odd(&|n| n.out.extend([1, 0, 0, 0, 13, 0, 0, 0]))),
-            Record::Odd,
-            "a length not a multiple of 4"
-        );
-        assert_eq!(
-            lone(odd(&|n| n.out.extend([1, 0, 0, 0, 0, 0, 32, 0]))),
-            Record::Odd,
-            "a block beyond the largest"
-        );
-        assert_eq!(
-            lone(odd(&|n| n.out.extend([1, 0, 0, 0, 16, 0, 0, 0]))),
-            Record::More { need: 16 },
-            "a block cut"
-        );
-        assert_eq!(
-            lone(odd(&|n| n
-                .out
-                .extend([9, 0, 0, 0, 12, 0, 0, 0, 16, 0, 0, 0]))),
-            Record::Odd,
-            "a trailing length unlike the leading one"
-        );
+        // (what, the blocks after the section header, the end the reader reaches)
+        let cases: [(&str, &dyn Fn(&mut Ng), Record); 13] = [
+            ("no interface", &|n| n.packet(0, 1, b"a"), Record::Odd),
+            (
+                "an interface not described",
+                &|n| {
+                    n.interface(1, 0, &[]);
+                    n.packet(1, 1, b"a")
+                },
+                Record::Odd,
+            ),
+            (
+                "beyond the snapshot length",
+                &|n| {
+                    n.interface(1, 4, &[]);
+                    n.packet(0, 1, b"abcde")
+                },
+                Record::Odd,
+            ),
+            (
+                "binary time resolution",
+                &|n| n.interface(1, 0, &[(9, &[0x86])]),
+                Record::Odd,
+            ),
+            (
+                "a time offset",
+                &|n| n.interface(1, 0, &[(14, &[0; 8])]),
+                Record::Odd,
+            ),
+            (
+                "another link type",
+                &|n| {
+                    n.interface(1, 0, &[]);
+                    n.interface(113, 0, &[])
+                },
+                Record::Odd,
+            ),
+            (
+                "a second section",
+                &|n| {
+                    n.interface(1, 0, &[]);
+                    n.section()
+                },
+                Record::Odd,
+            ),
+            (
+                "a simple packet block",
+                &|n| n.block(3, &[0; 8]),
+                Record::Odd,
+            ),
+            (
+                "a length not a multiple of 4",
+                &|n| n.out.extend([1, 0, 0, 0, 13, 0, 0, 0]),
+                Record::Odd,
+            ),
+            (
+                "a block beyond the largest",
+                &|n| n.out.extend([1, 0, 0, 0, 0, 0, 32, 0]),
+                Record::Odd,
+            ),
+            (
+                "a block cut",
+                &|n| n.out.extend([1, 0, 0, 0, 16, 0, 0, 0]),
+                Record::More { need: 16 },
+            ),
+            (
+                "a trailing length unlike the leading one",
+                &|n| n.out.extend([9, 0, 0, 0, 12, 0, 0, 0, 16, 0, 0, 0]),
+                Record::Odd,
+            ),
+            (
+                "an interface after a packet",
+                &|n| {
+                    n.interface(1, 0, &[]);
+                    n.packet(0, 1, b"a");
+                    n.interface(1, 0, &[])
+                },
+                Record::Odd,
+            ),
+        ];
+        for (what, blocks, end) in cases {
+            let (packets, got) = odd(blocks);
+            assert_eq!(got, end, "{what}");
+            // Only the last case has a packet before its odd block.
+            let want = usize::from(what == "an interface after a packet");
+            assert_eq!(packets.len(), want, "{what}: packets before the end");
+        }
     }
 
     /// Any bytes: no panic, and every record moves forward within the bytes given.
