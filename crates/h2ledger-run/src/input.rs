@@ -925,7 +925,8 @@ mod tests {
             all(&ng.out)
         };
         // (what, the blocks after the section header, the end the reader reaches)
-        let cases: [(&str, &dyn Fn(&mut Ng), Record); 13] = [
+        type Case<'a> = (&'a str, &'a dyn Fn(&mut Ng), Record);
+        let cases: [Case; 13] = [
             ("no interface", &|n| n.packet(0, 1, b"a"), Record::Odd),
             (
                 "an interface not described",
