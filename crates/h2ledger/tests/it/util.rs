@@ -149,26 +149,58 @@ pub fn have(cmd: &str) -> bool {
 /// A copy of the binary that an unprivileged user can run whatever the checkout's location
 /// (a clone under /root is not reachable by `nobody`).
 ///
-/// Copied once per process, behind a `OnceLock`, into a directory emptied first (decision
+/// Made once per process, behind a `OnceLock`, into a directory emptied first (decision
 /// 250): the directory is named by the process id, and an earlier process with the same id
-/// (ids are reused; such directories are never removed) left its own build's binary there,
-/// which a check for an existing file would have run instead of this one.
+/// left its own build's binary there, which a check for an existing file would have run
+/// instead of this one. The copy is a hard link where the file system allows one (no bytes
+/// written; a debug binary is over 100 MB), else a copy; and directories of processes that
+/// have ended are removed first (decision 266: they were never removed, and 330 of them had
+/// filled 24 GB of /tmp).
 pub fn bin_for_nobody() -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     COPY.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("h2ledger-nobody-{}", std::process::id()));
+        let tmp_root = std::env::temp_dir();
+        remove_ended_nobody_dirs(&tmp_root);
+        let dir = tmp_root.join(format!("{NOBODY_DIR}{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let to = dir.join("h2ledger");
-        let tmp = dir.join("h2ledger.tmp");
-        copy_executable(std::path::Path::new(bin()), &tmp);
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::rename(&tmp, &to).unwrap();
+        let from = std::path::Path::new(bin());
+        if std::fs::hard_link(from, &to).is_err() {
+            let tmp = dir.join("h2ledger.tmp");
+            copy_executable(from, &tmp);
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&tmp, &to).unwrap();
+        }
         to
     })
     .clone()
+}
+
+const NOBODY_DIR: &str = "h2ledger-nobody-";
+
+/// Removes `h2ledger-nobody-PID` directories whose process is gone (no /proc/PID). A
+/// directory of a live process, this one's included, is left alone; so is any name that is
+/// not the prefix followed by a number.
+fn remove_ended_nobody_dirs(tmp_root: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(tmp_root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(NOBODY_DIR))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// `cp FROM TO` (then FROM's mode on TO, as `std::fs::copy` gives): a program the tests then
