@@ -89,6 +89,9 @@ pub const PHASE_CONN_DETAIL: usize = 16;
 pub struct Tally {
     /// Boxed: hash-map buckets are reserved ahead, and an entry is several hundred bytes.
     open: FastMap<u32, Box<Dirs<SideTally>>>,
+    /// The open connection counted last, kept out of `open`: a packet's write and frames are
+    /// one connection's, so most events find it here without hashing.
+    hot: Option<(u32, Box<Dirs<SideTally>>)>,
     /// The closed HTTP/2 connections: totals, and the first [`MAX_CONN_DETAIL`] one by one.
     closed: Sides<SideTally>,
     closed_conns: u64,
@@ -124,13 +127,38 @@ impl Tally {
         self.frames
     }
 
+    #[inline(always)]
     fn slot(&mut self, conn: ConnId, dir: Dir) -> &mut SideTally {
-        &mut self.open.entry(conn.0).or_default()[dir]
+        if !matches!(&self.hot, Some((h, _)) if *h == conn.0) {
+            self.make_hot(conn.0);
+        }
+        match &mut self.hot {
+            Some((_, t)) => &mut t[dir],
+            None => unreachable!("made hot above"),
+        }
+    }
+
+    /// Connection `id`'s counts out of `open` into `hot` (new ones if it has none yet), and
+    /// those that were there back into `open`.
+    #[inline(never)]
+    fn make_hot(&mut self, id: u32) {
+        let t = self.open.remove(&id).unwrap_or_default();
+        if let Some((was, u)) = self.hot.replace((id, t)) {
+            self.open.insert(was, u);
+        }
+    }
+
+    /// The counts of open connection `id`, wherever they are kept.
+    fn open_counts(&self, id: u32) -> Option<&Dirs<SideTally>> {
+        match &self.hot {
+            Some((h, t)) if *h == id => Some(t),
+            _ => self.open.get(&id).map(|t| &**t),
+        }
     }
 
     /// Whether this tally holds counts of the open connection `c`.
     pub(crate) fn has(&self, c: &ConnSummary) -> bool {
-        self.open.contains_key(&c.id.0)
+        self.open_counts(c.id.0).is_some()
     }
 
     /// The counts of one open connection's side.
@@ -139,8 +167,7 @@ impl Tally {
             Side::Client => c.client_dir,
             Side::Server => c.client_dir.other(),
         };
-        self.open
-            .get(&c.id.0)
+        self.open_counts(c.id.0)
             .map(|t| t[dir].clone())
             .unwrap_or_default()
     }
@@ -187,7 +214,11 @@ impl Observer for Tally {
                 self.detail_omitted += 1;
             }
         }
-        self.open.remove(&c.id.0);
+        if self.hot.as_ref().is_some_and(|h| h.0 == c.id.0) {
+            self.hot = None;
+        } else {
+            self.open.remove(&c.id.0);
+        }
         // A map keeps its largest size: give it back once mostly empty, so a phase whose
         // connections have ended holds no table sized for its busiest moment (1,000 phases).
         let cap = self.open.capacity();
