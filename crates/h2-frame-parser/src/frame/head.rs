@@ -211,7 +211,7 @@ impl Head {
     /// The fields of exactly [`HEAD_LEN`] octets (the fixed layout needs no combinator: this
     /// is the per-frame hot path, a few instructions instead of four nom parsers).
     #[inline]
-    fn from_octets(h: &[u8; HEAD_LEN]) -> Head {
+    pub(crate) fn from_octets(h: &[u8; HEAD_LEN]) -> Head {
         let sid = u32::from_be_bytes([h[5], h[6], h[7], h[8]]);
         Head {
             length: u32::from_be_bytes([0, h[0], h[1], h[2]]),

@@ -57,7 +57,17 @@ pub struct RawFrame<'a> {
 ///
 /// `Err(Incomplete(n))` says how many more octets are needed. The length is not checked
 /// against SETTINGS_MAX_FRAME_SIZE here; use [`Head::plausible`] for that.
+#[inline]
 pub fn raw_frame(input: &[u8]) -> IResult<&[u8], RawFrame<'_>> {
+    // The common case, a whole frame in `input`, without nom's combinators (the per-frame hot
+    // path: it halves the cost of a frame's split). Short input takes the streaming parsers
+    // below, which say how many more octets are needed.
+    if let Some((octets, rest)) = input.split_first_chunk::<HEAD_LEN>() {
+        let head = Head::from_octets(octets);
+        if let Some((payload, rest)) = rest.split_at_checked(head.length as usize) {
+            return Ok((rest, RawFrame { head, payload }));
+        }
+    }
     let (rest, head) = Head::parse(input)?;
     let (rest, payload) = take(head.length)(rest)?;
     Ok((rest, RawFrame { head, payload }))
@@ -457,6 +467,44 @@ pub(crate) fn load_one(bytes: &[u8]) -> Result<Frame<'_>, FrameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `raw_frame` as it was before its fast path: nom's streaming parsers alone.
+    fn raw_frame_nom(input: &[u8]) -> IResult<&[u8], RawFrame<'_>> {
+        let (rest, head) = Head::parse(input)?;
+        let (rest, payload) = take(head.length)(rest)?;
+        Ok((rest, RawFrame { head, payload }))
+    }
+
+    /// Every prefix of two frames (empty, whole, cut in the header, cut in the payload,
+    /// followed by more bytes) and every length field: the fast path gives what nom gives,
+    /// `Incomplete` and its count included.
+    #[test]
+    fn raw_frame_fast_path_is_nom() {
+        let mut two = frame_bytes!(Kind::Headers, flags 0x5, stream 1; [7u8; 13]);
+        two.extend(frame_bytes!(Kind::Data, flags 0x1, stream 1; [9u8; 3]));
+        for end in 0..=two.len() {
+            assert_eq!(
+                raw_frame(&two[..end]),
+                raw_frame_nom(&two[..end]),
+                "prefix {end}"
+            );
+        }
+        for len in [0u32, 1, 15, 16, 17, 0xff_ffff] {
+            let mut f = vec![
+                (len >> 16) as u8,
+                (len >> 8) as u8,
+                len as u8,
+                0,
+                0,
+                0,
+                0,
+                0,
+                1,
+            ];
+            f.extend_from_slice(&[0u8; 16]);
+            assert_eq!(raw_frame(&f), raw_frame_nom(&f), "length {len}");
+        }
+    }
 
     #[test]
     fn head_fields() {
