@@ -1,8 +1,6 @@
 //! Header blocks: decoding (HPACK), and what a block says about its stream (request,
 //! response or trailers).
 
-use std::collections::hash_map::Entry;
-
 use super::*;
 
 /// `METHOD SP target SP HTTP/1.x` at the start of `buf`, when its line is complete.
@@ -192,20 +190,22 @@ pub(super) fn classify(
             // One lookup: the stream's bits updated in place, END_STREAM included (a stream
             // both sides ended is forgotten, as `end_stream` does).
             let tracked = c.streams.len();
-            let seen = match c.streams.entry(s) {
-                Entry::Occupied(mut e) => {
-                    let bits = e.get_mut();
+            let seen = match c.streams.find(s) {
+                Some(i) => {
+                    let Some(bits) = c.streams.slot_mut(i) else {
+                        unreachable!("a found slot holds its value")
+                    };
                     let seen = *bits & bit != 0;
                     *bits |= bit;
                     if end {
                         *bits |= end_bit;
                         if *bits & 0b1100 == 0b1100 {
-                            e.remove();
+                            c.streams.discard_at(i);
                         }
                     }
                     seen
                 }
-                Entry::Vacant(v) => {
+                None => {
                     // A stream reset a moment ago (the peer's trailers may cross the RST): its
                     // bits.
                     if let Some(i) = c.recent_resets.iter().position(|r| r.0 == s) {
@@ -213,14 +213,14 @@ pub(super) fn classify(
                         let seen = bits & bit != 0;
                         let bits = bits | bit | if end { end_bit } else { 0 };
                         if bits & 0b1100 != 0b1100 {
-                            v.insert(bits);
+                            c.streams.insert(s, bits);
                         }
                         seen
                     } else {
                         let full = tracked >= MAX_STREAMS;
                         if !full {
                             // One side's bit and at most its end: never both ends.
-                            v.insert(bit | if end { end_bit } else { 0 });
+                            c.streams.insert(s, bit | if end { end_bit } else { 0 });
                         } else {
                             c.streams_full = true;
                             c.streams_untracked += 1;
@@ -268,7 +268,7 @@ pub(super) fn classify(
             // are the stream's trailers, as RFC 9113 §5.1 allows in flight): keep the last few
             // reset streams' bits.
             let s = head.stream_id.0;
-            if let Some(bits) = c.streams.remove(&s) {
+            if let Some(bits) = c.streams.remove(s) {
                 if c.recent_resets.len() >= MAX_RECENT_RESETS {
                     c.recent_resets.pop_front();
                 }
@@ -286,11 +286,12 @@ pub(super) fn classify(
 }
 
 pub(super) fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
-    if let Entry::Occupied(mut e) = c.streams.entry(s) {
-        let bits = e.get_mut();
-        *bits |= end_bit;
-        if *bits & 0b1100 == 0b1100 {
-            e.remove();
+    if let Some(i) = c.streams.find(s) {
+        if let Some(bits) = c.streams.slot_mut(i) {
+            *bits |= end_bit;
+            if *bits & 0b1100 == 0b1100 {
+                c.streams.discard_at(i);
+            }
         }
     }
 }

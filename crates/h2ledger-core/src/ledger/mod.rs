@@ -221,55 +221,16 @@ struct Conn {
 /// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
 const MAX_RECENT_RESETS: usize = 16;
 
-/// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id.
-type StreamMap = HashMap<u32, u8, WireIds>;
-
-/// The hasher of ids the wire chooses (stream ids): [`StreamIdHasher`]'s multiply-shift of the
-/// id XORed with the process' random seed ([`crate::id_seed`], decisions 246, 262), kept in the
-/// map, so that a capture cannot pick ids whose hashes collide; the map is never iterated.
-#[derive(Clone, Copy)]
-pub(crate) struct WireIds(u64);
-
-impl Default for WireIds {
-    fn default() -> Self {
-        WireIds(crate::id_seed())
-    }
-}
-
-impl std::hash::BuildHasher for WireIds {
-    type Hasher = WireIdHasher;
-    fn build_hasher(&self) -> WireIdHasher {
-        WireIdHasher { seed: self.0, h: 0 }
-    }
-}
-
-/// See [`WireIds`].
-pub(crate) struct WireIdHasher {
-    seed: u64,
-    h: u64,
-}
-
-impl Hasher for WireIdHasher {
-    fn finish(&self) -> u64 {
-        self.h
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u32(u32::from(b) ^ (self.h as u32));
-        }
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.h = (u64::from(n) ^ self.h ^ self.seed)
-            .wrapping_mul(crate::GOLDEN)
-            .rotate_left(32);
-    }
-}
+/// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id: the
+/// table of the flow tracker and the findings, whose lookup is cheaper than `std`'s map
+/// (seeded the same way, decisions 246, 262; never iterated).
+type StreamMap = crate::flow::table::IdTable<u8>;
 
 /// Stream ids are 31-bit integers: one multiplication spreads them, and taking the product's
 /// high half as the low bits (which pick the bucket) makes every bit of the id count. For ids
 /// we give out (connection ids), whose maps are iterated: the fixed multiplier keeps their
-/// order the same from run to run. Ids the wire chooses go through [`WireIds`] instead.
+/// order the same from run to run. Ids the wire chooses go to an [`IdTable`](crate::flow::table::IdTable),
+/// seeded per process, instead.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct StreamIdHasher(u64);
 
