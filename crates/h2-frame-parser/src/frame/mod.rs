@@ -181,6 +181,7 @@ pub enum Frame<'a> {
 impl<'a> Frame<'a> {
     /// Validates the payload against RFC 9113 for its type. Uses `raw.payload.len()` as the
     /// length (equal to `raw.head.length` for frames from [`raw_frame`]).
+    #[inline]
     pub fn load(raw: RawFrame<'a>) -> Result<Frame<'a>, FrameError> {
         let RawFrame { head, payload } = raw;
         Ok(match head.kind {

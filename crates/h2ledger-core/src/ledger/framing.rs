@@ -170,16 +170,29 @@ fn frames_in<'b, O: Observer>(
 
 /// A head that no implementation would send (reserved bit, a length beyond anything
 /// allowed) means we lost framing: count it and look for a boundary again.
+#[inline(always)]
 fn sane(c: &mut Conn, warnings: &mut Warnings, id: ConnId, dir: Dir, head: &Head) -> bool {
-    let ds = &mut c.dirs[dir];
+    let ds = &c.dirs[dir];
     let limit = if ds.mid_stream {
         crate::detect::MAX_FRAME_LEN
     } else {
         ds.max_frame
     };
-    if head.length <= limit {
-        return true;
-    }
+    head.length <= limit || too_long(c, warnings, id, dir, head, limit)
+}
+
+/// [`sane`] for a head longer than `limit`.
+#[cold]
+#[inline(never)]
+fn too_long(
+    c: &mut Conn,
+    warnings: &mut Warnings,
+    id: ConnId,
+    dir: Dir,
+    head: &Head,
+    limit: u32,
+) -> bool {
+    let ds = &mut c.dirs[dir];
     if head.plausible(crate::detect::MAX_FRAME_LEN) {
         // Framing is intact (the boundary was proven and every length followed): a frame
         // above the peer's SETTINGS_MAX_FRAME_SIZE is on the wire; count it and say so.

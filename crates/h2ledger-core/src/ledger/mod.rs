@@ -298,6 +298,7 @@ impl Conn {
         (d, ClientBy::EphemeralPort)
     }
 
+    #[inline]
     fn side(&self, d: Dir) -> Side {
         if self.client().0 == d {
             Side::Client
