@@ -197,6 +197,11 @@ impl<V> IdTable<V> {
             .filter_map(|(&k, v)| Some((k as u32, v.as_ref()?)))
     }
 
+    /// The values, taken, in slot order (see [`IdTable::iter`]).
+    pub(crate) fn into_values(self) -> impl Iterator<Item = V> {
+        self.vals.into_iter().flatten()
+    }
+
     /// The ids, in slot order (see [`IdTable::iter`]).
     pub(crate) fn keys(&self) -> impl Iterator<Item = u32> + '_ {
         self.iter().map(|(k, _)| k)

@@ -91,9 +91,9 @@ impl Grpc {
             last_rtt: -1,
             ..ConnG::default()
         });
-        let st = match c.streams.entry(sid) {
-            Entry::Occupied(o) => o.into_mut(),
-            Entry::Vacant(v) => {
+        let slot = match c.streams.find(sid) {
+            Some(i) => i,
+            None => {
                 // A call's first HEADERS opens its stream here.
                 if ev.class != FrameClass::Headers {
                     return;
@@ -109,17 +109,21 @@ impl Grpc {
                     .headers
                     .and_then(|h| h.get(b"content-type"))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
-                let st = v.insert(Stream {
-                    call: id,
-                    req_dir: ev.dir,
-                    grpc,
-                    cut: [Cutter::default(); 2],
-                    epoch: [c.epoch[ev.dir], c.epoch[ev.dir.other()]],
-                    ended: [false; 2],
-                    req_end: None,
-                    responded: false,
-                    ending: false,
-                });
+                let epoch = [c.epoch[ev.dir], c.epoch[ev.dir.other()]];
+                let i = c.streams.insert(
+                    sid,
+                    Stream {
+                        call: id,
+                        req_dir: ev.dir,
+                        grpc,
+                        cut: [Cutter::default(); 2],
+                        epoch,
+                        ended: [false; 2],
+                        req_end: None,
+                        responded: false,
+                        ending: false,
+                    },
+                );
                 *open += 1;
                 *open_grpc += usize::from(grpc);
                 let e = ev
@@ -134,8 +138,11 @@ impl Grpc {
                         cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
                     }
                 }
-                st
+                i
             }
+        };
+        let Some(st) = c.streams.slot_mut(slot) else {
+            unreachable!("a found or inserted slot holds its stream")
         };
         let last_rtt = c.last_rtt;
         let idx = st.call;
@@ -180,7 +187,7 @@ impl Grpc {
                 st.ending && ev.class == FrameClass::Continuation && flags.is_end_headers()
             };
             if end {
-                c.streams.remove(&sid);
+                c.streams.discard_at(slot);
                 *open -= 1;
             }
             let (e, msg) = match (rel, ev.headers) {
@@ -272,7 +279,7 @@ impl Grpc {
             end = true;
         }
         if end {
-            c.streams.remove(&sid);
+            c.streams.discard_at(slot);
             *open -= 1;
             *open_grpc -= 1;
         }

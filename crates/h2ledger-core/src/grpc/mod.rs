@@ -23,8 +23,6 @@
 //! per recorded call a [`CallGrpc`]. A lost framing is recorded in O(1) per gap (a per-direction
 //! loss counter each stream compares with the one it last saw).
 
-use std::collections::hash_map::Entry;
-
 use crate::FastMap;
 
 use crate::phase::Phased;
@@ -134,7 +132,8 @@ struct ConnG {
     epoch: Dirs<u32>,
     pings: Vec<([u8; 8], Nanos, Dir)>,
     last_rtt: i64,
-    streams: FastMap<u32, Stream>,
+    /// Stream ids are the wire's: the seeded table (decisions 246, 262).
+    streams: crate::flow::table::IdTable<Stream>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -294,7 +293,7 @@ impl Grpc {
         }
         self.conns
             .get(&conn.0)
-            .and_then(|c| c.streams.get(&stream))
+            .and_then(|c| c.streams.get(stream))
             .is_some_and(|s| s.grpc && !(s.cut[0].is_lost() && s.cut[1].is_lost()))
     }
 
@@ -333,7 +332,7 @@ impl Grpc {
         let Some(c) = self.conns.remove(&conn.0) else {
             return;
         };
-        for (_, mut st) in c.streams {
+        for mut st in c.streams.into_values() {
             self.open -= 1;
             self.open_grpc -= usize::from(st.grpc);
             for r in 0..2 {
