@@ -59,6 +59,7 @@ pub mod ledger;
 mod model;
 mod phase;
 pub mod stats;
+pub(crate) mod table;
 pub mod tally;
 #[cfg(test)]
 mod testkit;

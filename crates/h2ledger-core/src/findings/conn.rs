@@ -6,7 +6,7 @@ use h2ledger_tcp::{Dir, Dirs, Nanos};
 use crate::model::Side;
 
 /// A client stream's record by its id.
-pub(super) type StreamMap = crate::flow::table::IdTable<StreamF>;
+pub(super) type StreamMap = crate::table::IdTable<StreamF>;
 
 use super::{MAX_HOLDS, PING_RING};
 

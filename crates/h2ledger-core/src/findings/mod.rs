@@ -399,7 +399,7 @@ struct CaptureF {
 pub struct Findings {
     cfg: FindingsConfig,
     /// By connection id (ours, sequential: the multiply-shift table of the stream records).
-    conns: crate::flow::table::IdTable<Box<ConnF>>,
+    conns: crate::table::IdTable<Box<ConnF>>,
     recs: Vec<Rec>,
     index: FastMap<Key, u32>,
     /// Findings fired since the last [`Findings::drain_new`], by index into `recs`.

@@ -3,10 +3,10 @@
 
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
-use crate::flow::table::IdTable;
 use crate::flow::Flow;
 use crate::ledger::{ConnSummary, FrameEvent, HeaderNeed, Observer};
 use crate::model::Side;
+use crate::table::IdTable;
 use crate::StreamId;
 
 use super::conn::ConnF;

@@ -48,14 +48,13 @@ mod frames;
 mod report;
 mod series;
 mod state;
-pub(crate) mod table;
 
+use crate::table::IdTable;
 pub use report::{ByLimit, FlowReport, FlowSide, MaxWindow, StalledUs};
 use series::sample_in;
 pub use series::{WindowPoint, WindowSeries};
 use state::*;
 pub use state::{FlowAcc, Limit};
-use table::IdTable;
 
 /// Per call: stalls and time stalled, by side (0 client, 1 server).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

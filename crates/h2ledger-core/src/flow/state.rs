@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use h2ledger_tcp::{Dir, Dirs, Nanos};
 
-use super::table::IdTable;
 use super::{FlowEvent, DEFAULT_WINDOW, MAX_FLOW_STREAMS};
 use crate::model::{Side, Sides};
 use crate::phase::Phased;
 use crate::phase::MAX_PHASES;
 use crate::stats::LogHist;
+use crate::table::IdTable;
 
 /// Which window was <= 0 when a stall began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -133,7 +133,7 @@ struct ConnG {
     pings: Vec<([u8; 8], Nanos, Dir)>,
     last_rtt: i64,
     /// Stream ids are the wire's: the seeded table (decisions 246, 262).
-    streams: crate::flow::table::IdTable<Stream>,
+    streams: crate::table::IdTable<Stream>,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -224,12 +224,12 @@ const MAX_RECENT_RESETS: usize = 16;
 /// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id: the
 /// table of the flow tracker and the findings, whose lookup is cheaper than `std`'s map
 /// (seeded the same way, decisions 246, 262; never iterated).
-type StreamMap = crate::flow::table::IdTable<u8>;
+type StreamMap = crate::table::IdTable<u8>;
 
 /// Stream ids are 31-bit integers: one multiplication spreads them, and taking the product's
 /// high half as the low bits (which pick the bucket) makes every bit of the id count. For ids
 /// we give out (connection ids), whose maps are iterated: the fixed multiplier keeps their
-/// order the same from run to run. Ids the wire chooses go to an [`IdTable`](crate::flow::table::IdTable),
+/// order the same from run to run. Ids the wire chooses go to an [`IdTable`](crate::table::IdTable),
 /// seeded per process, instead.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct StreamIdHasher(u64);
