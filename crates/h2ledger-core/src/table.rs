@@ -1,5 +1,5 @@
 //! A table of values by `u32` id (stream ids, connection ids) for the per-frame paths of the
-//! flow tracker and the findings engine: open addressing with linear probing, a multiply-shift
+//! ledger, the flow tracker, the findings engine and the gRPC tracker: open addressing with linear probing, a multiply-shift
 //! hash of the id XORed with a seed drawn per process (decisions 246, 262), at most half full, and deletion by backward shift (no
 //! tombstones, so a table whose streams come and go stays as short to search as a fresh one).
 //!
