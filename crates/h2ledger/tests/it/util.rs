@@ -181,9 +181,10 @@ pub fn bin_for_nobody() -> PathBuf {
 
 const NOBODY_DIR: &str = "h2ledger-nobody-";
 
-/// Removes `h2ledger-nobody-PID` directories whose process is gone (no /proc/PID). A
-/// directory of a live process, this one's included, is left alone; so is any name that is
-/// not the prefix followed by a number.
+/// Removes `h2ledger-nobody-PID` directories whose process is gone (no /proc/PID) and that are
+/// more than an hour old (a process of another PID namespace sharing /tmp is not seen in
+/// /proc; an hour is longer than any test run). A directory of a live process, this one's
+/// included, is left alone; so is any name that is not the prefix followed by a number.
 fn remove_ended_nobody_dirs(tmp_root: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(tmp_root) else {
         return;
@@ -197,7 +198,13 @@ fn remove_ended_nobody_dirs(tmp_root: &std::path::Path) {
         else {
             continue;
         };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(3600));
+        if old && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
