@@ -187,23 +187,12 @@ pub fn blocks(data: &[u8]) {
     };
     // The whole file at once.
     let mut whole = Vec::new();
-    let mut r = Blocks::new();
-    let mut at = 0;
-    let odd = loop {
-        match r.next(&file[at..]) {
-            Record::Packet {
-                ts,
-                start,
-                len,
-                next,
-            } => {
-                whole.push((ts, file[at + start..at + start + len].to_vec()));
-                at += next;
-            }
-            Record::Skip { next } => at += next,
-            Record::More { .. } => break at < file.len(),
-            Record::Odd => break true,
-        }
+    let (at, end) = Blocks::new().walk(file, |ts, start, len| {
+        whole.push((ts, file[start..start + len].to_vec()));
+    });
+    let odd = match end {
+        Record::More { .. } => at < file.len(),
+        _ => true,
     };
     /// A source that gives at most `max` bytes a read.
     struct Short<'a>(&'a [u8], usize);

@@ -398,6 +398,29 @@ impl Blocks {
         }
     }
 
+    /// Every record of `b` in turn, until one is not whole ([`Record::More`]) or is left to
+    /// libpcap ([`Record::Odd`]): `packet(ts, start, len)` for each packet, its bytes
+    /// `b[start..start + len]`. Returns where the records that were read end, and the one
+    /// that stopped the walk.
+    pub fn walk(&mut self, b: &[u8], mut packet: impl FnMut(i64, usize, usize)) -> (usize, Record) {
+        let mut at = 0;
+        loop {
+            match self.next(&b[at..]) {
+                Record::Packet {
+                    ts,
+                    start,
+                    len,
+                    next,
+                } => {
+                    packet(ts, at + start, len);
+                    at += next;
+                }
+                Record::Skip { next } => at += next,
+                end => return (at, end),
+            }
+        }
+    }
+
     /// The record at the start of `b` (the file's bytes from the end of the last record).
     pub fn next(&mut self, b: &[u8]) -> Record {
         if !self.started {
@@ -651,25 +674,15 @@ impl<R: Read> BlockReader<R> {
             Ok(n) => (n as u64) < want,
             Err(_) => return Filled::Odd,
         };
-        let mut at = 0;
-        let odd = loop {
-            match self.blocks.next(&data[at..]) {
-                Record::Packet {
-                    ts,
-                    start,
-                    len,
-                    next,
-                } => {
-                    packets.push((ts, at + start, len));
-                    at += next;
-                }
-                Record::Skip { next } => at += next,
-                Record::More { need } => {
-                    self.need = need;
-                    break false;
-                }
-                Record::Odd => break true,
+        let (at, end) = self
+            .blocks
+            .walk(data, |ts, start, len| packets.push((ts, start, len)));
+        let odd = match end {
+            Record::More { need } => {
+                self.need = need;
+                false
             }
+            _ => true,
         };
         self.tail.clear();
         self.tail.extend_from_slice(&data[at..]);
@@ -747,23 +760,11 @@ mod tests {
 
     /// Every record of `b`, fed as the reading thread does (the rest after each record).
     fn all(b: &[u8]) -> (Vec<(i64, Vec<u8>)>, Record) {
-        let mut r = Blocks::new();
-        let (mut at, mut out) = (0, Vec::new());
-        loop {
-            match r.next(&b[at..]) {
-                Record::Packet {
-                    ts,
-                    start,
-                    len,
-                    next,
-                } => {
-                    out.push((ts, b[at + start..at + start + len].to_vec()));
-                    at += next;
-                }
-                Record::Skip { next } => at += next,
-                end => return (out, end),
-            }
-        }
+        let mut out = Vec::new();
+        let (_, end) = Blocks::new().walk(b, |ts, start, len| {
+            out.push((ts, b[start..start + len].to_vec()));
+        });
+        (out, end)
     }
 
     #[test]
