@@ -7,13 +7,16 @@
 //! their own (8 bytes a slot), a hit on a sequential id is usually the first slot looked at, and
 //! a lookup returns the slot, which the caller reads, changes and removes without hashing again
 //! ([`IdTable::find`], [`IdTable::slot_mut`], [`IdTable::remove_at`]). Memory: a slot (the id and
-//! the value) per entry, times two to four; the table does not shrink (as `std`'s does not), and
-//! is freed with its owner (a connection's at its close).
+//! the value) per entry, times two to four; the table does not shrink by itself (as `std`'s
+//! does not: [`IdTable::shrink`] makes it smaller where its owner asks, at a cost per removal),
+//! and is freed with its owner (a connection's at its close).
 
 /// An empty slot.
 const EMPTY: u64 = u64::MAX;
 /// The smallest table allocated.
 const MIN_SLOTS: usize = 8;
+/// A table of up to this many slots is never made smaller ([`IdTable::shrink`]).
+const SHRINK_ABOVE: usize = 64;
 
 /// Values by `u32` id. See the module docs.
 #[derive(Debug, Clone)]
@@ -26,6 +29,9 @@ pub(crate) struct IdTable<V> {
     shift: u32,
     /// The hash's seed: [`crate::id_seed`], random per process (decisions 246, 262).
     seed: u64,
+    /// The table is made smaller when fewer entries than this are left ([`IdTable::shrink`]):
+    /// an eighth of the slots, or 0 for up to [`SHRINK_ABOVE`] slots.
+    shrink_below: usize,
 }
 
 impl<V> Default for IdTable<V> {
@@ -36,6 +42,7 @@ impl<V> Default for IdTable<V> {
             len: 0,
             shift: 64,
             seed: crate::id_seed(),
+            shrink_below: 0,
         }
     }
 }
@@ -207,14 +214,33 @@ impl<V> IdTable<V> {
         self.iter().map(|(k, _)| k)
     }
 
+    /// Fewer slots when under an eighth are used and there are more than [`SHRINK_ABOVE`]:
+    /// four per entry (a power of two, at least [`MIN_SLOTS`]), every entry put back. Called
+    /// after each removal, it keeps a table at most eight slots an entry (or [`SHRINK_ABOVE`])
+    /// instead of the size of its most entries; the table grows again at half full, so a resize
+    /// is paid for by as many inserts or removals as the entries it moves. Slots found before
+    /// it are no longer valid.
+    #[inline]
+    pub(crate) fn shrink(&mut self) {
+        if self.len < self.shrink_below {
+            self.resize((self.len * 4).next_power_of_two().max(MIN_SLOTS));
+        }
+    }
+
     /// Twice the slots (at least [`MIN_SLOTS`]), every entry put back.
     #[cold]
     fn grow(&mut self) {
-        let n = (self.keys.len() * 2).max(MIN_SLOTS);
+        self.resize((self.keys.len() * 2).max(MIN_SLOTS));
+    }
+
+    /// `n` slots (a power of two, more than twice the entries), every entry put back.
+    #[cold]
+    fn resize(&mut self, n: usize) {
         let keys = std::mem::replace(&mut self.keys, vec![EMPTY; n]);
         let mut vals = std::mem::take(&mut self.vals);
         self.vals.resize_with(n, || None);
         self.shift = 64 - n.trailing_zeros();
+        self.shrink_below = if n > SHRINK_ABOVE { n / 8 } else { 0 };
         self.len = 0;
         for (k, v) in keys.into_iter().zip(vals.iter_mut()) {
             if let Some(v) = v.take() {
@@ -323,5 +349,50 @@ mod tests {
             }
             assert!(t.len() * 2 <= t.keys.len());
         }
+    }
+
+    /// A table that held many entries and keeps few is made smaller by `shrink` (at most eight
+    /// slots an entry, or 64), keeps every entry findable, and grows again as entries come.
+    #[test]
+    fn shrinks_to_what_it_holds() {
+        let mut t: IdTable<u32> = IdTable::default();
+        for k in (1..20_000).step_by(2) {
+            t.insert(k, k);
+        }
+        let big = t.keys.len();
+        assert!(big >= 16_384);
+        for k in (1..20_000).step_by(2) {
+            if k % 1_000 != 1 {
+                assert_eq!(t.remove(k), Some(k));
+                t.shrink();
+                assert!(t.keys.len() <= SHRINK_ABOVE || t.len() * 8 >= t.keys.len());
+            }
+        }
+        assert_eq!(t.len(), 20);
+        assert!(t.keys.len() <= 128, "{} slots for 20 entries", t.keys.len());
+        for k in (1..20_000).step_by(1_000) {
+            assert_eq!(t.get(k), Some(&k));
+        }
+        assert_eq!(t.get(3), None);
+        for k in 100_000..101_000 {
+            t.insert(k, k);
+            t.shrink();
+        }
+        assert_eq!(t.len(), 1_020);
+        assert!(t.len() * 2 <= t.keys.len());
+        for k in 100_000..101_000 {
+            assert_eq!(t.get(k), Some(&k));
+        }
+        // Not below the floor, however empty.
+        let mut small: IdTable<u32> = IdTable::default();
+        for k in 0..40 {
+            small.insert(k, k);
+        }
+        assert_eq!(small.keys.len(), 128);
+        for k in 0..40 {
+            small.remove(k);
+            small.shrink();
+        }
+        assert_eq!(small.keys.len(), SHRINK_ABOVE);
     }
 }

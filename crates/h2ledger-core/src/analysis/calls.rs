@@ -75,7 +75,7 @@ impl Analysis {
     /// The call on `key` is over (`ts`: when; `None` at the end of the input): it waits in
     /// `recent` for a BDP PING that may still name it.
     pub(super) fn end_call(&mut self, key: (u32, u32), ts: Option<Nanos>) {
-        let Some(slot) = self.active.remove(&key) else {
+        let Some(slot) = self.take_active(key) else {
             return;
         };
         self.unlink(key.0, slot);
@@ -228,7 +228,7 @@ impl Analysis {
         self.limits.methods_folded += folded;
     }
 
-    /// `before`: the call of this frame's stream before it (`active`'s entry); returns the call
+    /// `before`: the call of this frame's stream before it (its connection's `active` entry); returns the call
     /// after it (none when the frame ended it).
     pub(super) fn on_call_frame(
         &mut self,
@@ -246,7 +246,7 @@ impl Analysis {
             if is_response {
                 return None;
             }
-            if self.active.len() >= MAX_ACTIVE_CALLS {
+            if self.active_len >= MAX_ACTIVE_CALLS {
                 self.limits.untracked_calls += 1;
                 return None;
             }
@@ -263,6 +263,7 @@ impl Analysis {
             }
             let slot = self.insert_in_flight(
                 ev.conn,
+                sid,
                 Live {
                     seq,
                     grpc: None,
@@ -287,7 +288,6 @@ impl Analysis {
                     path_pending: !ev.head.flags.is_end_headers(),
                 },
             );
-            self.active.insert(key, slot);
             cur = Some(slot);
         }
         if ev.class == FrameClass::Continuation {

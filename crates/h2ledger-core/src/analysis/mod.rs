@@ -31,6 +31,7 @@ mod writes;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::table::IdTable;
 use crate::FastMap;
 
 use h2_frame_parser::{ping, ErrorCode, Frame, StreamId};
@@ -428,9 +429,10 @@ impl Acc {
 #[derive(Debug)]
 struct ConnState {
     dirs: Dirs<DirState>,
-    /// This connection's calls in flight (in [`Analysis::active`]): how many, and the slot of
-    /// the first of their list, linked through [`Live::links`] (decision 234); a close ends them
-    /// without a scan of every connection's calls.
+    /// This connection's calls in flight: their slot by stream id (decision 269), how many, and
+    /// the slot of the first of their list, linked through [`Live::links`] (decision 234); a
+    /// close ends them without a scan of every connection's calls.
+    active: IdTable<u32>,
     in_flight: u32,
     head: u32,
     /// By direction; folded by side when the connection closes.
@@ -442,6 +444,7 @@ impl Default for ConnState {
     fn default() -> Self {
         ConnState {
             dirs: Dirs::default(),
+            active: IdTable::default(),
             in_flight: 0,
             head: NO_SLOT,
             whole: Dirs::default(),
@@ -580,8 +583,9 @@ pub struct Analysis {
     /// Calls in flight and recently ended.
     calls: Slab,
     next_seq: u64,
-    /// In-flight calls (their slot in `calls`) by (connection, stream).
-    active: FastMap<(u32, u32), u32>,
+    /// In-flight calls over all connections (each connection's [`ConnState::active`] holds
+    /// theirs), at most [`MAX_ACTIVE_CALLS`].
+    active_len: usize,
     /// Ended calls (their slot) waiting to be folded, in the order they ended, with their end
     /// time.
     recent: VecDeque<(u32, Nanos)>,
@@ -731,15 +735,19 @@ impl Analysis {
         self.conns.entry_or_default(id.0)
     }
 
-    /// Puts `l` in a slot and at the head of connection `conn`'s calls in flight, its
-    /// `inflight` set to the number of that connection's other calls in flight (saturated);
-    /// returns the slot.
-    fn insert_in_flight(&mut self, conn: ConnId, mut l: Live) -> u32 {
+    /// Puts `l` in a slot, as the call in flight on stream `sid`, and at the head of connection
+    /// `conn`'s calls in flight, its `inflight` set to the number of that connection's other
+    /// calls in flight (saturated); returns the slot.
+    fn insert_in_flight(&mut self, conn: ConnId, sid: u32, mut l: Live) -> u32 {
         let slot = self.calls.next_slot();
         let c = self.conn(conn);
         l.rec.inflight = c.in_flight.min(u32::from(u16::MAX)) as u16;
         c.in_flight += 1;
+        let had = c.active.len();
+        c.active.insert(sid, slot);
+        let added = c.active.len() - had;
         let next = std::mem::replace(&mut c.head, slot);
+        self.active_len += added;
         if let Some(n) = self.calls.get_mut(next) {
             n.links[0] = slot;
         }
@@ -747,6 +755,41 @@ impl Analysis {
         let s = self.calls.insert(l);
         debug_assert_eq!(s, slot);
         s
+    }
+
+    /// The slot of the call in flight on stream `sid` of connection `conn`.
+    #[inline]
+    fn active_slot(&self, conn: u32, sid: u32) -> Option<u32> {
+        self.conns.get(&conn)?.active.get(sid).copied()
+    }
+
+    /// Whether a call on stream `sid` of connection `conn` is in flight.
+    fn is_active(&self, conn: u32, sid: u32) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| c.active.contains_key(sid))
+    }
+
+    /// The call in flight on `key` (connection, stream) is over: its slot, out of the table.
+    #[inline]
+    fn take_active(&mut self, key: (u32, u32)) -> Option<u32> {
+        let c = self.conns.get_mut(&key.0)?;
+        let slot = c.active.remove(key.1)?;
+        // Bounded by the calls in flight now, not by the most a connection ever had.
+        c.active.shrink();
+        self.active_len -= 1;
+        Some(slot)
+    }
+
+    /// Every call in flight, as (connection, stream), in no order.
+    fn active_keys(&self) -> Vec<(u32, u32)> {
+        let mut v = Vec::with_capacity(self.active_len);
+        for id in self.conns.ids() {
+            if let Some(c) = self.conns.get(&id) {
+                v.extend(c.active.keys().map(|sid| (id, sid)));
+            }
+        }
+        v
     }
 
     /// Call `slot` of connection `conn` is no longer in flight: out of its connection's list.
@@ -846,7 +889,7 @@ impl Analysis {
         for id in ids {
             self.close_pending(id);
         }
-        let mut live: Vec<(u32, u32)> = self.active.keys().copied().collect();
+        let mut live: Vec<(u32, u32)> = self.active_keys();
         live.sort_unstable();
         for key in live {
             self.end_call(key, None);

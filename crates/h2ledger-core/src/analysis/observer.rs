@@ -42,15 +42,16 @@ impl Observer for Analysis {
         // Stream 1 is the upgraded request's call (docs/ledger.md, "Call"); it was sent by the
         // client (the side that sent the Upgrade request).
         let key = (conn.0, 1);
-        if self.active.contains_key(&key) || self.active.len() >= MAX_ACTIVE_CALLS {
+        if self.is_active(key.0, key.1) || self.active_len >= MAX_ACTIVE_CALLS {
             return;
         }
         let method = self.method_id(m, target);
         let seq = self.next_seq;
         self.next_seq += 1;
         let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };
-        let slot = self.insert_in_flight(
+        self.insert_in_flight(
             conn,
+            1,
             Live {
                 seq,
                 grpc: None,
@@ -75,7 +76,6 @@ impl Observer for Analysis {
                 path_pending: false,
             },
         );
-        self.active.insert(key, slot);
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
@@ -194,7 +194,7 @@ impl Analysis {
         // The call before this frame, and after it (a frame may open or end it); stream 0
         // carries no call.
         let (call_before, call_after) = if sid != 0 {
-            let before = self.active.get(&(ev.conn.0, sid)).copied();
+            let before = self.active_slot(ev.conn.0, sid);
             let before_id =
                 before.and_then(|slot| self.calls.get(slot).map(|l| CallId { slot, seq: l.seq }));
             (before_id, self.on_call_frame(ev, before))
