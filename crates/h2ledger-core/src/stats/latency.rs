@@ -72,6 +72,7 @@ impl LatencyHist {
     }
 
     /// Records one duration, nanoseconds (negative counts as 0).
+    #[inline]
     pub fn record(&mut self, v: i64) {
         let v = v.max(0);
         if self.count == 0 {
@@ -82,14 +83,31 @@ impl LatencyHist {
             self.max = self.max.max(v);
         }
         self.count += 1;
-        if self.groups.is_empty() && self.exact.len() < EXACT_SAMPLES {
+        // Once in buckets (the common case of a long run): the value's counter, found through
+        // `at` when its group exists.
+        if !self.groups.is_empty() {
+            let b = bucket(v);
+            if let Some(&i) = self.at.get(usize::from(b >> 6)) {
+                if let Some((_, g)) = self.groups.get_mut(usize::from(i).wrapping_sub(1)) {
+                    g[usize::from(b) % GROUP] += 1;
+                    return;
+                }
+            }
+            self.add(b, 1);
+            return;
+        }
+        self.record_exact(v);
+    }
+
+    /// [`LatencyHist::record`] while the values are still kept exactly (the first
+    /// [`EXACT_SAMPLES`]), and the switch to buckets after them.
+    fn record_exact(&mut self, v: i64) {
+        if self.exact.len() < EXACT_SAMPLES {
             self.exact.push(v);
             return;
         }
-        if !self.exact.is_empty() {
-            for x in std::mem::take(&mut self.exact) {
-                self.add(bucket(x), 1);
-            }
+        for x in std::mem::take(&mut self.exact) {
+            self.add(bucket(x), 1);
         }
         self.add(bucket(v), 1);
     }
