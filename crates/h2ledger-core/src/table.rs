@@ -1,7 +1,9 @@
 //! A table of values by `u32` id (stream ids, connection ids) for the per-frame paths of the
-//! ledger, the flow tracker, the findings engine and the gRPC tracker: open addressing with linear probing, a multiply-shift
-//! hash of the id XORed with a seed drawn per process (decisions 246, 262), at most half full, and deletion by backward shift (no
-//! tombstones, so a table whose streams come and go stays as short to search as a fresh one).
+//! ledger, the flow tracker, the findings engine, the gRPC tracker and the analysis' calls in
+//! flight: open addressing with linear probing, a multiply-shift hash of the id XORed with a
+//! seed drawn per process (decisions 246, 262), at most half full, and deletion by backward
+//! shift (no tombstones, so a table whose streams come and go stays as short to search as a
+//! fresh one).
 //!
 //! Against `std`'s map with the same hash it saves most of a lookup: the ids sit in an array of
 //! their own (8 bytes a slot), a hit on a sequential id is usually the first slot looked at, and

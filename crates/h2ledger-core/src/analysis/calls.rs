@@ -228,8 +228,8 @@ impl Analysis {
         self.limits.methods_folded += folded;
     }
 
-    /// `before`: the call of this frame's stream before it (its connection's `active` entry); returns the call
-    /// after it (none when the frame ended it).
+    /// `before`: the call of this frame's stream before it (its connection's `active` entry);
+    /// returns the call after it (none when the frame ended it).
     pub(super) fn on_call_frame(
         &mut self,
         ev: &FrameEvent<'_>,
@@ -377,7 +377,8 @@ impl Analysis {
     /// Hands the calls folded since the last call to `f`, in the order they were folded (about
     /// the order they ended). Needs [`Analysis::keep_finished`].
     pub fn drain_finished(&mut self, mut f: impl FnMut(CallView<'_>)) {
-        for c in self.finished.drain(..) {
+        // Read in place, then dropped at once: a record is not moved out to be looked at.
+        for c in &self.finished {
             f(CallView {
                 rec: &c.rec,
                 method: self
@@ -394,6 +395,7 @@ impl Analysis {
                 grpc: c.grpc.as_ref(),
             });
         }
+        self.finished.clear();
     }
 }
 
