@@ -25,8 +25,8 @@ pub struct CallPrinter {
     style: Style,
     /// The JSON records' writer thread, while it runs.
     writer: Option<Writer>,
-    /// Method names (`:path`, `:method`) by the analysis' method id, shared with the writer
-    /// thread.
+    /// Method names (`:path`, `:method`) by the analysis' method id, as the writer thread was
+    /// told them (it keeps its own copy).
     methods: Vec<(Arc<str>, Arc<str>)>,
     /// `--messages`: each call's gRPC messages, decoded where the record is written.
     messages: Option<super::Messages>,
@@ -35,8 +35,11 @@ pub struct CallPrinter {
 /// A call handed to the writer thread: what its record is made of, owned.
 struct Owned {
     rec: CallRec,
-    method: Arc<str>,
-    http_method: Arc<str>,
+    /// The names of method `rec.method` (path, HTTP method) when the writer does not know them
+    /// yet (the first call of a method, or an id beyond [`MAX_CACHED_METHODS`]); the writer
+    /// keeps them by id. Not a reference per call: two threads counting one `Arc` for every
+    /// call made its count a cache line both cores wrote (decision 272).
+    names: Option<(Arc<str>, Arc<str>)>,
     flow: CallFlow,
     grpc: Option<CallGrpc>,
 }
@@ -73,8 +76,8 @@ enum Msg {
 }
 
 /// Calls per message to the writer thread, and messages in flight.
-const BATCH: usize = 256;
-const IN_FLIGHT: usize = 4;
+const BATCH: usize = 1024;
+const IN_FLIGHT: usize = 8;
 /// Method ids cached for the writer (the analysis keeps at most 4,096 names).
 const MAX_CACHED_METHODS: usize = 1 << 16;
 
@@ -252,6 +255,8 @@ impl CallPrinter {
                         _ => return None,
                     };
                     let mut times = super::TimeMemo::default();
+                    // The methods' names by id, as the calls brought them.
+                    let mut names: Vec<(Arc<str>, Arc<str>)> = Vec::new();
                     for msg in rx {
                         let batch = match msg {
                             Msg::Calls(batch) => batch,
@@ -266,10 +271,21 @@ impl CallPrinter {
                             if out.broken {
                                 continue;
                             }
+                            let id = o.rec.method as usize;
+                            if let (Some(n), true) = (&o.names, id < MAX_CACHED_METHODS) {
+                                if names.len() <= id {
+                                    names.resize(id + 1, (Arc::from(""), Arc::from("")));
+                                }
+                                names[id] = n.clone();
+                            }
+                            let (method, http_method) = match o.names.as_ref().or(names.get(id)) {
+                                Some((m, h)) => (&**m, &**h),
+                                None => ("", ""),
+                            };
                             let v = CallView {
                                 rec: &o.rec,
-                                method: &o.method,
-                                http_method: &o.http_method,
+                                method,
+                                http_method,
                                 flow: o.flow,
                                 grpc: o.grpc.as_ref(),
                             };
@@ -309,10 +325,14 @@ impl CallPrinter {
                 thread,
                 broken,
             });
+            // A new writer knows no names yet.
+            self.methods.clear();
         }
+        // The names go to the writer with the first call of a method (and again if an id
+        // ever named another); the writer keeps them, by id, as `methods` does here.
         let id = c.rec.method as usize;
-        let (method, http_method) = match self.methods.get(id) {
-            Some((m, h)) if **m == *c.method && **h == *c.http_method => (m.clone(), h.clone()),
+        let names = match self.methods.get(id) {
+            Some((m, h)) if **m == *c.method && **h == *c.http_method => None,
             _ => {
                 let m: (Arc<str>, Arc<str>) = (Arc::from(c.method), Arc::from(c.http_method));
                 if id < MAX_CACHED_METHODS {
@@ -321,7 +341,7 @@ impl CallPrinter {
                     }
                     self.methods[id] = m.clone();
                 }
-                m
+                Some(m)
             }
         };
         let Some(w) = self.writer.as_mut() else {
@@ -329,8 +349,7 @@ impl CallPrinter {
         };
         w.batch.push(Owned {
             rec: *c.rec,
-            method,
-            http_method,
+            names,
             flow: c.flow,
             grpc: c.grpc.cloned(),
         });

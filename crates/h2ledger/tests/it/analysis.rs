@@ -478,6 +478,32 @@ fn calls_jsonl_count() {
     assert_eq!(c["stream"], 1);
 }
 
+/// Ticks (`--every`) take the output back from the `calls` writer thread, and the next call
+/// starts a new one, which must be told the method names again (decision 272): the call
+/// records are the same with ticks as without, method names included.
+#[test]
+fn calls_records_are_the_same_across_ticks() {
+    for name in ["grpcgo-article.pcap", "tonic-adaptive.pcap"] {
+        let file = capture(name);
+        let plain = run(&["calls", &file, "--format", "jsonl"]);
+        let ticked = run(&["calls", &file, "--format", "jsonl", "--every", "500ms"]);
+        assert!(records(&ticked, "tick").len() >= 2, "{name}: too few ticks");
+        let (a, b) = (records(&plain, "call"), records(&ticked, "call"));
+        assert!(!a.is_empty(), "{name}");
+        assert!(a
+            .iter()
+            .all(|c| c["method"].as_str().is_some_and(|m| m.starts_with('/'))));
+        let first = a.iter().zip(&b).position(|(x, y)| x != y);
+        assert!(
+            a.len() == b.len() && first.is_none(),
+            "{name}: {} calls without ticks, {} with; first different: {:?}",
+            a.len(),
+            b.len(),
+            first.map(|i| (&a[i]["method"], &b[i]["method"]))
+        );
+    }
+}
+
 /// `replay --analyze` of a saved capture runs the analysis on a thread of its own (decision
 /// 261); `H2LEDGER_ONE_THREAD` keeps it on the ledger's. Both print the same bytes: tables,
 /// JSON and warnings, on cleartext, TLS, gaps, mid-connection starts and gRPC with payloads
