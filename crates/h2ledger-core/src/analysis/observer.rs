@@ -104,6 +104,10 @@ impl Observer for Analysis {
         let Some(st) = self.conns.remove(&id) else {
             return;
         };
+        // Its calls in flight were ended above (their list is their table's contents); the
+        // count over all connections stays exact whatever is left.
+        debug_assert_eq!(st.active.len(), 0);
+        self.active_len = self.active_len.saturating_sub(st.active.len());
         for (_, seq) in st.dirs.iter().filter_map(|(_, d)| d.candidate) {
             if let Some(q) = seq {
                 self.unpin(q);
