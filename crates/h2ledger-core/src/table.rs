@@ -217,11 +217,11 @@ impl<V> IdTable<V> {
     }
 
     /// Fewer slots when under an eighth are used and there are more than [`SHRINK_ABOVE`]:
-    /// four per entry (a power of two, at least [`MIN_SLOTS`]), every entry put back. Called
-    /// after each removal, it keeps a table at most eight slots an entry (or [`SHRINK_ABOVE`])
-    /// instead of the size of its most entries; the table grows again at half full, so a resize
-    /// is paid for by as many inserts or removals as the entries it moves. Slots found before
-    /// it are no longer valid.
+    /// four per entry (a power of two, at least [`MIN_SLOTS`]), every entry put back. Called by
+    /// its owner after each removal, it keeps a table at most eight slots an entry (or
+    /// [`SHRINK_ABOVE`]) instead of the size of its most entries; the table grows again at half
+    /// full, so a resize is paid for by as many inserts or removals as the entries it moves.
+    /// Slots found before it are no longer valid.
     #[inline]
     pub(crate) fn shrink(&mut self) {
         if self.len < self.shrink_below {
