@@ -763,13 +763,6 @@ impl Analysis {
         self.conns.get(&conn)?.active.get(sid).copied()
     }
 
-    /// Whether a call on stream `sid` of connection `conn` is in flight.
-    fn is_active(&self, conn: u32, sid: u32) -> bool {
-        self.conns
-            .get(&conn)
-            .is_some_and(|c| c.active.contains_key(sid))
-    }
-
     /// The call in flight on `key` (connection, stream) is over: its slot, out of the table.
     #[inline]
     fn take_active(&mut self, key: (u32, u32)) -> Option<u32> {

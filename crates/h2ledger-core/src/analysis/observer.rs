@@ -42,7 +42,7 @@ impl Observer for Analysis {
         // Stream 1 is the upgraded request's call (docs/ledger.md, "Call"); it was sent by the
         // client (the side that sent the Upgrade request).
         let key = (conn.0, 1);
-        if self.is_active(key.0, key.1) || self.active_len >= MAX_ACTIVE_CALLS {
+        if self.active_slot(key.0, key.1).is_some() || self.active_len >= MAX_ACTIVE_CALLS {
             return;
         }
         let method = self.method_id(m, target);
