@@ -581,3 +581,63 @@ fn findings_total_counts_the_json_findings() {
         }
     }
 }
+
+/// A saved capture's report without the analysis runs the findings on a thread of their own
+/// (decision 274); `H2LEDGER_ONE_THREAD` keeps them on the ledger's. Both print the same bytes
+/// (JSON and table, the exit status of `--fail-on warn`) on every capture of captures/findings/ and a
+/// few ordinary ones (flow control, TLS, gaps, a mid-connection start), also with the stricter
+/// keepalive policy and two connections tracked at once.
+#[test]
+fn the_findings_thread_changes_no_byte() {
+    let dir = repo().join("captures/findings");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    for name in [
+        "grpcgo-flow-bdp.pcap",
+        "grpcgo-flow-static.pcap",
+        "midframe.pcap",
+        "snaplen-cut.pcap",
+        "curl-nghttpd-tls13.pcap",
+    ] {
+        files.push(ordinary(name));
+    }
+    let keylog = ordinary("curl-nghttpd-tls13.keylog");
+    let keylog = keylog.to_string_lossy();
+    for f in &files {
+        let f = f.to_string_lossy();
+        for extra in [
+            &["-T", "json", "--keylog", &keylog][..],
+            &["--fail-on", "warn", "--keylog", &keylog],
+            &[
+                "-T",
+                "json",
+                "--keepalive-min-time",
+                "1s",
+                "--permit-without-stream",
+                "--max-connections",
+                "2",
+            ],
+        ] {
+            let mut args = vec!["replay", &f];
+            args.extend_from_slice(extra);
+            let out = |one: bool| {
+                let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h2ledger"));
+                c.args(&args);
+                if one {
+                    c.env("H2LEDGER_ONE_THREAD", "1");
+                }
+                c.output().expect("runs h2ledger")
+            };
+            let (two, one) = (out(false), out(true));
+            assert_eq!(two.status.code(), one.status.code(), "{args:?}");
+            assert!(two.stdout == one.stdout, "{args:?}: stdout differs");
+            assert!(two.stderr == one.stderr, "{args:?}: stderr differs");
+            assert!(!two.stdout.is_empty(), "{args:?}");
+        }
+    }
+}
