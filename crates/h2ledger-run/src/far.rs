@@ -95,6 +95,8 @@ pub(crate) struct Rec {
     class: FrameClass,
     /// `HAS_BLOCK`, `LATE_START`, `MID_STREAM`, `SPANNED`.
     bits: u8,
+    /// [`FrameEvent::padding`]: at most 256 (the Pad Length octet and 255 octets).
+    padding: u16,
 }
 
 const NO_LIST: u32 = u32::MAX;
@@ -324,6 +326,7 @@ impl Relay {
                 | flag(ev.late_start, LATE_START)
                 | flag(ev.mid_stream, MID_STREAM)
                 | flag(ev.spanned, SPANNED),
+            padding: ev.padding as u16,
         };
         self.push(Ev::Frame(rec));
     }
@@ -436,6 +439,7 @@ impl Far {
             late_start: r.bits & LATE_START != 0,
             mid_stream: r.bits & MID_STREAM != 0,
             spanned,
+            padding: u32::from(r.padding),
         };
         match &mut self.target {
             Target::Analysis(a) => a.frame_in(&ev, None),

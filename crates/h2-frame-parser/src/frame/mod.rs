@@ -382,13 +382,17 @@ impl Frame<'_> {
 /// What [`Frame::load`] says of a DATA frame, from its head and, when the whole payload is at
 /// hand, the payload: the stream must not be 0, and the padding must fit. The same error
 /// `load` gives; `Ok` when nothing is wrong or the payload is not at hand (`None`) for a
-/// PADDED frame.
-pub fn check_data(head: &Head, payload: Option<&[u8]>) -> Result<(), FrameError> {
+/// PADDED frame, with the octets of Pad Length and padding found (0 without PADDED or
+/// without the payload): the frame carries `head.length` minus that of data.
+pub fn check_data(head: &Head, payload: Option<&[u8]>) -> Result<u32, FrameError> {
     require_stream(head)?;
-    if let Some(p) = payload {
-        strip_padding(head, p)?;
+    match payload {
+        Some(p) => {
+            let (data, _) = strip_padding(head, p)?;
+            Ok((p.len() - data.len()) as u32)
+        }
+        None => Ok(0),
     }
-    Ok(())
 }
 
 /// Complete-parser error inside a bounded payload: the payload was too short.
@@ -597,7 +601,17 @@ mod tests {
             // Without the payload only the stream is checked.
             let head_only = require_stream(&raw.head).err();
             assert_eq!(check_data(&raw.head, None).err(), head_only, "{bytes:?}");
+            // The padding it finds is what load leaves out of the data.
+            if let (Ok(p), Ok(Frame::Data(d))) =
+                (check_data(&raw.head, Some(raw.payload)), Frame::load(raw))
+            {
+                assert_eq!(p as usize + d.data.len(), raw.payload.len(), "{bytes:?}");
+            }
         }
+        let (_, raw) = raw_frame(&frames[3]).unwrap();
+        assert_eq!(check_data(&raw.head, Some(raw.payload)), Ok(1));
+        let (_, raw) = raw_frame(&frames[4]).unwrap();
+        assert_eq!(check_data(&raw.head, None), Ok(0));
     }
 
     #[test]

@@ -99,12 +99,19 @@ pub(super) fn frame_rules(
 /// (`counts`: not one that ends the stream) lengthens the run, any other ends it.
 #[inline(always)]
 fn empty_run(df: &mut DirF, ev: &FrameEvent<'_>, side: Side, counts: bool, out: &mut Vec<Fire>) {
-    let empty = match ev.frame {
-        Some(Frame::Data(x)) => x.data.is_empty(),
-        Some(Frame::Headers(x)) => x.fragment.is_empty(),
-        Some(Frame::Continuation(x)) => x.fragment.is_empty(),
-        // Unread payload (DATA nobody asked for): empty only when the frame is.
-        _ => ev.head.length == 0,
+    let empty = if ev.head.kind == Kind::Data {
+        // Whether or not its payload was loaded (an observer wanted it, or the analysis runs
+        // on its own thread and is sent every payload): no data without Pad Length and
+        // padding (decision 275).
+        ev.head.length == ev.padding
+    } else {
+        match ev.frame {
+            // Envoy counts `length - padding`: a PRIORITY field's 5 octets are not empty.
+            Some(Frame::Headers(x)) => x.fragment.is_empty() && !ev.head.flags.is_priority(),
+            Some(Frame::Continuation(x)) => x.fragment.is_empty(),
+            // Unread payload (a frame cut by a gap): empty only when the frame is.
+            _ => ev.head.length == 0,
+        }
     };
     if empty && counts {
         df.empty_run += 1;

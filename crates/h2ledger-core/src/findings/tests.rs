@@ -371,6 +371,30 @@ fn empty_frames_flood_after_one() {
     assert!(c.ids().contains(&"empty-frames-flood"));
 }
 
+/// A PADDED DATA frame that carries nothing but its padding is empty (Envoy counts the
+/// payload without padding), whether or not an observer had its payload loaded: the engine
+/// alone wants no payload (decision 275). One that carries a byte is not, nor is a HEADERS
+/// frame whose only content is its PRIORITY field.
+#[test]
+fn padded_data_with_only_padding_is_empty() {
+    // PADDED (0x8): Pad Length 3, three octets of padding, no data.
+    let padded_empty = fr(0, 0x8, 1, &[3, 0, 0, 0]);
+    let padded_byte = fr(0, 0x8, 1, &[3, 7, 0, 0, 0]);
+    let mut c = T::started(&[], &[]);
+    c.client(&request(1, "/", false));
+    c.client(&[padded_empty.clone(), padded_empty, data(1, true, 0)].concat());
+    assert!(c.ids().contains(&"empty-frames-flood"), "{:?}", c.ids());
+    let mut c = T::started(&[], &[]);
+    c.client(&request(1, "/", false));
+    c.client(&[padded_byte.clone(), padded_byte, data(1, true, 0)].concat());
+    assert!(!c.ids().contains(&"empty-frames-flood"), "{:?}", c.ids());
+    // HEADERS with PRIORITY (0x20) and an empty block: 5 octets of length, not empty.
+    let prio = fr(1, 0x20 | 0x4, 3, &[0, 0, 0, 0, 16]);
+    let mut c = T::started(&[], &[]);
+    c.client(&[prio.clone(), prio].concat());
+    assert!(!c.ids().contains(&"empty-frames-flood"), "{:?}", c.ids());
+}
+
 #[test]
 fn priority_and_window_update_floods() {
     let prio = |s: u32| fr(2, 0, s, &[0, 0, 0, 0, 16]);

@@ -248,13 +248,20 @@ fn frame<O: Observer>(
         });
         None
     };
+    let mut padding = 0;
     let loaded = if head.kind == Kind::Data {
         // Every DATA frame is checked, its payload wanted or not (decision 260): its stream,
         // and its padding when the whole payload is here (PADDED frames are always kept).
         match check_data(&head, complete.then_some(payload)) {
             Err(e) => malformed(warnings, e),
-            Ok(()) if complete && load => Frame::load(RawFrame { head, payload }).ok(),
-            Ok(()) => None,
+            Ok(p) => {
+                padding = p;
+                if complete && load {
+                    Frame::load(RawFrame { head, payload }).ok()
+                } else {
+                    None
+                }
+            }
         }
     } else if complete {
         match Frame::load(RawFrame { head, payload }) {
@@ -448,6 +455,7 @@ fn frame<O: Observer>(
         late_start,
         mid_stream,
         spanned,
+        padding,
     };
     observer.frame(&ev);
 }

@@ -42,6 +42,10 @@ pub struct FrameEvent<'a> {
     /// its head whether to keep the payload (an answer of no leaves [`FrameEvent::frame`]
     /// `None` even if [`Observer::wants_data`] says yes at its end).
     pub spanned: bool,
+    /// DATA with PADDED whose whole payload was seen: its Pad Length octet and padding, so
+    /// that the data it carries (`head.length - padding` octets) is known whether or not
+    /// [`FrameEvent::frame`] was loaded; 0 otherwise.
+    pub padding: u32,
 }
 
 /// A decoded header block's sizes: what a header block costs on the wire and what it expands to.
