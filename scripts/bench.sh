@@ -216,7 +216,6 @@ fresh "$FZST" || { say "making $FZST (zstd)"; zstd -q -c "$F" >"$FZST"; }
 # ratios, each seconds figure the median of the rounds.
 interleaved "$RUNS" tcpdump "tcpdump -r $F -w /dev/null" \
     h2ledger "$H2L replay $F --format json > /dev/null" \
-    h2ledger-one "H2LEDGER_ONE_THREAD=1 $H2L replay $F --format json > /dev/null" \
     h2ledger-port "$H2L replay $F --format json --port $P > /dev/null" \
     frames-jsonl "$H2L frames $F --format jsonl > /dev/null" \
     calls-jsonl "$H2L calls $F --format jsonl > /dev/null" \
@@ -302,8 +301,6 @@ print("\nissue 24 (each the median of the per-round ratios; F.pcapng = editcap -
 print(f"  {'run':<44} {'against':<44} {'ratio':>6} {'target':>7}")
 for name, run, floor, target in [
     ("h2ledger", "replay F -T json", "tcpdump", "<= 3"),
-    ("h2ledger-one", "H2LEDGER_ONE_THREAD=1 replay F -T json", "tcpdump", ""),
-    ("h2ledger", "replay F -T json", "h2ledger-one", ""),
     ("h2ledger-pcapng", "replay F.pcapng -T json", "tcpdump-pcapng", ""),
     ("h2ledger-pcapng", "replay F.pcapng -T json", "h2ledger", "<= 1.2"),
     ("h2ledger-dsb", "replay F-dsb.pcapng -T json", "tcpdump-dsb", ""),
@@ -318,17 +315,12 @@ for name, run, floor, target in [
     ("analyze", "replay F -T json --analyze", "h2ledger", "<= 1.5"),
     ("calls-jsonl", "calls F -T jsonl", "h2ledger", "<= 2"),
     ("frames-jsonl", "frames F -T jsonl", "h2ledger", "<= 3"),
-    # The same three against replay with its findings on the ledger's thread (decision 274).
-    ("analyze", "replay F -T json --analyze", "h2ledger-one", ""),
-    ("calls-jsonl", "calls F -T jsonl", "h2ledger-one", ""),
-    ("frames-jsonl", "frames F -T jsonl", "h2ledger-one", ""),
 ]:
     if name not in rounds:
         rounds[name] = times(name)
     if floor not in rounds:
         rounds[floor] = times(floor)
     against = {"tcpdump": "tcpdump -r F -w /dev/null", "h2ledger": "replay F -T json",
-               "h2ledger-one": "H2LEDGER_ONE_THREAD=1 replay F -T json",
                "tcpdump-pcapng": "tcpdump -r F.pcapng -w /dev/null",
                "tcpdump-dsb": "tcpdump -r F-dsb.pcapng -w /dev/null",
                "tcpdump-ns": "tcpdump -r F-ns.pcap -w /dev/null",

@@ -9,9 +9,7 @@
 //! run must never panic, loop, or grow with the time span.
 //!
 //! [`threads_agree`] runs the same operations with the analysis on the ledger's thread and on
-//! a thread of its own (decision 261), or without the analysis (header bit 4) with the
-//! findings on the ledger's thread and on a thread of their own (decision 274), and requires
-//! the same report, byte for byte.
+//! a thread of its own (decision 261) and requires the same report, byte for byte.
 
 // Each target and the tests use a part.
 #![allow(dead_code)]
@@ -63,16 +61,15 @@ pub fn run(data: &[u8]) -> h2ledger_run::TcpReport {
     p.tcp()
 }
 
-/// The analysis here and on a thread of its own, or without it (header bit 4) the findings
-/// here and on a thread of their own: the same report (header bits as [`run`]'s; no phases,
-/// which keep the analysis here).
+/// The analysis here and on a thread of its own: the same report (header bits as [`run`]'s;
+/// no phases, which keep the analysis here).
 pub fn threads_agree(data: &[u8]) {
     let Some((&head, rest)) = data.split_first() else {
         return;
     };
     let report = |threads: bool| {
         let wanted = Wanted {
-            analysis: head & 16 == 0,
+            analysis: true,
             timeline: (head & 4 != 0).then_some(100_000_000),
             threads,
             ..Wanted::default()
@@ -83,7 +80,7 @@ pub fn threads_agree(data: &[u8]) {
     let near = report(false);
     assert!(
         near == report(true),
-        "the far thread (analysis or findings) changed the report"
+        "the analysis' thread changed the report"
     );
 }
 

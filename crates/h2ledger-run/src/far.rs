@@ -1,5 +1,4 @@
-//! The analysis, or in a run without it the findings, on a thread of its own beside the
-//! ledger's (decisions 261 and 274).
+//! The analysis on a thread of its own, beside the ledger's (decision 261).
 //!
 //! The ledger's thread records each event for it into a [`Batch`]: the fixed fields, the
 //! frame's borrowed bytes copied into one arena ([`h2_frame_parser::Frame::bytes`]), the decoded header list
@@ -7,12 +6,10 @@
 //! ([`BATCHES_AHEAD`]) to the far thread, which hands each event, in order, to the analysis
 //! exactly as [`crate::Obs`] does inline, and sends the emptied batch
 //! back to be refilled. At the end of the input [`Relay::finish`] ships the last batch and
-//! takes the analysis (or the findings) back. With the analysis far, the findings stay on the
-//! ledger's thread with a flow tracker of their own, so that the two threads share the work;
-//! without it, the findings are what goes far ([`Target::Findings`]): they read no DATA
-//! payload, so none is kept for them.
+//! takes the analysis back. The findings stay on the ledger's thread with a flow tracker of
+//! their own, so that the two threads share the work.
 //!
-//! One question goes the other way (the analysis only): whether the analysis wants a DATA frame's payload, which
+//! One question goes the other way: whether the analysis wants a DATA frame's payload, which
 //! its state answers at that frame. The ledger's thread cannot ask it, so with the analysis
 //! far every DATA payload is kept and sent, and the far thread asks at the same point of the
 //! event order: [`Observer::wants_data`] at the frame, and for a payload that spanned writes
@@ -27,7 +24,6 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use h2_frame_parser::{Head, Kind, Packed};
-use h2ledger_core::findings::{CaptureFacts, Findings};
 use h2ledger_core::ledger::BlockSize;
 use h2ledger_core::{Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, Side, StreamId};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
@@ -55,18 +51,6 @@ pub(crate) enum Ev {
     Upgraded(Box<Upgraded>),
     /// No packet until this wall-clock time.
     Advance(Nanos),
-    /// Capture-wide facts for the findings, at this time ([`Findings::note_capture`]).
-    Facts(Box<(CaptureFacts, Nanos)>),
-}
-
-/// What runs on the far thread (moved there and back once per run: not worth a box).
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Target {
-    /// The analysis (`--analyze` of a saved capture): it may want DATA payloads.
-    Analysis(Analysis),
-    /// The findings with a flow tracker of their own, in a run without the analysis.
-    Findings(Findings),
 }
 
 /// An upgraded request's connection, direction, write, and its method and target (start and
@@ -163,13 +147,11 @@ pub(crate) struct Relay {
     full: Option<SyncSender<Batch>>,
     empty: Receiver<Batch>,
     worker: JoinHandle<Option<Far>>,
-    /// The far thread runs the analysis, which may want DATA payloads (every one is kept).
-    payloads: bool,
 }
 
 /// The far thread's end: what the events are for.
 struct Far {
-    target: Target,
+    analysis: Analysis,
     /// The answer of `wants_data` at the head of the DATA frame in progress, by connection
     /// and direction (one frame at a time per direction); dropped with its connection.
     heads: HashMap<(u32, Dir), bool, BuildHasherDefault<ConnHasher>>,
@@ -220,12 +202,11 @@ impl std::fmt::Debug for Relay {
 }
 
 impl Relay {
-    /// The far thread, running `target`; `target` back if the thread cannot start (then it
-    /// runs here; once per run, so the large error is not worth a box).
+    /// The far thread, running `analysis`.
+    /// The far thread, running `analysis`; `analysis` back if the thread cannot start (then
+    /// it runs here; once per run, so the large error is not worth a box).
     #[allow(clippy::result_large_err)]
-    pub(crate) fn start(target: Target) -> Result<Relay, Target> {
-        let payloads = matches!(target, Target::Analysis(_));
-        let name = if payloads { "analysis" } else { "findings" };
+    pub(crate) fn start(analysis: Analysis) -> Result<Relay, Analysis> {
         let (full_tx, full_rx) = sync_channel::<Batch>(BATCHES_AHEAD);
         let (empty_tx, empty_rx) = channel::<Batch>();
         // A fixed pool: the batch being filled, those on their way, and one being read. The
@@ -233,13 +214,13 @@ impl Relay {
         for _ in 0..BATCHES_AHEAD {
             let _ = empty_tx.send(Batch::default());
         }
-        // The target goes over once the thread runs, so that it is not lost if it cannot.
-        let (start_tx, start_rx) = sync_channel::<Target>(1);
+        // The analysis goes over once the thread runs, so that it is not lost if it cannot.
+        let (start_tx, start_rx) = sync_channel::<Analysis>(1);
         let spawned = std::thread::Builder::new()
-            .name(name.into())
+            .name("analysis".into())
             .spawn(move || {
                 let far = Far {
-                    target: start_rx.recv().ok()?,
+                    analysis: start_rx.recv().ok()?,
                     heads: HashMap::default(),
                     addrs: HashMap::default(),
                 };
@@ -247,9 +228,9 @@ impl Relay {
             });
         let worker = match spawned {
             Ok(w) => w,
-            Err(_) => return Err(target),
+            Err(_) => return Err(analysis),
         };
-        if let Err(e) = start_tx.send(target) {
+        if let Err(e) = start_tx.send(analysis) {
             return Err(e.0);
         }
         Ok(Relay {
@@ -257,14 +238,7 @@ impl Relay {
             full: Some(full_tx),
             empty: empty_rx,
             worker,
-            payloads,
         })
-    }
-
-    /// Whether every DATA payload is kept and sent (the far thread runs the analysis, which
-    /// decides there whether it wants one); the findings read none.
-    pub(crate) fn wants_payloads(&self) -> bool {
-        self.payloads
     }
 
     pub(crate) fn push(&mut self, ev: Ev) {
@@ -344,16 +318,16 @@ impl Relay {
         self.push(Ev::Upgraded(Box::new((conn, dir, *w, m, t))));
     }
 
-    /// Every event sent and handled: the analysis (or the findings) back.
-    pub(crate) fn finish(mut self) -> Target {
+    /// Every event sent and handled: the analysis back.
+    pub(crate) fn finish(mut self) -> Analysis {
         if !self.batch.get_mut().evs.is_empty() {
             self.ship();
         }
         self.full = None;
         match self.worker.join() {
-            Ok(Some(far)) => far.target,
-            // The thread received its target before `start` returned: `None` cannot be.
-            Ok(None) => unreachable!("the far thread ran without its target"),
+            Ok(Some(far)) => far.analysis,
+            // The thread received the analysis before `start` returned: `None` cannot be.
+            Ok(None) => unreachable!("the analysis thread ran without the analysis"),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }
@@ -375,23 +349,34 @@ impl Far {
     }
 
     fn event(&mut self, ev: &Ev, b: &Batch) {
+        use h2ledger_core::Observer as _;
+        let a = &mut self.analysis;
         match *ev {
-            Ev::Frame(ref rec) => return self.frame(rec, b),
+            Ev::Origin(t) => a.set_origin(t),
             Ev::Open(ref meta) => {
                 self.addrs
                     .insert(meta.id.0, (meta.first_src, meta.first_dst));
+                a.open(meta);
             }
+            Ev::Write(conn, dir, w) => a.write_in(conn, dir, &w),
+            Ev::Frame(ref rec) => self.frame(rec, b),
+            Ev::DataHead(conn, dir, stream) => {
+                let wants = a.wants_data(conn, stream);
+                self.heads.insert((conn.0, dir), wants);
+            }
+            Ev::Gap(conn, dir, ts, lost) => a.gap(conn, dir, ts, lost),
             Ev::Close(ref s) => {
+                a.close(s);
                 self.addrs.remove(&s.id.0);
                 for dir in [Dir::Fwd, Dir::Rev] {
                     self.heads.remove(&(s.id.0, dir));
                 }
             }
-            _ => {}
-        }
-        match &mut self.target {
-            Target::Analysis(a) => analysis_event(a, &mut self.heads, ev, b),
-            Target::Findings(f) => findings_event(f, ev),
+            Ev::Upgraded(ref u) => {
+                let (conn, dir, w, m, t) = **u;
+                a.upgraded_request(conn, dir, &w, b.bytes(m), b.bytes(t));
+            }
+            Ev::Advance(now) => a.advance(now),
         }
     }
 
@@ -399,20 +384,18 @@ impl Far {
         let bytes = b.bytes((r.start as usize, r.len as usize));
         let mut frame = r.frame.unpack(&r.head, bytes);
         let spanned = r.bits & SPANNED != 0;
-        if let Target::Analysis(a) = &self.target {
-            let head = if spanned {
-                self.heads.remove(&(r.conn.0, r.dir))
-            } else {
-                None
-            };
-            if r.head.kind == Kind::Data && frame.is_some() {
-                // Kept for us: delivered only if the analysis wants it now, and wanted it at
-                // the head of a payload that spanned writes (as the ledger would have asked
-                // inline).
-                let wants = h2ledger_core::Observer::wants_data(a, r.conn, r.head.stream_id);
-                if !(wants && head.unwrap_or(!spanned)) {
-                    frame = None;
-                }
+        let head = if spanned {
+            self.heads.remove(&(r.conn.0, r.dir))
+        } else {
+            None
+        };
+        if r.head.kind == Kind::Data && frame.is_some() {
+            // Kept for us: delivered only if the analysis wants it now, and wanted it at the
+            // head of a payload that spanned writes (as the ledger would have asked inline).
+            let wants =
+                h2ledger_core::Observer::wants_data(&self.analysis, r.conn, r.head.stream_id);
+            if !(wants && head.unwrap_or(!spanned)) {
+                frame = None;
             }
         }
         let (first_src, first_dst) = self.addrs.get(&r.conn.0).copied().unwrap_or(NO_ADDRS);
@@ -441,52 +424,7 @@ impl Far {
             spanned,
             padding: u32::from(r.padding),
         };
-        match &mut self.target {
-            Target::Analysis(a) => a.frame_in(&ev, None),
-            Target::Findings(f) => h2ledger_core::Observer::frame(f, &ev),
-        }
-    }
-}
-
-/// An event other than a frame, for the analysis.
-fn analysis_event(
-    a: &mut Analysis,
-    heads: &mut HashMap<(u32, Dir), bool, BuildHasherDefault<ConnHasher>>,
-    ev: &Ev,
-    b: &Batch,
-) {
-    use h2ledger_core::Observer as _;
-    match *ev {
-        Ev::Origin(t) => a.set_origin(t),
-        Ev::Open(ref meta) => a.open(meta),
-        Ev::Write(conn, dir, w) => a.write_in(conn, dir, &w),
-        Ev::DataHead(conn, dir, stream) => {
-            let wants = a.wants_data(conn, stream);
-            heads.insert((conn.0, dir), wants);
-        }
-        Ev::Gap(conn, dir, ts, lost) => a.gap(conn, dir, ts, lost),
-        Ev::Close(ref s) => a.close(s),
-        Ev::Upgraded(ref u) => {
-            let (conn, dir, w, m, t) = **u;
-            a.upgraded_request(conn, dir, &w, b.bytes(m), b.bytes(t));
-        }
-        Ev::Advance(now) => a.advance(now),
-        // Frames are handled by `Far::frame`; the facts are the findings'.
-        Ev::Frame(_) | Ev::Facts(_) => {}
-    }
-}
-
-/// An event other than a frame, for the findings (as [`crate::Obs`] hands it to them inline).
-fn findings_event(f: &mut Findings, ev: &Ev) {
-    use h2ledger_core::Observer as _;
-    match *ev {
-        Ev::Open(ref meta) => f.open(meta),
-        Ev::Write(conn, dir, w) => f.write(conn, dir, &w),
-        Ev::Gap(conn, dir, ts, lost) => f.gap(conn, dir, ts, lost),
-        Ev::Close(ref s) => f.close(s),
-        Ev::Facts(ref x) => f.note_capture(&x.0, x.1),
-        // Nothing the findings read: no origin, payload, upgraded request or idle time.
-        Ev::Origin(_) | Ev::DataHead(..) | Ev::Upgraded(_) | Ev::Advance(_) | Ev::Frame(_) => {}
+        self.analysis.frame_in(&ev, None);
     }
 }
 
@@ -612,70 +550,6 @@ mod tests {
         let near = run(false, &writes);
         assert!(near.contains("\"calls\""), "{near}");
         assert_eq!(run(true, &writes), near);
-    }
-
-    /// The findings report of `writes` on one connection, without the analysis: the findings
-    /// here, or on a thread of their own (decision 274).
-    fn run_findings(threads: bool, writes: &[(Dir, Vec<u8>)]) -> String {
-        let obs = Obs::new(&Wanted {
-            threads,
-            ..Wanted::default()
-        });
-        assert_eq!(obs.far.is_some(), threads);
-        assert_eq!(obs.findings.is_some(), !threads);
-        assert!(!obs.wants_data(ConnId(0), h2ledger_core::StreamId(1)));
-        let mut l = Ledger::new(obs);
-        l.open(&ConnMeta {
-            id: ConnId(0),
-            first_src: "127.0.0.1:50000".parse().unwrap(),
-            first_dst: "127.0.0.1:8080".parse().unwrap(),
-            syn_sender: Some(Dir::Fwd),
-            start: 0,
-            resumes: None,
-        });
-        let mut n = [0u64; 2];
-        for (i, (dir, bytes)) in writes.iter().enumerate() {
-            let k = usize::from(*dir == Dir::Rev);
-            let w = Write {
-                index: n[k],
-                ts: 1_000 * (i as i64 + 1),
-                len: bytes.len() as u32,
-            };
-            n[k] += 1;
-            l.write(ConnId(0), *dir, &w);
-            l.data(ConnId(0), *dir, &w, bytes);
-        }
-        l.close(ConnId(0), 1_000_000_000, CloseKind::Fin(Dir::Fwd));
-        l.observer.gather();
-        assert!(l.observer.far.is_none());
-        let f = l.observer.findings.as_mut().expect("the findings, back");
-        format!("{:?}", f.report())
-    }
-
-    /// Without the analysis, the findings get every frame, write and close on their own
-    /// thread, in many batches, and file what they file on the ledger's: a rapid-reset pattern
-    /// (each request reset by the client at once) and PINGs with no stream open (keepalive
-    /// strikes), with DATA between.
-    #[test]
-    fn the_far_findings_file_what_the_near_ones_file() {
-        let mut writes = Vec::new();
-        let mut client = h2_frame_parser::PREFACE.to_vec();
-        client.extend(frame(4, 0, 0, &[]));
-        writes.push((Dir::Fwd, client));
-        writes.push((Dir::Rev, frame(4, 0, 0, &[])));
-        for i in 0..3_000u32 {
-            let s = 2 * i + 1;
-            let mut req = grpc_request(s);
-            req.extend(frame(0, 0, s, &[0, 0, 0, 0, 2, 8, 1]));
-            req.extend(frame(3, 0, s, &[0, 0, 0, 8]));
-            req.extend(frame(6, 0, 0, &[0, 0, 0, 0, 0, 0, 0, i as u8]));
-            writes.push((Dir::Fwd, req));
-            writes.push((Dir::Rev, frame(6, 1, 0, &[0, 0, 0, 0, 0, 0, 0, i as u8])));
-        }
-        let near = run_findings(false, &writes);
-        assert!(near.contains("RapidReset"), "{near}");
-        assert!(near.contains("KeepaliveStrikes"), "{near}");
-        assert_eq!(run_findings(true, &writes), near);
     }
 
     #[test]

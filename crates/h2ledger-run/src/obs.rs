@@ -12,7 +12,7 @@ use h2ledger_core::{
 
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
-use crate::far::{Ev, Relay, Target};
+use crate::far::{Ev, Relay};
 use crate::pipeline::Pipeline;
 use crate::report::{Report, TcpReport};
 
@@ -45,9 +45,7 @@ pub struct Wanted {
     /// Run the analysis on a thread of its own, beside the ledger's, when nothing reads it
     /// before the input ends (a saved capture's report; not with phases, metrics, `calls` or
     /// kept messages, which read it as they go); the findings stay on the ledger's thread.
-    /// Without the analysis, the findings go to that thread instead (decision 274): the
-    /// caller does not read them before the end either. Off by default; the output is the
-    /// same either way (decisions 261 and 274).
+    /// Off by default; the output is the same either way (decision 261).
     pub threads: bool,
 }
 
@@ -130,16 +128,15 @@ impl Obs {
         let mut far = None;
         if alone {
             if let Some(a) = analysis.take() {
-                match Relay::start(Target::Analysis(a)) {
+                match Relay::start(a) {
                     Ok(r) => far = Some(r),
-                    Err(Target::Analysis(a)) => analysis = Some(a),
-                    Err(Target::Findings(_)) => unreachable!("start gives back what it took"),
+                    Err(a) => analysis = Some(a),
                 }
             }
         }
         // Beside the analysis here, the findings read its flow tracker; alone (or with the
         // analysis on its own thread) they keep their own.
-        let mut findings = w.findings.map(|cfg| match analysis.as_mut() {
+        let findings = w.findings.map(|cfg| match analysis.as_mut() {
             Some(a) => {
                 a.flow.watch();
                 Findings::new(cfg)
@@ -152,17 +149,6 @@ impl Obs {
                 .as_ref()
                 .map_or(HeaderNeed::None, |f| f.header_need()),
         );
-        // No analysis at all: the findings, a third of a plain replay's work on the ledger's
-        // thread, go to a thread of their own instead (decision 274).
-        if alone && far.is_none() && analysis.is_none() {
-            if let Some(f) = findings.take() {
-                match Relay::start(Target::Findings(f)) {
-                    Ok(r) => far = Some(r),
-                    Err(Target::Findings(f)) => findings = Some(f),
-                    Err(Target::Analysis(_)) => unreachable!("start gives back what it took"),
-                }
-            }
-        }
         Obs {
             tally: Tally::new(),
             phases: Phased::default(),
@@ -229,7 +215,7 @@ impl Observer for Obs {
     }
 
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
-        if self.far.as_ref().is_some_and(Relay::wants_payloads) {
+        if self.far.is_some() {
             // Answered on the far thread, at the frame (decision 261).
             return true;
         }
@@ -240,8 +226,8 @@ impl Observer for Obs {
 
     fn data_head(&self, conn: ConnId, dir: Dir, stream: StreamId) -> bool {
         match &self.far {
-            Some(far) if far.wants_payloads() => far.data_head(conn, dir, stream),
-            _ => self.wants_data(conn, stream),
+            Some(far) => far.data_head(conn, dir, stream),
+            None => self.wants_data(conn, stream),
         }
     }
 
@@ -355,8 +341,7 @@ impl Observer for Obs {
 }
 
 impl Obs {
-    /// The findings fired since the last call (live: a `finding` JSON line each). Findings on
-    /// a thread of their own ([`Wanted::threads`]) are drained only once back, at the end.
+    /// The findings fired since the last call (live: a `finding` JSON line each).
     pub(crate) fn drain_findings(&mut self, f: impl FnMut(h2ledger_core::findings::Finding)) {
         if let Some(x) = &mut self.findings {
             x.drain_new(f);
@@ -365,10 +350,6 @@ impl Obs {
 
     /// Capture-wide facts for the findings (gaps' bytes, TLS without keys, live drops).
     pub(crate) fn note_capture(&mut self, facts: &CaptureFacts, now: Nanos) {
-        if let Some(far) = self.far.as_mut().filter(|f| !f.wants_payloads()) {
-            // The findings are far: in order with the frames they saw.
-            return far.push(Ev::Facts(Box::new((facts.clone(), now))));
-        }
         if let Some(x) = &mut self.findings {
             x.note_capture(facts, now);
         }
@@ -384,13 +365,11 @@ impl Obs {
         }
     }
 
-    /// The analysis (or the findings) back from its thread, once every event reached it
-    /// (the end of the input); nothing without one.
+    /// The analysis back from its thread, once every event reached it (the end of the
+    /// input); nothing without one.
     pub(crate) fn gather(&mut self) {
-        match self.far.take().map(Relay::finish) {
-            Some(Target::Analysis(a)) => self.analysis = Some(a),
-            Some(Target::Findings(f)) => self.findings = Some(f),
-            None => {}
+        if let Some(far) = self.far.take() {
+            self.analysis = Some(far.finish());
         }
     }
 

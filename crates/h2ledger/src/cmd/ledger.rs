@@ -158,9 +158,9 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let mut wanted = l.analysis.wanted(l.every);
     wanted.metrics = metrics.is_some();
     wanted.findings = Some(l.findings.config());
-    // A saved capture's report: the analysis on a thread of its own (decision 261), or
-    // without it the findings (decision 274). Not live (the findings are drained as they
-    // fire, the clock advances calls) and not `-T jsonl` (a finding line the moment it fires).
+    // A saved capture's report: the analysis and the findings on a thread of their own
+    // (decision 261). Not live (the findings are drained as they fire, the clock advances
+    // calls) and not `-T jsonl` (a finding line the moment it fires).
     wanted.threads = matches!(l.input, Input::File(_))
         && !l.live
         && l.format != Format::Jsonl
