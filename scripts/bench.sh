@@ -260,6 +260,10 @@ rounds = {k: times(n) for k, n in [("tcpdump", "tcpdump"), ("h2ledger", "h2ledge
 def ratio(a, b):
     """The median over rounds of a's time / b's time in the same round."""
     return statistics.median(x / y for x, y in zip(rounds[a], rounds[b]))
+def spread(a, b):
+    """The lowest and highest of the per-round ratios: how far the machine moved them."""
+    r = [x / y for x, y in zip(rounds[a], rounds[b])]
+    return f"{min(r):.2f}-{max(r):.2f}"
 runs = {k: str(statistics.median(v)) for k, v in rounds.items()}
 runs["tshark"] = "$T_TSHARK"
 rss = {"tcpdump": "$RSS_TCPDUMP", "h2ledger": "$RSS_H2L", "h2ledger --port": "$RSS_H2LP", "tshark": "$RSS_TSHARK"}
@@ -295,10 +299,10 @@ for name, key, n, unit in [("frames --format jsonl", "frames", "$N_FRAMES", "fra
     print(f"{name}: {t:.3f} s, {ratio(key, 'h2ledger'):.2f}x replay, {n / t / 1e6:.2f}M {unit}/s "
           f"(fastest round {n / fastest / 1e6:.2f}M/s; {n} {unit})")
 # Issue 24: every ratio of the issue in one table, from the rounds above.
-print("\nissue 24 (each the median of the per-round ratios; F.pcapng = editcap -F pcapng F, "
+print("\nissue 24 (each the median of the per-round ratios, 'rounds' their lowest and highest; F.pcapng = editcap -F pcapng F, "
       "F-dsb.pcapng = the same with a Decryption Secrets Block, F-ns.pcap = editcap -F nsecpcap F, "
       "F-be2.pcapng = scripts/pcapng-be.py F: big-endian, two interfaces):")
-print(f"  {'run':<44} {'against':<44} {'ratio':>6} {'target':>7}")
+print(f"  {'run':<44} {'against':<44} {'ratio':>6} {'rounds':>11} {'target':>7}")
 for name, run, floor, target in [
     ("h2ledger", "replay F -T json", "tcpdump", "<= 3"),
     ("h2ledger-pcapng", "replay F.pcapng -T json", "tcpdump-pcapng", ""),
@@ -328,7 +332,7 @@ for name, run, floor, target in [
                "tcpdump-gz": "gzip -dc F.gz | tcpdump -r - -w /dev/null",
                "tcpdump-zst": "zstd -dc F.zst | tcpdump -r - -w /dev/null",
                "tcpdump-stdin": "tcpdump -r - -w /dev/null < F"}[floor]
-    print(f"  {run:<44} {against:<44} {ratio(name, floor):>5.2f}x {target:>7}")
+    print(f"  {run:<44} {against:<44} {ratio(name, floor):>5.2f}x {spread(name, floor):>11} {target:>7}")
 print("  live: sniff vs tcpdump CPU per packet under h2load is printed at the end (--sniff N)")
 print("\ncommands (F = the capture):")
 for k, c in cmds.items():
