@@ -221,6 +221,10 @@ def main():
     extra = os.path.join(cap, "findings-captures.md")
     if os.path.exists(extra):
         w(open(extra).read())
+    # And those of scripts/make-server-captures.sh (nginx, Apache, h2o, HAProxy, lighttpd).
+    extra = os.path.join(cap, "servers-captures.md")
+    if os.path.exists(extra):
+        w(open(extra).read())
     # And those of scripts/make-proto-captures.sh (gRPC messages with a schema).
     extra = os.path.join(cap, "README.proto.md")
     if os.path.exists(extra):

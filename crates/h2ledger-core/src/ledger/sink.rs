@@ -249,11 +249,26 @@ impl<O: Observer> Sink for Ledger<O> {
             if c.http2 && matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
                 let n = ds.pending.len();
                 let (src, dst) = c.addrs(dir);
-                self.warnings.add("no-http2-boundary", || {
-                    format!(
+                // An HTTP/1.1 request that HTTP/2 never followed on this direction: say so
+                // (decision 278), rather than speak of frames it never had.
+                let http1 = (ds.mode == Mode::Detect && ds.at_start)
+                    .then(|| request_line(&ds.pending))
+                    .flatten()
+                    .map(|(m, t)| format!("{} {}", wire_word(m), wire_word(t)));
+                let upgraded = c.upgrade_seen;
+                self.warnings.add("no-http2-boundary", || match http1 {
+                    Some(req) if upgraded => format!(
+                        "connection {} {src} -> {dst}: the HTTP/1.1 request ({req}) was answered 101 Switching Protocols, but this side never sent the HTTP/2 connection preface: the h2c upgrade was not completed ({n} bytes, no frames)",
+                        conn.0
+                    ),
+                    Some(req) => format!(
+                        "connection {} {src} -> {dst}: {n} bytes of HTTP/1.1 ({req}), not the HTTP/2 connection preface, while the other side spoke HTTP/2; not counted (a server that takes only prior-knowledge h2c wants the preface first: curl --http2-prior-knowledge)",
+                        conn.0
+                    ),
+                    None => format!(
                         "connection {} {src} -> {dst}: the last {n} bytes have no proven frame boundary; their frames are not counted",
                         conn.0
-                    )
+                    ),
                 });
             }
         }
@@ -282,5 +297,39 @@ impl<O: Observer> Sink for Ledger<O> {
             c.ended = Some(ts);
         }
         self.finalize(conn);
+    }
+}
+
+/// A word of an HTTP/1.1 request line from the wire, for a one-line warning: at most 64 bytes,
+/// invalid UTF-8 as `\xNN`, control characters escaped, and `...` when cut.
+fn wire_word(b: &[u8]) -> String {
+    const MAX: usize = 64;
+    let mut out = String::new();
+    for chunk in b[..b.len().min(MAX)].utf8_chunks() {
+        out.extend(chunk.valid().chars().flat_map(char::escape_debug));
+        for x in chunk.invalid() {
+            out.push_str(&format!("\\x{x:02x}"));
+        }
+    }
+    if b.len() > MAX {
+        out.push_str("...");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire_word;
+
+    /// A request line's words from a hostile peer stay one printable line: control characters
+    /// and invalid UTF-8 escaped, at most 64 bytes shown.
+    #[test]
+    fn wire_words_are_one_short_printable_line() {
+        assert_eq!(wire_word(b"GET"), "GET");
+        assert_eq!(wire_word(b"/a\x1b[2J\nb"), "/a\\u{1b}[2J\\nb");
+        assert_eq!(wire_word(b"/\xff\xfe"), "/\\xff\\xfe");
+        let long = wire_word(&[b'a'; 100]);
+        assert_eq!(long, format!("{}...", "a".repeat(64)));
+        assert!(!wire_word(b"\r\n\t\x00").chars().any(char::is_control));
     }
 }

@@ -73,6 +73,7 @@ mod messages;
 mod metrics;
 mod real_captures;
 mod schema;
+mod servers;
 mod service;
 mod snap;
 mod sql;
