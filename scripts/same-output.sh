@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The refactoring safety net: run views of two h2ledger builds on every capture in captures/ and
-# ../shared/real-captures (with their key logs) and compare stdout, stderr and exit code byte for
-# byte. Usage: scripts/same-output.sh OLD_BINARY NEW_BINARY [VIEWSET]
+# The refactoring safety net: run views of two h2ledger builds on every capture in captures/ (and
+# its findings/ and servers/) and ../shared/real-captures (with their key logs) and compare
+# stdout, stderr and exit code byte for byte. Usage: scripts/same-output.sh OLD_BINARY NEW_BINARY [VIEWSET]
 # VIEWSET: "six" (the six views of the speed work) or "all" (six + tables, plots, compare; default).
 set -uo pipefail
 old=$1 new=$2 set=${3:-all}
@@ -29,7 +29,7 @@ if [ "$set" = all ]; then
     "replay @F -q"
   )
 fi
-caps=(captures/*.pcap captures/*.pcapng ../shared/real-captures/*.pcap ../shared/real-captures/*.pcapng ../shared/real-captures/tls/*.pcapng)
+caps=(captures/*.pcap captures/*.pcapng captures/findings/*.pcap captures/servers/*.pcap ../shared/real-captures/*.pcap ../shared/real-captures/*.pcapng ../shared/real-captures/tls/*.pcapng)
 n=0 diff=0
 for f in "${caps[@]}"; do
   [ -f "$f" ] || continue
