@@ -1,6 +1,7 @@
 //! Other servers' HTTP/2 (captures/servers, scripts/make-server-captures.sh): Debian 12's nginx,
 //! Apache httpd, h2o, HAProxy and lighttpd, each with h2load, nghttp and curl over prior-knowledge
-//! h2c, and curl's HTTP/1.1 `Upgrade: h2c`.
+//! h2c, curl's HTTP/1.1 `Upgrade: h2c`, and curl over TLS with its key log; and grpc-go's calls
+//! through nginx `grpc_pass` and HAProxy, both legs.
 
 use serde_json::Value;
 
