@@ -58,8 +58,8 @@ cat "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/both.pem"
 chmod 644 "$WORK"/*.pem
 
 TD=(tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo)
-start_dump() { # start_dump NAME FILE PORT
-  "${TD[@]}" -w "$2" "tcp port $3" 2>"$WORK/$1.tcpdump.err" & DUMP_PID=$!; PIDS+=("$DUMP_PID")
+start_dump() { # start_dump NAME FILE FILTER
+  "${TD[@]}" -w "$2" "$3" 2>"$WORK/$1.tcpdump.err" & DUMP_PID=$!; PIDS+=("$DUMP_PID")
   for _ in $(seq 100); do grep -q "listening on" "$WORK/$1.tcpdump.err" && return 0; sleep 0.1; done
   echo "make-server-captures.sh: tcpdump for $1 did not start" >&2; return 1
 }
@@ -157,14 +157,14 @@ for n in nginx apache h2o haproxy lighttpd; do
   rm -f "$CAP/$n".* "$CAP/$n"-upgrade.*
   P=$(free_port); U=http://127.0.0.1:$P
   start_server $n "$P"
-  start_dump $n "$CAP/$n.pcap" "$P"; D=$DUMP_PID
+  start_dump $n "$CAP/$n.pcap" "tcp port $P"; D=$DUMP_PID
   h2load -n 100 -c 2 -m 4 "$U/file" >"$WORK/$n.h2load" 2>&1 || true
   nghttp -n "$U/big" "$U/file" "$U/index.html" >/dev/null 2>&1 || true
   { code --http2-prior-knowledge -d @"$WORK/post.bin" "$U/index.html"
     code --http2-prior-knowledge "$U/missing"
     code --http2-prior-knowledge "$U/file"; } >"$WORK/$n.curl"
   stop_dump $n $D
-  start_dump $n-upgrade "$CAP/$n-upgrade.pcap" "$P"; D=$DUMP_PID
+  start_dump $n-upgrade "$CAP/$n-upgrade.pcap" "tcp port $P"; D=$DUMP_PID
   code --http2 "$U/big" >"$WORK/$n-upgrade.curl"
   stop_dump $n-upgrade $D
   stop_server
@@ -182,7 +182,7 @@ for n in nginx apache h2o haproxy lighttpd; do
   rm -f "$CAP/$n"-tls.*
   P=$(free_port); U=https://127.0.0.1:$P; K="$CAP/$n-tls.keylog"
   start_server $n-tls "$P"
-  start_dump $n-tls "$CAP/$n-tls.pcap" "$P"; D=$DUMP_PID
+  start_dump $n-tls "$CAP/$n-tls.pcap" "tcp port $P"; D=$DUMP_PID
   { SSLKEYLOGFILE=$K code -k --http2 -o /dev/null -o /dev/null "$U/file" "$U/big" "$U/index.html"
     SSLKEYLOGFILE=$K code -k --http2 --tlsv1.2 --tls-max 1.2 --ciphers ECDHE-RSA-CHACHA20-POLY1305 \
       -o /dev/null "$U/file" "$U/big"
@@ -225,10 +225,7 @@ for n in nginx haproxy; do
   fi
   SRV_PID=$!; PIDS+=("$SRV_PID")
   wait_listen "$P" "$SRV_PID" "$n-grpc"
-  TD=(tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo)
-  "${TD[@]}" -w "$CAP/$n-grpc.pcap" "tcp port $P or tcp port $GP" 2>"$WORK/$n-grpc.tcpdump.err" &
-  D=$!; PIDS+=("$D")
-  for _ in $(seq 100); do grep -q "listening on" "$WORK/$n-grpc.tcpdump.err" && break; sleep 0.1; done
+  start_dump $n-grpc "$CAP/$n-grpc.pcap" "tcp port $P or tcp port $GP"; D=$DUMP_PID
   "$GRPCGO_BIN" -connect "127.0.0.1:$P" -seconds 1 | tail -1 >"$WORK/$n-grpc.client"
   stop_dump $n-grpc $D
   stop_server
