@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Speed of `h2ledger replay` against tcpdump's read floor and tshark's HTTP/2 dissector, on a
 # large generated capture (and the same packets as pcapng, pcapng with a secrets block, gzip,
-# zstd and on standard input, each against tcpdump reading the same bytes: issue 24), plus
+# zstd and on standard input, each against tcpdump reading the same bytes, and a bulk capture of
+# 10 MB fetches against its own read floor: issue 24), plus
 # peak memory, a frame-count cross-check against tshark, and the
 # HPACK decoder benchmark (crates/h2ledger-bench). Method and results: docs/performance.md.
 #
@@ -234,6 +235,13 @@ interleaved "$RUNS" tcpdump "tcpdump -r $F -w /dev/null" \
     h2ledger-zst "$H2L replay $FZST --format json > /dev/null" \
     tcpdump-stdin "tcpdump -r - -w /dev/null < $F" \
     h2ledger-stdin "$H2L replay - --format json < $F > /dev/null"
+# The other end of the range: a bulk capture (h2load fetching a 10 MB file 20 times over 2
+# connections, about 200 MB in 64 KiB loopback packets and 16 KiB DATA frames) against its read
+# floor. The h2load capture above is the worst case for a decoder: 15 frames a packet.
+FB="$BENCH_DIR/h2load-bulk.pcap"
+ensure_capture h2load-bulk 20 10000000 "-c 2 -m 1"
+interleaved "$RUNS" tcpdump-bulk "tcpdump -r $FB -w /dev/null" \
+    h2ledger-bulk "$H2L replay $FB --format json > /dev/null"
 N_FRAMES=$("$H2L" frames "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["frames"])')
 N_CALLS=$("$H2L" calls "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["calls"])')
 T_TSHARK=""
@@ -301,10 +309,12 @@ for name, key, n, unit in [("frames --format jsonl", "frames", "$N_FRAMES", "fra
 # Issue 24: every ratio of the issue in one table, from the rounds above.
 print("\nissue 24 (each the median of the per-round ratios, 'rounds' their lowest and highest; F.pcapng = editcap -F pcapng F, "
       "F-dsb.pcapng = the same with a Decryption Secrets Block, F-ns.pcap = editcap -F nsecpcap F, "
-      "F-be2.pcapng = scripts/pcapng-be.py F: big-endian, two interfaces):")
+      "F-be2.pcapng = scripts/pcapng-be.py F: big-endian, two interfaces; Fbulk = h2load-bulk.pcap, "
+      "20 fetches of a 10 MB file):")
 print(f"  {'run':<44} {'against':<44} {'ratio':>6} {'rounds':>11} {'target':>7}")
 for name, run, floor, target in [
     ("h2ledger", "replay F -T json", "tcpdump", "<= 3"),
+    ("h2ledger-bulk", "replay Fbulk -T json", "tcpdump-bulk", ""),
     ("h2ledger-pcapng", "replay F.pcapng -T json", "tcpdump-pcapng", ""),
     ("h2ledger-pcapng", "replay F.pcapng -T json", "h2ledger", "<= 1.2"),
     ("h2ledger-dsb", "replay F-dsb.pcapng -T json", "tcpdump-dsb", ""),
@@ -331,7 +341,8 @@ for name, run, floor, target in [
                "tcpdump-be": "tcpdump -r F-be2.pcapng -w /dev/null",
                "tcpdump-gz": "gzip -dc F.gz | tcpdump -r - -w /dev/null",
                "tcpdump-zst": "zstd -dc F.zst | tcpdump -r - -w /dev/null",
-               "tcpdump-stdin": "tcpdump -r - -w /dev/null < F"}[floor]
+               "tcpdump-stdin": "tcpdump -r - -w /dev/null < F",
+               "tcpdump-bulk": "tcpdump -r Fbulk -w /dev/null"}[floor]
     print(f"  {run:<44} {against:<44} {ratio(name, floor):>5.2f}x {spread(name, floor):>11} {target:>7}")
 print("  live: sniff vs tcpdump CPU per packet under h2load is printed at the end (--sniff N)")
 print("\ncommands (F = the capture):")

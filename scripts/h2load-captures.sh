@@ -7,15 +7,24 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# make_capture NAME REQUESTS: BENCH_DIR/NAME.pcap and NAME.port, NAME.meta. nghttpd serves a
-# small file without TLS on a free loopback port; tcpdump records h2load's REQUESTS requests
-# (10 connections x 10 concurrent streams). Retried with a 4x larger buffer if the kernel
-# dropped packets, and on a new port if nghttpd could not bind.
+# make_capture NAME REQUESTS [BYTES [H2LOAD_FLAGS]]: BENCH_DIR/NAME.pcap and NAME.port,
+# NAME.meta. nghttpd serves a small file (or, with BYTES, that many random bytes) without TLS on
+# a free loopback port; tcpdump records h2load's REQUESTS requests (10 connections x 10
+# concurrent streams, or H2LOAD_FLAGS). Retried with a 4x larger buffer if the kernel dropped
+# packets, and on a new port if nghttpd could not bind.
 make_capture() {
-    local name=$1 n=$2 pcap="$BENCH_DIR/$1.pcap" buf=65536 attempt port srv td drops
+    local name=$1 n=$2 bytes=${3:-} pcap="$BENCH_DIR/$1.pcap" buf=65536 attempt port srv td drops
+    local -a flags
+    read -r -a flags <<<"${4:--c 10 -m 10}"
     local docroot="$BENCH_DIR/docroot"
-    mkdir -p "$docroot"
-    printf 'h2ledger bench payload: %s\n' "$(printf 'x%.0s' {1..40})" >"$docroot/file"
+    if [ -n "$bytes" ]; then
+        docroot="$BENCH_DIR/docroot-$name"
+        mkdir -p "$docroot"
+        [ "$(stat -c %s "$docroot/file" 2>/dev/null)" = "$bytes" ] || head -c "$bytes" /dev/urandom >"$docroot/file"
+    else
+        mkdir -p "$docroot"
+        printf 'h2ledger bench payload: %s\n' "$(printf 'x%.0s' {1..40})" >"$docroot/file"
+    fi
     for attempt in 1 2 3 4; do
         port=$(free_port)
         nghttpd --no-tls -a 127.0.0.1 -d "$docroot" "$port" >"$WORK/nghttpd.log" 2>&1 &
@@ -41,7 +50,7 @@ make_capture() {
         for _ in $(seq 100); do grep -q "listening on" "$WORK/tcpdump.log" && break; sleep 0.1; done
         local t0 t1
         t0=$(date +%s.%N)
-        h2load -n "$n" -c 10 -m 10 "http://127.0.0.1:$port/file" >"$WORK/h2load.log" 2>&1 \
+        h2load -n "$n" "${flags[@]}" "http://127.0.0.1:$port/file" >"$WORK/h2load.log" 2>&1 \
             || { cat "$WORK/h2load.log" >&2; die "h2load failed"; }
         t1=$(date +%s.%N)
         sleep 1
@@ -55,6 +64,8 @@ make_capture() {
             echo "$port" >"$BENCH_DIR/$name.port"
             {
                 echo "requests=$n"
+                echo "payload_bytes=${bytes:-small}"
+                echo "h2load_flags=\"${flags[*]}\""
                 echo "port=$port"
                 echo "tcpdump_buffer_kib=$buf"
                 echo "drops=$drops"
@@ -70,10 +81,11 @@ make_capture() {
     die "could not make $name without drops"
 }
 
+# ensure_capture NAME REQUESTS [BYTES [H2LOAD_FLAGS]]: make_capture unless it is already made.
 ensure_capture() {
     local name=$1 n=$2
     if [ "$REGEN" = 1 ] || [ ! -s "$BENCH_DIR/$name.pcap" ] || [ ! -s "$BENCH_DIR/$name.port" ]; then
-        make_capture "$name" "$n"
+        make_capture "$@"
     else
         say "reusing $BENCH_DIR/$name.pcap (--regen to remake)"
     fi
