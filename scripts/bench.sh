@@ -236,7 +236,7 @@ interleaved "$RUNS" tcpdump "tcpdump -r $F -w /dev/null" \
     tcpdump-stdin "tcpdump -r - -w /dev/null < $F" \
     h2ledger-stdin "$H2L replay - --format json < $F > /dev/null"
 # The other end of the range: a bulk capture (h2load fetching a 10 MB file 20 times over 2
-# connections, about 200 MB in 64 KiB loopback packets and 16 KiB DATA frames) against its read
+# connections, about 200 MB in 5,400 loopback packets and 16 KiB DATA frames) against its read
 # floor. The h2load capture above is the worst case for a decoder: 15 frames a packet.
 FB="$BENCH_DIR/h2load-bulk.pcap"
 ensure_capture h2load-bulk 20 10000000 "-c 2 -m 1"
