@@ -16,13 +16,11 @@ make_capture() {
     local name=$1 n=$2 bytes=${3:-} pcap="$BENCH_DIR/$1.pcap" buf=65536 attempt port srv td drops
     local -a flags
     read -r -a flags <<<"${4:--c 10 -m 10}"
-    local docroot="$BENCH_DIR/docroot"
+    local docroot="$BENCH_DIR/docroot${bytes:+-$name}"
+    mkdir -p "$docroot"
     if [ -n "$bytes" ]; then
-        docroot="$BENCH_DIR/docroot-$name"
-        mkdir -p "$docroot"
         [ "$(stat -c %s "$docroot/file" 2>/dev/null)" = "$bytes" ] || head -c "$bytes" /dev/urandom >"$docroot/file"
     else
-        mkdir -p "$docroot"
         printf 'h2ledger bench payload: %s\n' "$(printf 'x%.0s' {1..40})" >"$docroot/file"
     fi
     for attempt in 1 2 3 4; do
