@@ -210,6 +210,11 @@ fresh "$FNS" || { say "making $FNS (editcap -F nsecpcap)"; editcap -F nsecpcap "
 fresh "$FBE" || { say "making $FBE (scripts/pcapng-be.py)"; python3 "$ROOT/scripts/pcapng-be.py" "$F" "$FBE"; }
 fresh "$FGZ" || { say "making $FGZ (gzip)"; gzip -c "$F" >"$FGZ"; }
 fresh "$FZST" || { say "making $FZST (zstd)"; zstd -q -c "$F" >"$FZST"; }
+# The other end of the range: a bulk capture (h2load fetching a 10 MB file 20 times over 2
+# connections, about 200 MB in 5,400 loopback packets and 16 KiB DATA frames), timed against
+# its own read floor. The h2load capture is the worst case for a decoder: 15 frames a packet.
+FB="$BENCH_DIR/h2load-bulk.pcap"
+ensure_capture h2load-bulk 20 10000000 "-c 2 -m 1"
 
 # --- Time -------------------------------------------------------------------------------
 # tcpdump, replay, the line views (issue 12) and each input format against tcpdump reading the
@@ -235,11 +240,7 @@ interleaved "$RUNS" tcpdump "tcpdump -r $F -w /dev/null" \
     h2ledger-zst "$H2L replay $FZST --format json > /dev/null" \
     tcpdump-stdin "tcpdump -r - -w /dev/null < $F" \
     h2ledger-stdin "$H2L replay - --format json < $F > /dev/null"
-# The other end of the range: a bulk capture (h2load fetching a 10 MB file 20 times over 2
-# connections, about 200 MB in 5,400 loopback packets and 16 KiB DATA frames) against its read
-# floor. The h2load capture above is the worst case for a decoder: 15 frames a packet.
-FB="$BENCH_DIR/h2load-bulk.pcap"
-ensure_capture h2load-bulk 20 10000000 "-c 2 -m 1"
+# The bulk capture against its read floor (made above).
 interleaved "$RUNS" tcpdump-bulk "tcpdump -r $FB -w /dev/null" \
     h2ledger-bulk "$H2L replay $FB --format json > /dev/null"
 N_FRAMES=$("$H2L" frames "$F" --format jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["frames"])')
