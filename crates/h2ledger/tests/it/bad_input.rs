@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::util::*;
 
 fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("h2ledger-it-{}", std::process::id()));
+    let dir = scratch("it");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();

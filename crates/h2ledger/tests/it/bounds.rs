@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::util::*;
 
 fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("h2ledger-bounds-{}", std::process::id()));
+    let dir = scratch("bounds");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();

@@ -145,7 +145,7 @@ fn skip_reason(command: &str) -> Option<String> {
 /// A scratch working directory: the repository's captures/ and fixtures/, an empty docs/,
 /// and bin/h2ledger.
 fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("h2ledger-doc-examples-{}", std::process::id()));
+    let dir = crate::util::scratch("doc-examples");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("docs")).unwrap();
     std::fs::create_dir_all(dir.join("bin")).unwrap();

@@ -15,7 +15,7 @@ use crate::util::*;
 const F: &str = "grpcgo-article.pcap";
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("h2ledger-formats-{}", std::process::id()));
+    let d = scratch("formats");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }

@@ -394,7 +394,7 @@ fn relink(pcap: &[u8], linktype: u32, header: impl Fn(u16) -> Vec<u8>) -> Vec<u8
 /// network byte order) and as raw IP records: the ledger must not change.
 #[test]
 fn bsd_loopback_and_raw_ip_link_types() {
-    let dir = std::env::temp_dir().join(format!("h2ledger-relink-{}", std::process::id()));
+    let dir = scratch("relink");
     std::fs::create_dir_all(&dir).unwrap();
     // AF_INET is 2 everywhere; AF_INET6 is 30 on macOS.
     let af = |e: u16| if e == 0x86dd { 30u32 } else { 2 };

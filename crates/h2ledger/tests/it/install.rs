@@ -29,7 +29,7 @@ fn ok(o: &Output) -> String {
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("h2ledger-install-{}", std::process::id()));
+    let d = scratch("install");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }

@@ -84,7 +84,7 @@ fn sniff_tonic_workload_then_replay_written_file() {
         return;
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let dir = std::env::temp_dir().join(format!("h2ledger-live-{}", std::process::id()));
+    let dir = scratch("live");
     std::fs::create_dir_all(&dir).unwrap();
     let written = dir.join("tonic.pcap");
     let (made, port) = rt.block_on(async {
@@ -136,7 +136,7 @@ fn sniff_grpcgo_program() {
         eprintln!("SKIPPED sniff_grpcgo_program: needs golang-go and golang-google-grpc-dev");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("h2ledger-go-{}", std::process::id()));
+    let dir = scratch("go");
     let ok = Command::new("bash")
         .arg(repo().join("scripts/build-grpcgo.sh"))
         .arg(&dir)
@@ -189,7 +189,7 @@ pub(crate) fn demo_workloads() -> Option<&'static std::path::Path> {
         {
             return None;
         }
-        let dir = std::env::temp_dir().join(format!("h2ledger-demo-{}", std::process::id()));
+        let dir = scratch("demo");
         let ok = Command::new("bash")
             .arg(repo().join("scripts/build-grpcgo-demo.sh"))
             .arg(&dir)
@@ -395,7 +395,7 @@ fn demo_table_leads_with_the_finding() {
 /// Without workload programs, one line says where the demo looked and how to build them.
 #[test]
 fn demo_without_workloads_says_how_to_build_them() {
-    let empty = std::env::temp_dir().join(format!("h2ledger-noworkloads-{}", std::process::id()));
+    let empty = scratch("noworkloads");
     std::fs::create_dir_all(&empty).unwrap();
     // A copy of the binary in an empty directory: nothing next to it either.
     let lone = empty.join("h2ledger");
@@ -478,7 +478,7 @@ fn sniff_h2load_drops_nothing() {
         eprintln!("SKIPPED sniff_h2load: needs nghttp2-server and nghttp2-client");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("h2ledger-h2load-{}", std::process::id()));
+    let dir = scratch("h2load");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("file"), vec![b'x'; 2000]).unwrap();
     // nghttpd cannot bind port 0: take a free port and retry if someone else grabs it.
@@ -680,7 +680,7 @@ fn sniff_write_to_stdout_and_a_failed_write() {
         err.contains("\"connections\""),
         "the report is on stderr: {err}"
     );
-    let dir = std::env::temp_dir().join(format!("h2ledger-w-{}", std::process::id()));
+    let dir = scratch("w");
     std::fs::create_dir_all(&dir).unwrap();
     let saved = dir.join("stdout.pcap");
     std::fs::write(&saved, &out.stdout).unwrap();

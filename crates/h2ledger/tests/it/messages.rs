@@ -398,7 +398,7 @@ fn schema_less_and_unparsable_messages() {
     assert!(n > 50, "{n} messages");
 
     // A schema for the same paths whose message types the text does not fit.
-    let dir = std::env::temp_dir().join(format!("h2ledger-msgs-{}", std::process::id()));
+    let dir = scratch("msgs");
     std::fs::create_dir_all(&dir).unwrap();
     let proto = dir.join("stream.proto");
     std::fs::write(
@@ -447,7 +447,7 @@ fn schema_less_and_unparsable_messages() {
 /// capture is read; a missing file names the file.
 #[test]
 fn a_bad_schema_is_one_line_with_file_line_and_column() {
-    let dir = std::env::temp_dir().join(format!("h2ledger-badproto-{}", std::process::id()));
+    let dir = scratch("badproto");
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.proto");
     std::fs::write(
@@ -665,7 +665,7 @@ fn hostile_messages_are_counted_not_fatal() {
         }
         f.extend_from_slice(p);
     }
-    let dir = std::env::temp_dir().join(format!("h2ledger-hostile-msgs-{}", std::process::id()));
+    let dir = scratch("hostile-msgs");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("hostile.pcap");
     std::fs::write(&path, &f).unwrap();

@@ -301,7 +301,7 @@ fn capture_of_paths(paths: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("h2ledger-metrics-{}", std::process::id()));
+    let dir = scratch("metrics");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
@@ -476,7 +476,7 @@ fn prometheus_scrapes_a_live_sniff() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("h2ledger-prom-{}", std::process::id()));
+    let dir = scratch("prom");
     // An earlier process with this id may have left its Prometheus data here.
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

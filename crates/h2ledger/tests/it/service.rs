@@ -57,7 +57,7 @@ fn systemd_analyze_verifies_the_unit() {
     if !need("systemd-analyze", "systemd_analyze_verifies_the_unit") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("h2ledger-unit-{}", std::process::id()));
+    let dir = scratch("unit");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("h2ledger.service");
     // The unit as `just install` writes it, with this build's binary.

@@ -60,7 +60,7 @@ fn calls_into_duckdb_and_clickhouse() {
     if engines.is_empty() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("h2ledger-sql-{}", std::process::id()));
+    let dir = scratch("sql");
     std::fs::create_dir_all(&dir).unwrap();
     for cap in [
         "grpcgo-article.pcap",

@@ -224,7 +224,7 @@ fn a_wrong_secret_fails_authentication_and_is_counted() {
             l + "\n"
         })
         .collect();
-    let dir = std::env::temp_dir().join(format!("h2ledger-tls-bad-{}", std::process::id()));
+    let dir = scratch("tls-bad");
     std::fs::create_dir_all(&dir).unwrap();
     let keylog = dir.join("bad.keylog");
     std::fs::write(&keylog, bad).unwrap();
@@ -316,7 +316,7 @@ fn sniff_with_keylog_while_curl_fetches_over_tls() {
     }
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let dir = std::env::temp_dir().join(format!("h2ledger-tls-live-{}", std::process::id()));
+    let dir = scratch("tls-live");
     std::fs::create_dir_all(&dir).unwrap();
     let (key, cert, keylog) = (
         dir.join("key.pem"),

@@ -12,7 +12,7 @@ use crate::util::*;
 const F: &str = "grpcgo-article.pcap";
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("h2ledger-usage-{}", std::process::id()));
+    let d = scratch("usage");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }

@@ -337,7 +337,7 @@ fn plot_file_is_created_first() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!("h2ledger-views-root-{}", std::process::id()));
+    let dir = scratch("views-root");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     let svg = dir.join("live.svg");
