@@ -160,12 +160,7 @@ pub fn bin_for_nobody() -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     COPY.get_or_init(|| {
-        let tmp_root = std::env::temp_dir();
-        remove_ended_dirs(&tmp_root, NOBODY_DIR);
-        let dir = tmp_root.join(format!("{NOBODY_DIR}{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = run_dir(NOBODY_DIR);
         let to = dir.join("h2ledger");
         let from = std::path::Path::new(bin());
         if std::fs::hard_link(from, &to).is_err() {
@@ -188,19 +183,21 @@ const SCRATCH_DIR: &str = "h2ledger-test-";
 /// [`bin_for_nobody`]'s are, so a failed run's files stay for an hour to be read and a run
 /// does not leave its scratch in /tmp for good (about 95 MB a run did, 1.4 GB from 13 runs).
 pub fn scratch(name: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     static RUN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    RUN.get_or_init(|| {
-        let tmp_root = std::env::temp_dir();
-        remove_ended_dirs(&tmp_root, SCRATCH_DIR);
-        let dir = tmp_root.join(format!("{SCRATCH_DIR}{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // Reachable by `nobody`, as the old places under /tmp were.
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        dir
-    })
-    .join(name)
+    RUN.get_or_init(|| run_dir(SCRATCH_DIR)).join(name)
+}
+
+/// `TMP/PREFIX` + this process' id, made empty and reachable by `nobody` (mode 0755), after
+/// removing those of processes that have ended ([`remove_ended_dirs`]).
+fn run_dir(prefix: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp_root = std::env::temp_dir();
+    remove_ended_dirs(&tmp_root, prefix);
+    let dir = tmp_root.join(format!("{prefix}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
 }
 
 /// Removes `PREFIX` + PID directories whose process is gone (no /proc/PID) and that are
