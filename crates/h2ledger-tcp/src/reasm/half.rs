@@ -61,6 +61,18 @@ pub(crate) struct Bounds {
     pub max_holes: usize,
 }
 
+/// Where an evicted direction stood ([`Half::resume_point`]), in 16 bytes: one is kept for
+/// each direction of up to [`super::Config::max_evicted`] connections. The write index is
+/// kept in 32 bits; a direction with more than 2^32 writes goes on from 2^32 - 1.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResumePoint {
+    next_seq: u32,
+    /// The ISN, when `has_isn`.
+    isn: u32,
+    next_index: u32,
+    has_isn: bool,
+}
+
 #[derive(Default)]
 pub(crate) struct Half {
     started: bool,
@@ -103,6 +115,28 @@ impl Half {
         } else {
             self.next_seq = seq;
         }
+    }
+
+    /// Where this direction stands, to continue it after an eviction: the next sequence
+    /// number expected, the ISN when seen, and the next write's index. `None` before its
+    /// first segment.
+    pub fn resume_point(&self) -> Option<ResumePoint> {
+        self.started.then_some(ResumePoint {
+            next_seq: self.next_seq.0,
+            isn: self.isn.map_or(0, |s| s.0),
+            next_index: u32::try_from(self.next_index).unwrap_or(u32::MAX),
+            has_isn: self.isn.is_some(),
+        })
+    }
+
+    /// A direction that continues one evicted at `p`: the bytes from `p.next_seq` on are
+    /// delivered in order, those after it wait for it (or become a gap), those before are
+    /// retransmissions; write indices go on from the evicted one's.
+    pub fn resume(&mut self, p: ResumePoint) {
+        self.started = true;
+        self.isn = p.has_isn.then_some(SeqNumber(p.isn));
+        self.next_seq = SeqNumber(p.next_seq);
+        self.next_index = u64::from(p.next_index);
     }
 
     /// Stream offset of `seq` (negative: before the start of the stream).

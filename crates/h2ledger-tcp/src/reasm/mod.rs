@@ -130,7 +130,9 @@ pub struct ConnMeta {
     /// Timestamp of the first packet seen.
     pub start: Nanos,
     /// The connection this one continues: it was evicted while open (at `max_connections`)
-    /// and its 4-tuple came back without a SYN. Bytes between are unknown.
+    /// and its 4-tuple came back without a SYN. It keeps the evicted one's orientation
+    /// (`first_src`, `first_dst`, `syn_sender`) and each direction goes on at the sequence
+    /// number where it stopped: bytes missed meanwhile are a gap, as on any connection.
     pub resumes: Option<ConnId>,
 }
 
@@ -190,13 +192,14 @@ pub struct Config {
     pub max_holes_per_dir: usize,
     /// Connections tracked at once (closed ones included, until evicted). At least 1.
     pub max_connections: usize,
-    /// Evicted connections remembered (by a 64-bit fingerprint of their 4-tuple, about 36
-    /// bytes each), so that one coming back is the same connection
-    /// ([`ConnMeta::resumes`]); the oldest is forgotten beyond ([`Stats::evicted_forgotten`]).
+    /// Evicted connections remembered (by a 64-bit fingerprint of their 4-tuple, about 100
+    /// bytes each with the map's and the order's share), so that one coming back is the same
+    /// connection ([`ConnMeta::resumes`]), continued where each direction stopped; the oldest
+    /// is forgotten beyond ([`Stats::evicted_forgotten`]).
     pub max_evicted: usize,
 }
 
-/// Evicted connections remembered by default: 131,072 (about 4.5 MiB), so that 100,000
+/// Evicted connections remembered by default: 131,072 (about 13 MiB when full), so that 100,000
 /// concurrent connections tracked 4,096 at a time are each counted once.
 pub const DEFAULT_MAX_EVICTED: usize = 1 << 17;
 
@@ -285,6 +288,16 @@ struct Conn {
     older: usize,
 }
 
+/// What is remembered of a connection evicted while open, to continue it if it comes back:
+/// its id, which of its 4-tuple's addresses sent first (its [`Dir::Fwd`]), and where each
+/// direction stood ([`Dir::Fwd`] first): 40 bytes, 48 with its key.
+struct Evicted {
+    id: ConnId,
+    fwd_is_first: bool,
+    syn_sender: Option<Dir>,
+    halves: [Option<half::ResumePoint>; 2],
+}
+
 /// A 4-tuple, the same for both directions.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct Key(SocketAddr, SocketAddr);
@@ -320,7 +333,7 @@ pub struct Reassembler {
     /// Connections evicted while open, by the fingerprint of their 4-tuple (at most
     /// `max_evicted`, oldest first forgotten), so that one coming back is known as the same
     /// connection. The order keeps stale entries of connections that came back since.
-    evicted: HashMap<u64, ConnId, RandomState>,
+    evicted: HashMap<u64, Evicted, RandomState>,
     evicted_order: VecDeque<(u64, ConnId)>,
     /// Connections in [`State::Reset`], by RST time (slot, id): closed past the grace. At
     /// most one entry per tracked connection.
@@ -458,41 +471,70 @@ impl Reassembler {
 
     fn open<S: Sink>(&mut self, ts: Nanos, seg: &TcpSegment<'_>, key: Key, sink: &mut S) -> usize {
         // An evicted connection's 4-tuple again: the same connection, unless a SYN starts a
-        // new one.
-        let resumes = match self.evicted.remove(&fingerprint(&key)) {
-            Some(id) if !seg.flags.syn => {
+        // new one. It keeps its orientation and continues each direction where it stopped.
+        let resumed = match self.evicted.remove(&fingerprint(&key)) {
+            Some(r) if !seg.flags.syn => {
                 self.stats.resumed += 1;
-                Some(id)
+                Some(r)
             }
             _ => None,
         };
         if self.map.len() >= self.cfg.max_connections.max(1) && self.oldest != NIL {
-            let old = self.conn(self.oldest);
-            let was_open = old.state == State::Open;
-            let (old_key, old_id) = (old.key, old.meta.id);
-            self.remove(self.oldest, ts, sink, CloseKind::Evicted);
-            if was_open {
+            let old = self.remove(self.oldest, ts, sink, CloseKind::Evicted);
+            if let Some(old) = old {
                 self.stats.evicted += 1;
-                let fp = fingerprint(&old_key);
+                let fp = fingerprint(&old.key);
                 while self.evicted.len() >= self.cfg.max_evicted.max(1) {
                     let Some((oldest, id)) = self.evicted_order.pop_front() else {
                         break;
                     };
                     // An entry of a connection that came back since (and may have been
                     // evicted again, later in the order) is stale.
-                    if self.evicted.get(&oldest) == Some(&id) {
+                    if self.evicted.get(&oldest).map(|r| r.id) == Some(id) {
                         self.evicted.remove(&oldest);
                         self.stats.evicted_forgotten += 1;
                     }
                 }
-                self.evicted.insert(fp, old_id);
+                let old_id = old.meta.id;
+                self.evicted.insert(
+                    fp,
+                    Evicted {
+                        id: old_id,
+                        fwd_is_first: old.meta.first_src == old.key.0,
+                        syn_sender: old.meta.syn_sender,
+                        halves: [old.halves.fwd.resume_point(), old.halves.rev.resume_point()],
+                    },
+                );
                 self.evicted_order.push_back((fp, old_id));
-                if self.evicted_order.len() > 2 * self.cfg.max_evicted.max(1) {
+                if self.evicted_order.len() > 2 * self.evicted.len() + 1024 {
                     // Stale entries of connections that came back: drop them.
                     let kept = &self.evicted;
-                    self.evicted_order.retain(|(f, id)| kept.get(f) == Some(id));
+                    self.evicted_order
+                        .retain(|(f, id)| kept.get(f).map(|r| r.id) == Some(*id));
                 }
             }
+        }
+        if let Some(r) = resumed {
+            let (first_src, first_dst) = if r.fwd_is_first {
+                (key.0, key.1)
+            } else {
+                (key.1, key.0)
+            };
+            let meta = ConnMeta {
+                id: ConnId(self.next_id),
+                first_src,
+                first_dst,
+                syn_sender: r.syn_sender,
+                start: ts,
+                resumes: Some(r.id),
+            };
+            let mut halves: Dirs<Half> = Dirs::default();
+            for (d, p) in [(Dir::Fwd, r.halves[0]), (Dir::Rev, r.halves[1])] {
+                if let Some(p) = p {
+                    halves[d].resume(p);
+                }
+            }
+            return self.insert(meta, key, halves, sink);
         }
         let syn_sender = match (seg.flags.syn, seg.flags.ack) {
             (true, false) => Some(Dir::Fwd),
@@ -505,14 +547,25 @@ impl Reassembler {
             first_dst: seg.dst,
             syn_sender,
             start: ts,
-            resumes,
+            resumes: None,
         };
+        self.insert(meta, key, Dirs::default(), sink)
+    }
+
+    /// Tracks a new connection (its id is the next one) in a free slot, as the newest.
+    fn insert<S: Sink>(
+        &mut self,
+        meta: ConnMeta,
+        key: Key,
+        halves: Dirs<Half>,
+        sink: &mut S,
+    ) -> usize {
         self.next_id = self.next_id.wrapping_add(1);
         sink.open(&meta);
         let conn = Conn {
             meta,
             key,
-            halves: Dirs::default(),
+            halves,
             state: State::Open,
             first_fin: None,
             newer: NIL,
@@ -533,10 +586,18 @@ impl Reassembler {
         i
     }
 
-    /// Stops tracking slot `i`, closing the connection first if it is still open.
-    fn remove<S: Sink>(&mut self, i: usize, ts: Nanos, sink: &mut S, kind: CloseKind) {
+    /// Stops tracking slot `i`, closing the connection first if it is still open; returns
+    /// it when it was open (closed now with `kind`).
+    fn remove<S: Sink>(
+        &mut self,
+        i: usize,
+        ts: Nanos,
+        sink: &mut S,
+        kind: CloseKind,
+    ) -> Option<Conn> {
         self.unlink(i);
         let mut conn = self.slab[i].take().expect("live slot");
+        let was_open = conn.state == State::Open;
         match conn.state {
             State::Open => conn.close(ts, kind, &mut self.stats, sink),
             State::Reset { .. } => conn.end_reset(ts, &mut self.stats, sink),
@@ -544,6 +605,7 @@ impl Reassembler {
         }
         self.map.remove(&conn.key);
         self.free.push(i);
+        was_open.then_some(conn)
     }
 
     fn touch(&mut self, i: usize) {

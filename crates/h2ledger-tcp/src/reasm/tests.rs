@@ -690,8 +690,35 @@ fn lru_eviction_flushes_first() {
             D(3, "z".into())
         ]
     );
-    assert_eq!(t.sink.stream(3, Dir::Fwd), [D(0, "B".into())]);
+    // b goes on where it stopped: the next byte in order, its write index after b's first.
+    assert_eq!(t.sink.stream(3, Dir::Fwd), [D(1, "B".into())]);
     assert_eq!(t.r.stats().evicted, 2);
+}
+
+/// A connection evicted and back keeps its orientation, even when the other side speaks first
+/// on its return, and each direction goes on at the sequence number where it stopped: bytes
+/// in order continue the stream, a jump is a gap of exactly the missed length.
+#[test]
+fn resumed_connection_continues_each_direction() {
+    let cfg = Config {
+        max_connections: 1,
+        ..Config::default()
+    };
+    let mut t = T::with(cfg);
+    let (a, b) = ("10.0.0.1:1", "10.0.0.1:2");
+    t.push(seg(a, S, 100, None, "S", b""));
+    t.push(seg(S, a, 500, Some(101), "S", b""));
+    t.push(seg(a, S, 101, Some(501), "", b"req"));
+    t.push(seg(b, S, 1, None, "", b"x")); // evicts a
+    t.push(seg(S, a, 501, Some(104), "", b"resp")); // a back, server first: evicts b
+    t.push(seg(a, S, 110, Some(505), "", b"more")); // 6 bytes missed while evicted
+    t.finish();
+    let opens = t.sink.opens();
+    assert_eq!(opens[2].resumes, Some(ConnId(0)));
+    assert_eq!(opens[2].first_src, opens[0].first_src);
+    assert_eq!(opens[2].syn_sender, Some(Dir::Fwd));
+    assert_eq!(t.sink.stream(2, Dir::Rev), [D(0, "resp".into())]);
+    assert_eq!(t.sink.stream(2, Dir::Fwd), [Gap(6), D(1, "more".into())]);
 }
 
 #[test]
