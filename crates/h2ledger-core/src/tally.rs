@@ -200,13 +200,14 @@ impl Observer for Tally {
     fn close(&mut self, c: &ConnSummary) {
         if c.http2 && self.has(c) {
             let l = conn_ledger(c, self);
-            // A connection continued after its eviction was counted when it was folded.
-            self.closed_conns += u64::from(c.continues.is_none());
+            // A connection continued after its eviction was counted when it was folded, if it
+            // was HTTP/2 by then.
+            self.closed_conns += u64::from(!c.continued_counted);
             self.closed_calls += l.calls;
             self.closed_upgraded += l.upgraded_calls;
             self.closed.client.merge(&l.sides.client);
             self.closed.server.merge(&l.sides.server);
-            if c.continues.is_some() {
+            if c.continued_counted {
                 // Its counts are in the totals; its row is the original's.
             } else if self.detail.len() < self.cap() {
                 self.detail.push(l);
@@ -348,12 +349,12 @@ impl LedgerReport {
         };
         for c in conns.iter().filter(|c| c.http2 && tally.has(c)) {
             let l = conn_ledger(c, tally);
-            r.connections += u64::from(c.continues.is_none());
+            r.connections += u64::from(!c.continued_counted);
             r.calls += l.calls;
             r.upgraded_calls += l.upgraded_calls;
             r.sides.client.merge(&l.sides.client);
             r.sides.server.merge(&l.sides.server);
-            if c.continues.is_some() {
+            if c.continued_counted {
                 // Counted under the connection it continues.
             } else if r.per_connection.len() < tally.cap() {
                 r.per_connection.push(l);

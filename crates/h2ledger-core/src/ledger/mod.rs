@@ -26,7 +26,7 @@ const MAX_HPACK_TABLE: u32 = 64 * 1024;
 /// GOAWAY debug data kept per frame.
 const MAX_GOAWAY_DEBUG: u32 = 1024;
 /// Streams tracked per connection (for HEADERS vs TRAILERS) before new ones are no longer tracked.
-pub const MAX_STREAMS: usize = 1 << 20;
+pub const MAX_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 /// Warnings kept as text; later ones are only counted.
 pub const MAX_WARNINGS: usize = 200;
 /// Default SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
@@ -146,6 +146,14 @@ impl DirState {
         self.max_frame.max(DEFAULT_MAX_FRAME)
     }
 
+    /// Not HTTP/2: nothing more of this direction is looked at, and its buffers go.
+    fn die(&mut self) {
+        self.mode = Mode::Dead;
+        self.pending = Vec::new();
+        self.pending_writes = Vec::new();
+        self.scan = Scanner::default();
+    }
+
     /// Framing is lost: look for a proven frame boundary again; HPACK state is gone too.
     fn lose_framing(&mut self) {
         self.cur = None;
@@ -195,6 +203,11 @@ fn mid_stream_decoder() -> Decoder {
 
 struct Conn {
     meta: ConnMeta,
+    /// The evicted connection this one goes on with, after its state was folded, and whether
+    /// that one was counted as HTTP/2 ([`ConnSummary::continues`]).
+    continues: Option<(ConnId, bool)>,
+    /// The time of the last packet with new bytes, for a connection evicted and never back.
+    last_ts: Option<Nanos>,
     http2: bool,
     client: Option<(Dir, ClientBy)>,
     dirs: Dirs<DirState>,
@@ -265,7 +278,8 @@ impl Conn {
             start: self.meta.start,
             prelude: self.prelude,
             upgraded_call: self.upgraded_call,
-            continues: self.meta.resumes,
+            continues: self.continues.map(|c| c.0),
+            continued_counted: self.continues.is_some_and(|c| c.1),
             end: self.ended,
         }
     }
@@ -318,12 +332,15 @@ impl Conn {
 /// [`h2ledger_tcp::Reassembler`]); read the summary with [`Ledger::connections`].
 pub struct Ledger<O> {
     conns: Conns,
-    /// Connection ids that continue an evicted connection, to the original's id.
+    /// Open connection ids that continue an evicted connection, to the original's id.
     aliases: HashMap<u32, ConnId, BuildHasherDefault<StreamIdHasher>>,
-    /// Evicted connections kept in case they come back, oldest first (at most
-    /// [`MAX_EVICTED_KEPT`]; stale entries, of connections resumed since, are skipped).
-    evicted: VecDeque<ConnId>,
-    evicted_now: HashMap<u32, (), BuildHasherDefault<StreamIdHasher>>,
+    /// Evicted connections whose state is kept in case they come back, by the id the
+    /// reassembler evicted, to the original's id (at most [`MAX_EVICTED_KEPT`]).
+    kept: FifoMap<ConnId>,
+    /// Evicted connections whose state was folded for good, by the id the reassembler
+    /// evicted: what a return needs to go on as the same connection (at most
+    /// [`h2ledger_tcp::DEFAULT_MAX_EVICTED`], as many as the reassembler remembers).
+    folded: FifoMap<Folded>,
     /// The observer every event goes to.
     pub observer: O,
     /// The run's warnings (the ledger's, and those the caller adds).
@@ -331,9 +348,68 @@ pub struct Ledger<O> {
 }
 
 /// Evicted connections whose state is kept, in case the reassembler sees them again and they
-/// resume; beyond, the oldest is closed for good (folded into the totals) and a return of it
-/// counts as a new, mid-stream connection.
+/// resume; beyond, the oldest is closed for good (folded into the totals, `evicted-folded`)
+/// and a return of it goes on as a continuation ([`Folded`]).
 const MAX_EVICTED_KEPT: usize = 2048;
+
+/// What the ledger remembers of an evicted connection whose state it folded, for its return:
+/// whether it was counted as HTTP/2, its client, and which directions had sent nothing yet
+/// (those start afresh on the return, as if never evicted).
+#[derive(Clone, Copy, Debug)]
+struct Folded {
+    root: ConnId,
+    http2: bool,
+    client: Option<(Dir, ClientBy)>,
+    fresh: [bool; 2],
+}
+
+/// A map with a cap: inserting beyond it forgets the oldest entry (returned to the caller).
+/// The order keeps stale entries of keys removed since; they are skipped, and dropped when
+/// they outnumber the live ones.
+struct FifoMap<V> {
+    map: HashMap<u32, V, BuildHasherDefault<StreamIdHasher>>,
+    order: VecDeque<u32>,
+    cap: usize,
+}
+
+impl<V> FifoMap<V> {
+    fn new(cap: usize) -> Self {
+        FifoMap {
+            map: HashMap::default(),
+            order: VecDeque::new(),
+            cap: cap.max(1),
+        }
+    }
+
+    /// Inserts `k`; returns the oldest entry when the map was full.
+    fn insert(&mut self, k: u32, v: V) -> Option<(u32, V)> {
+        let mut out = None;
+        if !self.map.contains_key(&k) && self.map.len() >= self.cap {
+            while let Some(old) = self.order.pop_front() {
+                if let Some(v) = self.map.remove(&old) {
+                    out = Some((old, v));
+                    break;
+                }
+            }
+        }
+        self.map.insert(k, v);
+        self.order.push_back(k);
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.order.retain(|k| map.contains_key(k));
+        }
+        out
+    }
+
+    fn remove(&mut self, k: u32) -> Option<V> {
+        self.map.remove(&k)
+    }
+
+    fn drain(&mut self) -> Vec<(u32, V)> {
+        self.order.clear();
+        self.map.drain().collect()
+    }
+}
 
 /// The open connections, by [`ConnId`]. A connection is freed when it closes (its observers
 /// fold it into their totals), so memory follows what is open, not what has passed. Boxed: a
@@ -369,22 +445,28 @@ impl<O: Observer> Ledger<O> {
         Ledger {
             conns: Conns::default(),
             aliases: HashMap::default(),
-            evicted: VecDeque::new(),
-            evicted_now: HashMap::default(),
+            kept: FifoMap::new(MAX_EVICTED_KEPT),
+            folded: FifoMap::new(h2ledger_tcp::DEFAULT_MAX_EVICTED),
             observer,
             warnings: Warnings::default(),
         }
     }
 
     /// The end of the input, after the reassembler closed what it had open: the evicted
-    /// connections kept in case they came back are closed for good (folded) too.
+    /// connections kept in case they came back end as the capture does.
     pub fn finish(&mut self) {
+        let mut kept: Vec<ConnId> = self.kept.drain().into_iter().map(|(_, r)| r).collect();
+        kept.sort_unstable();
+        for id in kept {
+            let ts = self.conns.get(id.0 as usize).and_then(|c| c.last_ts);
+            self.end(id, ts.unwrap_or(0));
+        }
         let mut left: Vec<u32> = self.conns.0.keys().copied().collect();
         left.sort_unstable();
         for id in left {
             self.finalize(ConnId(id));
         }
-        self.evicted.clear();
+        self.folded.drain();
         self.aliases.clear();
     }
 
@@ -402,10 +484,13 @@ impl<O: Observer> Ledger<O> {
 }
 
 fn new_conn(meta: ConnMeta) -> Conn {
-    let at_start = meta.syn_sender.is_some();
+    // A return of an evicted connection the ledger knows nothing of: what came before is lost.
+    let at_start = meta.syn_sender.is_some() && meta.resumes.is_none();
     let client = meta.syn_sender.map(|d| (d, ClientBy::Syn));
     Conn {
         meta,
+        continues: None,
+        last_ts: None,
         http2: false,
         client,
         dirs: Dirs::from_fn(|_| DirState::new(at_start)),

@@ -11,73 +11,77 @@ impl<O: Observer> Ledger<O> {
 
     /// The connection is over for good: its observers fold it, and it is freed.
     pub(super) fn finalize(&mut self, id: ConnId) {
-        self.evicted_now.remove(&id.0);
         if let Some(c) = self.conns.0.remove(&id.0) {
             self.observer.close(&c.summary());
         }
     }
 
-    /// The reassembler evicted `id` while it was open: whatever it sends while forgotten is
-    /// unknown, so framing is lost (a frame in progress is counted from its head, as at a gap).
-    /// If it comes back it is the same connection ([`ConnMeta::resumes`]).
-    pub(super) fn evicted(&mut self, id: ConnId, ts: Nanos) {
-        for dir in [Dir::Fwd, Dir::Rev] {
-            let Some(c) = self.conns.get(id.0 as usize) else {
-                return;
-            };
-            let ds = &c.dirs[dir];
-            match ds.mode {
-                Mode::Detect | Mode::Resync if !ds.pending.is_empty() => {
-                    let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
-                        index: 0,
-                        ts: 0,
-                        len: 0,
-                    });
-                    self.detect(id, dir, &w, &[], true);
-                }
-                _ => {}
-            }
-            let c = &mut self.conns[id.0 as usize];
-            let ds = &mut c.dirs[dir];
-            if ds.mode == Mode::Frames {
-                let cut = ds.cur.take().map(|p| p.head);
-                ds.lose_framing();
-                if let Some(head) = cut {
-                    let w = Write {
-                        index: NO_WRITE,
-                        ts,
-                        len: 0,
-                    };
-                    self.frame(id, dir, &w, head, &[], false, false);
-                    self.conns[id.0 as usize].dirs[dir].carry.clear();
-                }
-            } else if ds.mode == Mode::Detect {
-                ds.at_start = false;
-            }
+    /// The reassembler evicted `id` (standing for `root`) while it was open. It keeps where
+    /// each direction stood, so a return goes on exactly (bytes missed meanwhile come as a
+    /// gap): the state stays as it is, among the [`MAX_EVICTED_KEPT`] last evicted. Beyond,
+    /// the oldest ends as at the end of the capture and what its return needs is folded.
+    fn evicted(&mut self, id: ConnId, root: ConnId) {
+        if let Some(c) = self.conns.get(root.0 as usize).filter(|c| c.http2) {
+            let (a, b) = (c.meta.first_src, c.meta.first_dst);
+            self.warnings.add("evicted", || {
+                format!(
+                    "connection {} {a} <-> {b}: evicted from reassembly (more than --max-connections open at once); its state is kept, and if it comes back it goes on where it stopped",
+                    root.0
+                )
+            });
         }
-        let c = &self.conns[id.0 as usize];
-        if !c.http2 {
+        let Some((old, root)) = self.kept.insert(id.0, root) else {
             return;
-        }
+        };
+        let Some(c) = self.conns.get(root.0 as usize) else {
+            return;
+        };
+        let fresh = |d: Dir| {
+            let ds = &c.dirs[d];
+            ds.mode == Mode::Detect && ds.at_start && ds.pending.is_empty() && ds.tail_of.is_none()
+        };
+        let folded = Folded {
+            root,
+            http2: c.http2,
+            client: c.client,
+            fresh: [fresh(Dir::Fwd), fresh(Dir::Rev)],
+        };
         let (a, b) = (c.meta.first_src, c.meta.first_dst);
-        self.warnings.add("evicted", || {
+        let ts = c.last_ts.unwrap_or(c.meta.start);
+        self.warnings.add("evicted-folded", || {
             format!(
-                "connection {} {a} <-> {b}: evicted from reassembly (too many connections tracked at once); if it comes back it is counted as the same connection, after a resynchronisation",
-                id.0
+                "connection {} {a} <-> {b}: evicted from reassembly (more than --max-connections open at once) and its state folded (more than {MAX_EVICTED_KEPT} evicted kept); if it comes back it goes on as the same connection, its framing and HPACK state resynchronised",
+                root.0
             )
         });
+        self.end(root, ts);
+        self.folded.insert(old, folded);
     }
 }
 
 impl<O: Observer> Sink for Ledger<O> {
     fn open(&mut self, meta: &ConnMeta) {
         // An evicted connection back: its bytes go to the original (counted once), if its
-        // state is still kept.
-        let root = meta.resumes.map(|r| self.root(r));
-        if let Some(r) = root.filter(|r| *r != meta.id && self.conns.get(r.0 as usize).is_some()) {
-            self.aliases.insert(meta.id.0, r);
-            self.evicted_now.remove(&r.0);
-            return;
+        // state is still kept; else it goes on from what was folded of it.
+        if let Some(r) = meta.resumes {
+            if let Some(root) = self.kept.remove(r.0) {
+                if self.conns.get(root.0 as usize).is_some() {
+                    self.aliases.insert(meta.id.0, root);
+                    return;
+                }
+            }
+            if let Some(f) = self.folded.remove(r.0) {
+                let mut c = new_conn(meta.clone());
+                c.continues = Some((f.root, f.http2));
+                c.http2 = f.http2;
+                c.client = f.client.or(c.client);
+                for (d, fresh) in [(Dir::Fwd, f.fresh[0]), (Dir::Rev, f.fresh[1])] {
+                    c.dirs[d] = DirState::new(fresh);
+                }
+                self.conns.0.insert(meta.id.0, Box::new(c));
+                self.observer.open(meta);
+                return;
+            }
         }
         self.conns
             .0
@@ -100,6 +104,7 @@ impl<O: Observer> Sink for Ledger<O> {
         let Some(c) = self.conn_mut(conn) else {
             return;
         };
+        c.last_ts = Some(w.ts);
         let ds = &mut c.dirs[dir];
         ds.tail_of = match ds.tail_of {
             Some((t, n)) if t.index == w.index => Some((t, n + bytes.len() as u64)),
@@ -212,21 +217,19 @@ impl<O: Observer> Sink for Ledger<O> {
         let conn = self.root(id);
         self.aliases.remove(&id.0);
         if kind == CloseKind::Evicted {
-            if self.conns.get(conn.0 as usize).is_none() {
-                return;
-            }
-            self.evicted(conn, ts);
-            self.evicted_now.insert(conn.0, ());
-            self.evicted.push_back(conn);
-            while self.evicted.len() > MAX_EVICTED_KEPT {
-                if let Some(old) = self.evicted.pop_front() {
-                    if self.evicted_now.contains_key(&old.0) {
-                        self.finalize(old);
-                    }
-                }
+            if self.conns.get(conn.0 as usize).is_some() {
+                self.evicted(id, conn);
             }
             return;
         }
+        self.end(conn, ts);
+    }
+}
+
+impl<O: Observer> Ledger<O> {
+    /// The connection `conn` ended at `ts` (its close, or the end of the capture for one
+    /// evicted and never back): the last proofs, what is left unfinished, then its fold.
+    pub(super) fn end(&mut self, conn: ConnId, ts: Nanos) {
         // Directions still looking for a boundary get a last, shorter proof.
         for dir in [Dir::Fwd, Dir::Rev] {
             let Some(c) = self.conns.get(conn.0 as usize) else {

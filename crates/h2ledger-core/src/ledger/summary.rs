@@ -56,8 +56,12 @@ pub struct ConnSummary {
     pub upgraded_call: bool,
     /// This connection continues one that was evicted from reassembly and whose state was
     /// folded for good before it came back: the same connection, counted once (under the
-    /// original), its counts added to the totals.
+    /// original when that was HTTP/2, [`ConnSummary::continued_counted`]), its counts added
+    /// to the totals.
     pub continues: Option<ConnId>,
+    /// The connection it continues was HTTP/2 when its state was folded, and was counted
+    /// then: this one adds its counts, not a connection.
+    pub continued_counted: bool,
     /// When the connection ended (its FIN or RST, or the end of the capture), once it has.
     pub end: Option<Nanos>,
 }
