@@ -53,6 +53,7 @@ pub(crate) fn chain(buf: &[u8], at: usize, limit: usize, max_frame: u32) -> Chai
 /// `Short` chain ran out inside a payload (its last header was read whole).
 fn follow(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> (Chain, usize, bool) {
     let mut n = 0;
+    let mut prev: Option<Head> = None;
     while n < limit {
         if at == buf.len() {
             return (Chain::Exact(n), at + HEAD_LEN, false);
@@ -60,9 +61,12 @@ fn follow(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> (Chain, us
         let Some(head) = head_at(buf, at) else {
             return (Chain::Short(n), at + HEAD_LEN, false);
         };
-        if !head.plausible(max_frame) {
+        let payload = &buf[(at + HEAD_LEN).min(buf.len())..];
+        let payload = &payload[..payload.len().min(head.length as usize)];
+        if !head.plausible(max_frame) || !consistent(&head, payload, prev.as_ref()) {
             return (Chain::Broken(n), usize::MAX, false);
         }
+        prev = Some(head);
         n += 1;
         at += HEAD_LEN + head.length as usize;
         if at > buf.len() {
@@ -76,6 +80,98 @@ fn follow(buf: &[u8], mut at: usize, limit: usize, max_frame: u32) -> (Chain, us
     }
 }
 
+/// Whether a plausible head agrees with its payload (what of it is in the buffer) and with the
+/// frame before it in the chain: what every conforming peer's frames hold and bytes of other
+/// protocols seldom do (decision 286); and no frame of a pushed (even) stream nor an empty DATA
+/// that does not end its stream, which conforming peers may send but seldom do. RFC 9113: a header block's CONTINUATIONs follow it on
+/// its stream with nothing between (§6.10); Pad Length is less than the payload (§6.1, §6.2,
+/// §6.6); a HEADERS with PRIORITY and a PUSH_PROMISE are long enough for their fields (§6.2,
+/// §6.6), a stream depends on another stream (§5.3.1), a promised stream id is even (§5.1.1);
+/// a WINDOW_UPDATE's increment is not 0 (§6.9); SETTINGS values are within their ranges
+/// (§6.5.2); error codes are those of §7 (a peer may send others, but a proof needs no rare
+/// case); GOAWAY carries at least its last stream id and code (§6.8).
+fn consistent(head: &Head, payload: &[u8], prev: Option<&Head>) -> bool {
+    use h2_frame_parser::Kind;
+    let f = head.flags;
+    let open_block = prev.filter(|p| {
+        matches!(
+            p.kind,
+            Kind::Headers | Kind::PushPromise | Kind::Continuation
+        ) && !p.flags.is_end_headers()
+    });
+    match (open_block, head.kind) {
+        (Some(p), Kind::Continuation) if p.stream_id == head.stream_id => {}
+        (Some(_), _) => return false,
+        (None, Kind::Continuation) if prev.is_some() => return false,
+        _ => {}
+    }
+    let len = head.length as usize;
+    // Streams a client opens are odd (§5.1.1): frames of an even stream are a server's pushes,
+    // which browsers no longer take and few servers send; and an empty DATA frame that does
+    // not end its stream carries nothing (Envoy counts them as an abuse). Real traffic proves
+    // its boundaries with the frames around them; runs of zeros in other protocols' bytes
+    // make exactly these.
+    let stream_frame = matches!(
+        head.kind,
+        Kind::Data | Kind::Headers | Kind::Continuation | Kind::RstStream
+    );
+    if stream_frame && head.stream_id.0.is_multiple_of(2) {
+        return false;
+    }
+    if head.kind == Kind::Data && len == 0 && !f.is_end_stream() {
+        return false;
+    }
+    let u32_at = |i: usize| {
+        payload
+            .get(i..i + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let pad = usize::from(
+        matches!(head.kind, Kind::Data | Kind::Headers | Kind::PushPromise) && f.is_padded(),
+    );
+    if pad == 1 {
+        if len == 0 {
+            return false;
+        }
+        if let Some(&p) = payload.first() {
+            let fields = match head.kind {
+                Kind::Headers if f.is_priority() => 5,
+                Kind::PushPromise => 4,
+                _ => 0,
+            };
+            if usize::from(p) + 1 + fields > len {
+                return false;
+            }
+        }
+    }
+    match head.kind {
+        Kind::Headers if f.is_priority() => {
+            len >= pad + 5 && u32_at(pad).is_none_or(|d| d & 0x7fff_ffff != head.stream_id.0)
+        }
+        Kind::Priority => u32_at(0).is_none_or(|d| d & 0x7fff_ffff != head.stream_id.0),
+        Kind::PushPromise => {
+            len >= pad + 4
+                && u32_at(pad).is_none_or(|p| {
+                    let id = p & 0x7fff_ffff;
+                    id != 0 && id.is_multiple_of(2)
+                })
+        }
+        Kind::RstStream => u32_at(0).is_none_or(|c| c <= 0xd),
+        Kind::GoAway => len >= 8 && u32_at(4).is_none_or(|c| c <= 0xd),
+        Kind::WindowUpdate => u32_at(0).is_none_or(|i| i != 0 && i & 0x8000_0000 == 0),
+        Kind::Settings => payload.chunks_exact(6).all(|e| {
+            let v = u32::from_be_bytes([e[2], e[3], e[4], e[5]]);
+            match u16::from_be_bytes([e[0], e[1]]) {
+                0x2 | 0x8 | 0x9 => v <= 1,
+                0x4 => v <= 0x7fff_ffff,
+                0x5 => (1 << 14..1 << 24).contains(&v),
+                _ => true,
+            }
+        }),
+        _ => true,
+    }
+}
+
 /// What [`Scanner::scan`] decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Found {
@@ -86,6 +182,9 @@ pub(crate) enum Found {
     Http1 { end: usize, upgrade: bool },
     /// A proven frame boundary at this offset.
     Frames(usize),
+    /// A stream held from its first byte that cannot be HTTP/2: it starts with none of the
+    /// client preface, an HTTP/1.x request or response, or a frame head.
+    NotHttp2,
     /// Not yet: more bytes may decide.
     Wait,
 }
@@ -187,6 +286,18 @@ impl Scanner {
                     return Found::Frames(0);
                 }
             }
+        }
+        if at_start {
+            // A stream held from its start is HTTP/2 by the client preface (RFC 9113 §3.4),
+            // an HTTP/1.1 Upgrade or CONNECT before it (RFC 9113 §3.2, RFC 9110 §9.3.6), or the
+            // server's SETTINGS (§3.4), each found above; or, once the other side proved HTTP/2,
+            // by a frame at its first byte (the ledger checks that). Never by a run of
+            // plausible heads further in: other protocols' bytes give those by chance.
+            return if could_start_http2(buf, max_frame) {
+                Found::Wait
+            } else {
+                Found::NotHttp2
+            };
         }
         let len = buf.len();
         let mut best: Option<usize> = None;
@@ -339,6 +450,42 @@ impl Scanner {
     }
 }
 
+/// Whether a stream whose first bytes are `buf` may still turn out to be HTTP/2: they are a
+/// prefix of the client preface, of an HTTP/1.x request line (a method of upper-case letters,
+/// then a space) or response (`HTTP/1.`), or a plausible frame head (a server's first frame,
+/// proven once the client's preface is seen).
+fn could_start_http2(buf: &[u8], max_frame: u32) -> bool {
+    const HTTP1: &[u8] = b"HTTP/1.";
+    /// The longest method looked for (RFC 9110 methods are at most 7 letters; WebDAV's
+    /// longest, `VERSION-CONTROL`, has a hyphen; extension methods are rare and short).
+    const MAX_METHOD: usize = 24;
+    let n = buf.len();
+    if PREFACE.starts_with(&buf[..n.min(PREFACE.len())])
+        || HTTP1.starts_with(&buf[..n.min(HTTP1.len())])
+    {
+        return true;
+    }
+    let method = buf
+        .iter()
+        .take(MAX_METHOD + 1)
+        .position(|&b| !(b.is_ascii_uppercase() || b == b'-' || b == b'_'));
+    let request = match method {
+        None => n <= MAX_METHOD,
+        Some(i) => i > 0 && buf[i] == b' ',
+    };
+    if request {
+        return true;
+    }
+    match head_at(buf, 0) {
+        Some(h) => h.plausible(max_frame),
+        // A head in the making: its length and type, once there, must fit.
+        None => {
+            !(n >= 3 && u32::from_be_bytes([0, buf[0], buf[1], buf[2]]) > max_frame
+                || n >= 4 && buf[3] > 9)
+        }
+    }
+}
+
 /// The earliest offset recorded for buffer length `len` (an older length no longer counts).
 fn earlier(old: Option<(usize, usize)>, at: usize, len: usize) -> (usize, usize) {
     match old {
@@ -389,7 +536,12 @@ mod tests {
         while have < buf.len() {
             s.segment_start(have);
             have = (have + seg).min(buf.len());
-            assert_eq!(s.scan(&buf[..have], at_start, false, 16384), Found::Wait);
+            let found = s.scan(&buf[..have], at_start, false, 16384);
+            // From its start, bytes no HTTP/2 stream begins with are refused at once.
+            if at_start && found == Found::NotHttp2 {
+                break;
+            }
+            assert_eq!(found, Found::Wait);
         }
         s.steps as f64 / buf.len() as f64
     }
@@ -487,6 +639,59 @@ mod tests {
         let buf: Vec<u8> = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".repeat(50);
         assert_eq!(
             Scanner::default().scan(&buf, true, true, 16384),
+            Found::Wait
+        );
+    }
+
+    /// From its start a stream is HTTP/2 by the preface, an HTTP/1.1 prelude or a SETTINGS
+    /// frame first, never by plausible heads further in; bytes that start none of those are
+    /// refused at once.
+    #[test]
+    fn a_stream_held_from_its_start_is_never_guessed() {
+        // Three chained plausible heads after 5 bytes: proof mid-stream, nothing at the start.
+        let mut buf = vec![0xAB; 5];
+        buf.extend(frame(0, 0, 1, &[1; 20]));
+        buf.extend(frame(8, 0, 0, &[0, 0, 1, 0]));
+        buf.extend(frame(6, 0, 0, &[7; 8]));
+        assert_eq!(
+            Scanner::default().scan(&buf, false, false, 16384),
+            Found::Frames(5)
+        );
+        assert_eq!(
+            Scanner::default().scan(&buf, true, true, 16384),
+            Found::NotHttp2
+        );
+        // What real programs send first (PostgreSQL's SSLRequest then startup, Redis, SSH, a TLS
+        // ClientHello, MongoDB's OP_MSG header, SMB2 over NetBIOS).
+        for first in [
+            &b"\x00\x00\x00\x08\x04\xd2\x16\x2f\x00\x00\x00\x54\x00\x03"[..],
+            b"*1\r\n$4\r\nPING\r\n",
+            b"SSH-2.0-OpenSSH_9.2p1\r\n",
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+            b"\x3d\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\xdd\x07\x00\x00",
+            b"\x00\x00\x00\x66\xfeSMB\x40\x00",
+        ] {
+            assert_eq!(
+                Scanner::default().scan(first, true, false, 16384),
+                Found::NotHttp2,
+                "{first:?}"
+            );
+        }
+        // Still possible: a preface or request line in the making, a frame head.
+        for first in [
+            &b"PRI * HT"[..],
+            b"GET",
+            b"OPTIONS * HTTP/1.1\r\n",
+            b"HTTP/1",
+        ] {
+            assert_eq!(
+                Scanner::default().scan(first, true, false, 16384),
+                Found::Wait,
+                "{first:?}"
+            );
+        }
+        assert_eq!(
+            Scanner::default().scan(&frame(8, 0, 1, &[0, 0, 1, 0]), true, false, 16384),
             Found::Wait
         );
     }
