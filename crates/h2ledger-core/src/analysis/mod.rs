@@ -50,7 +50,7 @@ pub use report::*;
 pub use timeline::Timeline;
 
 /// Calls followed at once (in flight); calls beyond are counted in `limits.untracked_calls`.
-pub const MAX_ACTIVE_CALLS: usize = 1 << 16;
+pub const MAX_ACTIVE_CALLS: usize = crate::model::MAX_OPEN_STREAMS;
 /// Distinct `:path` values kept; later ones are counted under `(other)`.
 pub const MAX_METHODS: usize = 4096;
 /// Distinct methods reported per phase; later ones are counted under `(other)` there.

@@ -51,7 +51,7 @@ pub const MAX_FINDINGS: usize = 1000;
 /// streams are counted in [`FindingsReport::streams_untracked`] and the rules that need a
 /// stream's age or state (rapid-reset's premature resets, made-you-reset, stream slots) skip
 /// them.
-pub const MAX_FINDING_STREAMS: usize = 1 << 18;
+pub const MAX_FINDING_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 /// Client PING times kept per connection, the evidence of `too-many-pings`.
 pub const PING_RING: usize = 8;
 /// Windows held at zero followed at once per connection (`zero-window`).

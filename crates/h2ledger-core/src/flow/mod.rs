@@ -40,7 +40,7 @@ use crate::model::{FrameClass, Side, Sides};
 /// The initial connection and stream window (RFC 9113 §6.9.2).
 const DEFAULT_WINDOW: i64 = 65_535;
 /// Streams tracked at once over every connection.
-pub const MAX_FLOW_STREAMS: usize = 1 << 20;
+pub const MAX_FLOW_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 /// SETTINGS of one side waiting for the other's ACK; more means the windows are unknown.
 const MAX_PENDING_SETTINGS: usize = 16;
 

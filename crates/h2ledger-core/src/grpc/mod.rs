@@ -57,7 +57,7 @@ pub(crate) trait Recs {
 }
 
 /// Calls followed at once.
-pub const MAX_GRPC_STREAMS: usize = 1 << 20;
+pub const MAX_GRPC_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 /// Bytes of `grpc-message` kept (after percent-decoding).
 const MAX_GRPC_MESSAGE: usize = 256;
 /// Distinct `grpc-encoding` values named; later ones are `(other)`.

@@ -16,7 +16,7 @@ use h2ledger_tcp::{ConnId, Dir};
 use super::messages::{Decoded, Messages};
 
 /// gRPC streams followed at once.
-pub const MAX_STREAMS: usize = 65_536;
+pub const MAX_STREAMS: usize = h2ledger_core::MAX_OPEN_STREAMS;
 
 /// The messages a DATA frame completes, and the `grpc-encoding` of its direction.
 #[derive(Debug, Default)]
