@@ -55,9 +55,20 @@ pub(super) fn flow_event(c: &mut ConnF, e: FlowEvent, out: &mut Vec<Fire>) {
             c.max_wait_ns[i] = c.max_wait_ns[i].max(d);
             end_hold(c, side, stream, true, end, out);
         }
-        FlowEvent::Unresolved { side, stream, .. } => {
-            c.unresolved[side.index()] += 1;
+        FlowEvent::Unresolved {
+            side,
+            stream,
+            start,
+            ..
+        } => {
+            // Never resolved: the wait ended with the stream's reset or the connection's
+            // end (the frame or close the tracker ends it at), and counts until then.
+            let i = side.index();
+            c.unresolved[i] += 1;
             let t = c.last_ts;
+            let d = (t - start).max(0);
+            c.waited_ns[i] += d;
+            c.max_wait_ns[i] = c.max_wait_ns[i].max(d);
             end_hold(c, side, stream, true, t, out);
         }
         FlowEvent::Done { side, sent, .. } => {

@@ -218,6 +218,11 @@ impl Findings {
     /// The connection is over, with the flow tracker that has closed it too.
     pub fn close_with(&mut self, summary: &ConnSummary, flow: Option<&mut Flow>) {
         let id = summary.id.0;
+        // Windows still held were held until the connection ended (its FIN or RST, or the
+        // end of the capture), also the stalls the flow tracker ends now as unresolved.
+        if let (Some(end), Some(c)) = (summary.end, self.conns.get_mut(id)) {
+            c.last_ts = c.last_ts.max(end);
+        }
         if let Some(f) = flow {
             let Findings { conns, pending, .. } = self;
             f.drain_events(|e| {
@@ -229,10 +234,6 @@ impl Findings {
         let Some(c) = self.conns.get_mut(id) else {
             return;
         };
-        // Windows still held were held until the connection ended.
-        if let Some(end) = summary.end {
-            c.last_ts = c.last_ts.max(end);
-        }
         let t = c.last_ts;
         flowrules::close_holds(c, &mut self.pending);
         self.file(id, t);

@@ -232,13 +232,19 @@ pub(super) fn words(
             let needed = e.n("needed_window");
             (
                 format!(
-                    "{who} waited for a window {} ({} stream, {} connection, {} both), {} in all, {} at most",
+                    "{who} waited for a window {} ({} stream, {} connection, {} both), {} in all, {} at most{}",
                     plural(e.n("stalls"), "time", "times"),
                     e.n("stream_limited"),
                     e.n("connection_limited"),
                     e.n("both_limited"),
                     dur(e.n("waited_us_total")),
-                    dur(e.n("waited_us_max"))
+                    dur(e.n("waited_us_max")),
+                    match e.n("unresolved") {
+                        0 => String::new(),
+                        n => format!(
+                            "; {n} never got one (the wait ended with the stream's reset or the connection's close)"
+                        ),
+                    }
                 ),
                 "a stall: a DATA frame without END_STREAM that leaves the sender's available window (the smaller of stream and connection windows) at or below zero, until a WINDOW_UPDATE or SETTINGS makes it positive (docs/ledger.md, \"Flow control\")".to_string(),
                 if needed > 0 {
