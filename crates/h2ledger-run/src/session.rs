@@ -383,11 +383,20 @@ impl Session<Obs> {
         let tls = self.pipe.tls.report();
         let facts = CaptureFacts {
             gap_bytes: self.pipe.reasm.stats().gap_bytes,
-            tls_without_key: tls.without_key,
+            // Only those a key would show as HTTP/2 (ALPN h2 chosen, or offered when the
+            // ServerHello was not seen), as the live count above: a TLS connection without ALPN
+            // h2 is another protocol's.
+            tls_without_key: tls.without_key_h2,
             tls_connections: tls
                 .per_connection
                 .iter()
-                .filter(|c| c.status == h2ledger_tls::Status::NoKey)
+                .filter(|c| {
+                    c.status == h2ledger_tls::Status::NoKey
+                        && match c.alpn.as_deref() {
+                            Some(a) => a == "h2",
+                            None => c.alpn_offered.iter().any(|a| a == "h2"),
+                        }
+                })
                 .map(|c| c.id)
                 .take(16)
                 .collect(),
