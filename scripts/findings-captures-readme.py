@@ -36,6 +36,9 @@ WHAT = {
                             ["window-update-flood"]),
     "zero-window": ("SETTINGS_INITIAL_WINDOW_SIZE 0 with the preface, 2 requests for 1 MiB, no "
                     "WINDOW_UPDATE for 3 s (CVE-2019-9517)", ["zero-window"]),
+    "window-held": ("default windows (65,535 bytes), one request for 1 MiB, and no WINDOW_UPDATE: "
+                    "the server sends 65,535 bytes and waits with both of its windows at 0 until "
+                    "the client closes 5 s later", ["zero-window"]),
     "hpack-bomb": ("a request carrying a 4000-byte header (indexed), then one that references it "
                    "300 times, one byte each", ["hpack-bomb"]),
     "refused-stream": ("nghttpd -m 4 (SETTINGS_MAX_CONCURRENT_STREAMS 4); 16 GETs sent with the "

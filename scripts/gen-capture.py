@@ -7,13 +7,20 @@ usage: gen-capture.py KIND N OUT.pcap
   sequential  N HTTP/2 connections opened and closed one after another (SYN, preface and
               SETTINGS, one HEADERS request and response, FIN both ways)
   concurrent  the same N connections, all opened first, then all requests, then all closed
+  handshakes  N connections: every TCP handshake first, then every request (preface, SETTINGS,
+              HEADERS), then every response (SETTINGS, ACK, HEADERS); never closed
+  handshakes6 the same over IPv6
+  streams     one connection opening N + 10 streams (HEADERS with END_HEADERS, never ended);
+              the server answers the last 10 with headers and trailers; never closed
+  pings       one connection, N PINGs from the client that are never ACKed; then closed
+  rsts        one connection, N streams each opened and reset (RST_STREAM CANCEL); then closed
   garbage-p   N KiB of b"P" in 4-byte segments on one connection (a preface-like prefix that
               never completes)
   garbage-rnd N MiB of random bytes in 1,460-byte segments on one connection
   valid-4b    a valid HTTP/2 connection of N KiB of DATA, in 4-byte segments (the baseline
               for garbage-p: same size, same segmenting)
 
-Raw IPv4 (LINKTYPE_RAW 101), microsecond timestamps 1 ms apart.
+Raw IP (LINKTYPE_RAW 101: IPv4, IPv6 for handshakes6), microsecond timestamps 1 ms apart.
 """
 
 import os
@@ -44,8 +51,11 @@ class Writer:
         self.t = 1_700_000_000_000_000  # microseconds
 
     def packet(self, src, sport, dst, dport, seq, ack, flags, payload=b""):
-        total = 40 + len(payload)
-        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, total, 0, 0x4000, 64, 6, 0, src, dst)
+        if len(src) == 16:
+            ip = struct.pack(">IHBB16s16s", 6 << 28, 20 + len(payload), 6, 64, src, dst)
+        else:
+            total = 40 + len(payload)
+            ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, total, 0, 0x4000, 64, 6, 0, src, dst)
         tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
                           0x50, flags, 0xFFFF, 0, 0)
         data = ip + tcp + payload
@@ -63,22 +73,30 @@ CLIENT = bytes([127, 0, 0, 1])
 SERVER = bytes([127, 0, 0, 2])
 
 
-def addr(i):
+SERVER6 = bytes(15) + b"\x02"
+
+
+def addr(i, v6=False):
     """The client of connection i: a distinct (address, port) for up to 16M connections."""
+    if v6:
+        return b"\xfd" + bytes(11) + i.to_bytes(4, "big"), 1024 + i % 60000
     return bytes([127, 1 + (i >> 16) % 250, (i >> 8) & 0xFF, i & 0xFF]), 1024 + i % 60000
 
 
 class Conn:
-    def __init__(self, w, i):
-        self.w, (self.caddr, self.cport) = w, addr(i)
+    def __init__(self, w, i, v6=False):
+        self.w, (self.caddr, self.cport) = w, addr(i, v6)
+        self.server = SERVER6 if v6 else SERVER
         self.cseq, self.sseq = 1000, 5000
 
     def c(self, flags, payload=b""):
-        self.w.packet(self.caddr, self.cport, SERVER, 80, self.cseq, self.sseq, flags, payload)
+        self.w.packet(self.caddr, self.cport, self.server, 80, self.cseq, self.sseq, flags,
+                      payload)
         self.cseq += len(payload) + (1 if flags & 0x03 else 0)
 
     def s(self, flags, payload=b""):
-        self.w.packet(SERVER, 80, self.caddr, self.cport, self.sseq, self.cseq, flags, payload)
+        self.w.packet(self.server, 80, self.caddr, self.cport, self.sseq, self.cseq, flags,
+                      payload)
         self.sseq += len(payload) + (1 if flags & 0x03 else 0)
 
     def open(self):
@@ -138,6 +156,50 @@ def main():
         c.s(SYNACK)
         for _ in range(n * 1024 * 1024 // 1460):
             c.c(PSH, rnd.randbytes(1460))
+        c.close()
+    elif kind in ("handshakes", "handshakes6"):
+        conns = [Conn(w, i, kind == "handshakes6") for i in range(n)]
+        for c in conns:
+            c.c(SYN)
+            c.s(SYNACK)
+            c.c(ACK)
+        for c in conns:
+            c.c(PSH, PREFACE + SETTINGS + REQUEST)
+        for c in conns:
+            c.s(PSH, SETTINGS + SETTINGS_ACK + RESPONSE)
+    elif kind == "streams":
+        c = Conn(w, 0)
+        c.open()
+        c.c(PSH, SETTINGS_ACK)
+        batch = []
+        for i in range(n + 10):
+            # HEADERS, END_HEADERS only: :method GET, :path /, :scheme http
+            batch.append(frame(1, 0x4, 2 * i + 1, bytes([0x82, 0x84, 0x86])))
+            if len(batch) == 100:
+                c.c(PSH, b"".join(batch))
+                batch = []
+        if batch:
+            c.c(PSH, b"".join(batch))
+        for i in range(n, n + 10):
+            # :status 200, then trailers (grpc-status: 0 as a literal) ending the stream
+            trailer = b"\x00\x0bgrpc-status\x010"
+            c.s(PSH, frame(1, 0x4, 2 * i + 1, b"\x88") + frame(1, 0x5, 2 * i + 1, trailer))
+    elif kind == "pings":
+        c = Conn(w, 0)
+        c.open()
+        c.c(PSH, SETTINGS_ACK)
+        for i in range(0, n, 100):
+            c.c(PSH, b"".join(frame(6, 0, 0, (i + k).to_bytes(8, "big"))
+                              for k in range(min(100, n - i))))
+        c.close()
+    elif kind == "rsts":
+        c = Conn(w, 0)
+        c.open()
+        c.c(PSH, SETTINGS_ACK)
+        for i in range(0, n, 50):
+            c.c(PSH, b"".join(frame(1, 0x4, 2 * (i + k) + 1, bytes([0x82, 0x84, 0x86]))
+                              + frame(3, 0, 2 * (i + k) + 1, (8).to_bytes(4, "big"))
+                              for k in range(min(50, n - i))))
         c.close()
     else:
         sys.exit(f"gen-capture.py: unknown kind {kind!r} (see --help)")

