@@ -102,6 +102,14 @@ tls-captures: (deps test_pkgs)
 soak SECONDS="600" *ARGS: (deps soak_pkgs)
     scripts/soak.sh --live {{SECONDS}} {{ARGS}}
 
+# Every bound pushed (issue 36): 10,000 and 100,000 connections open at once (IPv4, IPv6,
+# closed), 2^17 and 2^20 open streams, 1M unanswered PINGs, 1M RST_STREAM, a real nghttpd's
+# window held until the close; every view, exact counts and peak RSS (scripts/stress.py;
+# --quick for the small cases only). `just test` runs the small ones (tests/it/identity.rs).
+stress *ARGS: (deps soak_pkgs)
+    cargo build --release --bin h2ledger
+    python3 scripts/stress.py {{ARGS}}
+
 # Run each fuzz target (those matching TARGET if given) for SECONDS or until RUNS executions
 # (cargo-fuzz, no sanitizer, stable Rust via RUSTC_BOOTSTRAP; scripts/fuzz.sh says more).
 fuzz SECONDS="60" RUNS="0" TARGET="":

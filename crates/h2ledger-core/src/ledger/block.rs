@@ -174,7 +174,8 @@ pub(super) fn classify(
     frame: Option<&Frame<'_>>,
     block: BlockKind,
 ) -> FrameClass {
-    let mid_stream = c.dirs.iter().any(|(_, x)| x.mid_stream);
+    // A continuation of a folded connection knows none of the streams opened before the fold.
+    let mid_stream = c.continues.is_some() || c.dirs.iter().any(|(_, x)| x.mid_stream);
     let bit = 1u8 << dir.index();
     let end_bit = 4u8 << dir.index();
     match head.kind {

@@ -350,18 +350,88 @@ pub struct Ledger<O> {
 /// Evicted connections whose state is kept, in case the reassembler sees them again and they
 /// resume; beyond, the oldest is closed for good (folded into the totals, `evicted-folded`)
 /// and a return of it goes on as a continuation ([`Folded`]).
-const MAX_EVICTED_KEPT: usize = 2048;
+const MAX_EVICTED_KEPT: usize = 1024;
 
 /// What the ledger remembers of an evicted connection whose state it folded, for its return:
-/// whether it was counted as HTTP/2, its client, and which directions had sent nothing yet
-/// (those start afresh on the return, as if never evicted).
+/// whether it was counted as HTTP/2, its client, and where each direction stood.
 #[derive(Clone, Copy, Debug)]
 struct Folded {
     root: ConnId,
     http2: bool,
     client: Option<(Dir, ClientBy)>,
-    fresh: [bool; 2],
+    dirs: [DirFold; 2],
 }
+
+/// Where a folded direction stood: what its return can go on from exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DirFold {
+    /// It had sent nothing: it starts afresh, as if never evicted.
+    Fresh,
+    /// Framed, between two frames, no header block pending, at most one SETTINGS awaiting its
+    /// ACK (kept) and an empty HPACK table of the default size: nothing of its state is lost,
+    /// it goes on framed.
+    Framed {
+        max_frame: u32,
+        late_start: bool,
+        settings: Option<(Option<u32>, Option<u32>)>,
+    },
+    /// Anything else: its return is joined mid-stream (framing proven again, HPACK lost).
+    Lost,
+}
+
+impl DirFold {
+    fn of(ds: &DirState) -> DirFold {
+        match ds.mode {
+            Mode::Detect if ds.at_start && ds.pending.is_empty() && ds.tail_of.is_none() => {
+                DirFold::Fresh
+            }
+            Mode::Frames
+                if ds.head_have == 0
+                    && ds.cur.is_none()
+                    && ds.block_stream.is_none()
+                    && ds.settings_sent.len() <= 1
+                    && !ds.mid_stream
+                    && !ds.hpack.is_mid_stream()
+                    && !ds.hpack.capped()
+                    && ds.hpack.table_len() == 0
+                    && ds.hpack.max_size() == DEFAULT_HPACK_TABLE
+                    && ds.hpack.max_size_limit() as usize == DEFAULT_HPACK_TABLE =>
+            {
+                DirFold::Framed {
+                    max_frame: ds.max_frame,
+                    late_start: ds.late_start,
+                    settings: ds.settings_sent.front().copied(),
+                }
+            }
+            _ => DirFold::Lost,
+        }
+    }
+
+    /// The state a return starts this direction with.
+    fn state(self) -> DirState {
+        match self {
+            DirFold::Fresh => DirState::new(true),
+            DirFold::Lost => DirState::new(false),
+            DirFold::Framed {
+                max_frame,
+                late_start,
+                settings,
+            } => {
+                let mut ds = DirState::new(true);
+                ds.mode = Mode::Frames;
+                ds.synced = true;
+                ds.mid_stream = false;
+                ds.late_start = late_start;
+                ds.max_frame = max_frame;
+                ds.settings_sent.extend(settings);
+                ds
+            }
+        }
+    }
+}
+
+/// SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2).
+const DEFAULT_HPACK_TABLE: usize = 4096;
 
 /// A map with a cap: inserting beyond it forgets the oldest entry (returned to the caller).
 /// The order keeps stale entries of keys removed since; they are skipped, and dropped when

@@ -36,15 +36,11 @@ impl<O: Observer> Ledger<O> {
         let Some(c) = self.conns.get(root.0 as usize) else {
             return;
         };
-        let fresh = |d: Dir| {
-            let ds = &c.dirs[d];
-            ds.mode == Mode::Detect && ds.at_start && ds.pending.is_empty() && ds.tail_of.is_none()
-        };
         let folded = Folded {
             root,
             http2: c.http2,
             client: c.client,
-            fresh: [fresh(Dir::Fwd), fresh(Dir::Rev)],
+            dirs: [DirFold::of(&c.dirs.fwd), DirFold::of(&c.dirs.rev)],
         };
         let (a, b) = (c.meta.first_src, c.meta.first_dst);
         let ts = c.last_ts.unwrap_or(c.meta.start);
@@ -75,9 +71,8 @@ impl<O: Observer> Sink for Ledger<O> {
                 c.continues = Some((f.root, f.http2));
                 c.http2 = f.http2;
                 c.client = f.client.or(c.client);
-                for (d, fresh) in [(Dir::Fwd, f.fresh[0]), (Dir::Rev, f.fresh[1])] {
-                    c.dirs[d] = DirState::new(fresh);
-                }
+                c.dirs.fwd = f.dirs[0].state();
+                c.dirs.rev = f.dirs[1].state();
                 self.conns.0.insert(meta.id.0, Box::new(c));
                 self.observer.open(meta);
                 return;
