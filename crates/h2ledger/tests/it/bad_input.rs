@@ -211,7 +211,7 @@ fn unknown_link_type() {
 #[test]
 fn unreadable_file() {
     if !is_root() || !have("setpriv") {
-        eprintln!("SKIPPED unreadable_file: needs root to switch to nobody");
+        crate::util::skipped("SKIPPED unreadable_file: needs root to switch to nobody");
         return;
     }
     let p = tmp(

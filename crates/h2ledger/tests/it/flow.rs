@@ -107,7 +107,7 @@ fn flow_captures_equal_their_tshark_golden() {
 #[test]
 fn flow_recomputed_from_tshark() {
     if !have("tshark") {
-        eprintln!("SKIPPED: tshark is not installed (apt-get install tshark)");
+        crate::util::skipped("SKIPPED: tshark is not installed (apt-get install tshark)");
         return;
     }
     for (name, file, port) in manifest() {
@@ -160,7 +160,7 @@ fn flow_recomputed_from_tshark() {
 fn shared_real_captures() {
     let dir = repo().join("../shared/real-captures");
     if !dir.join("README.md").exists() || !have("tshark") {
-        eprintln!("SKIPPED: ../shared/real-captures or tshark absent");
+        crate::util::skipped("SKIPPED: ../shared/real-captures or tshark absent");
         return;
     }
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();

@@ -32,7 +32,7 @@ fn skip(why: &str) {
     if std::env::var_os("CI").is_some() {
         panic!("under CI this test must run: {why}");
     }
-    eprintln!("SKIPPED: {why}");
+    crate::util::skipped(&format!("SKIPPED: {why}"));
 }
 
 fn build(script: &str, dir: &Path) -> Result<(), String> {

@@ -14,7 +14,9 @@ pub(crate) fn skip_unless_root(test: &str) -> bool {
     if is_root() {
         return false;
     }
-    eprintln!("SKIPPED {test}: live capture needs root (CI runs as root)");
+    crate::util::skipped(&format!(
+        "SKIPPED {test}: live capture needs root (CI runs as root)"
+    ));
     true
 }
 
@@ -133,7 +135,9 @@ fn sniff_grpcgo_program() {
     }
     if !have("go") || !std::path::Path::new("/usr/share/gocode/src/google.golang.org/grpc").exists()
     {
-        eprintln!("SKIPPED sniff_grpcgo_program: needs golang-go and golang-google-grpc-dev");
+        crate::util::skipped(
+            "SKIPPED sniff_grpcgo_program: needs golang-go and golang-google-grpc-dev",
+        );
         return;
     }
     let dir = scratch("go");
@@ -237,7 +241,9 @@ fn demo_stacks_side_by_side() {
         return;
     }
     let Some(dir) = demo_workloads() else {
-        eprintln!("SKIPPED demo_stacks_side_by_side: needs golang-go and golang-google-grpc-dev");
+        crate::util::skipped(
+            "SKIPPED demo_stacks_side_by_side: needs golang-go and golang-google-grpc-dev",
+        );
         return;
     };
     let mut args = vec!["--seconds", "2", "--impl", "grpc-go"];
@@ -334,7 +340,9 @@ fn demo_static_window_has_no_bdp_pings() {
         return;
     }
     if demo_workloads().is_none() {
-        eprintln!("SKIPPED demo_static_window: needs golang-go and golang-google-grpc-dev");
+        crate::util::skipped(
+            "SKIPPED demo_static_window: needs golang-go and golang-google-grpc-dev",
+        );
         return;
     }
     let v = demo_json(&["--seconds", "1.5", "--static-window"]);
@@ -358,7 +366,7 @@ fn demo_table_leads_with_the_finding() {
         return;
     }
     let Some(dir) = demo_workloads() else {
-        eprintln!("SKIPPED demo_table: needs golang-go and golang-google-grpc-dev");
+        crate::util::skipped("SKIPPED demo_table: needs golang-go and golang-google-grpc-dev");
         return;
     };
     let out = run(&[
@@ -475,7 +483,7 @@ fn sniff_h2load_drops_nothing() {
         return;
     }
     if !have("nghttpd") || !have("h2load") {
-        eprintln!("SKIPPED sniff_h2load: needs nghttp2-server and nghttp2-client");
+        crate::util::skipped("SKIPPED sniff_h2load: needs nghttp2-server and nghttp2-client");
         return;
     }
     let dir = scratch("h2load");

@@ -29,7 +29,9 @@ fn need(tool: &str, test: &str) -> bool {
         !ci(),
         "{test}: {tool} is missing under CI (just test installs it)"
     );
-    eprintln!("SKIPPED {test}: needs {tool} (apt-get install prometheus)");
+    crate::util::skipped(&format!(
+        "SKIPPED {test}: needs {tool} (apt-get install prometheus)"
+    ));
     false
 }
 
@@ -471,8 +473,8 @@ fn prometheus_scrapes_a_live_sniff() {
     }
     if !have("go") || !Path::new("/usr/share/gocode/src/google.golang.org/grpc").exists() {
         assert!(!ci(), "the grpc-go workload is missing under CI");
-        eprintln!(
-            "SKIPPED prometheus_scrapes_a_live_sniff: needs golang-go and golang-google-grpc-dev"
+        crate::util::skipped(
+            "SKIPPED prometheus_scrapes_a_live_sniff: needs golang-go and golang-google-grpc-dev",
         );
         return;
     }

@@ -13,7 +13,7 @@ fn real(name: &str) -> Option<String> {
     if p.exists() {
         Some(p.to_string_lossy().into_owned())
     } else {
-        eprintln!("skipped: {} is absent", p.display());
+        crate::util::skipped(&format!("SKIPPED: {} is absent", p.display()));
         None
     }
 }

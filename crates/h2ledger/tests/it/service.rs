@@ -18,7 +18,7 @@ fn need(tool: &str, test: &str) -> bool {
         std::env::var("CI").map_or(true, |v| v != "true"),
         "{test}: {tool} is missing under CI (just test installs it)"
     );
-    eprintln!("SKIPPED {test}: needs {tool}");
+    crate::util::skipped(&format!("SKIPPED {test}: needs {tool}"));
     false
 }
 

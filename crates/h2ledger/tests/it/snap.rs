@@ -126,7 +126,7 @@ fn view(file: &str, view: &str) {
         "analyze" | "analyze.json" => vec!["replay", &path, "--analyze"],
         "split" | "split.json" => match &cuts {
             Some(cuts) => vec!["replay", &path, "--split-at", cuts],
-            None => return,
+            None => panic!("{file}: its workload has one phase; its snap! line takes no `phases`"),
         },
         "calls" => vec!["calls", &path],
         "calls.jsonl" => vec!["calls", &path, "--format", "jsonl"],
@@ -144,26 +144,49 @@ fn view(file: &str, view: &str) {
     check(file, view, &args, &output(&args, cap));
 }
 
-/// `snap!(module, "capture file")`: one test per view of the capture.
+/// `snap!(module, "capture file")`: one test per view of the capture; `snap!(module, "capture
+/// file", phases)` also the `--split-at` views, for a capture whose workload had phases (a
+/// split test of a capture without phases would check nothing: `every_capture_has_snapshots`
+/// holds the marker to the workload).
 macro_rules! snap {
+    (@views $file:literal) => {
+        #[test]
+        fn replay() {
+            super::view($file, "replay");
+        }
+        #[test]
+        fn replay_json() {
+            super::view($file, "replay.json");
+        }
+        #[test]
+        fn analyze() {
+            super::view($file, "analyze");
+        }
+        #[test]
+        fn analyze_json() {
+            super::view($file, "analyze.json");
+        }
+        #[test]
+        fn calls() {
+            super::view($file, "calls");
+        }
+        #[test]
+        fn calls_jsonl() {
+            super::view($file, "calls.jsonl");
+        }
+        #[test]
+        fn frames_jsonl_head() {
+            super::view($file, "frames.jsonl");
+        }
+    };
     ($name:ident, $file:literal) => {
         mod $name {
-            #[test]
-            fn replay() {
-                super::view($file, "replay");
-            }
-            #[test]
-            fn replay_json() {
-                super::view($file, "replay.json");
-            }
-            #[test]
-            fn analyze() {
-                super::view($file, "analyze");
-            }
-            #[test]
-            fn analyze_json() {
-                super::view($file, "analyze.json");
-            }
+            snap!(@views $file);
+        }
+    };
+    ($name:ident, $file:literal, phases) => {
+        mod $name {
+            snap!(@views $file);
             #[test]
             fn split() {
                 super::view($file, "split");
@@ -172,28 +195,16 @@ macro_rules! snap {
             fn split_json() {
                 super::view($file, "split.json");
             }
-            #[test]
-            fn calls() {
-                super::view($file, "calls");
-            }
-            #[test]
-            fn calls_jsonl() {
-                super::view($file, "calls.jsonl");
-            }
-            #[test]
-            fn frames_jsonl_head() {
-                super::view($file, "frames.jsonl");
-            }
         }
     };
 }
 
 // One line per entry of captures/manifest.json (checked by `every_capture_has_snapshots`).
-snap!(grpcgo_article, "grpcgo-article.pcap");
-snap!(grpcgo_article_any, "grpcgo-article-any.pcapng");
-snap!(grpcgo_article_sll, "grpcgo-article-sll.pcap");
-snap!(tonic_adaptive, "tonic-adaptive.pcap");
-snap!(tonic_fixed, "tonic-fixed.pcap");
+snap!(grpcgo_article, "grpcgo-article.pcap", phases);
+snap!(grpcgo_article_any, "grpcgo-article-any.pcapng", phases);
+snap!(grpcgo_article_sll, "grpcgo-article-sll.pcap", phases);
+snap!(tonic_adaptive, "tonic-adaptive.pcap", phases);
+snap!(tonic_fixed, "tonic-fixed.pcap", phases);
 snap!(nghttp_nghttpd, "nghttp-nghttpd.pcap");
 snap!(python_grpcio_ipv6, "python-grpcio-ipv6.pcap");
 snap!(spanning_mtu1500, "spanning-mtu1500.pcap");
@@ -223,9 +234,15 @@ fn every_capture_has_snapshots() {
         .values()
     {
         let file = entry["file"].as_str().expect("manifest entry has a file");
+        let phased = source.contains(&format!("\"{file}\", phases);"));
         assert!(
-            source.contains(&format!("\"{file}\");")),
+            phased || source.contains(&format!("\"{file}\");")),
             "captures/{file} is in captures/manifest.json but has no snap! line in tests/it/snap.rs"
+        );
+        assert_eq!(
+            phased,
+            phase_cuts(file).is_some(),
+            "captures/{file}: its snap! line takes `phases` exactly when its workload had phases"
         );
         files.push(file.to_string());
     }

@@ -21,7 +21,9 @@ fn python_has(module: &str) -> bool {
             std::env::var("CI").map_or(true, |v| v != "true"),
             "python3 cannot import {module} under CI (just test installs it: pip install duckdb chdb)"
         );
-        eprintln!("SKIPPED sql with {module}: python3 -m pip install {module}");
+        crate::util::skipped(&format!(
+            "SKIPPED sql with {module}: python3 -m pip install {module}"
+        ));
     }
     ok
 }

@@ -71,7 +71,9 @@ fn replay_with_keylog_equals_the_tshark_reference() {
 #[test]
 fn replay_with_keylog_equals_tshark_now() {
     if !have("tshark") {
-        eprintln!("SKIPPED: tshark is not installed (apt-get install tshark); CI installs it");
+        crate::util::skipped(
+            "SKIPPED: tshark is not installed (apt-get install tshark); CI installs it",
+        );
         return;
     }
     for name in ["curl-nghttpd-tls13", "curl-nghttpd-tls12"] {
@@ -292,7 +294,7 @@ fn calls_and_frames_take_keylog_too() {
 fn shared_browser_capture_with_its_keylog() {
     let cap = repo().join("../shared/real-captures/tls/p2h-http2-dump.pcapng");
     if !cap.exists() {
-        eprintln!("SKIPPED: {} is absent", cap.display());
+        crate::util::skipped(&format!("SKIPPED: {} is absent", cap.display()));
         return;
     }
     let reference =
@@ -311,7 +313,7 @@ fn shared_browser_capture_with_its_keylog() {
 #[test]
 fn sniff_with_keylog_while_curl_fetches_over_tls() {
     if !is_root() || !have("nghttpd") || !have("curl") || !have("openssl") {
-        eprintln!("SKIPPED sniff_with_keylog: needs root, nghttpd, curl and openssl");
+        crate::util::skipped("SKIPPED sniff_with_keylog: needs root, nghttpd, curl and openssl");
         return;
     }
     use std::io::{BufRead, BufReader};

@@ -48,7 +48,9 @@ fn tshark_ledger(file: &str, port: u16, upgrade: bool) -> Value {
 #[test]
 fn every_capture_equals_wireshark() {
     if !have("tshark") {
-        eprintln!("SKIPPED: tshark is not installed (apt-get install tshark); CI installs it");
+        crate::util::skipped(
+            "SKIPPED: tshark is not installed (apt-get install tshark); CI installs it",
+        );
         return;
     }
     for (name, port, upgrade) in captures() {
@@ -65,7 +67,7 @@ fn every_capture_equals_wireshark() {
 #[test]
 fn golden_files_are_current() {
     if !have("tshark") {
-        eprintln!("SKIPPED: tshark is not installed");
+        crate::util::skipped("SKIPPED: tshark is not installed");
         return;
     }
     for (name, port, upgrade) in captures() {

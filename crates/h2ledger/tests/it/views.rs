@@ -247,7 +247,7 @@ fn sniff_every_on_a_terminal_redraws_unless_term_is_dumb() {
         return;
     }
     if !have("script") {
-        eprintln!("SKIPPED sniff_every_on_a_terminal: no script(1) (util-linux)");
+        crate::util::skipped("SKIPPED sniff_every_on_a_terminal: no script(1) (util-linux)");
         return;
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
