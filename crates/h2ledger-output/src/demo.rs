@@ -167,7 +167,7 @@ pub fn write_demo(
                     .whole
                     .findings
                     .as_deref()
-                    .and_then(|f| crate::table::findings::findings_block(f, st))
+                    .and_then(|f| crate::table::findings::findings_block(f, d.whole.start, st))
                 {
                     write!(out, "{b}")?;
                 }

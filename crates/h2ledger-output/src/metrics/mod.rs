@@ -558,15 +558,22 @@ impl Metrics {
     }
 
     /// Every finding filed so far, counted by id ([`h2ledger_run::Session::findings_filed`]):
-    /// each raises `h2ledger_findings_total` with its id's name and severity (decision 199).
-    pub fn findings(&self, filed: impl IntoIterator<Item = (FindingId, u64)>) {
-        for (id, n) in filed {
-            let severity = match id.severity() {
+    /// each raises `h2ledger_findings_total` with its id's name and severity as `severities`
+    /// gives it (decision 199; `--severity`). Every id has its series, at 0 until one is filed
+    /// (decision 302): `rate()` and `absent()` work from the first scrape.
+    pub fn findings(
+        &self,
+        filed: impl IntoIterator<Item = (FindingId, u64)>,
+        severities: &h2ledger_core::findings::Severities,
+    ) {
+        let filed: std::collections::BTreeMap<FindingId, u64> = filed.into_iter().collect();
+        for id in FindingId::ALL {
+            let severity = match severities.of(*id) {
                 h2ledger_core::findings::Severity::Info => Severity::info,
                 h2ledger_core::findings::Severity::Warn => Severity::warning,
                 h2ledger_core::findings::Severity::Critical => Severity::critical,
             };
-            self.finding(id.name(), severity, n);
+            self.finding(id.name(), severity, filed.get(id).copied().unwrap_or(0));
         }
     }
 
