@@ -181,27 +181,6 @@ enum StatusKey {
     None,
 }
 
-/// gRPC status codes by number (grpc/grpc, doc/statuscodes.md).
-const GRPC_CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
-
 impl StatusKey {
     fn of(c: &CallView<'_>) -> StatusKey {
         match c.status_parts() {
@@ -216,10 +195,7 @@ impl StatusKey {
     /// grpc-go prints it), an HTTP status by number, `RST_STREAM`, or `none`.
     fn label(self) -> String {
         match self {
-            StatusKey::Grpc(n) => match GRPC_CODES.get(usize::from(n)) {
-                Some(s) => s.to_string(),
-                None => format!("Code({n})"),
-            },
+            StatusKey::Grpc(n) => h2ledger_core::grpc::status_name(n).into_owned(),
             StatusKey::Http(n) => n.to_string(),
             StatusKey::Reset => "RST_STREAM".to_string(),
             StatusKey::None => "none".to_string(),

@@ -101,7 +101,8 @@ fn when(t: Nanos, origin: Option<Nanos>) -> String {
         Some(o) => format!("{:.3} s", (t - o) as f64 / 1e9),
         None => {
             let s = crate::time::fmt_rfc3339(t);
-            s.split_once('T').map_or(s.clone(), |(_, tod)| tod.to_string())
+            s.split_once('T')
+                .map_or(s.clone(), |(_, tod)| tod.to_string())
         }
     }
 }
@@ -135,10 +136,18 @@ fn evidence(f: &Finding, origin: Option<Nanos>) -> String {
 /// One finding on as many lines as it needs (see the module docs); `verbose` adds when it was
 /// first and last seen, its count and stream.
 pub fn finding_lines(f: &Finding, origin: Option<Nanos>, verbose: bool) -> String {
-    let mut out = format!("  {:<8}  {:<19} {}\n", f.severity.name(), f.id.name(), place(f));
+    let mut out = format!(
+        "  {:<8}  {:<19} {}\n",
+        f.severity.name(),
+        f.id.name(),
+        place(f)
+    );
     out.push_str(&wrap_indented(&f.title, INDENT, INDENT, TABLE_WIDTH));
     if verbose {
-        let stream = f.stream.map(|s| format!(", stream {s}")).unwrap_or_default();
+        let stream = f
+            .stream
+            .map(|s| format!(", stream {s}"))
+            .unwrap_or_default();
         let at = if origin.is_some() {
             " after the first packet"
         } else {

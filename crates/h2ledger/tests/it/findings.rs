@@ -506,7 +506,10 @@ fn the_table_lists_findings_first() {
     let quiet = String::from_utf8(run(&["replay", &f.to_string_lossy(), "-q"]).stdout).unwrap();
     let q: Vec<&str> = quiet.lines().collect();
     let at = q.iter().position(|l| l.starts_with("findings: ")).unwrap();
-    assert!(q[at + 1..at + 4].iter().all(|l| l.starts_with("  warn")), "{quiet}");
+    assert!(
+        q[at + 1..at + 4].iter().all(|l| l.starts_with("  warn")),
+        "{quiet}"
+    );
     assert!(q[at + 4].starts_with('┌'), "{quiet}");
     assert_eq!(crate::util::too_wide(&quiet), None, "{quiet}");
 
@@ -540,8 +543,17 @@ fn explain_every_id() {
         assert!(out.status.success(), "{id}");
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.starts_with(&format!("{id} (")), "{text}");
-        for key in ["  side: ", "  count: ", "  rule: ", "  source: ", "  advice: "] {
-            assert!(text.lines().any(|l| l.starts_with(key)), "{id}: no {key:?} in {text}");
+        for key in [
+            "  side: ",
+            "  count: ",
+            "  rule: ",
+            "  source: ",
+            "  advice: ",
+        ] {
+            assert!(
+                text.lines().any(|l| l.starts_with(key)),
+                "{id}: no {key:?} in {text}"
+            );
         }
         assert_eq!(crate::util::too_wide(&text), None, "{text}");
         assert!(
@@ -569,17 +581,33 @@ fn severities_can_be_set() {
     };
     assert_eq!(code(&["--fail-on", "warn"]), Some(0));
     assert_eq!(code(&["--fail-on", "info"]), Some(3));
-    assert_eq!(code(&["--severity", "flow-stall=warn", "--fail-on", "warn"]), Some(3));
-    assert_eq!(code(&["--severity", "flow-stall=critical", "--fail-on", "critical"]), Some(3));
-    let json = findings(&ordinary("nghttp-window.pcap"), &["--severity", "flow-stall=warn"]);
+    assert_eq!(
+        code(&["--severity", "flow-stall=warn", "--fail-on", "warn"]),
+        Some(3)
+    );
+    assert_eq!(
+        code(&["--severity", "flow-stall=critical", "--fail-on", "critical"]),
+        Some(3)
+    );
+    let json = findings(
+        &ordinary("nghttp-window.pcap"),
+        &["--severity", "flow-stall=warn"],
+    );
     let stall = finding(&json, "flow-stall").expect("a flow-stall");
     assert_eq!(stall["severity"], "warn");
-    let page = run(&["replay", &f, "-T", "prometheus", "--severity", "flow-stall=critical"]);
+    let page = run(&[
+        "replay",
+        &f,
+        "-T",
+        "prometheus",
+        "--severity",
+        "flow-stall=critical",
+    ]);
     let page = String::from_utf8(page.stdout).unwrap();
     assert!(
-        page.lines().any(|l| l.starts_with(
-            "h2ledger_findings_total{id=\"flow-stall\",severity=\"critical\"} "
-        )),
+        page.lines()
+            .any(|l| l
+                .starts_with("h2ledger_findings_total{id=\"flow-stall\",severity=\"critical\"} ")),
         "{page}"
     );
     for bad in ["flow-stal=warn", "flow-stall=high", "flow-stall"] {
