@@ -224,7 +224,10 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     if let Some(e) = &run.metrics {
         let mut f = Figures::report(&done.report);
         // Every GOAWAY of the kind, also beyond the 1,000 the report lists.
-        f.calm_goaways = run.session.running().calm_goaways;
+        let running = run.session.running();
+        f.calm_goaways = running.calm_goaways;
+        // Every GOAWAY and RST_STREAM by code (the report lists only the first GOAWAYs).
+        f.error_codes = running.error_codes;
         e.metrics().set(&f);
         e.metrics()
             .findings(run.session.findings_filed(), &findings_cfg.severities);
