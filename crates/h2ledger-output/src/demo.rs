@@ -169,6 +169,13 @@ pub fn write_demo(
                     .as_deref()
                     .and_then(|f| crate::table::findings::findings_block(f, d.whole.start, st))
                 {
+                    // The line above is per phase; the findings count the whole run.
+                    if d.phases.len() > 1 {
+                        writeln!(
+                            out,
+                            "(the findings below count both phases together; the line above gives each phase's rate)"
+                        )?;
+                    }
                     write!(out, "{b}")?;
                 }
                 writeln!(out, "{}", d.table(static_window, st))?;

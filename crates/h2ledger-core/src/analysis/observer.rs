@@ -15,6 +15,7 @@ pub(crate) fn reads_header(name: &[u8]) -> bool {
             | b"grpc-status"
             | b"grpc-message"
             | b"grpc-encoding"
+            | b"grpc-timeout"
             | b"content-type"
     )
 }

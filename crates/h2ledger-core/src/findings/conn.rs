@@ -274,6 +274,8 @@ pub(super) struct ConnF {
     pub(super) held_ns: [i64; 2],
     pub(super) max_held_ns: [i64; 2],
     pub(super) holds_long: [u64; 2],
+    // call-errors, goaway-cut-calls
+    pub(super) fail: super::failures::Failures,
 }
 
 /// The stream-reset budget of a connection ([`super::RESET_BURST`], [`super::RESET_RATE`]).

@@ -157,6 +157,18 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "the times it was seen",
             "docs/ledger.md \"Gaps\"",
         ),
+        F::CallErrors => (
+            "calls that failed: a gRPC status other than OK, an HTTP status of 400 or more, or cancelled by the client",
+            "server (whose answers they are)",
+            "failed calls",
+            "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/failures.rs FAILED_SHARE",
+        ),
+        F::GoawayCutCalls => (
+            "client streams the server's GOAWAY left unprocessed (above its last_stream_id)",
+            "server (that sent the GOAWAY)",
+            "client streams above the last_stream_id",
+            "RFC 9113 §6.8 (GOAWAY, last_stream_id), §8.7 (safe to retry); nginx ngx_http_v2_module keepalive_requests",
+        ),
     }
 }
 

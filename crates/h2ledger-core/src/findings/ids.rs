@@ -94,6 +94,8 @@ ids! {
     MidStream = "mid-stream", Info, false;
     TlsNoKeys = "tls-no-keys", Warn, false;
     ReassemblyGaps = "reassembly-gaps", Warn, false;
+    CallErrors = "call-errors", Warn, false;
+    GoawayCutCalls = "goaway-cut-calls", Warn, false;
 }
 
 impl FindingId {

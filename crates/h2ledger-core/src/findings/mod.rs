@@ -27,6 +27,7 @@
 
 mod conn;
 mod explain;
+mod failures;
 mod flowrules;
 mod ids;
 mod observer;
@@ -45,6 +46,7 @@ use crate::FastMap;
 
 use conn::ConnF;
 pub use explain::{explain, Explanation};
+pub use failures::{FAILED_SHARE, GRPC_KEYS};
 pub use ids::{FindingId, Severity};
 
 /// Findings kept; later ones are counted by id in [`FindingsReport::omitted`].

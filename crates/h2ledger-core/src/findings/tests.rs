@@ -623,7 +623,9 @@ fn ids_and_severities_are_the_contract() {
             "capture-drops",
             "mid-stream",
             "tls-no-keys",
-            "reassembly-gaps"
+            "reassembly-gaps",
+            "call-errors",
+            "goaway-cut-calls"
         ]
     );
     for id in FindingId::ALL {
