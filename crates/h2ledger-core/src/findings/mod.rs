@@ -48,6 +48,7 @@ use conn::ConnF;
 pub use explain::{explain, Explanation};
 pub use failures::{FAILED_SHARE, GRPC_KEYS};
 pub use ids::{FindingId, Severity};
+pub use rules::{BDP_MIN_CALLS, BDP_PER_CALL};
 
 /// Findings kept; later ones are counted by id in [`FindingsReport::omitted`].
 pub const MAX_FINDINGS: usize = 1000;
@@ -267,6 +268,22 @@ impl Finding {
             .then(a.first.cmp(&b.first))
             .then(a.conn.cmp(&b.conn))
             .then(a.id.cmp(&b.id))
+    }
+
+    /// The same finding with other evidence and count (a phase's own numbers: the demo's
+    /// findings per phase), its title, rule and advice written from them as the engine writes
+    /// them under the default server policy; its severity, place and times kept.
+    pub fn with_evidence(&self, evidence: Evidence, count: u64) -> Finding {
+        let (title, rule, advice) =
+            text::words(self.id, &evidence, self.side, &FindingsConfig::default());
+        Finding {
+            title,
+            rule,
+            advice,
+            evidence,
+            count,
+            ..self.clone()
+        }
     }
 
     /// Whether it held at some time in `[start, end)` (a phase).

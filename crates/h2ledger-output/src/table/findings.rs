@@ -117,9 +117,10 @@ fn evidence(f: &Finding, origin: Option<Nanos>) -> String {
         .map(|(k, v)| {
             let v = match v {
                 Num::U(n) => n.to_string(),
+                // Two decimals as the titles write them, without trailing zeros.
                 Num::F(x) => {
-                    let r = (x * 100.0).round() / 100.0;
-                    format!("{r}")
+                    let t = format!("{x:.2}");
+                    t.trim_end_matches('0').trim_end_matches('.').to_string()
                 }
                 Num::At(t) => when(*t, origin),
                 Num::Times(ts) => {
