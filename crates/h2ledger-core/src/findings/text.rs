@@ -324,7 +324,7 @@ pub(super) fn words(
                     "cancelled by the client (RST_STREAM CANCEL)".to_string(),
                 ));
             }
-            parts.sort_by(|a, b| b.0.cmp(&a.0));
+            parts.sort_by_key(|p| std::cmp::Reverse(p.0));
             let list: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
             let deadline = e.n("grpc_deadline_exceeded") + e.n("client_deadline_cancels") > 0;
             let cancels = e.n("client_cancels") > 0;
