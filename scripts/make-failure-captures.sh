@@ -11,19 +11,22 @@
 #                                -c 1 -m 10 GET /file: after 100 requests nginx sends GOAWAY
 #                                NO_ERROR, the streams h2load opened above its last_stream_id are
 #                                not processed, and h2load fails the rest
+#   nghttpd-slots.pcap           nghttpd -m 2 (SETTINGS_MAX_CONCURRENT_STREAMS 2); h2load -n 200
+#                                -c 1 -m 50 GET /file: h2load keeps 2 streams in flight, the other
+#                                calls wait for a slot
 # plus captures/failures/manifest.json (port, how, the client's last line, the ids each must
 # raise; crates/h2ledger/tests/it/findings.rs) and NAME.tshark.json (scripts/tshark-ledger.py
 # CAPTURE --port P). Each capture: tcpdump -i lo "tcp port P" --immediate-mode -B 32768,
 # refused when tcpdump reports drops.
 #
 # usage: sudo scripts/make-failure-captures.sh
-# needs: tcpdump, tshark, nginx, h2load, golang-go, golang-google-grpc-dev
+# needs: tcpdump, tshark, nginx, nghttpd, h2load, golang-go, golang-google-grpc-dev
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$ROOT/captures/failures
 PY=/usr/bin/python3
 [ "$(id -u)" = 0 ] || { echo "make-failure-captures.sh: run as root" >&2; exit 1; }
-for t in tcpdump tshark nginx h2load go; do
+for t in tcpdump tshark nginx nghttpd h2load go; do
   command -v $t >/dev/null || command -v /usr/sbin/$t >/dev/null || {
     echo "make-failure-captures.sh: missing $t" >&2; exit 1; }
 done
@@ -92,6 +95,18 @@ stop_dump "$n"
 kill "$NGPID"; wait "$NGPID" 2>/dev/null || true
 PORT[$n]=$p; HOW[$n]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') keepalive_requests 100; h2load -n 300 -c 1 -m 10 /file"
 LAST[$n]=$(grep "^requests:" "$WORK/$n.prog"); IDS[$n]="goaway-cut-calls"
+
+n=nghttpd-slots
+log "$n"
+p=$(free_port)
+nghttpd --no-tls -m 2 -a 127.0.0.1 -d "$WORK/www" "$p" >"$WORK/$n.server" 2>&1 & NGPID=$!; PIDS+=("$NGPID")
+for _ in $(seq 100); do "$PY" -c "import socket;socket.create_connection(('127.0.0.1',$p),0.2)" 2>/dev/null && break; sleep 0.1; done
+start_dump "$n" "$p"
+h2load -n 200 -c 1 -m 50 "http://127.0.0.1:$p/file" >"$WORK/$n.prog" 2>&1 || true
+stop_dump "$n"
+kill "$NGPID"; wait "$NGPID" 2>/dev/null || true
+PORT[$n]=$p; HOW[$n]="nghttpd --no-tls -m 2 (nghttp2 $(nghttpd --version | sed 's/.*nghttp2\///')); h2load -n 200 -c 1 -m 50 /file"
+LAST[$n]=$(grep "^requests:" "$WORK/$n.prog"); IDS[$n]="stream-slots-full"
 
 for n in "${!PORT[@]}"; do
   "$PY" "$ROOT/scripts/tshark-ledger.py" "$OUT/$n.pcap" --port "${PORT[$n]}" >"$OUT/$n.tshark.json"

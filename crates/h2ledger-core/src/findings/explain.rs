@@ -158,7 +158,7 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "docs/ledger.md \"Gaps\"",
         ),
         F::CallErrors => (
-            "calls that failed: a gRPC status other than OK, an HTTP status of 400 or more, or cancelled by the client",
+            "calls that failed: a gRPC status other than OK, an HTTP status of 500 or more, or cancelled by the client",
             "server (whose answers they are)",
             "failed calls",
             "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/failures.rs FAILED_SHARE",

@@ -1,5 +1,5 @@
 //! Failed calls (issue 38): `call-errors` (responses with a gRPC status other than OK or an
-//! HTTP status of 400 or more, and calls the client cancelled with RST_STREAM CANCEL) and
+//! HTTP status of 500 or more, and calls the client cancelled with RST_STREAM CANCEL) and
 //! `goaway-cut-calls` (client streams above a server GOAWAY's last_stream_id: not processed).
 //! A few counters per connection ([`Failures`]), and the deadlines of the latest
 //! [`MAX_DEADLINES`] requests with a `grpc-timeout`.
@@ -90,9 +90,11 @@ pub(super) struct Failures {
 }
 
 impl Failures {
-    /// Failed calls: failed responses and cancels.
+    /// Failed calls: failed gRPC statuses, HTTP 5xx and cancels. An HTTP 4xx is counted (the
+    /// evidence shows it) but is the request's fault (a `GET /missing`), not a failure of the
+    /// service: it does not make the finding.
     pub(super) fn failed(&self) -> u64 {
-        self.grpc.iter().sum::<u64>() + self.http_4xx + self.http_5xx + self.client_cancels
+        self.grpc.iter().sum::<u64>() + self.http_5xx + self.client_cancels
     }
 }
 
@@ -116,10 +118,9 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                     true
                 }
                 None => match h.get(b":status").and_then(number) {
-                    Some(s @ 400..=499) => {
-                        let _ = s;
+                    Some(400..=499) => {
                         c.fail.http_4xx += 1;
-                        true
+                        false
                     }
                     Some(500..) => {
                         c.fail.http_5xx += 1;

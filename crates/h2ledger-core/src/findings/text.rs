@@ -220,7 +220,7 @@ pub(super) fn words(
                     String::new()
                 }
             ),
-            format!("the client's open streams reached the limit the server announced (applied at the client's SETTINGS ACK), and a stream opened within {} of one ending while all were taken (a queued call taking the slot), or beyond the limit", dur(ns_us(REFILL_NS))),
+            format!("the client's open streams reached the limit the server announced (applied at the client's SETTINGS ACK), and streams opened within {} of one ending while all were taken fill them again (queued calls taking the slots, one at a time or a batch), or beyond the limit", dur(ns_us(REFILL_NS))),
             "calls queue in the client for a stream slot: raise the server's limit (grpc-go grpc.MaxConcurrentStreams, nghttpd --max-concurrent-streams), or spread calls over more connections (grpc-go issues #1986, #5908; grpc-java #8252)".to_string(),
         ),
         FindingId::RefusedStream => (
@@ -306,7 +306,7 @@ pub(super) fn words(
                     (e.n(k), name)
                 })
                 .collect();
-            for (k, name) in [("http_5xx", "HTTP 5xx"), ("http_4xx", "HTTP 4xx")] {
+            for (k, name) in [("http_5xx", "HTTP 5xx")] {
                 if e.n(k) > 0 {
                     parts.push((e.n(k), name.to_string()));
                 }
@@ -337,7 +337,7 @@ pub(super) fn words(
                     if list.is_empty() { "-".to_string() } else { list.join(", ") }
                 ),
                 format!(
-                    "a response whose grpc-status is not 0 (OK), or without grpc-status whose :status is 400 or more, or a call the client reset with RST_STREAM CANCEL before the server ended it (a cancelled call, or one past its deadline: grpc-go's client cancels the stream when its context ends; at or past the request's grpc-timeout it counts as a deadline), once such calls are at least {:.0}% of the connection's calls (FAILED_SHARE in crates/h2ledger-core/src/findings/failures.rs); gRPC status names: grpc/grpc doc/statuscodes.md",
+                    "a response whose grpc-status is not 0 (OK), or without grpc-status whose :status is 500 or more (a 4xx is the request's fault: counted in the evidence, not a failure), or a call the client reset with RST_STREAM CANCEL before the server ended it (a cancelled call, or one past its deadline: grpc-go's client cancels the stream when its context ends; at or past the request's grpc-timeout it counts as a deadline), once such calls are at least {:.0}% of the connection's calls (FAILED_SHARE in crates/h2ledger-core/src/findings/failures.rs); gRPC status names: grpc/grpc doc/statuscodes.md",
                     super::failures::FAILED_SHARE * 100.0
                 ),
                 {

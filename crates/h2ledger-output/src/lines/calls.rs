@@ -125,7 +125,7 @@ const NARROW: [(usize, &str, i32); 9] = [
 /// What the columns mean (`calls --help` and docs/ledger.md say the same).
 pub const LEGEND: &str = "Columns: conn and stream number the call; start s: seconds from the \
 first packet; method: the :path (a gRPC name that does not fit loses its POST, then the middle \
-of its package: /grpc.h…Health/Check); status: the gRPC status by name (NOT_FOUND) with the \
+of its package: the start, a mark, Service/Method); status: the gRPC status by name (NOT_FOUND) with the \
 grpc-message after a colon, http N without grpc-status, RST and the error code when the call \
 was reset, none when no response status was seen; ttfb us (1st byte us with --wide): request \
 HEADERS to the first response frame; call us: to the response's END_STREAM; frames c/s and \

@@ -32,12 +32,13 @@ pub struct Cli {
     /// List the capture devices, numbered, with their flags and addresses (like tcpdump -D)
     #[arg(short = 'D', long)]
     pub list_interfaces: bool,
-    /// Quiet: one line per kind of warning, cut to 100 columns, and no progress display on
-    /// stderr while a capture file is read
+    /// Quiet: one line per kind of warning and one line per finding, cut to 100 columns, and
+    /// no progress display on stderr while a capture file is read
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
     /// Verbose: every warning on its own lines (by default, one per kind with a count and the
-    /// first example; the JSON always holds every one)
+    /// first example; the JSON always holds every one), and every finding (by default the
+    /// first 10) with when it was first and last seen
     #[arg(short = 'v', long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
     /// Plain ASCII tables (the default when the locale is not UTF-8)
