@@ -6,6 +6,8 @@
 //
 //	grpcgo-findings -mode keepalive [-go FILE] [-seconds 70]
 //	grpcgo-findings -mode slots [-go FILE] [-callers 16] [-calls 4] [-handler 20ms]
+//	grpcgo-findings -mode errors [-go FILE] [-calls 10]
+//	grpcgo-findings -mode deadline [-go FILE] [-calls 10] [-handler 50ms] [-timeout 10ms]
 //
 // keepalive: the server has grpc-go's default keepalive enforcement (no
 // KeepaliveEnforcementPolicy: MinTime 5 min, PermitWithoutStream false); the client dials
@@ -17,6 +19,14 @@
 // slots: the server has grpc.MaxConcurrentStreams(2) and a Check handler that takes -handler;
 // after one Check (the server's SETTINGS are in), -callers goroutines make -calls Checks each
 // at once: at most 2 are in flight, the others wait for a stream slot.
+//
+// errors: grpc-go's own health server (google.golang.org/grpc/health NewServer, which answers
+// NOT_FOUND "unknown service" for a service it does not know); after the first Check (service
+// "", SERVING), -calls Checks of service "h2ledger.Missing", each NOT_FOUND.
+//
+// deadline: the Check handler takes -handler, the client's deadline is -timeout: after the
+// first Check (without a deadline), -calls Checks end DEADLINE_EXCEEDED at the client, which
+// resets each stream with RST_STREAM CANCEL.
 //
 // Prints {"port": P} once the server listens, waits until FILE exists (the capture runs), then
 // one JSON line with what the client saw.
@@ -36,8 +46,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/keepalive"
 )
 
@@ -67,7 +80,8 @@ func main() {
 	seconds := flag.Float64("seconds", 70, "keepalive: give up after this long")
 	callers := flag.Int("callers", 16, "slots: concurrent callers")
 	calls := flag.Int("calls", 4, "slots: calls per caller")
-	handler := flag.Duration("handler", 20*time.Millisecond, "slots: time the server takes per call")
+	handler := flag.Duration("handler", 20*time.Millisecond, "slots, deadline: time the server takes per call")
+	timeout := flag.Duration("timeout", 10*time.Millisecond, "deadline: the client's deadline per call")
 	flag.Parse()
 
 	var opts []grpc.ServerOption
@@ -76,8 +90,15 @@ func main() {
 		opts = append(opts, grpc.MaxConcurrentStreams(2))
 		delay = *handler
 	}
+	if *mode == "deadline" {
+		delay = *handler
+	}
 	s := grpc.NewServer(opts...)
-	healthpb.RegisterHealthServer(s, &slowHealth{delay: delay})
+	if *mode == "errors" {
+		healthpb.RegisterHealthServer(s, health.NewServer())
+	} else {
+		healthpb.RegisterHealthServer(s, &slowHealth{delay: delay})
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
@@ -133,6 +154,27 @@ func main() {
 			}
 		}
 		out["state"] = state.String()
+	case "errors", "deadline":
+		codeCount := map[string]int{}
+		for i := 0; i < *calls; i++ {
+			t := 10 * time.Second
+			req := &healthpb.HealthCheckRequest{}
+			if *mode == "deadline" {
+				t = *timeout
+			} else {
+				req.Service = "h2ledger.Missing"
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), t)
+			_, err := client.Check(ctx, req)
+			cancel()
+			codeCount[status.Code(err).String()]++
+			if *mode == "errors" && status.Code(err) == codes.NotFound {
+				out["message"] = status.Convert(err).Message()
+			}
+		}
+		// Let the server finish the handlers the client gave up on.
+		time.Sleep(2 * *handler)
+		out["codes"] = codeCount
 	case "slots":
 		var ok, failed int64
 		var wg sync.WaitGroup

@@ -163,11 +163,23 @@ pub fn write_demo(
                     writeln!(out)?;
                 }
                 writeln!(out, "{}", d.finding())?;
-                if let Some(b) = d
+                if d.phases.len() > 1 {
+                    // Per phase, as the line above: each phase's own BDP numbers.
+                    for (p, res) in d.phases.iter().zip(d.results) {
+                        let fs = phase_findings(p);
+                        match crate::table::findings::findings_block(&fs, p.start, st) {
+                            Some(b) => {
+                                writeln!(out, "{}:", res.name)?;
+                                write!(out, "{b}")?;
+                            }
+                            None => writeln!(out, "{}: no findings", res.name)?,
+                        }
+                    }
+                } else if let Some(b) = d
                     .whole
                     .findings
                     .as_deref()
-                    .and_then(|f| crate::table::findings::findings_block(f, st))
+                    .and_then(|f| crate::table::findings::findings_block(f, d.whole.start, st))
                 {
                     write!(out, "{b}")?;
                 }
@@ -195,6 +207,52 @@ pub fn write_demo(
         }
     }
     Ok(())
+}
+
+/// A phase's findings (those that held during it, [`Report::findings`]), with
+/// `bdp-ping-per-call` measured on the phase's own frames, as the demo's line measures it: it is
+/// kept only when the phase alone reaches the rule ([`BDP_PER_CALL`] over at least
+/// [`BDP_MIN_CALLS`] calls).
+///
+/// [`BDP_PER_CALL`]: h2ledger_core::findings::BDP_PER_CALL
+/// [`BDP_MIN_CALLS`]: h2ledger_core::findings::BDP_MIN_CALLS
+pub fn phase_findings(p: &Report) -> Vec<h2ledger_core::findings::Finding> {
+    use h2ledger_core::findings::{Evidence, FindingId, Num, BDP_MIN_CALLS, BDP_PER_CALL};
+    let l = &p.ledger;
+    let calls = l.calls;
+    let per = |n: u64| {
+        if calls == 0 {
+            0.0
+        } else {
+            n as f64 / calls as f64
+        }
+    };
+    let mut out = Vec::new();
+    for f in p.findings.as_deref().unwrap_or_default() {
+        match (f.id, f.side) {
+            (FindingId::BdpPingPerCall, Some(side)) => {
+                let t = l.sides.get(side);
+                let other = match side {
+                    h2ledger_core::Side::Client => h2ledger_core::Side::Server,
+                    h2ledger_core::Side::Server => h2ledger_core::Side::Client,
+                };
+                let peer = l.sides.get(other);
+                if calls < BDP_MIN_CALLS || per(t.bdp_pings) < BDP_PER_CALL {
+                    continue;
+                }
+                let mut e = Evidence::default();
+                e.u("calls", calls);
+                e.u("bdp_pings", t.bdp_pings);
+                e.set("bdp_pings_per_call", Num::F(per(t.bdp_pings)));
+                e.set("control_frames_per_call", Num::F(per(t.frames.control())));
+                e.set("writes_per_call", Num::F(per(t.writes)));
+                e.u("peer_bdp_pings", peer.bdp_pings);
+                out.push(f.with_evidence(e, t.bdp_pings));
+            }
+            _ => out.push(f.clone()),
+        }
+    }
+    out
 }
 
 /// Per-phase numbers the finding line and the test read.

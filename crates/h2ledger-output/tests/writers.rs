@@ -473,3 +473,54 @@ fn every_json_record_keeps_the_published_key_order() {
     }
     assert!(checked > 10);
 }
+
+/// The demo's findings per phase agree with its line (issue 38): on the article's capture, the
+/// first phase (1 caller x 24/s) has grpc-go's BDP PINGs at 1.00 a call on each side, and the
+/// second (8 callers x 3/s) does not reach the rule, so only the first lists the finding;
+/// the whole run pools both (0.58 and 0.60).
+#[test]
+fn demo_findings_are_per_phase() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../captures/grpcgo-article.pcap");
+    // The workload's phase boundary (captures/grpcgo-article.workload.json: 1796035824.6646295).
+    let cut = 1_796_035_824_664_629_500;
+    let obs = Obs::new(&Wanted {
+        analysis: true,
+        splitter: Some(h2ledger_core::analysis::Splitter::at(vec![
+            h2ledger_core::analysis::Cut::At(cut),
+        ])),
+        findings: Some(Default::default()),
+        ..Wanted::default()
+    });
+    let mut s = Session::new(obs, options(&f));
+    replay(&f, &mut s, |_| {});
+    let done = s.finish(&End::Complete, None);
+    let whole = done.report.findings.clone().unwrap();
+    let pooled: Vec<f64> = whole
+        .iter()
+        .filter(|x| x.id.name() == "bdp-ping-per-call")
+        .map(|x| x.evidence.f("bdp_pings_per_call"))
+        .collect();
+    assert_eq!(pooled.len(), 2);
+    assert!(
+        pooled.iter().all(|r| (0.55..0.65).contains(r)),
+        "{pooled:?}"
+    );
+    let phases: Vec<_> = s.phases(&done).collect();
+    assert_eq!(phases.len(), 2);
+    let per: Vec<Vec<f64>> = phases
+        .iter()
+        .map(|p| {
+            h2ledger_output::demo::phase_findings(p)
+                .iter()
+                .filter(|x| x.id.name() == "bdp-ping-per-call")
+                .map(|x| x.evidence.f("bdp_pings_per_call"))
+                .collect()
+        })
+        .collect();
+    assert_eq!(per[0].len(), 2, "{per:?}");
+    assert!(per[0].iter().all(|r| (*r - 1.0).abs() < 0.05), "{per:?}");
+    assert!(per[1].is_empty(), "{per:?}");
+    // Its title says the phase's numbers.
+    let t = h2ledger_output::demo::phase_findings(&phases[0]);
+    assert!(t.iter().any(|x| x.title.contains("(1.00 a call)")), "{t:?}");
+}

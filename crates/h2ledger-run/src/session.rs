@@ -343,6 +343,7 @@ impl Session<Obs> {
             grpc_untracked_calls: a.map_or(0, |a| a.grpc_untracked_calls()),
             rtts_dropped: a.map_or(0, |a| a.rtts_dropped()),
             calm_goaways: a.map(|a| a.enhance_your_calm()).unwrap_or_default(),
+            error_codes: a.map(|a| a.error_codes()).unwrap_or_default(),
         }
     }
 
@@ -499,6 +500,8 @@ pub struct Running {
     /// GOAWAY frames with ENHANCE_YOUR_CALM by sending side (the JSON's `too_many_pings`
     /// counts the first 1,000 GOAWAYs' share).
     pub calm_goaways: h2ledger_core::Sides<u64>,
+    /// GOAWAY and RST_STREAM frames by sending side and error code (with the analysis).
+    pub error_codes: h2ledger_core::analysis::ErrorCodes,
 }
 
 /// A finished run: the whole capture's report, and its phases (built from the session on

@@ -633,6 +633,19 @@ pub struct Analysis {
     rtts_dropped: u64,
     /// GOAWAY frames with ENHANCE_YOUR_CALM by sending side, listed or not.
     calm_goaways: Sides<u64>,
+    /// GOAWAY and RST_STREAM frames by sending side and error code ([`rst_slot`]), listed or
+    /// not (the metrics' `h2ledger_goaways_total` and `h2ledger_rst_streams_total`).
+    codes: ErrorCodes,
+}
+
+/// GOAWAY and RST_STREAM frames by sending side and error code (a [`RST_CODES`] array: RFC
+/// 9113's codes 0x0 to 0xd, then every other code).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ErrorCodes {
+    /// GOAWAY frames.
+    pub goaway: Sides<[u64; RST_CODES]>,
+    /// RST_STREAM frames.
+    pub rst_stream: Sides<[u64; RST_CODES]>,
 }
 
 /// PING round trips kept for [`Analysis::drain_rtts`] between two drains; more are counted
@@ -684,6 +697,11 @@ impl Analysis {
     /// known then); the report's `too_many_pings` counts the listed ones.
     pub fn enhance_your_calm(&self) -> Sides<u64> {
         self.calm_goaways
+    }
+
+    /// GOAWAY and RST_STREAM frames so far by sending side and error code.
+    pub fn error_codes(&self) -> ErrorCodes {
+        self.codes
     }
 
     /// Flow control of the whole run so far (the report's `flow_control`), for metrics.

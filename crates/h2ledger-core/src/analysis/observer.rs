@@ -15,6 +15,7 @@ pub(crate) fn reads_header(name: &[u8]) -> bool {
             | b"grpc-status"
             | b"grpc-message"
             | b"grpc-encoding"
+            | b"grpc-timeout"
             | b"content-type"
     )
 }
@@ -234,12 +235,14 @@ impl Analysis {
             }
             (FrameClass::RstStream, Some(Frame::RstStream(r))) => {
                 let (side, slot) = (ev.side, super::rst_slot(r.code.0));
+                self.codes.rst_stream[side][slot] += 1;
                 self.scoped(ev.ts, |s, _| s.resets[side][slot] += 1);
             }
             (FrameClass::GoAway, Some(Frame::GoAway(g))) => {
                 if g.code == ErrorCode::ENHANCE_YOUR_CALM {
                     self.calm_goaways[ev.side] += 1;
                 }
+                self.codes.goaway[ev.side][super::rst_slot(g.code.0)] += 1;
                 if self.goaways.len() < MAX_GOAWAYS {
                     let debug = escape_bytes(&g.debug[..g.debug.len().min(256)]);
                     self.goaways.push(GoAwayRec {

@@ -197,8 +197,11 @@ pub(super) struct Slots {
     pub(super) times_full: u64,
     pub(super) full_ns: i64,
     pub(super) max_full_ns: i64,
-    /// A stream ended while every slot was taken: the next stream may be a call that waited.
+    /// A stream ended while every slot was taken: the next streams may be calls that waited.
     pub(super) freed_at: Option<Nanos>,
+    /// Streams opened since `freed_at` (a refill: counted as waited once the slots are full
+    /// again within [`super::rules::REFILL_NS`]).
+    pub(super) refilled: u32,
     pub(super) waited: u64,
     /// Streams the client opened beyond the limit.
     pub(super) over: u64,
@@ -274,6 +277,8 @@ pub(super) struct ConnF {
     pub(super) held_ns: [i64; 2],
     pub(super) max_held_ns: [i64; 2],
     pub(super) holds_long: [u64; 2],
+    // call-errors, goaway-cut-calls
+    pub(super) fail: super::failures::Failures,
 }
 
 /// The stream-reset budget of a connection ([`super::RESET_BURST`], [`super::RESET_RATE`]).

@@ -50,12 +50,16 @@ macro_rules! ids {
             /// Every id, in the order of docs/findings.md.
             pub const ALL: &'static [FindingId] = &[$(FindingId::$v),*];
 
+            /// How many ids there are.
+            pub const COUNT: usize = Self::ALL.len();
+
             /// The stable name (`rapid-reset`).
             pub fn name(self) -> &'static str {
                 match self { $(FindingId::$v => $name),* }
             }
 
-            /// The severity every finding of this id has.
+            /// The severity a finding of this id has unless the user set another
+            /// (`--severity`, [`super::Severities`]).
             pub fn severity(self) -> Severity {
                 match self { $(FindingId::$v => Severity::$sev),* }
             }
@@ -90,6 +94,8 @@ ids! {
     MidStream = "mid-stream", Info, false;
     TlsNoKeys = "tls-no-keys", Warn, false;
     ReassemblyGaps = "reassembly-gaps", Warn, false;
+    CallErrors = "call-errors", Warn, false;
+    GoawayCutCalls = "goaway-cut-calls", Warn, false;
 }
 
 impl FindingId {

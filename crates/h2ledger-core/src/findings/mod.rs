@@ -26,6 +26,8 @@
 //! ```
 
 mod conn;
+mod explain;
+mod failures;
 mod flowrules;
 mod ids;
 mod observer;
@@ -43,7 +45,10 @@ use crate::model::Side;
 use crate::FastMap;
 
 use conn::ConnF;
+pub use explain::{explain, Explanation};
+pub use failures::{FAILED_SHARE, GRPC_KEYS};
 pub use ids::{FindingId, Severity};
+pub use rules::{BDP_MIN_CALLS, BDP_PER_CALL};
 
 /// Findings kept; later ones are counted by id in [`FindingsReport::omitted`].
 pub const MAX_FINDINGS: usize = 1000;
@@ -69,10 +74,40 @@ pub const RESET_BURST: u64 = 1000;
 /// Tokens a second the stream-reset budget gets back (see [`RESET_BURST`]).
 pub const RESET_RATE: u64 = 33;
 
+/// The severity each id is reported with: its own ([`FindingId::severity`]) unless the user set
+/// another (`--severity ID=LEVEL`, decision 301).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Severities([Option<Severity>; FindingId::COUNT]);
+
+impl Default for Severities {
+    fn default() -> Self {
+        Severities([None; FindingId::COUNT])
+    }
+}
+
+impl Severities {
+    /// Reports `id` with severity `s`.
+    pub fn set(&mut self, id: FindingId, s: Severity) {
+        self.0[id as usize] = Some(s);
+    }
+
+    /// The severity `id` is reported with.
+    pub fn of(&self, id: FindingId) -> Severity {
+        self.0[id as usize].unwrap_or_else(|| id.severity())
+    }
+
+    /// Whether the user changed `id`'s severity.
+    pub fn changed(&self, id: FindingId) -> bool {
+        self.0[id as usize].is_some()
+    }
+}
+
 /// The server policy the keepalive emulation assumes: it is not on the wire
-/// (`--keepalive-min-time`, `--permit-without-stream`).
+/// (`--keepalive-min-time`, `--permit-without-stream`); and the severities the user set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FindingsConfig {
+    /// The severity of each id (`--severity ID=LEVEL`).
+    pub severities: Severities,
     /// The server's keepalive EnforcementPolicy.MinTime (grpc-go
     /// `defaultKeepalivePolicyMinTime`, 5 minutes; grpc-java `permitKeepAliveTime`, 5 minutes).
     pub keepalive_min_time: Nanos,
@@ -89,6 +124,7 @@ impl Default for FindingsConfig {
         FindingsConfig {
             keepalive_min_time: DEFAULT_KEEPALIVE_MIN_TIME,
             permit_without_stream: false,
+            severities: Severities::default(),
         }
     }
 }
@@ -232,6 +268,22 @@ impl Finding {
             .then(a.first.cmp(&b.first))
             .then(a.conn.cmp(&b.conn))
             .then(a.id.cmp(&b.id))
+    }
+
+    /// The same finding with other evidence and count (a phase's own numbers: the demo's
+    /// findings per phase), its title, rule and advice written from them as the engine writes
+    /// them under the default server policy; its severity, place and times kept.
+    pub fn with_evidence(&self, evidence: Evidence, count: u64) -> Finding {
+        let (title, rule, advice) =
+            text::words(self.id, &evidence, self.side, &FindingsConfig::default());
+        Finding {
+            title,
+            rule,
+            advice,
+            evidence,
+            count,
+            ..self.clone()
+        }
     }
 
     /// Whether it held at some time in `[start, end)` (a phase).
@@ -586,7 +638,7 @@ impl Findings {
         let (title, rule, advice) = text::words(r.id, &r.evidence, r.side, &self.cfg);
         Finding {
             id: r.id,
-            severity: r.id.severity(),
+            severity: self.cfg.severities.of(r.id),
             title,
             conn: r.conn,
             stream: r.stream,

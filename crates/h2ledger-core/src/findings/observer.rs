@@ -11,7 +11,7 @@ use crate::StreamId;
 
 use super::conn::ConnF;
 use super::rules::{self, Fire};
-use super::{flowrules, streams, FindingId, Findings, Num, Rec};
+use super::{failures, flowrules, streams, FindingId, Findings, Num, Rec};
 
 /// The state of connection `id` in `conns`, made when it is new: one lookup when it is not.
 #[inline(always)]
@@ -126,6 +126,7 @@ impl Findings {
             pending.push((FindingId::MidStream, None, None));
         }
         rules::frame_rules(c, ev, cfg, pending);
+        super::failures::frame(c, ev, pending);
         if ev.head.stream_id.0 != 0 {
             streams::stream_frame(c, ev, streams, streams_untracked, pending);
         }
@@ -446,6 +447,33 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
                 c.initial[s.other().index()].max(0) as u64,
             );
             e.u("needed_window", c.needed[i]);
+        }
+        FindingId::CallErrors => {
+            let f = &c.fail;
+            r.count = f.failed();
+            e.u("calls", c.calls);
+            e.u("failed", f.failed());
+            e.set("failed_share", Num::F(ratio(f.failed(), c.calls)));
+            for (key, n) in failures::GRPC_KEYS.iter().zip(f.grpc) {
+                if n > 0 {
+                    e.u(key, n);
+                }
+            }
+            e.u("http_4xx", f.http_4xx);
+            e.u("http_5xx", f.http_5xx);
+            e.u("client_cancels", f.client_cancels);
+            e.u("client_deadline_cancels", f.deadline_cancels);
+        }
+        FindingId::GoawayCutCalls => {
+            let f = &c.fail;
+            r.count = f.cut;
+            e.u("streams_cut", f.cut);
+            e.u("goaways", f.goaways);
+            e.u("goaway_code", u64::from(f.goaway_code));
+            if let Some(l) = f.last_stream_id {
+                e.u("last_stream_id", u64::from(l));
+            }
+            e.u("calls", c.calls);
         }
         FindingId::MidStream
         | FindingId::ReassemblyGaps

@@ -127,10 +127,21 @@ fn opened(c: &mut ConnF, ts: Nanos, out: &mut Vec<Fire>) {
     let Some(limit) = s.limit else {
         return;
     };
-    if let Some(t) = s.freed_at.take() {
-        if c.in_flight == limit && ts - t <= REFILL_NS {
-            s.waited += 1;
-            out.push((FindingId::StreamSlotsFull, Some(Side::Client), None));
+    // A refill: the streams opened within REFILL_NS of a slot freeing that fill the slots
+    // again are calls that waited for them (one at a time, as grpc-go refills, or a batch, as
+    // h2load does when both of nghttpd -m 2's streams end in one read).
+    if let Some(t) = s.freed_at {
+        if ts - t > REFILL_NS {
+            s.freed_at = None;
+            s.refilled = 0;
+        } else {
+            s.refilled += 1;
+            if c.in_flight == limit {
+                s.waited += u64::from(s.refilled);
+                s.freed_at = None;
+                s.refilled = 0;
+                out.push((FindingId::StreamSlotsFull, Some(Side::Client), None));
+            }
         }
     }
     if c.in_flight > limit {
@@ -160,8 +171,15 @@ fn closed(c: &mut ConnF, bits: u8, ts: Nanos, streams: &mut usize, out: &mut Vec
             s.max_full_ns = s.max_full_ns.max(d);
             s.full_since = None;
             s.freed_at = Some(ts);
+            s.refilled = 0;
         }
-        _ => s.freed_at = None,
+        // Another slot freed in the same burst (streams ended in one read): the refill is
+        // still measured from the first.
+        (Some(_), None) if s.freed_at.is_some_and(|t| ts - t <= REFILL_NS) => {}
+        _ => {
+            s.freed_at = None;
+            s.refilled = 0;
+        }
     }
     premature_rules(c, out);
 }

@@ -206,6 +206,7 @@ fn keepalive_policy_is_configurable() {
     let cfg = FindingsConfig {
         keepalive_min_time: 5 * S,
         permit_without_stream: true,
+        ..FindingsConfig::default()
     };
     let mut c = T::new(cfg);
     let mut p = crate::testkit::PREFACE.to_vec();
@@ -622,7 +623,9 @@ fn ids_and_severities_are_the_contract() {
             "capture-drops",
             "mid-stream",
             "tls-no-keys",
-            "reassembly-gaps"
+            "reassembly-gaps",
+            "call-errors",
+            "goaway-cut-calls"
         ]
     );
     for id in FindingId::ALL {
@@ -686,4 +689,38 @@ fn strikes_without_a_call_are_filed_at_the_goaway() {
     assert_eq!(s.first, times[1], "from the first strike");
     assert_eq!(s.evidence.n("strikes_total"), 3);
     assert!(find(&r, FindingId::TooManyPings).is_some());
+}
+
+/// Every id has an explanation (the match in explain.rs is exhaustive; here: none is empty and
+/// each names where its rule comes from), and its index is its place in `ALL`.
+#[test]
+fn every_id_is_explained() {
+    for (i, id) in FindingId::ALL.iter().enumerate() {
+        assert_eq!(*id as usize, i, "{}", id.name());
+        let e = super::explain(*id, &FindingsConfig::default());
+        assert_eq!(e.id, *id);
+        assert_eq!(e.severity, id.severity());
+        for (what, s) in [
+            ("what", e.what),
+            ("side", e.side),
+            ("count", e.count),
+            ("source", e.source),
+            ("rule", &e.rule),
+            ("advice", &e.advice),
+        ] {
+            assert!(s.len() > 2, "{}: {what} is empty", id.name());
+        }
+    }
+}
+
+/// `--severity ID=LEVEL` changes the severity a finding is reported with, and only its id's.
+#[test]
+fn severities_can_be_set() {
+    let mut cfg = FindingsConfig::default();
+    assert_eq!(cfg.severities.of(FindingId::FlowStall), Severity::Info);
+    cfg.severities.set(FindingId::FlowStall, Severity::Critical);
+    assert_eq!(cfg.severities.of(FindingId::FlowStall), Severity::Critical);
+    assert!(cfg.severities.changed(FindingId::FlowStall));
+    assert_eq!(cfg.severities.of(FindingId::ZeroWindow), Severity::Warn);
+    assert!(!cfg.severities.changed(FindingId::ZeroWindow));
 }

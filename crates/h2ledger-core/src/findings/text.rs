@@ -208,14 +208,19 @@ pub(super) fn words(
         ),
         FindingId::StreamSlotsFull => (
             format!(
-                "{} calls waited for one of the server's {} stream slots{}; all busy {} in all, {} at most",
-                e.n("waited"),
+                "the server's {} stream slots were full {} ({} in all, {} at most); {} waited for a slot{}",
                 e.n("max_concurrent_streams"),
-                if e.n("over_limit") > 0 { format!(", {} streams past the limit", e.n("over_limit")) } else { String::new() },
+                plural(e.n("times_full"), "time", "times"),
                 dur(e.n("full_us_total")),
-                dur(e.n("full_us_max"))
+                dur(e.n("full_us_max")),
+                plural(e.n("waited"), "call", "calls"),
+                if e.n("over_limit") > 0 {
+                    format!(", {} opened past the limit", plural(e.n("over_limit"), "stream", "streams"))
+                } else {
+                    String::new()
+                }
             ),
-            format!("the client's open streams reached the limit the server announced (applied at the client's SETTINGS ACK), and a stream opened within {} of one ending while all were taken (a queued call taking the slot), or beyond the limit", dur(ns_us(REFILL_NS))),
+            format!("the client's open streams reached the limit the server announced (applied at the client's SETTINGS ACK), and streams opened within {} of one ending while all were taken fill them again (queued calls taking the slots, one at a time or a batch), or beyond the limit", dur(ns_us(REFILL_NS))),
             "calls queue in the client for a stream slot: raise the server's limit (grpc-go grpc.MaxConcurrentStreams, nghttpd --max-concurrent-streams), or spread calls over more connections (grpc-go issues #1986, #5908; grpc-java #8252)".to_string(),
         ),
         FindingId::RefusedStream => (
@@ -291,5 +296,83 @@ pub(super) fn words(
             "a stretch of a TCP stream the capture never held (a packet lost by the capture, cut by the snap length, or missing at its end; docs/ledger.md, \"Gaps\")".to_string(),
             "capture with the full snap length (-s 0) and a larger buffer (-B), and check the capture's drop counts".to_string(),
         ),
+        FindingId::CallErrors => {
+            // The failed statuses, most first: `10 NOT_FOUND, 2 http 503`.
+            let mut parts: Vec<(u64, String)> = super::failures::GRPC_KEYS
+                .iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(_, k)| e.n(k) > 0)
+                .map(|(i, k)| {
+                    let name = if i == 17 {
+                        "other gRPC status".to_string()
+                    } else {
+                        crate::grpc::status_name(i as u16).into_owned()
+                    };
+                    (e.n(k), name)
+                })
+                .collect();
+            for (k, name) in [("http_5xx", "HTTP 5xx")] {
+                if e.n(k) > 0 {
+                    parts.push((e.n(k), name.to_string()));
+                }
+            }
+            let late = e.n("client_deadline_cancels");
+            if late > 0 {
+                parts.push((
+                    late,
+                    "cancelled by the client at their grpc-timeout (DEADLINE_EXCEEDED at the client)".to_string(),
+                ));
+            }
+            if e.n("client_cancels") > late {
+                parts.push((
+                    e.n("client_cancels") - late,
+                    "cancelled by the client (RST_STREAM CANCEL)".to_string(),
+                ));
+            }
+            parts.sort_by_key(|p| std::cmp::Reverse(p.0));
+            let list: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
+            let deadline = e.n("grpc_deadline_exceeded") + e.n("client_deadline_cancels") > 0;
+            let cancels = e.n("client_cancels") > 0;
+            (
+                format!(
+                    "{} of {} calls failed ({:.0}%): {}",
+                    e.n("failed"),
+                    e.n("calls"),
+                    e.f("failed_share") * 100.0,
+                    if list.is_empty() { "-".to_string() } else { list.join(", ") }
+                ),
+                format!(
+                    "a response whose grpc-status is not 0 (OK), or without grpc-status whose :status is 500 or more (a 4xx is the request's fault: counted in the evidence, not a failure), or a call the client reset with RST_STREAM CANCEL before the server ended it (a cancelled call, or one past its deadline: grpc-go's client cancels the stream when its context ends; at or past the request's grpc-timeout it counts as a deadline), once such calls are at least {:.0}% of the connection's calls (FAILED_SHARE in crates/h2ledger-core/src/findings/failures.rs); gRPC status names: grpc/grpc doc/statuscodes.md",
+                    super::failures::FAILED_SHARE * 100.0
+                ),
+                {
+                    let mut a = "the statuses are the server's answers: `h2ledger calls` shows each failed call with its status and grpc-message, `replay --analyze` the statuses per method; fix what the messages name (NOT_FOUND, INVALID_ARGUMENT: the client's requests; UNAVAILABLE, INTERNAL, HTTP 5xx: the server or a proxy)".to_string();
+                    if deadline || cancels {
+                        a.push_str("; DEADLINE_EXCEEDED and client cancels: calls that outlived their deadline: compare `call us` with the deadline the client sets, and look for slow calls or stream slots that were full");
+                    }
+                    a
+                },
+            )
+        }
+        FindingId::GoawayCutCalls => {
+            let code = h2_frame_parser::ErrorCode(e.n("goaway_code") as u32);
+            (
+                format!(
+                    "the server's GOAWAY {code} (last stream {}) left {} unprocessed: opened above its last_stream_id",
+                    e.n("last_stream_id"),
+                    plural(e.n("streams_cut"), "client stream", "client streams")
+                ),
+                "RFC 9113 §6.8: streams with identifiers above a GOAWAY's last_stream_id were not processed by the sender; the client's streams in flight above it when the GOAWAY came, and those it opened after, are counted (each once over several GOAWAYs)".to_string(),
+                format!(
+                    "retry those calls on a new connection (they are safe to retry: RFC 9113 §8.7); a GOAWAY {code} is the server closing the connection{}",
+                    if e.n("goaway_code") == 0 {
+                        " on purpose: nginx after keepalive_requests (default 1000) requests or keepalive_timeout, grpc-go after MaxConnectionAge; raise the limit, or have the client open a new connection before it (h2load fails the cut requests, grpc-go retries them)"
+                    } else {
+                        " after an error: see its debug data and the server's log"
+                    }
+                ),
+            )
+        }
     }
 }

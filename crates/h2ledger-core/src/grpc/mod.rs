@@ -56,6 +56,35 @@ pub(crate) trait Recs {
     fn grpc_if_any(&mut self, id: CallId) -> Option<&mut CallGrpc>;
 }
 
+/// gRPC status codes by number, as grpc/grpc doc/statuscodes.md names them.
+pub const STATUS_NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// A gRPC status by name (`NOT_FOUND`); an unknown code as grpc-go prints it, `Code(17)`.
+pub fn status_name(code: u16) -> std::borrow::Cow<'static, str> {
+    match STATUS_NAMES.get(usize::from(code)) {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(format!("Code({code})")),
+    }
+}
+
 /// Calls followed at once.
 pub const MAX_GRPC_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 /// Bytes of `grpc-message` kept (after percent-decoding).

@@ -83,12 +83,12 @@ const MAX_CACHED_METHODS: usize = 1 << 16;
 
 /// Column headers and widths of the `--wide` table (a negative width aligns left and may cut
 /// the text; numbers are never cut).
-const WIDE: [(&str, i32); 16] = [
+const WIDE: [(&str, i32); 17] = [
     ("conn", 4),
     ("stream", 6),
     ("start s", 10),
     ("method", -28),
-    ("status", -18),
+    ("status", -32),
     ("1st byte us", 11),
     ("call us", 9),
     ("in fl", 5),
@@ -101,32 +101,40 @@ const WIDE: [(&str, i32); 16] = [
     ("stalled us c/s", 14),
     ("msgs c/s", 9),
     ("server us / rtt us", 18),
+    // Not a column of the wide table: the narrow one's frames per side.
+    ("frames c/s", 10),
 ];
 
-/// The default table, at most 100 columns: (index into [`WIDE`]'s cells, header, width).
-const NARROW: [(usize, &str, i32); 11] = [
+/// Columns of the `--wide` table (the last cell of [`WIDE`] is the narrow table's own).
+const WIDE_COLUMNS: usize = 16;
+
+/// The default table, at most 100 columns, with headers a user reads without the legend
+/// (decision 303): (index into [`WIDE`]'s cells, header, width).
+const NARROW: [(usize, &str, i32); 9] = [
     (0, "conn", 4),
     (1, "stream", 6),
-    (2, "start s", 8),
+    (2, "start s", 7),
     (3, "method", -20),
-    (4, "status", -11),
-    (5, "1st us", 7),
+    (4, "status", -21),
+    (5, "ttfb us", 7),
     (6, "call us", 7),
-    (8, "c H/D/T/o", 9),
-    (9, "s H/D/T/o", 9),
-    (10, "wr c/s", 6),
-    (11, "rnd", 3),
+    (16, "frames c/s", 10),
+    (10, "writes c/s", 10),
 ];
 
 /// What the columns mean (`calls --help` and docs/ledger.md say the same).
 pub const LEGEND: &str = "Columns: conn and stream number the call; start s: seconds from the \
-first packet; 1st us: request HEADERS to the first response frame; call us: to the response's \
-END_STREAM; c/s: client/server; H/D/T/o: the call's HEADERS/DATA/TRAILERS/other frames sent by \
-that side; wr: TCP writes that carried them; rnd: the call opened a BDP-estimator round of the \
-client/server (y); in fl (--wide): other calls in flight at its start; stalls, stalled us, msgs, \
-server us / rtt us (--wide): flow-control stalls, gRPC messages, server time and the \
-connection's PING round trip. Durations in microseconds (us), like every table and the JSON \
-keys; `-` is not seen.";
+first packet; method: the :path (a gRPC name that does not fit loses its POST, then the middle \
+of its package: the start, a mark, Service/Method); status: the gRPC status by name (NOT_FOUND) with the \
+grpc-message after a colon, http N without grpc-status, RST and the error code when the call \
+was reset, none when no response status was seen; ttfb us (1st byte us with --wide): request \
+HEADERS to the first response frame; call us: to the response's END_STREAM; frames c/s and \
+writes c/s: the call's frames and the TCP writes that carried them, sent by the client/server. \
+With --wide: in fl: other calls in flight at its start; H/D/T/o: the call's \
+HEADERS/DATA/TRAILERS/other frames per side; round c/s: the call opened a BDP-estimator round \
+of the client/server (y); stalls, stalled us, msgs, server us / rtt us: flow-control stalls, \
+gRPC messages, server time and the connection's PING round trip. Durations in microseconds \
+(us), like every table and the JSON keys; `-` is not seen.";
 
 fn row(layout: &[(usize, &str, i32)], cells: &[String], st: Style) -> String {
     let mut line = String::new();
@@ -142,7 +150,12 @@ fn row(layout: &[(usize, &str, i32)], cells: &[String], st: Style) -> String {
         if *w < 0 {
             let width = width.saturating_sub(over).max(1);
             over = 0;
-            let c = crate::table::cut(c, width, st);
+            // The method keeps its end (or its service and method); the status its start.
+            let c = if *cell == 3 {
+                crate::table::cut(c, width, st)
+            } else {
+                crate::table::cut_end(&crate::tty::escape(c), width, st)
+            };
             line.push_str(&format!("{c:<width$}"));
         } else {
             over += c.chars().count().saturating_sub(width);
@@ -155,6 +168,7 @@ fn row(layout: &[(usize, &str, i32)], cells: &[String], st: Style) -> String {
 /// The layout of the `--wide` table.
 fn wide() -> Vec<(usize, &'static str, i32)> {
     WIDE.iter()
+        .take(WIDE_COLUMNS)
         .enumerate()
         .map(|(i, (h, w))| (i, *h, *w))
         .collect()
@@ -388,7 +402,7 @@ impl CallPrinter {
             });
             return;
         }
-        let narrow = self.layout.len() < WIDE.len();
+        let narrow = self.layout.len() < WIDE_COLUMNS;
         if self.calls == 1 {
             let mut head = vec![String::new(); WIDE.len()];
             for (i, h, _) in &self.layout {
@@ -427,8 +441,15 @@ impl CallPrinter {
                 // Why it was reset: the code, short in the narrow table.
                 Some((code, _)) if narrow => format!("RST {}", crate::table::short_code(code)),
                 Some((code, _)) => format!("RST {code}"),
-                None if narrow => crate::table::short_status(&c.status()),
-                None => c.status(),
+                // The gRPC status by name, and its grpc-message (escaped: it is the peer's).
+                None => match c.grpc.and_then(|g| g.grpc_message.as_deref()) {
+                    Some(m) if !m.is_empty() => format!(
+                        "{}: {}",
+                        crate::table::short_status(&c.status()),
+                        crate::tty::escape(m)
+                    ),
+                    _ => crate::table::short_status(&c.status()),
+                },
             },
             us(r.first_byte),
             us(r.end),
@@ -442,9 +463,11 @@ impl CallPrinter {
                 yn(r.opened_round(h2ledger_core::Side::Server))
             ),
         ];
+        let all = |rel: usize| r.frames[rel].iter().map(|n| u32::from(*n)).sum::<u32>();
         let cells: Vec<String> = base
             .into_iter()
             .chain(crate::table::flow::call_cells(c))
+            .chain([format!("{}/{}", all(0), all(1))])
             .collect();
         let l = row(&self.layout, &cells, self.style);
         self.line(&l);

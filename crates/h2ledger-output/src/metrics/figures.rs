@@ -19,6 +19,9 @@ pub struct Figures {
     /// GOAWAY frames with ENHANCE_YOUR_CALM per sending side (JSON `too_many_pings`, the
     /// `goaways[]` with `too_many_pings`).
     pub calm_goaways: Sides<u64>,
+    /// GOAWAY and RST_STREAM frames by sending side and error code (every one, also beyond
+    /// the 1,000 GOAWAYs the JSON lists).
+    pub error_codes: h2ledger_core::analysis::ErrorCodes,
     /// HTTP/2 connections (JSON `connections`).
     pub connections: u64,
     /// HTTP/2 connections open now.
@@ -126,6 +129,7 @@ impl Figures {
         );
         f.open = r.open;
         f.calm_goaways = r.calm_goaways;
+        f.error_codes = r.error_codes;
         f.packets = r.capture.packets;
         f.drops = drops;
         f.limits.insert("ping_rtt_samples", r.rtts_dropped);

@@ -129,6 +129,31 @@ struct StallLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    side: &'static str,
+    code: &'static str,
+}
+
+/// The `code` label values: RFC 9113's error code names (0x0 to 0xd), then `other`.
+pub const ERROR_CODES: [&str; h2ledger_core::analysis::RST_CODES] = [
+    "NO_ERROR",
+    "PROTOCOL_ERROR",
+    "INTERNAL_ERROR",
+    "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT",
+    "STREAM_CLOSED",
+    "FRAME_SIZE_ERROR",
+    "REFUSED_STREAM",
+    "CANCEL",
+    "COMPRESSION_ERROR",
+    "CONNECT_ERROR",
+    "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY",
+    "HTTP_1_1_REQUIRED",
+    "other",
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FindingLabels {
     id: &'static str,
     severity: Severity,
@@ -181,27 +206,6 @@ enum StatusKey {
     None,
 }
 
-/// gRPC status codes by number (grpc/grpc, doc/statuscodes.md).
-const GRPC_CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
-
 impl StatusKey {
     fn of(c: &CallView<'_>) -> StatusKey {
         match c.status_parts() {
@@ -216,10 +220,7 @@ impl StatusKey {
     /// grpc-go prints it), an HTTP status by number, `RST_STREAM`, or `none`.
     fn label(self) -> String {
         match self {
-            StatusKey::Grpc(n) => match GRPC_CODES.get(usize::from(n)) {
-                Some(s) => s.to_string(),
-                None => format!("Code({n})"),
-            },
+            StatusKey::Grpc(n) => h2ledger_core::grpc::status_name(n).into_owned(),
             StatusKey::Http(n) => n.to_string(),
             StatusKey::Reset => "RST_STREAM".to_string(),
             StatusKey::None => "none".to_string(),
@@ -248,6 +249,8 @@ pub struct Metrics {
     rtt: Family<SideLabel, Buckets, fn() -> Buckets>,
     stalls: Family<StallLabels, Counter>,
     calm: Family<SideLabel, Counter>,
+    goaways: Family<CodeLabels, Counter>,
+    rst_streams: Family<CodeLabels, Counter>,
     findings: Family<FindingLabels, Counter>,
     open: Gauge,
     connections: Counter,
@@ -284,6 +287,8 @@ impl Metrics {
             rtt: Family::new_with_constructor(rtt_histogram),
             stalls: Family::default(),
             calm: Family::default(),
+            goaways: Family::default(),
+            rst_streams: Family::default(),
             findings: Family::default(),
             open: Gauge::default(),
             connections: Counter::default(),
@@ -299,7 +304,7 @@ impl Metrics {
         };
         r.register(
             "frames",
-            "HTTP/2 frames sent, by side and ledger type (JSON sides.SIDE.frames.TYPE)",
+            "HTTP/2 frames sent, by side (client: the side that sent the connection preface; server) and ledger type (the wire types, with TRAILERS for a HEADERS that ends a stream after its first, PING_ACK and SETTINGS_ACK apart; JSON sides.SIDE.frames.TYPE)",
             m.frames.clone(),
         );
         r.register(
@@ -319,7 +324,7 @@ impl Metrics {
         );
         r.register(
             "calls",
-            "Calls folded by the analysis, by :path and status (JSON methods[].status)",
+            "Calls folded by the analysis, by :path and status (JSON methods[].status). status: the gRPC status by name (OK, NOT_FOUND, ...; Code(N) for an unknown code), else the HTTP :status (200), RST_STREAM for a call reset before its status, none for a call that ended or was cut (a GOAWAY, the capture's end) with no status seen, other beyond 64 distinct values. path: the :path, other beyond --metrics-max-paths",
             m.calls.clone(),
         );
         r.register_with_unit(
@@ -336,7 +341,7 @@ impl Metrics {
         );
         r.register(
             "flow_stalls",
-            "Flow-control stalls, by sending side and the window at zero (JSON flow_control.SIDE.by_limit)",
+            "Flow-control stalls, by sending side and the window at zero: stream, connection, or both (JSON flow_control.SIDE.by_limit)",
             m.stalls.clone(),
         );
         r.register(
@@ -345,8 +350,18 @@ impl Metrics {
             m.calm.clone(),
         );
         r.register(
+            "goaways",
+            "GOAWAY frames, by sending side and error code (code: RFC 9113 name, other for the rest); NO_ERROR is a graceful close (nginx keepalive_requests, a server's max connection age) that cuts the streams above its last_stream_id",
+            m.goaways.clone(),
+        );
+        r.register(
+            "rst_streams",
+            "RST_STREAM frames, by sending side and error code (code: RFC 9113 name, other for the rest); CANCEL from the client is a call cancelled or past its deadline, REFUSED_STREAM from the server a stream it did not process",
+            m.rst_streams.clone(),
+        );
+        r.register(
             "findings",
-            "Findings, by id and severity (issue 21)",
+            "Findings, by id and severity (docs/findings.md; h2ledger explain ID): every id from the start, at 0 until one fires; severity info, warning (the JSON's warn) or critical, as --severity set it",
             m.findings.clone(),
         );
         r.register(
@@ -366,12 +381,12 @@ impl Metrics {
         );
         r.register(
             "packets_dropped",
-            "Packets dropped before h2ledger saw them, by the kernel or the interface (JSON drops)",
+            "Packets dropped before h2ledger saw them, by: kernel (libpcap ps_drop) or interface (ps_ifdrop) (JSON drops)",
             m.dropped.clone(),
         );
         r.register(
             "limits_hit",
-            "Events a memory bound folded or dropped, by limit (docs/ledger.md, \"Metrics\")",
+            "Events a memory bound folded or dropped, by limit: metrics_paths and metrics_statuses (calls labelled other), connections (evicted), the others as docs/ledger.md, \"Metrics\", lists them",
             m.limits.clone(),
         );
         r.register(
@@ -391,6 +406,14 @@ impl Metrics {
             let _ = m.bytes.get_or_create(&side(s));
             let _ = m.rtt.get_or_create(&side(s));
             let _ = m.calm.get_or_create(&side(s));
+            for code in ERROR_CODES {
+                let l = CodeLabels {
+                    side: s.name(),
+                    code,
+                };
+                let _ = m.goaways.get_or_create(&l);
+                let _ = m.rst_streams.get_or_create(&l);
+            }
             for w in WINDOWS {
                 let _ = m.stalls.get_or_create(&StallLabels {
                     side: s.name(),
@@ -425,6 +448,17 @@ impl Metrics {
             raise(&self.writes.get_or_create(&side(s)), t.writes);
             raise(&self.bytes.get_or_create(&side(s)), t.bytes);
             raise(&self.calm.get_or_create(&side(s)), f.calm_goaways[s]);
+            for (i, code) in ERROR_CODES.iter().enumerate() {
+                let l = CodeLabels {
+                    side: s.name(),
+                    code,
+                };
+                raise(&self.goaways.get_or_create(&l), f.error_codes.goaway[s][i]);
+                raise(
+                    &self.rst_streams.get_or_create(&l),
+                    f.error_codes.rst_stream[s][i],
+                );
+            }
             for (w, n) in WINDOWS.iter().zip(f.stalls.get(s)) {
                 let l = StallLabels {
                     side: s.name(),
@@ -558,15 +592,22 @@ impl Metrics {
     }
 
     /// Every finding filed so far, counted by id ([`h2ledger_run::Session::findings_filed`]):
-    /// each raises `h2ledger_findings_total` with its id's name and severity (decision 199).
-    pub fn findings(&self, filed: impl IntoIterator<Item = (FindingId, u64)>) {
-        for (id, n) in filed {
-            let severity = match id.severity() {
+    /// each raises `h2ledger_findings_total` with its id's name and severity as `severities`
+    /// gives it (decision 199; `--severity`). Every id has its series, at 0 until one is filed
+    /// (decision 302): `rate()` and `absent()` work from the first scrape.
+    pub fn findings(
+        &self,
+        filed: impl IntoIterator<Item = (FindingId, u64)>,
+        severities: &h2ledger_core::findings::Severities,
+    ) {
+        let filed: std::collections::BTreeMap<FindingId, u64> = filed.into_iter().collect();
+        for id in FindingId::ALL {
+            let severity = match severities.of(*id) {
                 h2ledger_core::findings::Severity::Info => Severity::info,
                 h2ledger_core::findings::Severity::Warn => Severity::warning,
                 h2ledger_core::findings::Severity::Critical => Severity::critical,
             };
-            self.finding(id.name(), severity, n);
+            self.finding(id.name(), severity, filed.get(id).copied().unwrap_or(0));
         }
     }
 

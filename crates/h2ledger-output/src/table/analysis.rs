@@ -226,6 +226,11 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport, st: Style) -> Option<Str
     if a.methods.is_empty() {
         return None;
     }
+    Some(super::fit_status(|max| methods_table_at(a, max, st)))
+}
+
+/// [`methods_table`] with status cells of at most `max` characters.
+fn methods_table_at(a: &h2ledger_core::AnalysisReport, max: usize, st: Style) -> String {
     let mut b = Builder::default();
     b.push_record(
         [
@@ -251,11 +256,7 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport, st: Style) -> Option<Str
         b.push_record([
             super::cut(&name, 20, st),
             m.calls.to_string(),
-            m.status
-                .iter()
-                .map(|(k, v)| format!("{}: {v}", super::short_status(k)))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            super::status_cell(&m.status, max, st),
             opt(m.sides.client.frames_per_call),
             opt(m.sides.server.frames_per_call),
             opt(m.sides.client.writes_per_call),
@@ -267,5 +268,5 @@ pub fn methods_table(a: &h2ledger_core::AnalysisReport, st: Style) -> Option<Str
     let mut t = b.build();
     super::styled(&mut t, st);
     t.modify(Columns::new(1..), Alignment::right());
-    Some(t.to_string())
+    t.to_string()
 }

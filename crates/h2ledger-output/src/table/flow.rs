@@ -129,39 +129,38 @@ pub fn grpc_table(cols: &[(&str, &AnalysisReport)], st: Style) -> Option<String>
     let mut out = side_table(st, cols, |a, s| a.grpc.sides.get(s), &rows);
     let a = cols[0].1;
     if !a.grpc.methods.is_empty() {
-        let mut b = Builder::default();
-        b.push_record(
-            [
-                "gRPC method",
-                "calls",
-                "status",
-                "messages\nc/s",
-                "message\nbytes c/s",
-                "call\np50 us",
-                "call\np99 us",
-            ]
-            .map(String::from),
-        );
-        for m in &a.grpc.methods {
-            b.push_record([
-                super::cut(&m.method, 20, st),
-                m.calls.to_string(),
-                m.status
-                    .iter()
-                    .map(|(k, v)| format!("{}: {v}", super::short_status(k)))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                format!("{}/{}", m.messages.client, m.messages.server),
-                format!("{}/{}", m.message_bytes.client, m.message_bytes.server),
-                opt_us(m.latency_us.p50),
-                opt_us(m.latency_us.p99),
-            ]);
-        }
-        let mut t = b.build();
-        super::styled(&mut t, st);
-        t.modify(Columns::new(1..), Alignment::right());
+        let table = super::fit_status(|max| {
+            let mut b = Builder::default();
+            b.push_record(
+                [
+                    "gRPC method",
+                    "calls",
+                    "status",
+                    "messages\nc/s",
+                    "message\nbytes c/s",
+                    "call\np50 us",
+                    "call\np99 us",
+                ]
+                .map(String::from),
+            );
+            for m in &a.grpc.methods {
+                b.push_record([
+                    super::cut(&m.method, 20, st),
+                    m.calls.to_string(),
+                    super::status_cell(&m.status, max, st),
+                    format!("{}/{}", m.messages.client, m.messages.server),
+                    format!("{}/{}", m.message_bytes.client, m.message_bytes.server),
+                    opt_us(m.latency_us.p50),
+                    opt_us(m.latency_us.p99),
+                ]);
+            }
+            let mut t = b.build();
+            super::styled(&mut t, st);
+            t.modify(Columns::new(1..), Alignment::right());
+            t.to_string()
+        });
         out.push('\n');
-        out.push_str(&t.to_string());
+        out.push_str(&table);
     }
     Some(out)
 }

@@ -67,9 +67,16 @@ pub fn cut(s: &str, w: usize, st: Style) -> String {
 /// `Service/Method`; `None` when `s` is not `/pkg.Service/Method` or `Service/Method` does
 /// not fit in `w` with the `/` and the mark.
 fn grpc_middle(s: &str, w: usize, mark: &str) -> Option<String> {
-    // After an HTTP method (`POST /pkg.Service/Method`), the same within what is left.
+    // After an HTTP method: a gRPC call is always a POST, so a `POST /pkg.Service/Method` that
+    // does not fit loses its POST first; another method stays, and the path is cut after it.
     if let Some((verb, rest)) = s.split_once(' ') {
         if !verb.is_empty() && verb.bytes().all(|b| b.is_ascii_uppercase()) {
+            if verb == "POST" {
+                if rest.chars().count() <= w {
+                    return Some(rest.to_string());
+                }
+                return grpc_middle(rest, w, mark);
+            }
             let cut = grpc_middle(rest, w.checked_sub(verb.chars().count() + 1)?, mark)?;
             return Some(format!("{verb} {cut}"));
         }
@@ -119,11 +126,58 @@ pub fn short_code(code: h2_frame_parser::ErrorCode) -> String {
     short.to_string()
 }
 
-/// `grpc-status 0` as `grpc 0`, `:status 200` as `http 200`, `RST_STREAM` as `RST`.
+/// A call's status as the tables show it: a gRPC status by name (`grpc-status 5` as
+/// `NOT_FOUND`, as the metrics label it), `:status 200` as `http 200`, `RST_STREAM` as `RST`,
+/// `none` (no response status seen) as it is.
 pub fn short_status(s: &str) -> String {
+    if let Some(n) = s.strip_prefix("grpc-status ") {
+        if let Ok(code) = n.trim().parse::<u16>() {
+            return h2ledger_core::grpc::status_name(code).into_owned();
+        }
+    }
     s.replace("grpc-status ", "grpc ")
         .replace(":status ", "http ")
         .replace("RST_STREAM", "RST")
+}
+
+/// A per-method table's status cell: one `NAME: count` line per status ([`short_status`]), each
+/// at most `max` characters: a longer name is cut with `…` (`~` in ASCII) before its count.
+pub fn status_cell(
+    status: &std::collections::BTreeMap<String, u64>,
+    max: usize,
+    st: Style,
+) -> String {
+    status
+        .iter()
+        .map(|(k, v)| {
+            let name = short_status(k);
+            let count = format!(": {v}");
+            let room = max.saturating_sub(count.chars().count()).max(2);
+            format!("{}{count}", cut_end(&name, room, st))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A table built by `build(max)` for the widest status cell `max` that keeps it within
+/// [`crate::TABLE_WIDTH`] (the status names cut as [`status_cell`] does), from no cut down.
+pub fn fit_status(build: impl Fn(usize) -> String) -> String {
+    let widest = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let whole = build(usize::MAX);
+    let over = widest(&whole).saturating_sub(crate::TABLE_WIDTH);
+    if over == 0 {
+        return whole;
+    }
+    // The status column's widest line now, less what is over.
+    let mut max = 64usize;
+    while max > 8 {
+        let t = build(max);
+        if widest(&t) <= crate::TABLE_WIDTH {
+            return t;
+        }
+        max -= 1;
+    }
+    build(max)
 }
 
 /// `s` wrapped at spaces into lines of at most `w` characters (a longer word stays whole).
@@ -178,5 +232,32 @@ mod tests {
             cut("/helloworld.Greeter/SayHello", 20, ascii),
             "/he~Greeter/SayHello"
         );
+        // A gRPC request line: the POST goes first, then the package (decision 303).
+        assert_eq!(
+            cut("POST /h2ledger.test.v1.TestService/Empty", 20, st),
+            "/h…TestService/Empty"
+        );
+        assert_eq!(
+            cut("POST /grpc.health.v1.Health/Check", 30, st),
+            "/grpc.health.v1.Health/Check"
+        );
+        assert_eq!(
+            cut("POST /grpc.health.v1.Health/Check", 20, st),
+            "/grpc.h…Health/Check"
+        );
+        assert_eq!(
+            cut("POST /grpc.health.v1.Health/Check", 28, st),
+            "/grpc.health.v1.Health/Check"
+        );
+    }
+
+    #[test]
+    fn statuses_by_name() {
+        assert_eq!(short_status("grpc-status 5"), "NOT_FOUND");
+        assert_eq!(short_status("grpc-status 0"), "OK");
+        assert_eq!(short_status("grpc-status 99"), "Code(99)");
+        assert_eq!(short_status(":status 200"), "http 200");
+        assert_eq!(short_status("RST_STREAM"), "RST");
+        assert_eq!(short_status("none"), "none");
     }
 }

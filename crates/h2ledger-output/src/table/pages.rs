@@ -91,7 +91,7 @@ pub fn write_tables(
     if let Some(b) = whole
         .findings
         .as_deref()
-        .and_then(|f| super::findings::findings_block(f, st))
+        .and_then(|f| super::findings::findings_block(f, whole.start, st))
     {
         let _ = write!(out, "{b}");
     }

@@ -32,12 +32,13 @@ pub struct Cli {
     /// List the capture devices, numbered, with their flags and addresses (like tcpdump -D)
     #[arg(short = 'D', long)]
     pub list_interfaces: bool,
-    /// Quiet: one line per kind of warning, cut to 100 columns, and no progress display on
-    /// stderr while a capture file is read
+    /// Quiet: one line per kind of warning and one line per finding, cut to 100 columns, and
+    /// no progress display on stderr while a capture file is read
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
     /// Verbose: every warning on its own lines (by default, one per kind with a count and the
-    /// first example; the JSON always holds every one)
+    /// first example; the JSON always holds every one), and every finding (by default the
+    /// first 10) with when it was first and last seen
     #[arg(short = 'v', long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
     /// Plain ASCII tables (the default when the locale is not UTF-8)
@@ -67,6 +68,9 @@ pub enum Cmd {
     /// Two captures' ledgers side by side with the difference per row (B - A, per side):
     /// what changed on the wire between two runs
     Compare(CompareArgs),
+    /// What a finding id means: its rule, the source the rule comes from, and the advice
+    /// (without an id: every id, its severity and what it names)
+    Explain(ExplainArgs),
     /// Print a shell completion script (bash, zsh, fish) on stdout
     ///
     /// `h2ledger completions bash > ~/.local/share/bash-completion/completions/h2ledger`;
@@ -273,6 +277,8 @@ fn parse_bin(s: &str) -> Result<Duration, String> {
 /// How bad a finding must be for `--fail-on` to exit 3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
+    /// Any finding (info, warn or critical)
+    Info,
     /// A finding of severity warn or critical
     Warn,
     /// A critical finding
@@ -296,15 +302,63 @@ pub struct FindingsArgs {
     /// without it such a PING must come 2 h after the previous one
     #[arg(long)]
     pub permit_without_stream: bool,
+    /// Report finding ID with severity LEVEL (info, warn or critical) instead of its own, in the
+    /// tables, the JSON, the metrics and for --fail-on (repeatable): `--severity flow-stall=warn
+    /// --fail-on warn` fails on a slow reader. `h2ledger explain` lists the ids
+    #[arg(long = "severity", value_name = "ID=LEVEL")]
+    pub severities: Vec<String>,
+}
+
+/// `--severity ID=LEVEL`, checked: an unknown id or level is a one-line error.
+pub fn parse_severity(
+    s: &str,
+) -> anyhow::Result<(
+    h2ledger_core::findings::FindingId,
+    h2ledger_core::findings::Severity,
+)> {
+    use h2ledger_core::findings::{FindingId, Severity};
+    let levels = || {
+        Severity::ALL
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some((id, level)) = s.split_once('=') else {
+        anyhow::bail!(
+            "--severity {s:?}: give ID=LEVEL, like flow-stall=warn (levels: {})",
+            levels()
+        );
+    };
+    let Some(id) = FindingId::from_name(id.trim()) else {
+        anyhow::bail!(
+            "--severity {s:?}: no finding id {:?} (`h2ledger explain` lists them)",
+            id.trim()
+        );
+    };
+    let Some(level) = Severity::from_name(level.trim()) else {
+        anyhow::bail!(
+            "--severity {s:?}: no level {:?} (give one of {})",
+            level.trim(),
+            levels()
+        );
+    };
+    Ok((id, level))
 }
 
 impl FindingsArgs {
-    /// The findings engine's configuration.
-    pub fn config(&self) -> h2ledger_core::findings::FindingsConfig {
-        h2ledger_core::findings::FindingsConfig {
+    /// The findings engine's configuration; an unknown `--severity` id or level is an error.
+    pub fn config(&self) -> anyhow::Result<h2ledger_core::findings::FindingsConfig> {
+        let mut severities = h2ledger_core::findings::Severities::default();
+        for s in &self.severities {
+            let (id, level) = parse_severity(s)?;
+            severities.set(id, level);
+        }
+        Ok(h2ledger_core::findings::FindingsConfig {
             keepalive_min_time: self.keepalive_min_time.as_nanos().min(i64::MAX as u128) as i64,
             permit_without_stream: self.permit_without_stream,
-        }
+            severities,
+        })
     }
 
     /// Whether a run whose worst finding is `worst` fails (`--fail-on`).
@@ -312,6 +366,7 @@ impl FindingsArgs {
         use h2ledger_core::findings::Severity;
         let at = match self.fail_on {
             None => return false,
+            Some(FailOn::Info) => Severity::Info,
             Some(FailOn::Warn) => Severity::Warn,
             Some(FailOn::Critical) => Severity::Critical,
         };
@@ -648,6 +703,13 @@ pub enum ImplArg {
     Tonic,
     /// all three
     All,
+}
+
+#[derive(Args)]
+pub struct ExplainArgs {
+    /// The finding id (bdp-ping-per-call, stream-slots-full, ...); without it, every id
+    #[arg(value_name = "ID")]
+    pub id: Option<String>,
 }
 
 #[derive(Args)]

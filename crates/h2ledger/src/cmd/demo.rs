@@ -192,6 +192,8 @@ fn stacks(impls: &[ImplArg]) -> Vec<Stack> {
 
 pub fn demo(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     a.format.refuse_prometheus("demo")?;
+    // An unknown --severity id or level fails before anything starts.
+    a.findings.config()?;
     if !(a.seconds > 0.0 && a.seconds.is_finite() && a.seconds <= 3600.0) {
         return Err(anyhow!("--seconds must be a number in (0, 3600]"));
     }
@@ -432,6 +434,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         None => None,
     };
 
+    let findings_cfg = a.findings.config()?;
     // Each packet to the stack whose port it carries (undecodable ones to the first stack,
     // whose ledger counts and reports them).
     for p in packets {
@@ -448,7 +451,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     }
     let done: Vec<Done> = runs
         .into_iter()
-        .map(|r| tally(r, linktype, keylog.as_deref(), a.findings.config()))
+        .map(|r| tally(r, linktype, keylog.as_deref(), findings_cfg))
         .collect();
     let programs: Vec<String> = done
         .iter()

@@ -49,6 +49,8 @@ struct Run {
     batch: Batch,
     /// `-T jsonl`: a `finding` line the moment each finding fires.
     finding_lines: bool,
+    /// The severity of each finding id (`--severity`), for the metrics' labels.
+    severities: h2ledger_core::findings::Severities,
 }
 
 impl Run {
@@ -116,7 +118,8 @@ impl Hooks for Run {
         if let Some(e) = &self.metrics {
             let running = self.session.running();
             e.metrics().set(&Figures::running(&running, Some(drops)));
-            e.metrics().findings(self.session.findings_filed());
+            e.metrics()
+                .findings(self.session.findings_filed(), &self.severities);
             e.synced(false);
         }
     }
@@ -134,6 +137,7 @@ impl Hooks for Run {
 }
 
 pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
+    let findings_cfg = l.findings.config()?;
     let bpf = l.filter.bpf();
     // Before the capture opens and gives up privileges: the `--keys-from` processes are
     // attached, the key log stays open, and the plot
@@ -155,9 +159,14 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         (None, _) if l.format == Format::Prometheus => Some(Exporter::offline(l.metrics_max_paths)),
         (None, _) => None,
     };
+    if let Some(e) = &metrics {
+        // Every finding id at 0 from the start, so that rate() and absent() work.
+        e.metrics()
+            .findings(std::iter::empty(), &findings_cfg.severities);
+    }
     let mut wanted = l.analysis.wanted(l.every);
     wanted.metrics = metrics.is_some();
-    wanted.findings = Some(l.findings.config());
+    wanted.findings = Some(findings_cfg);
     // A saved capture's report: the analysis and the findings on a thread of their own
     // (decision 261). Not live (the findings are drained as they fire, the clock advances
     // calls) and not `-T jsonl` (a finding line the moment it fires).
@@ -185,6 +194,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         metrics,
         batch: Batch::default(),
         finding_lines: l.format == Format::Jsonl,
+        severities: findings_cfg.severities,
     };
     let reading = Reading {
         input: &l.input,
@@ -214,9 +224,13 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     if let Some(e) = &run.metrics {
         let mut f = Figures::report(&done.report);
         // Every GOAWAY of the kind, also beyond the 1,000 the report lists.
-        f.calm_goaways = run.session.running().calm_goaways;
+        let running = run.session.running();
+        f.calm_goaways = running.calm_goaways;
+        // Every GOAWAY and RST_STREAM by code (the report lists only the first GOAWAYs).
+        f.error_codes = running.error_codes;
         e.metrics().set(&f);
-        e.metrics().findings(run.session.findings_filed());
+        e.metrics()
+            .findings(run.session.findings_filed(), &findings_cfg.severities);
         e.synced(true);
     }
     let s = &mut run.session;

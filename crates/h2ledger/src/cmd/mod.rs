@@ -4,6 +4,7 @@
 pub mod calls;
 pub mod compare;
 pub mod demo;
+pub mod explain;
 pub mod frames;
 pub mod install;
 pub mod ledger;

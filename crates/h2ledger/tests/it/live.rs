@@ -398,6 +398,27 @@ fn demo_table_leads_with_the_finding() {
     ] {
         assert!(text.contains(row), "no row {row}:\n{text}");
     }
+    // The findings are per phase and say the line's number (issue 38): the first phase's
+    // BDP PINGs a call as the line has them, the second below the rule.
+    let rate = first
+        .split("1 caller x 24/s: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let p1 = lines
+        .iter()
+        .position(|l| *l == "1 caller x 24/s:")
+        .expect("phase 1's findings");
+    let title = lines[p1..]
+        .iter()
+        .find(|l| l.contains("BDP PINGs for"))
+        .expect("its bdp-ping-per-call");
+    assert!(
+        title.contains(&format!("({rate} a call)")),
+        "{rate}: {title}"
+    );
+    assert!(text.contains("8 callers x 3/s: no findings"), "{text}");
 }
 
 /// Without workload programs, one line says where the demo looked and how to build them.

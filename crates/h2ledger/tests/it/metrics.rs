@@ -104,6 +104,18 @@ fn assert_page_equals_json(what: &str, page: &str, v: &Value) {
             let series = format!("h2ledger_{k}_total{{side=\"{side}\"}}");
             assert_eq!(get(&m, &series), n(&s[k]), "{what}: {series}");
         }
+        // GOAWAY and RST_STREAM by code add up to the ledger's frames of the type.
+        for (metric, t) in [("goaways", "GOAWAY"), ("rst_streams", "RST_STREAM")] {
+            assert_eq!(
+                sum(
+                    &m,
+                    &format!("h2ledger_{metric}_total"),
+                    &[&format!("side=\"{side}\"")]
+                ),
+                n(&s["frames"][t]),
+                "{what}: {metric} of the {side}"
+            );
+        }
         let series = format!("h2ledger_ping_rtt_seconds_count{{side=\"{side}\"}}");
         assert_eq!(
             get(&m, &series),
@@ -640,4 +652,68 @@ fn prometheus_scrapes_a_live_sniff() {
         "prometheus: sum(h2ledger_frames_total) = {} = the JSON's {frames}",
         total[0].1
     );
+}
+
+/// Every finding id has its series from the start (at 0 until it fires), GOAWAY and RST_STREAM
+/// are counted by code, and the HELP text explains the label values (issue 38). The
+/// REFUSED_STREAM count is tshark's: `tshark -r captures/findings/refused-stream-nghttpd.pcap
+/// -d tcp.port==50933,http2 -Y "http2.type == 3" -T fields -e http2.rst_stream.error` prints
+/// 12 lines of 7 (REFUSED_STREAM).
+#[test]
+fn findings_and_error_codes_are_series_from_the_start() {
+    let f = repo().join("captures/findings/refused-stream-nghttpd.pcap");
+    let page = prometheus_page(&f.to_string_lossy(), &[]);
+    let m = samples(&page);
+    assert_eq!(
+        get(
+            &m,
+            "h2ledger_rst_streams_total{side=\"server\",code=\"REFUSED_STREAM\"}"
+        ),
+        12
+    );
+    assert_eq!(
+        get(
+            &m,
+            "h2ledger_rst_streams_total{side=\"client\",code=\"CANCEL\"}"
+        ),
+        0
+    );
+    assert_eq!(
+        get(
+            &m,
+            "h2ledger_goaways_total{side=\"server\",code=\"NO_ERROR\"}"
+        ),
+        0
+    );
+    let explained = crate::util::run(&["explain"]);
+    let ids: Vec<String> = String::from_utf8(explained.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    for id in &ids {
+        assert_eq!(
+            sum(&m, "h2ledger_findings_total", &[&format!("id=\"{id}\"")]) > 0,
+            id == "refused-stream" || id == "stream-slots-full",
+            "{id}"
+        );
+        assert!(
+            m.keys()
+                .any(|k| k.starts_with(&format!("h2ledger_findings_total{{id=\"{id}\","))),
+            "no series for {id}"
+        );
+    }
+    for words in [
+        "none for a call",
+        "NO_ERROR",
+        "CANCEL",
+        "every id from the start",
+    ] {
+        assert!(
+            page.lines()
+                .any(|l| l.starts_with("# HELP") && l.contains(words)),
+            "{words}"
+        );
+    }
 }

@@ -385,7 +385,15 @@ fn tables_fit_100_columns_and_ascii_without_utf8() {
     let o = at(&["frames", F, "--max-frames", "7"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1 + 7);
     let help = String::from_utf8(at(&["calls", "--help"]).stdout).unwrap();
-    for abbreviation in ["H/D/T/o", "wr:", "rnd:", "c/s:", "microseconds"] {
+    for abbreviation in [
+        "H/D/T/o:",
+        "ttfb us",
+        "round c/s:",
+        "writes c/s:",
+        "NOT_FOUND",
+        "grpc-message",
+        "microseconds",
+    ] {
         assert!(
             help.contains(abbreviation),
             "calls --help explains {abbreviation}"
@@ -412,7 +420,16 @@ fn quiet_groups_repeated_warnings() {
         every.lines().filter(|l| l.starts_with("warning: ")).count(),
         59
     );
-    assert_eq!(loud.stdout, quiet.stdout, "-q changes stderr only");
+    // -q changes stderr, and the findings block on stdout (one line each, issue 38) only.
+    let tables = |o: &[u8]| {
+        let t = String::from_utf8_lossy(o).to_string();
+        t[t.find('┌').expect("a table")..].to_string()
+    };
+    assert_eq!(
+        tables(&loud.stdout),
+        tables(&quiet.stdout),
+        "-q changes stderr only"
+    );
 }
 
 #[test]
@@ -533,4 +550,35 @@ fn a_cut_outside_the_capture_is_said() {
     );
     let v = json_of(&at(&["replay", F, "--split-at", "2s,4s", "-T", "json"]));
     assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
+}
+
+/// The `calls` table's header reads without the legend, and its rows name gRPC statuses as the
+/// metrics do (`OK`, not `grpc 0`), within 100 columns (issue 38).
+#[test]
+fn calls_table_names_statuses() {
+    let o = at(&["calls", "grpcgo-article.pcap"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    let head = text.lines().next().unwrap();
+    for h in [
+        "method",
+        "status",
+        "ttfb us",
+        "call us",
+        "frames c/s",
+        "writes c/s",
+    ] {
+        assert!(head.contains(h), "{head}");
+    }
+    for cryptic in ["H/D/T/o", "rnd", "wr c/s"] {
+        assert!(!head.contains(cryptic), "{head}");
+    }
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains("Health/Check"))
+        .collect();
+    assert_eq!(rows.len(), 144, "{text}");
+    assert!(rows.iter().all(|r| r.contains(" OK ")), "{text}");
+    assert!(!text.contains("grpc 0"), "{text}");
+    assert_eq!(crate::util::too_wide(&text), None, "{text}");
 }

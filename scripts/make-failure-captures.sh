@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Make the failed-call captures of issue 38 into captures/failures/ (run as root; outputs
+# replaced), each with a real server and client:
+#   grpcgo-not-found.pcap        grpc-go's own health server (health.NewServer) asked for an
+#                                unknown service: 10 Checks answered NOT_FOUND "unknown service"
+#                                after one SERVING (grpcgo-findings -mode errors)
+#   grpcgo-deadline.pcap         a Check handler taking 50 ms, the client's deadline 10 ms: 10
+#                                calls end DEADLINE_EXCEEDED, each stream reset by the client with
+#                                RST_STREAM CANCEL (grpcgo-findings -mode deadline)
+#   nginx-keepalive-requests.pcap nginx (Debian 12) h2c with keepalive_requests 100; h2load -n 300
+#                                -c 1 -m 10 GET /file: after 100 requests nginx sends GOAWAY
+#                                NO_ERROR, the streams h2load opened above its last_stream_id are
+#                                not processed, and h2load fails the rest
+#   nghttpd-slots.pcap           nghttpd -m 2 (SETTINGS_MAX_CONCURRENT_STREAMS 2); h2load -n 200
+#                                -c 1 -m 50 GET /file: h2load keeps 2 streams in flight, the other
+#                                calls wait for a slot
+# plus captures/failures/manifest.json (port, how, the client's last line, the ids each must
+# raise; crates/h2ledger/tests/it/findings.rs) and NAME.tshark.json (scripts/tshark-ledger.py
+# CAPTURE --port P). Each capture: tcpdump -i lo "tcp port P" --immediate-mode -B 32768,
+# refused when tcpdump reports drops.
+#
+# usage: sudo scripts/make-failure-captures.sh
+# needs: tcpdump, tshark, nginx, nghttpd, h2load, golang-go, golang-google-grpc-dev
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$ROOT/captures/failures
+PY=/usr/bin/python3
+[ "$(id -u)" = 0 ] || { echo "make-failure-captures.sh: run as root" >&2; exit 1; }
+for t in tcpdump tshark nginx nghttpd h2load go; do
+  command -v $t >/dev/null || command -v /usr/sbin/$t >/dev/null || {
+    echo "make-failure-captures.sh: missing $t" >&2; exit 1; }
+done
+WORK=$(mktemp -d /tmp/h2ledger-failures.XXXXXX)
+chmod 755 "$WORK"
+PIDS=()
+cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+log() { echo "== $*" >&2; }
+mkdir -p "$OUT"
+"$ROOT/scripts/build-grpcgo-findings.sh" "$WORK" >/dev/null
+
+declare -A PORT HOW LAST IDS
+free_port() { "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+TD=(tcpdump -Z root -B 32768 --immediate-mode -s 0 -i lo)
+start_dump() { # start_dump NAME PORT
+  "${TD[@]}" -w "$OUT/$1.pcap" "tcp port $2" 2>"$WORK/$1.tcpdump.err" & DUMP_PID=$!; PIDS+=("$DUMP_PID")
+  for _ in $(seq 100); do grep -q "listening on" "$WORK/$1.tcpdump.err" && return 0; sleep 0.1; done
+  echo "make-failure-captures.sh: tcpdump for $1 did not start" >&2; return 1
+}
+stop_dump() { # stop_dump NAME
+  sleep 0.3; kill -INT "$DUMP_PID"; wait "$DUMP_PID" 2>/dev/null || true
+  grep -q "^0 packets dropped by kernel" "$WORK/$1.tcpdump.err" || {
+    echo "make-failure-captures.sh: tcpdump for $1 dropped packets" >&2; cat "$WORK/$1.tcpdump.err" >&2; exit 1; }
+}
+
+grpcgo() { # grpcgo NAME IDS ARGS...
+  local n=$1 ids=$2; shift 2
+  log "$n"
+  "$WORK/grpcgo-findings" -go "$WORK/$n.go" "$@" >"$WORK/$n.prog" 2>"$WORK/$n.err" & local pid=$!; PIDS+=("$pid")
+  local p=""
+  for _ in $(seq 100); do p=$(head -1 "$WORK/$n.prog" 2>/dev/null | "$PY" -c 'import json,sys;print(json.load(sys.stdin)["port"])' 2>/dev/null) && [ -n "$p" ] && break; sleep 0.1; done
+  start_dump "$n" "$p"
+  touch "$WORK/$n.go"
+  wait "$pid"
+  stop_dump "$n"
+  PORT[$n]=$p; HOW[$n]="grpcgo-findings $*"; LAST[$n]=$(tail -1 "$WORK/$n.prog"); IDS[$n]=$ids
+}
+grpcgo grpcgo-not-found call-errors -mode errors -calls 10
+grpcgo grpcgo-deadline call-errors -mode deadline -calls 10 -handler 50ms -timeout 10ms
+
+n=nginx-keepalive-requests
+log "$n"
+p=$(free_port)
+mkdir -p "$WORK/www"; head -c 2000 /dev/urandom >"$WORK/www/file"; chmod -R a+rX "$WORK/www"
+cat >"$WORK/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx.err;
+events {}
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:$p http2;
+    root $WORK/www;
+    keepalive_requests 100;
+  }
+}
+CONF
+nginx -c "$WORK/nginx.conf" & NGPID=$!; PIDS+=("$NGPID")
+for _ in $(seq 100); do "$PY" -c "import socket;socket.create_connection(('127.0.0.1',$p),0.2)" 2>/dev/null && break; sleep 0.1; done
+start_dump "$n" "$p"
+h2load -n 300 -c 1 -m 10 "http://127.0.0.1:$p/file" >"$WORK/$n.prog" 2>&1 || true
+stop_dump "$n"
+kill "$NGPID"; wait "$NGPID" 2>/dev/null || true
+PORT[$n]=$p; HOW[$n]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') keepalive_requests 100; h2load -n 300 -c 1 -m 10 /file"
+LAST[$n]=$(grep "^requests:" "$WORK/$n.prog"); IDS[$n]="goaway-cut-calls"
+
+n=nghttpd-slots
+log "$n"
+p=$(free_port)
+nghttpd --no-tls -m 2 -a 127.0.0.1 -d "$WORK/www" "$p" >"$WORK/$n.server" 2>&1 & NGPID=$!; PIDS+=("$NGPID")
+for _ in $(seq 100); do "$PY" -c "import socket;socket.create_connection(('127.0.0.1',$p),0.2)" 2>/dev/null && break; sleep 0.1; done
+start_dump "$n" "$p"
+h2load -n 200 -c 1 -m 50 "http://127.0.0.1:$p/file" >"$WORK/$n.prog" 2>&1 || true
+stop_dump "$n"
+kill "$NGPID"; wait "$NGPID" 2>/dev/null || true
+PORT[$n]=$p; HOW[$n]="nghttpd --no-tls -m 2 (nghttp2 $(nghttpd --version | sed 's/.*nghttp2\///')); h2load -n 200 -c 1 -m 50 /file"
+LAST[$n]=$(grep "^requests:" "$WORK/$n.prog"); IDS[$n]="stream-slots-full"
+
+for n in "${!PORT[@]}"; do
+  "$PY" "$ROOT/scripts/tshark-ledger.py" "$OUT/$n.pcap" --port "${PORT[$n]}" >"$OUT/$n.tshark.json"
+done
+{
+  echo "{"
+  first=1
+  for n in $(printf '%s\n' "${!PORT[@]}" | sort); do
+    [ $first = 1 ] || echo ","
+    first=0
+    "$PY" - "$n" "${PORT[$n]}" "${HOW[$n]}" "${LAST[$n]}" "${IDS[$n]}" <<'PYEOF'
+import json, sys
+n, port, how, last, ids = sys.argv[1:]
+print(json.dumps(n) + ": " + json.dumps({"port": int(port), "how": how, "client": last,
+      "must_raise": ids.split()}, sort_keys=True), end="")
+PYEOF
+  done
+  echo
+  echo "}"
+} >"$OUT/manifest.json"
+ls -l "$OUT"
