@@ -504,12 +504,12 @@ impl CallPrinter {
     pub fn finish(&mut self) {
         if self.out().shape == Shape::Table {
             let n = self.calls;
-            let plural = if n == 1 { "" } else { "s" };
+            let plural = |k: u64| if k == 1 { "" } else { "s" };
             if self.display.is_some() {
                 let seen = self.seen;
-                self.line(&format!("{n} call{plural} of {seen} matched -Y"));
+                self.line(&format!("{n} of {seen} call{} matched -Y", plural(seen)));
             } else {
-                self.line(&format!("{n} call{plural}"));
+                self.line(&format!("{n} call{}", plural(n)));
             }
         }
     }
