@@ -15,11 +15,20 @@ use h2ledger_filter::{Filter, Record, Value, View};
 struct Synthetic(u8);
 
 const NAMES: [&str; 6] = ["END_STREAM", "ACK", "PADDED", "END_HEADERS", "", "CANCEL"];
-const TEXTS: [&str; 6] = ["", "RST_STREAM", "/grpc.health.v1.Health/Check", "CANCEL", "é\u{0}x", "PING"];
+const TEXTS: [&str; 6] = [
+    "",
+    "RST_STREAM",
+    "/grpc.health.v1.Health/Check",
+    "CANCEL",
+    "é\u{0}x",
+    "PING",
+];
 
 impl Record for Synthetic {
     fn get(&self, key: &str) -> Value<'_> {
-        let h = key.bytes().fold(self.0, |a, b| a.wrapping_mul(31).wrapping_add(b));
+        let h = key
+            .bytes()
+            .fold(self.0, |a, b| a.wrapping_mul(31).wrapping_add(b));
         match (key, h % 7) {
             ("flag_names", k) => Value::Strs(&NAMES[..usize::from(k) % NAMES.len()]),
             (_, 0) => Value::Null,
@@ -44,7 +53,11 @@ pub fn filter(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let view = if mode % 2 == 0 { View::Calls } else { View::Frames };
+    let view = if mode % 2 == 0 {
+        View::Calls
+    } else {
+        View::Frames
+    };
     let expr = String::from_utf8_lossy(rest);
     match Filter::parse(&expr, view) {
         Ok(f) => {

@@ -227,7 +227,11 @@ pub static FRAMES: &[Field] = &[
     flag("http2.flags.ack.ping", "ACK", Some("PING")),
     flag("http2.flags.ack.settings", "ACK", Some("SETTINGS")),
     f("increment", Num),
-    ts("http2.window_update.window_size_increment", "increment", Num),
+    ts(
+        "http2.window_update.window_size_increment",
+        "increment",
+        Num,
+    ),
     f("last_stream_id", Num),
     ts("http2.goaway.last_stream_id", "last_stream_id", Num),
     f("length", Num),
@@ -310,12 +314,8 @@ pub fn close(view: View, name: &str) -> Vec<&'static str> {
             .unwrap_or(s)
             .to_ascii_lowercase()
     };
-    let first = |s: &str| -> String {
-        s.split(['.', '_'])
-            .next()
-            .unwrap_or(s)
-            .to_ascii_lowercase()
-    };
+    let first =
+        |s: &str| -> String { s.split(['.', '_']).next().unwrap_or(s).to_ascii_lowercase() };
     let mut scored: Vec<(usize, &'static str)> = Vec::new();
     for fl in view.fields() {
         let n = fl.name;

@@ -111,7 +111,13 @@ pub fn lex(text: &str) -> Result<Vec<Spanned>, Error> {
                 '=' => {
                     return Err(Error::new(start, 1, "a single = does not compare: use =="));
                 }
-                '|' => return Err(Error::new(start, 1, "a single | is not an operator: use || or \"or\"")),
+                '|' => {
+                    return Err(Error::new(
+                        start,
+                        1,
+                        "a single | is not an operator: use || or \"or\"",
+                    ))
+                }
                 '<' => (Tok::Cmp(Op::Lt), 1),
                 '>' => (Tok::Cmp(Op::Gt), 1),
                 '!' => (Tok::Bang, 1),
@@ -129,8 +135,7 @@ pub fn lex(text: &str) -> Result<Vec<Spanned>, Error> {
                 }
                 c if c.is_ascii_digit()
                     || (c == '.' && at(i + 1).is_some_and(|d| d.is_ascii_digit()))
-                    || (c == '-'
-                        && at(i + 1).is_some_and(|d| d.is_ascii_digit() || d == '.')) =>
+                    || (c == '-' && at(i + 1).is_some_and(|d| d.is_ascii_digit() || d == '.')) =>
                 {
                     number(&chars, i)?
                 }
@@ -180,40 +185,39 @@ fn string(chars: &[char], i: usize, raw: bool) -> Result<(Tok, usize), Error> {
             '"' => return Ok((Tok::Str(s), j + 1 - i)),
             '\\' if !raw => {
                 let e = chars.get(j + 1).copied();
-                let v = match e {
-                    Some('\\') => '\\',
-                    Some('"') => '"',
-                    Some('n') => '\n',
-                    Some('r') => '\r',
-                    Some('t') => '\t',
-                    Some('0') => '\0',
-                    Some('x') => {
-                        let h: String = chars.iter().skip(j + 2).take(2).collect();
-                        match u8::from_str_radix(&h, 16) {
-                            Ok(b) if h.len() == 2 && b < 0x80 => {
-                                s.push(char::from(b));
-                                j += 4;
-                                continue;
-                            }
-                            _ => {
-                                return Err(Error::new(
+                let v =
+                    match e {
+                        Some('\\') => '\\',
+                        Some('"') => '"',
+                        Some('n') => '\n',
+                        Some('r') => '\r',
+                        Some('t') => '\t',
+                        Some('0') => '\0',
+                        Some('x') => {
+                            let h: String = chars.iter().skip(j + 2).take(2).collect();
+                            match u8::from_str_radix(&h, 16) {
+                                Ok(b) if h.len() == 2 && b < 0x80 => {
+                                    s.push(char::from(b));
+                                    j += 4;
+                                    continue;
+                                }
+                                _ => return Err(Error::new(
                                     j,
                                     2,
                                     "\\x takes two hex digits of an ASCII character (00 to 7f); \
                                      write other characters as they are",
-                                ))
+                                )),
                             }
                         }
-                    }
-                    _ => {
-                        return Err(Error::new(
-                            j,
-                            2,
-                            "unknown escape: use \\\\ \\\" \\n \\r \\t \\0 or \\xNN (or a raw \
+                        _ => {
+                            return Err(Error::new(
+                                j,
+                                2,
+                                "unknown escape: use \\\\ \\\" \\n \\r \\t \\0 or \\xNN (or a raw \
                              string, r\"...\", for a regular expression)",
-                        ))
-                    }
-                };
+                            ))
+                        }
+                    };
                 s.push(v);
                 j += 2;
             }
@@ -318,21 +322,22 @@ fn number(chars: &[char], i: usize) -> Result<(Tok, usize), Error> {
     if unit.is_empty() {
         return Ok((Tok::Num(scaled(0)), num_end - i));
     }
-    let us = match unit.as_str() {
-        "ns" => scaled(-3),
-        "us" | "µs" => scaled(0),
-        "ms" => scaled(3),
-        "s" => scaled(6),
-        "m" | "min" => scaled(6) * 60.0,
-        "h" => scaled(6) * 3600.0,
-        _ => {
-            return Err(Error::new(
+    let us =
+        match unit.as_str() {
+            "ns" => scaled(-3),
+            "us" | "µs" => scaled(0),
+            "ms" => scaled(3),
+            "s" => scaled(6),
+            "m" | "min" => scaled(6) * 60.0,
+            "h" => scaled(6) * 3600.0,
+            _ => return Err(Error::new(
                 j,
                 k - j,
-                format!("unknown unit \"{unit}\": durations take ns, us, ms, s, m or h (10ms, 1.5s)"),
-            ))
-        }
-    };
+                format!(
+                    "unknown unit \"{unit}\": durations take ns, us, ms, s, m or h (10ms, 1.5s)"
+                ),
+            )),
+        };
     if neg {
         return Err(Error::new(i, k - i, "a duration has no sign"));
     }

@@ -671,10 +671,11 @@ impl Parser {
                     .strip_prefix("0x")
                     .and_then(|h| u32::from_str_radix(h, 16).ok())
                 {
-                    Ok(Lit::Str(ERRORS.get(k as usize).map_or_else(
-                        || format!("{k:#x}"),
-                        |e| (*e).to_string(),
-                    )))
+                    Ok(Lit::Str(
+                        ERRORS
+                            .get(k as usize)
+                            .map_or_else(|| format!("{k:#x}"), |e| (*e).to_string()),
+                    ))
                 } else {
                     bad(format!(
                         "unknown error code \"{s}\" (a number, or one of {})",

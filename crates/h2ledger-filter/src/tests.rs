@@ -61,8 +61,14 @@ fn the_issues_examples_select_as_tshark_would() {
         ("path contains \"Health\"", [true, false, false]),
         ("conn == 3", [true, false, false]),
         ("conn == 3 or path == \"/big.bin\"", [true, false, true]),
-        ("conn == 3 || path == \"/big.bin\" && http_status == 200", [true, false, true]),
-        ("(conn == 3 || conn == 0) and grpc.status", [true, false, false]),
+        (
+            "conn == 3 || path == \"/big.bin\" && http_status == 200",
+            [true, false, true],
+        ),
+        (
+            "(conn == 3 || conn == 0) and grpc.status",
+            [true, false, false],
+        ),
         ("grpc_status", [true, false, false]),
         ("conn in {0, 3}", [true, true, false]),
         ("path matches \"health\"", [true, false, false]),
@@ -131,7 +137,10 @@ fn frames_take_tsharks_names() {
         ("http2.flags & 0x4", [true, false, false]),
         ("http2.flags & 0x1 == 1", [true, false, true]),
         ("flag_names contains \"END\"", [true, false, false]),
-        ("http2.streamid > 0 and not flag_names", [false, true, false]),
+        (
+            "http2.streamid > 0 and not flag_names",
+            [false, true, false],
+        ),
     ];
     for (expr, want) in cases {
         let f = ok(expr, View::Frames);

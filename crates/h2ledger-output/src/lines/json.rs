@@ -835,7 +835,9 @@ impl h2ledger_filter::Record for CallLine<'_> {
             v.map_or(V::Null, |s| V::Str(Cow::Borrowed(s)))
         }
         let u64s = |p: &Option<Pair<u64>>, server: bool| {
-            num(p.as_ref().map(|p| (if server { p.server } else { p.client }) as f64))
+            num(p
+                .as_ref()
+                .map(|p| (if server { p.server } else { p.client }) as f64))
         };
         // CALL_KINDS order: HEADERS, DATA, TRAILERS, other.
         let frames = |f: &CallFrames, kind: &str| {

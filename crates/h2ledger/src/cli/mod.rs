@@ -151,8 +151,14 @@ impl LineFormat {
 }
 
 /// `-Y EXPR`: tshark's display filter, over the view's fields (docs/filter.md).
-const DISPLAY_FILTER_HELP: &str = "Print only the records that pass this display filter, with tshark's shape over the fields of the JSON lines: `grpc.status != 0`, `call.duration > 10ms`, `path contains \"Health\"`, `http2.type == 3`, `conn in {0 1} and not reset`. Operators == != < <= > >= contains matches (a regex, case-insensitive as in tshark) in {...}, and or not && || \
-!, parentheses; a field alone means present and not zero or empty; a comparison with a field the record lacks (null) is false. Fields: the JSON keys (nested as writes.client) and tshark's names where they mean the same (http2.streamid, http2.type, http2.flags.end_stream, ...); docs/filter.md lists them";
+const DISPLAY_FILTER_HELP: &str = "Print only the records that pass this display filter, \
+with tshark's shape over the fields of the JSON lines: `grpc.status != 0`, `call.duration > \
+10ms`, `path contains \"Health\"`, `http2.type == 3` (frames), `conn in {0 1} and not reset`. \
+Operators == != < <= > >= contains matches (a regex, case-insensitive as in tshark) in {...}, \
+and or not && || !, parentheses; a field alone means present and not zero or empty; a \
+comparison with a field the record lacks (null) is false. Fields: the JSON keys (nested as \
+writes.client) and tshark's names where they mean the same (http2.streamid, http2.type, \
+http2.flags.end_stream, ...); docs/filter.md lists them";
 
 /// Parses `-Y` for `view`: the error names the column, under the expression, as tshark does.
 pub fn display_filter(

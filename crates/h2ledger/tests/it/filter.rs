@@ -272,7 +272,10 @@ fn jq_or_skip() -> bool {
 fn report(view: &str, tests: &[(&str, &str)], totals: &[(usize, usize)]) {
     for ((expr, _), (sel, all)) in tests.iter().zip(totals) {
         eprintln!("{view} -Y '{expr}': {sel} of {all} records, as jq");
-        assert!(*sel > 0 && sel < all, "{view} -Y '{expr}' selects {sel} of {all}");
+        assert!(
+            *sel > 0 && sel < all,
+            "{view} -Y '{expr}' selects {sel} of {all}"
+        );
     }
 }
 
@@ -311,7 +314,10 @@ fn a_bad_filter_names_its_column() {
     let out = run(&["frames", f, "--display-filter", "http2.tpye == 3"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("\"http2.tpye\" is not a field of frames; did you mean http2.type"), "{err}");
+    assert!(
+        err.contains("\"http2.tpye\" is not a field of frames; did you mean http2.type"),
+        "{err}"
+    );
     let out = run(&["replay", f, "-Y", "conn == 0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("h2ledger calls FILE -Y 'conn == 0'"));
@@ -333,7 +339,11 @@ fn csv_holds_the_json_lines_flattened() {
         let json = run(&[view, f, "-T", "jsonl", "-Y", expr]);
         let csv = run(&[view, f, "-T", "csv", "-Y", expr]);
         let long = run(&[view, f, "--format", "csv", "--display-filter", expr]);
-        assert!(csv.status.success(), "{}", String::from_utf8_lossy(&csv.stderr));
+        assert!(
+            csv.status.success(),
+            "{}",
+            String::from_utf8_lossy(&csv.stderr)
+        );
         assert_eq!(csv.stdout, long.stdout);
         let records = records(&json.stdout, view.trim_end_matches('s'));
         let text = String::from_utf8(csv.stdout).unwrap();
@@ -434,6 +444,9 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
             (false, c) => cell.push(c),
         }
     }
-    assert!(row.is_empty() && cell.is_empty(), "the CSV ends with a line break");
+    assert!(
+        row.is_empty() && cell.is_empty(),
+        "the CSV ends with a line break"
+    );
     rows
 }
