@@ -322,22 +322,23 @@ fn number(chars: &[char], i: usize) -> Result<(Tok, usize), Error> {
     if unit.is_empty() {
         return Ok((Tok::Num(scaled(0)), num_end - i));
     }
-    let us =
-        match unit.as_str() {
-            "ns" => scaled(-3),
-            "us" | "µs" => scaled(0),
-            "ms" => scaled(3),
-            "s" => scaled(6),
-            "m" | "min" => scaled(6) * 60.0,
-            "h" => scaled(6) * 3600.0,
-            _ => return Err(Error::new(
+    let us = match unit.as_str() {
+        "ns" => scaled(-3),
+        "us" | "µs" => scaled(0),
+        "ms" => scaled(3),
+        "s" => scaled(6),
+        "m" | "min" => scaled(6) * 60.0,
+        "h" => scaled(6) * 3600.0,
+        _ => {
+            return Err(Error::new(
                 j,
                 k - j,
                 format!(
                     "unknown unit \"{unit}\": durations take ns, us, ms, s, m or h (10ms, 1.5s)"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     if neg {
         return Err(Error::new(i, k - i, "a duration has no sign"));
     }

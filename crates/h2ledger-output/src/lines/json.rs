@@ -787,38 +787,6 @@ fn num(b: &mut Vec<u8>, v: u64) {
     }
 }
 
-/// `--every` on `calls` and `frames`: one `tick` record per period with what it saw.
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The header writer's fast path and its fallback give serde_json's bytes of `Escaped`.
-    #[test]
-    fn header_bytes_equal_serde() {
-        let cases: [&[u8]; 9] = [
-            b"",
-            b"content-type",
-            b"application/grpc+proto",
-            b"a \"quoted\" value",
-            b"back\\slash",
-            b"tab\tnewline\n\x00\x1f",
-            b"del \x7f",
-            "caf\u{e9} \u{1f600}".as_bytes(),
-            b"not utf-8 \xff\xfe\x80",
-        ];
-        for v in cases {
-            let mut fast = Vec::new();
-            escaped(&mut fast, v);
-            let slow = serde_json::to_vec(&Escaped(v)).unwrap();
-            assert_eq!(
-                String::from_utf8_lossy(&fast),
-                String::from_utf8_lossy(&slow),
-                "{v:?}"
-            );
-        }
-    }
-}
-
 /// The display filter (`-Y`) reads a call's record as jq reads its JSON line: the same keys,
 /// the same values (`it::filter` compares the two on every capture).
 impl h2ledger_filter::Record for CallLine<'_> {
@@ -935,6 +903,38 @@ impl h2ledger_filter::Record for FrameLine<'_> {
             "type" => V::Str(Cow::Borrowed(self.kind)),
             "write" => num(self.write),
             _ => V::Null,
+        }
+    }
+}
+
+/// `--every` on `calls` and `frames`: one `tick` record per period with what it saw.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header writer's fast path and its fallback give serde_json's bytes of `Escaped`.
+    #[test]
+    fn header_bytes_equal_serde() {
+        let cases: [&[u8]; 9] = [
+            b"",
+            b"content-type",
+            b"application/grpc+proto",
+            b"a \"quoted\" value",
+            b"back\\slash",
+            b"tab\tnewline\n\x00\x1f",
+            b"del \x7f",
+            "caf\u{e9} \u{1f600}".as_bytes(),
+            b"not utf-8 \xff\xfe\x80",
+        ];
+        for v in cases {
+            let mut fast = Vec::new();
+            escaped(&mut fast, v);
+            let slow = serde_json::to_vec(&Escaped(v)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&fast),
+                String::from_utf8_lossy(&slow),
+                "{v:?}"
+            );
         }
     }
 }
