@@ -136,8 +136,13 @@ impl FramePrinter {
         let (n, c) = (self.out.records, self.conns);
         let plural = |k: u64| if k == 1 { "" } else { "s" };
         let mut l = if n == 0 && self.seen > 0 {
+            let flags = if self.display.is_some() {
+                "--conn, --stream, --type, --side or -Y"
+            } else {
+                "--conn, --stream, --type or --side"
+            };
             format!(
-                "no frame matched --conn, --stream, --type, --side or -Y: 0 of {} frame{} printed",
+                "no frame matched {flags}: 0 of {} frame{} printed",
                 self.seen,
                 plural(self.seen)
             )

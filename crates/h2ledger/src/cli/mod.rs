@@ -380,10 +380,6 @@ pub struct ReplayArgs {
     /// path="other" (counted in h2ledger_limits_hit_total{limit="metrics_paths"})
     #[arg(long, value_name = "N", default_value_t = h2ledger_output::metrics::DEFAULT_MAX_PATHS, value_parser = max_paths)]
     pub metrics_max_paths: usize,
-    /// Not taken here (decision 310): replay's tables are totals; `calls -Y` and `frames -Y`
-    /// select records
-    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", hide = true)]
-    pub display_filter: Option<String>,
 }
 
 /// The capture flags every capturing command takes.

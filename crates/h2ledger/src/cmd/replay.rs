@@ -9,14 +9,6 @@ use crate::source::Input;
 use crate::Ctx;
 
 pub fn replay(mut a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
-    if let Some(e) = &a.display_filter {
-        // Decision 310: the ledger's tables are totals, not records; a filter of calls or
-        // frames is said where it applies.
-        anyhow::bail!(
-            "-Y selects records, and replay's tables are totals: use `h2ledger calls FILE -Y \
-             '{e}'` for calls or `h2ledger frames FILE -Y '{e}'` for frames"
-        );
-    }
     let cap = CaptureArgs::file_only(a.count, a.duration);
     // `-r F` and a FILE word: the word is the filter's first (as tcpdump -r F WORDS).
     let file = match (a.read.take(), a.file.take()) {
