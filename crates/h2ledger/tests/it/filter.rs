@@ -452,3 +452,104 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
     );
     rows
 }
+
+/// jq's reading of a field alone: present and not zero, not empty, not false.
+const TRUTHY: &str = "def truthy: if . == null then false elif type == \"boolean\" then . \
+elif type == \"number\" then . != 0 elif type == \"string\" then . != \"\" \
+elif type == \"array\" then length > 0 else true end;";
+
+/// Every field the filter knows (`View::fields`, aliases included) reads the JSON key it
+/// names: alone, and compared with == to a value a record has, it selects what jq selects,
+/// on captures that give most keys a value (gRPC with compression, padding, trailers, resets,
+/// IPv6, TLS).
+#[test]
+fn every_field_reads_its_json_key() {
+    use h2ledger_filter::{Src, Ty, View};
+    if !jq_or_skip() {
+        return;
+    }
+    let picked = [
+        "grpcgo-article.pcap",
+        "proto-grpcio-gzip.pcap",
+        "node-padded.pcap",
+        "curl-upgrade-trailers.pcap",
+        "findings/rapid-reset-nghttpd.pcap",
+        "curl-nghttpd-tls13.pcap",
+    ];
+    for (view, v) in [("calls", View::Calls), ("frames", View::Frames)] {
+        let tested = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|sc| {
+            for name in picked {
+                let tested = &tested;
+                sc.spawn(move || {
+                    let file = capture(name);
+                    let key = file.with_extension("keylog");
+                    let extra: Vec<String> = if key.exists() {
+                        vec!["--keylog".into(), key.to_string_lossy().into_owned()]
+                    } else {
+                        Vec::new()
+                    };
+                    let all = lines(view, &file, &extra, &["-T", "jsonl"]);
+                    let records: Vec<Value> = all
+                        .iter()
+                        .map(|l| serde_json::from_str(l).unwrap())
+                        .collect();
+                    // (filter, jq test) of each field: alone, then == a value some record has.
+                    let mut tests: Vec<(String, String)> = Vec::new();
+                    for f in v.fields() {
+                        let Src::Key(k) = f.src else {
+                            continue;
+                        };
+                        let path: String = k.split('.').map(|p| format!(".{p}")).collect();
+                        tests.push((f.name.to_string(), format!("{TRUTHY} ({path} | truthy)")));
+                        let value = records.iter().find_map(|r| {
+                            let mut x = r;
+                            for p in k.split('.') {
+                                x = &x[p];
+                            }
+                            (!x.is_null()).then(|| x.clone())
+                        });
+                        let Some(value) = value else {
+                            continue;
+                        };
+                        let lit = match (f.ty, &value) {
+                            (Ty::Num, Value::Number(n)) => n.to_string(),
+                            (Ty::Dur { bare }, Value::Number(n)) => {
+                                format!("{n}{}", if bare { "" } else { "us" })
+                            }
+                            (Ty::Bool, Value::Bool(b)) => b.to_string(),
+                            (Ty::Str, Value::String(s)) if !s.chars().any(char::is_control) => {
+                                format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+                            }
+                            _ => continue,
+                        };
+                        tests.push((format!("{} == {lit}", f.name), format!("{path} == {value}")));
+                    }
+                    let refs: Vec<(&str, &str)> = tests
+                        .iter()
+                        .map(|(a, b)| (a.as_str(), b.as_str()))
+                        .collect();
+                    let answers = jq(&all, &refs);
+                    for (t, (expr, _)) in refs.iter().enumerate() {
+                        let want: Vec<&String> = all
+                            .iter()
+                            .zip(&answers)
+                            .filter(|(_, a)| a[t])
+                            .map(|(l, _)| l)
+                            .collect();
+                        let got = lines(view, &file, &extra, &["-T", "jsonl", "-Y", expr]);
+                        assert_eq!(got.len(), want.len(), "{view} {name} -Y '{expr}'");
+                        assert!(
+                            got.iter().zip(&want).all(|(g, w)| g == *w),
+                            "{view} {name} -Y '{expr}'"
+                        );
+                        tested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        let tested = tested.into_inner();
+        eprintln!("{view}: {tested} field tests equal to jq");
+        assert!(tested > v.fields().len());
+    }
+}
