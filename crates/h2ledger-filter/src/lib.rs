@@ -155,6 +155,7 @@ enum Node {
 pub struct Filter {
     root: Node,
     view: View,
+    notes: Vec<String>,
 }
 
 impl Filter {
@@ -166,11 +167,13 @@ impl Filter {
             i: 0,
             view,
             depth: 0,
+            notes: Vec::new(),
         };
         if p.peek() == &Tok::End {
             return Ok(Filter {
                 root: Node::All(Vec::new()),
                 view,
+                notes: Vec::new(),
             });
         }
         let root = p.or()?;
@@ -185,7 +188,17 @@ impl Filter {
             };
             return Err(Error::new(t.start, t.len, msg));
         }
-        Ok(Filter { root, view })
+        Ok(Filter {
+            root,
+            view,
+            notes: p.notes,
+        })
+    }
+
+    /// What the filter may not mean as written, though valid (`method == "GET"`: `method` is
+    /// the `:path`, as in the JSON); one line each, to show on stderr.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The view the filter is for.
@@ -315,6 +328,7 @@ struct Parser {
     i: usize,
     view: View,
     depth: usize,
+    notes: Vec<String>,
 }
 
 impl Parser {
@@ -628,7 +642,21 @@ impl Parser {
                 "{name} is a duration: give its unit (10ms, 1.5s, 250us), or compare the _us key \
                  with microseconds"
             )),
-            (Ty::Str, Tok::Str(s) | Tok::Word(s)) => Ok(Lit::Str(s.clone())),
+            (Ty::Str, Tok::Str(s) | Tok::Word(s)) => {
+                let http = [
+                    "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT",
+                ];
+                if matches!(f.src, Src::Key("method")) && http.contains(&s.as_str()) {
+                    self.notes.push(format!(
+                        "{name} is the :path; for the HTTP method: http_method == \"{s}\""
+                    ));
+                }
+                Ok(Lit::Str(s.clone()))
+            }
+            (Ty::Str, Tok::Num(_) | Tok::Dur(_)) if name == "status" => bad(format!(
+                "{name} is text (\"grpc-status 0\", \":status 200\"): quote the value, or \
+                 compare http_status or grpc_status with a number"
+            )),
             (Ty::Str, Tok::Num(_) | Tok::Dur(_)) => {
                 bad(format!("{name} is text: quote the value (\"...\")"))
             }

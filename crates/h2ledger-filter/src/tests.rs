@@ -260,3 +260,16 @@ fn every_field_parses_with_a_value_of_its_type() {
         }
     }
 }
+
+#[test]
+fn a_valid_filter_that_may_not_mean_what_it_says_has_a_note() {
+    let f = ok("method == \"GET\"", View::Calls);
+    assert!(
+        f.notes()[0].contains("http_method == \"GET\""),
+        "{:?}",
+        f.notes()
+    );
+    assert!(ok("path == \"/GET\"", View::Calls).notes().is_empty());
+    let e = err("status == 200", View::Calls);
+    assert!(e.msg.contains("http_status"), "{}", e.msg);
+}

@@ -168,9 +168,12 @@ pub fn display_filter(
     let Some(e) = expr else {
         return Ok(None);
     };
-    h2ledger_filter::Filter::parse(e, view)
-        .map(Some)
-        .map_err(|err| anyhow::anyhow!("-Y: {}", err.render(e)))
+    let f = h2ledger_filter::Filter::parse(e, view)
+        .map_err(|err| anyhow::anyhow!("-Y: {}", err.render(e)))?;
+    for n in f.notes() {
+        eprintln!("h2ledger: -Y: note: {n}");
+    }
+    Ok(Some(f))
 }
 
 #[derive(Args, Clone)]
