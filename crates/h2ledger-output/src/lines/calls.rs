@@ -30,6 +30,10 @@ pub struct CallPrinter {
     methods: Vec<(Arc<str>, Arc<str>)>,
     /// `--messages`: each call's gRPC messages, decoded where the record is written.
     messages: Option<super::Messages>,
+    /// `-Y`: only the calls whose record passes this display filter.
+    display: Option<h2ledger_filter::Filter>,
+    /// Calls seen, printed or not.
+    pub seen: u64,
 }
 
 /// A call handed to the writer thread: what its record is made of, owned.
@@ -186,13 +190,24 @@ impl CallPrinter {
             writer: None,
             methods: Vec::new(),
             messages: None,
+            display: None,
+            seen: 0,
         }
+    }
+
+    /// Prints only the calls whose record passes `f` (`-Y`).
+    pub fn with_display_filter(mut self, f: Option<h2ledger_filter::Filter>) -> Self {
+        self.display = f;
+        self
     }
 
     /// Prints each call's gRPC messages (`--messages`), decoded by `dec`: in the JSON shapes
     /// every message, on the writer thread; in the table the first of each direction.
     pub fn with_messages(mut self, dec: super::Messages) -> Self {
         self.messages = Some(dec);
+        if let Some(o) = self.out.as_mut() {
+            o.csv_messages();
+        }
         self
     }
 
@@ -386,6 +401,12 @@ impl CallPrinter {
 
     /// Prints one call (a table row, or a JSON record).
     pub fn call(&mut self, c: &CallView<'_>) {
+        self.seen += 1;
+        if let Some(f) = &self.display {
+            if !f.matches(&CallLine::new(c)) {
+                return;
+            }
+        }
         self.calls += 1;
         if self.writer.is_some() || self.out().shape != Shape::Table {
             if self.hand_over(c) {
@@ -506,7 +527,13 @@ impl CallPrinter {
     pub fn finish(&mut self) {
         if self.out().shape == Shape::Table {
             let n = self.calls;
-            self.line(&format!("{n} call{}", if n == 1 { "" } else { "s" }));
+            let plural = |k: u64| if k == 1 { "" } else { "s" };
+            if self.display.is_some() {
+                let seen = self.seen;
+                self.line(&format!("{n} of {seen} call{} matched -Y", plural(seen)));
+            } else {
+                self.line(&format!("{n} call{}", plural(n)));
+            }
         }
     }
 }

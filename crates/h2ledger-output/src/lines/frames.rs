@@ -58,6 +58,8 @@ pub struct FramePrinter {
     /// `--wide`: a message's table line whole, not cut to [`WIDTH`].
     wide: bool,
     style: crate::Style,
+    /// `-Y`: only the frames whose record passes this display filter.
+    display: Option<h2ledger_filter::Filter>,
 }
 
 impl FramePrinter {
@@ -78,13 +80,22 @@ impl FramePrinter {
             messages: None,
             wide: false,
             style: crate::Style::default(),
+            display: None,
         }
+    }
+
+    /// Prints only the frames whose record passes `f` (`-Y`), after `--conn`, `--stream`,
+    /// `--type` and `--side`.
+    pub fn with_display_filter(mut self, f: Option<h2ledger_filter::Filter>) -> Self {
+        self.display = f;
+        self
     }
 
     /// Shows the gRPC messages each DATA frame completes (`--messages`), decoded by `dec`;
     /// `wide`: their table lines whole; `style`: how a cut line ends.
     pub fn with_messages(mut self, dec: super::Messages, wide: bool, style: crate::Style) -> Self {
         self.messages = Some(super::grpc_frames::FrameMessages::new(dec));
+        self.out.csv_messages();
         self.wide = wide;
         self.style = style;
         self
@@ -114,34 +125,38 @@ impl FramePrinter {
         self.clock.tick_stamp(t)
     }
 
-    /// After the last frame (table): frames printed (of those seen, when some were not), on
-    /// how many connections, and the packets read, for stderr as tcpdump's "N packets
+    /// After the last frame (table, CSV): frames printed (of those seen, when some were not), on
+    /// how many connections (table), and the packets read, for stderr as tcpdump's "N packets
     /// captured" (piped, stdout keeps a line per frame and per connection). The JSON shapes end
     /// with the summary record instead: `None`.
     pub fn closing_line(&self, packets: u64) -> Option<String> {
-        if self.out.shape != Shape::Table || self.out.broken {
+        if !matches!(self.out.shape, Shape::Table | Shape::Csv) || self.out.broken {
             return None;
         }
         let (n, c) = (self.out.records, self.conns);
         let plural = |k: u64| if k == 1 { "" } else { "s" };
         let mut l = if n == 0 && self.seen > 0 {
+            let flags = if self.display.is_some() {
+                "--conn, --stream, --type, --side or -Y"
+            } else {
+                "--conn, --stream, --type or --side"
+            };
             format!(
-                "no frame matched --conn, --stream, --type or --side: 0 of {} frame{} printed",
+                "no frame matched {flags}: 0 of {} frame{} printed",
                 self.seen,
                 plural(self.seen)
             )
-        } else if n != self.seen {
-            format!(
-                "{n} of {} frames printed on {c} connection{}",
-                self.seen,
-                plural(c)
-            )
         } else {
-            format!(
-                "{n} frame{} printed on {c} connection{}",
-                plural(n),
-                plural(c)
-            )
+            let mut l = if n != self.seen {
+                format!("{n} of {} frames printed", self.seen)
+            } else {
+                format!("{n} frame{} printed", plural(n))
+            };
+            // Only the table announces (and counts) connections.
+            if self.out.shape == Shape::Table {
+                l.push_str(&format!(" on {c} connection{}", plural(c)));
+            }
+            l
         };
         l.push_str(&format!("; {packets} packet{} read", plural(packets)));
         Some(l)
@@ -190,7 +205,12 @@ impl Observer for FramePrinter {
     }
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
-        let print = !(self.out.broken || self.full()) && self.filter.keep(ev);
+        let print = !(self.out.broken || self.full())
+            && self.filter.keep(ev)
+            && self
+                .display
+                .as_ref()
+                .is_none_or(|f| f.matches(&FrameLine::new(ev, &mut self.addrs)));
         // Every frame of a gRPC stream is cut, printed or not.
         let msgs = match &mut self.messages {
             Some(m) => m.frame(ev, print),

@@ -787,6 +787,126 @@ fn num(b: &mut Vec<u8>, v: u64) {
     }
 }
 
+/// The display filter (`-Y`) reads a call's record as jq reads its JSON line: the same keys,
+/// the same values (`it::filter` compares the two on every capture).
+impl h2ledger_filter::Record for CallLine<'_> {
+    fn get(&self, key: &str) -> h2ledger_filter::Value<'_> {
+        use h2ledger_filter::Value as V;
+        use std::borrow::Cow;
+        fn num<T: Into<f64>>(v: Option<T>) -> V<'static> {
+            v.map_or(V::Null, |v| V::Num(v.into()))
+        }
+        fn side<T: Copy + Into<f64>>(p: &Option<Pair<T>>, server: bool) -> V<'static> {
+            num(p.as_ref().map(|p| if server { p.server } else { p.client }))
+        }
+        fn text<'a>(v: Option<&'a str>) -> V<'a> {
+            v.map_or(V::Null, |s| V::Str(Cow::Borrowed(s)))
+        }
+        let u64s = |p: &Option<Pair<u64>>, server: bool| {
+            num(p
+                .as_ref()
+                .map(|p| (if server { p.server } else { p.client }) as f64))
+        };
+        // CALL_KINDS order: HEADERS, DATA, TRAILERS, other.
+        let frames = |f: &CallFrames, kind: &str| {
+            let i = match kind {
+                "HEADERS" => 0,
+                "DATA" => 1,
+                "TRAILERS" => 2,
+                _ => 3,
+            };
+            V::Num(f64::from(f.0[i]))
+        };
+        if let Some(k) = key.strip_prefix("frames.client.") {
+            return frames(&self.frames.client, k);
+        }
+        if let Some(k) = key.strip_prefix("frames.server.") {
+            return frames(&self.frames.server, k);
+        }
+        match key {
+            "compressed.client" => side(&self.compressed, false),
+            "compressed.server" => side(&self.compressed, true),
+            "conn" => V::Num(self.conn.into()),
+            "duration_us" => num(self.duration_us),
+            "end" => num(self.end),
+            "first_byte_us" => num(self.first_byte_us),
+            "grpc_encoding.client" => text(self.grpc_encoding.client),
+            "grpc_encoding.server" => text(self.grpc_encoding.server),
+            "grpc_message" => text(self.grpc_message),
+            "grpc_status" => num(self.grpc_status),
+            "http_method" => text(self.http_method),
+            "http_status" => num(self.http_status),
+            "in_flight_at_start" => V::Num(self.in_flight_at_start.into()),
+            "incomplete_messages.client" => side(&self.incomplete_messages, false),
+            "incomplete_messages.server" => side(&self.incomplete_messages, true),
+            "message_bytes.client" => u64s(&self.message_bytes, false),
+            "message_bytes.server" => u64s(&self.message_bytes, true),
+            "messages.client" => side(&self.messages, false),
+            "messages.server" => side(&self.messages, true),
+            "method" => V::Str(Cow::Borrowed(self.method)),
+            "opened_bdp_round.client" => V::Bool(self.opened_bdp_round.client),
+            "opened_bdp_round.server" => V::Bool(self.opened_bdp_round.server),
+            "ping_rtt_us" => num(self.ping_rtt_us),
+            "record" => V::Str(Cow::Borrowed(self.record)),
+            "reset" => V::Bool(self.reset),
+            "reset_by" => text(self.reset_by),
+            "reset_code" => text(self.reset_code.as_deref()),
+            "server_time_us" => num(self.server_time_us),
+            "stalled_us.client" => V::Num(self.stalled_us.client),
+            "stalled_us.server" => V::Num(self.stalled_us.server),
+            "stalls.client" => V::Num(self.stalls.client.into()),
+            "stalls.server" => V::Num(self.stalls.server.into()),
+            "start" => V::Num(self.start),
+            "status" => V::Str(match self.status.0 {
+                (t, Some(n)) => Cow::Owned(format!("{t}{n}")),
+                (t, None) => Cow::Borrowed(t),
+            }),
+            "stream" => V::Num(self.stream.into()),
+            "type" => V::Str(Cow::Borrowed(self.kind)),
+            "writes.client" => V::Num(self.writes.client.into()),
+            "writes.server" => V::Num(self.writes.server.into()),
+            _ => V::Null,
+        }
+    }
+}
+
+/// The display filter (`-Y`) reads a frame's record as jq reads its JSON line.
+impl h2ledger_filter::Record for FrameLine<'_> {
+    fn get(&self, key: &str) -> h2ledger_filter::Value<'_> {
+        use h2ledger_filter::Value as V;
+        use std::borrow::Cow;
+        let num = |v: Option<u64>| v.map_or(V::Null, |v| V::Num(v as f64));
+        fn text<'a>(v: Option<&'a str>) -> V<'a> {
+            v.map_or(V::Null, |s| V::Str(Cow::Borrowed(s)))
+        }
+        match key {
+            "class" => V::Str(Cow::Borrowed(self.class)),
+            "conn" => V::Num(self.conn.into()),
+            "debug" => text(self.debug.as_deref()),
+            "dst" => V::Str(Cow::Borrowed(self.dst)),
+            "error" => text(self.error.as_deref()),
+            "flag_names" => V::Strs(self.flag_names.as_slice()),
+            "flags" => V::Num(self.flags.into()),
+            "increment" => num(self.increment.map(u64::from)),
+            "last_stream_id" => num(self.last_stream_id.map(u64::from)),
+            "length" => V::Num(self.length.into()),
+            "ping" => match self.ping {
+                Some(p) => V::Str(Cow::Owned(Hex(p).to_string())),
+                None => V::Null,
+            },
+            "ping_label" => text(self.ping_label),
+            "record" => V::Str(Cow::Borrowed(self.record)),
+            "side" => V::Str(Cow::Borrowed(self.side)),
+            "src" => V::Str(Cow::Borrowed(self.src)),
+            "stream" => V::Num(self.stream.into()),
+            "time" => V::Num(self.time),
+            "type" => V::Str(Cow::Borrowed(self.kind)),
+            "write" => num(self.write),
+            _ => V::Null,
+        }
+    }
+}
+
 /// `--every` on `calls` and `frames`: one `tick` record per period with what it saw.
 #[cfg(test)]
 mod tests {

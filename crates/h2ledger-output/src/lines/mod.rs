@@ -3,6 +3,7 @@
 
 mod calls;
 mod clock;
+pub mod csv;
 mod frames;
 mod grpc_frames;
 mod json;

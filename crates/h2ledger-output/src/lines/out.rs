@@ -17,6 +17,8 @@ pub enum Shape {
     Lines,
     /// One JSON document: `{"<view>": [records...], "summary": {...}}`.
     Document,
+    /// Comma-separated values: a header line, then a line per record ([`super::csv`]).
+    Csv,
 }
 
 /// Standard output for a line view: buffered (records are written straight into the buffer,
@@ -32,6 +34,10 @@ pub struct Out {
     pub records: u64,
     /// The reader went away (`| head`): nothing more is written.
     pub broken: bool,
+    /// `Shape::Csv`: the columns, and whether the header line is out.
+    csv: Option<(Vec<String>, bool)>,
+    /// `Shape::Csv`: a record's JSON text, before it becomes a line.
+    scratch: Vec<u8>,
 }
 
 impl Out {
@@ -44,6 +50,23 @@ impl Out {
             view,
             records: 0,
             broken: false,
+            csv: (shape == Shape::Csv).then(|| (super::csv::columns(view, false), false)),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// `Shape::Csv`: the columns of `--messages` too (before the first record).
+    pub fn csv_messages(&mut self) {
+        if let Some((cols, false)) = &mut self.csv {
+            *cols = super::csv::columns(self.view, true);
+        }
+    }
+
+    /// `Shape::Csv`: the header line, once.
+    fn csv_header(&mut self) {
+        if let Some((cols, done @ false)) = &mut self.csv {
+            super::csv::header(&mut self.buf, cols);
+            *done = true;
         }
     }
 
@@ -79,6 +102,24 @@ impl Out {
         if self.broken {
             return;
         }
+        if self.shape == Shape::Csv {
+            self.csv_header();
+            let mut json = std::mem::take(&mut self.scratch);
+            json.clear();
+            let ok = write(&mut json)
+                && self
+                    .csv
+                    .as_ref()
+                    .is_some_and(|(cols, _)| super::csv::row(&mut self.buf, &json, cols));
+            self.scratch = json;
+            if !ok {
+                self.broken = true;
+                return;
+            }
+            self.records += 1;
+            self.spill();
+            return;
+        }
         if self.shape == Shape::Document {
             if self.records == 0 {
                 let _ = writeln!(self.buf, "{{\"{}\": [", self.view);
@@ -102,9 +143,17 @@ impl Out {
     /// The closing summary record (JSON shapes), then flush.
     pub fn summary<T: Serialize>(&mut self, s: &T) {
         if !self.broken {
+            if self.shape == Shape::Csv {
+                self.csv_header();
+            }
             let b = &mut self.buf;
             let ok = match self.shape {
                 Shape::Table => true,
+                // The CSV holds the records only (an empty one its header): the warnings go
+                // to stderr, as with the table.
+                // The CSV holds the records only (an empty one its header): the warnings go
+                // to stderr, as with the table.
+                Shape::Csv => true,
                 Shape::Lines => {
                     let ok = serde_json::to_writer(&mut *b, s).is_ok();
                     b.push(b'\n');

@@ -136,6 +136,10 @@ pub enum LineFormat {
     Json,
     /// One JSON object per line, each with a `type`; the last one is the summary
     Jsonl,
+    /// Comma-separated values: a header line, then a line per record; the columns are the JSON
+    /// keys (a nested one as `writes.client`), RFC 4180 quoting; the summary and warnings go
+    /// to stderr
+    Csv,
 }
 
 impl LineFormat {
@@ -145,8 +149,35 @@ impl LineFormat {
             LineFormat::Table => h2ledger_output::lines::Shape::Table,
             LineFormat::Json => h2ledger_output::lines::Shape::Document,
             LineFormat::Jsonl => h2ledger_output::lines::Shape::Lines,
+            LineFormat::Csv => h2ledger_output::lines::Shape::Csv,
         }
     }
+}
+
+/// `-Y EXPR`: tshark's display filter, over the view's fields (docs/filter.md).
+const DISPLAY_FILTER_HELP: &str = "Print only the records that pass this display filter, \
+with tshark's shape over the fields of the JSON lines: `grpc.status != 0`, `call.duration > \
+10ms`, `path contains \"Health\"`, `http2.type == 3` (frames), `conn in {0 1} and not reset`. \
+Operators == != < <= > >= contains matches (a regex, case-insensitive as in tshark) in {...}, \
+and or not && || !, parentheses; a field alone means present and not zero or empty; a \
+comparison with a field the record lacks (null) is false. Fields: the JSON keys (nested as \
+writes.client) and tshark's names where they mean the same (http2.streamid, http2.type, \
+http2.flags.end_stream, ...); docs/filter.md lists them";
+
+/// Parses `-Y` for `view`: the error names the column, under the expression, as tshark does.
+pub fn display_filter(
+    expr: Option<&str>,
+    view: h2ledger_filter::View,
+) -> anyhow::Result<Option<h2ledger_filter::Filter>> {
+    let Some(e) = expr else {
+        return Ok(None);
+    };
+    let f = h2ledger_filter::Filter::parse(e, view)
+        .map_err(|err| anyhow::anyhow!("-Y: {}", err.render(e)))?;
+    for n in f.notes() {
+        eprintln!("h2ledger: -Y: note: {n}");
+    }
+    Ok(Some(f))
 }
 
 #[derive(Args, Clone)]
@@ -560,9 +591,12 @@ pub struct CallsArgs {
     /// live, capture time on a file
     #[arg(long, value_parser = durations::parse_period, value_name = "D")]
     pub every: Option<Duration>,
-    /// A table, one JSON document, or one JSON object per call (then a summary line)
+    /// A table, one JSON document, one JSON object per call (then a summary line), or CSV
     #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     pub format: LineFormat,
+    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", long_help = DISPLAY_FILTER_HELP,
+          help = "Only the calls that pass this display filter (tshark's -Y): grpc.status != 0, call.duration > 10ms, path contains \"Health\"")]
+    pub display_filter: Option<String>,
     /// The table with every column (about 200 characters wide): calls in flight, flow-control
     /// stalls, gRPC messages, server time and PING round trip
     #[arg(long)]
@@ -588,9 +622,13 @@ pub struct FramesArgs {
     /// capture time on a file
     #[arg(long, value_parser = durations::parse_period, value_name = "D")]
     pub every: Option<Duration>,
-    /// One line per frame, one JSON document, or one JSON object per frame (then a summary)
+    /// One line per frame, one JSON document, one JSON object per frame (then a summary), or
+    /// CSV
     #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     pub format: LineFormat,
+    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", long_help = DISPLAY_FILTER_HELP,
+          help = "Only the frames that pass this display filter (tshark's -Y): http2.type == 3, http2.flags.end_stream, stream == 1")]
+    pub display_filter: Option<String>,
     /// Only connection N (repeatable; numbered from 0 in order of appearance)
     #[arg(long = "conn", value_name = "N")]
     pub conns: Vec<u32>,

@@ -106,7 +106,7 @@ pub fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
 const OTHER_TOOLS: &[(&str, &str)] = &[
     (
         "-Y",
-        "-Y is tshark's display filter: use a capture filter (-f EXPR), --port, frames --type",
+        "-Y, tshark's display filter, selects records: `h2ledger calls -Y` or `frames -Y`",
     ),
     (
         "-R",

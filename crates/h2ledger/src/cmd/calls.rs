@@ -76,6 +76,14 @@ impl Calls {
 pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     // Schemas first: an error in one is said before anything is opened.
     let messages = a.messages.decoder()?;
+    let display =
+        crate::cli::display_filter(a.display_filter.as_deref(), h2ledger_filter::View::Calls)?;
+    if a.format == crate::cli::LineFormat::Csv && a.every.is_some() {
+        anyhow::bail!(
+            "--every's tick records do not fit the CSV's columns: use -T jsonl (or the table) \
+             with --every"
+        );
+    }
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -90,7 +98,7 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
         ..Wanted::default()
     });
     let out = Out::new(ctx.out(), a.format.shape(), "calls");
-    let mut printer = CallPrinter::new(out, a.wide, ctx.style);
+    let mut printer = CallPrinter::new(out, a.wide, ctx.style).with_display_filter(display);
     if let Some(m) = messages {
         printer = printer.with_messages(m);
     }

@@ -47,6 +47,14 @@ impl Hooks for Frames {
 pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     // Schemas first: an error in one is said before anything is opened.
     let messages = a.messages.decoder()?;
+    let display =
+        crate::cli::display_filter(a.display_filter.as_deref(), h2ledger_filter::View::Frames)?;
+    if a.format == crate::cli::LineFormat::Csv && a.every.is_some() {
+        anyhow::bail!(
+            "--every's tick records do not fit the CSV's columns: use -T jsonl (or the table) \
+             with --every"
+        );
+    }
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -62,8 +70,9 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
         }),
     };
     let out = Out::new(ctx.out(), a.format.shape(), "frames");
-    let mut printer =
-        FramePrinter::new(out, ff, ctx.out_is_terminal()).with_clock(a.time_format.clock());
+    let mut printer = FramePrinter::new(out, ff, ctx.out_is_terminal())
+        .with_clock(a.time_format.clock())
+        .with_display_filter(display);
     if let Some(m) = messages {
         printer = printer.with_messages(m, a.wide, ctx.style);
     }

@@ -50,6 +50,8 @@
 //!   with setpriv as root) and the Prometheus rules (`promtool check rules`, `test rules`).
 //! * `sql`: issue 23, `calls -T jsonl` into DuckDB and chDB (ClickHouse) with docs/sql.md's
 //!   SQL, the answers checked against the lines.
+//! * `filter`: issue 38, `calls -Y` and `frames -Y` equal to jq's `select(...)` over
+//!   `-T jsonl` on every capture in captures/, their errors, and `-T csv` against the JSON.
 //! * `users_saw`: issue 20, what a new user met: each point as the user runs it.
 //! * `identity`: issue 36, what a connection is: other protocols beside HTTP/2 without
 //!   `--port` (captures/not-http2/), connections evicted and back, more open streams than
@@ -64,6 +66,7 @@ mod bad_input;
 mod bounds;
 mod cli;
 mod doc_examples;
+mod filter;
 mod findings;
 mod flow;
 mod formats;
