@@ -8,6 +8,11 @@
 //! `CLIENT_TRAFFIC_SECRET_0`, `SERVER_TRAFFIC_SECRET_0`; `EXPORTER_SECRET`,
 //! `EARLY_EXPORTER_SECRET` and `CLIENT_EARLY_TRAFFIC_SECRET` are key lines that decryption does
 //! not need.
+//!
+//! Also Wireshark's own TLS 1.2 form, `RSA Session-ID:<session id hex> Master-Key:<master
+//! secret hex>` (what Wireshark's "Export TLS Session Keys" writes; its ssl-utils.c
+//! `ssl_load_keyfile` reads it), looked up by the ServerHello's session id when the client
+//! random has no master secret.
 
 use std::collections::HashMap;
 
@@ -43,6 +48,8 @@ pub struct KeyLogStats {
 #[derive(Clone, Debug, Default)]
 pub struct KeyLog {
     by_random: HashMap<[u8; 32], Secrets>,
+    /// TLS 1.2 master secrets by session id (`RSA Session-ID:... Master-Key:...`).
+    by_session: HashMap<Vec<u8>, Vec<u8>>,
     partial: String,
     /// Lines read so far.
     pub stats: KeyLogStats,
@@ -107,6 +114,9 @@ impl KeyLog {
     }
 
     fn key_line(&mut self, line: &str) -> bool {
+        if let Some(rest) = line.strip_prefix("RSA ") {
+            return self.session_line(rest);
+        }
         let mut it = line.split_ascii_whitespace();
         let (Some(label), Some(random), Some(secret), None) =
             (it.next(), it.next(), it.next(), it.next())
@@ -147,19 +157,44 @@ impl KeyLog {
         true
     }
 
+    /// `Session-ID:<1 to 32 bytes hex> Master-Key:<48 bytes hex>` (after `RSA `).
+    fn session_line(&mut self, rest: &str) -> bool {
+        let mut it = rest.split_ascii_whitespace();
+        let (Some(id), Some(key), None) = (it.next(), it.next(), it.next()) else {
+            return false;
+        };
+        let (Some(id), Some(key)) = (id.strip_prefix("Session-ID:"), key.strip_prefix("Master-Key:"))
+        else {
+            return false;
+        };
+        if id.is_empty() || id.len() > 64 || id.len() % 2 != 0 || key.len() != 96 {
+            return false;
+        }
+        let (Some(id), Some(key)) = (hex_vec(id), hex_vec(key)) else {
+            return false;
+        };
+        self.by_session.insert(id, key);
+        true
+    }
+
+    /// The TLS 1.2 master secret a `RSA Session-ID:` line gave for this session id.
+    pub fn master_by_session(&self, session_id: &[u8]) -> Option<&[u8]> {
+        self.by_session.get(session_id).map(Vec::as_slice)
+    }
+
     /// The secrets known for a ClientHello's random.
     pub fn get(&self, client_random: &[u8; 32]) -> Option<&Secrets> {
         self.by_random.get(client_random)
     }
 
-    /// Client randoms with at least one secret.
+    /// Client randoms with at least one secret, and session ids with a master secret.
     pub fn len(&self) -> usize {
-        self.by_random.len()
+        self.by_random.len() + self.by_session.len()
     }
 
-    /// No client random has a secret.
+    /// No client random nor session id has a secret.
     pub fn is_empty(&self) -> bool {
-        self.by_random.is_empty()
+        self.by_random.is_empty() && self.by_session.is_empty()
     }
 }
 

@@ -122,6 +122,9 @@ pub struct ServerHello {
     pub alpn: Option<Vec<u8>>,
     /// A HelloRetryRequest ([`HRR_RANDOM`]), not the ServerHello that chooses.
     pub hello_retry: bool,
+    /// `legacy_session_id_echo`: in TLS 1.2 the session's id, which a key log line
+    /// `RSA Session-ID:<id> Master-Key:<secret>` names the master secret by.
+    pub session_id: Vec<u8>,
 }
 
 /// A cursor over a length-bounded message body (complete parsers inside).
@@ -212,7 +215,7 @@ pub fn server_hello(body: &[u8]) -> Option<ServerHello> {
     let mut r = Rd(body);
     let legacy = r.u16()?;
     let random = r.random()?;
-    r.vec8()?; // legacy_session_id_echo
+    let session_id = r.vec8()?.to_vec(); // legacy_session_id_echo
     let cipher = r.u16()?;
     r.u8()?; // legacy_compression_method
     let mut sh = ServerHello {
@@ -221,6 +224,7 @@ pub fn server_hello(body: &[u8]) -> Option<ServerHello> {
         cipher,
         alpn: None,
         hello_retry: random == HRR_RANDOM,
+        session_id,
     };
     for (t, d) in extensions(&mut r)? {
         match t {

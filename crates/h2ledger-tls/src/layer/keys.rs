@@ -55,7 +55,11 @@ impl TlsConn {
                 ok &= d.dec.is_some();
             }
             Some(ok)
-        } else if let Some(m) = &secrets.master {
+        } else if let Some(m) = secrets.master.as_deref().or_else(|| {
+            (!sh.session_id.is_empty())
+                .then(|| keylog.master_by_session(&sh.session_id))
+                .flatten()
+        }) {
             Some(match Decryptor::tls12(suite, m, &random, &sh.random) {
                 Some((c12, s12)) => {
                     self.dirs.get_mut(cd).dec = Some(c12);

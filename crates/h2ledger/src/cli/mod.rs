@@ -185,8 +185,9 @@ pub struct FilterArgs {
     /// Only TCP port N (repeatable); HTTP/2 is detected on any port without it
     #[arg(long = "port", value_name = "N")]
     pub ports: Vec<u16>,
-    /// Decrypt HTTP/2 over TLS with this key log (SSLKEYLOGFILE format); keys embedded in a
-    /// pcapng capture (Decryption Secrets Blocks) are used without it
+    /// Decrypt HTTP/2 over TLS with this key log (SSLKEYLOGFILE format, or Wireshark's
+    /// `RSA Session-ID:... Master-Key:...` for TLS 1.2); keys embedded in a pcapng capture
+    /// (Decryption Secrets Blocks) are used without it
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
     /// A tcpdump-style BPF capture filter, like tshark -f: `-f "host 127.0.0.1 and tcp port 50051"`

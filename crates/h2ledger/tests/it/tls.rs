@@ -40,6 +40,27 @@ fn tshark_now(cap: &str, keylog: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Wireshark's own TLS 1.2 key log form, `RSA Session-ID:<id> Master-Key:<secret>`
+/// (captures/curl-nghttpd-tls12.session.keylog: the same master secrets as the capture's
+/// SSLKEYLOGFILE, by each ServerHello's session id) decrypts what the NSS form does, as tshark
+/// reads it (issue 36: both lines were skipped, and the headline said "no key log given").
+#[test]
+fn wiresharks_session_id_key_log_is_read() {
+    let name = "curl-nghttpd-tls12";
+    let session = path(&format!("{name}.session.keylog"));
+    let ours = replay_json(&path(&format!("{name}.pcap")), &["--keylog", &session]);
+    let reference = read_json(&capture(&format!("{name}.tshark.json")));
+    assert_tls_ledger_eq(name, &reference, &ours);
+    let tls = &ours["tls"];
+    assert_eq!(n(&tls["decrypted"]), 3, "{tls}");
+    assert_eq!(n(&tls["keylog"]["key_lines"]), 3, "{tls}");
+    assert_eq!(n(&tls["keylog"]["skipped_lines"]), 1, "the comment line: {tls}");
+    if have("tshark") {
+        let theirs = tshark_now(&path(&format!("{name}.pcap")), &session);
+        assert_tls_ledger_eq(name, &theirs, &ours);
+    }
+}
+
 #[test]
 fn replay_with_keylog_equals_the_tshark_reference() {
     for name in ["curl-nghttpd-tls13", "curl-nghttpd-tls12"] {
