@@ -163,8 +163,10 @@ impl KeyLog {
         let (Some(id), Some(key), None) = (it.next(), it.next(), it.next()) else {
             return false;
         };
-        let (Some(id), Some(key)) = (id.strip_prefix("Session-ID:"), key.strip_prefix("Master-Key:"))
-        else {
+        let (Some(id), Some(key)) = (
+            id.strip_prefix("Session-ID:"),
+            key.strip_prefix("Master-Key:"),
+        ) else {
             return false;
         };
         if id.is_empty() || id.len() > 64 || id.len() % 2 != 0 || key.len() != 96 {

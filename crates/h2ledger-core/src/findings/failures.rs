@@ -64,40 +64,6 @@ pub(super) fn grpc_timeout(v: &[u8]) -> Option<i64> {
     n.checked_mul(per)
 }
 
-/// One connection's failed calls and GOAWAY cuts.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Failures {
-    /// Failed responses by gRPC status ([`GRPC_KEYS`]' slots).
-    pub(super) grpc: [u64; 18],
-    /// Responses without grpc-status with :status 400-499 and 500 or more.
-    pub(super) http_4xx: u64,
-    pub(super) http_5xx: u64,
-    /// The client's RST_STREAM CANCEL.
-    pub(super) client_cancels: u64,
-    /// Of those, at or past the request's grpc-timeout (DEADLINE_EXCEEDED at the client).
-    pub(super) deadline_cancels: u64,
-    /// The latest client streams with a grpc-timeout: (stream, deadline), at most
-    /// [`MAX_DEADLINES`].
-    deadlines: Vec<(u32, i64)>,
-    /// The server's GOAWAYs, the last one's last_stream_id and error code.
-    pub(super) goaways: u64,
-    pub(super) last_stream_id: Option<u32>,
-    pub(super) goaway_code: u32,
-    /// Client streams above the last_stream_id: in flight at the GOAWAY, or opened after it.
-    pub(super) cut: u64,
-    /// The streams up to this id have been looked at for a cut (the lowest last_stream_id).
-    counted_above: u32,
-}
-
-impl Failures {
-    /// Failed calls: failed gRPC statuses, HTTP 5xx and cancels. An HTTP 4xx is counted (the
-    /// evidence shows it) but is the request's fault (a `GET /missing`), not a failure of the
-    /// service: it does not make the finding.
-    pub(super) fn failed(&self) -> u64 {
-        self.grpc.iter().sum::<u64>() + self.http_5xx + self.client_cancels
-    }
-}
-
 fn number(v: &[u8]) -> Option<u32> {
     std::str::from_utf8(v).ok()?.trim().parse().ok()
 }

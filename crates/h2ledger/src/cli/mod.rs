@@ -1,7 +1,9 @@
 //! The command line: every flag of every command (clap), parsed into one [`Cli`], and the
 //! parsers of the values they take (durations, times, counts).
 
+mod analysis;
 pub mod durations;
+mod findings;
 pub mod messages;
 mod tcpdump;
 pub mod times;
@@ -12,8 +14,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use h2ledger_core::analysis::{Cut, Splitter};
-use h2ledger_run::Wanted;
+
+pub use analysis::AnalysisArgs;
+pub use findings::FindingsArgs;
 
 #[derive(Parser)]
 #[command(
@@ -240,169 +243,6 @@ impl FilterArgs {
             (true, false) => Some(expr),
             (false, false) => Some(format!("({ports}) and ({expr})")),
         }
-    }
-}
-
-/// Analysis options shared by `replay` and `sniff`.
-#[derive(Args, Clone, Default)]
-pub struct AnalysisArgs {
-    /// Add the analysis: what each write carried, PING round trips and BDP rounds, calls in
-    /// flight, latency percentiles, per-method totals (costs ~64 bytes per call)
-    #[arg(long)]
-    pub analyze: bool,
-    /// Cut the capture into phases at these times (comma separated): RFC 3339
-    /// (2026-11-30T12:10:24.664Z), @EPOCH seconds, or offsets from the first packet (30s);
-    /// implies --analyze
-    #[arg(long, value_name = "T[,T...]", value_parser = times::parse_cuts)]
-    pub split_at: Option<std::vec::Vec<Cut>>,
-    /// Draw frames over time by kind and side as SVG into FILE (frames per bin; the bin is
-    /// chosen from the capture's length, at most 100 bins, unless --bin gives it)
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
-    /// With --plot: the bin (1ms, 100ms, 1s; at least 1us). A bin that would make more than
-    /// 1,000 bins is widened, and stderr and the plot say so
-    #[arg(long, value_name = "D", value_parser = parse_bin, requires = "plot")]
-    pub bin: Option<Duration>,
-    /// With --every: every table with a column per phase (as --split-at shows phases), instead
-    /// of one row per phase under the whole capture's tables
-    #[arg(long)]
-    pub wide: bool,
-}
-
-impl AnalysisArgs {
-    /// `--bin`, nanoseconds.
-    pub fn bin_ns(&self) -> Option<i64> {
-        self.bin.map(|d| d.as_nanos().min(i64::MAX as u128) as i64)
-    }
-
-    /// What to attach, given `--every`-style phases of `every` (if any).
-    pub fn wanted(&self, every: Option<Duration>) -> Wanted {
-        let splitter = match (&self.split_at, every) {
-            (Some(c), _) => Some(Splitter::at(c.clone())),
-            (None, Some(d)) => Some(Splitter::every(d.as_nanos() as i64)),
-            _ => None,
-        };
-        Wanted {
-            analysis: self.analyze || splitter.is_some(),
-            splitter,
-            timeline: self.plot.as_ref().map(|_| {
-                self.bin_ns()
-                    .unwrap_or(h2ledger_core::analysis::timeline::FINEST)
-            }),
-            ..Wanted::default()
-        }
-    }
-}
-
-/// `--bin D`: a duration of at least a microsecond (the finest a pcap timestamp tells).
-fn parse_bin(s: &str) -> Result<Duration, String> {
-    let d = durations::parse_period(s)?;
-    if d < Duration::from_micros(1) {
-        return Err(format!(
-            "\"{}\" is under a microsecond: give a bin of 1us or more",
-            s.trim()
-        ));
-    }
-    Ok(d)
-}
-
-/// How bad a finding must be for `--fail-on` to exit 3.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// Any finding (info, warn or critical)
-    Info,
-    /// A finding of severity warn or critical
-    Warn,
-    /// A critical finding
-    Critical,
-}
-
-/// The findings' flags (`replay`, `sniff`, `demo`): when to fail, and the server keepalive
-/// policy the emulation assumes (it is not on the wire).
-#[derive(Args, Clone)]
-pub struct FindingsArgs {
-    /// Exit with status 3 when a finding of this severity or worse is present (after the
-    /// report is printed), so that a test suite can fail on a chatty or abusive capture
-    #[arg(long, value_enum, value_name = "SEVERITY")]
-    pub fail_on: Option<FailOn>,
-    /// The server's keepalive EnforcementPolicy.MinTime the keepalive emulation assumes: a
-    /// client PING sooner than this after the previous one, with no HEADERS or DATA from the
-    /// server between them, is a strike (grpc-go and grpc-java default: 5m)
-    #[arg(long, value_name = "D", value_parser = durations::parse_period, default_value = "5m")]
-    pub keepalive_min_time: Duration,
-    /// The server permits keepalive PINGs while no stream is open (PermitWithoutStream);
-    /// without it such a PING must come 2 h after the previous one
-    #[arg(long)]
-    pub permit_without_stream: bool,
-    /// Report finding ID with severity LEVEL (info, warn or critical) instead of its own, in the
-    /// tables, the JSON, the metrics and for --fail-on (repeatable): `--severity flow-stall=warn
-    /// --fail-on warn` fails on a slow reader. `h2ledger explain` lists the ids
-    #[arg(long = "severity", value_name = "ID=LEVEL")]
-    pub severities: Vec<String>,
-}
-
-/// `--severity ID=LEVEL`, checked: an unknown id or level is a one-line error.
-pub fn parse_severity(
-    s: &str,
-) -> anyhow::Result<(
-    h2ledger_core::findings::FindingId,
-    h2ledger_core::findings::Severity,
-)> {
-    use h2ledger_core::findings::{FindingId, Severity};
-    let levels = || {
-        Severity::ALL
-            .iter()
-            .map(|l| l.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let Some((id, level)) = s.split_once('=') else {
-        anyhow::bail!(
-            "--severity {s:?}: give ID=LEVEL, like flow-stall=warn (levels: {})",
-            levels()
-        );
-    };
-    let Some(id) = FindingId::from_name(id.trim()) else {
-        anyhow::bail!(
-            "--severity {s:?}: no finding id {:?} (`h2ledger explain` lists them)",
-            id.trim()
-        );
-    };
-    let Some(level) = Severity::from_name(level.trim()) else {
-        anyhow::bail!(
-            "--severity {s:?}: no level {:?} (give one of {})",
-            level.trim(),
-            levels()
-        );
-    };
-    Ok((id, level))
-}
-
-impl FindingsArgs {
-    /// The findings engine's configuration; an unknown `--severity` id or level is an error.
-    pub fn config(&self) -> anyhow::Result<h2ledger_core::findings::FindingsConfig> {
-        let mut severities = h2ledger_core::findings::Severities::default();
-        for s in &self.severities {
-            let (id, level) = parse_severity(s)?;
-            severities.set(id, level);
-        }
-        Ok(h2ledger_core::findings::FindingsConfig {
-            keepalive_min_time: self.keepalive_min_time.as_nanos().min(i64::MAX as u128) as i64,
-            permit_without_stream: self.permit_without_stream,
-            severities,
-        })
-    }
-
-    /// Whether a run whose worst finding is `worst` fails (`--fail-on`).
-    pub fn fails(&self, worst: Option<h2ledger_core::findings::Severity>) -> bool {
-        use h2ledger_core::findings::Severity;
-        let at = match self.fail_on {
-            None => return false,
-            Some(FailOn::Info) => Severity::Info,
-            Some(FailOn::Warn) => Severity::Warn,
-            Some(FailOn::Critical) => Severity::Critical,
-        };
-        worst.is_some_and(|w| w >= at)
     }
 }
 

@@ -54,7 +54,11 @@ fn wiresharks_session_id_key_log_is_read() {
     let tls = &ours["tls"];
     assert_eq!(n(&tls["decrypted"]), 3, "{tls}");
     assert_eq!(n(&tls["keylog"]["key_lines"]), 3, "{tls}");
-    assert_eq!(n(&tls["keylog"]["skipped_lines"]), 1, "the comment line: {tls}");
+    assert_eq!(
+        n(&tls["keylog"]["skipped_lines"]),
+        1,
+        "the comment line: {tls}"
+    );
     if have("tshark") {
         let theirs = tshark_now(&path(&format!("{name}.pcap")), &session);
         assert_tls_ledger_eq(name, &theirs, &ours);
