@@ -577,3 +577,15 @@ fn new_conn(meta: ConnMeta) -> Conn {
         ended: None,
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    /// What is kept of each folded connection (up to `DEFAULT_MAX_EVICTED` of them) stays
+    /// small: docs/ledger.md ("Bounds") gives its size.
+    #[test]
+    fn a_folded_connection_is_small() {
+        let n = std::mem::size_of::<super::Folded>();
+        eprintln!("Folded: {n} bytes");
+        assert!(n <= 56, "{n}");
+    }
+}
