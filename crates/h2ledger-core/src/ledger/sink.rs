@@ -46,7 +46,7 @@ impl<O: Observer> Ledger<O> {
         let ts = c.last_ts.unwrap_or(c.meta.start);
         self.warnings.add("evicted-folded", || {
             format!(
-                "connection {} {a} <-> {b}: evicted from reassembly (more than --max-connections open at once) and its state folded (more than {MAX_EVICTED_KEPT} evicted kept); if it comes back it goes on as the same connection, its framing and HPACK state resynchronised",
+                "connection {} {a} <-> {b}: evicted from reassembly (more than --max-connections open at once) and its state folded (more than {MAX_EVICTED_KEPT} evicted kept); if it comes back it goes on as the same connection, framed where it stood between frames with nothing to remember, else joined mid-stream",
                 root.0
             )
         });
