@@ -64,8 +64,16 @@ pub(super) fn grpc_timeout(v: &[u8]) -> Option<i64> {
     n.checked_mul(per)
 }
 
+/// A header value's decimal number (`200`, ` 5 `), without going through `str` (this runs on
+/// every response's header block).
 fn number(v: &[u8]) -> Option<u32> {
-    std::str::from_utf8(v).ok()?.trim().parse().ok()
+    let v = v.trim_ascii();
+    if v.is_empty() || v.len() > 9 {
+        return None;
+    }
+    v.iter().try_fold(0u32, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
+    })
 }
 
 /// The failure rules of one frame.
@@ -77,13 +85,25 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
             let Some(h) = ev.headers else {
                 return;
             };
-            let failed = match h.get(b"grpc-status").and_then(number) {
+            // grpc-status ends a call: in its trailers, or in a Trailers-Only response, which
+            // ends the stream too (gRPC's PROTOCOL-HTTP2.md); `:status` is in the first block.
+            let ends = ev.class == FrameClass::Trailers || ev.head.flags.is_end_stream();
+            let grpc = if ends {
+                h.get(b"grpc-status").and_then(number)
+            } else {
+                None
+            };
+            let status = || match ev.class {
+                FrameClass::Headers => h.get(b":status").and_then(number),
+                _ => None,
+            };
+            let failed = match grpc {
                 Some(0) => false,
                 Some(code) => {
                     c.fail.grpc[(code as usize).min(17)] += 1;
                     true
                 }
-                None => match h.get(b":status").and_then(number) {
+                None => match status() {
                     Some(400..=499) => {
                         c.fail.http_4xx += 1;
                         false

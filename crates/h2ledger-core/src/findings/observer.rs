@@ -5,7 +5,7 @@ use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 use crate::flow::Flow;
 use crate::ledger::{ConnSummary, FrameEvent, HeaderNeed, Observer};
-use crate::model::Side;
+use crate::model::{FrameClass, Side};
 use crate::table::IdTable;
 use crate::StreamId;
 
@@ -126,7 +126,13 @@ impl Findings {
             pending.push((FindingId::MidStream, None, None));
         }
         rules::frame_rules(c, ev, cfg, pending);
-        super::failures::frame(c, ev, pending);
+        // DATA, WINDOW_UPDATE, PING and SETTINGS, most frames, tell nothing of a failure.
+        if matches!(
+            ev.class,
+            FrameClass::Headers | FrameClass::Trailers | FrameClass::RstStream | FrameClass::GoAway
+        ) {
+            super::failures::frame(c, ev, pending);
+        }
         if ev.head.stream_id.0 != 0 {
             streams::stream_frame(c, ev, streams, streams_untracked, pending);
         }
