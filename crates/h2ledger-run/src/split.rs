@@ -29,37 +29,103 @@ const MAX_INTERFACES: usize = 65_536;
 /// Bytes read at a time.
 const READ: usize = 1 << 20;
 
-/// A 64-bit FNV-1a hash of the connection of endpoints `a` and `b`, the same whichever is the
-/// sender: the two endpoints are hashed in sorted order, each as its 16-byte address (IPv4 as
-/// an IPv4-mapped IPv6 address) and its port in network byte order. Stable across runs and
+/// A 64-bit hash of the connection of endpoints `a` and `b`, the same whichever is the
+/// sender: the two endpoints in sorted order, each as its address (IPv4 as an IPv4-mapped
+/// IPv6 address, two 64-bit words) and its port, six words folded by multiply and xor
+/// (FNV-1a's prime and offset, a word at a time), then murmur3's 64-bit finalizer (`fmix64`)
+/// so that the low bits, taken by the modulo, depend on every bit. Stable across runs and
 /// machines (no random seed), so a shard number can be recomputed anywhere.
 pub fn conn_hash(a: SocketAddr, b: SocketAddr) -> u64 {
-    fn key(s: SocketAddr) -> [u8; 18] {
+    fn key(s: SocketAddr) -> (u128, u16) {
         let ip = match s.ip() {
             IpAddr::V4(v) => v.to_ipv6_mapped(),
             IpAddr::V6(v) => v,
         };
-        let mut k = [0u8; 18];
-        k[..16].copy_from_slice(&ip.octets());
-        k[16..].copy_from_slice(&s.port().to_be_bytes());
-        k
+        (u128::from(ip), s.port())
     }
     let (x, y) = (key(a), key(b));
     let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
+    fold(lo, hi)
+}
+
+fn fold(lo: (u128, u16), hi: (u128, u16)) -> u64 {
+    let words = [
+        (lo.0 >> 64) as u64,
+        lo.0 as u64,
+        u64::from(lo.1),
+        (hi.0 >> 64) as u64,
+        hi.0 as u64,
+        u64::from(hi.1),
+    ];
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in lo.iter().chain(hi.iter()) {
-        h ^= u64::from(*byte);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    for w in words {
+        h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
+        h ^= h >> 29;
     }
-    h
+    // fmix64 (MurmurHash3, Austin Appleby, public domain).
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// The shard of a captured frame of link type `linktype`, out of `shards` (at least 1):
 /// `Some` by [`conn_hash`] for TCP over IP, `None` for any other frame or one that cannot be
-/// decoded (the caller puts it in shard 0).
+/// decoded (the caller puts it in shard 0). The endpoints are those `link::decode` finds;
+/// a plain IPv4 TCP segment (Ethernet without VLAN tags, Linux cooked v1, raw IP) whose
+/// headers are whole is read by a short path that gives the same endpoints (a test
+/// compares the two on altered packets), anything else by `link::decode`.
 pub fn shard_of(linktype: LinkType, frame: &[u8], shards: usize) -> Option<usize> {
-    let seg = decode(linktype, frame).ok()??;
-    Some((conn_hash(seg.src, seg.dst) % shards.max(1) as u64) as usize)
+    let h = match fast_ipv4(linktype, frame) {
+        Some((s, d)) => {
+            let (lo, hi) = if s <= d { (s, d) } else { (d, s) };
+            fold(lo, hi)
+        }
+        None => {
+            let seg = decode(linktype, frame).ok()??;
+            conn_hash(seg.src, seg.dst)
+        }
+    };
+    Some((h % shards.max(1) as u64) as usize)
+}
+
+/// The endpoints of a plain IPv4 TCP segment whose IP and TCP headers are whole and
+/// unremarkable (not a fragment, lengths consistent), as (IPv4-mapped address, port); `None`
+/// for anything else, which `link::decode` reads.
+fn fast_ipv4(linktype: LinkType, frame: &[u8]) -> Option<((u128, u16), (u128, u16))> {
+    let ip = match linktype {
+        LinkType::ETHERNET if frame.len() >= 14 && frame[12..14] == [0x08, 0x00] => &frame[14..],
+        LinkType::LINUX_SLL if frame.len() >= 16 && frame[14..16] == [0x08, 0x00] => &frame[16..],
+        LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 | LinkType::IPV4 => frame,
+        _ => return None,
+    };
+    if ip.len() < 20 || ip[0] >> 4 != 4 || ip[9] != 6 {
+        return None;
+    }
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    // More fragments, or a fragment offset: a fragment.
+    if ihl < 20 || ip[6] & 0x3f != 0 || ip[7] != 0 || total < ihl + 20 {
+        return None;
+    }
+    let end = total.min(ip.len());
+    let tcp = ip.get(ihl..end)?;
+    if tcp.len() < 20 {
+        return None;
+    }
+    let doff = usize::from(tcp[12] >> 4) * 4;
+    if doff < 20 || doff > tcp.len() {
+        return None;
+    }
+    let addr = |i: usize| {
+        let v = std::net::Ipv4Addr::new(ip[i], ip[i + 1], ip[i + 2], ip[i + 3]);
+        u128::from(v.to_ipv6_mapped())
+    };
+    Some((
+        (addr(12), u16::from_be_bytes([tcp[0], tcp[1]])),
+        (addr(16), u16::from_be_bytes([tcp[2], tcp[3]])),
+    ))
 }
 
 /// What [`split`] did.
@@ -456,6 +522,42 @@ mod tests {
             );
         }
         assert_eq!(shard_of(LinkType::RAW, &[0x45, 0], 3), None);
+    }
+
+    /// The short path gives what `link::decode` gives, on packets altered byte by byte.
+    #[test]
+    fn short_path_agrees_with_decode() {
+        let base = tcp4([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443);
+        let mut eth = vec![0u8; 12];
+        eth.extend_from_slice(&[0x08, 0x00]);
+        eth.extend_from_slice(&base);
+        let mut seed: u64 = 1;
+        let mut fast = 0;
+        for (link, frame) in [(LinkType::RAW, &base), (LinkType::ETHERNET, &eth)] {
+            for _ in 0..20_000 {
+                let mut f = frame.clone();
+                for _ in 0..3 {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let i = (seed >> 33) as usize % f.len();
+                    f[i] = (seed >> 20) as u8;
+                }
+                if seed % 7 == 0 {
+                    f.truncate((seed >> 40) as usize % f.len());
+                }
+                let slow = decode(link, &f)
+                    .ok()
+                    .flatten()
+                    .map(|s| conn_hash(s.src, s.dst));
+                if let Some((s, d)) = fast_ipv4(link, &f) {
+                    fast += 1;
+                    let (lo, hi) = if s <= d { (s, d) } else { (d, s) };
+                    assert_eq!(Some(fold(lo, hi)), slow, "{f:?}");
+                }
+            }
+        }
+        assert!(fast > 1000, "the short path was taken {fast} times");
     }
 
     #[test]
