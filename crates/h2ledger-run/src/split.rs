@@ -543,7 +543,7 @@ mod tests {
                     let i = (seed >> 33) as usize % f.len();
                     f[i] = (seed >> 20) as u8;
                 }
-                if seed % 7 == 0 {
+                if seed.is_multiple_of(7) {
                     f.truncate((seed >> 40) as usize % f.len());
                 }
                 let slow = decode(link, &f)

@@ -72,7 +72,7 @@ fn open(path: &str, name: &str) -> Result<(Box<dyn Read + Send>, Vec<u8>)> {
     let mut r = decoder(head, source, kind).map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
     let mut magic = Vec::with_capacity(4);
     (&mut r).take(4).read_to_end(&mut magic).map_err(|e| {
-        let what = kind.map_or("read".to_string(), |k| format!("{k}"));
+        let what = kind.unwrap_or("read");
         anyhow!("{name}: {what}: {e}")
     })?;
     Ok((r, magic))
