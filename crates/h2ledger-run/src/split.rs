@@ -398,13 +398,15 @@ pub fn split<R: Read, W: Write>(mut r: R, outs: &mut [W]) -> Result<Counts, Spli
         match piece {
             Piece::More { need } => {
                 if eof {
+                    if !rec.started {
+                        return Err(SplitError::Format(format!(
+                            "{} bytes, too short for a capture's header (make one with: \
+                             tcpdump -i lo -w FILE)",
+                            buf.len()
+                        )));
+                    }
                     if buf.len() > at {
                         c.cut_at = Some(offset);
-                    } else if !rec.started {
-                        return Err(SplitError::Format(
-                            "empty input, not a capture (make one with: tcpdump -i lo -w FILE)"
-                                .into(),
-                        ));
                     }
                     break;
                 }
@@ -412,24 +414,15 @@ pub fn split<R: Read, W: Write>(mut r: R, outs: &mut [W]) -> Result<Counts, Spli
                 buf.drain(..at);
                 at = 0;
                 let want = need.max(READ);
-                while buf.len() < want {
-                    let old = buf.len();
-                    buf.resize(old + READ.max(want - old), 0);
-                    let got = loop {
-                        match r.read(&mut buf[old..]) {
-                            Ok(k) => break k,
-                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                            Err(e) => {
-                                buf.truncate(old);
-                                return Err(SplitError::Read(e));
-                            }
-                        }
-                    };
-                    buf.truncate(old + got);
-                    if got == 0 {
-                        eof = true;
-                        break;
-                    }
+                // Into the spare capacity, without filling it first; up to `want` bytes or
+                // the end of the input.
+                let old = buf.len();
+                (&mut r)
+                    .take((want - old) as u64)
+                    .read_to_end(&mut buf)
+                    .map_err(SplitError::Read)?;
+                if buf.len() < want {
+                    eof = true;
                 }
             }
             Piece::All { len, section } => {
@@ -651,6 +644,21 @@ mod tests {
         epb.extend_from_slice(&le(p.len() as u32));
         epb.extend_from_slice(&p);
         file.extend(block(6, &epb));
+        // Hostile bytes: an error or a count, never a panic or a loop.
+        let mut seed: u64 = 7;
+        for _ in 0..300 {
+            let mut f = file.clone();
+            for _ in 0..4 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = (seed >> 33) as usize % f.len();
+                f[i] = (seed >> 20) as u8;
+            }
+            let cut = (seed >> 40) as usize % (f.len() + 1);
+            let mut outs = vec![Vec::new(); 3];
+            let _ = split(&f[..cut], &mut outs);
+        }
         let mut outs = vec![Vec::new(); 4];
         let c = split(&file[..], &mut outs).unwrap();
         assert_eq!(c.format, "pcapng");
