@@ -11,7 +11,8 @@
 //! published order.
 //!
 //! [`input`] holds the readers a saved capture's bytes go through before libpcap: gzip and
-//! zstd decompression, and a forward-only reader for the pcapng key scan.
+//! zstd decompression, and a forward-only reader for the pcapng key scan. [`split`] cuts a
+//! capture into shards by TCP connection (`h2ledger split`).
 //!
 //! The crate is pure: no pcap, no tokio, no printing, no unsafe. Memory is bounded as
 //! docs/ledger.md ("Memory bounds") says.
@@ -40,6 +41,7 @@ mod obs;
 mod pipeline;
 mod report;
 mod session;
+pub mod split;
 mod ticker;
 pub mod time;
 

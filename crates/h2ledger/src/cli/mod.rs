@@ -71,6 +71,15 @@ pub enum Cmd {
     /// Two captures' ledgers side by side with the difference per row (B - A, per side):
     /// what changed on the wire between two runs
     Compare(CompareArgs),
+    /// Cut a capture into N captures by TCP connection, in one pass: both directions of every
+    /// connection in the same shard, the format kept (pcap stays pcap, pcapng keeps its
+    /// interfaces and secrets blocks in every shard)
+    ///
+    /// Writes DIR/NAME.K.pcap (or .pcapng) for K = 0 .. N-1, NAME the input's file name
+    /// without .gz, .zst, .pcap, .pcapng or .cap (`stdin` for `-`), K padded to the width of
+    /// N-1. Packets that are not TCP over IP go to shard 0 and are counted. Replaying each shard
+    /// gives reports whose connections, calls and frames add up to the whole capture's.
+    Split(SplitArgs),
     /// What a finding id means: its rule, the source the rule comes from, and the advice
     /// (without an id: every id, its severity and what it names)
     Explain(ExplainArgs),
@@ -535,6 +544,30 @@ pub struct CompareArgs {
     pub format: Format,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+#[derive(Args)]
+pub struct SplitArgs {
+    /// The capture (pcap or pcapng, also gzip- or zstd-compressed); `-` reads standard input
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// How many captures to write (1 to 4096)
+    #[arg(short = 'n', long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub shards: u32,
+    /// The directory to write them into (made if missing; shards of the same name in it are
+    /// overwritten)
+    #[arg(short = 'w', long = "write", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// How to cut: by TCP connection (the only way so far)
+    #[arg(long, value_enum, default_value_t = SplitBy::Connection)]
+    pub by: SplitBy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SplitBy {
+    /// Both directions of a TCP connection (a symmetric hash of its two endpoints) in one shard
+    Connection,
 }
 
 #[derive(Args)]

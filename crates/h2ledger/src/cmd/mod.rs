@@ -11,3 +11,4 @@ pub mod ledger;
 pub mod listing;
 pub mod replay;
 pub mod sniff;
+pub mod split;

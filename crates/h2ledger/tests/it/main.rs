@@ -56,6 +56,9 @@
 //! * `identity`: issue 36, what a connection is: other protocols beside HTTP/2 without
 //!   `--port` (captures/not-http2/), connections evicted and back, more open streams than
 //!   followed (the part of `just stress` that runs here).
+//! * `split`: issue 39, `split` on every capture in captures/ (pcap, pcapng, secrets blocks):
+//!   each connection in one shard, the shards' connections, calls, packets and frames adding
+//!   up to the whole's; compressed and piped input; its errors.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -83,6 +86,7 @@ mod schema;
 mod servers;
 mod service;
 mod snap;
+mod split;
 mod sql;
 mod tls;
 mod tshark;

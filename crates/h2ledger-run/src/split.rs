@@ -1,0 +1,678 @@
+//! Cutting a saved capture by TCP connection (`h2ledger split`, decision 320): every packet of
+//! a connection, both directions, goes to the same one of N shards, chosen by a hash of the
+//! connection's two endpoints taken in sorted order ([`conn_hash`], symmetric). The records are
+//! copied as they are: a pcap file's shards are pcap files with the same header (link type,
+//! snapshot length, byte order, timestamp precision); a pcapng file's shards are pcapng files
+//! with every block that is not a packet (Section Header, Interface Description, Decryption
+//! Secrets, Name Resolution, Interface Statistics, custom blocks) copied to every shard where
+//! it stood, so that each shard's packets keep their interfaces and any key can serve any
+//! connection. A Section Header Block's section length is set to -1 (unknown) in the copies:
+//! the length of the whole section no longer holds for a part of it. A packet that is not TCP
+//! over IP, or that cannot be decoded (a fragment, a truncated header, an unknown link type),
+//! goes to shard 0 and is counted.
+//!
+//! Pure: a `Read` in, `Write`s out, one streaming pass with a buffer of at most
+//! [`MAX_RECORD`] plus one read; hostile bytes end in an error, never a panic.
+#![forbid(unsafe_code)]
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr};
+
+use h2ledger_tcp::link::decode;
+use h2ledger_tcp::LinkType;
+
+/// The longest record (pcap packet record, pcapng block) taken: libpcap's own bound for a
+/// pcapng block (`MAX_BLOCKSIZE`, libpcap's sf-pcapng.c), also applied to pcap records.
+pub const MAX_RECORD: usize = 16 * 1024 * 1024;
+/// Interfaces kept per pcapng section; a packet on an interface beyond goes to shard 0.
+const MAX_INTERFACES: usize = 65_536;
+/// Bytes read at a time.
+const READ: usize = 1 << 20;
+
+/// A 64-bit hash of the connection of endpoints `a` and `b`, the same whichever is the
+/// sender: the two endpoints in sorted order, each as its address (IPv4 as an IPv4-mapped
+/// IPv6 address, two 64-bit words) and its port, six words folded by multiply and xor
+/// (FNV-1a's prime and offset, a word at a time), then murmur3's 64-bit finalizer (`fmix64`)
+/// so that the low bits, taken by the modulo, depend on every bit. Stable across runs and
+/// machines (no random seed), so a shard number can be recomputed anywhere.
+pub fn conn_hash(a: SocketAddr, b: SocketAddr) -> u64 {
+    fn key(s: SocketAddr) -> (u128, u16) {
+        let ip = match s.ip() {
+            IpAddr::V4(v) => v.to_ipv6_mapped(),
+            IpAddr::V6(v) => v,
+        };
+        (u128::from(ip), s.port())
+    }
+    let (x, y) = (key(a), key(b));
+    let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
+    fold(lo, hi)
+}
+
+fn fold(lo: (u128, u16), hi: (u128, u16)) -> u64 {
+    let words = [
+        (lo.0 >> 64) as u64,
+        lo.0 as u64,
+        u64::from(lo.1),
+        (hi.0 >> 64) as u64,
+        hi.0 as u64,
+        u64::from(hi.1),
+    ];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
+        h ^= h >> 29;
+    }
+    // fmix64 (MurmurHash3, Austin Appleby, public domain).
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The shard of a captured frame of link type `linktype`, out of `shards` (at least 1):
+/// `Some` by [`conn_hash`] for TCP over IP, `None` for any other frame or one that cannot be
+/// decoded (the caller puts it in shard 0). The endpoints are those `link::decode` finds;
+/// a plain IPv4 TCP segment (Ethernet without VLAN tags, Linux cooked v1, raw IP) whose
+/// headers are whole is read by a short path that gives the same endpoints (a test
+/// compares the two on altered packets), anything else by `link::decode`.
+pub fn shard_of(linktype: LinkType, frame: &[u8], shards: usize) -> Option<usize> {
+    let h = match fast_ipv4(linktype, frame) {
+        Some((s, d)) => {
+            let (lo, hi) = if s <= d { (s, d) } else { (d, s) };
+            fold(lo, hi)
+        }
+        None => {
+            let seg = decode(linktype, frame).ok()??;
+            conn_hash(seg.src, seg.dst)
+        }
+    };
+    Some((h % shards.max(1) as u64) as usize)
+}
+
+/// The endpoints of a plain IPv4 TCP segment whose IP and TCP headers are whole and
+/// unremarkable (not a fragment, lengths consistent), as (IPv4-mapped address, port); `None`
+/// for anything else, which `link::decode` reads.
+fn fast_ipv4(linktype: LinkType, frame: &[u8]) -> Option<((u128, u16), (u128, u16))> {
+    let ip = match linktype {
+        LinkType::ETHERNET if frame.len() >= 14 && frame[12..14] == [0x08, 0x00] => &frame[14..],
+        LinkType::LINUX_SLL if frame.len() >= 16 && frame[14..16] == [0x08, 0x00] => &frame[16..],
+        LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 | LinkType::IPV4 => frame,
+        _ => return None,
+    };
+    if ip.len() < 20 || ip[0] >> 4 != 4 || ip[9] != 6 {
+        return None;
+    }
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    // More fragments, or a fragment offset: a fragment.
+    if ihl < 20 || ip[6] & 0x3f != 0 || ip[7] != 0 || total < ihl + 20 {
+        return None;
+    }
+    let end = total.min(ip.len());
+    let tcp = ip.get(ihl..end)?;
+    if tcp.len() < 20 {
+        return None;
+    }
+    let doff = usize::from(tcp[12] >> 4) * 4;
+    if doff < 20 || doff > tcp.len() {
+        return None;
+    }
+    let addr = |i: usize| {
+        let v = std::net::Ipv4Addr::new(ip[i], ip[i + 1], ip[i + 2], ip[i + 3]);
+        u128::from(v.to_ipv6_mapped())
+    };
+    Some((
+        (addr(12), u16::from_be_bytes([tcp[0], tcp[1]])),
+        (addr(16), u16::from_be_bytes([tcp[2], tcp[3]])),
+    ))
+}
+
+/// What [`split`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// "pcap" or "pcapng".
+    pub format: &'static str,
+    /// Packets written to each shard.
+    pub packets: Vec<u64>,
+    /// Bytes written to each shard (headers and copied blocks included).
+    pub bytes: Vec<u64>,
+    /// Packets that were not TCP over IP or could not be decoded (in shard 0).
+    pub not_tcp: u64,
+    /// pcapng: blocks other than packets, copied to every shard.
+    pub copied_blocks: u64,
+    /// The input ended inside a record that began at this byte: the records before it were
+    /// split, the cut one was not.
+    pub cut_at: Option<u64>,
+}
+
+/// Why [`split`] stopped.
+#[derive(Debug)]
+pub enum SplitError {
+    /// The input could not be read.
+    Read(std::io::Error),
+    /// A shard could not be written (its index).
+    Write(usize, std::io::Error),
+    /// The input is not a capture this reads, or is damaged at a byte offset.
+    Format(String),
+}
+
+impl std::fmt::Display for SplitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SplitError::Read(e) => write!(f, "cannot read: {e}"),
+            SplitError::Write(k, e) => write!(f, "cannot write shard {k}: {e}"),
+            SplitError::Format(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for SplitError {}
+
+/// Where a record goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Piece {
+    /// The first `len` bytes go to every shard; a Section Header Block (its section length
+    /// set to -1 in the copies) when `section`.
+    All { len: usize, section: bool },
+    /// A packet record of `len` bytes whose frame is `b[start..start + caplen]`, captured on
+    /// a link of type `link` (`None`: unknown interface).
+    Packet {
+        len: usize,
+        start: usize,
+        caplen: usize,
+        link: Option<u16>,
+    },
+    /// At least `need` bytes are needed.
+    More { need: usize },
+}
+
+/// The record reader's state.
+#[derive(Default)]
+struct Records {
+    started: bool,
+    pcapng: bool,
+    big: bool,
+    /// Classic pcap: the link type.
+    link: u16,
+    /// pcapng: the current section's interfaces' link types.
+    ifaces: Vec<u16>,
+}
+
+impl Records {
+    fn u16_at(&self, b: &[u8], i: usize) -> u16 {
+        let x = [b[i], b[i + 1]];
+        if self.big {
+            u16::from_be_bytes(x)
+        } else {
+            u16::from_le_bytes(x)
+        }
+    }
+
+    fn u32_at(&self, b: &[u8], i: usize) -> u32 {
+        let x = [b[i], b[i + 1], b[i + 2], b[i + 3]];
+        if self.big {
+            u32::from_be_bytes(x)
+        } else {
+            u32::from_le_bytes(x)
+        }
+    }
+
+    fn next(&mut self, b: &[u8]) -> Result<Piece, String> {
+        if !self.started {
+            return self.header(b);
+        }
+        if self.pcapng {
+            self.block(b)
+        } else {
+            if b.len() < 16 {
+                return Ok(Piece::More { need: 16 });
+            }
+            let caplen = self.u32_at(b, 8) as usize;
+            if caplen > MAX_RECORD {
+                return Err(format!(
+                    "a packet record of {caplen} bytes, beyond the {MAX_RECORD} taken \
+                     (a damaged capture)"
+                ));
+            }
+            if b.len() < 16 + caplen {
+                return Ok(Piece::More { need: 16 + caplen });
+            }
+            Ok(Piece::Packet {
+                len: 16 + caplen,
+                start: 16,
+                caplen,
+                link: Some(self.link),
+            })
+        }
+    }
+
+    fn header(&mut self, b: &[u8]) -> Result<Piece, String> {
+        let Some(m) = b.get(..4) else {
+            return Ok(Piece::More { need: 4 });
+        };
+        match m {
+            [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => self.big = true,
+            [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => self.big = false,
+            [0x0a, 0x0d, 0x0d, 0x0a] => {
+                self.pcapng = true;
+                self.started = true;
+                return self.block(b);
+            }
+            _ => {
+                return Err(
+                    "not a pcap or pcapng capture (its first bytes are no pcap or \
+                     pcapng magic number)"
+                        .into(),
+                )
+            }
+        }
+        if b.len() < 24 {
+            return Ok(Piece::More { need: 24 });
+        }
+        if self.u16_at(b, 4) != 2 {
+            return Err(format!(
+                "pcap version {}.{}, not 2.x: not a capture this reads",
+                self.u16_at(b, 4),
+                self.u16_at(b, 6)
+            ));
+        }
+        // LINKTYPE is the low 16 bits (the others: FCS length), as libpcap's LT_LINKTYPE.
+        self.link = (self.u32_at(b, 20) & 0xffff) as u16;
+        self.started = true;
+        Ok(Piece::All {
+            len: 24,
+            section: false,
+        })
+    }
+
+    fn block(&mut self, b: &[u8]) -> Result<Piece, String> {
+        if b.len() < 12 {
+            return Ok(Piece::More { need: 12 });
+        }
+        if b[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
+            // A Section Header Block: its byte-order magic says how to read its length.
+            self.big = match b[8..12] {
+                [0x1a, 0x2b, 0x3c, 0x4d] => true,
+                [0x4d, 0x3c, 0x2b, 0x1a] => false,
+                _ => return Err("a pcapng section header with no byte-order magic".into()),
+            };
+        }
+        let (kind, total) = (self.u32_at(b, 0), self.u32_at(b, 4) as usize);
+        if total < 12 || total % 4 != 0 || total > MAX_RECORD {
+            return Err(format!(
+                "a pcapng block of type {kind:#x} claims {total} bytes (at least 12, a \
+                 multiple of 4, at most {MAX_RECORD}): a damaged capture"
+            ));
+        }
+        if b.len() < total {
+            return Ok(Piece::More { need: total });
+        }
+        if self.u32_at(b, total - 4) as usize != total {
+            return Err(format!(
+                "a pcapng block of type {kind:#x} whose two lengths differ: a damaged capture"
+            ));
+        }
+        let body = &b[8..total - 4];
+        let link = |this: &Records, i: usize| this.ifaces.get(i).copied();
+        Ok(match kind {
+            0x0A0D_0D0A => {
+                if body.len() < 16 {
+                    return Err("a pcapng section header shorter than 28 bytes".into());
+                }
+                self.ifaces.clear();
+                Piece::All {
+                    len: total,
+                    section: true,
+                }
+            }
+            // Interface Description Block.
+            0x0000_0001 => {
+                if body.len() >= 2 && self.ifaces.len() < MAX_INTERFACES {
+                    self.ifaces.push(self.u16_at(body, 0));
+                }
+                Piece::All {
+                    len: total,
+                    section: false,
+                }
+            }
+            // Enhanced Packet Block, obsolete Packet Block.
+            0x0000_0006 | 0x0000_0002 if body.len() >= 20 => {
+                let iface = if kind == 6 {
+                    self.u32_at(body, 0) as usize
+                } else {
+                    usize::from(self.u16_at(body, 0))
+                };
+                let caplen = (self.u32_at(body, 12) as usize).min(body.len() - 20);
+                Piece::Packet {
+                    len: total,
+                    start: 28,
+                    caplen,
+                    link: link(self, iface),
+                }
+            }
+            // Simple Packet Block: interface 0, the original length then the frame.
+            0x0000_0003 if body.len() >= 4 => Piece::Packet {
+                len: total,
+                start: 12,
+                caplen: (self.u32_at(body, 0) as usize).min(body.len() - 4),
+                link: link(self, 0),
+            },
+            0x0000_0006 | 0x0000_0002 | 0x0000_0003 => Piece::Packet {
+                len: total,
+                start: 8,
+                caplen: 0,
+                link: None,
+            },
+            _ => Piece::All {
+                len: total,
+                section: false,
+            },
+        })
+    }
+}
+
+/// Reads the capture `r` (pcap or pcapng, not compressed: decompress first) once and writes
+/// each record to `outs` as the module docs say: packets to the shard of their connection,
+/// headers and other blocks to every shard. `outs` must not be empty. Returns what was
+/// written; a read or write error, or bytes that are not a capture, stop it.
+pub fn split<R: Read, W: Write>(mut r: R, outs: &mut [W]) -> Result<Counts, SplitError> {
+    let n = outs.len();
+    if n == 0 {
+        return Err(SplitError::Format("no shards to write".into()));
+    }
+    let mut rec = Records::default();
+    let mut c = Counts {
+        packets: vec![0; n],
+        bytes: vec![0; n],
+        ..Counts::default()
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(READ * 2);
+    let mut at = 0usize; // start of unread records in buf
+    let mut offset = 0u64; // file offset of buf[at]
+    let mut eof = false;
+    loop {
+        let piece = rec
+            .next(&buf[at..])
+            .map_err(|m| SplitError::Format(format!("{m} (at byte {offset})")))?;
+        match piece {
+            Piece::More { need } => {
+                if eof {
+                    if !rec.started {
+                        return Err(SplitError::Format(format!(
+                            "{} bytes, too short for a capture's header (make one with: \
+                             tcpdump -i lo -w FILE)",
+                            buf.len()
+                        )));
+                    }
+                    if buf.len() > at {
+                        c.cut_at = Some(offset);
+                    }
+                    break;
+                }
+                // Keep the unread part, then read at least what the record needs.
+                buf.drain(..at);
+                at = 0;
+                let want = need.max(READ);
+                // Into the spare capacity, without filling it first; up to `want` bytes or
+                // the end of the input.
+                let old = buf.len();
+                (&mut r)
+                    .take((want - old) as u64)
+                    .read_to_end(&mut buf)
+                    .map_err(SplitError::Read)?;
+                if buf.len() < want {
+                    eof = true;
+                }
+            }
+            Piece::All { len, section } => {
+                let b = &buf[at..at + len];
+                for (k, w) in outs.iter_mut().enumerate() {
+                    let res = if section {
+                        // Section length (body bytes 8..16, block bytes 16..24): -1, unknown.
+                        w.write_all(&b[..16])
+                            .and_then(|()| w.write_all(&[0xff; 8]))
+                            .and_then(|()| w.write_all(&b[24..]))
+                    } else {
+                        w.write_all(b)
+                    };
+                    res.map_err(|e| SplitError::Write(k, e))?;
+                    c.bytes[k] += len as u64;
+                }
+                if rec.pcapng {
+                    c.copied_blocks += 1;
+                }
+                at += len;
+                offset += len as u64;
+            }
+            Piece::Packet {
+                len,
+                start,
+                caplen,
+                link,
+            } => {
+                let b = &buf[at..at + len];
+                let frame = &b[start..start + caplen];
+                let k = link
+                    .and_then(|l| shard_of(LinkType(i32::from(l)), frame, n))
+                    .unwrap_or_else(|| {
+                        c.not_tcp += 1;
+                        0
+                    });
+                outs[k].write_all(b).map_err(|e| SplitError::Write(k, e))?;
+                c.packets[k] += 1;
+                c.bytes[k] += len as u64;
+                at += len;
+                offset += len as u64;
+            }
+        }
+    }
+    c.format = if rec.pcapng { "pcapng" } else { "pcap" };
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp4(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Vec<u8> {
+        let mut p = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0];
+        p.extend_from_slice(&src);
+        p.extend_from_slice(&dst);
+        p.extend_from_slice(&sport.to_be_bytes());
+        p.extend_from_slice(&dport.to_be_bytes());
+        p.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0]);
+        p
+    }
+
+    fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
+        let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+        f.extend_from_slice(&[0; 8]);
+        f.extend_from_slice(&65535u32.to_le_bytes());
+        f.extend_from_slice(&101u32.to_le_bytes());
+        for p in packets {
+            f.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0]);
+            f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+            f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+            f.extend_from_slice(p);
+        }
+        f
+    }
+
+    #[test]
+    fn hash_is_symmetric() {
+        let a: SocketAddr = "127.0.0.1:50000".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert_eq!(conn_hash(a, b), conn_hash(b, a));
+        let c: SocketAddr = "127.0.0.1:50001".parse().unwrap();
+        assert_ne!(conn_hash(a, b), conn_hash(c, b));
+        let there = tcp4([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443);
+        let back = tcp4([10, 0, 0, 2], 443, [10, 0, 0, 1], 40000);
+        for n in 1..8 {
+            assert_eq!(
+                shard_of(LinkType::RAW, &there, n),
+                shard_of(LinkType::RAW, &back, n)
+            );
+        }
+        assert_eq!(shard_of(LinkType::RAW, &[0x45, 0], 3), None);
+    }
+
+    /// The short path gives what `link::decode` gives, on packets altered byte by byte.
+    #[test]
+    fn short_path_agrees_with_decode() {
+        let base = tcp4([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443);
+        let mut eth = vec![0u8; 12];
+        eth.extend_from_slice(&[0x08, 0x00]);
+        eth.extend_from_slice(&base);
+        let mut seed: u64 = 1;
+        let mut fast = 0;
+        for (link, frame) in [(LinkType::RAW, &base), (LinkType::ETHERNET, &eth)] {
+            for _ in 0..20_000 {
+                let mut f = frame.clone();
+                for _ in 0..3 {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let i = (seed >> 33) as usize % f.len();
+                    f[i] = (seed >> 20) as u8;
+                }
+                if seed.is_multiple_of(7) {
+                    f.truncate((seed >> 40) as usize % f.len());
+                }
+                let slow = decode(link, &f)
+                    .ok()
+                    .flatten()
+                    .map(|s| conn_hash(s.src, s.dst));
+                if let Some((s, d)) = fast_ipv4(link, &f) {
+                    fast += 1;
+                    let (lo, hi) = if s <= d { (s, d) } else { (d, s) };
+                    assert_eq!(Some(fold(lo, hi)), slow, "{f:?}");
+                }
+            }
+        }
+        assert!(fast > 1000, "the short path was taken {fast} times");
+    }
+
+    #[test]
+    fn pcap_splits_by_connection() {
+        let mut pkts = Vec::new();
+        for port in 40000..40020u16 {
+            pkts.push(tcp4([10, 0, 0, 1], port, [10, 0, 0, 2], 443));
+            pkts.push(tcp4([10, 0, 0, 2], 443, [10, 0, 0, 1], port));
+        }
+        pkts.push(vec![0x45, 0, 0, 20]); // not decodable
+        let file = pcap(&pkts);
+        // Read one byte at a time: records cut across reads.
+        struct Slow<'a>(&'a [u8]);
+        impl Read for Slow<'_> {
+            fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(b.len()).min(7);
+                b[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut outs = vec![Vec::new(); 3];
+        let c = split(Slow(&file), &mut outs).unwrap();
+        assert_eq!(c.format, "pcap");
+        assert_eq!(c.packets.iter().sum::<u64>(), 41);
+        assert_eq!(c.not_tcp, 1);
+        assert_eq!(c.cut_at, None);
+        assert!(c.packets.iter().all(|&p| p > 0));
+        // Both directions in one shard: every shard holds an even number of TCP packets.
+        assert_eq!((c.packets[0] - 1) % 2, 0);
+        assert_eq!(c.packets[1] % 2, 0);
+        for o in &outs {
+            assert_eq!(o[..24], file[..24]);
+        }
+        let total: usize = outs.iter().map(|o| o.len()).sum();
+        assert_eq!(total, file.len() + 2 * 24);
+        // Cut inside the last record.
+        let mut outs = vec![Vec::new(); 2];
+        let c = split(&file[..file.len() - 2], &mut outs).unwrap();
+        assert_eq!(c.packets.iter().sum::<u64>(), 40);
+        assert!(c.cut_at.is_some());
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_capture() {
+        let mut outs = vec![Vec::new(); 2];
+        assert!(matches!(
+            split(&b"hello world, this is text"[..], &mut outs),
+            Err(SplitError::Format(_))
+        ));
+        assert!(matches!(
+            split(&b""[..], &mut outs),
+            Err(SplitError::Format(_))
+        ));
+        // A pcapng block that claims 4 GiB.
+        let mut b = vec![
+            0x0a, 0x0d, 0x0d, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x4d, 0x3c, 0x2b, 0x1a,
+        ];
+        b.extend_from_slice(&[0; 20]);
+        assert!(matches!(
+            split(&b[..], &mut outs),
+            Err(SplitError::Format(_))
+        ));
+    }
+
+    #[test]
+    fn pcapng_copies_blocks_and_opens_sections() {
+        let le = |x: u32| x.to_le_bytes();
+        let block = |kind: u32, body: &[u8]| {
+            let total = 12 + body.len() as u32;
+            let mut b = le(kind).to_vec();
+            b.extend_from_slice(&le(total));
+            b.extend_from_slice(body);
+            b.extend_from_slice(&le(total));
+            b
+        };
+        let mut shb = vec![0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0];
+        shb.extend_from_slice(&1000u64.to_le_bytes());
+        let mut idb = 101u16.to_le_bytes().to_vec();
+        idb.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        let dsb = block(
+            10,
+            &[0x4b, 0x53, 0x4c, 0x54, 4, 0, 0, 0, b'k', b'e', b'y', b's'],
+        );
+        let mut file = block(0x0A0D_0D0A, &shb);
+        file.extend(block(1, &idb));
+        file.extend(&dsb);
+        let p = tcp4([10, 0, 0, 1], 1, [10, 0, 0, 2], 2);
+        let mut epb = vec![0; 12];
+        epb.extend_from_slice(&le(p.len() as u32));
+        epb.extend_from_slice(&le(p.len() as u32));
+        epb.extend_from_slice(&p);
+        file.extend(block(6, &epb));
+        // Hostile bytes: an error or a count, never a panic or a loop.
+        let mut seed: u64 = 7;
+        for _ in 0..300 {
+            let mut f = file.clone();
+            for _ in 0..4 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = (seed >> 33) as usize % f.len();
+                f[i] = (seed >> 20) as u8;
+            }
+            let cut = (seed >> 40) as usize % (f.len() + 1);
+            let mut outs = vec![Vec::new(); 3];
+            let _ = split(&f[..cut], &mut outs);
+        }
+        let mut outs = vec![Vec::new(); 4];
+        let c = split(&file[..], &mut outs).unwrap();
+        assert_eq!(c.format, "pcapng");
+        assert_eq!(c.copied_blocks, 3);
+        assert_eq!(c.not_tcp, 0);
+        let k = shard_of(LinkType::RAW, &p, 4).unwrap();
+        assert_eq!(c.packets[k], 1);
+        for (i, o) in outs.iter().enumerate() {
+            assert_eq!(o[16..24], [0xff; 8], "section length unknown");
+            assert!(
+                o.windows(dsb.len()).any(|w| w == dsb),
+                "secrets in shard {i}"
+            );
+            assert_eq!(o.len() > file.len() - 40, i == k);
+        }
+    }
+}
