@@ -5,13 +5,14 @@
 /// connection (HEADERS vs TRAILERS), and over all connections the flow tracker's
 /// ([`crate::flow::MAX_FLOW_STREAMS`]), the findings' ([`crate::findings::MAX_FINDING_STREAMS`]),
 /// the gRPC tracker's ([`crate::grpc::MAX_GRPC_STREAMS`]) and the analysis' calls in flight
-/// ([`crate::analysis::MAX_ACTIVE_CALLS`]). Each table costs from 5 (the ledger's) to about 200
-/// bytes (the flow tracker's, with its growth) a stream: 65,536 streams, under 40 MiB for all
-/// of them together, keep a run within 64 MiB whatever a peer opens (2^20 streams on one
-/// connection is one of `just stress`'s cases). Real servers allow 100 to 1,000 concurrent
-/// streams a connection (SETTINGS_MAX_CONCURRENT_STREAMS). Beyond, each table counts what it
-/// did not follow and the report says so (docs/ledger.md, "Bounds").
-pub const MAX_OPEN_STREAMS: usize = 1 << 16;
+/// ([`crate::analysis::MAX_ACTIVE_CALLS`]). Each table costs from 5 (the ledger's) to about 290
+/// bytes (the gRPC tracker's, in a table at most half full) a stream: at 65,536 streams
+/// `replay --analyze` peaked at 66.5 MiB of heap (2^17 streams open on one connection, `just
+/// stress`); 32,768 keep every view of a run within 64 MiB whatever a peer opens. Real servers
+/// allow 100 to 1,000 concurrent streams a connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+/// Beyond, each table counts what it did not follow and the report says so (docs/ledger.md,
+/// "Bounds").
+pub const MAX_OPEN_STREAMS: usize = 1 << 15;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 

@@ -350,7 +350,7 @@ pub struct Ledger<O> {
 /// Evicted connections whose state is kept, in case the reassembler sees them again and they
 /// resume; beyond, the oldest is closed for good (folded into the totals, `evicted-folded`)
 /// and a return of it goes on as a continuation ([`Folded`]).
-const MAX_EVICTED_KEPT: usize = 1024;
+const MAX_EVICTED_KEPT: usize = 512;
 
 /// What the ledger remembers of an evicted connection whose state it folded, for its return:
 /// whether it was counted as HTTP/2, its client, and where each direction stood.

@@ -131,7 +131,7 @@ fn connections_evicted_and_back_are_counted_once() {
 
 /// One connection opening 2^17 + 10 streams (HEADERS, END_HEADERS, never ended), the last 10
 /// answered with headers and trailers: every call counted, HEADERS and TRAILERS exact although
-/// more streams are open than the stream tables follow (`MAX_OPEN_STREAMS`, 65,536), and the
+/// more streams are open than the stream tables follow (`MAX_OPEN_STREAMS`, 32,768), and the
 /// caps that were hit said.
 #[test]
 fn more_open_streams_than_followed() {
