@@ -50,13 +50,15 @@ pub mod pcapng;
 mod probe;
 pub mod record;
 mod source;
+pub mod ssl;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod sys;
 
 pub use dsb::decryption_secrets_block;
 pub use probe::{find_go_probe, FoundBy, GoAbi, ProbeError, ProbePoint, GO_WRITE_KEY_LOG};
 pub use record::{KeyLine, Origin, Stats};
-pub use source::{inspect, AttachError, AttachInfo, KeySource, SourceStats, RING_SIZE};
+pub use source::{inspect, AttachError, AttachInfo, KeySource, SourceStats, SslAttach, RING_SIZE};
+pub use ssl::{find_ssl_probe, SslError, SslProbe};
 
 /// Key log text of `lines` (each followed by a newline), as `Layer::add_keys` and
 /// `--keys-out FILE` take it.

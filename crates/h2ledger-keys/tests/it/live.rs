@@ -74,7 +74,7 @@ fn run(bin: &Path, tls: &str, n: u32, conns: u32, found_by: FoundBy) -> usize {
     };
     let info = keys.attached();
     assert_eq!(info.pid, Some(pid));
-    assert_eq!(info.probe.found_by, found_by);
+    assert_eq!(info.probe.as_ref().expect("a Go probe").found_by, found_by);
     assert!(info
         .to_string()
         .contains("crypto/tls.(*Config).writeKeyLog"));
