@@ -610,7 +610,7 @@ mod tests {
             [
                 (1, "EARLY_EXPORTER_SECRET"),
                 (7, "EXPORTER_SECRET"),
-                (37, "CLIENT_RANDOM")
+                (38, "CLIENT_RANDOM")
             ]
         );
     }
