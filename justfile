@@ -58,6 +58,8 @@ test: (deps test_pkgs)
         { python3 -m pip install --quiet duckdb chdb 2>/dev/null ||
           python3 -m pip install --quiet --break-system-packages duckdb chdb; } || true
     fi
+    # crates/h2ledger-keys' BoringSSL peer: PyPI's grpcio wheel in a venv (issue 37).
+    if [ "$(id -u)" = 0 ]; then scripts/grpcio-wheel.sh || echo "grpcio wheel: not installed" >&2; fi
     # Every test binary runs (--no-fail-fast), and the summary line is printed even when one fails.
     set +e
     ( cargo test --workspace --all-targets --no-fail-fast; a=$?

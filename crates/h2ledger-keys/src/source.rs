@@ -167,7 +167,7 @@ impl fmt::Display for AttachError {
                 pid: Some(p),
                 exe,
                 why,
-            } => write!(f, "--keys-from {p}: {}: {why}", exe.display()),
+            } => write!(f, "--keys-from: pid {p} ({}): {why}", exe.display()),
             AttachError::NoTls {
                 pid: None,
                 exe,

@@ -13,7 +13,7 @@ use h2ledger_keys::{keylog_text, AttachError, FoundBy, KeySource};
 
 use crate::peers::{peers, skip};
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -392,16 +392,22 @@ pub struct CaptureArgs {
     /// does: it reads the host's own traffic, loopback above all; accepted for tcpdump habits
     #[arg(short = 'p', long = "no-promiscuous-mode")]
     pub no_promiscuous: bool,
-    /// Live: decrypt HTTP/2 over TLS with secrets taken from the running Go program PID
-    /// (repeatable), by a uprobe on crypto/tls.(*Config).writeKeyLog attached before the
-    /// capture opens; the program needs no key log. Needs root or CAP_SYS_ADMIN (and
-    /// CAP_SYS_PTRACE for another user's process); connections whose handshake came before
-    /// are named in a warning
+    /// Live: decrypt HTTP/2 over TLS with secrets taken from the running program PID
+    /// (repeatable), by a uprobe attached before the capture opens: Go's
+    /// crypto/tls.(*Config).writeKeyLog, or the ssl_log_secret of every OpenSSL (1.1.1, 3.x)
+    /// or BoringSSL copy it maps (shared libssl, static, stripped; amd64); the program needs no
+    /// key log. Needs root or CAP_SYS_ADMIN (and CAP_SYS_PTRACE for another user's process);
+    /// connections whose handshake came before are named in a warning
     #[arg(long = "keys-from", value_name = "PID", value_parser = pid)]
     pub keys_from: Vec<u32>,
-    /// Live: append the secrets taken with --keys-from to FILE (SSLKEYLOGFILE format, created
-    /// with mode 0600)
-    #[arg(long = "keys-out", value_name = "FILE", requires = "keys_from")]
+    /// Live: as --keys-from, for every process that maps FILE, now or started later
+    /// (repeatable): a libssl.so, an executable or shared object with OpenSSL or BoringSSL
+    /// inside, or a Go executable
+    #[arg(long = "keys-from-lib", value_name = "FILE")]
+    pub keys_from_lib: Vec<PathBuf>,
+    /// Live: append the secrets taken with --keys-from or --keys-from-lib to FILE
+    /// (SSLKEYLOGFILE format, created with mode 0600)
+    #[arg(long = "keys-out", value_name = "FILE")]
     pub keys_out: Option<PathBuf>,
     #[command(flatten)]
     pub user: UserArg,
@@ -431,6 +437,7 @@ impl CaptureArgs {
             snaplen: None,
             no_promiscuous: false,
             keys_from: Vec::new(),
+            keys_from_lib: Vec::new(),
             keys_out: None,
             user: UserArg {
                 user: "nobody".into(),

@@ -62,6 +62,7 @@ impl CaptureArgs {
             (self.buffer_kib.is_some(), "-B/--buffer-size"),
             (self.snaplen.is_some(), "-s/--snapshot-length"),
             (!self.keys_from.is_empty(), "--keys-from"),
+            (!self.keys_from_lib.is_empty(), "--keys-from-lib"),
         ] {
             if set {
                 bail!("{flag} applies to a live capture (-i DEV), not to reading {file}");
