@@ -243,16 +243,19 @@ fn openssl_server_and_curl_equal_curls_key_log() {
             .spawn()
             .unwrap(),
     );
-    let mut l = first_line(&mut server.0);
-    if l.starts_with("Using") {
-        l.clear();
-    }
-    let port = loop {
-        if let Some(p) = l.trim().strip_prefix("ACCEPT ") {
-            break p.rsplit(':').next().unwrap().to_string();
-        }
-        // "Using default temp DH parameters" first on some builds.
-        l = first_line(&mut server.0);
+    // "ACCEPT 127.0.0.1:PORT", after "Using default temp DH parameters" on some builds.
+    let port = {
+        let mut out = BufReader::new(server.0.stdout.take().unwrap());
+        let mut l = String::new();
+        let port = loop {
+            l.clear();
+            assert!(out.read_line(&mut l).unwrap() > 0, "s_server ended");
+            if let Some(p) = l.trim().strip_prefix("ACCEPT ") {
+                break p.rsplit(':').next().unwrap().to_string();
+            }
+        };
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        port
     };
     let t = Instant::now();
     let mut keys = KeySource::attach(server.0.id()).unwrap();

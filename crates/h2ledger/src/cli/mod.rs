@@ -405,6 +405,11 @@ pub struct CaptureArgs {
     /// inside, or a Go executable
     #[arg(long = "keys-from-lib", value_name = "FILE")]
     pub keys_from_lib: Vec<PathBuf>,
+    /// Live: capture in another network namespace (a container's): a process id (its
+    /// /proc/PID/ns/net), a name from `ip netns list`, or a path; entered before the device
+    /// opens, then privileges are dropped as usual. Needs root or CAP_SYS_ADMIN
+    #[arg(long = "netns", value_name = "PID|NAME|PATH")]
+    pub netns: Option<String>,
     /// Live: append the secrets taken with --keys-from or --keys-from-lib to FILE
     /// (SSLKEYLOGFILE format, created with mode 0600)
     #[arg(long = "keys-out", value_name = "FILE")]
@@ -438,6 +443,7 @@ impl CaptureArgs {
             no_promiscuous: false,
             keys_from: Vec::new(),
             keys_from_lib: Vec::new(),
+            netns: None,
             keys_out: None,
             user: UserArg {
                 user: "nobody".into(),

@@ -309,6 +309,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         write: a.write.clone(),
         user: Some(a.user.user.clone()),
         keys: keys.clone(),
+        netns: None,
     })?;
     let linktype = LinkType(live.linktype);
     if table {

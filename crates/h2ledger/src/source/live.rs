@@ -30,6 +30,49 @@ pub struct LiveOptions {
     /// The `--keys-from` processes, attached already: drained after each packet is captured
     /// and before it is saved.
     pub keys: Option<super::keys::SharedFeed>,
+    /// `--netns PID|NAME|PATH`: the network namespace to capture in, entered before the
+    /// device is opened.
+    pub netns: Option<String>,
+}
+
+/// The file of `--netns`: a process id's /proc/PID/ns/net, a path, or a name under
+/// /var/run/netns (what `ip netns add NAME` makes).
+pub fn netns_path(arg: &str) -> PathBuf {
+    if !arg.is_empty() && arg.bytes().all(|b| b.is_ascii_digit()) {
+        PathBuf::from(format!("/proc/{arg}/ns/net"))
+    } else if arg.contains('/') {
+        PathBuf::from(arg)
+    } else {
+        Path::new("/var/run/netns").join(arg)
+    }
+}
+
+/// Moves the calling thread into the network namespace of `arg` (setns(2), CLONE_NEWNET):
+/// the capture socket opened after it belongs to that namespace for good, whichever thread
+/// reads it later. Needs CAP_SYS_ADMIN (root), checked by the kernel here only.
+pub fn enter_netns(arg: &str) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let path = netns_path(arg);
+    let f = std::fs::File::open(&path).map_err(|e| {
+        anyhow!(
+            "--netns {arg}: cannot open {}: {e} (give a running process's id, a name from `ip netns list`, or a path)",
+            path.display()
+        )
+    })?;
+    // SAFETY: setns on a file descriptor we own, for the calling thread.
+    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        let hint = if matches!(e.raw_os_error(), Some(libc::EPERM)) {
+            " (entering a network namespace needs root or CAP_SYS_ADMIN)"
+        } else if matches!(e.raw_os_error(), Some(libc::EINVAL)) {
+            " (not a network namespace)"
+        } else {
+            ""
+        };
+        bail!("--netns {arg}: cannot enter {}: {e}{hint}", path.display());
+    }
+    Ok(())
 }
 
 /// Whether `-w FILE` is written as pcapng: its name says so, or secrets are to be saved in it
@@ -169,6 +212,9 @@ pub fn permission_error(device: &str) -> anyhow::Error {
 impl Live {
     /// Opens the device (must be called in a tokio runtime).
     pub fn open(o: &LiveOptions) -> Result<Live> {
+        if let Some(ns) = &o.netns {
+            enter_netns(ns)?;
+        }
         let devices = Device::list().map_err(|e| {
             anyhow!(
                 "cannot list capture devices: {}",
