@@ -96,6 +96,13 @@ pub struct Pkt {
 /// it at the end and reports a failed write).
 struct Save {
     file: SaveFile,
+    /// With `--keys-from` into pcapng: packets held for [`HOLD_NS`] before they are written,
+    /// so that a secret the probed process logs only after it *received* a packet (an
+    /// OpenSSL server derives the client's traffic secret when the client's Finished arrives,
+    /// which often shares a packet with the first request) still goes into the file before
+    /// that packet (decision 296). `(capture time, bytes, original length)`.
+    held: Option<std::collections::VecDeque<(Nanos, Vec<u8>, u32)>>,
+    held_bytes: usize,
     packets: u64,
     /// The first failed flush: libpcap's writes are buffered and report nothing, so the file is
     /// flushed every [`FLUSH_EVERY`] packets to notice a full disk early.
@@ -103,6 +110,13 @@ struct Save {
 }
 
 const FLUSH_EVERY: u64 = 256;
+
+/// How long a packet is held before it is written when secrets come from probes (decision
+/// 296): longer than a receiver takes from a packet's arrival to the secret it derives from
+/// it (a TLS 1.3 server's client traffic secret), short enough to bound memory.
+const HOLD_NS: u64 = 250_000_000;
+/// At most this many bytes are held; past it the oldest packets are written at once.
+const HOLD_MAX_BYTES: usize = 64 << 20;
 
 /// The format of the `-w` file.
 enum SaveFile {
@@ -115,6 +129,13 @@ enum SaveFile {
 impl Save {
     fn packet(&mut self, p: &Packet<'_>) {
         if self.error.is_some() {
+            return;
+        }
+        if let Some(q) = &mut self.held {
+            let ts = super::file::ts_nanos(&p.header.ts);
+            self.held_bytes += p.data.len();
+            q.push_back((ts, p.data.to_vec(), p.header.len));
+            self.release(false);
             return;
         }
         match &mut self.file {
@@ -130,6 +151,42 @@ impl Save {
         self.packets += 1;
         if self.packets.is_multiple_of(FLUSH_EVERY) {
             self.flush();
+        }
+    }
+
+    /// Writes the held packets older than [`HOLD_NS`] (by their capture time against the
+    /// clock now), or over [`HOLD_MAX_BYTES`]; with `all`, every one.
+    fn release(&mut self, all: bool) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(u64::MAX);
+        loop {
+            let Some(q) = &mut self.held else { return };
+            let due = match q.front() {
+                Some((ts, ..)) => {
+                    all || self.held_bytes > HOLD_MAX_BYTES
+                        || now.saturating_sub((*ts).max(0) as u64) >= HOLD_NS
+                }
+                None => false,
+            };
+            if !due || self.error.is_some() {
+                return;
+            }
+            let Some((ts, data, len)) = q.pop_front() else {
+                return;
+            };
+            self.held_bytes -= data.len();
+            if let SaveFile::Pcapng(w) = &mut self.file {
+                if let Err(e) = w.packet(ts, &data, len) {
+                    self.error = Some(e.to_string());
+                    return;
+                }
+            }
+            self.packets += 1;
+            if self.packets.is_multiple_of(FLUSH_EVERY) {
+                self.flush();
+            }
         }
     }
 
@@ -302,6 +359,9 @@ impl Live {
                 Some((
                     p.clone(),
                     Arc::new(Mutex::new(Save {
+                        held: (o.keys.is_some() && matches!(file, SaveFile::Pcapng(_)))
+                            .then(std::collections::VecDeque::new),
+                        held_bytes: 0,
                         file,
                         packets: 0,
                         error: None,
@@ -349,9 +409,13 @@ impl Live {
     }
 
     /// No packet waits: the secrets delivered meanwhile go into `--keys-out` and the `-w`
-    /// file now (so the probes' ring buffer never fills while the network is quiet).
+    /// file now (so the probes' ring buffer never fills while the network is quiet), and the
+    /// held packets whose time has come after them.
     pub fn idle(&mut self) {
         drain_keys(self.keys.as_ref(), self.save.as_ref().map(|(_, s)| s));
+        if let Some((_, s)) = &self.save {
+            s.lock().unwrap_or_else(|e| e.into_inner()).release(false);
+        }
     }
 
     /// Flushes the `-w` file (the last secrets first): an error when any write to it failed
@@ -362,6 +426,7 @@ impl Live {
             return Ok(());
         };
         let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+        s.release(true);
         s.flush();
         match &s.error {
             Some(e) => bail!(

@@ -1028,3 +1028,124 @@ else:
         assert f(b'x' * 10, timeout=10) == b'x' * 10
         ch.close()
 "#;
+
+/// A server in a network namespace of its own (`ip netns add`) and a mount namespace of its
+/// own (`unshare --mount`) in which libssl.so.3 is another file (a copy bound over it, so
+/// the host's path names a different inode): `sniff --netns NAME --keys-from PID` enters the
+/// namespace to capture and finds the library through /proc/PID/root. curl runs inside the
+/// network namespace with SSLKEYLOGFILE as the oracle.
+#[test]
+fn a_server_in_other_network_and_mount_namespaces() {
+    if !is_root() {
+        skip("--netns and --keys-from need root");
+        return;
+    }
+    if !have("nghttpd") || !have("curl") || !have("ip") || !have("unshare") {
+        skip("needs nghttpd, curl, ip and unshare (apt-get install nghttp2-server curl iproute2 util-linux)");
+        return;
+    }
+    let dir = ssl_dir("netns");
+    let (key, cert) = self_signed(&dir);
+    let docroot = dir.join("www");
+    std::fs::create_dir_all(&docroot).unwrap();
+    std::fs::write(docroot.join("index.html"), "y".repeat(5_000)).unwrap();
+    let lib = "/usr/lib/x86_64-linux-gnu/libssl.so.3";
+    let copy = dir.join("libssl.so.3");
+    std::fs::copy(lib, &copy).unwrap();
+    let ns = format!("h2l-test-{}", std::process::id());
+    let ip = |args: &[&str]| {
+        let ok = Command::new("ip").args(args).status().unwrap().success();
+        assert!(ok, "ip {args:?}");
+    };
+    ip(&["netns", "add", &ns]);
+    struct Del(String);
+    impl Drop for Del {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+        }
+    }
+    let _del = Del(ns.clone());
+    ip(&["-n", &ns, "link", "set", "lo", "up"]);
+    // The port is the namespace's own: any fixed one is free there.
+    let port = 8443u16;
+    let server = KillOnDrop(
+        Command::new("ip")
+            .args(["netns", "exec", &ns, "unshare", "--mount", "--propagation", "private"])
+            .args(["sh", "-c", "mount --bind \"$1\" \"$2\" && exec nghttpd -a 127.0.0.1 -d \"$3\" \"$4\" \"$5\" \"$6\"", "sh"])
+            .arg(&copy)
+            .arg(lib)
+            .arg(&docroot)
+            .arg(port.to_string())
+            .arg(&key)
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = server.0.id();
+    // Listening once the namespace's curl gets an answer.
+    let truth = dir.join("curl.keylog");
+    let curl = |keylog: Option<&Path>| {
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            &ns,
+            "curl",
+            "-sk",
+            "--http2",
+            "-o",
+            "/dev/null",
+        ])
+        .arg(format!("https://127.0.0.1:{port}/"));
+        if let Some(k) = keylog {
+            c.env("SSLKEYLOGFILE", k);
+        }
+        c.status().unwrap().success()
+    };
+    let t = std::time::Instant::now();
+    while !curl(None) {
+        assert!(t.elapsed().as_secs() < 10, "nghttpd did not start in {ns}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The library the server maps is the copy, not the host's file.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(maps.contains(lib), "{maps}");
+    let (pcapng, got) = (dir.join("out.pcapng"), dir.join("got.keylog"));
+    let sniff = start(
+        "sniff",
+        &[
+            "-i",
+            "lo",
+            "--netns",
+            &ns,
+            "--port",
+            &port.to_string(),
+            "--keys-from",
+            &pid.to_string(),
+            "-w",
+            pcapng.to_str().unwrap(),
+            "--keys-out",
+            got.to_str().unwrap(),
+            "-T",
+            "json",
+        ],
+    );
+    for _ in 0..3 {
+        assert!(curl(Some(&truth)), "curl in {ns}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (out, said) = sniff.stop();
+    assert!(
+        said.contains(&format!("/proc/{pid}/root")) || said.contains("libssl.so.3"),
+        "{said}"
+    );
+    let live: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(n(&live["calls"]), 3, "{said}");
+    assert_eq!(n(&live["tls"]["decrypted"]), 3, "{}; {said}", live["tls"]);
+    let want: BTreeSet<String> = lines(&truth);
+    assert_eq!(lines(&got), want);
+    // Without --netns the host's loopback holds none of it.
+    let _ = &server;
+}
