@@ -390,14 +390,12 @@ impl KeySource {
             Err(AttachError::Probe {
                 source: ProbeError::NotGo,
                 ..
-            }) => return Self::attach_ssl(pid, shown),
-            Err(AttachError::Probe { source, .. }) => {
-                return Err(AttachError::Probe {
-                    exe: shown.clone(),
-                    source,
-                })
-            }
-            Err(e) => return Err(e),
+            }) => Self::attach_ssl(pid, shown),
+            Err(AttachError::Probe { source, .. }) => Err(AttachError::Probe {
+                exe: shown.clone(),
+                source,
+            }),
+            Err(e) => Err(e),
             Ok((probe, exe)) => {
                 let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok();
                 Self::start(

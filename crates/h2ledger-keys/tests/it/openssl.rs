@@ -123,12 +123,11 @@ fn call_sites_that_disagree_are_refused() {
     };
     let p = find_ssl_probe(&bytes).unwrap();
     let elf = h2ledger_keys::elf::Elf::parse(&bytes).unwrap();
-    let seg = elf
+    let seg = *elf
         .segments()
         .iter()
         .find(|s| s.vaddr <= p.address && p.address - s.vaddr < s.filesz)
-        .unwrap()
-        .clone();
+        .unwrap();
     // `call rel32` instructions whose target is the function.
     let calls: Vec<usize> = (seg.offset as usize..(seg.offset + seg.filesz) as usize - 5)
         .filter(|&o| {
