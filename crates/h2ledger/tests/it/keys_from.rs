@@ -1149,3 +1149,85 @@ fn a_server_in_other_network_and_mount_namespaces() {
     // Without --netns the host's loopback holds none of it.
     let _ = &server;
 }
+
+/// `--keys-from-lib libssl.so.3`: no process named; every curl started after the attach (one
+/// per request) gives its secrets, and every call is decrypted. Other programs on the host
+/// that map the library may add lines: curl's own key log must be among those delivered.
+#[test]
+fn keys_from_lib_covers_processes_started_later() {
+    if !is_root() {
+        skip("--keys-from-lib needs root (uprobes need CAP_SYS_ADMIN)");
+        return;
+    }
+    if !have("nghttpd") || !have("curl") || !have("openssl") {
+        skip("needs nghttpd, curl and openssl (apt-get install nghttp2-server curl openssl)");
+        return;
+    }
+    let lib = "/usr/lib/x86_64-linux-gnu/libssl.so.3";
+    let dir = ssl_dir("keys-from-lib");
+    let (key, cert) = self_signed(&dir);
+    let docroot = dir.join("www");
+    std::fs::create_dir_all(&docroot).unwrap();
+    std::fs::write(docroot.join("index.html"), "z".repeat(3_000)).unwrap();
+    let port = free_port();
+    let _server = KillOnDrop(
+        Command::new("nghttpd")
+            .args(["-a", "127.0.0.1", "-d"])
+            .arg(&docroot)
+            .arg(port.to_string())
+            .arg(&key)
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed().as_secs() < 10, "nghttpd did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (pcapng, got, truth) = (
+        dir.join("out.pcapng"),
+        dir.join("got.keylog"),
+        dir.join("curl.keylog"),
+    );
+    let sniff = start(
+        "sniff",
+        &[
+            "--port",
+            &port.to_string(),
+            "--keys-from-lib",
+            lib,
+            "-w",
+            pcapng.to_str().unwrap(),
+            "--keys-out",
+            got.to_str().unwrap(),
+            "-T",
+            "json",
+        ],
+    );
+    for _ in 0..4 {
+        let ok = Command::new("curl")
+            .args(["-sk", "--http2", "-o", "/dev/null"])
+            .arg(format!("https://127.0.0.1:{port}/"))
+            .env("SSLKEYLOGFILE", &truth)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "curl failed");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (out, said) = sniff.stop();
+    assert!(
+        said.contains("every process mapping it") && said.contains("libssl.so.3"),
+        "{said}"
+    );
+    let live: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(n(&live["calls"]), 4, "{said}");
+    assert_eq!(n(&live["tls"]["decrypted"]), 4, "{}; {said}", live["tls"]);
+    let (want, got) = (lines(&truth), lines(&got));
+    let missing: Vec<_> = want.difference(&got).collect();
+    assert!(missing.is_empty(), "--keys-out misses {missing:?}");
+    assert_eq!(want.len(), 4 * 5);
+}
