@@ -629,7 +629,8 @@ pub struct DemoArgs {
     /// InitialConnWindowSize; grpcio: grpc.http2.bdp_probe=0; tonic: no adaptive window)
     #[arg(long, alias = "no-bdp")]
     pub static_window: bool,
-    /// Serve and call over TLS (grpc-go only): the workload makes a self-signed certificate
+    /// Serve and call over TLS (grpc-go and grpcio; grpcio from PyPI's wheel, BoringSSL, when
+    /// scripts/grpcio-wheel.sh made its venv): the workload makes a self-signed certificate
     /// and writes no key log; the demo takes its secrets with a uprobe, as `sniff --keys-from
     /// PID` does (root or CAP_SYS_ADMIN), and decrypts
     #[arg(long)]

@@ -584,7 +584,7 @@ fn demo_over_tls_shows_the_bdp_pings() {
     // loaded 2-core machine the waves spread and more calls open rounds (0.354 seen once);
     // not shared would be about 1, as with one caller. Half of that separates the two.
     assert!(eight <= 0.5, "8 callers: {eight}");
-    // Only grpc-go is Go: another stack with --tls is refused in one line.
+    // tonic is on rustls, which has no function to probe: refused in one line.
     let out = run(&["demo", "--tls", "--impl", "tonic"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -592,7 +592,7 @@ fn demo_over_tls_shows_the_bdp_pings() {
         (Some(2), 1),
         "{err}"
     );
-    assert!(err.contains("runs grpc-go only"), "{err}");
+    assert!(err.contains("runs grpc-go and grpcio only"), "{err}");
 }
 
 /// Without root, with the capabilities `KEYS_FROM=1 just install` grants (given here as
@@ -1230,4 +1230,38 @@ fn keys_from_lib_covers_processes_started_later() {
     let missing: Vec<_> = want.difference(&got).collect();
     assert!(missing.is_empty(), "--keys-out misses {missing:?}");
     assert_eq!(want.len(), 4 * 5);
+}
+
+/// `demo --tls --impl grpcio`: the grpcio workload over TLS under PyPI's wheel (BoringSSL,
+/// static and stripped), its secrets taken by the probe on cygrpc: every call made is on the
+/// wire, decrypted.
+#[test]
+fn demo_over_tls_with_the_grpcio_wheel() {
+    if !is_root() {
+        skip("demo --tls needs root (uprobes need CAP_SYS_ADMIN)");
+        return;
+    }
+    if crate::live::demo_workloads().is_none() {
+        skip("the demo's workloads need golang-go and golang-google-grpc-dev");
+        return;
+    }
+    let wheel = Command::new("/opt/h2l-grpcio-venv/bin/python")
+        .args(["-c", "import grpc._cython.cygrpc"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !wheel {
+        skip("no grpcio wheel (scripts/grpcio-wheel.sh makes /opt/h2l-grpcio-venv)");
+        return;
+    }
+    let v = crate::live::demo_json(&["--tls", "--impl", "grpcio", "--seconds", "2"]);
+    let w = &v["workloads"][0];
+    assert_eq!(w["impl"], "grpcio");
+    let phases = w["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    for p in phases {
+        let (l, made) = (&p["ledger"], n(&p["calls_made"]));
+        assert!(made >= 10, "{}: {made} calls made", p["name"]);
+        assert_eq!(n(&l["calls"]), made, "{}: calls on the wire", p["name"]);
+    }
 }
