@@ -302,25 +302,39 @@ fn load_address(pid: u32) -> Option<u64> {
     })
 }
 
+/// A file a process maps with execute permission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Mapped {
+    /// Its path as /proc/PID/maps gives it (in the process's mount namespace).
+    pub(crate) path: PathBuf,
+    /// For a file deleted since it was mapped (a library upgraded under a running server):
+    /// the `start-end` of one mapping, whose /proc/PID/map_files entry still reaches it.
+    pub(crate) deleted: Option<String>,
+}
+
 /// The files a process maps with execute permission (/proc/PID/maps), each once, in the
-/// order first mapped; deleted files and pseudo-files (`[vdso]`) left out.
-pub(crate) fn mapped_code(maps: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
+/// order first mapped; pseudo-files (`[vdso]`) left out.
+pub(crate) fn mapped_code(maps: &str) -> Vec<Mapped> {
+    let mut out: Vec<Mapped> = Vec::new();
     for l in maps.lines() {
         // start-end perms offset dev inode path
         let mut w = l.splitn(6, ' ');
-        let (Some(_), Some(perms), Some(_), Some(_), Some(_), Some(path)) =
+        let (Some(range), Some(perms), Some(_), Some(_), Some(_), Some(path)) =
             (w.next(), w.next(), w.next(), w.next(), w.next(), w.next())
         else {
             continue;
         };
         let path = path.trim_start();
-        if !perms.contains('x') || !path.starts_with('/') || path.ends_with(" (deleted)") {
+        if !perms.contains('x') || !path.starts_with('/') {
             continue;
         }
+        let (path, deleted) = match path.strip_suffix(" (deleted)") {
+            Some(p) => (p, Some(range.to_string())),
+            None => (path, None),
+        };
         let p = PathBuf::from(path);
-        if !out.contains(&p) {
-            out.push(p);
+        if !out.iter().any(|m| m.path == p) {
+            out.push(Mapped { path: p, deleted });
         }
     }
     out
@@ -425,7 +439,11 @@ impl KeySource {
         let mut ssl = Vec::new();
         let mut refused = Vec::new();
         let mut unsupported = Vec::new();
-        for file in mapped_code(&maps) {
+        for Mapped {
+            path: file,
+            deleted,
+        } in mapped_code(&maps)
+        {
             let name = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -434,7 +452,18 @@ impl KeySource {
                 unsupported.push(format!("{name}: {why}"));
                 continue;
             }
-            let opened = PathBuf::from(format!("/proc/{pid}/root{}", file.display()));
+            // Through the process's root (its mount namespace), or for a deleted file through
+            // its mapping.
+            let (opened, file) = match deleted {
+                None => (
+                    PathBuf::from(format!("/proc/{pid}/root{}", file.display())),
+                    file,
+                ),
+                Some(range) => (
+                    PathBuf::from(format!("/proc/{pid}/map_files/{range}")),
+                    PathBuf::from(format!("{} (deleted)", file.display())),
+                ),
+            };
             let Ok(bytes) = std::fs::read(&opened) else {
                 continue;
             };
@@ -792,12 +821,17 @@ mod tests {
                     7f03-7f04 r-xp 00000000 fe:01 56 /tmp/gone.so (deleted)\n\
                     7ffc-7ffd r-xp 00000000 00:00 0                          [vdso]\n\
                     7f05-7f06 r-xp 00000000 fe:01 78 /opt/my dir/lib x.so\n";
+        let m = |p: &str, d: Option<&str>| Mapped {
+            path: PathBuf::from(p),
+            deleted: d.map(str::to_string),
+        };
         assert_eq!(
             mapped_code(maps),
             [
-                PathBuf::from("/usr/bin/curl"),
-                PathBuf::from("/usr/lib/x86_64-linux-gnu/libssl.so.3"),
-                PathBuf::from("/opt/my dir/lib x.so"),
+                m("/usr/bin/curl", None),
+                m("/usr/lib/x86_64-linux-gnu/libssl.so.3", None),
+                m("/tmp/gone.so", Some("7f03-7f04")),
+                m("/opt/my dir/lib x.so", None),
             ]
         );
     }

@@ -464,3 +464,70 @@ else:
         assert f(b'x' * 10, timeout=10) == b'x' * 10
         ch.close()
 "#;
+
+/// A library deleted since the process mapped it (upgraded under a running server): a copy of
+/// libssl.so.3 loaded through LD_LIBRARY_PATH and removed; the probe goes on it through
+/// /proc/PID/map_files, and curl's secrets still come.
+#[test]
+fn a_deleted_library_is_probed_through_its_mapping() {
+    if !is_root() {
+        skip("not root: attaching needs root or CAP_SYS_ADMIN");
+        return;
+    }
+    if Command::new("curl").arg("--version").output().is_err() || !Path::new(LIBSSL).exists() {
+        skip("needs curl and openssl (apt-get install curl openssl)");
+        return;
+    }
+    let (key, cert) = cert();
+    let libdir = tmp("deleted-lib");
+    std::fs::create_dir_all(&libdir).unwrap();
+    let copy = libdir.join("libssl.so.3");
+    std::fs::copy(LIBSSL, &copy).unwrap();
+    let mut server = Kill(
+        Command::new("openssl")
+            .args(["s_server", "-accept", "127.0.0.1:0", "-www"])
+            .arg("-cert")
+            .arg(&cert)
+            .arg("-key")
+            .arg(&key)
+            .env("LD_LIBRARY_PATH", &libdir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let port = {
+        let mut out = BufReader::new(server.0.stdout.take().unwrap());
+        let mut l = String::new();
+        let port = loop {
+            l.clear();
+            assert!(out.read_line(&mut l).unwrap() > 0, "s_server ended");
+            if let Some(p) = l.trim().strip_prefix("ACCEPT ") {
+                break p.rsplit(':').next().unwrap().to_string();
+            }
+        };
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        port
+    };
+    std::fs::remove_file(&copy).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.0.id())).unwrap();
+    assert!(maps.contains("libssl.so.3 (deleted)"), "{maps}");
+    let mut keys = KeySource::attach(server.0.id()).unwrap();
+    let said = keys.attached().to_string();
+    assert!(said.contains("(deleted)"), "{said}");
+    let oracle = tmp("deleted.keylog");
+    let _ = std::fs::remove_file(&oracle);
+    for _ in 0..2 {
+        let ok = Command::new("curl")
+            .args(["-sk", "-o", "/dev/null"])
+            .arg(format!("https://127.0.0.1:{port}/"))
+            .env("SSLKEYLOGFILE", &oracle)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+    let want = lines(&std::fs::read_to_string(&oracle).unwrap());
+    assert_eq!(want.len(), 10);
+    assert_eq!(collect(&mut keys, want.len()), want);
+}
