@@ -504,6 +504,13 @@ pub fn find_ssl_probe(bytes: &[u8]) -> Result<SslProbe, SslError> {
     if strings.is_empty() {
         return Err(SslError::NoLabels);
     }
+    // NSS (libssl3.so) writes its key log itself, from SSLKEYLOGFILE read at start.
+    if find(bytes, b"SSL_ImportFD").is_some() && find(bytes, b"NSS_").is_some() {
+        return Err(SslError::Other(
+            "NSS: not supported (it has no ssl_log_secret; its key log is written only when \
+             SSLKEYLOGFILE is set at start)",
+        ));
+    }
     // GnuTLS logs the same labels through its own function, with other arguments.
     if find(bytes, b"GNUTLS_3").is_some() && find(bytes, b"gnutls_").is_some() {
         return Err(SslError::Other(

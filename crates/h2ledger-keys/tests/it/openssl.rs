@@ -166,6 +166,11 @@ fn gnutls_and_programs_without_tls_are_refused_in_one_line() {
         let e = KeySource::attach_file(gnutls).unwrap_err().to_string();
         assert!(e.contains("GnuTLS") && !e.contains('\n'), "{e}");
     }
+    let nss = Path::new("/usr/lib/x86_64-linux-gnu/libssl3.so");
+    if nss.exists() {
+        let e = KeySource::attach_file(nss).unwrap_err().to_string();
+        assert!(e.contains("NSS") && !e.contains('\n'), "{e}");
+    }
     if !is_root() {
         skip("not root: attaching needs root or CAP_SYS_ADMIN");
         return;
