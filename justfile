@@ -7,7 +7,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
 demo_pkgs := "libpcap-dev golang-go golang-google-grpc-dev python3-grpcio"
-test_pkgs := "libpcap-dev tshark jq tcpdump nghttp2-client nghttp2-server python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base prometheus systemd"
+test_pkgs := "libpcap-dev tshark jq tcpdump nghttp2-client nghttp2-server iproute2 python3-venv python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base prometheus systemd"
 bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl zstd"
 soak_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server time"
 
@@ -61,6 +61,8 @@ test: (deps test_pkgs)
         { python3 -m pip install --quiet duckdb chdb 2>/dev/null ||
           python3 -m pip install --quiet --break-system-packages duckdb chdb; } || true
     fi
+    # crates/h2ledger-keys' BoringSSL peer: PyPI's grpcio wheel in a venv (issue 37).
+    if [ "$(id -u)" = 0 ]; then scripts/grpcio-wheel.sh || echo "grpcio wheel: not installed" >&2; fi
     # Every test binary runs (--no-fail-fast), and the summary line is printed even when one fails.
     set +e
     ( cargo test --workspace --all-targets --no-fail-fast; a=$?

@@ -46,7 +46,7 @@ from <= frame.time_epoch < to (one phase of a run); calls are then the client
 HEADERS in that range.
 
 --tls (implied by --keylog FILE): HTTP/2 over TLS. No port is decoded as
-HTTP/2 (tshark finds it by ALPN once it decrypts), tshark gets
+HTTP/2 (tshark finds it by ALPN once it decrypts; a --port given is decoded as TLS), tshark gets
 `-o tls.keylog_file:FILE` (without FILE it uses the secrets a pcapng embeds in
 Decryption Secrets Blocks), and each side gets "tls_records": the number of
 tls.record occurrences in its packets. --reassemble-out-of-order adds
@@ -154,7 +154,10 @@ def ledger(tshark, capture, ports, after_frame=0, details=False, t_from=None, t_
            tls=False, keylog=None, ooo=False, decode_as=True):
     args = ["-r", capture]
     for p in ports if decode_as else []:
-        args += ["-d", "tcp.port==%d,http2" % p]
+        # Over TLS a port given is decoded as TLS (tshark finds HTTP/2 inside by ALPN): a
+        # client port another dissector claims by number (44818, EtherNet/IP) otherwise
+        # hides the connection's ClientHello.
+        args += ["-d", "tcp.port==%d,%s" % (p, "tls" if tls else "http2")]
     if keylog:
         args += ["-o", "tls.keylog_file:%s" % keylog]
     if ooo:

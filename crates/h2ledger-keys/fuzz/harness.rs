@@ -7,6 +7,11 @@
 //!   into a well-formed ELF file, so that the bytes reach the table parsers through
 //!   `find_go_probe` (random bytes are rarely an ELF header). Nothing may panic, and a probe
 //!   point found must lie in the file.
+//! * `ssl`: what finds OpenSSL's and BoringSSL's `ssl_log_secret` (issue 37): the call-site
+//!   scan and the random's place over the raw bytes as x86-64 code, and `find_ssl_probe` on
+//!   the bytes as a file and wrapped into a well-formed ELF file (one r-x segment over it all,
+//!   so label strings and `lea`/`call` sites in the input are found). Nothing may panic; an
+//!   error is one line; a probe point found lies in the file.
 //! * `record`: ring buffer records. The input is cut into records of `RECORD_LEN` bytes (the
 //!   last one short) and decoded; the label fallback answers from the input. The counts must
 //!   add up and every line delivered must be a well-formed key log line. Also the DSB encoder
@@ -34,6 +39,23 @@ pub fn probe(data: &[u8]) {
         _ => {
             let file = wrap(rest);
             check(&file, find_go_probe(&file));
+        }
+    }
+}
+
+pub fn ssl(data: &[u8]) {
+    use h2ledger_keys::ssl::{call_sites, label_strings, random_at};
+    let labels: std::collections::HashMap<u64, &'static str> = label_strings(data)
+        .into_iter()
+        .map(|(off, l)| (0x400000 + off as u64, l))
+        .collect();
+    let _ = call_sites(data, 0x400000, &labels);
+    let _ = random_at(data, 0x400000);
+    let file = wrap(data);
+    for f in [data, &file[..]] {
+        match h2ledger_keys::find_ssl_probe(f) {
+            Ok(p) => assert!(p.file_offset < f.len() as u64, "{p:?}"),
+            Err(e) => assert!(!e.to_string().contains('\n'), "{e}"),
         }
     }
 }

@@ -31,9 +31,9 @@
 #![forbid(unsafe_code)]
 
 use crate::record::{
-    LABEL_CAP, MAGIC, OFF_KTIME, OFF_LABEL, OFF_LABEL_LEN, OFF_LABEL_PTR, OFF_LABEL_RC,
-    OFF_PID_TGID, OFF_RANDOM, OFF_RANDOM_LEN, OFF_RANDOM_RC, OFF_SECRET, OFF_SECRET_LEN,
-    OFF_SECRET_RC, RANDOM_CAP, RECORD_LEN, SECRET_CAP,
+    KIND_SSL, LABEL_CAP, MAGIC, OFF_IP, OFF_KIND, OFF_KTIME, OFF_LABEL, OFF_LABEL_LEN,
+    OFF_LABEL_PTR, OFF_LABEL_RC, OFF_PID_TGID, OFF_RANDOM, OFF_RANDOM_LEN, OFF_RANDOM_RC,
+    OFF_SECRET, OFF_SECRET_LEN, OFF_SECRET_RC, RANDOM_CAP, RECORD_LEN, SECRET_CAP,
 };
 
 /// The license the kernel checks before it lets a program call GPL-only helpers
@@ -93,6 +93,7 @@ const MAP_LOOKUP_ELEM: i32 = 1;
 const KTIME_GET_NS: i32 = 5;
 const GET_CURRENT_PID_TGID: i32 = 14;
 const PROBE_READ_USER: i32 = 112;
+const PROBE_READ_USER_STR: i32 = 114;
 const RINGBUF_RESERVE: i32 = 131;
 const RINGBUF_SUBMIT: i32 = 132;
 
@@ -102,8 +103,10 @@ const PT_RBX: i16 = 5 * 8;
 const PT_R10: i16 = 7 * 8;
 const PT_R9: i16 = 8 * 8;
 const PT_RCX: i16 = 11 * 8;
+const PT_RDX: i16 = 12 * 8;
 const PT_RSI: i16 = 13 * 8;
 const PT_RDI: i16 = 14 * 8;
+const PT_RIP: i16 = 16 * 8;
 
 const fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn {
@@ -132,6 +135,9 @@ fn stx(size: u8, dst: u8, off: usize, src: u8) -> Insn {
 fn st_w(dst: u8, off: i16, imm: i32) -> Insn {
     i(ST | MEM | W, dst, 0, off, imm)
 }
+fn st_dw(dst: u8, off: usize, imm: i32) -> Insn {
+    i(ST | MEM | DW, dst, 0, off as i16, imm)
+}
 fn call(helper: i32) -> Insn {
     i(JMP | CALL, 0, 0, 0, helper)
 }
@@ -152,6 +158,7 @@ const R0: u8 = 0;
 const R1: u8 = 1;
 const R2: u8 = 2;
 const R3: u8 = 3;
+const R9: u8 = 9;
 const R6: u8 = 6;
 const R7: u8 = 7;
 const R8: u8 = 8;
@@ -198,10 +205,11 @@ impl Prog {
     }
 }
 
-/// The program, given the file descriptors of its ring buffer and of its one-slot drop
-/// counter (an array map of one u64).
-pub(crate) fn program(ring_fd: i32, drops_fd: i32) -> Vec<Insn> {
-    let mut p = Prog(Vec::with_capacity(64));
+/// The start both programs share: `R6 = ctx`, a record reserved in the ring buffer (`R7`;
+/// a full ring counted in the drop counter and the program left), its magic, `kind`, time,
+/// process and thread written.
+fn prologue(ring_fd: i32, drops_fd: i32, kind: u32) -> Prog {
+    let mut p = Prog(Vec::with_capacity(80));
     p.push(&[mov_reg(R6, R1)]);
     p.push(&ld_map_fd(R1, ring_fd));
     p.push(&[
@@ -225,12 +233,33 @@ pub(crate) fn program(ring_fd: i32, drops_fd: i32) -> Vec<Insn> {
     p.push(&[
         mov_reg(R7, R0),
         st_w(R7, 0, MAGIC as i32),
-        st_w(R7, 4, 0),
+        st_w(R7, OFF_KIND as i16, kind as i32),
         st_w(R7, 68, 0),
         call(KTIME_GET_NS),
         stx(DW, R7, OFF_KTIME, R0),
         call(GET_CURRENT_PID_TGID),
         stx(DW, R7, OFF_PID_TGID, R0),
+    ]);
+    p
+}
+
+/// The end both programs share: the record submitted.
+fn epilogue(p: &mut Prog) {
+    p.push(&[
+        mov_reg(R1, R7),
+        mov_imm(R2, 0),
+        call(RINGBUF_SUBMIT),
+        mov_imm(R0, 0),
+        exit(),
+    ]);
+}
+
+/// The program, given the file descriptors of its ring buffer and of its one-slot drop
+/// counter (an array map of one u64).
+pub(crate) fn program(ring_fd: i32, drops_fd: i32) -> Vec<Insn> {
+    let mut p = prologue(ring_fd, drops_fd, 0);
+    p.push(&[
+        st_dw(R7, OFF_IP, 0),
         ldx_dw(R1, R6, PT_RBX),
         stx(DW, R7, OFF_LABEL_PTR, R1),
     ]);
@@ -258,14 +287,94 @@ pub(crate) fn program(ring_fd: i32, drops_fd: i32) -> Vec<Insn> {
         OFF_SECRET,
         SECRET_CAP,
     );
+    epilogue(&mut p);
+    p.0
+}
+
+/// The program at the entry of OpenSSL's or BoringSSL's `ssl_log_secret(ssl, label, secret,
+/// secret_len)` (System V AMD64: RDI, RSI, RDX, RCX; BoringSSL's `Span` is the last two). Its
+/// C equivalent, after the shared prologue:
+///
+/// ```c
+///     r->ip = ctx->ip; r->label_ptr = ctx->si;
+///     r->label_rc = bpf_probe_read_user_str(r->label, 64, (void *)ctx->si);
+///     r->label_len = 0; r->random_len = 32;
+///     void *base = (void *)ctx->di;
+///     if (DEREF) {                       /* BoringSSL: ssl->s3 */
+///         __u64 p = 0; long rc = bpf_probe_read_user(&p, 8, base + DEREF);
+///         if (rc) { r->random_rc = rc; goto secret; }
+///         base = (void *)p;
+///     }
+///     r->random_rc = bpf_probe_read_user(r->random, 32, base + OFFSET);
+/// secret:
+///     r->secret_len = ctx->cx; n = min(ctx->cx, 64);
+///     r->secret_rc = bpf_probe_read_user(r->secret, n, (void *)ctx->dx);
+/// ```
+pub(crate) fn ssl_program(ring_fd: i32, drops_fd: i32, random: crate::ssl::RandomAt) -> Vec<Insn> {
+    let mut p = prologue(ring_fd, drops_fd, KIND_SSL);
+    p.push(&[
+        ldx_dw(R1, R6, PT_RIP),
+        stx(DW, R7, OFF_IP, R1),
+        ldx_dw(R3, R6, PT_RSI),
+        stx(DW, R7, OFF_LABEL_PTR, R3),
+        mov_reg(R1, R7),
+        add_imm(R1, OFF_LABEL as i32),
+        mov_imm(R2, LABEL_CAP as i32),
+        call(PROBE_READ_USER_STR),
+        stx(W, R7, OFF_LABEL_RC, R0),
+        st_dw(R7, OFF_LABEL_LEN, 0),
+        st_dw(R7, OFF_RANDOM_LEN, RANDOM_CAP as i32),
+        ldx_dw(R9, R6, PT_RDI),
+    ]);
+    let mut skip = None;
+    if let Some(d) = random.deref {
+        p.push(&[
+            st_dw(R10, 0usize.wrapping_sub(8), 0),
+            mov_reg(R1, R10),
+            add_imm(R1, -8),
+            mov_imm(R2, 8),
+            mov_reg(R3, R9),
+            add_imm(R3, d),
+            call(PROBE_READ_USER),
+            stx(W, R7, OFF_RANDOM_RC, R0),
+        ]);
+        skip = Some(p.jump(JNE, R0, 0));
+        p.push(&[ldx_dw(R9, R10, -8)]);
+    }
     p.push(&[
         mov_reg(R1, R7),
-        mov_imm(R2, 0),
-        call(RINGBUF_SUBMIT),
-        mov_imm(R0, 0),
-        exit(),
+        add_imm(R1, OFF_RANDOM as i32),
+        mov_imm(R2, RANDOM_CAP as i32),
+        mov_reg(R3, R9),
+        add_imm(R3, random.offset),
+        call(PROBE_READ_USER),
+        stx(W, R7, OFF_RANDOM_RC, R0),
     ]);
+    if let Some(j) = skip {
+        p.land(j);
+    }
+    p.copy(
+        PT_RCX,
+        PT_RDX,
+        OFF_SECRET_LEN,
+        OFF_SECRET_RC,
+        OFF_SECRET,
+        SECRET_CAP,
+    );
+    epilogue(&mut p);
     p.0
+}
+
+/// [`ssl_program`]'s bytes.
+pub(crate) fn ssl_program_bytes(
+    ring_fd: i32,
+    drops_fd: i32,
+    random: crate::ssl::RandomAt,
+) -> Vec<u8> {
+    ssl_program(ring_fd, drops_fd, random)
+        .into_iter()
+        .flat_map(Insn::to_bytes)
+        .collect()
 }
 
 /// The program's bytes, as BPF_PROG_LOAD takes them.
@@ -284,6 +393,22 @@ mod tests {
     fn jumps_land_inside_and_every_path_exits() {
         let p = program(3, 4);
         assert!(p.len() < 80, "{} instructions", p.len());
+        jumps_ok(&p);
+        for deref in [None, Some(0x30)] {
+            let q = ssl_program(
+                3,
+                4,
+                crate::ssl::RandomAt {
+                    deref,
+                    offset: 0x30,
+                },
+            );
+            jumps_ok(&q);
+            assert!(q.iter().any(|x| *x == call(PROBE_READ_USER_STR)));
+        }
+    }
+
+    fn jumps_ok(p: &[Insn]) {
         assert_eq!(p.last().unwrap().code, JMP | EXIT);
         for (n, insn) in p.iter().enumerate() {
             let class = insn.code & 0x07;
@@ -299,7 +424,7 @@ mod tests {
             .filter(|x| x.code == LD | DW | IMM && x.src == PSEUDO_MAP_FD)
             .map(|x| x.imm)
             .collect();
-        assert_eq!(maps, [3, 4]);
+        assert_eq!(maps, [3, 4], "{p:?}");
         assert!(p
             .windows(3)
             .any(|w| w[0] == mov_imm(R2, RECORD_LEN as i32) && w[2] == call(RINGBUF_RESERVE)));
@@ -323,6 +448,7 @@ mod tests {
             (OFF_LABEL, LABEL_CAP),
             (OFF_RANDOM, RANDOM_CAP),
             (OFF_SECRET, SECRET_CAP),
+            (OFF_IP, 8),
         ];
         fields.sort();
         for w in fields.windows(2) {

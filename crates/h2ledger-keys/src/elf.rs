@@ -304,6 +304,43 @@ impl<'a> Elf<'a> {
         })
     }
 
+    /// The first symbol of `.symtab`, else `.dynsym`, whose name satisfies `pred` and whose
+    /// value is not 0, with its name.
+    pub fn symbol_where(&self, pred: impl Fn(&[u8]) -> bool) -> Option<(&'a [u8], Symbol)> {
+        [SHT_SYMTAB, SHT_DYNSYM].iter().find_map(|&kind| {
+            self.sections
+                .iter()
+                .filter(|s| s.kind == kind)
+                .find_map(|table| {
+                    let data = self.section_data(table)?;
+                    let strtab = usize::try_from(table.link).ok()?;
+                    let entsize = usize::try_from(table.entsize).ok().filter(|&e| e >= 24)?;
+                    data.chunks_exact(entsize).find_map(|e| {
+                        let value = u64_at(e, 8)?;
+                        let name = self.name_in(strtab, u32_at(e, 0)?)?;
+                        (value != 0 && pred(name)).then(|| {
+                            (
+                                name,
+                                Symbol {
+                                    value,
+                                    size: u64_at(e, 16).unwrap_or(0),
+                                    dynamic: table.kind == SHT_DYNSYM,
+                                },
+                            )
+                        })
+                    })
+                })
+        })
+    }
+
+    /// The virtual address of file offset `off`, if a loadable segment's file image holds it.
+    pub fn vaddr_of_offset(&self, off: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| off >= s.offset && off - s.offset < s.filesz)
+            .and_then(|s| s.vaddr.checked_add(off - s.offset))
+    }
+
     /// The loadable segment whose file image holds virtual address `va`.
     pub(crate) fn segment_of(&self, va: u64) -> Option<&Segment> {
         self.segments

@@ -20,9 +20,14 @@
 //!   with unsafe code; Linux on x86-64 only. Elsewhere [`KeySource::attach`] says in one line
 //!   that this build has no BPF support.
 //!
+//! * [`ssl`]: OpenSSL's and BoringSSL's `ssl_log_secret` in a file, by symbol and by call
+//!   sites (cross-checked), and where it reads the client random (issue 37). Pure,
+//!   `forbid(unsafe_code)`.
+//!
 //! Covered: Go >= 1.17 on amd64 (the register ABI), with or without symbols; tested with
-//! Debian 12's Go 1.19. Not yet: Go < 1.17 (stack ABI), other architectures, OpenSSL
-//! (docs/decisions.md #142).
+//! Debian 12's Go 1.19. OpenSSL 1.1.1/3.x and BoringSSL on amd64, shared or static, with or
+//! without symbols (docs/decisions.md #290-295). Not covered: Go < 1.17 (stack ABI), other
+//! architectures, GnuTLS, NSS.
 //!
 //! ```no_run
 //! use h2ledger_keys::KeySource;
@@ -50,13 +55,15 @@ pub mod pcapng;
 mod probe;
 pub mod record;
 mod source;
+pub mod ssl;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod sys;
 
 pub use dsb::decryption_secrets_block;
 pub use probe::{find_go_probe, FoundBy, GoAbi, ProbeError, ProbePoint, GO_WRITE_KEY_LOG};
 pub use record::{KeyLine, Origin, Stats};
-pub use source::{inspect, AttachError, AttachInfo, KeySource, SourceStats, RING_SIZE};
+pub use source::{inspect, AttachError, AttachInfo, KeySource, SourceStats, SslAttach, RING_SIZE};
+pub use ssl::{find_ssl_probe, SslError, SslProbe};
 
 /// Key log text of `lines` (each followed by a newline), as `Layer::add_keys` and
 /// `--keys-out FILE` take it.

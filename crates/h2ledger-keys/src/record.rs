@@ -5,7 +5,7 @@
 //! BPF program in `bpf::program` writes by):
 //!
 //! ```text
-//!   0 u32 MAGIC           4 u32 zero
+//!   0 u32 MAGIC           4 u32 kind            0: Go's writeKeyLog, 1: ssl_log_secret (C)
 //!   8 u64 ktime_ns        CLOCK_MONOTONIC when the probe fired (bpf_ktime_get_ns)
 //!  16 u64 pid_tgid        thread group id << 32 | thread id (bpf_get_current_pid_tgid)
 //!  24 u64 label_ptr       the label's address in the process (for the fallback read)
@@ -18,7 +18,14 @@
 //!  72 [u8; 64] label      at most LABEL_CAP bytes copied
 //! 136 [u8; 32] random     at most RANDOM_CAP
 //! 168 [u8; 64] secret     at most SECRET_CAP
+//! 232 u64 ip              the probed instruction's address (kind 1; 0 for Go)
 //! ```
+//!
+//! Kind 1 (OpenSSL's and BoringSSL's `ssl_log_secret`, issue 37): the label is a C string, so
+//! `label_rc` is `bpf_probe_read_user_str`'s result (its length with the NUL, or -errno) and
+//! `label_len` is unused; the random is read from the SSL object (32 bytes); when the label
+//! could not be read, the fallback is asked for the label at `label_ptr - ip` (its place
+//! relative to the function's entry, which the file gives) with length 0.
 //!
 //! Contract: the bytes come from the kernel but are read as untrusted: any input gives a
 //! [`KeyLine`] or a counted rejection, never a panic (fuzzed: `fuzz/`, target `record`).
@@ -31,7 +38,11 @@ use std::fmt;
 /// The record's first word: `b"h2k1"`.
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"h2k1");
 /// Bytes of one ring buffer record, as the BPF program writes it.
-pub const RECORD_LEN: usize = 232;
+pub const RECORD_LEN: usize = 240;
+pub(crate) const OFF_KIND: usize = 4;
+pub(crate) const OFF_IP: usize = 232;
+/// `kind` of a record written at `ssl_log_secret` (OpenSSL, BoringSSL).
+pub(crate) const KIND_SSL: u32 = 1;
 pub(crate) const OFF_KTIME: usize = 8;
 pub(crate) const OFF_PID_TGID: usize = 16;
 pub(crate) const OFF_LABEL_PTR: usize = 24;
@@ -101,6 +112,8 @@ pub struct Origin {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Record<'a> {
     pub(crate) origin: Origin,
+    pub(crate) kind: u32,
+    pub(crate) ip: u64,
     pub(crate) label_ptr: u64,
     pub(crate) label_len: u64,
     pub(crate) random_len: u64,
@@ -148,6 +161,8 @@ impl<'a> Record<'a> {
                 pid: (pid_tgid >> 32) as u32,
                 tid: pid_tgid as u32,
             },
+            kind: u32_at(b, OFF_KIND),
+            ip: u64_at(b, OFF_IP),
             label_ptr: u64_at(b, OFF_LABEL_PTR),
             label_len: u64_at(b, OFF_LABEL_LEN),
             random_len: u64_at(b, OFF_RANDOM_LEN),
@@ -177,6 +192,23 @@ impl<'a> Record<'a> {
         }
         if self.secret_rc != 0 || self.secret_len == 0 || self.secret_len > SECRET_CAP as u64 {
             return Err(Reject::BadSecret);
+        }
+        if self.kind == KIND_SSL {
+            // A C string: label_rc is its length with the NUL, or -errno.
+            let label = match usize::try_from(self.label_rc) {
+                Ok(n) if n > 1 && n <= LABEL_CAP && is_label(&self.label[..n - 1]) => {
+                    self.label[..n - 1].to_vec()
+                }
+                _ => fallback(self.label_ptr.wrapping_sub(self.ip), 0).ok_or(Reject::BadLabel)?,
+            };
+            if !is_label(&label) {
+                return Err(Reject::BadLabel);
+            }
+            return Ok(KeyLine {
+                label: String::from_utf8(label).map_err(|_| Reject::BadLabel)?,
+                client_random: *self.random,
+                secret: self.secret[..self.secret_len as usize].to_vec(),
+            });
         }
         if self.label_len == 0 || self.label_len > LABEL_CAP as u64 {
             return Err(Reject::BadLabel);
@@ -294,6 +326,27 @@ impl Decoder {
     }
 }
 
+/// Builds a record as the `ssl_log_secret` program writes it (kind 1): the label as a C
+/// string read in full (`label_rc` its length with the NUL), `ip` the probe's address.
+pub fn encode_ssl_record(
+    origin: Origin,
+    ip: u64,
+    label: &[u8],
+    random: &[u8; 32],
+    secret: &[u8],
+) -> Vec<u8> {
+    let mut b = encode_record(origin, label, random, secret);
+    b[OFF_KIND..OFF_KIND + 4].copy_from_slice(&KIND_SSL.to_le_bytes());
+    b[OFF_IP..OFF_IP + 8].copy_from_slice(&ip.to_le_bytes());
+    b[OFF_LABEL_LEN..OFF_LABEL_LEN + 8].fill(0);
+    let rc = (label.len().min(LABEL_CAP - 1) + 1) as i32;
+    b[OFF_LABEL_RC..OFF_LABEL_RC + 4].copy_from_slice(&rc.to_le_bytes());
+    if label.len() < LABEL_CAP {
+        b[OFF_LABEL + label.len()] = 0;
+    }
+    b
+}
+
 /// Builds a record as the BPF program writes it (tests, fuzz seeds, documentation).
 pub fn encode_record(origin: Origin, label: &[u8], random: &[u8], secret: &[u8]) -> Vec<u8> {
     let mut b = vec![0u8; RECORD_LEN];
@@ -403,6 +456,38 @@ mod tests {
                 s.bad_label
             ),
             (3, 1, 1, 2, 1)
+        );
+    }
+
+    #[test]
+    fn ssl_records_read_a_c_string_label_or_ask_relative_to_the_probe() {
+        let rec = encode_ssl_record(O, 0x7f00_0003_a1c0, b"CLIENT_RANDOM", &[5; 32], &[6; 48]);
+        let l = Record::parse(&rec).unwrap().key_line(none).unwrap();
+        assert_eq!(l.label, "CLIENT_RANDOM");
+        assert_eq!(l.secret.len(), 48);
+        // The label page was not resident: asked at label_ptr - ip.
+        let mut rec = rec;
+        rec[OFF_LABEL_RC..OFF_LABEL_RC + 4].copy_from_slice(&(-14i32).to_le_bytes());
+        rec[OFF_LABEL_PTR..OFF_LABEL_PTR + 8].copy_from_slice(&0x7f00_0008_949bu64.to_le_bytes());
+        let asked = std::cell::Cell::new(None);
+        let l = Record::parse(&rec)
+            .unwrap()
+            .key_line(|p, n| {
+                asked.set(Some((p, n)));
+                Some(b"CLIENT_RANDOM".to_vec())
+            })
+            .unwrap();
+        assert_eq!(l.label, "CLIENT_RANDOM");
+        assert_eq!(asked.get(), Some((0x8949b - 0x3a1c0, 0)));
+        assert_eq!(
+            Record::parse(&rec).unwrap().key_line(none),
+            Err(Reject::BadLabel)
+        );
+        // A label_rc past the buffer, or a string that is no label: the fallback decides.
+        rec[OFF_LABEL_RC..OFF_LABEL_RC + 4].copy_from_slice(&1000i32.to_le_bytes());
+        assert_eq!(
+            Record::parse(&rec).unwrap().key_line(none),
+            Err(Reject::BadLabel)
         );
     }
 

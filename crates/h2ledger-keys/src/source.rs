@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::probe::{find_go_probe, GoAbi, ProbeError, ProbePoint, GO_WRITE_KEY_LOG};
 use crate::record::{Decoder, KeyLine, Origin, Stats};
+use crate::ssl::{find_ssl_probe, unsupported_library, SslError, SslProbe};
 
 /// What was attached to, and how the probe point was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,8 +17,24 @@ pub struct AttachInfo {
     pub pid: Option<u32>,
     /// The executable (the target of /proc/PID/exe when attached by PID).
     pub exe: PathBuf,
-    /// The probe point in the executable.
-    pub probe: ProbePoint,
+    /// The probe point in a Go executable (`None` when the secrets come from OpenSSL or
+    /// BoringSSL, [`AttachInfo::ssl`]).
+    pub probe: Option<ProbePoint>,
+    /// The OpenSSL or BoringSSL copies probed (issue 37): a shared libssl, or an executable
+    /// or shared object with one linked in.
+    pub ssl: Vec<SslAttach>,
+}
+
+/// One file holding OpenSSL or BoringSSL, and where its probe went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SslAttach {
+    /// The file as the process names it (/proc/PID/maps), or as given.
+    pub file: PathBuf,
+    /// The path the probe was placed by (through /proc/PID/root for a process in another
+    /// mount namespace).
+    pub opened: PathBuf,
+    /// The probe point.
+    pub probe: SslProbe,
 }
 
 impl fmt::Display for AttachInfo {
@@ -25,11 +42,29 @@ impl fmt::Display for AttachInfo {
     /// crypto/tls.(*Config).writeKeyLog at 0x5a8b60, file offset 0x1a8b60, found in the ELF
     /// symbol table`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(probe) = &self.probe else {
+            match self.pid {
+                Some(p) => write!(f, "pid {p} ({}): ", self.exe.display())?,
+                None => f.write_str("every process mapping it: ")?,
+            }
+            for (n, a) in self.ssl.iter().enumerate() {
+                if n > 0 {
+                    f.write_str("; and ")?;
+                }
+                write!(
+                    f,
+                    "uprobe on {} in {}",
+                    a.probe.describe(),
+                    a.file.display()
+                )?;
+            }
+            return Ok(());
+        };
         match self.pid {
             Some(p) => write!(f, "pid {p} (")?,
             None => f.write_str("every process of (")?,
         }
-        let abi = match self.probe.abi {
+        let abi = match probe.abi {
             GoAbi::Register => "register ABI",
             GoAbi::Stack => "stack ABI",
         };
@@ -37,10 +72,10 @@ impl fmt::Display for AttachInfo {
             f,
             "{}, {}, {abi}): uprobe on {GO_WRITE_KEY_LOG} at {:#x}, file offset {:#x}, found in the {}",
             self.exe.display(),
-            self.probe.go_version.as_deref().unwrap_or("Go of unknown version"),
-            self.probe.address,
-            self.probe.file_offset,
-            self.probe.found_by,
+            probe.go_version.as_deref().unwrap_or("Go of unknown version"),
+            probe.address,
+            probe.file_offset,
+            probe.found_by,
         )
     }
 }
@@ -65,6 +100,23 @@ pub enum AttachError {
         exe: PathBuf,
         /// Why it has no probe point.
         source: ProbeError,
+    },
+    /// A file holding OpenSSL or BoringSSL has no usable probe point (call sites that
+    /// disagree, no readable client random, ...).
+    Ssl {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: SslError,
+    },
+    /// Not a Go program, and no OpenSSL or BoringSSL mapped (`why` says what was seen).
+    NoTls {
+        /// The process asked for (`None`: a file given).
+        pid: Option<u32>,
+        /// Its executable, or the file.
+        exe: PathBuf,
+        /// What was mapped instead (GnuTLS, NSS, nothing), in words.
+        why: String,
     },
     /// The kernel refused a step (`step` names it: ring buffer, program, uprobe, ...).
     Kernel {
@@ -108,6 +160,21 @@ impl fmt::Display for AttachError {
             AttachError::Probe { exe, source } => {
                 write!(f, "--keys-from: {}: {source}", exe.display())
             }
+            AttachError::Ssl { file, source } => {
+                write!(f, "--keys-from: {}: {source}", file.display())
+            }
+            AttachError::NoTls {
+                pid: Some(p),
+                exe,
+                why,
+            } => write!(f, "--keys-from: pid {p} ({}): {why}", exe.display()),
+            AttachError::NoTls {
+                pid: None,
+                exe,
+                why,
+            } => {
+                write!(f, "--keys-from-lib: {}: {why}", exe.display())
+            }
             AttachError::Kernel { step, source } => {
                 write!(f, "--keys-from: {step}: {source}")?;
                 if matches!(source.raw_os_error(), Some(1 | 13)) {
@@ -125,7 +192,8 @@ impl fmt::Display for AttachError {
 impl std::error::Error for AttachError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            AttachError::Unsupported(_) => None,
+            AttachError::Unsupported(_) | AttachError::NoTls { .. } => None,
+            AttachError::Ssl { source, .. } => Some(source),
             AttachError::Process { source, .. } | AttachError::Kernel { source, .. } => {
                 Some(source)
             }
@@ -234,6 +302,44 @@ fn load_address(pid: u32) -> Option<u64> {
     })
 }
 
+/// A file a process maps with execute permission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Mapped {
+    /// Its path as /proc/PID/maps gives it (in the process's mount namespace).
+    pub(crate) path: PathBuf,
+    /// For a file deleted since it was mapped (a library upgraded under a running server):
+    /// the `start-end` of one mapping, whose /proc/PID/map_files entry still reaches it.
+    pub(crate) deleted: Option<String>,
+}
+
+/// The files a process maps with execute permission (/proc/PID/maps), each once, in the
+/// order first mapped; pseudo-files (`[vdso]`) left out.
+pub(crate) fn mapped_code(maps: &str) -> Vec<Mapped> {
+    let mut out: Vec<Mapped> = Vec::new();
+    for l in maps.lines() {
+        // start-end perms offset dev inode path
+        let mut w = l.splitn(6, ' ');
+        let (Some(range), Some(perms), Some(_), Some(_), Some(_), Some(path)) =
+            (w.next(), w.next(), w.next(), w.next(), w.next(), w.next())
+        else {
+            continue;
+        };
+        let path = path.trim_start();
+        if !perms.contains('x') || !path.starts_with('/') {
+            continue;
+        }
+        let (path, deleted) = match path.strip_suffix(" (deleted)") {
+            Some(p) => (p, Some(range.to_string())),
+            None => (path, None),
+        };
+        let p = PathBuf::from(path);
+        if !out.iter().any(|m| m.path == p) {
+            out.push(Mapped { path: p, deleted });
+        }
+    }
+    out
+}
+
 /// Counts of a [`KeySource`]: the decoder's, and records the BPF program could not write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SourceStats {
@@ -270,6 +376,9 @@ pub struct KeySource {
     /// The executable, for the label fallback when the memory cannot be read.
     image: Option<ExeImage>,
     labels: HashMap<u64, Vec<u8>>,
+    /// OpenSSL/BoringSSL labels by their place relative to the probed function's entry (a
+    /// record whose label could not be read asks by `label_ptr - ip`).
+    ssl_labels: HashMap<u64, String>,
     decoder: Decoder,
 }
 
@@ -282,34 +391,173 @@ impl fmt::Debug for KeySource {
 }
 
 impl KeySource {
-    /// Attaches to the process `pid`: its executable is /proc/PID/exe (which also reaches a
-    /// binary inside a container's mount namespace, or one deleted since it started), and the
-    /// probe fires for that process's threads only.
+    /// Attaches to the process `pid`. A Go program: its executable is /proc/PID/exe (which
+    /// also reaches a binary inside a container's mount namespace, or one deleted since it
+    /// started). Any other: every file it maps executable (/proc/PID/maps, opened through
+    /// /proc/PID/root) that holds OpenSSL or BoringSSL (a shared libssl, or a static copy in
+    /// an executable or shared object) gets a probe on its `ssl_log_secret`. The probes fire
+    /// for that process's threads only.
     pub fn attach(pid: u32) -> Result<Self, AttachError> {
         let link = PathBuf::from(format!("/proc/{pid}/exe"));
         let shown = std::fs::read_link(&link).unwrap_or_else(|_| link.clone());
-        let (probe, exe) = inspect_image(&link, Some(pid)).map_err(|e| match e {
-            AttachError::Probe { source, .. } => AttachError::Probe {
+        match inspect_image(&link, Some(pid)) {
+            Err(AttachError::Probe {
+                source: ProbeError::NotGo,
+                ..
+            }) => Self::attach_ssl(pid, shown),
+            Err(AttachError::Probe { source, .. }) => Err(AttachError::Probe {
                 exe: shown.clone(),
                 source,
-            },
-            e => e,
+            }),
+            Err(e) => Err(e),
+            Ok((probe, exe)) => {
+                let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok();
+                Self::start(
+                    AttachInfo {
+                        pid: Some(pid),
+                        exe: shown,
+                        probe: Some(probe),
+                        ssl: Vec::new(),
+                    },
+                    &link,
+                    mem,
+                    exe,
+                )
+            }
+        }
+    }
+
+    /// The OpenSSL and BoringSSL copies process `pid` maps, each probed.
+    fn attach_ssl(pid: u32, exe: PathBuf) -> Result<Self, AttachError> {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|source| {
+            AttachError::Process {
+                pid: Some(pid),
+                exe: PathBuf::from(format!("/proc/{pid}/maps")),
+                source,
+            }
         })?;
+        let mut ssl = Vec::new();
+        let mut refused = Vec::new();
+        let mut unsupported = Vec::new();
+        for Mapped {
+            path: file,
+            deleted,
+        } in mapped_code(&maps)
+        {
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if let Some(why) = unsupported_library(&name) {
+                unsupported.push(format!("{name}: {why}"));
+                continue;
+            }
+            // Through the process's root (its mount namespace), or for a deleted file through
+            // its mapping.
+            let (opened, file) = match deleted {
+                None => (
+                    PathBuf::from(format!("/proc/{pid}/root{}", file.display())),
+                    file,
+                ),
+                Some(range) => (
+                    PathBuf::from(format!("/proc/{pid}/map_files/{range}")),
+                    PathBuf::from(format!("{} (deleted)", file.display())),
+                ),
+            };
+            let Ok(bytes) = std::fs::read(&opened) else {
+                continue;
+            };
+            match find_ssl_probe(&bytes) {
+                Ok(probe) => ssl.push(SslAttach {
+                    file,
+                    opened,
+                    probe,
+                }),
+                Err(SslError::NoLabels | SslError::Elf(_)) => {}
+                Err(e) => refused.push(AttachError::Ssl { file, source: e }),
+            }
+        }
+        if ssl.is_empty() {
+            if let Some(e) = refused.into_iter().next() {
+                return Err(e);
+            }
+            let why = if unsupported.is_empty() {
+                "not a Go program, and it maps no OpenSSL or BoringSSL (no file it maps holds the \
+                 key log labels); supported: Go's crypto/tls, OpenSSL 1.1.1/3.x, BoringSSL"
+                    .to_string()
+            } else {
+                format!(
+                    "not supported: {}; supported: Go's crypto/tls, OpenSSL 1.1.1/3.x, BoringSSL",
+                    unsupported.join("; ")
+                )
+            };
+            return Err(AttachError::NoTls {
+                pid: Some(pid),
+                exe,
+                why,
+            });
+        }
         let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok();
         Self::start(
             AttachInfo {
                 pid: Some(pid),
-                exe: shown,
-                probe,
+                exe,
+                probe: None,
+                ssl,
             },
-            &link,
+            Path::new(""),
             mem,
-            exe,
+            None,
         )
     }
 
-    /// Attaches to the executable at `exe`, for the process `pid` only or, with `None`, for
-    /// every process that runs it (now or later).
+    /// Attaches to a file for every process that maps it, now or later (`--keys-from-lib`):
+    /// a shared libssl, or an executable or shared object with OpenSSL or BoringSSL inside;
+    /// or a Go executable.
+    pub fn attach_file(file: &Path) -> Result<Self, AttachError> {
+        let bytes = std::fs::read(file).map_err(|source| AttachError::Process {
+            pid: None,
+            exe: file.to_owned(),
+            source,
+        })?;
+        match find_ssl_probe(&bytes) {
+            Ok(probe) => Self::start(
+                AttachInfo {
+                    pid: None,
+                    exe: file.to_owned(),
+                    probe: None,
+                    ssl: vec![SslAttach {
+                        file: file.to_owned(),
+                        opened: file.to_owned(),
+                        probe,
+                    }],
+                },
+                Path::new(""),
+                None,
+                None,
+            ),
+            Err(SslError::NoLabels) => match find_go_probe(&bytes) {
+                Ok(_) => Self::attach_exe(file, None),
+                Err(ProbeError::NotGo) => Err(AttachError::NoTls {
+                    pid: None,
+                    exe: file.to_owned(),
+                    why: "neither OpenSSL, BoringSSL nor a Go program with crypto/tls inside"
+                        .into(),
+                }),
+                Err(source) => Err(AttachError::Probe {
+                    exe: file.to_owned(),
+                    source,
+                }),
+            },
+            Err(source) => Err(AttachError::Ssl {
+                file: file.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Attaches to the Go executable at `exe`, for the process `pid` only or, with `None`,
+    /// for every process that runs it (now or later).
     pub fn attach_exe(exe: &Path, pid: Option<u32>) -> Result<Self, AttachError> {
         let (probe, image) = inspect_image(exe, pid)?;
         let mem = pid.and_then(|p| std::fs::File::open(format!("/proc/{p}/mem")).ok());
@@ -317,7 +565,8 @@ impl KeySource {
             AttachInfo {
                 pid,
                 exe: exe.to_owned(),
-                probe,
+                probe: Some(probe),
+                ssl: Vec::new(),
             },
             exe,
             mem,
@@ -325,20 +574,46 @@ impl KeySource {
         )
     }
 
+    /// The probes of `info` placed: Go's at `go_path`, or each OpenSSL/BoringSSL one.
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     fn start(
         info: AttachInfo,
-        path: &Path,
+        go_path: &Path,
         mem: Option<std::fs::File>,
         image: Option<ExeImage>,
     ) -> Result<Self, AttachError> {
-        let kernel = linux::Kernel::attach(path, info.probe.file_offset, info.pid)?;
+        use std::os::fd::AsRawFd;
+        let mut kernel = linux::Kernel::new()?;
+        let (ring, drops) = (kernel.ring.fd(), kernel.drops.as_raw_fd());
+        if let Some(p) = &info.probe {
+            kernel.add(
+                go_path,
+                p.file_offset,
+                info.pid,
+                &crate::bpf::program_bytes(ring, drops),
+                "h2l_write_key_log",
+            )?;
+        }
+        let mut ssl_labels = HashMap::new();
+        for a in &info.ssl {
+            kernel.add(
+                &a.opened,
+                a.probe.file_offset,
+                info.pid,
+                &crate::bpf::ssl_program_bytes(ring, drops, a.probe.random),
+                "h2l_ssl_log_sec",
+            )?;
+            for (va, l) in &a.probe.labels {
+                ssl_labels.insert(va.wrapping_sub(a.probe.address), l.clone());
+            }
+        }
         Ok(KeySource {
             info,
             kernel,
             mem,
             image,
             labels: HashMap::new(),
+            ssl_labels,
             decoder: Decoder::new(),
         })
     }
@@ -378,11 +653,16 @@ impl KeySource {
                 mem,
                 image,
                 labels,
+                ssl_labels,
                 decoder,
                 info,
             } = self;
             kernel.ring.drain(crate::record::RECORD_LEN, |bytes| {
                 let fallback = |ptr: u64, len: usize| {
+                    if len == 0 {
+                        // An ssl_log_secret record: the label relative to the probe.
+                        return ssl_labels.get(&ptr).map(|l| l.as_bytes().to_vec());
+                    }
                     read_label(mem.as_ref(), image.as_ref(), labels, ptr, len)
                 };
                 if let Some((line, origin)) = decoder.push(bytes, fallback) {
@@ -468,50 +748,61 @@ mod linux {
     use std::path::Path;
 
     use super::{AttachError, RING_SIZE};
-    use crate::bpf::{program_bytes, LICENSE};
+    use crate::bpf::LICENSE;
     use crate::sys;
 
-    /// The kernel objects of one attachment; dropping them removes the probe.
+    /// The kernel objects of one attachment: a ring buffer and a drop counter shared by one
+    /// or more programs, each on its uprobe; dropping them removes the probes.
     pub(super) struct Kernel {
-        /// Declared first: dropped first, the uprobe goes before the program and maps.
-        _event: OwnedFd,
-        _prog: OwnedFd,
+        /// Declared first: dropped first, the uprobes go before the programs and maps.
+        events: Vec<OwnedFd>,
+        progs: Vec<OwnedFd>,
         pub(super) drops: OwnedFd,
         pub(super) ring: sys::RingBuf,
     }
 
     impl Kernel {
-        pub(super) fn attach(
+        /// The ring buffer and the drop counter, mapped.
+        pub(super) fn new() -> Result<Self, AttachError> {
+            let k = |step| move |source| AttachError::Kernel { step, source };
+            let ring_fd =
+                sys::ringbuf_create(RING_SIZE).map_err(k("creating the BPF ring buffer"))?;
+            let drops = sys::counter_create().map_err(k("creating the BPF drop counter"))?;
+            let ring =
+                sys::RingBuf::new(ring_fd, RING_SIZE).map_err(k("mapping the BPF ring buffer"))?;
+            Ok(Kernel {
+                events: Vec::new(),
+                progs: Vec::new(),
+                drops,
+                ring,
+            })
+        }
+
+        /// Loads `insns` and places it on a uprobe at `offset` of `path`.
+        pub(super) fn add(
+            &mut self,
             path: &Path,
             offset: u64,
             pid: Option<u32>,
-        ) -> Result<Self, AttachError> {
+            insns: &[u8],
+            name: &str,
+        ) -> Result<(), AttachError> {
             let k = |step| move |source| AttachError::Kernel { step, source };
             let pmu = sys::uprobe_pmu_type().map_err(|e| AttachError::Kernel {
                 step: "no uprobe support in this kernel (/sys/bus/event_source/devices/uprobe)",
                 source: e,
             })?;
-            let ring_fd =
-                sys::ringbuf_create(RING_SIZE).map_err(k("creating the BPF ring buffer"))?;
-            let drops = sys::counter_create().map_err(k("creating the BPF drop counter"))?;
-            use std::os::fd::AsRawFd;
-            let insns = program_bytes(ring_fd.as_raw_fd(), drops.as_raw_fd());
-            let prog = sys::prog_load(&insns, LICENSE, "h2l_write_key_log")
-                .map_err(k("loading the BPF program"))?;
-            let ring =
-                sys::RingBuf::new(ring_fd, RING_SIZE).map_err(k("mapping the BPF ring buffer"))?;
+            let prog =
+                sys::prog_load(insns, LICENSE, name).map_err(k("loading the BPF program"))?;
             let path = path.to_str().ok_or(AttachError::Kernel {
                 step: "attaching the uprobe",
                 source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not UTF-8"),
             })?;
             let event = sys::uprobe_attach(pmu, path, offset, pid, &prog)
                 .map_err(k("attaching the uprobe"))?;
-            Ok(Kernel {
-                _event: event,
-                _prog: prog,
-                drops,
-                ring,
-            })
+            self.events.push(event);
+            self.progs.push(prog);
+            Ok(())
         }
     }
 }
@@ -519,6 +810,31 @@ mod linux {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mapped_code_files_once() {
+        let maps = "55d0-55d1 r--p 00000000 fe:01 12 /usr/bin/curl\n\
+                    55d1-55d2 r-xp 00001000 fe:01 12 /usr/bin/curl\n\
+                    7f00-7f01 r-xp 0001f000 fe:01 34 /usr/lib/x86_64-linux-gnu/libssl.so.3\n\
+                    7f01-7f02 r-xp 0001f000 fe:01 34 /usr/lib/x86_64-linux-gnu/libssl.so.3\n\
+                    7f02-7f03 r-xp 00000000 00:00 0 \n\
+                    7f03-7f04 r-xp 00000000 fe:01 56 /tmp/gone.so (deleted)\n\
+                    7ffc-7ffd r-xp 00000000 00:00 0                          [vdso]\n\
+                    7f05-7f06 r-xp 00000000 fe:01 78 /opt/my dir/lib x.so\n";
+        let m = |p: &str, d: Option<&str>| Mapped {
+            path: PathBuf::from(p),
+            deleted: d.map(str::to_string),
+        };
+        assert_eq!(
+            mapped_code(maps),
+            [
+                m("/usr/bin/curl", None),
+                m("/usr/lib/x86_64-linux-gnu/libssl.so.3", None),
+                m("/tmp/gone.so", Some("7f03-7f04")),
+                m("/opt/my dir/lib x.so", None),
+            ]
+        );
+    }
 
     /// A constant of this (position-independent) test binary, read back from its file at the
     /// address the process sees, as a label of a process that has exited would be.

@@ -10,15 +10,22 @@ turns it off (channel argument grpc.http2.bdp_probe = 0 on both ends) and fixes 
 The demo protocol (shared with h2ledger-workload and h2ledger-grpcgo, see
 crates/h2ledger-workload/README.md):
 
-    h2ledger-grpcio.py --phase NAME:CALLERS:RATE:SECONDS ... [--static-window]
+    h2ledger-grpcio.py --phase NAME:CALLERS:RATE:SECONDS ... [--static-window] [--tls]
 
 listens on 127.0.0.1:0, prints {"impl","version","port"}, waits for a line on stdin (EOF: exit
 1), runs the phases over one channel, prints {"phases": [...]} and exits (0 when every call
 succeeded). Debian's python3-grpcio imports only under /usr/bin/python3.
+
+--tls serves and calls over TLS with a self-signed certificate made at start (`openssl req`)
+and no key log: `h2ledger demo --tls` takes the secrets with --keys-from (OpenSSL or, under
+PyPI's wheel, BoringSSL; issue 37).
 """
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent import futures
@@ -106,6 +113,7 @@ def main():
     ap = argparse.ArgumentParser(description="the demo's grpcio workload")
     ap.add_argument("--phase", type=phase_arg, action="append", default=[])
     ap.add_argument("--static-window", action="store_true")
+    ap.add_argument("--tls", action="store_true")
     a = ap.parse_args()
     phases = a.phase or [("1 caller x 24/s", 1, 24.0, 10.0), ("8 callers x 3/s", 8, 3.0, 10.0)]
     options = []
@@ -120,14 +128,33 @@ def main():
     )
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=options)
     server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
+    cert = None
+    if a.tls:
+        with tempfile.TemporaryDirectory() as d:
+            key_f, cert_f = os.path.join(d, "key.pem"), os.path.join(d, "cert.pem")
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                 "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                 "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                 "-keyout", key_f, "-out", cert_f],
+                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            key, cert = open(key_f, "rb").read(), open(cert_f, "rb").read()
+        port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([(key, cert)]))
+    else:
+        port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    print(json.dumps({"impl": "grpcio", "version": grpc.__version__, "port": port}), flush=True)
+    print(json.dumps({"impl": "grpcio", "version": grpc.__version__, "port": port, "tls": a.tls}),
+          flush=True)
     if not sys.stdin.readline():
         server.stop(None)
         sys.exit(1)
     results = []
-    with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+    if cert is not None:
+        channel = grpc.secure_channel(f"127.0.0.1:{port}", grpc.ssl_channel_credentials(cert),
+                                      options=options)
+    else:
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=options)
+    with channel:
         grpc.channel_ready_future(channel).result(timeout=10)
         call = channel.unary_unary(METHOD)
         for name, callers, rate, seconds in phases:

@@ -8,7 +8,11 @@
 //! * `live`: attaching to the running peer (root only; skipped with a reason otherwise, failed
 //!   under CI): every secret it wrote to its own key log is delivered, TLS 1.3 and 1.2,
 //!   stripped and not; grpc-go over TLS (testdata/grpcgo-tls, Debian's grpc-go), stripped.
+//! * `openssl`: OpenSSL and BoringSSL (issue 37): the probe points of Debian's libssl.so.3,
+//!   node's static OpenSSL and grpcio's BoringSSL; call sites made to disagree are refused;
+//!   live, curl/openssl s_server, Node http2 and grpcio, against their own key logs.
 
 mod binaries;
 mod live;
+mod openssl;
 mod peers;

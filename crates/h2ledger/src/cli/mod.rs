@@ -328,16 +328,27 @@ pub struct CaptureArgs {
     /// does: it reads the host's own traffic, loopback above all; accepted for tcpdump habits
     #[arg(short = 'p', long = "no-promiscuous-mode")]
     pub no_promiscuous: bool,
-    /// Live: decrypt HTTP/2 over TLS with secrets taken from the running Go program PID
-    /// (repeatable), by a uprobe on crypto/tls.(*Config).writeKeyLog attached before the
-    /// capture opens; the program needs no key log. Needs root or CAP_SYS_ADMIN (and
-    /// CAP_SYS_PTRACE for another user's process); connections whose handshake came before
-    /// are named in a warning
+    /// Live: decrypt HTTP/2 over TLS with secrets taken from the running program PID
+    /// (repeatable), by a uprobe attached before the capture opens: Go's
+    /// crypto/tls.(*Config).writeKeyLog, or the ssl_log_secret of every OpenSSL (1.1.1, 3.x)
+    /// or BoringSSL copy it maps (shared libssl, static, stripped; amd64); the program needs no
+    /// key log. Needs root or CAP_SYS_ADMIN (and CAP_SYS_PTRACE for another user's process);
+    /// connections whose handshake came before are named in a warning
     #[arg(long = "keys-from", value_name = "PID", value_parser = pid)]
     pub keys_from: Vec<u32>,
-    /// Live: append the secrets taken with --keys-from to FILE (SSLKEYLOGFILE format, created
-    /// with mode 0600)
-    #[arg(long = "keys-out", value_name = "FILE", requires = "keys_from")]
+    /// Live: as --keys-from, for every process that maps FILE, now or started later
+    /// (repeatable): a libssl.so, an executable or shared object with OpenSSL or BoringSSL
+    /// inside, or a Go executable
+    #[arg(long = "keys-from-lib", value_name = "FILE")]
+    pub keys_from_lib: Vec<PathBuf>,
+    /// Live: capture in another network namespace (a container's): a process id (its
+    /// /proc/PID/ns/net), a name from `ip netns list`, or a path; entered before the device
+    /// opens, then privileges are dropped as usual. Needs root or CAP_SYS_ADMIN
+    #[arg(long = "netns", value_name = "PID|NAME|PATH")]
+    pub netns: Option<String>,
+    /// Live: append the secrets taken with --keys-from or --keys-from-lib to FILE
+    /// (SSLKEYLOGFILE format, created with mode 0600)
+    #[arg(long = "keys-out", value_name = "FILE")]
     pub keys_out: Option<PathBuf>,
     #[command(flatten)]
     pub user: UserArg,
@@ -367,6 +378,8 @@ impl CaptureArgs {
             snaplen: None,
             no_promiscuous: false,
             keys_from: Vec::new(),
+            keys_from_lib: Vec::new(),
+            netns: None,
             keys_out: None,
             user: UserArg {
                 user: "nobody".into(),
@@ -583,7 +596,8 @@ pub struct DemoArgs {
     /// InitialConnWindowSize; grpcio: grpc.http2.bdp_probe=0; tonic: no adaptive window)
     #[arg(long, alias = "no-bdp")]
     pub static_window: bool,
-    /// Serve and call over TLS (grpc-go only): the workload makes a self-signed certificate
+    /// Serve and call over TLS (grpc-go and grpcio; grpcio from PyPI's wheel, BoringSSL, when
+    /// scripts/grpcio-wheel.sh made its venv): the workload makes a self-signed certificate
     /// and writes no key log; the demo takes its secrets with a uprobe, as `sniff --keys-from
     /// PID` does (root or CAP_SYS_ADMIN), and decrypts
     #[arg(long)]

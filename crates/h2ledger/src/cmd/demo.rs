@@ -74,7 +74,7 @@ impl Stack {
     fn command(self, prog: &Path, phases: &[PhaseSpec], static_window: bool, tls: bool) -> Command {
         let mut c = match self {
             Stack::Grpcio => {
-                let mut c = Command::new(PYTHON);
+                let mut c = Command::new(grpcio_python(tls));
                 c.arg(prog);
                 c
             }
@@ -100,6 +100,24 @@ impl Stack {
 
 /// Debian's python3-grpcio imports only under this interpreter.
 const PYTHON: &str = "/usr/bin/python3";
+
+/// The venv scripts/grpcio-wheel.sh makes: PyPI's grpcio wheel, BoringSSL inside.
+const WHEEL_PYTHON: &str = "/opt/h2l-grpcio-venv/bin/python";
+
+/// The interpreter of the grpcio workload: with `--tls`, PyPI's wheel (BoringSSL, the stack
+/// issue 37 asks the demo for) when `H2LEDGER_GRPCIO_PYTHON` or scripts/grpcio-wheel.sh's
+/// venv gives one; otherwise Debian's python3-grpcio.
+fn grpcio_python(tls: bool) -> PathBuf {
+    if tls {
+        if let Some(p) = std::env::var_os("H2LEDGER_GRPCIO_PYTHON") {
+            return PathBuf::from(p);
+        }
+        if Path::new(WHEEL_PYTHON).exists() {
+            return PathBuf::from(WHEEL_PYTHON);
+        }
+    }
+    PathBuf::from(PYTHON)
+}
 
 struct PhaseSpec {
     name: String,
@@ -272,10 +290,10 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     ];
     let dirs = search_dirs(a.workloads.as_deref());
     let chosen = stacks(&a.impls);
-    if let Some(s) = chosen.iter().find(|s| a.tls && **s != Stack::GrpcGo) {
+    if let Some(s) = chosen.iter().find(|s| a.tls && **s == Stack::Tonic) {
         bail!(
-            "demo --tls runs grpc-go only: its secrets are taken from the Go program by a \
-             uprobe, and {} is not Go (OpenSSL-based stacks: docs/decisions.md #142)",
+            "demo --tls runs grpc-go and grpcio only: their secrets are taken by a uprobe (Go's \
+             crypto/tls, OpenSSL or BoringSSL), and {} is on rustls, which has no such function",
             s.name()
         );
     }
@@ -311,6 +329,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         write: a.write.clone(),
         user: Some(a.user.user.clone()),
         keys: keys.clone(),
+        netns: None,
     })?;
     let linktype = LinkType(live.linktype);
     if table {

@@ -83,14 +83,32 @@ impl KeyFeed {
     /// another user's process: before privileges are dropped) and opens `keys_out`. Each
     /// attachment is said on stderr in one line.
     pub fn attach(pids: &[u32], keys_out: Option<&Path>) -> Result<KeyFeed> {
+        Self::attach_all(pids, &[], keys_out)
+    }
+
+    /// [`KeyFeed::attach`], and a probe on each of `libs` for every process that maps it
+    /// (`--keys-from-lib`).
+    pub fn attach_all(pids: &[u32], libs: &[PathBuf], keys_out: Option<&Path>) -> Result<KeyFeed> {
         let mut sources = Vec::new();
         let mut done = Vec::new();
-        for &pid in pids {
-            if done.contains(&pid) {
-                continue;
+        let targets = pids
+            .iter()
+            .map(|&p| (Some(p), None))
+            .chain(libs.iter().map(|l| (None, Some(l))));
+        for (pid, lib) in targets {
+            if let Some(pid) = pid {
+                if done.contains(&pid) {
+                    continue;
+                }
+                done.push(pid);
             }
-            done.push(pid);
-            let k = KeySource::attach(pid).map_err(|e| {
+            let t = std::time::Instant::now();
+            let k = match (pid, lib) {
+                (Some(pid), _) => KeySource::attach(pid),
+                (None, Some(lib)) => KeySource::attach_file(lib),
+                (None, None) => continue,
+            }
+            .map_err(|e| {
                 let denied = match &e {
                     h2ledger_keys::AttachError::Kernel { source, .. } => {
                         matches!(source.raw_os_error(), Some(1 | 13))
@@ -106,7 +124,11 @@ impl KeyFeed {
                     anyhow!("{e}")
                 }
             })?;
-            eprintln!("h2ledger: TLS secrets from {}", k.attached());
+            eprintln!(
+                "h2ledger: TLS secrets from {} (attached in {} ms)",
+                k.attached(),
+                t.elapsed().as_millis()
+            );
             sources.push(k);
         }
         let file: Option<Box<dyn std::io::Write>> = match keys_out {
@@ -150,13 +172,16 @@ impl KeyFeed {
 /// `--keys-from`/`--keys-out` of a live capture: the processes attached (before the device
 /// opens and privileges are dropped), or `None` when not asked.
 pub fn attach(cap: &CaptureArgs, input: &super::Input) -> Result<Option<SharedFeed>> {
-    if cap.keys_from.is_empty() {
+    if cap.keys_from.is_empty() && cap.keys_from_lib.is_empty() {
+        if cap.keys_out.is_some() {
+            bail!("--keys-out FILE needs --keys-from PID or --keys-from-lib FILE");
+        }
         return Ok(None);
     }
     if let super::Input::File(f) = input {
         bail!("--keys-from applies to a live capture (-i DEV), not to reading {f}");
     }
-    let feed = KeyFeed::attach(&cap.keys_from, cap.keys_out.as_deref())?;
+    let feed = KeyFeed::attach_all(&cap.keys_from, &cap.keys_from_lib, cap.keys_out.as_deref())?;
     Ok(Some(Rc::new(RefCell::new(feed))))
 }
 

@@ -30,6 +30,49 @@ pub struct LiveOptions {
     /// The `--keys-from` processes, attached already: drained after each packet is captured
     /// and before it is saved.
     pub keys: Option<super::keys::SharedFeed>,
+    /// `--netns PID|NAME|PATH`: the network namespace to capture in, entered before the
+    /// device is opened.
+    pub netns: Option<String>,
+}
+
+/// The file of `--netns`: a process id's /proc/PID/ns/net, a path, or a name under
+/// /var/run/netns (what `ip netns add NAME` makes).
+pub fn netns_path(arg: &str) -> PathBuf {
+    if !arg.is_empty() && arg.bytes().all(|b| b.is_ascii_digit()) {
+        PathBuf::from(format!("/proc/{arg}/ns/net"))
+    } else if arg.contains('/') {
+        PathBuf::from(arg)
+    } else {
+        Path::new("/var/run/netns").join(arg)
+    }
+}
+
+/// Moves the calling thread into the network namespace of `arg` (setns(2), CLONE_NEWNET):
+/// the capture socket opened after it belongs to that namespace for good, whichever thread
+/// reads it later. Needs CAP_SYS_ADMIN (root), checked by the kernel here only.
+pub fn enter_netns(arg: &str) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let path = netns_path(arg);
+    let f = std::fs::File::open(&path).map_err(|e| {
+        anyhow!(
+            "--netns {arg}: cannot open {}: {e} (give a running process's id, a name from `ip netns list`, or a path)",
+            path.display()
+        )
+    })?;
+    // SAFETY: setns on a file descriptor we own, for the calling thread.
+    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        let hint = if matches!(e.raw_os_error(), Some(libc::EPERM)) {
+            " (entering a network namespace needs root or CAP_SYS_ADMIN)"
+        } else if matches!(e.raw_os_error(), Some(libc::EINVAL)) {
+            " (not a network namespace)"
+        } else {
+            ""
+        };
+        bail!("--netns {arg}: cannot enter {}: {e}{hint}", path.display());
+    }
+    Ok(())
 }
 
 /// Whether `-w FILE` is written as pcapng: its name says so, or secrets are to be saved in it
@@ -53,6 +96,13 @@ pub struct Pkt {
 /// it at the end and reports a failed write).
 struct Save {
     file: SaveFile,
+    /// With `--keys-from` into pcapng: packets held for [`HOLD_NS`] before they are written,
+    /// so that a secret the probed process logs only after it *received* a packet (an
+    /// OpenSSL server derives the client's traffic secret when the client's Finished arrives,
+    /// which often shares a packet with the first request) still goes into the file before
+    /// that packet (decision 296). `(capture time, bytes, original length)`.
+    held: Option<std::collections::VecDeque<(Nanos, Vec<u8>, u32)>>,
+    held_bytes: usize,
     packets: u64,
     /// The first failed flush: libpcap's writes are buffered and report nothing, so the file is
     /// flushed every [`FLUSH_EVERY`] packets to notice a full disk early.
@@ -60,6 +110,14 @@ struct Save {
 }
 
 const FLUSH_EVERY: u64 = 256;
+
+/// How long a packet is held before it is written when secrets come from probes (decision
+/// 296): longer than a receiver takes from a packet's arrival to the secret it derives from
+/// it (a TLS 1.3 server's client traffic secret; 2 s was too short for nghttpd with 1,000
+/// handshakes queued); memory is bounded by [`HOLD_MAX_BYTES`] as well.
+const HOLD_NS: u64 = 5_000_000_000;
+/// At most this many bytes are held; past it the oldest packets are written at once.
+const HOLD_MAX_BYTES: usize = 64 << 20;
 
 /// The format of the `-w` file.
 enum SaveFile {
@@ -72,6 +130,13 @@ enum SaveFile {
 impl Save {
     fn packet(&mut self, p: &Packet<'_>) {
         if self.error.is_some() {
+            return;
+        }
+        if let Some(q) = &mut self.held {
+            let ts = super::file::ts_nanos(&p.header.ts);
+            self.held_bytes += p.data.len();
+            q.push_back((ts, p.data.to_vec(), p.header.len));
+            self.release(false);
             return;
         }
         match &mut self.file {
@@ -87,6 +152,42 @@ impl Save {
         self.packets += 1;
         if self.packets.is_multiple_of(FLUSH_EVERY) {
             self.flush();
+        }
+    }
+
+    /// Writes the held packets older than [`HOLD_NS`] (by their capture time against the
+    /// clock now), or over [`HOLD_MAX_BYTES`]; with `all`, every one.
+    fn release(&mut self, all: bool) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(u64::MAX);
+        loop {
+            let Some(q) = &mut self.held else { return };
+            let due = match q.front() {
+                Some((ts, ..)) => {
+                    all || self.held_bytes > HOLD_MAX_BYTES
+                        || now.saturating_sub((*ts).max(0) as u64) >= HOLD_NS
+                }
+                None => false,
+            };
+            if !due || self.error.is_some() {
+                return;
+            }
+            let Some((ts, data, len)) = q.pop_front() else {
+                return;
+            };
+            self.held_bytes -= data.len();
+            if let SaveFile::Pcapng(w) = &mut self.file {
+                if let Err(e) = w.packet(ts, &data, len) {
+                    self.error = Some(e.to_string());
+                    return;
+                }
+            }
+            self.packets += 1;
+            if self.packets.is_multiple_of(FLUSH_EVERY) {
+                self.flush();
+            }
         }
     }
 
@@ -169,6 +270,9 @@ pub fn permission_error(device: &str) -> anyhow::Error {
 impl Live {
     /// Opens the device (must be called in a tokio runtime).
     pub fn open(o: &LiveOptions) -> Result<Live> {
+        if let Some(ns) = &o.netns {
+            enter_netns(ns)?;
+        }
         let devices = Device::list().map_err(|e| {
             anyhow!(
                 "cannot list capture devices: {}",
@@ -256,6 +360,9 @@ impl Live {
                 Some((
                     p.clone(),
                     Arc::new(Mutex::new(Save {
+                        held: (o.keys.is_some() && matches!(file, SaveFile::Pcapng(_)))
+                            .then(std::collections::VecDeque::new),
+                        held_bytes: 0,
                         file,
                         packets: 0,
                         error: None,
@@ -303,9 +410,13 @@ impl Live {
     }
 
     /// No packet waits: the secrets delivered meanwhile go into `--keys-out` and the `-w`
-    /// file now (so the probes' ring buffer never fills while the network is quiet).
+    /// file now (so the probes' ring buffer never fills while the network is quiet), and the
+    /// held packets whose time has come after them.
     pub fn idle(&mut self) {
         drain_keys(self.keys.as_ref(), self.save.as_ref().map(|(_, s)| s));
+        if let Some((_, s)) = &self.save {
+            s.lock().unwrap_or_else(|e| e.into_inner()).release(false);
+        }
     }
 
     /// Flushes the `-w` file (the last secrets first): an error when any write to it failed
@@ -316,6 +427,7 @@ impl Live {
             return Ok(());
         };
         let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+        s.release(true);
         s.flush();
         match &s.error {
             Some(e) => bail!(

@@ -62,6 +62,8 @@ impl CaptureArgs {
             (self.buffer_kib.is_some(), "-B/--buffer-size"),
             (self.snaplen.is_some(), "-s/--snapshot-length"),
             (!self.keys_from.is_empty(), "--keys-from"),
+            (!self.keys_from_lib.is_empty(), "--keys-from-lib"),
+            (self.netns.is_some(), "--netns"),
         ] {
             if set {
                 bail!("{flag} applies to a live capture (-i DEV), not to reading {file}");
@@ -221,6 +223,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
         write: cap.write.clone(),
         user: Some(cap.user.user.clone()),
         keys: r.keys.clone(),
+        netns: cap.netns.clone(),
     })?;
     // Watched before the line below: a script that waits for it may send SIGTERM at once.
     let mut int =
