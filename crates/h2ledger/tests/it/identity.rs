@@ -9,20 +9,11 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::util::{read_json, repo, run, scratch};
+use crate::util::{read_json, replay_json, repo, scratch};
 
-/// `h2ledger replay FILE -T json ARGS...`, which must succeed.
+/// `h2ledger replay FILE --format json ARGS...` ([`crate::util::replay_json`]).
 fn replay(file: &Path, extra: &[&str]) -> Value {
-    let f = file.to_string_lossy();
-    let mut args = vec!["replay", &f, "-T", "json"];
-    args.extend_from_slice(extra);
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "h2ledger {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    replay_json(&file.to_string_lossy(), extra)
 }
 
 fn ids(v: &Value) -> Vec<&str> {
