@@ -44,26 +44,19 @@ impl<O: Observer> Ledger<O> {
             Found::NotHttp2 => {
                 // Held from its start and not HTTP/2: neither is the connection, unless the
                 // other side already proved it (then this side's bytes are said as not framed).
-                let http2 = c.http2;
-                for d in [dir, dir.other()] {
-                    let ds = &mut c.dirs[d];
-                    if d == dir || (!http2 && ds.mode == Mode::Detect) {
-                        if http2 {
-                            let n = ds.pending.len();
-                            let (src, dst) = c.addrs(d);
-                            self.warnings.add("no-http2-boundary", || {
-                                format!(
-                                    "connection {} {src} -> {dst}: {n} bytes that start with no HTTP/2 frame, while the other side spoke HTTP/2; this direction is not counted",
-                                    id.0
-                                )
-                            });
-                            let ds = &mut c.dirs[d];
-                            ds.die();
-                        } else {
-                            ds.die();
-                        }
-                    }
+                if c.http2 {
+                    let n = ds.pending.len();
+                    let (src, dst) = c.addrs(dir);
+                    self.warnings.add("no-http2-boundary", || {
+                        format!(
+                            "connection {} {src} -> {dst}: {n} bytes that start with no HTTP/2 frame, while the other side spoke HTTP/2; this direction is not counted",
+                            id.0
+                        )
+                    });
+                } else if c.dirs[dir.other()].mode == Mode::Detect {
+                    c.dirs[dir.other()].die();
                 }
+                c.dirs[dir].die();
                 return;
             }
             Found::Wait => {
