@@ -10,6 +10,10 @@ usage: gen-capture.py KIND N OUT.pcap
   handshakes  N connections: every TCP handshake first, then every request (preface, SETTINGS,
               HEADERS), then every response (SETTINGS, ACK, HEADERS); never closed
   handshakes6 the same over IPv6
+  other       N connections of a binary protocol that is not HTTP/2 (a PostgreSQL-like
+              SSLRequest, then a message holding three chained, plausible HTTP/2 frame heads),
+              every handshake first, then every first message, then every second: more than
+              --max-connections open at once, never closed
   streams     one connection opening N + 10 streams (HEADERS with END_HEADERS, never ended);
               the server answers the last 10 with headers and trailers; never closed
   pings       one connection, N PINGs from the client that are never ACKed; then closed
@@ -167,6 +171,18 @@ def main():
             c.c(PSH, PREFACE + SETTINGS + REQUEST)
         for c in conns:
             c.s(PSH, SETTINGS + SETTINGS_ACK + RESPONSE)
+    elif kind == "other":
+        conns = [Conn(w, i) for i in range(n)]
+        chain = frame(0, 0, 1, b"x" * 20) + frame(8, 0, 0, (1).to_bytes(4, "big")) \
+            + frame(6, 0, 0, b"12345678")
+        for c in conns:
+            c.c(SYN)
+            c.s(SYNACK)
+            c.c(ACK)
+        for c in conns:
+            c.c(PSH, b"\x00\x00\x00\x08\x04\xd2\x16\x2f")
+        for c in conns:
+            c.c(PSH, chain)
     elif kind == "streams":
         c = Conn(w, 0)
         c.open()

@@ -12,6 +12,8 @@ each view's peak RSS against --limit-mib (64 by default) plus the capture's size
 case and view; the exit status is 1 when a count or a bound is wrong.
 
 Cases (--quick: the first number of each; default: all):
+  other 10,000                    connections of a binary protocol that is not HTTP/2, evicted
+                                  and back with frame-like bytes: none is HTTP/2
   handshakes 10,000 / 100,000     connections, every handshake first, then every request, then
                                   every response, never closed (more than --max-connections)
   handshakes6 10,000 / 100,000    the same over IPv6
@@ -60,6 +62,12 @@ def expect_conns(n):
     return check
 
 
+def expect_other(v):
+    want = {"connections": 0, "findings": []}
+    got = {"connections": v["connections"], "findings": [f["id"] for f in v["findings"]]}
+    return want, got
+
+
 def expect_streams(n):
     def check(v):
         want = {"connections": 1, "calls": n + 10, "client HEADERS": n + 10,
@@ -104,7 +112,8 @@ def expect_window_held(v):
 
 def cases(quick):
     big = not quick
-    out = [("handshakes", 10_000, expect_conns(10_000)),
+    out = [("other", 10_000, expect_other),
+           ("handshakes", 10_000, expect_conns(10_000)),
            ("handshakes6", 10_000, expect_conns(10_000)),
            ("streams", 1 << 17, expect_streams(1 << 17))]
     if big:

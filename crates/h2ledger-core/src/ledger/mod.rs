@@ -365,7 +365,10 @@ struct Folded {
 /// Where a folded direction stood: what its return can go on from exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DirFold {
-    /// It had sent nothing: it starts afresh, as if never evicted.
+    /// Held from its start and nothing proven yet (most often: nothing sent): it starts
+    /// afresh, as if never evicted, still held to the proofs of a stream's start (decision
+    /// 282), so that what another protocol sends after its return is not taken for HTTP/2 met
+    /// mid-stream. Bytes it had sent and that were still undecided are dropped.
     Fresh,
     /// Framed, between two frames, no header block pending, at most one SETTINGS awaiting its
     /// ACK (kept) and an empty HPACK table of the default size: nothing of its state is lost,
@@ -375,6 +378,9 @@ enum DirFold {
         late_start: bool,
         settings: Option<(Option<u32>, Option<u32>)>,
     },
+    /// Given up as not HTTP/2 (it started as no HTTP/2 stream does, or showed no boundary):
+    /// its return stays so.
+    Dead,
     /// Anything else: its return is joined mid-stream (framing proven again, HPACK lost).
     Lost,
 }
@@ -382,9 +388,7 @@ enum DirFold {
 impl DirFold {
     fn of(ds: &DirState) -> DirFold {
         match ds.mode {
-            Mode::Detect if ds.at_start && ds.pending.is_empty() && ds.tail_of.is_none() => {
-                DirFold::Fresh
-            }
+            Mode::Detect if ds.at_start => DirFold::Fresh,
             Mode::Frames
                 if ds.head_have == 0
                     && ds.cur.is_none()
@@ -403,6 +407,7 @@ impl DirFold {
                     settings: ds.settings_sent.front().copied(),
                 }
             }
+            Mode::Dead => DirFold::Dead,
             _ => DirFold::Lost,
         }
     }
@@ -412,6 +417,11 @@ impl DirFold {
         match self {
             DirFold::Fresh => DirState::new(true),
             DirFold::Lost => DirState::new(false),
+            DirFold::Dead => {
+                let mut ds = DirState::new(false);
+                ds.die();
+                ds
+            }
             DirFold::Framed {
                 max_frame,
                 late_start,

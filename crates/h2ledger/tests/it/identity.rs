@@ -120,6 +120,22 @@ fn connections_evicted_and_back_are_counted_once() {
     }
 }
 
+/// 10,000 connections of a binary protocol that is not HTTP/2, more than `--max-connections`
+/// open at once: each evicted after its first message and back with a second that holds three
+/// chained, plausible frame heads. Held from their start, none is HTTP/2, before an eviction
+/// or after (a folded direction keeps the proofs of a stream's start, decision 283).
+#[test]
+fn other_protocols_evicted_and_back_stay_other() {
+    let v = replay(&generated("other", 10_000), &[]);
+    assert_eq!(v["connections"], 0, "{:#}", v["anomalies"]);
+    assert_eq!(ids(&v), Vec::<&str>::new(), "{:#}", v["findings"]);
+    assert!(
+        v["anomalies"].get("mid-stream").is_none(),
+        "{:#}",
+        v["anomalies"]
+    );
+}
+
 /// One connection opening 2^17 + 10 streams (HEADERS, END_HEADERS, never ended), the last 10
 /// answered with headers and trailers: every call counted, HEADERS and TRAILERS exact although
 /// more streams are open than the stream tables follow (`MAX_OPEN_STREAMS`, 32,768), and the
