@@ -31,7 +31,7 @@ pub struct SavedCapture {
     /// A regular file without a filter, of a link type libpcap hands over untouched: read in
     /// large blocks by the reading thread, its packets handed over where they lie in the block
     /// (libpcap takes over at the first record it might read otherwise; decision 264).
-    blocks: Option<std::fs::File>,
+    blocks: Option<progress::Counting<std::fs::File>>,
 }
 
 /// A pipe that libpcap reads as a file (`/dev/fd/N`), fed by a thread from `r`.
@@ -150,14 +150,19 @@ impl SavedCapture {
             && untouched(linktype)
             && std::env::var_os("H2LEDGER_LIBPCAP_READ").is_none()
         {
-            std::fs::File::open(path).ok()
+            // The progress counts what this reader reads: libpcap's own descriptor stays at
+            // the file's first block (issue 38: the bar stood at 4 KiB for a whole pcap).
+            std::fs::File::open(path).ok().map(|r| progress::Counting {
+                r,
+                n: Default::default(),
+            })
         } else {
             None
         };
-        let read = if feeder.is_some() {
-            progress::Bytes::Counted(counted)
-        } else {
-            progress::Bytes::File(path.into())
+        let read = match (&feeder, &blocks) {
+            (Some(_), _) => progress::Bytes::Counted(counted),
+            (None, Some(b)) => progress::Bytes::Counted(b.n.clone()),
+            (None, None) => progress::Bytes::File(path.into()),
         };
         Ok(SavedCapture {
             cap: Some(cap),
@@ -306,7 +311,7 @@ fn untouched(linktype: i32) -> bool {
 /// packets already sent and reads the rest as [`read_batches`] does: whatever libpcap says of
 /// the file from there is said as it would have been.
 fn read_blocks(
-    file: std::fs::File,
+    file: progress::Counting<std::fs::File>,
     cap: Capture<Offline>,
     full: &std::sync::mpsc::SyncSender<Batch>,
     empty: &std::sync::mpsc::Receiver<Batch>,
@@ -373,4 +378,34 @@ pub fn ts_nanos(ts: &libc::timeval) -> Nanos {
     ts.tv_sec
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_usec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The progress' bytes-read figure of a plain capture file follows the reader that reads
+    /// it, up to the file's size (issue 38: it followed libpcap's descriptor, which stays at
+    /// the first 4 KiB once h2ledger's own reader takes the file, decision 264).
+    #[test]
+    fn progress_counts_the_bytes_of_a_plain_file() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../captures/grpcgo-article.pcap"
+        );
+        let mut cap = SavedCapture::open(path, None).unwrap();
+        let progress::Bytes::Counted(n) = &cap.read else {
+            panic!("a plain file is read by h2ledger's block reader, which counts its bytes");
+        };
+        let n = n.clone();
+        let mut packets = 0u64;
+        cap.for_each(false, |_, _, _| {
+            packets += 1;
+            true
+        })
+        .unwrap();
+        assert!(packets > 0);
+        let size = std::fs::metadata(path).unwrap().len();
+        assert_eq!(n.load(std::sync::atomic::Ordering::Relaxed), size);
+    }
 }
