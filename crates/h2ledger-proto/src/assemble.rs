@@ -32,6 +32,8 @@ impl<'a> Envelope<'a> {
     }
 }
 
+use h2ledger_core::grpc::{CutEvents, Cutter};
+
 /// A message the direction ended in the middle of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Partial {
@@ -42,22 +44,71 @@ pub struct Partial {
 }
 
 /// Cuts one direction of one stream into messages, keeping each message's first
-/// `max_message_bytes` bytes (the rest is counted, not kept).
+/// `max_message_bytes` bytes (the rest is counted, not kept). The framing is core's one
+/// [`Cutter`]; this keeps the bytes it hands out.
 ///
 /// Memory: at most `max_message_bytes` held, plus 5 bytes of prefix. A message that lies
 /// whole inside one fed slice is handed out without a copy.
 #[derive(Debug, Clone)]
 pub struct Assembler {
     max: usize,
-    hdr: [u8; 5],
-    have: u8,
-    in_payload: bool,
-    flag: u8,
-    len: u32,
-    /// Payload bytes still to come.
-    remaining: u64,
+    cut: Cutter,
     buf: Vec<u8>,
-    lost: bool,
+}
+
+/// The [`CutEvents`] of one [`Assembler::feed`]: a message's bytes kept in `buf` (up to
+/// `max`), or borrowed when its one piece is the whole message.
+struct Keep<'s, 'b, F> {
+    max: usize,
+    buf: &'s mut Vec<u8>,
+    /// The Message-Length of the message begun.
+    len: u32,
+    /// The message begun came in one piece, borrowed.
+    whole: Option<&'b [u8]>,
+    done: F,
+}
+
+impl<'b, F: FnMut(Envelope<'_>)> CutEvents<'b> for Keep<'_, 'b, F> {
+    fn head(&mut self, _flag: u8, len: u32) {
+        self.len = len;
+        self.whole = None;
+        self.buf.clear();
+    }
+
+    fn body(&mut self, b: &'b [u8]) {
+        if self.buf.is_empty() && self.whole.is_none() && b.len() == self.len as usize {
+            if b.len() <= self.max {
+                // The whole message is in this slice: no copy.
+                self.whole = Some(b);
+                return;
+            }
+        } else if self.buf.is_empty() {
+            // Reserve what the message needs, up to the cap, but no more than 64 KiB ahead
+            // of the bytes actually received.
+            self.buf
+                .reserve((self.len as usize).min(self.max).min(64 << 10));
+        }
+        let room = self.max.saturating_sub(self.buf.len()).min(b.len());
+        self.buf.extend_from_slice(&b[..room]);
+    }
+
+    fn done(&mut self, len: u32, flag: u8) {
+        let bytes = match self.whole.take() {
+            Some(b) => b,
+            None => &self.buf[..],
+        };
+        (self.done)(Envelope {
+            flag,
+            bytes,
+            wire_len: len,
+            cut: len as usize > self.max,
+        });
+        self.buf.clear();
+        if self.buf.capacity() > 64 << 10 {
+            // A big message's buffer is not kept for the next small one.
+            *self.buf = Vec::new();
+        }
+    }
 }
 
 impl Assembler {
@@ -65,121 +116,47 @@ impl Assembler {
     pub fn new(max_message_bytes: usize) -> Self {
         Assembler {
             max: max_message_bytes,
-            hdr: [0; 5],
-            have: 0,
-            in_payload: false,
-            flag: 0,
-            len: 0,
-            remaining: 0,
+            cut: Cutter::default(),
             buf: Vec::new(),
-            lost: false,
         }
     }
 
     /// Feeds DATA payload bytes (padding removed), in order; `done` gets each message they
     /// complete. Nothing happens after [`lose`](Self::lose) or [`end`](Self::end).
-    pub fn feed(&mut self, mut b: &[u8], mut done: impl FnMut(Envelope<'_>)) {
-        if self.lost {
-            return;
-        }
-        while !b.is_empty() {
-            if self.in_payload {
-                let n = self.remaining.min(b.len() as u64) as usize;
-                let fresh = self.remaining == u64::from(self.len);
-                if fresh && n as u64 == self.remaining && self.len as usize <= self.max {
-                    // The whole message is in this slice: no copy.
-                    self.in_payload = false;
-                    self.remaining = 0;
-                    done(Envelope {
-                        flag: self.flag,
-                        bytes: &b[..n],
-                        wire_len: self.len,
-                        cut: false,
-                    });
-                    b = &b[n..];
-                    continue;
-                }
-                let room = self.max.saturating_sub(self.buf.len()).min(n);
-                self.buf.extend_from_slice(&b[..room]);
-                self.remaining -= n as u64;
-                b = &b[n..];
-                if self.remaining == 0 {
-                    self.in_payload = false;
-                    done(Envelope {
-                        flag: self.flag,
-                        bytes: &self.buf,
-                        wire_len: self.len,
-                        cut: self.len as usize > self.max,
-                    });
-                    self.buf.clear();
-                    if self.buf.capacity() > 64 << 10 {
-                        // A big message's buffer is not kept for the next small one.
-                        self.buf = Vec::new();
-                    }
-                }
-            } else {
-                let have = usize::from(self.have);
-                let n = (5 - have).min(b.len());
-                self.hdr[have..have + n].copy_from_slice(&b[..n]);
-                self.have += n as u8;
-                b = &b[n..];
-                if self.have == 5 {
-                    self.have = 0;
-                    self.flag = self.hdr[0];
-                    self.len =
-                        u32::from_be_bytes([self.hdr[1], self.hdr[2], self.hdr[3], self.hdr[4]]);
-                    if self.len == 0 {
-                        done(Envelope {
-                            flag: self.flag,
-                            bytes: &[],
-                            wire_len: 0,
-                            cut: false,
-                        });
-                    } else {
-                        self.in_payload = true;
-                        self.remaining = u64::from(self.len);
-                        self.buf.clear();
-                        // Reserve what the message needs, up to the cap, but no more than
-                        // 64 KiB ahead of the bytes actually received.
-                        self.buf
-                            .reserve((self.len as usize).min(self.max).min(64 << 10));
-                    }
-                }
+    pub fn feed(&mut self, b: &[u8], done: impl FnMut(Envelope<'_>)) {
+        let mut ev = Keep {
+            max: self.max,
+            buf: &mut self.buf,
+            len: 0,
+            whole: None,
+            done,
+        };
+        // A message begun in an earlier slice is in `buf` (or, when empty, had no bytes yet):
+        // `len` is only read with `buf` empty at the first piece, which follows `head`.
+        if let Some(p) = self.cut.pending() {
+            ev.len = p.wire_len.unwrap_or(0);
+            if !ev.buf.is_empty() || p.received > 5 {
+                // Not the first piece: never borrowed.
+                ev.len = u32::MAX;
             }
         }
+        self.cut.feed_with(b, &mut ev);
     }
 
     /// The capture lacks bytes of this direction: framing is lost, the message in progress is
     /// dropped. True the first time (when it counts).
     pub fn lose(&mut self) -> bool {
-        let first = !self.lost;
-        self.lost = true;
-        self.in_payload = false;
-        self.have = 0;
         self.buf = Vec::new();
-        first
+        self.cut.lose()
     }
 
     /// The direction ended: the message in progress, if any.
     pub fn end(&mut self) -> Option<Partial> {
-        let p = if self.lost {
-            None
-        } else if self.in_payload {
-            Some(Partial {
-                wire_len: Some(self.len),
-                received: 5 + u64::from(self.len) - self.remaining,
-            })
-        } else if self.have > 0 {
-            Some(Partial {
-                wire_len: None,
-                received: u64::from(self.have),
-            })
-        } else {
-            None
-        };
-        self.lost = true;
-        self.in_payload = false;
-        self.have = 0;
+        let p = self.cut.pending().map(|p| Partial {
+            wire_len: p.wire_len,
+            received: p.received,
+        });
+        self.cut.end();
         self.buf = Vec::new();
         p
     }
@@ -228,6 +205,22 @@ mod tests {
             msgs(4, &[&wire[..7], &wire[7..]]),
             vec![(0, vec![1, 2, 3, 4], 6, true), (0, vec![9], 1, false)]
         );
+    }
+
+    #[test]
+    fn a_message_whole_in_one_slice_is_borrowed() {
+        let body = [7u8, 8, 9];
+        let mut seen = Vec::new();
+        let mut a = Assembler::new(100);
+        // The prefix alone, then the whole body: borrowed from the second slice.
+        a.feed(&[0, 0, 0, 0, 3], |_| panic!("no message yet"));
+        a.feed(&body, |e| seen.push(e.bytes.as_ptr()));
+        assert_eq!(seen, vec![body.as_ptr()]);
+        // The body in two pieces: copied, and whole.
+        let mut got = Vec::new();
+        a.feed(&[0, 0, 0, 0, 3, 7], |_| panic!("no message yet"));
+        a.feed(&body[1..], |e| got.push(e.bytes.to_vec()));
+        assert_eq!(got, vec![body.to_vec()]);
     }
 
     #[test]

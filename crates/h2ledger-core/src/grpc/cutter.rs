@@ -1,4 +1,7 @@
 //! gRPC message framing (a 1-byte flag, a 4-byte length, the message), found incrementally.
+//! The one cutter of the workspace: the counts and kept messages here, and
+//! `h2ledger_proto::Assembler` (the decoded messages of `frames`/`calls --decode`) are each a
+//! [`CutEvents`] fed by it.
 
 /// Messages of one direction of one call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -11,6 +14,15 @@ pub struct Counts {
     pub compressed: u32,
     /// Messages whose bytes the capture lacks (see the module docs).
     pub incomplete: u32,
+}
+
+/// A message begun and not complete (see [`Cutter::pending`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// Its Message-Length, when the 5-byte prefix was complete.
+    pub wire_len: Option<u32>,
+    /// Bytes of it received (prefix included).
+    pub received: u64,
 }
 
 /// Incremental gRPC message framing of one direction.
@@ -26,12 +38,12 @@ pub struct Cutter {
 }
 
 /// What [`Cutter::feed_with`] reports as it cuts: each message's prefix, its payload bytes in
-/// pieces, and its end.
-pub trait CutEvents {
+/// pieces (borrowed from the slice fed, `'b`), and its end.
+pub trait CutEvents<'b> {
     /// A message begins: its Compressed-Flag byte and Message-Length.
     fn head(&mut self, _flag: u8, _len: u32) {}
     /// The next bytes of the message begun (all of them come before its `done`).
-    fn body(&mut self, _b: &[u8]) {}
+    fn body(&mut self, _b: &'b [u8]) {}
     /// The message is complete.
     fn done(&mut self, len: u32, flag: u8);
 }
@@ -39,7 +51,7 @@ pub trait CutEvents {
 /// [`CutEvents`] that only hear of complete messages.
 struct Done<F>(F);
 
-impl<F: FnMut(u32, bool)> CutEvents for Done<F> {
+impl<F: FnMut(u32, bool)> CutEvents<'_> for Done<F> {
     #[inline]
     fn done(&mut self, len: u32, flag: u8) {
         (self.0)(len, flag != 0)
@@ -53,7 +65,7 @@ impl Cutter {
     }
 
     /// Feeds payload bytes, telling `ev` each message's prefix, payload and end.
-    pub fn feed_with(&mut self, mut b: &[u8], ev: &mut impl CutEvents) {
+    pub fn feed_with<'b>(&mut self, mut b: &'b [u8], ev: &mut impl CutEvents<'b>) {
         if self.lost {
             return;
         }
@@ -104,6 +116,25 @@ impl Cutter {
         self.have = 0;
         self.lost = true;
         partial
+    }
+
+    /// The message in progress, if any (none once lost or ended).
+    pub fn pending(&self) -> Option<Pending> {
+        if self.lost {
+            None
+        } else if self.in_payload {
+            Some(Pending {
+                wire_len: Some(self.len),
+                received: 5 + u64::from(self.len) - self.remaining,
+            })
+        } else if self.have > 0 {
+            Some(Pending {
+                wire_len: None,
+                received: u64::from(self.have),
+            })
+        } else {
+            None
+        }
     }
 
     pub(super) fn is_lost(&self) -> bool {

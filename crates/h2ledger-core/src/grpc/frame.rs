@@ -6,7 +6,7 @@ use super::*;
 /// [`CutEvents`] that list each complete message (length, compressed) for the counts.
 struct Count<'a>(&'a mut Vec<(u32, bool)>);
 
-impl CutEvents for Count<'_> {
+impl CutEvents<'_> for Count<'_> {
     fn done(&mut self, len: u32, flag: u8) {
         self.0.push((len, flag != 0));
     }

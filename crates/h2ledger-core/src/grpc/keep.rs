@@ -395,7 +395,7 @@ impl Kept {
 
     /// The [`CutEvents`] of direction `rel` that keep its messages, and hand every complete one
     /// on to `inner` (the counts).
-    pub(crate) fn events<'a, E: CutEvents>(
+    pub(crate) fn events<'a, 'b, E: CutEvents<'b>>(
         &'a mut self,
         rel: usize,
         credit: &'a mut Credit,
@@ -418,7 +418,7 @@ pub(crate) struct KeepEvents<'a, E> {
     inner: &'a mut E,
 }
 
-impl<E: CutEvents> CutEvents for KeepEvents<'_, E> {
+impl<'b, E: CutEvents<'b>> CutEvents<'b> for KeepEvents<'_, E> {
     fn head(&mut self, _flag: u8, len: u32) {
         let k = &mut *self.kept;
         let lim = k.limits;
@@ -436,7 +436,7 @@ impl<E: CutEvents> CutEvents for KeepEvents<'_, E> {
         };
     }
 
-    fn body(&mut self, b: &[u8]) {
+    fn body(&mut self, b: &'b [u8]) {
         let k = &mut *self.kept;
         let d = &mut k.b.dirs[self.rel];
         if let Cur::Keeping { start } = d.cur {

@@ -99,7 +99,7 @@ mod frame;
 mod keep;
 mod report;
 
-pub use cutter::{Counts, CutEvents, Cutter};
+pub use cutter::{Counts, CutEvents, Cutter, Pending};
 pub use keep::{Budget, KeepLimits, Kept, KeptHow, KeptMsg, MAX_KEPT_BYTES};
 pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
 use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
