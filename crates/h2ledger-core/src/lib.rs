@@ -93,5 +93,7 @@ pub use analysis::{Analysis, AnalysisReport, Splitter, Timeline};
 pub use h2_frame_parser::StreamId;
 pub use headers::{Header, HeaderList};
 pub use ledger::{ClientBy, ConnSummary, FrameEvent, Ledger, Observer, Warnings};
-pub use model::{FrameClass, FrameCounts, Side, Sides, MAX_OPEN_STREAMS};
+pub use model::{
+    FrameClass, FrameCounts, PingFact, Side, Sides, MAX_OPEN_STREAMS, MAX_OUTSTANDING_PINGS,
+};
 pub use tally::{ConnLedger, LedgerReport, SideTally, Tally};

@@ -14,7 +14,78 @@
 /// "Bounds").
 pub const MAX_OPEN_STREAMS: usize = 1 << 15;
 
+use h2ledger_tcp::Nanos;
 use serde::ser::{Serialize, SerializeMap, Serializer};
+
+/// PINGs of one direction of a connection awaiting their ACK that the connection model
+/// remembers, by payload and time, the one bound of PING matching (the oldest is forgotten
+/// when a 65th is sent; its ACK is then [`PingFact::Unmatched`]). Every reader of round trips
+/// (the analysis, the gRPC tracker, the findings) reads [`crate::FrameEvent::ping`].
+pub const MAX_OUTSTANDING_PINGS: usize = 64;
+
+/// What the connection model says of a PING frame ([`crate::FrameEvent::ping`]), derived once
+/// per connection in the ledger. An ACK from one direction answers a PING of the other: the
+/// oldest outstanding one with the same payload (RFC 9113 §6.7: "Receivers of a PING frame
+/// ... MUST send a PING frame with the ACK flag set ... with an identical frame payload").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PingFact {
+    /// Not a PING frame.
+    #[default]
+    None,
+    /// A PING (not an ACK); `owed`: the direction's PINGs not yet answered before this one,
+    /// counted as PINGs sent minus ACKs received (whatever their payloads, and unbounded: a
+    /// flood's depth).
+    Sent {
+        /// PINGs owed an ACK when this one was sent.
+        owed: u64,
+    },
+    /// A PING ACK answering the PING sent at `sent` (its round trip is the ACK's time minus
+    /// `sent`).
+    Acked {
+        /// When the PING it answers was sent.
+        sent: Nanos,
+    },
+    /// A PING ACK that answers no PING the model remembers (never sent in the capture, or
+    /// forgotten past [`MAX_OUTSTANDING_PINGS`]), or whose payload could not be read.
+    Unmatched,
+}
+
+/// One direction's PINGs awaiting an ACK ([`PingFact`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PingBook {
+    owed: u64,
+    out: std::collections::VecDeque<([u8; 8], Nanos)>,
+}
+
+impl PingBook {
+    /// This direction sent a PING (its payload when the frame was read).
+    pub(crate) fn sent(&mut self, payload: Option<[u8; 8]>, ts: Nanos) -> PingFact {
+        let owed = self.owed;
+        self.owed += 1;
+        if let Some(p) = payload {
+            if self.out.len() >= MAX_OUTSTANDING_PINGS {
+                self.out.pop_front();
+            }
+            self.out.push_back((p, ts));
+        }
+        PingFact::Sent { owed }
+    }
+
+    /// The other direction answered one of this direction's PINGs.
+    pub(crate) fn acked(&mut self, payload: Option<[u8; 8]>) -> PingFact {
+        self.owed = self.owed.saturating_sub(1);
+        let Some(p) = payload else {
+            return PingFact::Unmatched;
+        };
+        match self.out.iter().position(|x| x.0 == p) {
+            Some(i) => match self.out.remove(i) {
+                Some((_, sent)) => PingFact::Acked { sent },
+                None => PingFact::Unmatched,
+            },
+            None => PingFact::Unmatched,
+        }
+    }
+}
 
 /// Which end of a connection sent a frame. See docs/ledger.md for how the client is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -257,5 +328,41 @@ impl Serialize for FrameCounts {
             m.serialize_entry(c.name(), &self.get(c))?;
         }
         m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ack_answers_the_oldest_ping_with_its_payload() {
+        let mut b = PingBook::default();
+        assert_eq!(b.sent(Some([1; 8]), 10), PingFact::Sent { owed: 0 });
+        assert_eq!(b.sent(Some([2; 8]), 20), PingFact::Sent { owed: 1 });
+        assert_eq!(b.sent(Some([1; 8]), 30), PingFact::Sent { owed: 2 });
+        assert_eq!(b.acked(Some([1; 8])), PingFact::Acked { sent: 10 });
+        assert_eq!(b.acked(Some([9; 8])), PingFact::Unmatched);
+        assert_eq!(b.acked(Some([1; 8])), PingFact::Acked { sent: 30 });
+        // An unread PING is owed but cannot be matched; owed never goes below 0.
+        assert_eq!(b.sent(None, 40), PingFact::Sent { owed: 0 });
+        assert_eq!(b.acked(None), PingFact::Unmatched);
+        assert_eq!(b.acked(Some([2; 8])), PingFact::Acked { sent: 20 });
+        assert_eq!(b.sent(Some([3; 8]), 50), PingFact::Sent { owed: 0 });
+    }
+
+    #[test]
+    fn the_oldest_outstanding_ping_is_forgotten_past_the_bound() {
+        let mut b = PingBook::default();
+        for i in 0..=MAX_OUTSTANDING_PINGS as u64 {
+            let fact = b.sent(Some(i.to_be_bytes()), i as Nanos);
+            assert_eq!(fact, PingFact::Sent { owed: i });
+        }
+        assert_eq!(b.out.len(), MAX_OUTSTANDING_PINGS);
+        assert_eq!(b.acked(Some(0u64.to_be_bytes())), PingFact::Unmatched);
+        assert_eq!(
+            b.acked(Some(1u64.to_be_bytes())),
+            PingFact::Acked { sent: 1 }
+        );
     }
 }

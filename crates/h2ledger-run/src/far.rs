@@ -25,7 +25,9 @@ use std::thread::JoinHandle;
 
 use h2_frame_parser::{Head, Kind, Packed};
 use h2ledger_core::ledger::BlockSize;
-use h2ledger_core::{Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, Side, StreamId};
+use h2ledger_core::{
+    Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, PingFact, Side, StreamId,
+};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
 /// Batches on their way to the far thread at most: with [`BATCH_EVENTS`] and
@@ -62,7 +64,8 @@ pub(crate) type Upgraded = (ConnId, Dir, Write, (usize, usize), (usize, usize));
 pub(crate) struct Rec {
     ts: Nanos,
     write: u64,
-    /// [`BlockSize::list`] (with `block_encoded`), when [`HAS_BLOCK`] is set.
+    /// [`BlockSize::list`] (with `block_encoded`), when [`HAS_BLOCK`] is set. A PING frame has
+    /// no header block: for one, [`FrameEvent::ping`] instead, packed by [`pack_ping`].
     block_list: u64,
     block_encoded: u32,
     conn: ConnId,
@@ -88,6 +91,28 @@ const HAS_BLOCK: u8 = 1;
 const LATE_START: u8 = 2;
 const MID_STREAM: u8 = 4;
 const SPANNED: u8 = 8;
+/// A PING ACK the connection model matched: `block_list` holds the PING's time.
+const PING_ACKED: u8 = 16;
+
+/// [`FrameEvent::ping`] in a [`Rec`]'s `block_list` (and the [`PING_ACKED`] bit): a PING's
+/// `owed`, an ACK's `sent` time; an unmatched ACK has neither.
+fn pack_ping(p: PingFact) -> (u64, u8) {
+    match p {
+        PingFact::Sent { owed } => (owed, 0),
+        PingFact::Acked { sent } => (sent as u64, PING_ACKED),
+        PingFact::None | PingFact::Unmatched => (0, 0),
+    }
+}
+
+/// [`pack_ping`] undone.
+fn unpack_ping(class: FrameClass, list: u64, bits: u8) -> PingFact {
+    match class {
+        FrameClass::Ping => PingFact::Sent { owed: list },
+        FrameClass::PingAck if bits & PING_ACKED != 0 => PingFact::Acked { sent: list as i64 },
+        FrameClass::PingAck => PingFact::Unmatched,
+        _ => PingFact::None,
+    }
+}
 
 /// Events in order, the bytes their frames borrow, and their header lists.
 #[derive(Default)]
@@ -281,10 +306,11 @@ impl Relay {
         let list = ev.headers.map_or(NO_LIST, |h| b.keep_list(h));
         let block = ev.block.unwrap_or_default();
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        let (ping, ping_bits) = pack_ping(ev.ping);
         let rec = Rec {
             ts: ev.ts,
             write: ev.write,
-            block_list: block.list,
+            block_list: if ev.block.is_some() { block.list } else { ping },
             block_encoded: block.encoded,
             conn: ev.conn,
             // A batch is sent past BATCH_BYTES, and one frame is at most 16 MiB.
@@ -299,7 +325,8 @@ impl Relay {
             bits: flag(ev.block.is_some(), HAS_BLOCK)
                 | flag(ev.late_start, LATE_START)
                 | flag(ev.mid_stream, MID_STREAM)
-                | flag(ev.spanned, SPANNED),
+                | flag(ev.spanned, SPANNED)
+                | ping_bits,
             padding: ev.padding as u16,
         };
         self.push(Ev::Frame(rec));
@@ -423,6 +450,11 @@ impl Far {
             mid_stream: r.bits & MID_STREAM != 0,
             spanned,
             padding: u32::from(r.padding),
+            ping: if r.bits & HAS_BLOCK != 0 {
+                PingFact::None
+            } else {
+                unpack_ping(r.class, r.block_list, r.bits)
+            },
         };
         self.analysis.frame_in(&ev, None);
     }

@@ -60,8 +60,6 @@ pub const MAX_GOAWAYS: usize = 1000;
 /// Writes per direction whose frames may still arrive (while the ledger looks for a frame
 /// boundary it holds writes back); older ones are closed.
 const MAX_OPEN_WRITES: usize = 4096;
-/// PINGs per direction waiting for their ACK.
-const MAX_OUTSTANDING_PINGS: usize = 64;
 /// Distinct calls remembered per BDP round.
 const MAX_ROUND_CALLS: usize = 4096;
 /// Ended calls kept for a BDP PING that may still name them, at most this many and for at most
@@ -356,8 +354,6 @@ struct Round {
 #[derive(Debug, Default)]
 struct DirState {
     open_writes: VecDeque<OpenWrite>,
-    /// PINGs sent by this direction, waiting for the peer's ACK: payload, time, label.
-    pings: Vec<([u8; 8], Nanos, u8)>,
     /// The BDP round this direction has open.
     round: Option<Round>,
     /// The first DATA (stream, call) received by this direction while no round was open.

@@ -2,6 +2,7 @@
 //! round followed.
 
 use super::*;
+use crate::PingFact;
 
 impl Analysis {
     pub(super) fn close_round(&mut self, conn: u32, dir: Dir, r: Round, acked: bool) {
@@ -19,22 +20,15 @@ impl Analysis {
         }
     }
 
+    /// A PING or its ACK, matched by the connection model ([`FrameEvent::ping`]).
     pub(super) fn on_ping(&mut self, ev: &FrameEvent<'_>, payload: [u8; 8], ack: bool) {
         let conn = ev.conn.0;
         let d = ev.dir;
         let known = ping::classify(&payload);
         if !ack {
-            let label = known
-                .and_then(|k| ping::KNOWN_PINGS.iter().position(|x| x.label == k.label))
-                .map(|i| i as u8)
-                .unwrap_or(OTHER_LABEL);
             self.acc(conn, d, ev.ts, |a| a.pings_sent += 1);
-            let ds = &mut self.conn(ev.conn).dirs[d];
-            if ds.pings.len() >= MAX_OUTSTANDING_PINGS {
-                ds.pings.remove(0);
-            }
-            ds.pings.push((payload, ev.ts, label));
             if known.is_some_and(|k| k.bdp) {
+                let ds = &mut self.conn(ev.conn).dirs[d];
                 let prev = ds.round.take();
                 let cand = ds.candidate.take();
                 let mut streams = self.round_pool.pop().unwrap_or_default();
@@ -66,11 +60,13 @@ impl Analysis {
         }
         // An ACK from `d` answers a PING sent by the other direction.
         let p = d.other();
-        let ds = &mut self.conn(ev.conn).dirs[p];
-        let found = ds.pings.iter().position(|x| x.0 == payload);
-        match found {
-            Some(i) => {
-                let (_, ts, label) = ds.pings.remove(i);
+        match ev.ping {
+            PingFact::Acked { sent: ts } => {
+                let label = known
+                    .and_then(|k| ping::KNOWN_PINGS.iter().position(|x| x.label == k.label))
+                    .map(|i| i as u8)
+                    .unwrap_or(OTHER_LABEL);
+                let ds = &mut self.conn(ev.conn).dirs[p];
                 let round = match &ds.round {
                     Some(r) if r.payload == payload && r.ts <= ts => ds.round.take(),
                     _ => None,
@@ -92,7 +88,7 @@ impl Analysis {
                     self.close_round(conn, p, r, true);
                 }
             }
-            None => self.acc(conn, d, ev.ts, |a| a.acks_unmatched += 1),
+            _ => self.acc(conn, d, ev.ts, |a| a.acks_unmatched += 1),
         }
     }
 }

@@ -60,8 +60,6 @@ pub(super) struct DirF {
     pub(super) pings: u64,
     /// PINGs sent while an earlier one of this direction still waited for its ACK.
     pub(super) pings_pipelined: u64,
-    /// PINGs of this direction the peer has not ACKed yet.
-    pub(super) pings_owed: u64,
     pub(super) max_pings_owed: u64,
     pub(super) ping_rate: Bucket,
     pub(super) ping_rate_hits: u64,
@@ -100,7 +98,6 @@ impl Default for DirF {
         DirF {
             pings: 0,
             pings_pipelined: 0,
-            pings_owed: 0,
             max_pings_owed: 0,
             ping_rate: Bucket::new(super::FRAME_RATE, super::FRAME_RATE),
             ping_rate_hits: 0,

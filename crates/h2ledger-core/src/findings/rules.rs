@@ -271,10 +271,6 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
             };
             ping_sent(c, ev, payload, counted, cfg, out);
         }
-        (FrameClass::PingAck, _) => {
-            let df = &mut c.dirs[d.other()];
-            df.pings_owed = df.pings_owed.saturating_sub(1);
-        }
         (FrameClass::Settings, f) => {
             let df = &mut c.dirs[d];
             df.settings += 1;
@@ -352,7 +348,12 @@ fn ping_sent(
     let side = ev.side;
     let df = &mut c.dirs[ev.dir];
     df.pings += 1;
-    if counted && df.pings_owed > 0 {
+    // PINGs owed an ACK before this one, as the connection model counts them.
+    let owed = match ev.ping {
+        crate::PingFact::Sent { owed } => owed,
+        _ => 0,
+    };
+    if counted && owed > 0 {
         // Sent before the previous one's ACK came: a prober waits for its ACK, a flood not.
         df.pings_pipelined += 1;
         if df.ping_rate.drain(ev.ts) {
@@ -360,9 +361,8 @@ fn ping_sent(
             out.push((FindingId::PingFlood, Some(side), None));
         }
     }
-    df.pings_owed += 1;
-    df.max_pings_owed = df.max_pings_owed.max(df.pings_owed);
-    if counted && df.pings_owed > MAX_OWED_ACKS {
+    df.max_pings_owed = df.max_pings_owed.max(owed + 1);
+    if counted && owed + 1 > MAX_OWED_ACKS {
         out.push((FindingId::PingFlood, Some(side), None));
     }
     if payload == Some(ping::GRPC_GO_BDP) {

@@ -56,23 +56,12 @@ impl Grpc {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
         if sid == 0 {
-            if let Some(Frame::Ping(p)) = ev.frame {
+            if let crate::PingFact::Acked { sent } = ev.ping {
                 let c = self.conns.entry(conn).or_insert_with(|| ConnG {
                     last_rtt: -1,
                     ..ConnG::default()
                 });
-                if ev.class == FrameClass::PingAck {
-                    let from = ev.dir.other();
-                    if let Some(i) = c.pings.iter().position(|x| x.0 == p.payload && x.2 == from) {
-                        let (_, t, _) = c.pings.remove(i);
-                        c.last_rtt = ev.ts - t;
-                    }
-                } else {
-                    if c.pings.len() >= MAX_PINGS {
-                        c.pings.remove(0);
-                    }
-                    c.pings.push((p.payload, ev.ts, ev.dir));
-                }
+                c.last_rtt = ev.ts - sent;
             }
             return;
         }

@@ -19,7 +19,8 @@
 //! frame, so a reader sees how much of a call was the network.
 //!
 //! Memory: per open call a few dozen bytes (at most [`MAX_GRPC_STREAMS`]; beyond, calls are
-//! counted as untracked), freed when the call ends; per connection 8 PINGs, freed at close;
+//! counted as untracked), freed when the call ends; per connection the last round trip (PINGs
+//! are matched once, by the connection model: [`crate::PingFact`]), freed at close;
 //! per recorded call a [`CallGrpc`]. A lost framing is recorded in O(1) per gap (a per-direction
 //! loss counter each stream compares with the one it last saw).
 
@@ -91,8 +92,6 @@ pub const MAX_GRPC_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 const MAX_GRPC_MESSAGE: usize = 256;
 /// Distinct `grpc-encoding` values named; later ones are `(other)`.
 const MAX_ENCODINGS: usize = 32;
-/// PINGs per connection waiting for their ACK.
-const MAX_PINGS: usize = 8;
 
 mod cutter;
 mod frame;
@@ -159,7 +158,7 @@ struct Stream {
 struct ConnG {
     /// Framing losses per direction.
     epoch: Dirs<u32>,
-    pings: Vec<([u8; 8], Nanos, Dir)>,
+    /// The latest PING round trip (the connection model's match, [`crate::FrameEvent::ping`]).
     last_rtt: i64,
     /// Stream ids are the wire's: the seeded table (decisions 246, 262).
     streams: crate::table::IdTable<Stream>,

@@ -435,6 +435,15 @@ fn frame<O: Observer>(
         c.odd_streams[dir] += 1;
     }
     let side = c.side(dir);
+    let ping_payload = match loaded.as_ref() {
+        Some(Frame::Ping(p)) => Some(p.payload),
+        _ => None,
+    };
+    let ping = match class {
+        FrameClass::Ping => c.dirs[dir].pings.sent(ping_payload, w.ts),
+        FrameClass::PingAck => c.dirs[dir.other()].pings.acked(ping_payload),
+        _ => PingFact::None,
+    };
     let late_start = c.dirs.iter().any(|(_, x)| x.synced && x.late_start);
     // A direction that began mid-stream began late too: only then look.
     let mid_stream = late_start && c.dirs.iter().any(|(_, x)| x.synced && x.mid_stream);
@@ -456,6 +465,7 @@ fn frame<O: Observer>(
         mid_stream,
         spanned,
         padding,
+        ping,
     };
     observer.frame(&ev);
 }

@@ -14,7 +14,7 @@ use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Dirs, Nanos, Sink, Write};
 
 use crate::detect::{Found, Scanner};
 use crate::headers::HeaderList;
-use crate::model::{FrameClass, Side};
+use crate::model::{FrameClass, PingBook, PingFact, Side};
 
 /// Bytes kept while looking for the first frame boundary of a direction before giving up on it.
 const MAX_DETECT_BYTES: usize = 1 << 20;
@@ -105,6 +105,8 @@ struct DirState {
     /// The write whose bytes came last, and how many of them: a gap that makes up the rest
     /// of it is that write's snaplen-cut tail (its bytes were carried by that write).
     tail_of: Option<(Write, u64)>,
+    /// This direction's PINGs awaiting an ACK.
+    pings: PingBook,
 }
 
 impl DirState {
@@ -136,6 +138,7 @@ impl DirState {
             settings_reported: false,
             hpack_cap_reported: false,
             tail_of: None,
+            pings: PingBook::default(),
         }
     }
 

@@ -46,6 +46,9 @@ pub struct FrameEvent<'a> {
     /// that the data it carries (`head.length - padding` octets) is known whether or not
     /// [`FrameEvent::frame`] was loaded; 0 otherwise.
     pub padding: u32,
+    /// A PING or PING ACK: the connection model's match of it (the one PING matcher; see
+    /// [`PingFact`](crate::PingFact)).
+    pub ping: crate::PingFact,
 }
 
 /// A decoded header block's sizes: what a header block costs on the wire and what it expands to.
