@@ -303,6 +303,17 @@ impl<R: BufRead> std::io::Seek for Forward<R> {
     }
 }
 
+/// An I/O error as one line's reason: what failed and, where it helps, what to do.
+pub fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => {
+            "permission denied (check the file's mode, or run as its owner)".to_string()
+        }
+        _ => e.to_string(),
+    }
+}
+
 /// The largest packet the reader of blocks delivers itself: libpcap's largest snapshot for
 /// most link types (`MAXIMUM_SNAPLEN`, libpcap's pcap-int.h). A longer record is left to
 /// libpcap, whose rule for it depends on the link type.

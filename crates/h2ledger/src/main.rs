@@ -6,7 +6,6 @@
 
 mod cli;
 mod cmd;
-mod serve;
 mod source;
 
 use std::io::IsTerminal as _;

@@ -46,9 +46,11 @@ use prometheus_client::registry::{Registry, Unit};
 
 mod batch;
 mod figures;
+mod serve;
 use batch::Buckets;
 pub use batch::{Batch, FLUSH_CALLS};
 pub use figures::{Figures, LIMITS};
+pub use serve::{Exporter, Wake, SYNC_WAIT};
 
 /// Distinct `:path` labels by default (`--metrics-max-paths`).
 pub const DEFAULT_MAX_PATHS: usize = 200;

@@ -2,11 +2,11 @@
 //! parsers of the values they take (durations, times, counts).
 
 mod analysis;
-pub mod durations;
+pub use h2ledger_run::time::durations;
 mod findings;
 pub mod messages;
 mod tcpdump;
-pub mod times;
+pub use h2ledger_run::time::cuts as times;
 
 pub use tcpdump::{explain, tcpdump_style, TimeFormatArg};
 

@@ -17,9 +17,9 @@ use h2ledger_run::{Drops, End, Obs, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, FindingsArgs, Format};
-use crate::serve::Exporter;
 use crate::source::{self, Hooks, Input, Reading};
 use crate::Ctx;
+use h2ledger_output::metrics::Exporter;
 
 /// What a ledger command was asked for.
 pub struct Ledger<'a> {
@@ -45,6 +45,8 @@ struct Run {
     view: Option<LiveView>,
     ctx: Ctx,
     metrics: Option<Exporter>,
+    /// What a scrape wakes: the capture loop's idle wait (`--metrics`).
+    wake: Option<std::sync::Arc<tokio::sync::Notify>>,
     /// The calls and round trips not yet handed to the metrics (decision 206).
     batch: Batch,
     /// `-T jsonl`: a `finding` line the moment each finding fires.
@@ -106,7 +108,7 @@ impl Hooks for Run {
     }
 
     fn metrics_wake(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
-        self.metrics.as_ref().map(Exporter::wake)
+        self.wake.clone()
     }
 
     fn wants_sync(&self) -> bool {
@@ -145,12 +147,17 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let keys = source::keys::attach(l.cap, &l.input)?;
     let opts = source::keys::options(&l.input, l.filter, l.max_frames, keys.as_ref())?;
     let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
+    let wake = l
+        .metrics
+        .map(|_| std::sync::Arc::new(tokio::sync::Notify::new()));
     let metrics = match (l.metrics, &l.input) {
         (Some(_), Input::File(f)) => {
             bail!("--metrics applies to a live capture (-i DEV), not to reading {f}")
         }
         (Some(addr), Input::Device(_)) => {
-            let e = Exporter::serve(addr, l.metrics_max_paths)?;
+            let w = wake.clone().unwrap_or_default();
+            let e = Exporter::serve(addr, l.metrics_max_paths, Box::new(move || w.notify_one()))
+                .map_err(|e| anyhow!(e))?;
             if let Some(a) = e.addr {
                 eprintln!("h2ledger: metrics on http://{a}/metrics");
             }
@@ -192,6 +199,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         view,
         ctx,
         metrics,
+        wake,
         batch: Batch::default(),
         finding_lines: l.format == Format::Jsonl,
         severities: findings_cfg.severities,

@@ -355,15 +355,7 @@ fn handover(
     read_batches(cap, full, empty)
 }
 
-pub fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        std::io::ErrorKind::PermissionDenied => {
-            "permission denied (check the file's mode, or run as its owner)".to_string()
-        }
-        _ => e.to_string(),
-    }
-}
+pub use h2ledger_run::input::io_reason;
 
 pub fn pcap_reason(e: &pcap::Error) -> String {
     match e {

@@ -1,12 +1,13 @@
-//! `sniff --metrics ADDR:PORT`: the run's metrics ([`h2ledger_output::metrics`]) served over
-//! HTTP on their own thread, while the capture loop runs on its own.
+//! `sniff --metrics ADDR:PORT`: the run's metrics ([`crate::metrics`]) served over HTTP on
+//! their own thread, while the capture loop runs on its own.
 //!
 //! The port is bound before the capture opens (so before privileges are given up: a port
 //! below 1024 works as root). The serving thread answers one request at a time (a 5 s read
 //! and write timeout each): `GET /metrics` gets the exposition, in OpenMetrics when the
 //! `Accept` header asks for it and in the Prometheus text format otherwise; `GET /` a line
 //! that points there; anything else 404 or 405. Before it encodes, a scrape asks the capture
-//! loop for fresh figures ([`Exporter::wants_sync`], and a wake-up of its idle wait) and waits
+//! loop for fresh figures ([`Exporter::wants_sync`], and the wake-up given to [`Exporter::serve`]
+//! for its idle wait) and waits
 //! for them at most [`SYNC_WAIT`]; a run that is busy elsewhere (draining at its end) is
 //! served what it last had. So figures are made only when a scraper asks, and a scrape sees
 //! the run as it is (docs/decisions.md #161).
@@ -17,8 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
-use h2ledger_output::metrics::{Exposition, Metrics};
+use super::{Exposition, Metrics};
+
+/// What wakes the capture loop's idle wait when a scrape comes.
+pub type Wake = Box<dyn Fn() + Send + Sync>;
 
 /// How long a scrape waits for the capture loop's fresh figures.
 pub const SYNC_WAIT: Duration = Duration::from_secs(1);
@@ -33,7 +36,7 @@ struct Shared {
     /// A scrape waits for fresh figures.
     want: AtomicBool,
     /// Wakes the capture loop's idle wait when a scrape comes.
-    wake: Arc<tokio::sync::Notify>,
+    wake: Wake,
     /// Figures made so far (a scrape waits for this to move) and whether the run is over.
     synced: Mutex<(u64, bool)>,
     cv: Condvar,
@@ -50,20 +53,21 @@ impl Exporter {
     /// Metrics printed once (`-T prometheus`), not served.
     pub fn offline(max_paths: usize) -> Exporter {
         Exporter {
-            shared: Arc::new(shared(max_paths)),
+            shared: Arc::new(shared(max_paths, Box::new(|| {}))),
             addr: None,
         }
     }
 
     /// Binds `addr` (`ADDR:PORT`; a name is resolved, its first address taken) and starts
-    /// serving. An address in use, or not this machine's, is a one-line error.
-    pub fn serve(addr: &str, max_paths: usize) -> Result<Exporter> {
+    /// serving; `wake` is called when a scrape wants fresh figures. An address in use, or not
+    /// this machine's, is a one-line error.
+    pub fn serve(addr: &str, max_paths: usize, wake: Wake) -> Result<Exporter, String> {
         let listener =
-            TcpListener::bind(addr).map_err(|e| anyhow!("--metrics {addr}: cannot listen: {e}"))?;
+            TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: cannot listen: {e}"))?;
         let local = listener
             .local_addr()
-            .map_err(|e| anyhow!("--metrics {addr}: {e}"))?;
-        let shared = Arc::new(shared(max_paths));
+            .map_err(|e| format!("--metrics {addr}: {e}"))?;
+        let shared = Arc::new(shared(max_paths, wake));
         let s = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("metrics".into())
@@ -73,7 +77,7 @@ impl Exporter {
                     let _ = answer(c, &s);
                 }
             })
-            .map_err(|e| anyhow!("--metrics: cannot start the serving thread: {e}"))?;
+            .map_err(|e| format!("--metrics: cannot start the serving thread: {e}"))?;
         Ok(Exporter {
             shared,
             addr: Some(local),
@@ -90,11 +94,6 @@ impl Exporter {
         self.shared.want.load(Ordering::Relaxed)
     }
 
-    /// What wakes the capture loop's idle wait when a scrape comes.
-    pub fn wake(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.shared.wake)
-    }
-
     /// Fresh figures are in the metrics (`last`: the run's final ones; scrapes no longer wait).
     pub fn synced(&self, last: bool) {
         self.shared.want.store(false, Ordering::Relaxed);
@@ -105,11 +104,11 @@ impl Exporter {
     }
 }
 
-fn shared(max_paths: usize) -> Shared {
+fn shared(max_paths: usize, wake: Wake) -> Shared {
     Shared {
         metrics: Metrics::new(max_paths, env!("CARGO_PKG_VERSION")),
         want: AtomicBool::new(false),
-        wake: Arc::new(tokio::sync::Notify::new()),
+        wake,
         synced: Mutex::new((0, false)),
         cv: Condvar::new(),
     }
@@ -123,7 +122,7 @@ fn fresh(s: &Shared) {
     }
     let seen = g.0;
     s.want.store(true, Ordering::Relaxed);
-    s.wake.notify_one();
+    (s.wake)();
     let _ =
         s.cv.wait_timeout_while(g, SYNC_WAIT, |g| g.0 == seen && !g.1);
 }
@@ -210,7 +209,7 @@ mod tests {
 
     #[test]
     fn serves_both_formats_and_refuses_the_rest() {
-        let e = Exporter::serve("127.0.0.1:0", 200).unwrap();
+        let e = Exporter::serve("127.0.0.1:0", 200, Box::new(|| {})).unwrap();
         e.synced(true);
         let a = e.addr.unwrap();
         let r = get(a, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -231,9 +230,9 @@ mod tests {
 
     #[test]
     fn an_address_in_use_is_one_line() {
-        let e = Exporter::serve("127.0.0.1:0", 200).unwrap();
+        let e = Exporter::serve("127.0.0.1:0", 200, Box::new(|| {})).unwrap();
         let addr = e.addr.unwrap().to_string();
-        let err = Exporter::serve(&addr, 200).err().unwrap().to_string();
+        let err = Exporter::serve(&addr, 200, Box::new(|| {})).err().unwrap();
         assert!(
             err.starts_with(&format!("--metrics {addr}: cannot listen: ")),
             "{err}"
@@ -244,7 +243,7 @@ mod tests {
     /// A scrape waits for the loop's figures, and without a loop gives up after SYNC_WAIT.
     #[test]
     fn a_scrape_asks_for_fresh_figures() {
-        let e = Exporter::serve("127.0.0.1:0", 200).unwrap();
+        let e = Exporter::serve("127.0.0.1:0", 200, Box::new(|| {})).unwrap();
         let a = e.addr.unwrap();
         let t = std::thread::spawn(move || get(a, "GET /metrics HTTP/1.1\r\n\r\n"));
         let t0 = std::time::Instant::now();
@@ -252,7 +251,7 @@ mod tests {
             assert!(t0.elapsed() < Duration::from_secs(5));
             std::thread::sleep(Duration::from_millis(1));
         }
-        let f = h2ledger_output::metrics::Figures {
+        let f = crate::metrics::Figures {
             packets: 42,
             ..Default::default()
         };

@@ -82,7 +82,7 @@ mod tests {
     }
 
     use super::*;
-    use h2ledger_output::time::fmt_rfc3339;
+    use crate::time::fmt_rfc3339;
 
     #[test]
     fn times() {

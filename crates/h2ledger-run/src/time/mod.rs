@@ -1,4 +1,8 @@
-//! Times as printed: nanoseconds since the epoch (the one clock of a run) as RFC 3339.
+//! Times as printed: nanoseconds since the epoch (the one clock of a run) as RFC 3339; and
+//! times and durations as the command line gives them ([`durations`], [`cuts`]).
+
+pub mod cuts;
+pub mod durations;
 
 use h2ledger_tcp::Nanos;
 

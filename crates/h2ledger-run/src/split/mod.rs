@@ -15,6 +15,9 @@
 //! [`MAX_RECORD`] plus one read; hostile bytes end in an error, never a panic.
 #![forbid(unsafe_code)]
 
+mod files;
+pub use files::{split_to_dir, stem, Split};
+
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 
