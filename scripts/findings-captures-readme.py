@@ -59,6 +59,8 @@ SERVERS = {
                "`--no-tls -a 127.0.0.1 -d DOC P`",
     "goh2c": "Go 1.19 net/http behind golang.org/x/net/http2/h2c 0.7.0 (Debian), "
              "captures/src/go-h2c `-serve`",
+    "grpcgo": "grpc-go 1.33 (Debian) captures/src/grpcgo-flow `-serve 9s -size 1048576` (default "
+              "windows, BDP estimator on; the call is a Download of 4 messages of 1 MiB)",
 }
 
 

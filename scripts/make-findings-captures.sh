@@ -38,6 +38,10 @@ rm -f "$OUT"/*.pcap "$OUT"/*.tshark.json "$OUT"/*.out.json
 
 "$ROOT/scripts/build-goh2c.sh" "$WORK" >/dev/null
 "$ROOT/scripts/build-grpcgo-findings.sh" "$WORK" >/dev/null
+# grpcgo-flow (the window-held target), GOPATH build against Debian's grpc-go.
+mkdir -p "$WORK/gopath/src/h2ledger"
+cp -r "$ROOT/captures/src/grpcgo-flow" "$WORK/gopath/src/h2ledger/grpcgo-flow"
+(cd "$WORK/gopath/src/h2ledger/grpcgo-flow" && GO111MODULE=off GOPATH="/usr/share/gocode:$WORK/gopath" GOFLAGS= go build -o "$WORK/grpcgo-flow" .)
 mkdir -p "$WORK/doc"
 echo "hello" >"$WORK/doc/index.html"
 head -c 1048576 /dev/urandom >"$WORK/doc/big.bin"
@@ -105,6 +109,17 @@ for server in nghttpd goh2c; do
   attack hpack-bomb-$server "$P" hpack-bomb --n 300
 done
 kill $NGPID $GOPID 2>/dev/null || true
+
+# A real grpc-go server's windows held: a Download of 4 x 1 MiB, no WINDOW_UPDATE for 5 s.
+"$WORK/grpcgo-flow" -serve 9s -size 1048576 >"$WORK/grpcgo-flow.out" 2>"$WORK/grpcgo-flow.err" & GFPID=$!; PIDS+=("$GFPID")
+GFPORT=""
+for _ in $(seq 100); do
+  GFPORT=$(sed -n 's/.*"port": *\([0-9][0-9]*\).*/\1/p' "$WORK/grpcgo-flow.out" | head -1)
+  [ -n "$GFPORT" ] && break; sleep 0.1
+done
+[ -n "$GFPORT" ] || { echo "make-findings-captures.sh: grpcgo-flow did not start" >&2; cat "$WORK/grpcgo-flow.err" >&2; exit 1; }
+attack window-held-grpcgo "$GFPORT" window-held --n 1 --path /flow.Flow/Download --grpc 4 --hold 5
+kill $GFPID 2>/dev/null || true
 
 start_nghttpd -m 4
 attack refused-stream-nghttpd "$NGPORT" refused-stream --n 16

@@ -24,6 +24,8 @@ Cases (--quick: the first number of each; default: all):
   rsts 1,000,000                  streams opened and reset (RST_STREAM CANCEL)
   window-held                     captures/findings/window-held-nghttpd.pcap: a real nghttpd's
                                   windows held at zero for 5 s until the client closes
+  window-held-grpcgo              captures/findings/window-held-grpcgo.pcap: a real grpc-go
+                                  server's connection and stream windows held the same way
 """
 import argparse
 import json
@@ -124,12 +126,14 @@ def cases(quick):
                 ("pings", 1_000_000, expect_pings(1_000_000)),
                 ("rsts", 1_000_000, expect_rsts(1_000_000))]
     out.append(("window-held", None, expect_window_held))
+    out.append(("window-held-grpcgo", None, expect_window_held))
     return out
 
 
 def capture(d, kind, n):
     if n is None:
-        return os.path.join(ROOT, "captures/findings/window-held-nghttpd.pcap")
+        server = "grpcgo" if kind.endswith("grpcgo") else "nghttpd"
+        return os.path.join(ROOT, "captures/findings/window-held-%s.pcap" % server)
     f = os.path.join(d, "%s-%d.pcap" % (kind, n))
     if not os.path.exists(f):
         subprocess.run([sys.executable, os.path.join(ROOT, "scripts/gen-capture.py"), kind,

@@ -8,7 +8,8 @@
 //
 // Calls, in order: Upload (client streams -messages messages of -size bytes, gzip when -gzip),
 // Download (server streams the same), Fail (unary, returns InvalidArgument "bad size: 100%").
-// Prints {"port": P} once listening and {"calls": N} at the end.
+// Prints {"port": P} once listening and {"calls": N} at the end. With -serve D: no client, the
+// server alone for D (the target of attack.py window-held --grpc), then {"served": D}.
 package main
 
 import (
@@ -101,6 +102,7 @@ func main() {
 	static := flag.Bool("static-window", false, "64 KiB stream windows, BDP off")
 	gz := flag.Bool("gzip", false, "gzip the uploaded messages")
 	pause := flag.Duration("pause", 500*time.Millisecond, "wait before the first call (tcpdump starts)")
+	serve := flag.Duration("serve", 0, "only serve (no client) for this long, then exit: another client's target")
 	flag.Parse()
 	encoding.RegisterCodec(rawCodec{})
 	var sopts []grpc.ServerOption
@@ -118,6 +120,12 @@ func main() {
 	go s.Serve(lis)
 	fmt.Printf("{\"port\": %d}\n", lis.Addr().(*net.TCPAddr).Port)
 	os.Stdout.Sync()
+	if *serve > 0 {
+		time.Sleep(*serve)
+		s.Stop()
+		fmt.Printf("{\"served\": %q}\n", serve.String())
+		return
+	}
 	time.Sleep(*pause)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

