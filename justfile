@@ -7,7 +7,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Packages by purpose.
 build_pkgs := "libpcap-dev"
 demo_pkgs := "libpcap-dev golang-go golang-google-grpc-dev python3-grpcio"
-test_pkgs := "libpcap-dev tshark jq tcpdump nghttp2-client nghttp2-server iproute2 python3-venv python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base prometheus systemd"
+test_pkgs := "libpcap-dev tshark jq tcpdump nghttp2-client nghttp2-server iproute2 python3-venv python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base prometheus systemd nginx-light"
 bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl zstd"
 soak_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server time"
 

@@ -1322,3 +1322,204 @@ fn h2load_thousand_connections_to_nghttpd() {
         "libssl.so.3",
     );
 }
+
+/// The children of `pid` (nginx's workers), from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// nginx (Debian's nginx-light, libssl.so.3, a master and one worker: the worker's pid is the
+/// one given, as `--keys-from $(pgrep -f 'nginx: worker')` would) serving HTTP/2 over TLS;
+/// `curl --http2` (libssl.so.3 too) with SSLKEYLOGFILE as the oracle, TLS 1.3 and 1.2.
+#[test]
+fn nginx_and_curl_over_openssl() {
+    if !is_root() {
+        skip("--keys-from needs root (uprobes need CAP_SYS_ADMIN)");
+        return;
+    }
+    if !have("nginx") || !have("curl") || !have("openssl") {
+        skip("needs nginx, curl and openssl (apt-get install nginx-light curl openssl)");
+        return;
+    }
+    let dir = ssl_dir("nginx-curl");
+    let (key, cert) = self_signed(&dir);
+    let docroot = dir.join("www");
+    std::fs::create_dir_all(&docroot).unwrap();
+    std::fs::write(docroot.join("index.html"), "n".repeat(20_000)).unwrap();
+    let port = free_port();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off; master_process on; worker_processes 1; user root;\n\
+             pid {d}/nginx.pid; error_log {d}/error.log;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{ access_log off; client_body_temp_path {d}/tmp;\n\
+               server {{ listen 127.0.0.1:{port} ssl http2; ssl_certificate {cert};\n\
+                 ssl_certificate_key {key}; ssl_protocols TLSv1.2 TLSv1.3; root {www}; }} }}\n",
+            d = dir.display(),
+            cert = cert.display(),
+            key = key.display(),
+            www = docroot.display(),
+        ),
+    )
+    .unwrap();
+    let server = KillOnDrop(
+        Command::new("nginx")
+            .arg("-c")
+            .arg(&conf)
+            .arg("-p")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t = std::time::Instant::now();
+    let worker = loop {
+        let up = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        if let (true, Some(&w)) = (up, children(server.0.id()).first()) {
+            break w;
+        }
+        assert!(
+            t.elapsed().as_secs() < 10,
+            "nginx did not listen: {}",
+            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let truth = dir.join("curl.keylog");
+    let curl = |extra: &[&str]| {
+        let ok = Command::new("curl")
+            .args(["-sk", "--http2", "-o", "/dev/null"])
+            .args(extra)
+            .arg(format!("https://127.0.0.1:{port}/"))
+            .env("SSLKEYLOGFILE", &truth)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "curl failed");
+    };
+    check_ssl(
+        "nginx-curl",
+        &dir,
+        port,
+        worker,
+        || {
+            for _ in 0..4 {
+                curl(&[]);
+            }
+            for _ in 0..2 {
+                curl(&["--tls-max", "1.2"]);
+            }
+        },
+        Some(&truth),
+        (6, 6, 0),
+        "libssl.so.3",
+    );
+}
+
+/// A Python hyper-h2 server over Python's `ssl` (Debian's /usr/bin/python3 and python3-h2; its
+/// _ssl module on libssl.so.3) attached; `curl --http2` with SSLKEYLOGFILE as the oracle, TLS
+/// 1.3 and 1.2.
+#[test]
+fn python_hyper_h2_over_ssl() {
+    if !is_root() {
+        skip("--keys-from needs root (uprobes need CAP_SYS_ADMIN)");
+        return;
+    }
+    let h2 = Command::new("/usr/bin/python3")
+        .args(["-c", "import h2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !h2 || !have("curl") || !have("openssl") {
+        skip("needs /usr/bin/python3 with python3-h2, curl and openssl (apt-get install python3-h2 curl openssl)");
+        return;
+    }
+    let dir = ssl_dir("python-h2");
+    let (key, cert) = self_signed(&dir);
+    let py = dir.join("server.py");
+    std::fs::write(&py, PYTHON_H2).unwrap();
+    let mut server = KillOnDrop(
+        Command::new("/usr/bin/python3")
+            .arg(&py)
+            .arg(&cert)
+            .arg(&key)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut first = String::new();
+    BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port: u16 = first.trim().parse().unwrap();
+    let truth = dir.join("curl.keylog");
+    let curl = |extra: &[&str]| {
+        let ok = Command::new("curl")
+            .args(["-sk", "--http2", "-o", "/dev/null"])
+            .args(extra)
+            .arg(format!("https://127.0.0.1:{port}/"))
+            .env("SSLKEYLOGFILE", &truth)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "curl failed");
+    };
+    check_ssl(
+        "python-h2",
+        &dir,
+        port,
+        server.0.id(),
+        || {
+            for _ in 0..3 {
+                curl(&[]);
+            }
+            curl(&["--tls-max", "1.2"]);
+        },
+        Some(&truth),
+        (4, 4, 0),
+        "libssl.so.3",
+    );
+}
+
+/// A hyper-h2 server over Python's ssl: one connection at a time, "hello" to every request.
+const PYTHON_H2: &str = r#"
+import socket, ssl, sys
+import h2.config, h2.connection, h2.events
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+ctx.set_alpn_protocols(["h2"])
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    try:
+        t = ctx.wrap_socket(c, server_side=True)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        conn.initiate_connection()
+        t.sendall(conn.data_to_send())
+        done = False
+        while not done:
+            data = t.recv(65535)
+            if not data:
+                break
+            for ev in conn.receive_data(data):
+                if isinstance(ev, h2.events.RequestReceived):
+                    conn.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "5")])
+                    conn.send_data(ev.stream_id, b"hello", end_stream=True)
+                elif isinstance(ev, h2.events.ConnectionTerminated):
+                    done = True
+            t.sendall(conn.data_to_send())
+        t.close()
+    except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+        c.close()
+"#;
