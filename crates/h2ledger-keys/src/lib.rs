@@ -27,7 +27,7 @@
 //! Covered: Go >= 1.17 on amd64 (the register ABI), with or without symbols; tested with
 //! Debian 12's Go 1.19. OpenSSL 1.1.1/3.x and BoringSSL on amd64, shared or static, with or
 //! without symbols (docs/decisions.md #290-295). Not covered: Go < 1.17 (stack ABI), other
-//! architectures, GnuTLS, NSS.
+//! architectures, GnuTLS, NSS, Java's JSSE, rustls without a key log (each named when refused).
 //!
 //! ```no_run
 //! use h2ledger_keys::KeySource;

@@ -518,6 +518,17 @@ pub fn find_ssl_probe(bytes: &[u8]) -> Result<SslProbe, SslError> {
              gnutls_session_set_keylog_function)",
         ));
     }
+    // rustls names the same labels for its KeyLog, and logs secrets only through the one the
+    // program sets (rustls::KeyLogFile reads SSLKEYLOGFILE): nothing to probe without it.
+    if find(bytes, b"rustls").is_some()
+        && find(bytes, b"BoringSSL").is_none()
+        && find(bytes, b"OpenSSL ").is_none()
+    {
+        return Err(SslError::Other(
+            "rustls: not supported (it logs secrets only through the KeyLog the program sets; \
+             rustls::KeyLogFile writes SSLKEYLOGFILE)",
+        ));
+    }
     let mut labels: HashMap<u64, &'static str> = HashMap::new();
     for (&off, &l) in &strings {
         if let Some(va) = elf.vaddr_of_offset(off as u64) {
@@ -598,6 +609,11 @@ pub fn unsupported_library(file_name: &str) -> Option<&'static str> {
         Some("GnuTLS (no ssl_log_secret; its key log goes through gnutls_session_set_keylog_function only)")
     } else if file_name.starts_with("libssl3.so") || file_name.starts_with("libnss3.so") {
         Some("NSS (its key log is written only when SSLKEYLOGFILE is set at start)")
+    } else if file_name == "libjvm.so" {
+        Some(
+            "Java's JSSE (its TLS is Java code, with no native function to probe; a Java agent \
+             that writes a key log, or -Djavax.net.debug, is the way there)",
+        )
     } else {
         None
     }
@@ -606,6 +622,20 @@ pub fn unsupported_library(file_name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn libraries_without_a_probe_are_named() {
+        assert!(unsupported_library("libgnutls.so.30")
+            .unwrap()
+            .starts_with("GnuTLS"));
+        assert!(unsupported_library("libnss3.so")
+            .unwrap()
+            .starts_with("NSS"));
+        assert!(unsupported_library("libjvm.so")
+            .unwrap()
+            .starts_with("Java's JSSE"));
+        assert_eq!(unsupported_library("libssl.so.3"), None);
+    }
 
     #[test]
     fn label_strings_and_tails() {

@@ -551,6 +551,40 @@ fn refusals_are_one_line() {
     // --keys-out without --keys-from is a usage error.
     let out = run(&["sniff", "--keys-out", "/dev/null"]);
     assert_eq!(out.status.code(), Some(2));
+    // A Java program (JSSE: TLS in Java code) is named as such, in one line.
+    if !have("java") {
+        skip("needs java (apt-get install openjdk-17-jre-headless)");
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("keys-from-java");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("S.java");
+    std::fs::write(
+        &src,
+        "public class S { public static void main(String[] a) throws Exception { \
+         javax.net.ssl.SSLContext.getDefault(); System.out.println(\"up\"); \
+         Thread.sleep(60000); } }",
+    )
+    .unwrap();
+    let mut java = KillOnDrop(
+        Command::new("java")
+            .arg(&src)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut up = String::new();
+    BufReader::new(java.0.stdout.take().unwrap())
+        .read_line(&mut up)
+        .unwrap();
+    assert_eq!(up.trim(), "up");
+    let pid = java.0.id().to_string();
+    let out = run(&["sniff", "--keys-from", &pid, "--duration", "1s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("Java's JSSE"), "{err}");
 }
 
 /// `demo --tls`: the article's effect over TLS, the grpc-go workload's secrets taken by the
