@@ -303,6 +303,27 @@ impl<R: BufRead> std::io::Seek for Forward<R> {
     }
 }
 
+/// The 16-bit number at `b[i..i + 2]` in the capture's byte order (`big`: big-endian), for the
+/// readers of pcap and pcapng records here and in [`crate::split`].
+pub(crate) fn u16_at(big: bool, b: &[u8], i: usize) -> u16 {
+    let x = [b[i], b[i + 1]];
+    if big {
+        u16::from_be_bytes(x)
+    } else {
+        u16::from_le_bytes(x)
+    }
+}
+
+/// The 32-bit number at `b[i..i + 4]`, as [`u16_at`].
+pub(crate) fn u32_at(big: bool, b: &[u8], i: usize) -> u32 {
+    let x = [b[i], b[i + 1], b[i + 2], b[i + 3]];
+    if big {
+        u32::from_be_bytes(x)
+    } else {
+        u32::from_le_bytes(x)
+    }
+}
+
 /// An I/O error as one line's reason: what failed and, where it helps, what to do.
 pub fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
@@ -392,21 +413,11 @@ impl Blocks {
     }
 
     fn u16_at(&self, b: &[u8], i: usize) -> u16 {
-        let x = [b[i], b[i + 1]];
-        if self.big {
-            u16::from_be_bytes(x)
-        } else {
-            u16::from_le_bytes(x)
-        }
+        crate::input::u16_at(self.big, b, i)
     }
 
     fn u32_at(&self, b: &[u8], i: usize) -> u32 {
-        let x = [b[i], b[i + 1], b[i + 2], b[i + 3]];
-        if self.big {
-            u32::from_be_bytes(x)
-        } else {
-            u32::from_le_bytes(x)
-        }
+        crate::input::u32_at(self.big, b, i)
     }
 
     /// Every record of `b` in turn, until one is not whole ([`Record::More`]) or is left to

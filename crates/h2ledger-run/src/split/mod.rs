@@ -204,21 +204,11 @@ struct Records {
 
 impl Records {
     fn u16_at(&self, b: &[u8], i: usize) -> u16 {
-        let x = [b[i], b[i + 1]];
-        if self.big {
-            u16::from_be_bytes(x)
-        } else {
-            u16::from_le_bytes(x)
-        }
+        crate::input::u16_at(self.big, b, i)
     }
 
     fn u32_at(&self, b: &[u8], i: usize) -> u32 {
-        let x = [b[i], b[i + 1], b[i + 2], b[i + 3]];
-        if self.big {
-            u32::from_be_bytes(x)
-        } else {
-            u32::from_le_bytes(x)
-        }
+        crate::input::u32_at(self.big, b, i)
     }
 
     fn next(&mut self, b: &[u8]) -> Result<Piece, String> {
