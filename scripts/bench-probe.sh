@@ -88,8 +88,10 @@ attach_of() { # attach_of NAME CMD...: start CMD (prints its port first), attach
   "$@" >"$DIR/$name.out" 2>/dev/null & local pid=$!; PIDS+=("$pid")
   for _ in $(seq 100); do [ -s "$DIR/$name.out" ] && break; sleep 0.1; done
   local port; port=$(head -1 "$DIR/$name.out" | tr -dc 0-9)
-  local t; t=$(sniff_start "$port" "$pid")
+  # Not in $(...): SNIFF must be set in this shell for sniff_stop.
+  sniff_start "$port" "$pid" >"$DIR/attach-one"
   sniff_stop
+  local t; t=$(cat "$DIR/attach-one")
   kill "$pid" 2>/dev/null || true
   echo "  attach, $name: $t s"
 }
