@@ -94,12 +94,25 @@ impl Sink for Checker {
     fn open(&mut self, meta: &ConnMeta) {
         assert_eq!(meta.id, ConnId(self.next_id), "ids in order from 0");
         self.next_id += 1;
-        assert!(self.conns.insert(meta.id, Conn::default()).is_none());
+        let mut conn = Conn::default();
+        if let Some(old) = meta.resumes {
+            // An evicted connection back (`ConnMeta::resumes`): each direction's write
+            // indices go on from where the evicted one's stopped.
+            let old = self.conns.get(&old).expect("resumes a connection never opened");
+            assert!(old.closed, "resumes a connection still open");
+            for (new, old) in conn.sides.iter_mut().zip(&old.sides) {
+                new.next_index = old.next_index;
+            }
+        }
+        assert!(self.conns.insert(meta.id, conn).is_none());
     }
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         let side = self.side(conn, dir);
-        assert_eq!(w.index, side.next_index, "write indices dense from 0");
+        assert_eq!(
+            w.index, side.next_index,
+            "write indices dense from 0 (from the evicted one's on a resumed connection)"
+        );
         assert!(w.len > 0, "empty write");
         side.next_index += 1;
         side.writes.insert(w.index, (w.len, 0));
