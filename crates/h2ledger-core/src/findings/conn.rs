@@ -358,6 +358,32 @@ pub(super) struct Failures {
     pub(super) cut: u64,
     /// The streams up to this id have been looked at for a cut (the lowest last_stream_id).
     pub(super) counted_above: u32,
+    /// The shortest and longest `grpc-timeout` of the requests, and how many carried one.
+    pub(super) timeouts: u64,
+    pub(super) timeout_min: i64,
+    pub(super) timeout_max: i64,
+    /// The requests' methods (`:path`), at most [`super::rules::MAX_METHODS`]; beyond, their
+    /// calls are counted in `methods_untracked`.
+    pub(super) methods: Vec<MethodF>,
+    pub(super) methods_untracked: u64,
+    /// The method of each client stream in flight (index into `methods`), at most
+    /// [`super::rules::MAX_METHOD_STREAMS`]; beyond, counted in `method_streams_untracked`.
+    pub(super) stream_method: crate::FastMap<u32, u16>,
+    pub(super) method_streams_untracked: u64,
+}
+
+/// One method's calls and failures on a connection (`method-errors`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct MethodF {
+    /// The request's `:path`, cut at [`super::rules::METHOD_PATH_MAX`] bytes.
+    pub(super) path: Box<str>,
+    pub(super) calls: u64,
+    pub(super) failed: u64,
+    /// Failed gRPC statuses by code ([`super::failures::GRPC_KEYS`]' slots).
+    pub(super) grpc: [u64; 18],
+    pub(super) http_5xx: u64,
+    /// Calls of the method the client cancelled (not failures of the method).
+    pub(super) cancels: u64,
 }
 
 impl Failures {
@@ -366,5 +392,16 @@ impl Failures {
     /// service: it does not make the finding.
     pub(super) fn failed(&self) -> u64 {
         self.grpc.iter().sum::<u64>() + self.http_5xx + self.client_cancels
+    }
+
+    /// Calls that ended past their deadline: grpc-status 4 from the server, or cancelled by
+    /// the client at its grpc-timeout.
+    pub(super) fn deadline_calls(&self) -> u64 {
+        self.grpc[4] + self.deadline_cancels
+    }
+
+    /// The client's cancels not explained by a deadline.
+    pub(super) fn plain_cancels(&self) -> u64 {
+        self.client_cancels - self.deadline_cancels
     }
 }

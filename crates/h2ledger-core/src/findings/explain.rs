@@ -161,13 +161,31 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "calls that failed: a gRPC status other than OK, an HTTP status of 500 or more, or cancelled by the client",
             "server (whose answers they are)",
             "failed calls",
-            "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/failures.rs FAILED_SHARE",
+            "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/rules.rs FAILED_SHARE",
         ),
         F::GoawayCutCalls => (
             "client streams the server's GOAWAY left unprocessed (above its last_stream_id)",
             "server (that sent the GOAWAY)",
             "client streams above the last_stream_id",
             "RFC 9113 §6.8 (GOAWAY, last_stream_id), §8.7 (safe to retry); nginx ngx_http_v2_module keepalive_requests",
+        ),
+        F::MethodErrors => (
+            "a method (request :path) that fails at least half of its calls on a connection",
+            "server (whose answers they are)",
+            "the failed calls of the method that fails most",
+            "h2ledger findings/rules.rs METHOD_MIN_CALLS, METHOD_FAILED_SHARE, MAX_METHODS; grpc/grpc doc/statuscodes.md",
+        ),
+        F::DeadlineExceeded => (
+            "calls that ended past their deadline: grpc-status 4 (DEADLINE_EXCEEDED) or the client's RST_STREAM CANCEL at its grpc-timeout",
+            "client (whose deadline it is)",
+            "calls past their deadline",
+            "grpc/grpc doc/PROTOCOL-HTTP2.md (grpc-timeout), doc/statuscodes.md (DEADLINE_EXCEEDED); h2ledger findings/rules.rs DEADLINE_MIN_CALLS",
+        ),
+        F::CancelStorm => (
+            "the client cancelling many of its calls (RST_STREAM CANCEL before the server ended them, not at a deadline)",
+            "client (that cancels)",
+            "cancels not at a deadline",
+            "RFC 9113 §8.4 (CANCEL); h2ledger findings/rules.rs CANCEL_STORM_MIN, CANCEL_STORM_SHARE",
         ),
     }
 }

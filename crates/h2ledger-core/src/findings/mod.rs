@@ -46,9 +46,12 @@ use crate::FastMap;
 
 use conn::ConnF;
 pub use explain::{explain, Explanation};
-pub use failures::{FAILED_SHARE, GRPC_KEYS};
+pub use failures::GRPC_KEYS;
 pub use ids::{FindingId, Severity};
-pub use rules::{BDP_MIN_CALLS, BDP_PER_CALL};
+pub use rules::{
+    BDP_MIN_CALLS, BDP_PER_CALL, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS,
+    FAILED_SHARE, MAX_METHODS, MAX_METHOD_STREAMS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS,
+};
 
 /// Findings kept; later ones are counted by id in [`FindingsReport::omitted`].
 pub const MAX_FINDINGS: usize = 1000;
@@ -140,6 +143,8 @@ pub enum Num {
     At(Nanos),
     /// Times (seconds in the JSON).
     Times(Vec<Nanos>),
+    /// A name the numbers are about (`method-errors`' `method`, a request's `:path`).
+    Text(Box<str>),
 }
 
 /// The numbers that triggered a finding, by name (serialized as an object, keys sorted).
@@ -174,6 +179,14 @@ impl Evidence {
             Some(Num::F(v)) => *v,
             Some(Num::U(v)) => *v as f64,
             _ => 0.0,
+        }
+    }
+
+    /// A text, "" when absent.
+    pub fn text(&self, key: &str) -> &str {
+        match self.get(key) {
+            Some(Num::Text(t)) => t,
+            _ => "",
         }
     }
 
@@ -215,6 +228,7 @@ impl Serialize for Num {
                 }
                 seq.end()
             }
+            Num::Text(t) => s.serialize_str(t),
         }
     }
 }

@@ -89,6 +89,19 @@ impl Findings {
         self
     }
 
+    /// Keeps the window series of its own flow tracker (`--plot` without the analysis: see
+    /// [`Flow::record_series`]); nothing without one ([`Findings::with_own_flow`]).
+    pub fn record_series(&mut self, bucket: Nanos, origin: Option<Nanos>) {
+        if let Some(f) = self.own_flow.as_mut() {
+            f.record_series(bucket, origin);
+        }
+    }
+
+    /// The window series of its own flow tracker, when it keeps one.
+    pub fn series(&self) -> Option<&crate::flow::WindowSeries> {
+        self.own_flow.as_ref().and_then(|f| f.series.as_ref())
+    }
+
     /// The state of connection `id`, made when it is new (`None` only if the table failed to
     /// keep it, which it does not).
     fn conn(&mut self, id: u32) -> Option<&mut ConnF> {
@@ -480,6 +493,49 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
                 e.u("last_stream_id", u64::from(l));
             }
             e.u("calls", c.calls);
+        }
+        FindingId::MethodErrors => {
+            let f = &c.fail;
+            let (worst, over) = failures::worst_method(f);
+            if let Some(m) = worst {
+                r.count = m.failed;
+                e.set("method", Num::Text(m.path.clone()));
+                e.u("method_calls", m.calls);
+                e.u("method_failed", m.failed);
+                e.set("method_failed_share", Num::F(ratio(m.failed, m.calls)));
+                for (key, n) in failures::GRPC_KEYS.iter().zip(m.grpc) {
+                    if n > 0 {
+                        e.u(key, n);
+                    }
+                }
+                e.u("http_5xx", m.http_5xx);
+                e.u("client_cancels", m.cancels);
+            }
+            e.u("methods_failing", over);
+            e.u("methods", f.methods.len() as u64);
+            e.u("methods_untracked", f.methods_untracked);
+            e.u("calls", c.calls);
+        }
+        FindingId::DeadlineExceeded => {
+            let f = &c.fail;
+            r.count = f.deadline_calls();
+            e.u("calls", c.calls);
+            e.u("deadline_calls", f.deadline_calls());
+            e.u("grpc_deadline_exceeded", f.grpc[4]);
+            e.u("client_deadline_cancels", f.deadline_cancels);
+            e.u("requests_with_timeout", f.timeouts);
+            if f.timeouts > 0 {
+                e.u("grpc_timeout_us_min", us(f.timeout_min));
+                e.u("grpc_timeout_us_max", us(f.timeout_max));
+            }
+        }
+        FindingId::CancelStorm => {
+            let f = &c.fail;
+            r.count = f.plain_cancels();
+            e.u("calls", c.calls);
+            e.u("client_cancels", f.client_cancels);
+            e.u("cancels_not_at_deadline", f.plain_cancels());
+            e.set("cancel_share", Num::F(ratio(f.plain_cancels(), c.calls)));
         }
         FindingId::MidStream
         | FindingId::ReassemblyGaps

@@ -70,6 +70,39 @@ pub const BDP_PER_CALL: f64 = 0.5;
 /// ... over at least this many calls.
 pub const BDP_MIN_CALLS: u64 = 10;
 
+/// `call-errors` fires once failed calls are at least this share of the connection's calls
+/// (1 in 20), from the first failure on. Ours: no server closes on failed calls; one in twenty
+/// is the error budget of a 95% availability target, below what any SLO accepts.
+pub const FAILED_SHARE: f64 = 0.05;
+/// `method-errors`: a method (`:path`) with at least this many calls on a connection ...
+/// (ours: ten calls before a share is a rate, not one unlucky call) ...
+pub const METHOD_MIN_CALLS: u64 = 10;
+/// ... of which at least this share failed (ours: half its calls, a method that fails more
+/// often than it works; the ordinary captures' methods fail 0%, except the `Fail` method of
+/// grpcgo-flow-*, which fails on purpose).
+pub const METHOD_FAILED_SHARE: f64 = 0.5;
+/// Methods followed per connection (`method-errors`); beyond, calls are counted in
+/// `methods_untracked`.
+pub const MAX_METHODS: usize = 32;
+/// A method's `:path` kept up to this many bytes.
+pub const METHOD_PATH_MAX: usize = 120;
+/// Client streams in flight whose method is followed per connection; beyond, counted in
+/// `method_streams_untracked` (their ends are not attributed to a method).
+pub const MAX_METHOD_STREAMS: usize = 1024;
+/// `deadline-exceeded`: calls that ended past their deadline (grpc-status 4 from the server,
+/// or the client's CANCEL at its grpc-timeout), at least this many on a connection (ours: one
+/// can be a slow outlier, three in one connection is a pattern; the ordinary captures have
+/// none).
+pub const DEADLINE_MIN_CALLS: u64 = 3;
+/// `cancel-storm`: the client's RST_STREAM CANCEL of calls the server had not ended, not at a
+/// deadline, at least this many on a connection ... (ours: the ordinary captures reach 3
+/// client RST_STREAMs, docs/findings.md "No false alarm"; far below rapid-reset's Envoy
+/// threshold of 500 streams) ...
+pub const CANCEL_STORM_MIN: u64 = 10;
+/// ... and at least this share of its calls (ours: a quarter; node-http2.pcap cancels 1 of 4,
+/// kept out by [`CANCEL_STORM_MIN`]).
+pub const CANCEL_STORM_SHARE: f64 = 0.25;
+
 /// A finding to file once the connection is no longer borrowed.
 pub(super) type Fire = (FindingId, Option<Side>, Option<u32>);
 

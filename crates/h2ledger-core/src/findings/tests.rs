@@ -625,7 +625,10 @@ fn ids_and_severities_are_the_contract() {
             "tls-no-keys",
             "reassembly-gaps",
             "call-errors",
-            "goaway-cut-calls"
+            "goaway-cut-calls",
+            "method-errors",
+            "deadline-exceeded",
+            "cancel-storm"
         ]
     );
     for id in FindingId::ALL {
