@@ -14,6 +14,9 @@
 #   grpcgo-cancel.pcap           a Check handler taking 50 ms; the client cancels each of 20
 #                                calls' context after 5 ms (no deadline): RST_STREAM CANCEL
 #                                each (grpcgo-findings -mode cancel)
+#   grpcgo-slow.pcap             a Check handler taking 1.1 s behind grpc.MaxConcurrentStreams(2);
+#                                3 callers at once: every call takes over a second, the third
+#                                waits for a stream slot first (grpcgo-findings -mode slots)
 #   nghttp-slow-reader.pcap      nghttpd serving a 192 KiB file to nghttp -w 10 -W 10 (1,023-byte
 #                                windows): the server stalls on its windows again and again
 #                                (flow-stall; the plot's window panel, docs/ledger.md "The plot")
@@ -78,6 +81,7 @@ grpcgo() { # grpcgo NAME IDS ARGS...
 grpcgo grpcgo-not-found "call-errors method-errors" -mode errors -calls 10
 grpcgo grpcgo-deadline "call-errors deadline-exceeded" -mode deadline -calls 10 -handler 50ms -timeout 10ms
 grpcgo grpcgo-cancel "call-errors cancel-storm" -mode cancel -calls 20 -handler 50ms -timeout 5ms
+grpcgo grpcgo-slow "slow-calls stream-slots-full" -mode slots -callers 3 -calls 1 -handler 1100ms
 
 n=nginx-keepalive-requests
 if want "$n"; then

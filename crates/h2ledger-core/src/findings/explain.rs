@@ -187,6 +187,12 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "cancels not at a deadline",
             "RFC 9113 §8.4 (CANCEL); h2ledger findings/rules.rs CANCEL_STORM_MIN, CANCEL_STORM_SHARE",
         ),
+        F::SlowCalls => (
+            "calls that took a second or more, the slowest one's time split into what the wire shows",
+            "server (whose answers they wait for)",
+            "slow calls",
+            "h2ledger findings/rules.rs SLOW_CALL (Nielsen, Response Times: The 3 Important Limits, 1993); RFC 9113 §6.7 (PING), §6.9 (flow control), §5.1.2 (stream concurrency)",
+        ),
     }
 }
 

@@ -13,10 +13,13 @@ use h2_frame_parser::{ErrorCode, Frame};
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side};
 
-use super::conn::{ConnF, MethodF};
+use h2ledger_tcp::Nanos;
+
+use super::conn::{CallF, ConnF, MethodF, SlowF};
 use super::rules::{
     Fire, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS, FAILED_SHARE, MAX_METHODS,
-    MAX_METHOD_STREAMS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX,
+    MAX_METHOD_STREAMS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX, REFILL_NS,
+    SLOW_CALL, STREAMED,
 };
 use super::FindingId;
 
@@ -129,8 +132,18 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
             let grpc_reply = h
                 .get(b"content-type")
                 .is_some_and(|v| v.starts_with(b"application/grpc"));
+            if ev.class == FrameClass::Headers {
+                if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+                    if call.first_byte == 0 {
+                        call.first_byte = ev.ts;
+                    }
+                }
+            }
             if grpc.is_some() || (http.is_some_and(|s| s >= 200) && !grpc_reply) || ends {
                 method_end(c, sid, failed, grpc, http, out);
+            }
+            if ends {
+                call_end(c, sid, ev.ts, out);
             }
             if failed {
                 judge(c, out);
@@ -141,6 +154,11 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
         }
         FrameClass::Headers if !server => {
             method_start(c, ev);
+            if ev.head.flags.is_end_stream() {
+                if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+                    call.req_end = ev.ts;
+                }
+            }
             if let Some(t) = ev
                 .headers
                 .and_then(|h| h.get(b"grpc-timeout"))
@@ -232,30 +250,116 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
 /// A request: its method (`:path`) is followed until the call ends.
 fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) {
     let sid = ev.head.stream_id.0;
-    let Some(path) = ev.headers.and_then(|h| h.get(b":path")) else {
-        return;
-    };
+    let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or(b"");
     let path = &path[..path.len().min(METHOD_PATH_MAX)];
+    // The most this call can have waited for a stream slot: it opened within REFILL_NS of a
+    // slot freeing after a stretch when all were taken (stream-slots-full's refill).
+    let slot_ns = match c.slots.freed_at {
+        Some(t) if c.slots.limit.is_some() && ev.ts - t <= REFILL_NS => {
+            c.slots.last_full_ns + (ev.ts - t)
+        }
+        _ => 0,
+    };
     let f = &mut c.fail;
-    let i = match f.methods.iter().position(|m| m.path.as_bytes() == path) {
+    let i = match f.methods.iter().position(|m| &*m.path == path) {
         Some(i) => i,
         None if f.methods.len() < MAX_METHODS => {
             f.methods.push(MethodF {
-                path: String::from_utf8_lossy(path).into(),
+                path: path.into(),
                 ..MethodF::default()
             });
             f.methods.len() - 1
         }
         None => {
             f.methods_untracked += 1;
-            return;
+            usize::from(u16::MAX)
         }
     };
-    f.methods[i].calls += 1;
+    if let Some(m) = f.methods.get_mut(i) {
+        m.calls += 1;
+    }
     if f.stream_method.len() < MAX_METHOD_STREAMS || f.stream_method.contains_key(&sid) {
-        f.stream_method.insert(sid, i as u16);
+        f.stream_method.insert(
+            sid,
+            CallF {
+                method: i as u16,
+                grpc: ev
+                    .headers
+                    .and_then(|h| h.get(b"content-type"))
+                    .is_some_and(|v| v.starts_with(b"application/grpc")),
+                start: ev.ts,
+                slot_ns,
+                ..CallF::default()
+            },
+        );
     } else {
         f.method_streams_untracked += 1;
+    }
+}
+
+/// A DATA frame with END_STREAM: the request's end (client) or the call's (server).
+pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
+    let sid = ev.head.stream_id.0;
+    if ev.side == Side::Client {
+        if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+            call.req_end = ev.ts;
+        }
+    } else {
+        call_end(c, sid, ev.ts, out);
+    }
+}
+
+/// The call on `sid` is over at `ts` (the server's END_STREAM): its time split, and
+/// `slow-calls` when it took [`SLOW_CALL`] or more.
+fn call_end(c: &mut ConnF, sid: u32, ts: Nanos, out: &mut Vec<Fire>) {
+    let Some(call) = c.fail.stream_method.remove(&sid) else {
+        return;
+    };
+    let duration = ts - call.start;
+    if duration < SLOW_CALL {
+        return;
+    }
+    let at = |t: Nanos| {
+        if t > 0 {
+            (t - call.start).max(0)
+        } else {
+            duration
+        }
+    };
+    let first = at(call.first_byte);
+    // A gRPC request or response that takes half the threshold by itself, beyond its window
+    // waits, is a client or server stream: slow by design (a long-lived Watch, an upload).
+    let request = at(call.req_end);
+    let streamed = |ns: i64| ns - call.window_ns >= STREAMED;
+    if call.grpc && (streamed(request) || streamed(duration - first)) {
+        c.fail.streamed_long += 1;
+        return;
+    }
+    let s = SlowF {
+        stream: sid,
+        method: call.method,
+        duration_ns: duration,
+        request_ns: request,
+        first_byte_ns: first,
+        response_ns: duration - first,
+        window_ns: call.window_ns,
+        slot_ns: call.slot_ns,
+    };
+    let f = &mut c.fail;
+    f.slow += 1;
+    // The slowest as its caller waited: a slot's wait before the call counts too.
+    if f.slowest.is_none_or(|x| {
+        x.duration_ns.saturating_add(x.slot_ns) < duration.saturating_add(call.slot_ns)
+    }) {
+        f.slowest = Some(s);
+    }
+    out.push((FindingId::SlowCalls, Some(Side::Server), Some(sid)));
+}
+
+/// A stall of either side on `sid` lasted `ns` (slow-calls' window wait).
+pub(super) fn stalled(c: &mut ConnF, sid: u32, ns: i64) {
+    if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+        call.window_ns += ns;
     }
 }
 
@@ -268,38 +372,47 @@ fn method_end(
     http: Option<u32>,
     out: &mut Vec<Fire>,
 ) {
-    let Some(i) = c.fail.stream_method.remove(&sid) else {
+    let Some(call) = c.fail.stream_method.get_mut(&sid) else {
         return;
     };
-    if !failed {
+    if std::mem::replace(&mut call.judged, true) {
         return;
     }
-    let m = &mut c.fail.methods[usize::from(i)];
-    m.failed += 1;
-    match (grpc, http) {
-        (Some(code), _) => m.grpc[(code as usize).min(17)] += 1,
-        (None, Some(500..)) => m.http_5xx += 1,
-        _ => {}
+    let i = call.method;
+    let Some(m) = c.fail.methods.get_mut(usize::from(i)) else {
+        return;
+    };
+    if failed {
+        m.failed += 1;
+        match (grpc, http) {
+            (Some(code), _) => m.grpc[(code as usize).min(17)] += 1,
+            (None, Some(500..)) => m.http_5xx += 1,
+            _ => {}
+        }
     }
+    // At every end, not only a failure's: failures first and the tenth call later still
+    // make the share.
     judge_method(c, usize::from(i), out);
 }
 
 /// A RST_STREAM on `sid`: the call is over; `cancel`, the client cancelled it (counted apart:
 /// `method-errors` is about the server's answers).
 fn method_reset(c: &mut ConnF, sid: u32, cancel: bool) {
-    let Some(i) = c.fail.stream_method.remove(&sid) else {
+    let Some(call) = c.fail.stream_method.remove(&sid) else {
         return;
     };
     // Not a failure of the method: the client gave up (deadline-exceeded, cancel-storm).
-    if cancel {
-        c.fail.methods[usize::from(i)].cancels += 1;
+    if let Some(m) = c.fail.methods.get_mut(usize::from(call.method)) {
+        m.cancels += u64::from(cancel);
     }
 }
 
 /// `method-errors` when method `i` has [`METHOD_MIN_CALLS`] calls and [`METHOD_FAILED_SHARE`]
 /// of them failed.
 fn judge_method(c: &mut ConnF, i: usize, out: &mut Vec<Fire>) {
-    let m = &c.fail.methods[i];
+    let Some(m) = c.fail.methods.get(i) else {
+        return;
+    };
     if m.calls >= METHOD_MIN_CALLS && m.failed as f64 >= METHOD_FAILED_SHARE * m.calls as f64 {
         out.push((FindingId::MethodErrors, Some(Side::Server), None));
     }
@@ -316,7 +429,7 @@ pub(super) fn worst_method(f: &super::conn::Failures) -> (Option<&MethodF>, u64)
         .methods
         .iter()
         .filter(|m| n == 0 || over(m))
-        .max_by_key(|m| (m.failed, std::cmp::Reverse(m.path.clone())));
+        .max_by(|a, b| a.failed.cmp(&b.failed).then(b.path.cmp(&a.path)));
     (worst, n)
 }
 

@@ -99,6 +99,7 @@ ids! {
     MethodErrors = "method-errors", Warn, false;
     DeadlineExceeded = "deadline-exceeded", Warn, false;
     CancelStorm = "cancel-storm", Warn, false;
+    SlowCalls = "slow-calls", Info, false;
 }
 
 impl FindingId {

@@ -145,6 +145,8 @@ impl Findings {
             FrameClass::Headers | FrameClass::Trailers | FrameClass::RstStream | FrameClass::GoAway
         ) {
             super::failures::frame(c, ev, pending);
+        } else if ev.class == FrameClass::Data && ev.head.flags.is_end_stream() {
+            super::failures::data_end(c, ev, pending);
         }
         if ev.head.stream_id.0 != 0 {
             streams::stream_frame(c, ev, streams, streams_untracked, pending);
@@ -499,7 +501,7 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             let (worst, over) = failures::worst_method(f);
             if let Some(m) = worst {
                 r.count = m.failed;
-                e.set("method", Num::Text(m.path.clone()));
+                e.set("method", Num::Text(String::from_utf8_lossy(&m.path).into()));
                 e.u("method_calls", m.calls);
                 e.u("method_failed", m.failed);
                 e.set("method_failed_share", Num::F(ratio(m.failed, m.calls)));
@@ -536,6 +538,28 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             e.u("client_cancels", f.client_cancels);
             e.u("cancels_not_at_deadline", f.plain_cancels());
             e.set("cancel_share", Num::F(ratio(f.plain_cancels(), c.calls)));
+        }
+        FindingId::SlowCalls => {
+            let f = &c.fail;
+            r.count = f.slow;
+            e.u("slow_calls", f.slow);
+            e.u("calls", c.calls);
+            e.u("slow_call_us", us(rules::SLOW_CALL));
+            if let Some(s) = f.slowest {
+                e.u("stream", u64::from(s.stream));
+                if let Some(m) = f.methods.get(usize::from(s.method)) {
+                    e.set("method", Num::Text(String::from_utf8_lossy(&m.path).into()));
+                }
+                e.u("duration_us", us(s.duration_ns));
+                e.u("slot_wait_us_max", us(s.slot_ns));
+                e.u("request_us", us(s.request_ns));
+                e.u("first_byte_us", us(s.first_byte_ns));
+                e.u("response_us", us(s.response_ns));
+                e.u("window_wait_us", us(s.window_ns));
+            }
+            e.u("streams_left_out", f.streamed_long);
+            e.u("ping_rtt_us", us(c.rtt_min_ns));
+            e.u("ping_rtts", c.rtts);
         }
         FindingId::MidStream
         | FindingId::ReassemblyGaps

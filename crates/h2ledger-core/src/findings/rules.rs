@@ -103,6 +103,16 @@ pub const CANCEL_STORM_MIN: u64 = 10;
 /// kept out by [`CANCEL_STORM_MIN`]).
 pub const CANCEL_STORM_SHARE: f64 = 0.25;
 
+/// `slow-calls`: a call from its request's HEADERS to the response's END_STREAM at least this
+/// long (ours: one second, the limit for a user's flow of thought in Nielsen's "Response
+/// Times: The 3 Important Limits" (1993); the ordinary captures' calls stay under it).
+pub const SLOW_CALL: Nanos = SEC;
+/// ... except a gRPC call whose request or whose response alone took at least this long, less
+/// its window waits: a client, server or bidirectional stream, long by design (ours: half of
+/// [`SLOW_CALL`]; a unary call's request and response are each one write or a few, the
+/// streaming calls of ../shared/real-captures send for 2 to 3 s).
+pub const STREAMED: Nanos = SLOW_CALL / 2;
+
 /// A finding to file once the connection is no longer borrowed.
 pub(super) type Fire = (FindingId, Option<Side>, Option<u32>);
 
@@ -307,6 +317,16 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
         (FrameClass::PingAck, _) => {
             let df = &mut c.dirs[d.other()];
             df.pings_owed = df.pings_owed.saturating_sub(1);
+            // A round trip as the capture point sees it: the other direction's PING to this ACK.
+            if let Some(t) = c.ping_at[d.other().index()].take() {
+                let rtt = (ev.ts - t).max(0);
+                c.rtt_min_ns = if c.rtts == 0 {
+                    rtt
+                } else {
+                    c.rtt_min_ns.min(rtt)
+                };
+                c.rtts += 1;
+            }
         }
         (FrameClass::Settings, f) => {
             let df = &mut c.dirs[d];
@@ -383,6 +403,7 @@ fn ping_sent(
     out: &mut Vec<Fire>,
 ) {
     let side = ev.side;
+    c.ping_at[ev.dir.index()] = Some(ev.ts);
     let df = &mut c.dirs[ev.dir];
     df.pings += 1;
     if counted && df.pings_owed > 0 {

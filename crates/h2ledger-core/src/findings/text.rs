@@ -441,5 +441,42 @@ pub(super) fn words(
             ),
             "the client gives up on its calls before the answer: a context cancelled by the caller (a user leaving, a hedged or raced request whose other copy won, a parent call that ended), or a timeout the client keeps itself without grpc-timeout; the server did the work for nothing: find the caller that cancels, and compare the calls' durations with its patience".to_string(),
         ),
+        FindingId::SlowCalls => {
+            let mut parts = vec![format!("request sent in {}", dur(e.n("request_us")))];
+            parts.push(format!("first response byte after {}", dur(e.n("first_byte_us"))));
+            parts.push(format!("response {}", dur(e.n("response_us"))));
+            if e.n("window_wait_us") > 0 {
+                parts.push(format!("{} waiting for a window", dur(e.n("window_wait_us"))));
+            }
+            if e.n("slot_wait_us_max") > 0 {
+                parts.push(format!(
+                    "before it, at most {} waiting for a stream slot",
+                    dur(e.n("slot_wait_us_max"))
+                ));
+            }
+            if e.n("ping_rtts") > 0 {
+                parts.push(format!("PING round trip {}", dur(e.n("ping_rtt_us"))));
+            }
+            (
+                format!(
+                    "{} took {} or more; the slowest{} ({}) {}: {}",
+                    plural(e.n("slow_calls"), "call", "calls"),
+                    dur(ns_us(SLOW_CALL)),
+                    if e.text("method").is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {}", e.text("method"))
+                    },
+                    format_args!("stream {}", e.n("stream")),
+                    dur(e.n("duration_us")),
+                    parts.join(", ")
+                ),
+                format!(
+                    "a call from its request's HEADERS to the response's END_STREAM taking at least {} (SLOW_CALL in crates/h2ledger-core/src/findings/rules.rs: the one-second limit of Nielsen's Response Times, 1993); its time split as the capture point sees it: the request (HEADERS to the request's END_STREAM), the first response byte (HEADERS to the server's first frame: the server's time plus a round trip when captured at the client), the response (first byte to END_STREAM), the time either side's DATA waited for a window on this stream (flow-stall's stalls, resolved), the most it can have waited for a stream slot before its HEADERS (it opened within 10 ms of a slot freeing after all were taken: stream-slots-full), and the connection's shortest PING round trip",
+                    dur(ns_us(SLOW_CALL))
+                ),
+                "look at the largest part: a late first byte is the server's handler (or what it waits on); a long response with window waits is the receiver's flow-control windows (raise them: nghttp -w/-W, grpc-go InitialWindowSize); a stream-slot wait is the server's SETTINGS_MAX_CONCURRENT_STREAMS (more streams or more connections); a long response without waits is the transfer itself against the PING round trip and the bandwidth; a long-lived streaming call is slow by design (--severity slow-calls=... or ignore it)".to_string(),
+            )
+        }
     }
 }

@@ -45,7 +45,12 @@ fn finding<'a>(fs: &'a [Value], id: &str) -> Option<&'a Value> {
 /// Ids of failed calls that ordinary captures (captures/*.pcap, ../shared/real-captures) must
 /// not raise: their calls succeed (`call-errors` does fire on a few, by design:
 /// docs/findings.md).
-const QUIET_ON_ORDINARY: [&str; 3] = ["method-errors", "deadline-exceeded", "cancel-storm"];
+const QUIET_ON_ORDINARY: [&str; 4] = [
+    "method-errors",
+    "deadline-exceeded",
+    "cancel-storm",
+    "slow-calls",
+];
 
 /// The abuse ids (none may fire on ordinary traffic).
 const ABUSE: [&str; 12] = [
@@ -800,12 +805,13 @@ fn failure_captures_raise_their_ids() {
         crate::util::assert_ledger_eq(name, &want, &got);
         seen += 1;
     }
-    assert_eq!(seen, 6);
+    assert_eq!(seen, 7);
     // Each new id fires on its own capture only.
     for (name, id) in [
         ("grpcgo-not-found", "method-errors"),
         ("grpcgo-deadline", "deadline-exceeded"),
         ("grpcgo-cancel", "cancel-storm"),
+        ("grpcgo-slow", "slow-calls"),
     ] {
         for other in m.as_object().unwrap().keys() {
             let fs = findings(&dir.join(format!("{other}.pcap")), &[]);
@@ -857,6 +863,21 @@ fn failure_captures_raise_their_ids() {
         (e["cancels_not_at_deadline"].as_u64(), e["calls"].as_u64()),
         (Some(20), Some(21))
     );
+    // slow-calls: 4 Checks of 1.1 s behind 2 stream slots; the slowest as its caller waited
+    // is the one that first waited for a slot, about as long again.
+    let e = ev("grpcgo-slow", "slow-calls");
+    assert_eq!(
+        (e["slow_calls"].as_u64(), e["calls"].as_u64()),
+        (Some(4), Some(4))
+    );
+    let d = e["duration_us"].as_u64().unwrap();
+    let fb = e["first_byte_us"].as_u64().unwrap();
+    assert!((1_100_000..1_500_000).contains(&d), "{e}");
+    // The handler's 1.1 s is the server's time to first byte; the rest is short.
+    assert!(fb >= 1_100_000 && d - fb < 100_000, "{e}");
+    assert!(e["slot_wait_us_max"].as_u64().unwrap() >= 1_000_000, "{e}");
+    assert_eq!(e["window_wait_us"].as_u64(), Some(0));
+    assert!(e["ping_rtts"].as_u64().unwrap() > 0, "{e}");
     let e = ev("nginx-keepalive-requests", "goaway-cut-calls");
     assert_eq!(e["streams_cut"].as_u64(), Some(5));
     assert_eq!(e["last_stream_id"].as_u64(), Some(199));
