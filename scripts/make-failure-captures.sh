@@ -17,6 +17,10 @@
 #   grpcgo-slow.pcap             a Check handler taking 1.1 s behind grpc.MaxConcurrentStreams(2);
 #                                3 callers at once: every call takes over a second, the third
 #                                waits for a stream slot first (grpcgo-findings -mode slots)
+#   grpcgo-nginx-retries.pcap    grpc-go's client through nginx (grpc_pass, keepalive_requests 25)
+#                                to a grpc-go server: 40 callers x 3 Checks; nginx's GOAWAY
+#                                NO_ERROR cuts streams above its last_stream_id and grpc-go
+#                                retries each on a new connection (goaway-retries)
 #   nghttp-slow-reader.pcap      nghttpd serving a 192 KiB file to nghttp -w 10 -W 10 (1,023-byte
 #                                windows): the server stalls on its windows again and again
 #                                (flow-stall; the plot's window panel, docs/ledger.md "The plot")
@@ -111,6 +115,39 @@ stop_dump "$n"
 kill "$NGPID"; wait "$NGPID" 2>/dev/null || true
 PORT[$n]=$p; HOW[$n]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') keepalive_requests 100; h2load -n 300 -c 1 -m 10 /file"
 LAST[$n]=$(grep "^requests:" "$WORK/$n.prog"); IDS[$n]="goaway-cut-calls"
+fi
+
+n=grpcgo-nginx-retries
+if want "$n"; then
+log "$n"
+np=$(free_port)
+"$WORK/grpcgo-findings" -go "$WORK/$n.go" -mode slots -callers 40 -calls 3 -handler 20ms -via "127.0.0.1:$np" >"$WORK/$n.prog" 2>"$WORK/$n.err" & gpid=$!; PIDS+=("$gpid")
+sp=""
+for _ in $(seq 100); do sp=$(head -1 "$WORK/$n.prog" 2>/dev/null | "$PY" -c 'import json,sys;print(json.load(sys.stdin)["port"])' 2>/dev/null) && [ -n "$sp" ] && break; sleep 0.1; done
+cat >"$WORK/nginx-grpc.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx-grpc.pid;
+error_log $WORK/nginx-grpc.err;
+events {}
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:$np http2;
+    keepalive_requests 25;
+    location / { grpc_pass grpc://127.0.0.1:$sp; }
+  }
+}
+CONF
+nginx -c "$WORK/nginx-grpc.conf" & NGPID=$!; PIDS+=("$NGPID")
+for _ in $(seq 100); do "$PY" -c "import socket;socket.create_connection(('127.0.0.1',$np),0.2)" 2>/dev/null && break; sleep 0.1; done
+start_dump "$n" "$np"
+touch "$WORK/$n.go"
+wait "$gpid"
+stop_dump "$n"
+kill "$NGPID"; wait "$NGPID" 2>/dev/null || true
+PORT[$n]=$np; HOW[$n]="grpcgo-findings -mode slots -callers 40 -calls 3 -handler 20ms -via nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') (grpc_pass, keepalive_requests 25)"
+LAST[$n]=$(tail -1 "$WORK/$n.prog"); IDS[$n]="goaway-cut-calls goaway-retries"
 fi
 
 n=nghttp-slow-reader

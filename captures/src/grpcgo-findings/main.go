@@ -88,6 +88,7 @@ func main() {
 	calls := flag.Int("calls", 4, "slots: calls per caller")
 	handler := flag.Duration("handler", 20*time.Millisecond, "slots, deadline: time the server takes per call")
 	timeout := flag.Duration("timeout", 10*time.Millisecond, "deadline: the client's deadline per call")
+	via := flag.String("via", "", "the client dials this address (a proxy in front of the server) instead")
 	flag.Parse()
 
 	var opts []grpc.ServerOption
@@ -122,7 +123,11 @@ func main() {
 		}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	cc, err := grpc.DialContext(ctx, fmt.Sprintf("127.0.0.1:%d", port), dial...)
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	if *via != "" {
+		target = *via
+	}
+	cc, err := grpc.DialContext(ctx, target, dial...)
 	cancel()
 	if err != nil {
 		panic(err)

@@ -284,6 +284,9 @@ pub(super) struct ConnF {
     pub(super) fail: Failures,
     // slow-calls: the latest PING sent per direction (index) and the round trips measured
     pub(super) ping_at: [Option<Nanos>; 2],
+    /// The address of each direction's sender ([`Dir::index`]), from the connection's first
+    /// packet (goaway-retries: the server a retry goes to).
+    pub(super) addrs: Option<[std::net::SocketAddr; 2]>,
     pub(super) rtt_min_ns: i64,
     pub(super) rtts: u64,
 }
@@ -382,6 +385,8 @@ pub(super) struct Failures {
     pub(super) slowest: Option<SlowF>,
     /// gRPC calls as long, left out as streams ([`super::rules::STREAMED`]).
     pub(super) streamed_long: u64,
+    /// The methods of calls cut by a GOAWAY since the observer last looked (goaway-retries).
+    pub(super) new_cut: Vec<Box<[u8]>>,
 }
 
 /// A client stream in flight: its method and the times that split its duration (slow-calls).

@@ -187,6 +187,12 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "cancels not at a deadline",
             "RFC 9113 §8.4 (CANCEL); h2ledger findings/rules.rs CANCEL_STORM_MIN, CANCEL_STORM_SHARE",
         ),
+        F::GoawayRetries => (
+            "calls a server's GOAWAY cut that the client sent again on another connection to the same server",
+            "client (that retries)",
+            "cut calls retried",
+            "RFC 9113 §6.8 (last_stream_id), §8.7 (a request not processed can be retried); grpc-go transparent retry; h2ledger findings/rules.rs RETRY_WINDOW",
+        ),
         F::SlowCalls => (
             "calls that took a second or more, the slowest one's time split into what the wire shows",
             "server (whose answers they wait for)",

@@ -181,6 +181,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
             if let Some(l) = c.fail.last_stream_id {
                 if sid > l && sid & 1 == 1 {
                     c.fail.cut += 1;
+                    note_cut(c, sid);
                     out.push((FindingId::GoawayCutCalls, Some(Side::Server), Some(sid)));
                 }
             }
@@ -236,6 +237,14 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                     .filter(|&k| k > l && k <= upto && k & 1 == 1)
                     .count() as u64;
                 c.fail.counted_above = l.min(upto);
+                let cut_ids: Vec<u32> = c
+                    .streams
+                    .keys()
+                    .filter(|&k| k > l && k <= upto && k & 1 == 1)
+                    .collect();
+                for k in cut_ids {
+                    note_cut(c, k);
+                }
                 if cut > 0 {
                     let first = c.streams.keys().filter(|&k| k > l).min();
                     c.fail.cut += cut;
@@ -294,6 +303,21 @@ fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) {
         );
     } else {
         f.method_streams_untracked += 1;
+    }
+}
+
+/// Call `sid` was cut by a GOAWAY: its method goes to the run's list of cut calls that a
+/// retry on another connection may match (goaway-retries; drained by the observer).
+fn note_cut(c: &mut ConnF, sid: u32) {
+    let f = &mut c.fail;
+    if let Some(m) = f
+        .stream_method
+        .get(&sid)
+        .and_then(|call| f.methods.get(usize::from(call.method)))
+    {
+        if f.new_cut.len() < MAX_METHOD_STREAMS {
+            f.new_cut.push(m.path.clone());
+        }
     }
 }
 

@@ -100,6 +100,7 @@ ids! {
     DeadlineExceeded = "deadline-exceeded", Warn, false;
     CancelStorm = "cancel-storm", Warn, false;
     SlowCalls = "slow-calls", Info, false;
+    GoawayRetries = "goaway-retries", Info, false;
 }
 
 impl FindingId {

@@ -127,6 +127,7 @@ impl Findings {
         let Some(c) = conn_in(conns, id) else {
             return;
         };
+        let mut retried = None;
         c.last_ts = c.last_ts.max(ev.ts);
         c.client = Some(if ev.side == Side::Client {
             ev.dir
@@ -145,6 +146,21 @@ impl Findings {
             FrameClass::Headers | FrameClass::Trailers | FrameClass::RstStream | FrameClass::GoAway
         ) {
             super::failures::frame(c, ev, pending);
+            if !c.fail.new_cut.is_empty() {
+                let paths = std::mem::take(&mut c.fail.new_cut);
+                let server = c.addrs.map(|a| a[c.dir_of(Side::Server).index()]);
+                capture.note_cut(id, server, ev.ts, paths);
+            }
+            if ev.class == FrameClass::Headers
+                && ev.side == Side::Client
+                && !capture.cuts.is_empty()
+            {
+                if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
+                    let p = &p[..p.len().min(super::rules::METHOD_PATH_MAX)];
+                    let server = c.addrs.map(|a| a[c.dir_of(Side::Server).index()]);
+                    retried = capture.retry(id, server, p, ev.ts);
+                }
+            }
         } else if ev.class == FrameClass::Data && ev.head.flags.is_end_stream() {
             super::failures::data_end(c, ev, pending);
         }
@@ -157,6 +173,17 @@ impl Findings {
         }
         if !self.pending.is_empty() {
             self.file(id, ev.ts);
+        }
+        if let Some(a) = retried {
+            // Filed on the connection whose calls were cut (perhaps closed by now: its
+            // evidence is the run's, written by sync_capture).
+            self.fire(
+                FindingId::GoawayRetries,
+                Some(a),
+                Some(Side::Client),
+                None,
+                ev.ts,
+            );
         }
     }
 
@@ -227,6 +254,23 @@ impl Findings {
             r.evidence.u("connections", cap.tls_without_key);
             if let Some(c) = cap.tls_connections.first() {
                 r.evidence.u("first_conn", u64::from(*c));
+            }
+        }
+        for cut in &cap.cuts {
+            if let Some(r) =
+                self.rec_mut(FindingId::GoawayRetries, Some(cut.conn), Some(Side::Client))
+            {
+                let e = &mut r.evidence;
+                r.count = cut.retried;
+                e.u("calls_cut", cut.cut);
+                e.u("retried", cut.retried);
+                e.u("not_retried", cut.cut - cut.retried);
+                e.u("cut_untracked", cut.untracked);
+                if let Some(c) = cut.retry_conn {
+                    e.u("retry_conn", u64::from(c));
+                }
+                e.u("first_retry_us", us(cut.first_retry - cut.at));
+                e.u("last_retry_us", us(cut.last_retry - cut.at));
             }
         }
         if let Some(r) = self.rec_mut(FindingId::CaptureDrops, None, None) {
@@ -561,6 +605,8 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             e.u("ping_rtt_us", us(c.rtt_min_ns));
             e.u("ping_rtts", c.rtts);
         }
+        // Written from the run's record of the cut (sync_capture): the connection may be gone.
+        FindingId::GoawayRetries => {}
         FindingId::MidStream
         | FindingId::ReassemblyGaps
         | FindingId::TlsNoKeys
@@ -576,7 +622,10 @@ impl Observer for Findings {
     }
 
     fn open(&mut self, meta: &ConnMeta) {
-        self.conn(meta.id.0);
+        if let Some(c) = self.conn(meta.id.0) {
+            // The sender of each direction: Fwd is the first packet's.
+            c.addrs = Some([meta.first_src, meta.first_dst]);
+        }
         if let Some(f) = self.own_flow.as_mut() {
             f.open(meta);
         }

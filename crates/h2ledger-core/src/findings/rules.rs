@@ -113,6 +113,16 @@ pub const SLOW_CALL: Nanos = SEC;
 /// streaming calls of ../shared/real-captures send for 2 to 3 s).
 pub const STREAMED: Nanos = SLOW_CALL / 2;
 
+/// `goaway-retries`: a request on another connection to the same server with the method of a
+/// call a GOAWAY cut counts as its retry within this long of the GOAWAY (ours: grpc-go retries
+/// a cut call at once on its next transport, h2load and curl not at all; a request of the same
+/// method ten seconds later is a new call) ...
+pub const RETRY_WINDOW: Nanos = 10 * SEC;
+/// ... GOAWAYs with cut calls followed over the run (the oldest dropped beyond) ...
+pub const MAX_CUTS: usize = 16;
+/// ... and the methods of each one's cut calls (beyond, counted in `cut_untracked`).
+pub const MAX_CUT_METHODS: usize = 8;
+
 /// A finding to file once the connection is no longer borrowed.
 pub(super) type Fire = (FindingId, Option<Side>, Option<u32>);
 

@@ -629,7 +629,8 @@ fn ids_and_severities_are_the_contract() {
             "method-errors",
             "deadline-exceeded",
             "cancel-storm",
-            "slow-calls"
+            "slow-calls",
+            "goaway-retries"
         ]
     );
     for id in FindingId::ALL {

@@ -441,6 +441,21 @@ pub(super) fn words(
             ),
             "the client gives up on its calls before the answer: a context cancelled by the caller (a user leaving, a hedged or raced request whose other copy won, a parent call that ended), or a timeout the client keeps itself without grpc-timeout; the server did the work for nothing: find the caller that cancels, and compare the calls' durations with its patience".to_string(),
         ),
+        FindingId::GoawayRetries => (
+            format!(
+                "the client sent {} of the {} calls this connection's GOAWAY cut again on connection {}, the first {} after the GOAWAY; {} not retried",
+                e.n("retried"),
+                e.n("calls_cut"),
+                e.n("retry_conn"),
+                dur(e.n("first_retry_us")),
+                e.n("not_retried")
+            ),
+            format!(
+                "a request on another connection to the same server address, with the :path of a call the GOAWAY cut (above its last_stream_id: goaway-cut-calls), within {} of the GOAWAY, each cut call matched once (RETRY_WINDOW in crates/h2ledger-core/src/findings/rules.rs); RFC 9113 §8.7: a request not processed may be retried",
+                dur(ns_us(RETRY_WINDOW))
+            ),
+            "the retries hid the GOAWAY from the callers (grpc-go retries such calls transparently); the cost is a new connection and the calls' delay: move the client off a connection before the server's limit (nginx keepalive_requests, grpc-go MaxConnectionAge), and retry the calls that were not".to_string(),
+        ),
         FindingId::SlowCalls => {
             let mut parts = vec![format!("request sent in {}", dur(e.n("request_us")))];
             parts.push(format!("first response byte after {}", dur(e.n("first_byte_us"))));
