@@ -8,6 +8,7 @@
 //	grpcgo-findings -mode slots [-go FILE] [-callers 16] [-calls 4] [-handler 20ms]
 //	grpcgo-findings -mode errors [-go FILE] [-calls 10]
 //	grpcgo-findings -mode deadline [-go FILE] [-calls 10] [-handler 50ms] [-timeout 10ms]
+//	grpcgo-findings -mode cancel [-go FILE] [-calls 20] [-handler 50ms] [-timeout 5ms]
 //
 // keepalive: the server has grpc-go's default keepalive enforcement (no
 // KeepaliveEnforcementPolicy: MinTime 5 min, PermitWithoutStream false); the client dials
@@ -27,6 +28,11 @@
 // deadline: the Check handler takes -handler, the client's deadline is -timeout: after the
 // first Check (without a deadline), -calls Checks end DEADLINE_EXCEEDED at the client, which
 // resets each stream with RST_STREAM CANCEL.
+//
+// cancel: the Check handler takes -handler; after the first Check, -calls Checks whose
+// context the client cancels itself after -timeout (context.WithCancel, no deadline: the
+// requests carry no grpc-timeout): each ends CANCELED at the client, which resets each stream
+// with RST_STREAM CANCEL (a client giving up on calls, as a user leaving a page does).
 //
 // Prints {"port": P} once the server listens, waits until FILE exists (the capture runs), then
 // one JSON line with what the client saw.
@@ -82,6 +88,7 @@ func main() {
 	calls := flag.Int("calls", 4, "slots: calls per caller")
 	handler := flag.Duration("handler", 20*time.Millisecond, "slots, deadline: time the server takes per call")
 	timeout := flag.Duration("timeout", 10*time.Millisecond, "deadline: the client's deadline per call")
+	via := flag.String("via", "", "the client dials this address (a proxy in front of the server) instead")
 	flag.Parse()
 
 	var opts []grpc.ServerOption
@@ -90,7 +97,7 @@ func main() {
 		opts = append(opts, grpc.MaxConcurrentStreams(2))
 		delay = *handler
 	}
-	if *mode == "deadline" {
+	if *mode == "deadline" || *mode == "cancel" {
 		delay = *handler
 	}
 	s := grpc.NewServer(opts...)
@@ -116,7 +123,11 @@ func main() {
 		}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	cc, err := grpc.DialContext(ctx, fmt.Sprintf("127.0.0.1:%d", port), dial...)
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	if *via != "" {
+		target = *via
+	}
+	cc, err := grpc.DialContext(ctx, target, dial...)
 	cancel()
 	if err != nil {
 		panic(err)
@@ -154,6 +165,18 @@ func main() {
 			}
 		}
 		out["state"] = state.String()
+	case "cancel":
+		codeCount := map[string]int{}
+		for i := 0; i < *calls; i++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			t := time.AfterFunc(*timeout, cancel)
+			_, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+			t.Stop()
+			cancel()
+			codeCount[status.Code(err).String()]++
+		}
+		time.Sleep(2 * *handler)
+		out["codes"] = codeCount
 	case "errors", "deadline":
 		codeCount := map[string]int{}
 		for i := 0; i < *calls; i++ {

@@ -141,7 +141,14 @@ impl Obs {
                 a.flow.watch();
                 Findings::new(cfg)
             }
-            None => Findings::new(cfg).with_own_flow(),
+            None => {
+                let mut f = Findings::new(cfg).with_own_flow();
+                // The plot's window panel without the analysis (decision 365).
+                if w.timeline.is_some() {
+                    f.record_series(WINDOW_BUCKET, None);
+                }
+                f
+            }
         });
         // The analysis and the findings read the same few fields.
         let need = analysis_need.and(

@@ -471,7 +471,11 @@ impl Session<Obs> {
             timeline: t,
             cuts,
             end: self.pipe.stats.last.map(|l| l.saturating_sub(origin)),
-            windows: o.analysis.as_ref().and_then(|a| a.flow.series.as_ref()),
+            windows: o
+                .analysis
+                .as_ref()
+                .and_then(|a| a.flow.series.as_ref())
+                .or_else(|| o.findings.as_ref().and_then(|f| f.series())),
         })
     }
 }
@@ -527,7 +531,8 @@ pub struct PlotInput<'a> {
     pub cuts: Vec<Nanos>,
     /// The last packet, nanoseconds from the origin.
     pub end: Option<Nanos>,
-    /// Flow-control windows over time, with `--analyze`.
+    /// Flow-control windows over time: the analysis' flow tracker's, or the findings' own
+    /// (without `--analyze`).
     pub windows: Option<&'a h2ledger_core::flow::WindowSeries>,
 }
 

@@ -203,6 +203,9 @@ pub(super) struct Slots {
     /// Streams the client opened beyond the limit.
     pub(super) over: u64,
     pub(super) max_in_flight: u32,
+    /// How long the last full stretch lasted (slow-calls: the most a call opened at its end
+    /// can have waited for a slot).
+    pub(super) last_full_ns: i64,
 }
 
 /// A window held at zero while its sender has data (`zero-window`).
@@ -276,6 +279,13 @@ pub(super) struct ConnF {
     pub(super) holds_long: [u64; 2],
     // call-errors, goaway-cut-calls
     pub(super) fail: Failures,
+    // slow-calls: the latest PING sent per direction (index) and the round trips measured
+    pub(super) ping_at: [Option<Nanos>; 2],
+    /// The address of each direction's sender ([`Dir::index`]), from the connection's first
+    /// packet (goaway-retries: the server a retry goes to).
+    pub(super) addrs: Option<[std::net::SocketAddr; 2]>,
+    pub(super) rtt_min_ns: i64,
+    pub(super) rtts: u64,
 }
 
 /// The stream-reset budget of a connection ([`super::RESET_BURST`], [`super::RESET_RATE`]).
@@ -355,6 +365,74 @@ pub(super) struct Failures {
     pub(super) cut: u64,
     /// The streams up to this id have been looked at for a cut (the lowest last_stream_id).
     pub(super) counted_above: u32,
+    /// The shortest and longest `grpc-timeout` of the requests, and how many carried one.
+    pub(super) timeouts: u64,
+    pub(super) timeout_min: i64,
+    pub(super) timeout_max: i64,
+    /// The requests' methods (`:path`), at most [`super::rules::MAX_METHODS`]; beyond, their
+    /// calls are counted in `methods_untracked`.
+    pub(super) methods: Vec<MethodF>,
+    pub(super) methods_untracked: u64,
+    /// Each client stream in flight with its method (index into `methods`) and times, at most
+    /// [`super::rules::MAX_METHOD_STREAMS`]; beyond, counted in `method_streams_untracked`.
+    pub(super) stream_method: crate::FastMap<u32, CallF>,
+    pub(super) method_streams_untracked: u64,
+    /// slow-calls: calls at or above [`super::rules::SLOW_CALL`], and the slowest one.
+    pub(super) slow: u64,
+    pub(super) slowest: Option<SlowF>,
+    /// gRPC calls as long, left out as streams ([`super::rules::STREAMED`]).
+    pub(super) streamed_long: u64,
+    /// The methods of calls cut by a GOAWAY since the observer last looked (goaway-retries).
+    pub(super) new_cut: Vec<Box<[u8]>>,
+}
+
+/// A client stream in flight: its method and the times that split its duration (slow-calls).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct CallF {
+    /// Index into [`Failures::methods`]; `u16::MAX`: a method not followed.
+    pub(super) method: u16,
+    /// Its outcome (status) was counted for its method.
+    pub(super) judged: bool,
+    /// A gRPC request (`content-type: application/grpc...`).
+    pub(super) grpc: bool,
+    /// The request's HEADERS.
+    pub(super) start: Nanos,
+    /// The request's END_STREAM, 0 until seen.
+    pub(super) req_end: Nanos,
+    /// The server's first frame on the stream (its HEADERS), 0 until seen.
+    pub(super) first_byte: Nanos,
+    /// Stalls of either side on this stream, resolved (nanoseconds).
+    pub(super) window_ns: i64,
+    /// The most it can have waited for a stream slot before its HEADERS (nanoseconds).
+    pub(super) slot_ns: i64,
+}
+
+/// The slowest call of a connection, its time split as the wire shows it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SlowF {
+    pub(super) stream: u32,
+    pub(super) method: u16,
+    pub(super) duration_ns: i64,
+    pub(super) request_ns: i64,
+    pub(super) first_byte_ns: i64,
+    pub(super) response_ns: i64,
+    pub(super) window_ns: i64,
+    pub(super) slot_ns: i64,
+}
+
+/// One method's calls and failures on a connection (`method-errors`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct MethodF {
+    /// The request's `:path`, cut at [`super::rules::METHOD_PATH_MAX`] bytes (as sent: text
+    /// only in the evidence).
+    pub(super) path: Box<[u8]>,
+    pub(super) calls: u64,
+    pub(super) failed: u64,
+    /// Failed gRPC statuses by code ([`super::failures::GRPC_KEYS`]' slots).
+    pub(super) grpc: [u64; 18],
+    pub(super) http_5xx: u64,
+    /// Calls of the method the client cancelled (not failures of the method).
+    pub(super) cancels: u64,
 }
 
 impl Failures {
@@ -363,5 +441,16 @@ impl Failures {
     /// service: it does not make the finding.
     pub(super) fn failed(&self) -> u64 {
         self.grpc.iter().sum::<u64>() + self.http_5xx + self.client_cancels
+    }
+
+    /// Calls that ended past their deadline: grpc-status 4 from the server, or cancelled by
+    /// the client at its grpc-timeout.
+    pub(super) fn deadline_calls(&self) -> u64 {
+        self.grpc[4] + self.deadline_cancels
+    }
+
+    /// The client's cancels not explained by a deadline.
+    pub(super) fn plain_cancels(&self) -> u64 {
+        self.client_cancels - self.deadline_cancels
     }
 }

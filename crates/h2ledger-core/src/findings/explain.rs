@@ -161,13 +161,43 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "calls that failed: a gRPC status other than OK, an HTTP status of 500 or more, or cancelled by the client",
             "server (whose answers they are)",
             "failed calls",
-            "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/failures.rs FAILED_SHARE",
+            "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/rules.rs FAILED_SHARE",
         ),
         F::GoawayCutCalls => (
             "client streams the server's GOAWAY left unprocessed (above its last_stream_id)",
             "server (that sent the GOAWAY)",
             "client streams above the last_stream_id",
             "RFC 9113 §6.8 (GOAWAY, last_stream_id), §8.7 (safe to retry); nginx ngx_http_v2_module keepalive_requests",
+        ),
+        F::MethodErrors => (
+            "a method (request :path) that fails at least half of its calls on a connection",
+            "server (whose answers they are)",
+            "the failed calls of the method that fails most",
+            "h2ledger findings/rules.rs METHOD_MIN_CALLS, METHOD_FAILED_SHARE, MAX_METHODS; grpc/grpc doc/statuscodes.md",
+        ),
+        F::DeadlineExceeded => (
+            "calls that ended past their deadline: grpc-status 4 (DEADLINE_EXCEEDED) or the client's RST_STREAM CANCEL at its grpc-timeout",
+            "client (whose deadline it is)",
+            "calls past their deadline",
+            "grpc/grpc doc/PROTOCOL-HTTP2.md (grpc-timeout), doc/statuscodes.md (DEADLINE_EXCEEDED); h2ledger findings/rules.rs DEADLINE_MIN_CALLS",
+        ),
+        F::CancelStorm => (
+            "the client cancelling many of its calls (RST_STREAM CANCEL before the server ended them, not at a deadline)",
+            "client (that cancels)",
+            "cancels not at a deadline",
+            "RFC 9113 §8.4 (CANCEL); h2ledger findings/rules.rs CANCEL_STORM_MIN, CANCEL_STORM_SHARE",
+        ),
+        F::GoawayRetries => (
+            "calls a server's GOAWAY cut that the client sent again on another connection to the same server",
+            "client (that retries)",
+            "cut calls retried",
+            "RFC 9113 §6.8 (last_stream_id), §8.7 (a request not processed can be retried); grpc-go transparent retry; h2ledger findings/rules.rs RETRY_WINDOW",
+        ),
+        F::SlowCalls => (
+            "calls that took a second or more, the slowest one's time split into what the wire shows",
+            "server (whose answers they wait for)",
+            "slow calls",
+            "h2ledger findings/rules.rs SLOW_CALL (Nielsen, Response Times: The 3 Important Limits, 1993); RFC 9113 §6.7 (PING), §6.9 (flow control), §5.1.2 (stream concurrency)",
         ),
     }
 }

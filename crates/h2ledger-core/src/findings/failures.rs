@@ -2,20 +2,26 @@
 //! HTTP status of 500 or more, and calls the client cancelled with RST_STREAM CANCEL) and
 //! `goaway-cut-calls` (client streams above a server GOAWAY's last_stream_id: not processed).
 //! A few counters per connection ([`Failures`]), and the deadlines of the latest
-//! [`MAX_DEADLINES`] requests with a `grpc-timeout`.
+//! [`MAX_DEADLINES`] requests with a `grpc-timeout`. From the same counters: `method-errors`
+//! (a method, by `:path`, that fails at least half of its calls; at most
+//! [`super::rules::MAX_METHODS`] methods per connection), `deadline-exceeded` (calls past their
+//! deadline) and `cancel-storm` (the client cancelling many of its calls, not at a deadline).
+//! The thresholds are in rules.rs, with their justification.
 
 use h2_frame_parser::{ErrorCode, Frame};
 
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side};
 
-use super::conn::ConnF;
-use super::rules::Fire;
-use super::FindingId;
+use h2ledger_tcp::Nanos;
 
-/// `call-errors` fires once failed calls are at least this share of the connection's calls
-/// (1 in 20), from the first failure on.
-pub const FAILED_SHARE: f64 = 0.05;
+use super::conn::{CallF, ConnF, MethodF, SlowF};
+use super::rules::{
+    Fire, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS, FAILED_SHARE, MAX_METHODS,
+    MAX_METHOD_STREAMS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX, REFILL_NS,
+    SLOW_CALL, STREAMED,
+};
+use super::FindingId;
 
 /// Evidence keys of the failed gRPC statuses, by code (`grpc_` and the name in lower case);
 /// code 0 (OK) is never counted, codes above 16 count as `grpc_other`.
@@ -97,6 +103,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                 FrameClass::Headers => h.get(b":status").and_then(number),
                 _ => None,
             };
+            let mut http = None;
             let failed = match grpc {
                 Some(0) => false,
                 Some(code) => {
@@ -104,27 +111,67 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                     true
                 }
                 None => match status() {
-                    Some(400..=499) => {
+                    Some(s @ 400..=499) => {
+                        http = Some(s);
                         c.fail.http_4xx += 1;
                         false
                     }
-                    Some(500..) => {
+                    Some(s @ 500..) => {
+                        http = Some(s);
                         c.fail.http_5xx += 1;
                         true
                     }
-                    _ => false,
+                    s => {
+                        http = s;
+                        false
+                    }
                 },
             };
+            // The call's outcome is known: its grpc-status, or an HTTP response that is not
+            // gRPC (its first block's :status; a gRPC response's status is in its trailers).
+            let grpc_reply = h
+                .get(b"content-type")
+                .is_some_and(|v| v.starts_with(b"application/grpc"));
+            if ev.class == FrameClass::Headers {
+                if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+                    if call.first_byte == 0 {
+                        call.first_byte = ev.ts;
+                    }
+                }
+            }
+            if grpc.is_some() || (http.is_some_and(|s| s >= 200) && !grpc_reply) || ends {
+                method_end(c, sid, failed, grpc, http, out);
+            }
+            if ends {
+                call_end(c, sid, ev.ts, out);
+            }
             if failed {
                 judge(c, out);
             }
+            if grpc == Some(4) {
+                judge_deadline(c, out);
+            }
         }
         FrameClass::Headers if !server => {
+            method_start(c, ev);
+            if ev.head.flags.is_end_stream() {
+                if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+                    call.req_end = ev.ts;
+                }
+            }
             if let Some(t) = ev
                 .headers
                 .and_then(|h| h.get(b"grpc-timeout"))
                 .and_then(grpc_timeout)
             {
+                let f = &mut c.fail;
+                f.timeout_min = if f.timeouts == 0 {
+                    t
+                } else {
+                    f.timeout_min.min(t)
+                };
+                f.timeout_max = f.timeout_max.max(t);
+                f.timeouts += 1;
                 let d = &mut c.fail.deadlines;
                 if d.len() == MAX_DEADLINES {
                     d.remove(0);
@@ -134,6 +181,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
             if let Some(l) = c.fail.last_stream_id {
                 if sid > l && sid & 1 == 1 {
                     c.fail.cut += 1;
+                    note_cut(c, sid);
                     out.push((FindingId::GoawayCutCalls, Some(Side::Server), Some(sid)));
                 }
             }
@@ -146,20 +194,30 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                     .streams
                     .get(sid)
                     .is_some_and(|st| st.bits & super::conn::SERVER_END == 0);
-                if r.code == ErrorCode::CANCEL && open {
+                let cancel = r.code == ErrorCode::CANCEL && open;
+                if cancel {
                     c.fail.client_cancels += 1;
+                    let mut at_deadline = false;
                     let d = &mut c.fail.deadlines;
                     if let Some(i) = d.iter().position(|(s, _)| *s == sid) {
                         // Within a millisecond: the client's timer and its write.
                         if ev.ts >= d[i].1 - 1_000_000 {
                             c.fail.deadline_cancels += 1;
+                            at_deadline = true;
                         }
                         d.remove(i);
                     }
                     judge(c, out);
+                    if at_deadline {
+                        judge_deadline(c, out);
+                    } else {
+                        judge_cancels(c, out);
+                    }
                 }
+                method_reset(c, sid, cancel);
             }
         }
+        FrameClass::RstStream => method_reset(c, sid, false),
         FrameClass::GoAway if server => {
             if let Some(Frame::GoAway(g)) = ev.frame {
                 let l = g.last_stream_id;
@@ -179,6 +237,14 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                     .filter(|&k| k > l && k <= upto && k & 1 == 1)
                     .count() as u64;
                 c.fail.counted_above = l.min(upto);
+                let cut_ids: Vec<u32> = c
+                    .streams
+                    .keys()
+                    .filter(|&k| k > l && k <= upto && k & 1 == 1)
+                    .collect();
+                for k in cut_ids {
+                    note_cut(c, k);
+                }
                 if cut > 0 {
                     let first = c.streams.keys().filter(|&k| k > l).min();
                     c.fail.cut += cut;
@@ -187,6 +253,223 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
             }
         }
         _ => {}
+    }
+}
+
+/// A request: its method (`:path`) is followed until the call ends.
+fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) {
+    let sid = ev.head.stream_id.0;
+    let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or(b"");
+    let path = &path[..path.len().min(METHOD_PATH_MAX)];
+    // The most this call can have waited for a stream slot: it opened within REFILL_NS of a
+    // slot freeing after a stretch when all were taken (stream-slots-full's refill).
+    let slot_ns = match c.slots.freed_at {
+        Some(t) if c.slots.limit.is_some() && ev.ts - t <= REFILL_NS => {
+            c.slots.last_full_ns + (ev.ts - t)
+        }
+        _ => 0,
+    };
+    let f = &mut c.fail;
+    let i = match f.methods.iter().position(|m| &*m.path == path) {
+        Some(i) => i,
+        None if f.methods.len() < MAX_METHODS => {
+            f.methods.push(MethodF {
+                path: path.into(),
+                ..MethodF::default()
+            });
+            f.methods.len() - 1
+        }
+        None => {
+            f.methods_untracked += 1;
+            usize::from(u16::MAX)
+        }
+    };
+    if let Some(m) = f.methods.get_mut(i) {
+        m.calls += 1;
+    }
+    if f.stream_method.len() < MAX_METHOD_STREAMS || f.stream_method.contains_key(&sid) {
+        f.stream_method.insert(
+            sid,
+            CallF {
+                method: i as u16,
+                grpc: ev
+                    .headers
+                    .and_then(|h| h.get(b"content-type"))
+                    .is_some_and(|v| v.starts_with(b"application/grpc")),
+                start: ev.ts,
+                slot_ns,
+                ..CallF::default()
+            },
+        );
+    } else {
+        f.method_streams_untracked += 1;
+    }
+}
+
+/// Call `sid` was cut by a GOAWAY: its method goes to the run's list of cut calls that a
+/// retry on another connection may match (goaway-retries; drained by the observer).
+fn note_cut(c: &mut ConnF, sid: u32) {
+    let f = &mut c.fail;
+    if let Some(m) = f
+        .stream_method
+        .get(&sid)
+        .and_then(|call| f.methods.get(usize::from(call.method)))
+    {
+        if f.new_cut.len() < MAX_METHOD_STREAMS {
+            f.new_cut.push(m.path.clone());
+        }
+    }
+}
+
+/// A DATA frame with END_STREAM: the request's end (client) or the call's (server).
+pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
+    let sid = ev.head.stream_id.0;
+    if ev.side == Side::Client {
+        if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+            call.req_end = ev.ts;
+        }
+    } else {
+        call_end(c, sid, ev.ts, out);
+    }
+}
+
+/// The call on `sid` is over at `ts` (the server's END_STREAM): its time split, and
+/// `slow-calls` when it took [`SLOW_CALL`] or more.
+fn call_end(c: &mut ConnF, sid: u32, ts: Nanos, out: &mut Vec<Fire>) {
+    let Some(call) = c.fail.stream_method.remove(&sid) else {
+        return;
+    };
+    let duration = ts - call.start;
+    if duration < SLOW_CALL {
+        return;
+    }
+    let at = |t: Nanos| {
+        if t > 0 {
+            (t - call.start).max(0)
+        } else {
+            duration
+        }
+    };
+    let first = at(call.first_byte);
+    // A gRPC request or response that takes half the threshold by itself, beyond its window
+    // waits, is a client or server stream: slow by design (a long-lived Watch, an upload).
+    let request = at(call.req_end);
+    let streamed = |ns: i64| ns - call.window_ns >= STREAMED;
+    if call.grpc && (streamed(request) || streamed(duration - first)) {
+        c.fail.streamed_long += 1;
+        return;
+    }
+    let s = SlowF {
+        stream: sid,
+        method: call.method,
+        duration_ns: duration,
+        request_ns: request,
+        first_byte_ns: first,
+        response_ns: duration - first,
+        window_ns: call.window_ns,
+        slot_ns: call.slot_ns,
+    };
+    let f = &mut c.fail;
+    f.slow += 1;
+    // The slowest as its caller waited: a slot's wait before the call counts too.
+    if f.slowest.is_none_or(|x| {
+        x.duration_ns.saturating_add(x.slot_ns) < duration.saturating_add(call.slot_ns)
+    }) {
+        f.slowest = Some(s);
+    }
+    out.push((FindingId::SlowCalls, Some(Side::Server), Some(sid)));
+}
+
+/// A stall of either side on `sid` lasted `ns` (slow-calls' window wait).
+pub(super) fn stalled(c: &mut ConnF, sid: u32, ns: i64) {
+    if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+        call.window_ns += ns;
+    }
+}
+
+/// The call on `sid` ended with the server's answer: `failed` (its gRPC status or HTTP status).
+fn method_end(
+    c: &mut ConnF,
+    sid: u32,
+    failed: bool,
+    grpc: Option<u32>,
+    http: Option<u32>,
+    out: &mut Vec<Fire>,
+) {
+    let Some(call) = c.fail.stream_method.get_mut(&sid) else {
+        return;
+    };
+    if std::mem::replace(&mut call.judged, true) {
+        return;
+    }
+    let i = call.method;
+    let Some(m) = c.fail.methods.get_mut(usize::from(i)) else {
+        return;
+    };
+    if failed {
+        m.failed += 1;
+        match (grpc, http) {
+            (Some(code), _) => m.grpc[(code as usize).min(17)] += 1,
+            (None, Some(500..)) => m.http_5xx += 1,
+            _ => {}
+        }
+    }
+    // At every end, not only a failure's: failures first and the tenth call later still
+    // make the share.
+    judge_method(c, usize::from(i), out);
+}
+
+/// A RST_STREAM on `sid`: the call is over; `cancel`, the client cancelled it (counted apart:
+/// `method-errors` is about the server's answers).
+fn method_reset(c: &mut ConnF, sid: u32, cancel: bool) {
+    let Some(call) = c.fail.stream_method.remove(&sid) else {
+        return;
+    };
+    // Not a failure of the method: the client gave up (deadline-exceeded, cancel-storm).
+    if let Some(m) = c.fail.methods.get_mut(usize::from(call.method)) {
+        m.cancels += u64::from(cancel);
+    }
+}
+
+/// `method-errors` when method `i` has [`METHOD_MIN_CALLS`] calls and [`METHOD_FAILED_SHARE`]
+/// of them failed.
+fn judge_method(c: &mut ConnF, i: usize, out: &mut Vec<Fire>) {
+    let Some(m) = c.fail.methods.get(i) else {
+        return;
+    };
+    if m.calls >= METHOD_MIN_CALLS && m.failed as f64 >= METHOD_FAILED_SHARE * m.calls as f64 {
+        out.push((FindingId::MethodErrors, Some(Side::Server), None));
+    }
+}
+
+/// The method that fails most: the most failed calls among those over the threshold, else
+/// overall (the evidence of `method-errors`), and how many methods are over the threshold.
+pub(super) fn worst_method(f: &super::conn::Failures) -> (Option<&MethodF>, u64) {
+    let over = |m: &&MethodF| {
+        m.calls >= METHOD_MIN_CALLS && m.failed as f64 >= METHOD_FAILED_SHARE * m.calls as f64
+    };
+    let n = f.methods.iter().filter(over).count() as u64;
+    let worst = f
+        .methods
+        .iter()
+        .filter(|m| n == 0 || over(m))
+        .max_by(|a, b| a.failed.cmp(&b.failed).then(b.path.cmp(&a.path)));
+    (worst, n)
+}
+
+/// `deadline-exceeded` once [`DEADLINE_MIN_CALLS`] calls ended past their deadline.
+fn judge_deadline(c: &mut ConnF, out: &mut Vec<Fire>) {
+    if c.fail.deadline_calls() >= DEADLINE_MIN_CALLS {
+        out.push((FindingId::DeadlineExceeded, Some(Side::Client), None));
+    }
+}
+
+/// `cancel-storm` once the client's cancels not at a deadline reach [`CANCEL_STORM_MIN`] and
+/// [`CANCEL_STORM_SHARE`] of the calls.
+fn judge_cancels(c: &mut ConnF, out: &mut Vec<Fire>) {
+    let n = c.fail.plain_cancels();
+    if n >= CANCEL_STORM_MIN && n as f64 >= CANCEL_STORM_SHARE * c.calls.max(1) as f64 {
+        out.push((FindingId::CancelStorm, Some(Side::Client), None));
     }
 }
 

@@ -51,6 +51,7 @@ pub(super) fn flow_event(c: &mut ConnF, e: FlowEvent, out: &mut Vec<Fire>) {
         } => {
             let i = side.index();
             let d = (end - start).max(0);
+            super::failures::stalled(c, stream, d);
             c.waited_ns[i] += d;
             c.max_wait_ns[i] = c.max_wait_ns[i].max(d);
             end_hold(c, side, stream, true, end, out);

@@ -96,6 +96,11 @@ ids! {
     ReassemblyGaps = "reassembly-gaps", Warn, false;
     CallErrors = "call-errors", Warn, false;
     GoawayCutCalls = "goaway-cut-calls", Warn, false;
+    MethodErrors = "method-errors", Warn, false;
+    DeadlineExceeded = "deadline-exceeded", Warn, false;
+    CancelStorm = "cancel-storm", Warn, false;
+    SlowCalls = "slow-calls", Info, false;
+    GoawayRetries = "goaway-retries", Info, false;
 }
 
 impl FindingId {

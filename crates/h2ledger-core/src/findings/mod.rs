@@ -10,7 +10,9 @@
 //! last [`PING_RING`] client PING times, at most [`MAX_HOLDS`] windows held at zero, and one
 //! 16-byte record per client stream in flight (in a table at most half full, with its id), at
 //! most [`MAX_FINDING_STREAMS`] over all connections (beyond, streams are counted, not
-//! followed: `streams_untracked`). At most
+//! followed: `streams_untracked`). For the failure and latency rules, per connection at most
+//! [`MAX_METHODS`] methods and one record per call in flight, at most [`MAX_METHOD_STREAMS`]
+//! (beyond, counted in the evidence). At most
 //! [`MAX_FINDINGS`] findings are kept; later ones are counted by id (`omitted`). A connection's
 //! state is folded into its findings and freed when it closes.
 //!
@@ -46,9 +48,13 @@ use crate::FastMap;
 
 use conn::ConnF;
 pub use explain::{explain, Explanation};
-pub use failures::{FAILED_SHARE, GRPC_KEYS};
+pub use failures::GRPC_KEYS;
 pub use ids::{FindingId, Severity};
-pub use rules::{BDP_MIN_CALLS, BDP_PER_CALL};
+pub use rules::{
+    BDP_MIN_CALLS, BDP_PER_CALL, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS,
+    FAILED_SHARE, MAX_METHODS, MAX_METHOD_STREAMS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS,
+    SLOW_CALL,
+};
 
 /// Findings kept; later ones are counted by id in [`FindingsReport::omitted`].
 pub const MAX_FINDINGS: usize = 1000;
@@ -140,6 +146,8 @@ pub enum Num {
     At(Nanos),
     /// Times (seconds in the JSON).
     Times(Vec<Nanos>),
+    /// A name the numbers are about (`method-errors`' `method`, a request's `:path`).
+    Text(Box<str>),
 }
 
 /// The numbers that triggered a finding, by name (serialized as an object, keys sorted).
@@ -174,6 +182,14 @@ impl Evidence {
             Some(Num::F(v)) => *v,
             Some(Num::U(v)) => *v as f64,
             _ => 0.0,
+        }
+    }
+
+    /// A text, "" when absent.
+    pub fn text(&self, key: &str) -> &str {
+        match self.get(key) {
+            Some(Num::Text(t)) => t,
+            _ => "",
         }
     }
 
@@ -215,6 +231,7 @@ impl Serialize for Num {
                 }
                 seq.end()
             }
+            Num::Text(t) => s.serialize_str(t),
         }
     }
 }
@@ -444,6 +461,99 @@ struct CaptureF {
     drops_kernel: u64,
     drops_interface: u64,
     drops_received: u64,
+    /// GOAWAYs that cut calls, with those calls' methods, for the retries on other
+    /// connections (goaway-retries): at most [`rules::MAX_CUTS`], the oldest dropped.
+    cuts: Vec<Cut>,
+}
+
+/// The calls one connection's GOAWAY cut, and their retries seen on other connections.
+#[derive(Clone, Debug)]
+struct Cut {
+    conn: u32,
+    server: Option<std::net::SocketAddr>,
+    at: Nanos,
+    /// Methods (`:path`) of the cut calls not matched by a retry yet, and how many.
+    methods: Vec<(Box<[u8]>, u32)>,
+    cut: u64,
+    /// Cut calls whose method is beyond [`rules::MAX_CUT_METHODS`].
+    untracked: u64,
+    retried: u64,
+    retry_conn: Option<u32>,
+    first_retry: Nanos,
+    last_retry: Nanos,
+}
+
+impl CaptureF {
+    /// Calls of `conn` (whose server is `server`) cut at `ts`, by method.
+    fn note_cut(
+        &mut self,
+        conn: u32,
+        server: Option<std::net::SocketAddr>,
+        ts: Nanos,
+        paths: Vec<Box<[u8]>>,
+    ) {
+        let i = match self.cuts.iter().position(|c| c.conn == conn) {
+            Some(i) => i,
+            None => {
+                if self.cuts.len() == rules::MAX_CUTS {
+                    self.cuts.remove(0);
+                }
+                self.cuts.push(Cut {
+                    conn,
+                    server,
+                    at: ts,
+                    methods: Vec::new(),
+                    cut: 0,
+                    untracked: 0,
+                    retried: 0,
+                    retry_conn: None,
+                    first_retry: 0,
+                    last_retry: 0,
+                });
+                self.cuts.len() - 1
+            }
+        };
+        let cut = &mut self.cuts[i];
+        for p in paths {
+            cut.cut += 1;
+            if let Some(e) = cut.methods.iter_mut().find(|(m, _)| *m == p) {
+                e.1 += 1;
+            } else if cut.methods.len() < rules::MAX_CUT_METHODS {
+                cut.methods.push((p, 1));
+            } else {
+                cut.untracked += 1;
+            }
+        }
+    }
+
+    /// A request of `path` on `conn` to `server` at `ts`: the connection whose cut call it
+    /// retries, if any (another connection, the same server, within [`rules::RETRY_WINDOW`]
+    /// of the GOAWAY; each cut call matched once).
+    fn retry(
+        &mut self,
+        conn: u32,
+        server: Option<std::net::SocketAddr>,
+        path: &[u8],
+        ts: Nanos,
+    ) -> Option<u32> {
+        let cut = self.cuts.iter_mut().find(|c| {
+            c.conn != conn
+                && c.server == server
+                && ts >= c.at
+                && ts - c.at <= rules::RETRY_WINDOW
+                && c.methods.iter().any(|(m, n)| *n > 0 && &**m == path)
+        })?;
+        if let Some(e) = cut.methods.iter_mut().find(|(m, n)| *n > 0 && &**m == path) {
+            e.1 -= 1;
+        }
+        if cut.retried == 0 {
+            cut.first_retry = ts;
+            cut.retry_conn = Some(conn);
+        }
+        cut.retried += 1;
+        cut.last_retry = ts;
+        Some(cut.conn)
+    }
 }
 
 /// The findings engine. See the module docs.

@@ -89,6 +89,19 @@ impl Findings {
         self
     }
 
+    /// Keeps the window series of its own flow tracker (`--plot` without the analysis: see
+    /// [`Flow::record_series`]); nothing without one ([`Findings::with_own_flow`]).
+    pub fn record_series(&mut self, bucket: Nanos, origin: Option<Nanos>) {
+        if let Some(f) = self.own_flow.as_mut() {
+            f.record_series(bucket, origin);
+        }
+    }
+
+    /// The window series of its own flow tracker, when it keeps one.
+    pub fn series(&self) -> Option<&crate::flow::WindowSeries> {
+        self.own_flow.as_ref().and_then(|f| f.series.as_ref())
+    }
+
     /// The state of connection `id`, made when it is new (`None` only if the table failed to
     /// keep it, which it does not).
     fn conn(&mut self, id: u32) -> Option<&mut ConnF> {
@@ -114,6 +127,7 @@ impl Findings {
         let Some(c) = conn_in(conns, id) else {
             return;
         };
+        let mut retried = None;
         c.last_ts = c.last_ts.max(ev.ts);
         c.client = Some(if ev.side == Side::Client {
             ev.dir
@@ -132,6 +146,23 @@ impl Findings {
             FrameClass::Headers | FrameClass::Trailers | FrameClass::RstStream | FrameClass::GoAway
         ) {
             super::failures::frame(c, ev, pending);
+            if !c.fail.new_cut.is_empty() {
+                let paths = std::mem::take(&mut c.fail.new_cut);
+                let server = c.addrs.map(|a| a[c.dir_of(Side::Server).index()]);
+                capture.note_cut(id, server, ev.ts, paths);
+            }
+            if ev.class == FrameClass::Headers
+                && ev.side == Side::Client
+                && !capture.cuts.is_empty()
+            {
+                if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
+                    let p = &p[..p.len().min(super::rules::METHOD_PATH_MAX)];
+                    let server = c.addrs.map(|a| a[c.dir_of(Side::Server).index()]);
+                    retried = capture.retry(id, server, p, ev.ts);
+                }
+            }
+        } else if ev.class == FrameClass::Data && ev.head.flags.is_end_stream() {
+            super::failures::data_end(c, ev, pending);
         }
         if ev.head.stream_id.0 != 0 {
             streams::stream_frame(c, ev, streams, streams_untracked, pending);
@@ -142,6 +173,17 @@ impl Findings {
         }
         if !self.pending.is_empty() {
             self.file(id, ev.ts);
+        }
+        if let Some(a) = retried {
+            // Filed on the connection whose calls were cut (perhaps closed by now: its
+            // evidence is the run's, written by sync_capture).
+            self.fire(
+                FindingId::GoawayRetries,
+                Some(a),
+                Some(Side::Client),
+                None,
+                ev.ts,
+            );
         }
     }
 
@@ -212,6 +254,23 @@ impl Findings {
             r.evidence.u("connections", cap.tls_without_key);
             if let Some(c) = cap.tls_connections.first() {
                 r.evidence.u("first_conn", u64::from(*c));
+            }
+        }
+        for cut in &cap.cuts {
+            if let Some(r) =
+                self.rec_mut(FindingId::GoawayRetries, Some(cut.conn), Some(Side::Client))
+            {
+                let e = &mut r.evidence;
+                r.count = cut.retried;
+                e.u("calls_cut", cut.cut);
+                e.u("retried", cut.retried);
+                e.u("not_retried", cut.cut - cut.retried);
+                e.u("cut_untracked", cut.untracked);
+                if let Some(c) = cut.retry_conn {
+                    e.u("retry_conn", u64::from(c));
+                }
+                e.u("first_retry_us", us(cut.first_retry - cut.at));
+                e.u("last_retry_us", us(cut.last_retry - cut.at));
             }
         }
         if let Some(r) = self.rec_mut(FindingId::CaptureDrops, None, None) {
@@ -481,6 +540,73 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             }
             e.u("calls", c.calls);
         }
+        FindingId::MethodErrors => {
+            let f = &c.fail;
+            let (worst, over) = failures::worst_method(f);
+            if let Some(m) = worst {
+                r.count = m.failed;
+                e.set("method", Num::Text(String::from_utf8_lossy(&m.path).into()));
+                e.u("method_calls", m.calls);
+                e.u("method_failed", m.failed);
+                e.set("method_failed_share", Num::F(ratio(m.failed, m.calls)));
+                for (key, n) in failures::GRPC_KEYS.iter().zip(m.grpc) {
+                    if n > 0 {
+                        e.u(key, n);
+                    }
+                }
+                e.u("http_5xx", m.http_5xx);
+                e.u("client_cancels", m.cancels);
+            }
+            e.u("methods_failing", over);
+            e.u("methods", f.methods.len() as u64);
+            e.u("methods_untracked", f.methods_untracked);
+            e.u("calls", c.calls);
+        }
+        FindingId::DeadlineExceeded => {
+            let f = &c.fail;
+            r.count = f.deadline_calls();
+            e.u("calls", c.calls);
+            e.u("deadline_calls", f.deadline_calls());
+            e.u("grpc_deadline_exceeded", f.grpc[4]);
+            e.u("client_deadline_cancels", f.deadline_cancels);
+            e.u("requests_with_timeout", f.timeouts);
+            if f.timeouts > 0 {
+                e.u("grpc_timeout_us_min", us(f.timeout_min));
+                e.u("grpc_timeout_us_max", us(f.timeout_max));
+            }
+        }
+        FindingId::CancelStorm => {
+            let f = &c.fail;
+            r.count = f.plain_cancels();
+            e.u("calls", c.calls);
+            e.u("client_cancels", f.client_cancels);
+            e.u("cancels_not_at_deadline", f.plain_cancels());
+            e.set("cancel_share", Num::F(ratio(f.plain_cancels(), c.calls)));
+        }
+        FindingId::SlowCalls => {
+            let f = &c.fail;
+            r.count = f.slow;
+            e.u("slow_calls", f.slow);
+            e.u("calls", c.calls);
+            e.u("slow_call_us", us(rules::SLOW_CALL));
+            if let Some(s) = f.slowest {
+                e.u("stream", u64::from(s.stream));
+                if let Some(m) = f.methods.get(usize::from(s.method)) {
+                    e.set("method", Num::Text(String::from_utf8_lossy(&m.path).into()));
+                }
+                e.u("duration_us", us(s.duration_ns));
+                e.u("slot_wait_us_max", us(s.slot_ns));
+                e.u("request_us", us(s.request_ns));
+                e.u("first_byte_us", us(s.first_byte_ns));
+                e.u("response_us", us(s.response_ns));
+                e.u("window_wait_us", us(s.window_ns));
+            }
+            e.u("streams_left_out", f.streamed_long);
+            e.u("ping_rtt_us", us(c.rtt_min_ns));
+            e.u("ping_rtts", c.rtts);
+        }
+        // Written from the run's record of the cut (sync_capture): the connection may be gone.
+        FindingId::GoawayRetries => {}
         FindingId::MidStream
         | FindingId::ReassemblyGaps
         | FindingId::TlsNoKeys
@@ -496,7 +622,10 @@ impl Observer for Findings {
     }
 
     fn open(&mut self, meta: &ConnMeta) {
-        self.conn(meta.id.0);
+        if let Some(c) = self.conn(meta.id.0) {
+            // The sender of each direction: Fwd is the first packet's.
+            c.addrs = Some([meta.first_src, meta.first_dst]);
+        }
         if let Some(f) = self.own_flow.as_mut() {
             f.open(meta);
         }

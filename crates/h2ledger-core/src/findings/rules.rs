@@ -70,6 +70,59 @@ pub const BDP_PER_CALL: f64 = 0.5;
 /// ... over at least this many calls.
 pub const BDP_MIN_CALLS: u64 = 10;
 
+/// `call-errors` fires once failed calls are at least this share of the connection's calls
+/// (1 in 20), from the first failure on. Ours: no server closes on failed calls; one in twenty
+/// is the error budget of a 95% availability target, below what any SLO accepts.
+pub const FAILED_SHARE: f64 = 0.05;
+/// `method-errors`: a method (`:path`) with at least this many calls on a connection ...
+/// (ours: ten calls before a share is a rate, not one unlucky call) ...
+pub const METHOD_MIN_CALLS: u64 = 10;
+/// ... of which at least this share failed (ours: half its calls, a method that fails more
+/// often than it works; the ordinary captures' methods fail 0%, except the `Fail` method of
+/// grpcgo-flow-*, which fails on purpose).
+pub const METHOD_FAILED_SHARE: f64 = 0.5;
+/// Methods followed per connection (`method-errors`); beyond, calls are counted in
+/// `methods_untracked`.
+pub const MAX_METHODS: usize = 32;
+/// A method's `:path` kept up to this many bytes.
+pub const METHOD_PATH_MAX: usize = 120;
+/// Client streams in flight whose method is followed per connection; beyond, counted in
+/// `method_streams_untracked` (their ends are not attributed to a method).
+pub const MAX_METHOD_STREAMS: usize = 1024;
+/// `deadline-exceeded`: calls that ended past their deadline (grpc-status 4 from the server,
+/// or the client's CANCEL at its grpc-timeout), at least this many on a connection (ours: one
+/// can be a slow outlier, three in one connection is a pattern; the ordinary captures have
+/// none).
+pub const DEADLINE_MIN_CALLS: u64 = 3;
+/// `cancel-storm`: the client's RST_STREAM CANCEL of calls the server had not ended, not at a
+/// deadline, at least this many on a connection ... (ours: the ordinary captures reach 3
+/// client RST_STREAMs, docs/findings.md "No false alarm"; far below rapid-reset's Envoy
+/// threshold of 500 streams) ...
+pub const CANCEL_STORM_MIN: u64 = 10;
+/// ... and at least this share of its calls (ours: a quarter; node-http2.pcap cancels 1 of 4,
+/// kept out by [`CANCEL_STORM_MIN`]).
+pub const CANCEL_STORM_SHARE: f64 = 0.25;
+
+/// `slow-calls`: a call from its request's HEADERS to the response's END_STREAM at least this
+/// long (ours: one second, the limit for a user's flow of thought in Nielsen's "Response
+/// Times: The 3 Important Limits" (1993); the ordinary captures' calls stay under it).
+pub const SLOW_CALL: Nanos = SEC;
+/// ... except a gRPC call whose request or whose response alone took at least this long, less
+/// its window waits: a client, server or bidirectional stream, long by design (ours: half of
+/// [`SLOW_CALL`]; a unary call's request and response are each one write or a few, the
+/// streaming calls of ../shared/real-captures send for 2 to 3 s).
+pub const STREAMED: Nanos = SLOW_CALL / 2;
+
+/// `goaway-retries`: a request on another connection to the same server with the method of a
+/// call a GOAWAY cut counts as its retry within this long of the GOAWAY (ours: grpc-go retries
+/// a cut call at once on its next transport, h2load and curl not at all; a request of the same
+/// method ten seconds later is a new call) ...
+pub const RETRY_WINDOW: Nanos = 10 * SEC;
+/// ... GOAWAYs with cut calls followed over the run (the oldest dropped beyond) ...
+pub const MAX_CUTS: usize = 16;
+/// ... and the methods of each one's cut calls (beyond, counted in `cut_untracked`).
+pub const MAX_CUT_METHODS: usize = 8;
+
 /// A finding to file once the connection is no longer borrowed.
 pub(super) type Fire = (FindingId, Option<Side>, Option<u32>);
 
@@ -271,6 +324,23 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
             };
             ping_sent(c, ev, payload, counted, cfg, out);
         }
+<<<<<<< HEAD
+=======
+        (FrameClass::PingAck, _) => {
+            let df = &mut c.dirs[d.other()];
+            df.pings_owed = df.pings_owed.saturating_sub(1);
+            // A round trip as the capture point sees it: the other direction's PING to this ACK.
+            if let Some(t) = c.ping_at[d.other().index()].take() {
+                let rtt = (ev.ts - t).max(0);
+                c.rtt_min_ns = if c.rtts == 0 {
+                    rtt
+                } else {
+                    c.rtt_min_ns.min(rtt)
+                };
+                c.rtts += 1;
+            }
+        }
+>>>>>>> h43
         (FrameClass::Settings, f) => {
             let df = &mut c.dirs[d];
             df.settings += 1;
@@ -346,6 +416,7 @@ fn ping_sent(
     out: &mut Vec<Fire>,
 ) {
     let side = ev.side;
+    c.ping_at[ev.dir.index()] = Some(ev.ts);
     let df = &mut c.dirs[ev.dir];
     df.pings += 1;
     // PINGs owed an ACK before this one, as the connection model counts them.

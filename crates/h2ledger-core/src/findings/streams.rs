@@ -169,6 +169,7 @@ fn closed(c: &mut ConnF, bits: u8, ts: Nanos, streams: &mut usize, out: &mut Vec
             let d = ts - since;
             s.full_ns += d;
             s.max_full_ns = s.max_full_ns.max(d);
+            s.last_full_ns = d;
             s.full_since = None;
             s.freed_at = Some(ts);
             s.refilled = 0;

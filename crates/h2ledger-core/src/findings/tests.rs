@@ -625,7 +625,12 @@ fn ids_and_severities_are_the_contract() {
             "tls-no-keys",
             "reassembly-gaps",
             "call-errors",
-            "goaway-cut-calls"
+            "goaway-cut-calls",
+            "method-errors",
+            "deadline-exceeded",
+            "cancel-storm",
+            "slow-calls",
+            "goaway-retries"
         ]
     );
     for id in FindingId::ALL {
@@ -723,4 +728,91 @@ fn severities_can_be_set() {
     assert!(cfg.severities.changed(FindingId::FlowStall));
     assert_eq!(cfg.severities.of(FindingId::ZeroWindow), Severity::Warn);
     assert!(!cfg.severities.changed(FindingId::ZeroWindow));
+}
+
+/// One gRPC call on stream `s` of `path`, answered with grpc-status `code`.
+fn grpc_call(c: &mut T, s: u32, path: &str, code: &str) {
+    c.client(&request(s, path, true));
+    c.client(&data(s, true, 5));
+    c.server(&response(s, false, &[("content-type", "application/grpc")]));
+    c.server(&trailers(s, &[("grpc-status", code)]));
+}
+
+/// `method-errors` names the failing method, not the connection's other one; a method under
+/// METHOD_MIN_CALLS calls never fires; beyond MAX_METHODS methods calls are counted apart.
+#[test]
+fn method_errors_name_the_failing_method() {
+    let mut c = T::started(&[], &[]);
+    let mut s = 1;
+    for i in 0..40 {
+        // /ok/Get always works; /bad/Put fails 6 of its 10 calls.
+        grpc_call(&mut c, s, "/ok/Get", "0");
+        s += 2;
+        if i < 10 {
+            grpc_call(&mut c, s, "/bad/Put", if i < 6 { "14" } else { "0" });
+            s += 2;
+        }
+    }
+    // One call of a method that always fails: under METHOD_MIN_CALLS.
+    grpc_call(&mut c, s, "/once/Fail", "13");
+    s += 2;
+    // More methods than are followed.
+    for k in 0..MAX_METHODS {
+        grpc_call(&mut c, s, &format!("/many/M{k}"), "0");
+        s += 2;
+    }
+    let r = c.ledger.observer.report();
+    let ids: Vec<&str> = r.findings.iter().map(|f| f.id.name()).collect();
+    let m = find(&r, FindingId::MethodErrors).unwrap_or_else(|| panic!("method-errors in {ids:?}"));
+    assert_eq!(m.evidence.text("method"), "/bad/Put");
+    assert_eq!(m.evidence.n("method_calls"), 10);
+    assert_eq!(m.evidence.n("method_failed"), 6);
+    assert_eq!(m.evidence.n("grpc_unavailable"), 6);
+    assert_eq!(m.evidence.n("methods_failing"), 1);
+    assert_eq!(m.evidence.n("methods"), MAX_METHODS as u64);
+    assert_eq!(m.evidence.n("methods_untracked"), 3);
+    assert!(
+        m.title
+            .starts_with("/bad/Put failed 6 of 10 calls (60%): 6 UNAVAILABLE"),
+        "{}",
+        m.title
+    );
+    assert!(find(&r, FindingId::DeadlineExceeded).is_none());
+    assert!(find(&r, FindingId::CancelStorm).is_none());
+}
+
+/// A server's DEADLINE_EXCEEDED counts as a deadline; the client's cancels without a
+/// grpc-timeout make a storm from CANCEL_STORM_MIN on, not before.
+#[test]
+fn deadlines_and_cancel_storms() {
+    let mut c = T::started(&[], &[]);
+    for s in [1, 3] {
+        grpc_call(&mut c, s, "/svc/Slow", "4");
+    }
+    let r = c.ledger.observer.report();
+    assert!(
+        find(&r, FindingId::DeadlineExceeded).is_none(),
+        "2 < DEADLINE_MIN_CALLS"
+    );
+    grpc_call(&mut c, 5, "/svc/Slow", "4");
+    let r = c.ledger.observer.report();
+    let d = find(&r, FindingId::DeadlineExceeded).expect("deadline-exceeded");
+    assert_eq!(d.evidence.n("grpc_deadline_exceeded"), 3);
+    let mut s = 7;
+    for i in 0..CANCEL_STORM_MIN {
+        c.client(&request(s, "/svc/Watch", true));
+        c.client(&fr(3, 0, s, &8u32.to_be_bytes()));
+        s += 2;
+        let r = c.ledger.observer.report();
+        assert_eq!(
+            find(&r, FindingId::CancelStorm).is_some(),
+            i + 1 == CANCEL_STORM_MIN,
+            "{i}"
+        );
+    }
+    let r = c.ledger.observer.report();
+    let k = find(&r, FindingId::CancelStorm).unwrap();
+    assert_eq!(k.evidence.n("cancels_not_at_deadline"), CANCEL_STORM_MIN);
+    // Cancels are not the method's failures.
+    assert!(find(&r, FindingId::MethodErrors).is_none());
 }

@@ -39,6 +39,29 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     }
 }
 
+/// The failed statuses of `e` (its `grpc_NAME` keys and `http_5xx`), most first:
+/// `(10, "NOT_FOUND")`.
+fn failed_statuses(e: &Evidence) -> Vec<(u64, String)> {
+    let mut parts: Vec<(u64, String)> = super::failures::GRPC_KEYS
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, k)| e.n(k) > 0)
+        .map(|(i, k)| {
+            let name = if i == 17 {
+                "other gRPC status".to_string()
+            } else {
+                crate::grpc::status_name(i as u16).into_owned()
+            };
+            (e.n(k), name)
+        })
+        .collect();
+    if e.n("http_5xx") > 0 {
+        parts.push((e.n("http_5xx"), "HTTP 5xx".to_string()));
+    }
+    parts
+}
+
 /// `(title, rule, advice)` of a finding.
 pub(super) fn words(
     id: FindingId,
@@ -298,25 +321,7 @@ pub(super) fn words(
         ),
         FindingId::CallErrors => {
             // The failed statuses, most first: `10 NOT_FOUND, 2 http 503`.
-            let mut parts: Vec<(u64, String)> = super::failures::GRPC_KEYS
-                .iter()
-                .enumerate()
-                .skip(1)
-                .filter(|(_, k)| e.n(k) > 0)
-                .map(|(i, k)| {
-                    let name = if i == 17 {
-                        "other gRPC status".to_string()
-                    } else {
-                        crate::grpc::status_name(i as u16).into_owned()
-                    };
-                    (e.n(k), name)
-                })
-                .collect();
-            for (k, name) in [("http_5xx", "HTTP 5xx")] {
-                if e.n(k) > 0 {
-                    parts.push((e.n(k), name.to_string()));
-                }
-            }
+            let mut parts = failed_statuses(e);
             let late = e.n("client_deadline_cancels");
             if late > 0 {
                 parts.push((
@@ -343,8 +348,8 @@ pub(super) fn words(
                     if list.is_empty() { "-".to_string() } else { list.join(", ") }
                 ),
                 format!(
-                    "a response whose grpc-status is not 0 (OK), or without grpc-status whose :status is 500 or more (a 4xx is the request's fault: counted in the evidence, not a failure), or a call the client reset with RST_STREAM CANCEL before the server ended it (a cancelled call, or one past its deadline: grpc-go's client cancels the stream when its context ends; at or past the request's grpc-timeout it counts as a deadline), once such calls are at least {:.0}% of the connection's calls (FAILED_SHARE in crates/h2ledger-core/src/findings/failures.rs); gRPC status names: grpc/grpc doc/statuscodes.md",
-                    super::failures::FAILED_SHARE * 100.0
+                    "a response whose grpc-status is not 0 (OK), or without grpc-status whose :status is 500 or more (a 4xx is the request's fault: counted in the evidence, not a failure), or a call the client reset with RST_STREAM CANCEL before the server ended it (a cancelled call, or one past its deadline: grpc-go's client cancels the stream when its context ends; at or past the request's grpc-timeout it counts as a deadline), once such calls are at least {:.0}% of the connection's calls (FAILED_SHARE in crates/h2ledger-core/src/findings/rules.rs); gRPC status names: grpc/grpc doc/statuscodes.md",
+                    super::rules::FAILED_SHARE * 100.0
                 ),
                 {
                     let mut a = "the statuses are the server's answers: `h2ledger calls` shows each failed call with its status and grpc-message, `replay --analyze` the statuses per method; fix what the messages name (NOT_FOUND, INVALID_ARGUMENT: the client's requests; UNAVAILABLE, INTERNAL, HTTP 5xx: the server or a proxy)".to_string();
@@ -372,6 +377,120 @@ pub(super) fn words(
                         " after an error: see its debug data and the server's log"
                     }
                 ),
+            )
+        }
+        FindingId::MethodErrors => {
+            let mut parts = failed_statuses(e);
+            parts.sort_by_key(|p| std::cmp::Reverse(p.0));
+            let list: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
+            let others = e.n("methods_failing").saturating_sub(1);
+            (
+                format!(
+                    "{} failed {} of {} calls ({:.0}%): {}{}",
+                    if e.text("method").is_empty() { "a method" } else { e.text("method") },
+                    e.n("method_failed"),
+                    e.n("method_calls"),
+                    e.f("method_failed_share") * 100.0,
+                    if list.is_empty() { "-".to_string() } else { list.join(", ") },
+                    if others > 0 {
+                        format!("; {} more failing", plural(others, "method", "methods"))
+                    } else {
+                        String::new()
+                    }
+                ),
+                format!(
+                    "a method (the request's :path) with at least {METHOD_MIN_CALLS} calls on a connection of which the server failed at least {:.0}% (a grpc-status other than 0, or an HTTP status of 500 or more without one; the client's cancels are deadline-exceeded's and cancel-storm's); METHOD_MIN_CALLS and METHOD_FAILED_SHARE in crates/h2ledger-core/src/findings/rules.rs; at most {MAX_METHODS} methods are followed per connection (beyond: methods_untracked)",
+                    METHOD_FAILED_SHARE * 100.0
+                ),
+                "this method fails more often than it works: `h2ledger calls -Y 'path contains \"NAME\"'` lists its calls with their status and grpc-message; NOT_FOUND, INVALID_ARGUMENT, UNIMPLEMENTED: the client asks for something the server does not have (a wrong name, an old client); UNAVAILABLE, INTERNAL, HTTP 5xx: the server or a proxy in front of it".to_string(),
+            )
+        }
+        FindingId::DeadlineExceeded => (
+            format!(
+                "{} of {} calls ended past their deadline: {} grpc-status DEADLINE_EXCEEDED from the server, {} cancelled by the client at its grpc-timeout{}",
+                e.n("deadline_calls"),
+                e.n("calls"),
+                e.n("grpc_deadline_exceeded"),
+                e.n("client_deadline_cancels"),
+                if e.n("requests_with_timeout") > 0 {
+                    let (lo, hi) = (e.n("grpc_timeout_us_min"), e.n("grpc_timeout_us_max"));
+                    if lo == hi {
+                        format!(" (deadline {})", dur(lo))
+                    } else {
+                        format!(" (deadlines {} to {})", dur(lo), dur(hi))
+                    }
+                } else {
+                    String::new()
+                }
+            ),
+            format!(
+                "a response with grpc-status 4 (DEADLINE_EXCEEDED), or a call the client reset with RST_STREAM CANCEL at or past the request's grpc-timeout (less a millisecond; grpc-go's client cancels the stream when its deadline ends), at least {DEADLINE_MIN_CALLS} on a connection (DEADLINE_MIN_CALLS in crates/h2ledger-core/src/findings/rules.rs); grpc-timeout: grpc/grpc doc/PROTOCOL-HTTP2.md"
+            ),
+            "the calls take longer than the client allows: compare the calls' durations (`h2ledger calls`, `call us`) with the deadline; a server slower than usual (its time to first byte), calls waiting for a stream slot (stream-slots-full) or a window (flow-stall), or a deadline set too short for the method".to_string(),
+        ),
+        FindingId::CancelStorm => (
+            format!(
+                "the client cancelled {} of {} calls ({:.0}%) with RST_STREAM CANCEL before the server answered, not at a deadline",
+                e.n("cancels_not_at_deadline"),
+                e.n("calls"),
+                e.f("cancel_share") * 100.0
+            ),
+            format!(
+                "RST_STREAM CANCEL (RFC 9113 §8.4) from the client on a stream the server had not ended, not at the request's grpc-timeout, at least {CANCEL_STORM_MIN} on a connection and at least {:.0}% of its calls (CANCEL_STORM_MIN, CANCEL_STORM_SHARE in crates/h2ledger-core/src/findings/rules.rs; an attack's rate is rapid-reset's)",
+                CANCEL_STORM_SHARE * 100.0
+            ),
+            "the client gives up on its calls before the answer: a context cancelled by the caller (a user leaving, a hedged or raced request whose other copy won, a parent call that ended), or a timeout the client keeps itself without grpc-timeout; the server did the work for nothing: find the caller that cancels, and compare the calls' durations with its patience".to_string(),
+        ),
+        FindingId::GoawayRetries => (
+            format!(
+                "the client sent {} of the {} calls this connection's GOAWAY cut again on connection {}, the first {} after the GOAWAY; {} not retried",
+                e.n("retried"),
+                e.n("calls_cut"),
+                e.n("retry_conn"),
+                dur(e.n("first_retry_us")),
+                e.n("not_retried")
+            ),
+            format!(
+                "a request on another connection to the same server address, with the :path of a call the GOAWAY cut (above its last_stream_id: goaway-cut-calls), within {} of the GOAWAY, each cut call matched once (RETRY_WINDOW in crates/h2ledger-core/src/findings/rules.rs); RFC 9113 §8.7: a request not processed may be retried",
+                dur(ns_us(RETRY_WINDOW))
+            ),
+            "the retries hid the GOAWAY from the callers (grpc-go retries such calls transparently); the cost is a new connection and the calls' delay: move the client off a connection before the server's limit (nginx keepalive_requests, grpc-go MaxConnectionAge), and retry the calls that were not".to_string(),
+        ),
+        FindingId::SlowCalls => {
+            let mut parts = vec![format!("request sent in {}", dur(e.n("request_us")))];
+            parts.push(format!("first response byte after {}", dur(e.n("first_byte_us"))));
+            parts.push(format!("response {}", dur(e.n("response_us"))));
+            if e.n("window_wait_us") > 0 {
+                parts.push(format!("{} waiting for a window", dur(e.n("window_wait_us"))));
+            }
+            if e.n("slot_wait_us_max") > 0 {
+                parts.push(format!(
+                    "before it, at most {} waiting for a stream slot",
+                    dur(e.n("slot_wait_us_max"))
+                ));
+            }
+            if e.n("ping_rtts") > 0 {
+                parts.push(format!("PING round trip {}", dur(e.n("ping_rtt_us"))));
+            }
+            (
+                format!(
+                    "{} took {} or more; the slowest{} ({}) {}: {}",
+                    plural(e.n("slow_calls"), "call", "calls"),
+                    dur(ns_us(SLOW_CALL)),
+                    if e.text("method").is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {}", e.text("method"))
+                    },
+                    format_args!("stream {}", e.n("stream")),
+                    dur(e.n("duration_us")),
+                    parts.join(", ")
+                ),
+                format!(
+                    "a call from its request's HEADERS to the response's END_STREAM taking at least {} (SLOW_CALL in crates/h2ledger-core/src/findings/rules.rs: the one-second limit of Nielsen's Response Times, 1993); its time split as the capture point sees it: the request (HEADERS to the request's END_STREAM), the first response byte (HEADERS to the server's first frame: the server's time plus a round trip when captured at the client), the response (first byte to END_STREAM), the time either side's DATA waited for a window on this stream (flow-stall's stalls, resolved), the most it can have waited for a stream slot before its HEADERS (it opened within 10 ms of a slot freeing after all were taken: stream-slots-full), and the connection's shortest PING round trip",
+                    dur(ns_us(SLOW_CALL))
+                ),
+                "look at the largest part: a late first byte is the server's handler (or what it waits on); a long response with window waits is the receiver's flow-control windows (raise them: nghttp -w/-W, grpc-go InitialWindowSize); a stream-slot wait is the server's SETTINGS_MAX_CONCURRENT_STREAMS (more streams or more connections); a long response without waits is the transfer itself against the PING round trip and the bandwidth; a long-lived streaming call is slow by design (--severity slow-calls=... or ignore it)".to_string(),
             )
         }
     }

@@ -52,7 +52,7 @@ mod state;
 use crate::table::IdTable;
 pub use report::{ByLimit, FlowReport, FlowSide, MaxWindow, StalledUs};
 use series::sample_in;
-pub use series::{WindowPoint, WindowSeries};
+pub use series::{WindowPoint, WindowSeries, MAX_STALL_MARKS, MAX_WINDOW_SAMPLES};
 use state::*;
 pub use state::{FlowAcc, Limit};
 

@@ -10,7 +10,10 @@ use super::state::ConnFlow;
 /// side so far, while it is open; otherwise the stream of the bucket's last DATA or stream
 /// WINDOW_UPDATE), both
 /// as left by the bucket's last frame that changed them (`None`: unchanged, carry the previous
-/// value), and the stalls that began in the bucket. 40 bytes per side and bucket.
+/// value), and the stalls that began in the bucket. 40 bytes per side and bucket. Each stall's
+/// own time is kept too (`stalls`, at most [`MAX_STALL_MARKS`] per side; beyond, counted in
+/// `stalls_unmarked`), so that the plot draws every stall where it began, not at its bucket's
+/// middle.
 #[derive(Clone, Debug, Default)]
 pub struct WindowSeries {
     /// Bucket width, nanoseconds.
@@ -23,7 +26,25 @@ pub struct WindowSeries {
     pub points: Vec<[WindowPoint; 2]>,
     /// Samples beyond the last bucket kept.
     pub(crate) refused: u64,
+    /// The times stalls began, per side (index), in order: at most [`MAX_STALL_MARKS`].
+    pub stalls: [Vec<Nanos>; 2],
+    /// Stalls begun beyond [`MAX_STALL_MARKS`] per side (in `points`, not in `stalls`).
+    pub stalls_unmarked: [u64; 2],
+    /// Every sample per side while there are at most [`MAX_WINDOW_SAMPLES`]: (time, connection
+    /// window, stream window); the plot draws them rather than the buckets while none was
+    /// dropped (`samples_dropped`).
+    pub samples: [Vec<(Nanos, i64, Option<i64>)>; 2],
+    /// Samples beyond [`MAX_WINDOW_SAMPLES`] per side.
+    pub samples_dropped: [u64; 2],
 }
+
+/// Window samples kept per side (24 bytes each) before the plot falls back to the 100 ms
+/// buckets: a short capture's windows are drawn frame by frame.
+pub const MAX_WINDOW_SAMPLES: usize = 20_000;
+
+/// Stall times kept per side for the plot (8 bytes each): a plot is 1,200 pixels wide, and
+/// the flow-stall captures have at most a few hundred stalls.
+pub const MAX_STALL_MARKS: usize = 10_000;
 
 /// (connection window, stream window, stalls begun) of one side in one bucket.
 pub type WindowPoint = (Option<i64>, Option<i64>, u32);
@@ -75,6 +96,19 @@ pub(super) fn sample_in(
     let stream = sid
         .and_then(|s| c.streams.get(s))
         .map(|st| (sf.initial + st.adj[d]).min(sf.conn_window));
+    let i = side.index();
+    if series.samples[i].len() < MAX_WINDOW_SAMPLES {
+        series.samples[i].push((ts, sf.conn_window, stream));
+    } else {
+        series.samples_dropped[i] += 1;
+    }
+    if stall {
+        if series.stalls[i].len() < MAX_STALL_MARKS {
+            series.stalls[i].push(ts);
+        } else {
+            series.stalls_unmarked[i] += 1;
+        }
+    }
     let Some(p) = series.at(ts).map(|p| &mut p[side.index()]) else {
         return;
     };

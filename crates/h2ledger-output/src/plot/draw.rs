@@ -213,13 +213,7 @@ fn draw(root: &Area<'_>, p: &Plan, over: &mut Overlay) -> DrawResult {
                         .map(|&pt| Circle::new(pt, 3, row.colour.filled()));
                     chart.draw_series(marks)?;
                 }
-                let tick = (ya.hi - ya.lo) * 0.1;
-                chart.draw_series(w.stalls[side].iter().map(|&(t, _)| {
-                    PathElement::new(
-                        vec![(t, ya.lo), (t, ya.lo + tick)],
-                        STALL_COLOUR.stroke_width(2),
-                    )
-                }))?;
+                stall_marks(over, &chart, &w.stalls[side], ya, side);
                 cut_lines(over, &chart, &p.cuts, ya);
             }
         }
@@ -303,6 +297,34 @@ impl Ranged for Ticked {
 
     fn range(&self) -> std::ops::Range<f64> {
         self.0.lo..self.0.hi
+    }
+}
+
+/// The stall ticks of one window panel, each at the time its stall began, with that time in
+/// its `<title>` (a tooltip; seconds since the first packet, to the nanosecond): drawn over
+/// the chart as the phase boundaries are.
+fn stall_marks(
+    over: &mut Overlay,
+    chart: &Chart<'_, '_>,
+    stalls: &[(f64, u32)],
+    y: &Axis,
+    side: usize,
+) {
+    let tick = (y.hi - y.lo) * 0.1;
+    let who = if side == 0 { "client" } else { "server" };
+    let (r, g, b) = (STALL_COLOUR.0, STALL_COLOUR.1, STALL_COLOUR.2);
+    for &(t, n) in stalls {
+        let (x, y0) = chart.backend_coord(&(t, y.lo));
+        let (_, y1) = chart.backend_coord(&(t, y.lo + tick));
+        let what = if n == 1 {
+            format!("{who} stall began at {t:.9} s")
+        } else {
+            format!("{n} {who} stalls began near {t:.3} s (beyond the stall times kept)")
+        };
+        let _ = writeln!(
+            over.lines,
+            r##"<line x1="{x}" y1="{y0}" x2="{x}" y2="{y1}" stroke="#{r:02X}{g:02X}{b:02X}" stroke-width="2"><title>{what}</title></line>"##
+        );
     }
 }
 

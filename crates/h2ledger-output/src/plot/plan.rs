@@ -401,6 +401,25 @@ fn fmt_count(n: i128) -> String {
     out
 }
 
+/// A window's samples as a step line: a value holds until the next sample changes it (no
+/// slope between two frames); samples before the first value are left out.
+fn steps(samples: impl Iterator<Item = (f64, Option<i64>)>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (t, v) in samples {
+        let Some(v) = v else {
+            continue;
+        };
+        let v = v as f64;
+        match out.last() {
+            Some(&(_, prev)) if prev == v => continue,
+            Some(&(_, prev)) => out.push((t, prev)),
+            None => {}
+        }
+        out.push((t, v));
+    }
+    out
+}
+
 impl Windows {
     /// `end`: the last packet, seconds from the origin: a value is drawn at its bucket's
     /// middle, or at the last packet when that comes first.
@@ -428,10 +447,31 @@ impl Windows {
                 if let Some(v) = cur[side].1 {
                     lines[1][side].push((t, v as f64));
                 }
-                if n > 0 {
+                // Each stall is drawn at its own time below; the buckets' counts only
+                // for those beyond the marks kept (MAX_STALL_MARKS).
+                let marked_until = w.stalls[side].last().map_or(f64::MIN, |&ts| {
+                    shift + (ts - w.origin.unwrap_or(0)) as f64 / 1e9
+                });
+                if n > 0 && w.stalls_unmarked[side] > 0 && mid > marked_until {
                     stalls[side].push((t, n));
                 }
             }
+        }
+        let first = w.origin.unwrap_or(0);
+        let at = |ts: Nanos| shift + (ts - first) as f64 / 1e9;
+        for side in 0..2 {
+            // Frame by frame while every sample is kept (decision 364).
+            if w.samples_dropped[side] == 0 && !w.samples[side].is_empty() {
+                let s = &w.samples[side];
+                lines[0][side] = steps(s.iter().map(|&(ts, c, _)| (at(ts), Some(c))));
+                let mut cur = None;
+                lines[1][side] = steps(s.iter().map(|&(ts, _, st)| {
+                    cur = st.or(cur);
+                    (at(ts), cur)
+                }));
+            }
+            // Where the stall began, not its 100 ms bucket's middle (decision 364).
+            stalls[side].extend(w.stalls[side].iter().map(|&ts| (at(ts), 1)));
         }
         let [conn, stream] = lines;
         let rows = [

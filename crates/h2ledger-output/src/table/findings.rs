@@ -127,6 +127,7 @@ fn evidence(f: &Finding, origin: Option<Nanos>) -> String {
                     let v: Vec<String> = ts.iter().map(|t| when(*t, origin)).collect();
                     format!("[{}]", v.join(", "))
                 }
+                Num::Text(t) => t.to_string(),
             };
             format!("{k} {v}")
         })

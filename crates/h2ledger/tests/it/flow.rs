@@ -449,3 +449,70 @@ fn plot_has_the_window_panels() {
         "the legend names the stall ticks"
     );
 }
+
+/// The window panel draws every stall where it began (issue 38 point 4, decision 364): on
+/// nghttp's slow reader (`-w 10 -W 10`, captures/failures/nghttp-slow-reader.pcap) the ticks,
+/// one per stall in each row, run from the flow-stall finding's `first` to its `last`, and the
+/// panel is drawn with and without `--analyze`.
+#[test]
+fn plot_draws_every_stall_at_its_time() {
+    let f = capture("failures/nghttp-slow-reader.pcap");
+    // The first packet's time (a little-endian microsecond pcap, as tcpdump writes it).
+    let bytes = std::fs::read(&f).unwrap();
+    assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    let word = |i: usize| f64::from(u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()));
+    let origin = word(24) + word(28) / 1e6;
+    let json = replay_json(f.to_str().unwrap(), &[]);
+    let stall = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == "flow-stall")
+        .expect("flow-stall")
+        .clone();
+    let count = stall["evidence"]["stalls"].as_u64().unwrap() as usize;
+    assert!(count > 100, "{stall}");
+    let first = stall["first"].as_f64().unwrap() - origin;
+    let last = stall["last"].as_f64().unwrap() - origin;
+    for extra in [&[][..], &["--analyze"][..]] {
+        let svg = std::env::temp_dir().join(format!(
+            "h2ledger-stalls-{}-{}.svg",
+            std::process::id(),
+            extra.len()
+        ));
+        let mut args = vec![
+            "replay",
+            f.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(out.status.success(), "{args:?}");
+        let s = std::fs::read_to_string(&svg).unwrap();
+        let _ = std::fs::remove_file(&svg);
+        assert!(s.contains("send windows in bytes, connection"), "{extra:?}");
+        let times: Vec<f64> = s
+            .split("<title>server stall began at ")
+            .skip(1)
+            .map(|t| t.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        // A tick per stall in each of the two rows (connection and stream window).
+        assert_eq!(times.len(), 2 * count, "{extra:?}");
+        let lo = times.iter().copied().fold(f64::MAX, f64::min);
+        let hi = times.iter().copied().fold(f64::MIN, f64::max);
+        assert!(
+            (lo - first).abs() < 2e-6,
+            "{extra:?}: first tick {lo}, finding {first}"
+        );
+        assert!(
+            (hi - last).abs() < 2e-6,
+            "{extra:?}: last tick {hi}, finding {last}"
+        );
+        // Not one dot per 100 ms bucket: the stalls keep their own times.
+        let mut distinct: Vec<u64> = times.iter().map(|t| (t * 1e6) as u64).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > count / 2, "{} distinct", distinct.len());
+    }
+}
