@@ -279,8 +279,7 @@ pub(super) struct ConnF {
     pub(super) holds_long: [u64; 2],
     // call-errors, goaway-cut-calls
     pub(super) fail: Failures,
-    // slow-calls: the latest PING sent per direction (index) and the round trips measured
-    pub(super) ping_at: [Option<Nanos>; 2],
+    // slow-calls: the round trips measured (PINGs matched by the connection model)
     /// The address of each direction's sender ([`Dir::index`]), from the connection's first
     /// packet (goaway-retries: the server a retry goes to).
     pub(super) addrs: Option<[std::net::SocketAddr; 2]>,

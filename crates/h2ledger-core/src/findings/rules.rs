@@ -324,14 +324,11 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
             };
             ping_sent(c, ev, payload, counted, cfg, out);
         }
-<<<<<<< HEAD
-=======
         (FrameClass::PingAck, _) => {
-            let df = &mut c.dirs[d.other()];
-            df.pings_owed = df.pings_owed.saturating_sub(1);
-            // A round trip as the capture point sees it: the other direction's PING to this ACK.
-            if let Some(t) = c.ping_at[d.other().index()].take() {
-                let rtt = (ev.ts - t).max(0);
+            // A round trip as the capture point sees it: the PING this ACK answers, as the
+            // connection model matched it (FrameEvent::ping).
+            if let crate::PingFact::Acked { sent } = ev.ping {
+                let rtt = (ev.ts - sent).max(0);
                 c.rtt_min_ns = if c.rtts == 0 {
                     rtt
                 } else {
@@ -340,7 +337,6 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
                 c.rtts += 1;
             }
         }
->>>>>>> h43
         (FrameClass::Settings, f) => {
             let df = &mut c.dirs[d];
             df.settings += 1;
@@ -416,7 +412,6 @@ fn ping_sent(
     out: &mut Vec<Fire>,
 ) {
     let side = ev.side;
-    c.ping_at[ev.dir.index()] = Some(ev.ts);
     let df = &mut c.dirs[ev.dir];
     df.pings += 1;
     // PINGs owed an ACK before this one, as the connection model counts them.

@@ -98,7 +98,10 @@ impl Sink for Checker {
         if let Some(old) = meta.resumes {
             // An evicted connection back (`ConnMeta::resumes`): each direction's write
             // indices go on from where the evicted one's stopped.
-            let old = self.conns.get(&old).expect("resumes a connection never opened");
+            let old = self
+                .conns
+                .get(&old)
+                .expect("resumes a connection never opened");
             assert!(old.closed, "resumes a connection still open");
             for (new, old) in conn.sides.iter_mut().zip(&old.sides) {
                 new.next_index = old.next_index;
