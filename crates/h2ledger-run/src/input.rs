@@ -669,6 +669,8 @@ pub struct BlockReader<R> {
     /// The bytes of a record that the last block cut, and that record's length if known.
     tail: Vec<u8>,
     need: usize,
+    /// Bytes read from `r` so far.
+    read: u64,
 }
 
 impl<R: Read> BlockReader<R> {
@@ -680,7 +682,13 @@ impl<R: Read> BlockReader<R> {
             size: size.max(1),
             tail: Vec::new(),
             need: 0,
+            read: 0,
         }
+    }
+
+    /// Bytes read from the file so far (a progress display's figure).
+    pub fn bytes_read(&self) -> u64 {
+        self.read
     }
 
     /// The next block into `data`, and each of its packets' time, start and length into
@@ -693,7 +701,10 @@ impl<R: Read> BlockReader<R> {
         // MAX_BLOCK: [`Blocks`] leaves longer ones to libpcap).
         let want = self.size.max(self.need.saturating_sub(self.tail.len())) as u64;
         let eof = match (&mut self.r).take(want).read_to_end(data) {
-            Ok(n) => (n as u64) < want,
+            Ok(n) => {
+                self.read += n as u64;
+                (n as u64) < want
+            }
             Err(_) => return Filled::Odd,
         };
         let (at, end) = self

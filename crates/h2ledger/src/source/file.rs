@@ -316,11 +316,15 @@ fn read_blocks(
     full: &std::sync::mpsc::SyncSender<Batch>,
     empty: &std::sync::mpsc::Receiver<Batch>,
 ) -> std::result::Result<(), String> {
+    // The file itself to the reader (a `File` reads into the block's spare room; a wrapper
+    // would have it zeroed first by `read_to_end`), its count to the progress after each block.
+    let progress::Counting { r: file, n: count } = file;
     let mut reader = BlockReader::new(file, BATCH_BYTES);
     let mut sent = 0u64;
     let mut batch = Batch::default();
     loop {
         let filled = reader.fill(&mut batch.data, &mut batch.packets);
+        count.store(reader.bytes_read(), std::sync::atomic::Ordering::Relaxed);
         let n = batch.packets.len() as u64;
         if n > 0 {
             let next = empty.try_recv().unwrap_or_default();
