@@ -26,6 +26,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -36,7 +37,7 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Ty
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Rows held before they go out as one row group. The bound on what the writer holds is this
 /// or [`ROW_GROUP_BYTES`], whichever comes first; nothing is dropped at either, the group is
@@ -180,7 +181,6 @@ impl Node {
 /// A leaf column's values of the rows held: definition levels (1 present, 0 null) and the
 /// present values.
 struct Leaf {
-    path: Vec<String>,
     name: String,
     kind: Kind,
     def: Vec<i16>,
@@ -197,6 +197,8 @@ pub struct ParquetSink {
     out: Option<Box<dyn Write + Send>>,
     writer: Option<SerializedFileWriter<Box<dyn Write + Send>>>,
     leaves: Vec<Leaf>,
+    /// A leaf's index in `leaves` by its path (`writes.client`).
+    index: HashMap<String, usize>,
     rows: usize,
     text_bytes: usize,
     /// Rows written so far.
@@ -216,6 +218,7 @@ impl ParquetSink {
             out: Some(out),
             writer: None,
             leaves: Vec::new(),
+            index: HashMap::new(),
             rows: 0,
             text_bytes: 0,
             written: 0,
@@ -239,7 +242,6 @@ impl ParquetSink {
             .into_iter()
             .map(|p| Leaf {
                 kind: kind(self.view, &p),
-                path: p.split('.').map(str::to_string).collect(),
                 name: p,
                 def: Vec::new(),
                 ints: Vec::new(),
@@ -247,6 +249,12 @@ impl ParquetSink {
                 bools: Vec::new(),
                 texts: Vec::new(),
             })
+            .collect();
+        self.index = self
+            .leaves
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.name.clone(), i))
             .collect();
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(
@@ -305,40 +313,20 @@ impl ParquetSink {
 impl ColumnSink for ParquetSink {
     fn row(&mut self, columns: &[String], json: &[u8]) -> Result<(), String> {
         self.start(columns)?;
-        let v: Value = serde_json::from_slice(json).map_err(err)?;
+        let text = std::str::from_utf8(json).map_err(err)?;
+        let mut path = String::new();
+        walk(
+            text,
+            &mut path,
+            &self.index,
+            &mut self.leaves,
+            &mut self.text_bytes,
+        )?;
+        // Keys the record does not have (or under a null object) are nulls.
         for leaf in &mut self.leaves {
-            let mut at = Some(&v);
-            for part in &leaf.path {
-                at = at.and_then(|x| x.get(part));
+            if leaf.def.len() == self.rows {
+                leaf.def.push(0);
             }
-            let at = match at {
-                None | Some(Value::Null) => {
-                    leaf.def.push(0);
-                    continue;
-                }
-                Some(x) => x,
-            };
-            let bad = || {
-                err(format!(
-                    "column {} ({}) cannot hold {at}",
-                    leaf.name,
-                    leaf.kind.parquet()
-                ))
-            };
-            match leaf.kind {
-                Kind::Int => leaf.ints.push(at.as_i64().ok_or_else(bad)?),
-                Kind::Double => leaf.doubles.push(at.as_f64().ok_or_else(bad)?),
-                Kind::Bool => leaf.bools.push(at.as_bool().ok_or_else(bad)?),
-                Kind::Text => {
-                    let b = match at {
-                        Value::String(s) => s.as_bytes().to_vec(),
-                        other => other.to_string().into_bytes(),
-                    };
-                    self.text_bytes += b.len();
-                    leaf.texts.push(ByteArray::from(b));
-                }
-            }
-            leaf.def.push(1);
         }
         self.rows += 1;
         if self.rows >= ROW_GROUP_ROWS || self.text_bytes >= ROW_GROUP_BYTES {
@@ -365,6 +353,108 @@ impl ColumnSink for ParquetSink {
         out.flush().map_err(err)?;
         Ok(())
     }
+}
+
+/// One JSON object's keys into the leaves, by path, without building a tree of values: the
+/// object is split into its keys and raw values (borrowed), a nested object walked the same
+/// way under `path.`. Keys that are no column are passed over.
+fn walk(
+    json: &str,
+    path: &mut String,
+    index: &HashMap<String, usize>,
+    leaves: &mut [Leaf],
+    text_bytes: &mut usize,
+) -> Result<(), String> {
+    let map: Vec<(&str, &RawValue)> = serde_json::from_str::<RawObject<'_>>(json).map_err(err)?.0;
+    let len = path.len();
+    for (k, v) in map {
+        path.truncate(len);
+        path.push_str(k);
+        if let Some(&i) = index.get(path.as_str()) {
+            put(&mut leaves[i], v.get(), text_bytes)?;
+        } else if v.get().starts_with('{') {
+            path.push('.');
+            walk(v.get(), path, index, leaves, text_bytes)?;
+        }
+    }
+    path.truncate(len);
+    Ok(())
+}
+
+/// A JSON object as its keys and raw values, in order (h2ledger's keys have no escapes: a key
+/// with one is an error).
+struct RawObject<'a>(Vec<(&'a str, &'a RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for RawObject<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawObject<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawObject<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<&'de str, &'de RawValue>()? {
+                    out.push((k, v));
+                }
+                Ok(RawObject(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One value of a leaf from its JSON text; a value of the wrong type is an error.
+fn put(leaf: &mut Leaf, t: &str, text_bytes: &mut usize) -> Result<(), String> {
+    if t == "null" {
+        leaf.def.push(0);
+        return Ok(());
+    }
+    let bad = || {
+        err(format!(
+            "column {} ({}) cannot hold {t}",
+            leaf.name,
+            leaf.kind.parquet()
+        ))
+    };
+    match leaf.kind {
+        Kind::Int => {
+            let v = t.parse::<i64>().map_err(|_| bad())?;
+            leaf.ints.push(v);
+        }
+        Kind::Double => {
+            // JSON's numbers only: Rust's parser would also take `inf` and `NaN`.
+            if !t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+                return Err(bad());
+            }
+            let v = t.parse::<f64>().map_err(|_| bad())?;
+            leaf.doubles.push(v);
+        }
+        Kind::Bool => {
+            let v = match t {
+                "true" => true,
+                "false" => false,
+                _ => return Err(bad()),
+            };
+            leaf.bools.push(v);
+        }
+        Kind::Text => {
+            let b = match t.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+                Some(s) if !s.contains('\\') => s.as_bytes().to_vec(),
+                Some(_) => serde_json::from_str::<String>(t).map_err(err)?.into_bytes(),
+                // A list or an object: its JSON text as the JSON lines print it.
+                None => t.as_bytes().to_vec(),
+            };
+            *text_bytes += b.len();
+            leaf.texts.push(ByteArray::from(b));
+        }
+    }
+    leaf.def.push(1);
+    Ok(())
 }
 
 #[cfg(test)]

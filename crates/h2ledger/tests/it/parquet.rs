@@ -175,7 +175,7 @@ fn parquet_needs_a_file_and_never_goes_to_a_terminal() {
         assert_eq!(&out.stdout[..4], b"PAR1", "{view}");
         assert_eq!(&out.stdout[out.stdout.len() - 4..], b"PAR1", "{view}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&format!("written as Parquet")), "{err}");
+        assert!(err.contains("written as Parquet"), "{err}");
     }
     // On a terminal (script(1) gives the command one): refused before anything is read.
     if !have("script") {
