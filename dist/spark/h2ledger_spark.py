@@ -150,7 +150,8 @@ def main(argv=None):
     ap.add_argument("--local-h2ledger", help="the binary's path on the driver, for the last "
                     "merge (default: --h2ledger, else SparkFiles)")
     ap.add_argument("--replay-arg", action="append", default=[], dest="replay_args",
-                    help="one more argument of `replay` (repeatable), e.g. --analyze")
+                    help="one more argument of `replay` (repeatable), e.g. --port 50051 "
+                    "(not --analyze: merge refuses analysed reports)")
     ap.add_argument("--calls-arg", action="append", default=[], dest="calls_args",
                     help="one more argument of `calls` (repeatable), e.g. -Y 'grpc.status != 0'")
     ap.add_argument("--merge-partitions", type=int, default=0,
