@@ -8,7 +8,8 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 build_pkgs := "libpcap-dev"
 demo_pkgs := "libpcap-dev golang-go golang-google-grpc-dev python3-grpcio"
 test_pkgs := "libpcap-dev tshark jq tcpdump nghttp2-client nghttp2-server iproute2 python3-venv python3-grpcio golang-go golang-google-grpc-dev golang-golang-x-net-dev nodejs python3-h2 curl openssl zsh fish groff-base prometheus systemd nginx-light"
-bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl zstd"
+bench_pkgs := "libpcap-dev tshark tcpdump nghttp2-client nghttp2-server curl openssl zstd jq"
+spark_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server wireshark-common openjdk-17-jre-headless python3-venv"
 soak_pkgs := "libpcap-dev tcpdump nghttp2-client nghttp2-server time"
 
 default:
@@ -54,7 +55,7 @@ test: (deps test_pkgs)
     # CI=true a skip fails its test instead.
     export H2LEDGER_SKIPS=$(mktemp)
     trap 'rm -f "$log" "$H2LEDGER_SKIPS"' EXIT
-    # it::sql loads calls into DuckDB and chDB (ClickHouse), both from PyPI.
+    # it::sql and it::parquet load calls into DuckDB and chDB (ClickHouse), both from PyPI.
     if ! python3 -c 'import duckdb, chdb' 2>/dev/null; then
         echo "installing from PyPI: duckdb chdb" >&2
         # Debian's own python3 refuses pip installs (PEP 668) unless told.
@@ -99,10 +100,17 @@ bench: (deps bench_pkgs)
     scripts/bench.sh
     scripts/bench-tls.sh
     scripts/bench-probe.sh
+    scripts/bench-parquet.sh
 
 # TLS decryption cost: replay of 100k tonic calls over TLS 1.3 (with the key log) vs the same over h2c.
 bench-tls N="100000": (deps bench_pkgs)
     scripts/bench-tls.sh {{N}}
+
+# The Spark job of dist/spark/ in local mode (local[2], PyPI's pyspark in a venv, Java 17) over
+# 50 captures cut by `split` from a real 200-connection capture: its merged report against the
+# one-machine replay, its Parquet and p99 SQL against the JSON lines (docs/spark.md; minutes).
+spark: (deps spark_pkgs)
+    scripts/spark-test.sh
 
 # Remake the TLS captures (curl/openssl s_client against nghttpd, with key logs).
 tls-captures: (deps test_pkgs)

@@ -17,5 +17,5 @@ pub use frames::{flag_names, FlagNames, FrameFilter, FramePrinter, WIDTH};
 pub use grpc_frames::{FrameMessages, FrameMsgs, MAX_STREAMS};
 pub use json::{secs, Addrs, CallLine, FrameLine, HeaderJson, TimeMemo};
 pub use messages::{table_line, CallMessages, Decoded, Messages, MsgList, MEMORY_CAP};
-pub use out::{Out, Shape, Summary};
+pub use out::{ColumnSink, Out, Shape, Summary};
 pub use ticks::Ticks;

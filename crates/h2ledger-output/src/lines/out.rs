@@ -19,6 +19,19 @@ pub enum Shape {
     Document,
     /// Comma-separated values: a header line, then a line per record ([`super::csv`]).
     Csv,
+    /// Columns: each record's JSON text handed to a [`ColumnSink`] (`-T parquet`), with the
+    /// columns of [`super::csv::columns`]; nothing goes to the writer.
+    Columns,
+}
+
+/// Where `Shape::Columns` sends the records: a columnar file writer that lives in its own
+/// crate (h2ledger-parquet), so that this one does not build it. Both calls get the columns of
+/// the view, a nested key as its path (`writes.client`), in the JSON's order.
+pub trait ColumnSink: Send {
+    /// One record, as its JSON text (an object).
+    fn row(&mut self, columns: &[String], json: &[u8]) -> Result<(), String>;
+    /// After the last record: the summary record's JSON text; the file is complete on `Ok`.
+    fn finish(&mut self, columns: &[String], summary: &[u8]) -> Result<(), String>;
 }
 
 /// Standard output for a line view: buffered (records are written straight into the buffer,
@@ -38,6 +51,10 @@ pub struct Out {
     csv: Option<(Vec<String>, bool)>,
     /// `Shape::Csv`: a record's JSON text, before it becomes a line.
     scratch: Vec<u8>,
+    /// `Shape::Columns`: where the records go.
+    sink: Option<Box<dyn ColumnSink>>,
+    /// `Shape::Columns`: the sink failed (a full disk): why. Nothing more is written.
+    pub error: Option<String>,
 }
 
 impl Out {
@@ -50,9 +67,25 @@ impl Out {
             view,
             records: 0,
             broken: false,
-            csv: (shape == Shape::Csv).then(|| (super::csv::columns(view, false), false)),
+            csv: matches!(shape, Shape::Csv | Shape::Columns)
+                .then(|| (super::csv::columns(view, false), false)),
             scratch: Vec::new(),
+            sink: None,
+            error: None,
         }
+    }
+
+    /// Records of `view` as columns, handed to `sink` (`-T parquet`).
+    pub fn columns(sink: Box<dyn ColumnSink>, view: &'static str) -> Out {
+        let mut o = Out::new(Box::new(std::io::sink()), Shape::Columns, view);
+        o.sink = Some(sink);
+        o
+    }
+
+    /// `Shape::Columns`: the sink failed; nothing more is written.
+    fn sink_failed(&mut self, e: String) {
+        self.error = Some(e);
+        self.broken = true;
     }
 
     /// `Shape::Csv`: the columns of `--messages` too (before the first record).
@@ -100,6 +133,20 @@ impl Out {
     /// nothing of it is kept).
     pub fn record_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> bool) {
         if self.broken {
+            return;
+        }
+        if self.shape == Shape::Columns {
+            let mut json = std::mem::take(&mut self.scratch);
+            json.clear();
+            if write(&mut json) {
+                if let (Some(sink), Some((cols, _))) = (self.sink.as_mut(), self.csv.as_ref()) {
+                    if let Err(e) = sink.row(cols, &json) {
+                        self.sink_failed(e);
+                    }
+                }
+                self.records += 1;
+            }
+            self.scratch = json;
             return;
         }
         if self.shape == Shape::Csv {
@@ -151,9 +198,19 @@ impl Out {
                 Shape::Table => true,
                 // The CSV holds the records only (an empty one its header): the warnings go
                 // to stderr, as with the table.
-                // The CSV holds the records only (an empty one its header): the warnings go
-                // to stderr, as with the table.
                 Shape::Csv => true,
+                // The columnar file keeps the summary in its metadata and is complete now.
+                Shape::Columns => {
+                    let json = serde_json::to_vec(s).unwrap_or_default();
+                    let done = match (self.sink.as_mut(), self.csv.as_ref()) {
+                        (Some(sink), Some((cols, _))) => sink.finish(cols, &json),
+                        _ => Ok(()),
+                    };
+                    if let Err(e) = done {
+                        self.sink_failed(e);
+                    }
+                    true
+                }
                 Shape::Lines => {
                     let ok = serde_json::to_writer(&mut *b, s).is_ok();
                     b.push(b'\n');

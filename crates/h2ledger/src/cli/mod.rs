@@ -152,6 +152,10 @@ pub enum LineFormat {
     /// keys (a nested one as `writes.client`), RFC 4180 quoting; the summary and warnings go
     /// to stderr
     Csv,
+    /// Apache Parquet (zstd) into the file of -w (not standard output): the columns of the
+    /// JSON lines, a nested object as a group, a list as its JSON text; the summary in the
+    /// file's metadata (docs/schema/parquet.md)
+    Parquet,
 }
 
 impl LineFormat {
@@ -162,6 +166,7 @@ impl LineFormat {
             LineFormat::Json => h2ledger_output::lines::Shape::Document,
             LineFormat::Jsonl => h2ledger_output::lines::Shape::Lines,
             LineFormat::Csv => h2ledger_output::lines::Shape::Csv,
+            LineFormat::Parquet => h2ledger_output::lines::Shape::Columns,
         }
     }
 }
@@ -311,7 +316,8 @@ pub struct CaptureArgs {
     /// first packet when reading a file
     #[arg(long, value_parser = durations::parse_period, value_name = "D")]
     pub duration: Option<Duration>,
-    /// Live: also save the packets to FILE, like tcpdump -w: pcap with nanosecond timestamps,
+    /// Live: also save the packets to FILE, like tcpdump -w (with `calls`/`frames -T parquet`:
+    /// the Parquet file instead, live or not): pcap with nanosecond timestamps,
     /// or pcapng when FILE ends in .pcapng or --keys-from is given (then the secrets are saved
     /// in it, before the packets they decrypt, for `replay` and Wireshark); `-w -` writes them
     /// to standard output and the report to standard error
@@ -454,7 +460,8 @@ pub struct CallsArgs {
     /// live, capture time on a file
     #[arg(long, value_parser = durations::parse_period, value_name = "D")]
     pub every: Option<Duration>,
-    /// A table, one JSON document, one JSON object per call (then a summary line), or CSV
+    /// A table, one JSON document, one JSON object per call (then a summary line), CSV, or
+    /// Parquet into the file of -w
     #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     pub format: LineFormat,
     #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", long_help = DISPLAY_FILTER_HELP,
@@ -485,8 +492,8 @@ pub struct FramesArgs {
     /// capture time on a file
     #[arg(long, value_parser = durations::parse_period, value_name = "D")]
     pub every: Option<Duration>,
-    /// One line per frame, one JSON document, one JSON object per frame (then a summary), or
-    /// CSV
+    /// One line per frame, one JSON document, one JSON object per frame (then a summary), CSV,
+    /// or Parquet into the file of -w
     #[arg(short = 'T', long, value_enum, default_value_t = LineFormat::Table)]
     pub format: LineFormat,
     #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", long_help = DISPLAY_FILTER_HELP,

@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use h2ledger_output::lines::{CallPrinter, Out, Ticks};
+use h2ledger_output::lines::{CallPrinter, Ticks};
 use h2ledger_run::{Drops, Obs, Session, Stop, Wanted};
 use h2ledger_tcp::{LinkType, Nanos};
 
@@ -73,7 +73,7 @@ impl Calls {
     }
 }
 
-pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
+pub fn calls(mut a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     // Schemas first: an error in one is said before anything is opened.
     let messages = a.messages.decoder()?;
     let display =
@@ -84,6 +84,8 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
              with --every"
         );
     }
+    // `-T parquet -w FILE`: the file is the records', not a packet save.
+    let parquet = super::columnar::take(a.format, a.every, &mut a.capture)?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -97,7 +99,7 @@ pub fn calls(a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
         findings: None,
         ..Wanted::default()
     });
-    let out = Out::new(ctx.out(), a.format.shape(), "calls");
+    let out = super::columnar::out(parquet, a.format, ctx, "calls")?;
     let mut printer = CallPrinter::new(out, a.wide, ctx.style).with_display_filter(display);
     if let Some(m) = messages {
         printer = printer.with_messages(m);

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use h2ledger_core::Side;
-use h2ledger_output::lines::{FrameFilter, FramePrinter, Out, Ticks};
+use h2ledger_output::lines::{FrameFilter, FramePrinter, Ticks};
 use h2ledger_run::{Drops, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
@@ -44,7 +44,7 @@ impl Hooks for Frames {
     }
 }
 
-pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
+pub fn frames(mut a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     // Schemas first: an error in one is said before anything is opened.
     let messages = a.messages.decoder()?;
     let display =
@@ -55,6 +55,8 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
              with --every"
         );
     }
+    // `-T parquet -w FILE`: the file is the records', not a packet save.
+    let parquet = super::columnar::take(a.format, a.every, &mut a.capture)?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
     // Attached before the capture opens and gives up privileges.
@@ -69,7 +71,7 @@ pub fn frames(a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
             SideArg::Server => Side::Server,
         }),
     };
-    let out = Out::new(ctx.out(), a.format.shape(), "frames");
+    let out = super::columnar::out(parquet, a.format, ctx, "frames")?;
     let mut printer = FramePrinter::new(out, ff, ctx.out_is_terminal())
         .with_clock(a.time_format.clock())
         .with_display_filter(display);

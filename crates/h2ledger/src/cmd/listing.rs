@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use h2ledger_output::lines::{Out, Summary};
+use h2ledger_output::lines::{Out, Shape, Summary};
 use h2ledger_run::{CaptureStats, End, TcpReport};
 
 use crate::source::Ended;
@@ -39,6 +39,21 @@ pub fn done(out: &mut Out, s: Listing<'_>, ended: Ended, ctx: Ctx) -> Result<Exi
         view,
         warnings,
     });
+    if let Some(e) = out.error.take() {
+        // The Parquet file could not be written (a full disk): not a quiet end.
+        anyhow::bail!("{e}");
+    }
+    if out.shape == Shape::Columns && !ctx.style.quiet {
+        let n = out.records;
+        eprintln!(
+            "{n} {} written as Parquet",
+            if n == 1 {
+                &view[..view.len() - 1]
+            } else {
+                view
+            }
+        );
+    }
     if out.broken {
         // The reader went away (`| head`): quietly done.
         return Ok(ExitCode::SUCCESS);

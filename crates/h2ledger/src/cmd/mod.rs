@@ -2,6 +2,7 @@
 //! into output.
 
 pub mod calls;
+pub mod columnar;
 pub mod compare;
 pub mod demo;
 pub mod explain;

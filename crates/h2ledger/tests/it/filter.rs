@@ -131,7 +131,7 @@ const FRAMES: &[(&str, &str)] = &[
 
 /// Every capture in captures/ (and its subdirectories), with `--keylog` when a key log of the
 /// same name is beside it.
-fn all_captures() -> Vec<(PathBuf, Vec<String>)> {
+pub(crate) fn all_captures() -> Vec<(PathBuf, Vec<String>)> {
     let mut out = Vec::new();
     let mut dirs = vec![repo().join("captures")];
     while let Some(d) = dirs.pop() {
