@@ -150,12 +150,9 @@ impl Schemas {
     /// in). Not base64: anomaly `message-parse`, and nothing decoded.
     pub fn decode_status_details(&self, value: &[u8], limits: &Limits) -> Message {
         match base64_decode(value) {
-            Ok(bytes) => self.decode_as(
-                Some(STATUS_TYPE),
-                &Envelope::whole(0, &bytes),
-                None,
-                limits,
-            ),
+            Ok(bytes) => {
+                self.decode_as(Some(STATUS_TYPE), &Envelope::whole(0, &bytes), None, limits)
+            }
             Err(at) => Message {
                 type_name: None,
                 bytes: 0,
@@ -255,6 +252,9 @@ mod tests {
             ))
         );
         let bad = builtin().decode_status_details(b"CA*", &Limits::default());
-        assert_eq!(bad.anomaly.as_ref().map(Anomaly::kind), Some("message-parse"));
+        assert_eq!(
+            bad.anomaly.as_ref().map(Anomaly::kind),
+            Some("message-parse")
+        );
     }
 }

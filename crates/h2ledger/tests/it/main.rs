@@ -93,3 +93,4 @@ mod tshark;
 mod usage;
 mod users_saw;
 mod views;
+mod wellknown;
