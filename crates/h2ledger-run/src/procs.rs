@@ -15,8 +15,11 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Processes read per scan; the others are counted in [`Scan::cut`].
 pub const MAX_PROCS: usize = 65_536;
@@ -25,18 +28,7 @@ pub const MAX_SOCKETS: usize = 1 << 20;
 /// Bytes of a cgroup path kept.
 pub const MAX_CGROUP: usize = 256;
 
-/// The process that owns one end of a connection.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Owner {
-    /// Its control group's path (cgroup v2's, else v1's `name=systemd` or first hierarchy's),
-    /// `None` when it is the root group `/`. A container runtime's group names the container
-    /// (`/system.slice/docker-<id>.scope`, `/kubepods/...`).
-    pub cgroup: Option<String>,
-    /// `/proc/<pid>/comm`: the command, at most 15 bytes as the kernel keeps it.
-    pub comm: String,
-    /// The process id (as /proc shows it: in the reader's pid namespace).
-    pub pid: u32,
-}
+pub use h2ledger_core::tally::{ConnOwners, Owner};
 
 /// One read of /proc: TCP sockets by their two ends, and socket inodes by process.
 #[derive(Debug, Default)]
@@ -178,6 +170,367 @@ impl Scan {
     }
 }
 
+/// A connection's two ends: (client, server).
+pub type Ends = (SocketAddr, SocketAddr);
+
+impl Proc {
+    /// Both ends of `ends` in `scan`.
+    pub fn owners(&self, scan: &Scan, (client, server): Ends) -> ConnOwners {
+        ConnOwners {
+            client: scan.pid(client, server).and_then(|p| self.process(p)),
+            server: scan.pid(server, client).and_then(|p| self.process(p)),
+        }
+    }
+}
+
+/// Connections whose owners are kept ([`Owners`]); later ones are counted, not looked up.
+pub const MAX_OWNERS: usize = 16_384;
+/// A lookup that missed an end is tried once more after this long: at SYN time the
+/// server's socket is not accepted yet, and the client's may not be in the tables.
+pub const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+/// What the lookups cost and found (`sniff`'s report says it in a warning).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerStats {
+    /// Connections asked about.
+    pub asked: u64,
+    /// Scans of /proc made.
+    pub scans: u64,
+    /// Their total time, nanoseconds.
+    pub scan_ns: u64,
+    /// Connections with neither end found after the retry.
+    pub unknown: u64,
+    /// Connections not looked up: [`MAX_OWNERS`] were kept.
+    pub cut: u64,
+}
+
+#[derive(Default)]
+struct Known {
+    map: HashMap<Ends, Option<ConnOwners>>,
+    stats: OwnerStats,
+}
+
+/// Looks up the owners of connections on a thread of its own, asked when a connection is
+/// first seen and read when the report is made. The lookups run in this process
+/// ([`Owners::in_process`]) or in a helper process that kept root ([`Owners::helper`]:
+/// `sniff` gives root up before it parses a packet, and another user's `/proc/PID/fd` needs
+/// it); the helper reads only /proc, never a packet.
+pub struct Owners {
+    tx: Option<std::sync::mpsc::Sender<Ends>>,
+    known: Arc<Mutex<Known>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Where the lookups run.
+enum Backend {
+    Local(Proc),
+    Helper {
+        child: std::process::Child,
+        /// Closed first when the backend goes: the helper ends at the end of its input (it
+        /// may run as root while we do not, so it cannot be killed).
+        to: Option<std::process::ChildStdin>,
+        from: BufReader<std::process::ChildStdout>,
+    },
+}
+
+impl Backend {
+    fn lookup(&mut self, asked: &[Ends], stats: &mut OwnerStats) -> Vec<ConnOwners> {
+        match self {
+            Backend::Local(p) => {
+                let t = Instant::now();
+                let scan = p.scan();
+                stats.scans += 1;
+                stats.scan_ns += t.elapsed().as_nanos() as u64;
+                asked.iter().map(|e| p.owners(&scan, *e)).collect()
+            }
+            Backend::Helper { to, from, .. } => {
+                let mut line = String::new();
+                for (c, s) in asked {
+                    line.push_str(&format!("{c} {s} "));
+                }
+                line.push('\n');
+                let Some(to) = to.as_mut() else {
+                    return vec![ConnOwners::default(); asked.len()];
+                };
+                if to
+                    .write_all(line.as_bytes())
+                    .and_then(|_| to.flush())
+                    .is_err()
+                {
+                    return vec![ConnOwners::default(); asked.len()];
+                }
+                let mut out = Vec::with_capacity(asked.len());
+                let mut ns = String::new();
+                if from.read_line(&mut ns).is_ok() {
+                    stats.scans += 1;
+                    stats.scan_ns += ns.trim().parse::<u64>().unwrap_or(0);
+                }
+                for _ in asked {
+                    let mut l = String::new();
+                    if from.read_line(&mut l).unwrap_or(0) == 0 {
+                        out.push(ConnOwners::default());
+                        continue;
+                    }
+                    out.push(decode_answer(&l));
+                }
+                out
+            }
+        }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if let Backend::Helper { child, to, .. } = self {
+            drop(to.take());
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Owners {
+    /// Lookups in this process.
+    pub fn in_process(proc: Proc) -> Owners {
+        Owners::start(Backend::Local(proc))
+    }
+
+    /// Lookups in the helper `cmd` starts (its stdin and stdout are piped to [`serve`]);
+    /// in this process when it cannot start.
+    pub fn helper(mut cmd: std::process::Command) -> Owners {
+        use std::process::Stdio;
+        let spawned = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(mut child) => {
+                let (Some(to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Owners::in_process(Proc::default());
+                };
+                Owners::start(Backend::Helper {
+                    child,
+                    to: Some(to),
+                    from: BufReader::new(from),
+                })
+            }
+            Err(_) => Owners::in_process(Proc::default()),
+        }
+    }
+
+    fn start(mut backend: Backend) -> Owners {
+        let (tx, rx) = std::sync::mpsc::channel::<Ends>();
+        let known = Arc::new(Mutex::new(Known::default()));
+        let k = known.clone();
+        let thread = std::thread::Builder::new()
+            .name("owners".into())
+            .spawn(move || {
+                let mut retry: Vec<(Instant, Ends)> = Vec::new();
+                loop {
+                    let wait = retry
+                        .first()
+                        .map(|(at, _)| at.saturating_duration_since(Instant::now()));
+                    let first = match wait {
+                        Some(w) => match rx.recv_timeout(w) {
+                            Ok(e) => Some(e),
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                            Err(_) => return,
+                        },
+                        None => match rx.recv() {
+                            Ok(e) => Some(e),
+                            Err(_) => return,
+                        },
+                    };
+                    let mut asked: Vec<Ends> = first.into_iter().chain(rx.try_iter()).collect();
+                    let now = Instant::now();
+                    let due = retry.iter().take_while(|(at, _)| *at <= now).count();
+                    let retried: Vec<Ends> = retry.drain(..due).map(|(_, e)| e).collect();
+                    let n_new = asked.len();
+                    asked.extend(&retried);
+                    if asked.is_empty() {
+                        continue;
+                    }
+                    let mut stats = OwnerStats::default();
+                    let found = backend.lookup(&asked, &mut stats);
+                    let mut g = k.lock().unwrap_or_else(|e| e.into_inner());
+                    g.stats.scans += stats.scans;
+                    g.stats.scan_ns += stats.scan_ns;
+                    for (i, (e, o)) in asked.into_iter().zip(found).enumerate() {
+                        // A miss (either end): at SYN time the server's socket is not
+                        // accepted yet; on another host's connection one end never shows.
+                        if (o.client.is_none() || o.server.is_none()) && i < n_new {
+                            retry.push((now + RETRY_AFTER, e));
+                            continue;
+                        }
+                        if o.is_empty() {
+                            g.stats.unknown += 1;
+                        }
+                        g.map.insert(e, Some(o));
+                    }
+                }
+            })
+            .ok();
+        Owners {
+            tx: Some(tx),
+            known,
+            thread,
+        }
+    }
+
+    /// A connection first seen: its owners are looked up (once; at most [`MAX_OWNERS`]).
+    pub fn ask(&self, ends: Ends) {
+        let mut g = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if g.map.contains_key(&ends) {
+            return;
+        }
+        if g.map.len() >= MAX_OWNERS {
+            g.stats.cut += 1;
+            return;
+        }
+        g.map.insert(ends, None);
+        g.stats.asked += 1;
+        drop(g);
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(ends);
+        }
+    }
+
+    /// The owners found for `ends` (`None`: not asked, or not answered yet).
+    pub fn get(&self, ends: Ends) -> Option<ConnOwners> {
+        let g = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        g.map.get(&ends).cloned().flatten()
+    }
+
+    /// Waits until every lookup asked so far is answered (retries included), at most `max`.
+    pub fn settle(&self, max: Duration) {
+        let end = Instant::now() + max;
+        while Instant::now() < end {
+            let pending = {
+                let g = self.known.lock().unwrap_or_else(|e| e.into_inner());
+                g.map.values().any(Option::is_none)
+            };
+            if !pending {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// One captured packet: a SYN (or SYN-ACK) asks for its connection's owners.
+    pub fn packet(&self, linktype: h2ledger_tcp::LinkType, data: &[u8]) {
+        if let Ok(Some(seg)) = h2ledger_tcp::link::decode(linktype, data) {
+            if seg.flags.syn {
+                self.ask(if seg.flags.ack {
+                    (seg.dst, seg.src)
+                } else {
+                    (seg.src, seg.dst)
+                });
+            }
+        }
+    }
+
+    /// Sets each connection's `process`: the connections not asked about yet (open before
+    /// the capture, no SYN seen) are asked now; waits at most `max` for the answers.
+    pub fn fill(&self, conns: &mut [h2ledger_core::tally::ConnLedger], max: Duration) {
+        let ends = |c: &h2ledger_core::tally::ConnLedger| -> Option<Ends> {
+            Some((c.client.parse().ok()?, c.server.parse().ok()?))
+        };
+        for c in conns.iter() {
+            if let Some(e) = ends(c) {
+                self.ask(e);
+            }
+        }
+        self.settle(max);
+        for c in conns.iter_mut() {
+            c.process = ends(c).and_then(|e| self.get(e)).filter(|o| !o.is_empty());
+        }
+    }
+
+    /// What the lookups cost and found so far.
+    pub fn stats(&self) -> OwnerStats {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).stats
+    }
+}
+
+impl Drop for Owners {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The helper's loop: each line of `r` lists connections as `CLIENT SERVER` pairs; for each
+/// line, one scan, then a line with the scan's time in nanoseconds and one line per pair,
+/// `OWNER OWNER` (client, server), each `-` or `PID:COMM:CGROUP` with COMM and CGROUP in hex
+/// (any byte may be in a command name).
+pub fn serve(proc: &Proc, r: impl BufRead, mut w: impl Write) -> std::io::Result<()> {
+    for line in r.lines() {
+        let line = line?;
+        let addrs: Vec<SocketAddr> = line
+            .split_ascii_whitespace()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        let t = Instant::now();
+        let scan = proc.scan();
+        let mut out = format!("{}\n", t.elapsed().as_nanos());
+        for pair in addrs.chunks_exact(2) {
+            let o = proc.owners(&scan, (pair[0], pair[1]));
+            out.push_str(&encode_owner(o.client.as_ref()));
+            out.push(' ');
+            out.push_str(&encode_owner(o.server.as_ref()));
+            out.push('\n');
+        }
+        w.write_all(out.as_bytes())?;
+        w.flush()?;
+    }
+    Ok(())
+}
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<String> {
+    let b: Option<Vec<u8>> = (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(s.get(i * 2..i * 2 + 2)?, 16).ok())
+        .collect();
+    Some(String::from_utf8_lossy(&b?).into_owned())
+}
+
+fn encode_owner(o: Option<&Owner>) -> String {
+    match o {
+        None => "-".into(),
+        Some(o) => format!(
+            "{}:{}:{}",
+            o.pid,
+            hex(&o.comm),
+            hex(o.cgroup.as_deref().unwrap_or(""))
+        ),
+    }
+}
+
+fn decode_owner(s: &str) -> Option<Owner> {
+    let mut p = s.splitn(3, ':');
+    let pid = p.next()?.parse().ok()?;
+    let comm = unhex(p.next()?)?;
+    let cgroup = unhex(p.next()?)?;
+    Some(Owner {
+        cgroup: (!cgroup.is_empty()).then_some(cgroup),
+        comm,
+        pid,
+    })
+}
+
+fn decode_answer(l: &str) -> ConnOwners {
+    let mut f = l.split_ascii_whitespace();
+    ConnOwners {
+        client: f.next().and_then(decode_owner),
+        server: f.next().and_then(decode_owner),
+    }
+}
+
 /// An IPv4 address as the IPv4-mapped IPv6 one a dual-stack socket shows in tcp6.
 fn mapped(a: SocketAddr) -> SocketAddr {
     match a.ip() {
@@ -233,8 +586,10 @@ fn addr(s: &str, v6: bool) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-/// The path of a process's control group from `/proc/<pid>/cgroup`: the cgroup v2 line
-/// (`0::PATH`), else v1's `name=systemd` line, else the first; `None` for the root `/`.
+/// The path of a process's control group from `/proc/<pid>/cgroup`: the first that is not
+/// the root `/` of the cgroup v2 line (`0::PATH`), v1's `name=systemd` line, then the other
+/// lines in order (a hybrid host keeps v2 at `/` and a container's group in v1's
+/// controllers); `None` when all are `/`.
 fn cgroup_path(text: &str) -> Option<String> {
     let lines: Vec<(&str, &str)> = text
         .lines()
@@ -244,15 +599,17 @@ fn cgroup_path(text: &str) -> Option<String> {
             Some((ctl, path))
         })
         .collect();
-    let path = lines
-        .iter()
-        .find(|(ctl, _)| ctl.is_empty())
-        .or_else(|| lines.iter().find(|(ctl, _)| *ctl == "name=systemd"))
-        .or(lines.first())?
-        .1;
-    if path == "/" || path.is_empty() {
-        return None;
-    }
+    let rank = |ctl: &str| match ctl {
+        "" => 0,
+        "name=systemd" => 1,
+        _ => 2,
+    };
+    let mut order: Vec<&(&str, &str)> = lines.iter().collect();
+    order.sort_by_key(|(ctl, _)| rank(ctl));
+    let path = order
+        .into_iter()
+        .map(|(_, p)| *p)
+        .find(|p| *p != "/" && !p.is_empty())?;
     let mut end = path.len().min(MAX_CGROUP);
     while !path.is_char_boundary(end) {
         end -= 1;
@@ -375,11 +732,61 @@ mod tests {
             assert_eq!(tcp_line(l, true), None, "{l:?}");
         }
         assert_eq!(cgroup_path(""), None);
+        assert_eq!(
+            cgroup_path("0::/\n1:name=systemd:/\n4:memory:/x\n"),
+            Some("/x".into())
+        );
+        assert_eq!(cgroup_path("0::/\n4:memory:/\n"), None);
         assert_eq!(cgroup_path("garbage"), None);
         let long = format!("0::/{}", "é".repeat(300));
         assert!(cgroup_path(&long).unwrap().len() <= MAX_CGROUP);
         assert_eq!(socket_inode(Path::new("socket:[x]")), None);
         assert_eq!(socket_inode(Path::new("anon_inode:[eventfd]")), None);
+    }
+
+    #[test]
+    fn the_helper_protocol_round_trips() {
+        let (root, p) = fake();
+        let input = "127.0.0.1:40000 127.0.0.1:8080 10.0.0.1:41001 10.0.0.2:50051 junk\n";
+        let mut out = Vec::new();
+        serve(&p, input.as_bytes(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].parse::<u64>().is_ok());
+        let a = decode_answer(lines[1]);
+        assert_eq!(
+            a.client.as_ref().map(|o| (o.pid, o.comm.as_str())),
+            Some((200, "h2load"))
+        );
+        assert_eq!(a.server, p.process(100));
+        let b = decode_answer(lines[2]);
+        assert_eq!(b.client, None);
+        assert_eq!(b.server.map(|o| o.pid), Some(300));
+        assert_eq!(decode_owner("1:zz:"), None);
+        assert_eq!(decode_answer(""), ConnOwners::default());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn owners_ask_once_and_retry_once() {
+        let (root, p) = fake();
+        let o = Owners::in_process(p.clone());
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let known = (a("127.0.0.1:40000"), a("127.0.0.1:8080"));
+        let unknown = (a("192.0.2.1:1"), a("192.0.2.2:2"));
+        o.ask(known);
+        o.ask(known);
+        o.ask(unknown);
+        o.settle(Duration::from_secs(10));
+        assert_eq!(o.get(known).unwrap().server.unwrap().comm, "nghttpd");
+        assert_eq!(o.get(unknown), Some(ConnOwners::default()));
+        let st = o.stats();
+        assert_eq!((st.asked, st.unknown, st.cut), (2, 1, 0));
+        // The unknown one was scanned for twice (asked, then retried).
+        assert!(st.scans >= 2, "{st:?}");
+        drop(o);
+        fs::remove_dir_all(root).unwrap();
     }
 
     /// The real /proc: this test's own listening socket and its connection are ours.
