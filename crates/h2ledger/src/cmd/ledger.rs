@@ -236,9 +236,6 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let mut done = run.session.finish(&ended.end, ended.drops);
     if let Some(o) = &run.owners {
         o.fill(&mut done.report.ledger.per_connection, OWNERS_WAIT);
-        if std::env::var_os("H2LEDGER_DEBUG_PROCS").is_some() {
-            eprintln!("h2ledger: processes: {:?}", o.stats());
-        }
     }
     // Findings that fired as the last connections closed.
     run.print_findings();
