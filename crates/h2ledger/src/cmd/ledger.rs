@@ -236,6 +236,13 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let mut done = run.session.finish(&ended.end, ended.drops);
     if let Some(o) = &run.owners {
         o.fill(&mut done.report.ledger.per_connection, OWNERS_WAIT);
+        let cut = o.stats().cut;
+        if cut > 0 {
+            done.report.ledger.warnings.push(format!(
+                "owners-cap: {cut} connections not looked up in /proc: {} are kept (MAX_OWNERS)",
+                h2ledger_run::procs::MAX_OWNERS
+            ));
+        }
     }
     // Findings that fired as the last connections closed.
     run.print_findings();
