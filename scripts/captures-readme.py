@@ -229,6 +229,10 @@ def main():
     extra = os.path.join(cap, "README.proto.md")
     if os.path.exists(extra):
         w(open(extra).read())
+    # And the well-known schemas' capture (scripts/make-wellknown-capture.sh).
+    extra = os.path.join(cap, "README.wellknown.md")
+    if os.path.exists(extra):
+        w(open(extra).read())
 
 
 def tls_section(cap):

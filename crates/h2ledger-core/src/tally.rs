@@ -173,6 +173,38 @@ impl Tally {
     }
 }
 
+/// The process that owns one end of a connection (`sniff`, from /proc: h2ledger-run's
+/// `procs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Owner {
+    /// Its control group's path: the first that is not the root `/` of cgroup v2's, v1's
+    /// `name=systemd` and v1's other hierarchies; `None` when all are `/`. A container
+    /// runtime's group names the container (`/system.slice/docker-<id>.scope`,
+    /// `/kubepods/...`).
+    pub cgroup: Option<String>,
+    /// `/proc/<pid>/comm`: the command, at most 15 bytes as the kernel keeps it.
+    pub comm: String,
+    /// The process id (as /proc shows it: in the reader's pid namespace).
+    pub pid: u32,
+}
+
+/// The processes at both ends of a connection, each `None` when no local process holds it
+/// (the other end is on another host) or /proc did not show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ConnOwners {
+    /// The client's process.
+    pub client: Option<Owner>,
+    /// The server's process.
+    pub server: Option<Owner>,
+}
+
+impl ConnOwners {
+    /// Neither end was found.
+    pub fn is_empty(&self) -> bool {
+        self.client.is_none() && self.server.is_none()
+    }
+}
+
 /// One HTTP/2 connection's ledger from its tally.
 fn conn_ledger(c: &ConnSummary, t: &Tally) -> ConnLedger {
     let mut sides = Sides::default();
@@ -189,6 +221,7 @@ fn conn_ledger(c: &ConnSummary, t: &Tally) -> ConnLedger {
         calls: sides.client.frames.get(FrameClass::Headers),
         upgraded_calls: u64::from(c.upgraded_call),
         sides,
+        process: None,
     }
 }
 
@@ -273,6 +306,9 @@ pub struct ConnLedger {
     /// HTTP/1.1 before HTTP/2: `h2c-upgrade` or `connect-tunnel` (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prelude: Option<&'static str>,
+    /// `sniff`: the local processes at its two ends, from /proc (null when unknown, and in
+    /// `replay`).
+    pub process: Option<ConnOwners>,
     /// The server's address, `ip:port` or `[ip6]:port`.
     pub server: String,
     /// This connection's ledger per side.

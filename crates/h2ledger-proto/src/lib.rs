@@ -60,6 +60,7 @@
 #![warn(missing_docs)]
 
 mod assemble;
+mod builtin;
 mod canon;
 mod compress;
 mod json;
@@ -69,6 +70,7 @@ mod schema;
 mod wire;
 
 pub use assemble::{Assembler, Envelope, Partial};
+pub use builtin::{base64_decode, builtin, builtin_files, STATUS_TYPE};
 pub use message::{decode_raw, Anomaly, Direction, Limits, Message};
 pub use prost_reflect::DescriptorPool;
 pub use schema::{Method, SchemaError, Schemas, SchemasBuilder};

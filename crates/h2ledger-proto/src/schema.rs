@@ -198,6 +198,7 @@ impl SchemasBuilder {
                     message: one_line(&e.to_string()),
                 })?;
         }
+        crate::builtin::add_to(&mut pool);
         Ok(Schemas::from_pool(pool))
     }
 }
@@ -261,9 +262,12 @@ impl fmt::Debug for Schemas {
     }
 }
 
+/// The built-in schemas only (crate::builtin): health, reflection, `google.rpc.Status`.
 impl Default for Schemas {
     fn default() -> Self {
-        Schemas::from_pool(DescriptorPool::new())
+        let mut pool = DescriptorPool::new();
+        crate::builtin::add_to(&mut pool);
+        Schemas::from_pool(pool)
     }
 }
 

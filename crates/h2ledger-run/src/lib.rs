@@ -39,6 +39,7 @@ mod far;
 pub mod input;
 mod obs;
 mod pipeline;
+pub mod procs;
 mod report;
 mod session;
 pub mod split;

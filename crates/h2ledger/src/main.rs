@@ -80,6 +80,16 @@ fn quiet_failures() {
 
 fn main() -> ExitCode {
     quiet_failures();
+    // `sniff`'s /proc helper (h2ledger_run::procs::serve): started before root is given up,
+    // it reads only /proc, never a packet.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == PROCS_HELPER)
+    {
+        let p = h2ledger_run::procs::Proc::default();
+        let _ = h2ledger_run::procs::serve(&p, std::io::stdin().lock(), std::io::stdout().lock());
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::try_parse_from(cli::tcpdump_style(std::env::args_os().collect()))
         .unwrap_or_else(|e| cli::explain(e).exit());
     let style = Style {
@@ -101,6 +111,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// The argument that starts the /proc helper instead of a command.
+pub const PROCS_HELPER: &str = "__h2ledger-procs-helper";
 
 fn run(cli: Cli, ctx: Ctx) -> Result<ExitCode> {
     if cli.list_interfaces {

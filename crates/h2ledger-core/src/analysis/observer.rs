@@ -4,7 +4,7 @@ use super::*;
 use crate::ledger::HeaderNeed;
 
 /// Whether `name` is a header field the analysis and its trackers read (`:path`, `:status`,
-/// `grpc-status`, `grpc-message`, `grpc-encoding`, `content-type`).
+/// `grpc-status`, `grpc-message`, `grpc-status-details-bin`, `grpc-encoding`, `content-type`).
 #[inline]
 pub(crate) fn reads_header(name: &[u8]) -> bool {
     matches!(
@@ -14,6 +14,7 @@ pub(crate) fn reads_header(name: &[u8]) -> bool {
             | b":status"
             | b"grpc-status"
             | b"grpc-message"
+            | b"grpc-status-details-bin"
             | b"grpc-encoding"
             | b"grpc-timeout"
             | b"content-type"

@@ -21,6 +21,7 @@ fn response(
     cg: &mut CallGrpc,
     e: Option<Arc<str>>,
     msg: Option<Box<str>>,
+    details: Option<Box<[u8]>>,
     server_time: Option<i64>,
     last_rtt: i64,
 ) {
@@ -30,12 +31,20 @@ fn response(
     if msg.is_some() {
         cg.grpc_message = msg;
     }
+    if details.is_some() {
+        cg.status_details = details;
+    }
     if let Some(t) = server_time {
         cg.server_time_ns = t.max(0);
     }
     if last_rtt >= 0 {
         cg.ping_rtt_ns = last_rtt;
     }
+}
+
+/// A `grpc-status-details-bin` value as sent (base64), at most [`MAX_STATUS_DETAILS`] bytes.
+fn status_details(v: &[u8]) -> Box<[u8]> {
+    v[..v.len().min(MAX_STATUS_DETAILS)].into()
 }
 
 fn grpc_message(m: &[u8]) -> Box<str> {
@@ -179,18 +188,24 @@ impl Grpc {
                 c.streams.discard_at(slot);
                 *open -= 1;
             }
-            let (e, msg) = match (rel, ev.headers) {
+            let (e, msg, details) = match (rel, ev.headers) {
                 (1, Some(h)) if header_kind => (
                     h.get(b"grpc-encoding").map(|v| encoding_id(encodings, v)),
                     h.get(b"grpc-message").map(grpc_message),
+                    h.get(b"grpc-status-details-bin").map(status_details),
                 ),
-                _ => (None, None),
+                _ => (None, None, None),
             };
-            if e.is_none() && msg.is_none() && server_time.is_none() && last_rtt < 0 {
+            if e.is_none()
+                && msg.is_none()
+                && details.is_none()
+                && server_time.is_none()
+                && last_rtt < 0
+            {
                 return;
             }
             if let Some(cg) = recs.grpc_mut(idx) {
-                response(cg, e, msg, server_time, last_rtt);
+                response(cg, e, msg, details, server_time, last_rtt);
             }
             return;
         }
@@ -273,12 +288,13 @@ impl Grpc {
             *open_grpc -= 1;
         }
         // Per-call record and totals.
-        let (enc, msg) = match (rel, ev.headers) {
+        let (enc, msg, details) = match (rel, ev.headers) {
             (1, Some(h)) if header_kind => (
                 h.get(b"grpc-encoding").map(<[u8]>::to_vec),
                 h.get(b"grpc-message").map(grpc_message),
+                h.get(b"grpc-status-details-bin").map(status_details),
             ),
-            _ => (None, None),
+            _ => (None, None, None),
         };
         let e = enc.map(|v| self.encoding_id(&v));
         for (n, z) in &done {
@@ -296,7 +312,12 @@ impl Grpc {
                 }
             }
         }
-        if done.is_empty() && e.is_none() && msg.is_none() && server_time.is_none() && last_rtt < 0
+        if done.is_empty()
+            && e.is_none()
+            && msg.is_none()
+            && details.is_none()
+            && server_time.is_none()
+            && last_rtt < 0
         {
             // Nothing for the call's record (most frames of a call that is not gRPC).
             return;
@@ -311,6 +332,6 @@ impl Grpc {
             k.bytes += u64::from(n);
             k.compressed = k.compressed.saturating_add(u32::from(z));
         }
-        response(cg, e, msg, server_time, last_rtt);
+        response(cg, e, msg, details, server_time, last_rtt);
     }
 }

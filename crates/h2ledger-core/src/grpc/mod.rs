@@ -90,6 +90,10 @@ pub fn status_name(code: u16) -> std::borrow::Cow<'static, str> {
 pub const MAX_GRPC_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 /// Bytes of `grpc-message` kept (after percent-decoding).
 const MAX_GRPC_MESSAGE: usize = 256;
+/// Bytes kept of a `grpc-status-details-bin` value (base64 text, as sent): 64 KiB of base64
+/// is 48 KiB of `google.rpc.Status`, far above any error detail seen; a longer value is cut
+/// there and then does not decode (its anomaly says so).
+pub const MAX_STATUS_DETAILS: usize = 64 << 10;
 /// Distinct `grpc-encoding` values named; later ones are `(other)`.
 const MAX_ENCODINGS: usize = 32;
 
@@ -115,6 +119,9 @@ pub struct CallGrpc {
     /// `grpc-message` of the response (trailers or trailers-only), percent-decoded, at most 256
     /// bytes, escaped as [`crate::analysis::escape_bytes`] does.
     pub grpc_message: Option<Box<str>>,
+    /// `grpc-status-details-bin` of the response (trailers or trailers-only), as sent
+    /// (base64 of a `google.rpc.Status`), at most [`MAX_STATUS_DETAILS`] bytes.
+    pub status_details: Option<Box<[u8]>>,
     /// Request END_STREAM to the first response HEADERS, nanoseconds; -1 when not seen.
     pub server_time_ns: i64,
     /// The connection's latest PING round trip before the call's last frame; -1 if none.
@@ -131,6 +138,7 @@ impl Default for CallGrpc {
             counts: [Counts::default(); 2],
             encoding: [None, None],
             grpc_message: None,
+            status_details: None,
             server_time_ns: -1,
             ping_rtt_ns: -1,
             kept: None,

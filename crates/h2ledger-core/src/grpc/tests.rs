@@ -137,7 +137,11 @@ mod ledger {
         c.server(&fr(0, 0, 1, &grpc_msg(1, 7)));
         c.server(&trailers(
             1,
-            &[("grpc-status", "3"), ("grpc-message", "bad%20arg")],
+            &[
+                ("grpc-status", "3"),
+                ("grpc-message", "bad%20arg"),
+                ("grpc-status-details-bin", "CAMSB2JhZCBhcmc"),
+            ],
         ));
         let g = c.ledger.observer.grpc_call(0).unwrap().clone();
         assert!(g.grpc);
@@ -160,6 +164,7 @@ mod ledger {
             }
         );
         assert_eq!(g.grpc_message.as_deref(), Some("bad arg"));
+        assert_eq!(g.status_details.as_deref(), Some(&b"CAMSB2JhZCBhcmc"[..]));
         assert_eq!(g.encoding[1].as_deref(), Some("gzip"));
         assert_eq!(g.encoding[0], None);
         assert_eq!(g.server_time_ns, server_time);
@@ -245,10 +250,16 @@ mod ledger {
         c.server(&response(
             3,
             true,
-            &[("grpc-status", "12"), ("grpc-message", "nope")],
+            &[
+                ("grpc-status", "12"),
+                ("grpc-message", "nope"),
+                ("grpc-status-details-bin", "CAwSBG5vcGU="),
+            ],
         ));
         let g = c.ledger.observer.grpc_call(1).unwrap();
         assert_eq!(g.grpc_message.as_deref(), Some("nope"));
+        // Trailers-only: the details are kept as sent, padding included.
+        assert_eq!(g.status_details.as_deref(), Some(&b"CAwSBG5vcGU="[..]));
         assert_eq!(g.counts[0].messages, 1);
         assert_eq!(report(&mut c).calls, 1);
     }
@@ -422,7 +433,7 @@ mod size {
     #[test]
     fn per_call_records_are_small() {
         // docs/ledger.md "Memory bounds" quotes these sizes.
-        assert_eq!(std::mem::size_of::<crate::grpc::CallGrpc>(), 128);
+        assert_eq!(std::mem::size_of::<crate::grpc::CallGrpc>(), 144);
         assert_eq!(std::mem::size_of::<crate::flow::CallFlow>(), 24);
     }
 }

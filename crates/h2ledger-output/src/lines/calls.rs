@@ -130,7 +130,8 @@ const NARROW: [(usize, &str, i32); 9] = [
 pub const LEGEND: &str = "Columns: conn and stream number the call; start s: seconds from the \
 first packet; method: the :path (a gRPC name that does not fit loses its POST, then the middle \
 of its package: the start, a mark, Service/Method); status: the gRPC status by name (NOT_FOUND) with the \
-grpc-message after a colon, http N without grpc-status, RST and the error code when the call \
+grpc-message after a colon (and on a line of its own, `! details:`, the error details of a \
+google.rpc.Status the server sent in grpc-status-details-bin), http N without grpc-status, RST and the error code when the call \
 was reset, none when no response status was seen; ttfb us (1st byte us with --wide): request \
 HEADERS to the first response frame; call us: to the response's END_STREAM; frames c/s and \
 writes c/s: the call's frames and the TCP writes that carried them, sent by the client/server. \
@@ -492,6 +493,12 @@ impl CallPrinter {
             .collect();
         let l = row(&self.layout, &cells, self.style);
         self.line(&l);
+        // The server's google.rpc.Status details, under the call (cut unless --wide).
+        if let Some(d) = super::messages::status_details(c.grpc) {
+            let width = narrow.then_some(super::WIDTH);
+            let l = super::messages::status_details_line(&d, width, self.style);
+            self.line(&l);
+        }
         if self.messages.is_some() {
             self.message_lines(c, !narrow);
         }

@@ -14,10 +14,11 @@ pub fn columns(view: &str, messages: bool) -> Vec<String> {
     let (v, extra): (View, &[&str]) = match (view, messages) {
         ("frames", false) => (View::Frames, &["headers", "settings"]),
         ("frames", true) => (View::Frames, &["grpc_messages", "headers", "settings"]),
-        (_, false) => (View::Calls, &[]),
+        (_, false) => (View::Calls, &["grpc_status_details"]),
         (_, true) => (
             View::Calls,
             &[
+                "grpc_status_details",
                 "messages_omitted.client",
                 "messages_omitted.server",
                 "request_messages",

@@ -456,6 +456,9 @@ pub struct CallLine<'a> {
     grpc_encoding: Encoding<'a>,
     grpc_message: Option<&'a str>,
     grpc_status: Option<u16>,
+    /// The response's `grpc-status-details-bin` as a `google.rpc.Status` message object
+    /// (null: the call had none).
+    grpc_status_details: Option<Decoded>,
     /// The request's `:method` (null when it had none; `method` is the `:path`).
     http_method: Option<&'a str>,
     http_status: Option<u16>,
@@ -532,6 +535,7 @@ impl<'a> CallLine<'a> {
             },
             grpc_message: g.and_then(|g| g.grpc_message.as_deref()),
             grpc_status: (r.grpc_status != NO_STATUS).then_some(r.grpc_status),
+            grpc_status_details: super::messages::status_details(g),
             http_method: (!c.http_method.is_empty()).then_some(c.http_method),
             http_status: (r.http_status != 0).then_some(r.http_status),
             in_flight_at_start: r.inflight,
@@ -669,6 +673,11 @@ impl CallLine<'_> {
         opt_str(b, self.grpc_message);
         lit(b, ",\"grpc_status\":");
         opt_num(b, self.grpc_status);
+        lit(b, ",\"grpc_status_details\":");
+        match &self.grpc_status_details {
+            Some(d) => d.write_json(b),
+            None => lit(b, "null"),
+        }
         lit(b, ",\"http_method\":");
         opt_str(b, self.http_method);
         lit(b, ",\"http_status\":");

@@ -68,6 +68,63 @@ impl Decoded {
     }
 }
 
+/// A call's `grpc-status-details-bin` (the server's `google.rpc.Status`, base64) decoded with
+/// the built-in schemas (crates/h2ledger-proto `builtin`: the standard error details in its
+/// `details`), whether or not `--messages` is on; `None` when the call had none.
+pub fn status_details(g: Option<&CallGrpc>) -> Option<Decoded> {
+    let v = g?.status_details.as_deref()?;
+    let msg = h2ledger_proto::builtin().decode_status_details(v, &Limits::default());
+    Some(Decoded {
+        msg,
+        over_budget: false,
+    })
+}
+
+/// The table's line for a call's status details: `  ! ` and each detail as its short type
+/// name and its fields (`ErrorInfo {"reason":"OVERLOADED",...}; RetryInfo {...}`), the
+/// Status' own code and message being in the status column already; cut to `width`.
+pub fn status_details_line(d: &Decoded, width: Option<usize>, st: Style) -> String {
+    let mut s = String::from("  ! details: ");
+    let parsed = d
+        .msg
+        .message
+        .as_deref()
+        .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok());
+    match parsed.as_ref().and_then(|v| v.get("details")?.as_array()) {
+        Some(list) => {
+            for (i, det) in list.iter().enumerate() {
+                if i > 0 {
+                    s.push_str("; ");
+                }
+                let mut det = det.clone();
+                let ty = det
+                    .as_object_mut()
+                    .and_then(|o| o.remove("@type"))
+                    .and_then(|t| t.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                s.push_str(ty.rsplit(['.', '/']).next().unwrap_or(&ty));
+                s.push(' ');
+                s.push_str(&det.to_string());
+            }
+            if list.is_empty() {
+                s.push_str("none");
+            }
+        }
+        None => match (d.anomaly(), &d.msg.raw) {
+            (Some((kind, _)), Some(r)) => {
+                s.push_str(&format!("!{kind} raw {r}"));
+            }
+            (Some((kind, text)), None) => s.push_str(&format!("!{kind} {text}")),
+            (None, _) => s.push_str("none"),
+        },
+    }
+    let s = crate::tty::escape(&s).into_owned();
+    match width {
+        Some(w) => cut_end(&s, w, st),
+        None => s,
+    }
+}
+
 /// JSON text kept as it is (serde_json's `RawValue`; the hand writer copies it).
 fn raw_value<S: Serializer>(text: Option<&str>, s: S) -> Result<S::Ok, S::Error> {
     match text {

@@ -275,6 +275,38 @@ pub fn connections_table(r: &LedgerReport, st: Style) -> Option<String> {
     Some(s)
 }
 
+/// `sniff`: the processes at each connection's ends (from /proc), a line per connection with
+/// any, `conn N: client COMM[PID] CGROUP > server COMM[PID] CGROUP` (`?` for an end not
+/// found), each cut to 100 columns; `None` when no connection has one (and in `replay`).
+pub fn processes_lines(r: &LedgerReport, st: Style) -> Option<String> {
+    let one = |o: &Option<h2ledger_core::tally::Owner>| match o {
+        Some(o) => {
+            let mut s = format!("{}[{}]", crate::tty::escape(&o.comm), o.pid);
+            if let Some(c) = &o.cgroup {
+                s.push(' ');
+                s.push_str(&crate::tty::escape(c));
+            }
+            s
+        }
+        None => "?".to_string(),
+    };
+    let lines: Vec<String> = r
+        .per_connection
+        .iter()
+        .filter_map(|c| {
+            let p = c.process.as_ref().filter(|p| !p.is_empty())?;
+            let l = format!(
+                "conn {}: client {} > server {}",
+                c.id,
+                one(&p.client),
+                one(&p.server)
+            );
+            Some(super::cut_end(&l, 100, st))
+        })
+        .collect();
+    (!lines.is_empty()).then(|| format!("processes (from /proc):\n{}", lines.join("\n")))
+}
+
 /// The capture facts under the table: packets, drops, reassembly gaps.
 pub fn footer(c: &CaptureStats, t: &TcpReport, drops: Option<&Drops>) -> String {
     let mut s = format!(

@@ -220,6 +220,9 @@ fn tail(
         if let Some(t) = connections_table(report, st) {
             let _ = writeln!(out, "{t}");
         }
+        if let Some(t) = super::ledger::processes_lines(report, st) {
+            let _ = writeln!(out, "{t}");
+        }
         for (name, start, end) in spans {
             let _ = writeln!(
                 out,

@@ -77,7 +77,9 @@ fn grpcgo_health_check_is_serving() {
 
 #[test]
 fn grpcgo_health_without_schema_is_raw() {
-    let all = decode_all(&Schemas::default(), "grpcgo-article-sll.pcap");
+    // An empty pool: no schema at all, not even the built-in ones.
+    let none = Schemas::from_pool(h2ledger_proto::DescriptorPool::new());
+    let all = decode_all(&none, "grpcgo-article-sll.pcap");
     assert_eq!(all.len(), 288);
     for (_, dir, m) in &all {
         assert_eq!(m.type_name, None);
@@ -87,6 +89,17 @@ fn grpcgo_health_without_schema_is_raw() {
             Direction::Response => r#"[{"field":1,"value":"1","wire":"varint"}]"#,
         };
         assert_eq!(m.raw.as_deref(), Some(want));
+    }
+    // The default schemas have grpc.health.v1 built in (crate::builtin).
+    let all = decode_all(&Schemas::default(), "grpcgo-article-sll.pcap");
+    assert_eq!(all.len(), 288);
+    for (_, dir, m) in &all {
+        assert_eq!(m.raw, None);
+        let want = match dir {
+            Direction::Request => r#"{}"#,
+            Direction::Response => r#"{"status":"SERVING"}"#,
+        };
+        assert_eq!(m.message.as_deref(), Some(want));
     }
 }
 

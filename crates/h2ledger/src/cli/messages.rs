@@ -13,7 +13,8 @@ use h2ledger_proto::{Limits, Schemas};
 #[derive(Args, Clone, Debug, Default)]
 pub struct MessageArgs {
     /// Decode each gRPC message: with a schema as canonical JSON (protojson's), without one
-    /// schema-less (like `protoc --decode_raw`). `calls`: `request_messages` and
+    /// schema-less (like `protoc --decode_raw`); gRPC health, reflection (v1, v1alpha) and
+    /// google.rpc.Status are built in. `calls`: `request_messages` and
     /// `response_messages` in the JSON, the first message of each direction under the call in
     /// the table; `frames`: on the DATA frame that completes each message
     #[arg(long)]

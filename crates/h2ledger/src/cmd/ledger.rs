@@ -13,7 +13,11 @@ use anyhow::{anyhow, bail, Result};
 use h2ledger_output::live::{LiveView, TickFormat};
 use h2ledger_output::metrics::{Batch, Exposition, Figures};
 use h2ledger_output::table::PhaseLayout;
+use h2ledger_run::procs::Owners;
 use h2ledger_run::{Drops, End, Obs, Session, Stop};
+
+/// How long the report waits for the process lookups still running (a retry is 100 ms away).
+const OWNERS_WAIT: Duration = Duration::from_millis(500);
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, FindingsArgs, Format};
@@ -53,6 +57,8 @@ struct Run {
     finding_lines: bool,
     /// The severity of each finding id (`--severity`), for the metrics' labels.
     severities: h2ledger_core::findings::Severities,
+    /// `sniff`: the processes at each connection's ends, looked up at its SYN.
+    owners: Option<Owners>,
 }
 
 impl Run {
@@ -92,6 +98,9 @@ impl Run {
 
 impl Hooks for Run {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
+        if let Some(o) = &self.owners {
+            o.packet(linktype, data);
+        }
         let flow = self.session.feed(linktype, ts, data);
         self.drain();
         self.print_findings();
@@ -203,6 +212,14 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         batch: Batch::default(),
         finding_lines: l.format == Format::Jsonl,
         severities: findings_cfg.severities,
+        // Before the capture opens and root is given up: the helper keeps it to read /proc.
+        owners: matches!(l.input, Input::Device(_)).then(|| {
+            let mut cmd = std::process::Command::new(
+                std::env::current_exe().unwrap_or_else(|_| "h2ledger".into()),
+            );
+            cmd.arg(crate::PROCS_HELPER);
+            Owners::helper(cmd)
+        }),
     };
     let reading = Reading {
         input: &l.input,
@@ -224,7 +241,17 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     if l.live && matches!(l.format, Format::Table | Format::Prometheus) {
         eprintln!("h2ledger: stopped ({})", ended.end.describe());
     }
-    let done = run.session.finish(&ended.end, ended.drops);
+    let mut done = run.session.finish(&ended.end, ended.drops);
+    if let Some(o) = &run.owners {
+        o.fill(&mut done.report.ledger.per_connection, OWNERS_WAIT);
+        let cut = o.stats().cut;
+        if cut > 0 {
+            done.report.ledger.warnings.push(format!(
+                "owners-cap: {cut} connections not looked up in /proc: {} are kept (MAX_OWNERS)",
+                h2ledger_run::procs::MAX_OWNERS
+            ));
+        }
+    }
     // Findings that fired as the last connections closed.
     run.print_findings();
     // The calls the end folded, then the final figures: the report's.

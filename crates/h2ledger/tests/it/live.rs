@@ -732,3 +732,69 @@ fn sniff_write_to_stdout_and_a_failed_write() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("/dev/full: cannot write the capture"), "{err}");
 }
+
+/// Issue 38 point 7: `sniff` names the process at each end of each connection (from /proc,
+/// looked up at the SYN by a helper that kept root): h2load's and nghttpd's pids and
+/// commands, with sniff itself running as `nobody`.
+#[test]
+fn sniff_names_each_sides_process() {
+    if skip_unless_root("sniff_names_each_sides_process") {
+        return;
+    }
+    if !have("nghttpd") || !have("h2load") {
+        crate::util::skipped(
+            "SKIPPED sniff_names_each_sides_process: needs nghttp2-server and nghttp2-client",
+        );
+        return;
+    }
+    let dir = scratch("owners");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("file"), vec![b'x'; 2000]).unwrap();
+    let mut server = None;
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new("nghttpd")
+            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
+            .arg(&dir)
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        if child.try_wait().unwrap().is_none() {
+            server = Some((child, port));
+            break;
+        }
+    }
+    let (mut server, port) = server.expect("nghttpd started");
+    let sniff = start_sniff(&["--port", &port.to_string(), "--format", "json"]);
+    // Connections that live 2 s: the lookup at the SYN (and its retry) finds both ends.
+    let load = Command::new("h2load")
+        .args(["-D", "2", "-c", "2", "--rps", "10"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let load_pid = load.id();
+    let out = load.wait_with_output().unwrap();
+    assert!(out.status.success());
+    std::thread::sleep(Duration::from_millis(300));
+    let v = stop(sniff);
+    let server_pid = server.id();
+    let _ = server.kill();
+    let _ = server.wait();
+    let conns = v["per_connection"].as_array().unwrap();
+    assert_eq!(conns.len(), 2, "{v:#}");
+    for c in conns {
+        let p = &c["process"];
+        assert_eq!(p["client"]["pid"], load_pid, "{c:#}");
+        assert_eq!(p["client"]["comm"], "h2load", "{c:#}");
+        assert_eq!(p["server"]["pid"], server_pid, "{c:#}");
+        assert_eq!(p["server"]["comm"], "nghttpd", "{c:#}");
+    }
+}

@@ -96,3 +96,4 @@ mod tshark;
 mod usage;
 mod users_saw;
 mod views;
+mod wellknown;
