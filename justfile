@@ -98,6 +98,7 @@ captures: (deps test_pkgs)
 bench: (deps bench_pkgs)
     scripts/bench.sh
     scripts/bench-tls.sh
+    scripts/bench-jobs.sh
 
 # TLS decryption cost: replay of 100k tonic calls over TLS 1.3 (with the key log) vs the same over h2c.
 bench-tls N="100000": (deps bench_pkgs)
