@@ -333,3 +333,107 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(id: u32, first: Nanos) -> ConnLedger {
+        ConnLedger {
+            calls: 1,
+            client: format!("10.0.0.1:{}", 1000 + id),
+            client_by: "syn",
+            first,
+            id,
+            mid_stream: false,
+            prelude: None,
+            server: "10.0.0.2:80".into(),
+            sides: Default::default(),
+            upgraded_calls: 0,
+        }
+    }
+
+    fn part(first: Nanos, conns: Vec<ConnLedger>) -> Report {
+        let mut r = Report::default();
+        r.capture = Some(CaptureStats {
+            first: Some(first),
+            last: Some(first + 100),
+            packets: 10,
+            tcp_segments: 10,
+            ..CaptureStats::default()
+        });
+        r.ledger.connections = conns.len() as u64;
+        r.ledger.calls = conns.len() as u64;
+        r.ledger.per_connection = conns;
+        r
+    }
+
+    /// Two parts whose connections interleave in time: numbered as one run numbers them.
+    #[test]
+    fn connections_are_numbered_in_order_of_first_packet() {
+        let a = part(10, vec![conn(0, 10), conn(1, 30)]);
+        let b = part(20, vec![conn(0, 20), conn(1, 40)]);
+        let m = merge(vec![b, a]);
+        let got: Vec<(u32, Nanos)> = m
+            .ledger
+            .per_connection
+            .iter()
+            .map(|c| (c.id, c.first))
+            .collect();
+        assert_eq!(got, [(0, 10), (1, 20), (2, 30), (3, 40)]);
+        assert_eq!((m.ledger.calls, m.ledger.connections), (4, 4));
+        assert_eq!(
+            m.capture.as_ref().map(|c| (c.first, c.last)),
+            Some((Some(10), Some(120)))
+        );
+        assert_eq!((m.start, m.end), (Some(10), Some(120)));
+    }
+
+    #[test]
+    fn warnings_name_the_merged_connection() {
+        assert_eq!(
+            renumber_warning("connection 3 a -> b: gap", |k| k + 10),
+            "connection 13 a -> b: gap"
+        );
+        assert_eq!(renumber_warning("connection x", |k| k + 10), "connection x");
+        assert_eq!(
+            renumber_warning("packet 3: late", |k| k + 10),
+            "packet 3: late"
+        );
+    }
+
+    /// A part's "why empty" warning is not repeated: the whole says it once, of the totals.
+    #[test]
+    fn the_empty_ledger_is_said_of_the_whole() {
+        let mut a = part(10, vec![]);
+        a.ledger
+            .warnings
+            .push("no HTTP/2 connection among 10 packets (10 TCP segments)".into());
+        let mut b = part(20, vec![]);
+        b.ledger
+            .warnings
+            .push("no HTTP/2 connection among 10 packets (10 TCP segments)".into());
+        let m = merge(vec![a, b]);
+        assert_eq!(
+            m.ledger.warnings,
+            ["no HTTP/2 connection among 20 packets (20 TCP segments)"]
+        );
+    }
+
+    /// A report read back from its JSON writes the same JSON.
+    #[test]
+    fn a_report_reads_back_to_the_same_json() {
+        let mut r = part(
+            1_796_257_867_761_552_000,
+            vec![conn(0, 1_796_257_867_761_552_123)],
+        );
+        r.tcp = Some(TcpReport::default());
+        r.tls = Some(Default::default());
+        r.findings = Some(Vec::new());
+        let text = serde_json::to_string(&r).unwrap();
+        let back = read::from_json(&serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        let v: serde_json::Value = serde_json::json!({"latency_us": {}});
+        assert!(read::from_json(&v).unwrap_err().0.contains("--analyze"));
+    }
+}

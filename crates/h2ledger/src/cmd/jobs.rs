@@ -56,7 +56,7 @@ pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
         let opts = source::keys::options(&l.input, l.filter, None, None)
             .unwrap_or_else(|_| h2ledger_run::Options::default());
         let mut wanted = l.analysis.wanted(None);
-        wanted.findings = Some(findings_cfg.clone());
+        wanted.findings = Some(findings_cfg);
         Session::new(Obs::new(&wanted), opts)
     };
     let reading = Reading {
