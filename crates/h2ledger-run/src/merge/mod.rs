@@ -354,18 +354,23 @@ mod tests {
     }
 
     fn part(first: Nanos, conns: Vec<ConnLedger>) -> Report {
-        let mut r = Report::default();
-        r.capture = Some(CaptureStats {
-            first: Some(first),
-            last: Some(first + 100),
-            packets: 10,
-            tcp_segments: 10,
-            ..CaptureStats::default()
-        });
-        r.ledger.connections = conns.len() as u64;
-        r.ledger.calls = conns.len() as u64;
-        r.ledger.per_connection = conns;
-        r
+        let n = conns.len() as u64;
+        Report {
+            capture: Some(CaptureStats {
+                first: Some(first),
+                last: Some(first + 100),
+                packets: 10,
+                tcp_segments: 10,
+                ..CaptureStats::default()
+            }),
+            ledger: LedgerReport {
+                connections: n,
+                calls: n,
+                per_connection: conns,
+                ..LedgerReport::default()
+            },
+            ..Report::default()
+        }
     }
 
     /// Two parts whose connections interleave in time: numbered as one run numbers them.
