@@ -4,6 +4,7 @@
 mod analysis;
 pub mod durations;
 mod findings;
+mod merge;
 pub mod messages;
 mod tcpdump;
 pub mod times;
@@ -17,6 +18,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use analysis::AnalysisArgs;
 pub use findings::FindingsArgs;
+pub use merge::{JobsArgs, MergeArgs};
 
 #[derive(Parser)]
 #[command(
@@ -81,12 +83,7 @@ pub enum Cmd {
     /// gives reports whose connections, calls and frames add up to the whole capture's.
     Split(SplitArgs),
     /// The report of the union of captures whose TCP connections are disjoint, from their
-    /// reports (`replay -T json`): a split's shards, or captures of different hosts or times
-    ///
-    /// Counts add; the connections are numbered again in the order of their first packet;
-    /// findings of a connection follow it, a whole capture's findings of one id fold into
-    /// one; every cap hit in any report stays counted. Reports with --analyze or phases are
-    /// refused (docs/scale.md says what merges exactly).
+    /// reports (`replay -T json`); docs/scale.md says what merges exactly
     Merge(MergeArgs),
     /// What a finding id means: its rule, the source the rule comes from, and the advice
     /// (without an id: every id, its severity and what it names)
@@ -296,12 +293,8 @@ pub struct ReplayArgs {
     /// path="other" (counted in h2ledger_limits_hit_total{limit="metrics_paths"})
     #[arg(long, value_name = "N", default_value_t = h2ledger_output::metrics::DEFAULT_MAX_PATHS, value_parser = max_paths)]
     pub metrics_max_paths: usize,
-    /// Workers: the packets dealt by TCP connection (split's hash) to N sessions on their own
-    /// threads, their reports merged; the same report as one worker where no cap is hit (caps
-    /// apply per worker). Not with --analyze, phases, --plot, -T jsonl or -T prometheus
-    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub jobs: u32,
+    #[command(flatten)]
+    pub jobs: JobsArgs,
 }
 
 /// The capture flags every capturing command takes.
@@ -571,17 +564,6 @@ pub struct CompareArgs {
     pub format: Format,
     #[command(flatten)]
     pub filter: FilterArgs,
-}
-
-#[derive(Args)]
-pub struct MergeArgs {
-    /// Reports written by `replay -T json` (or JSON lines: their `summary` lines are taken;
-    /// several documents in one file are several reports); `-` reads standard input
-    #[arg(value_name = "REPORT", required = true)]
-    pub files: Vec<String>,
-    /// Tables (warnings on stderr), or one JSON document (the `replay -T json` object)
-    #[arg(short = 'T', long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
 }
 
 #[derive(Args)]

@@ -32,8 +32,8 @@ pub fn replay(mut a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
         metrics: None,
         metrics_max_paths: a.metrics_max_paths,
     };
-    if a.jobs > 1 {
-        return super::jobs::run(l, a.jobs as usize, ctx);
+    if a.jobs.jobs > 1 {
+        return super::jobs::run(l, a.jobs.jobs as usize, ctx);
     }
     super::ledger::run(l, ctx)
 }
