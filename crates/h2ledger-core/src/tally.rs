@@ -30,7 +30,8 @@ pub struct SideTally {
 }
 
 impl SideTally {
-    pub(crate) fn merge(&mut self, o: &SideTally) {
+    /// Adds `o`'s counts to these (a merged report, or a connection's phases).
+    pub fn merge(&mut self, o: &SideTally) {
         self.frames.merge(&o.frames);
         self.bdp_pings += o.bdp_pings;
         self.writes += o.writes;
@@ -216,6 +217,7 @@ fn conn_ledger(c: &ConnSummary, t: &Tally) -> ConnLedger {
         client: fmt_addr(&c.client),
         server: fmt_addr(&c.server),
         client_by: c.client_by.name(),
+        first: c.start,
         mid_stream: c.mid_stream,
         prelude: c.prelude.map(|p| p.name()),
         calls: sides.client.frames.get(FrameClass::Headers),
@@ -298,6 +300,10 @@ pub struct ConnLedger {
     pub client: String,
     /// How the client was told apart: syn, preface, odd-streams or ephemeral-port.
     pub client_by: &'static str,
+    /// The connection's first packet (nanoseconds since the epoch; seconds in the JSON): a
+    /// merged report numbers the connections of its parts in this order (docs/scale.md).
+    #[serde(serialize_with = "first_secs")]
+    pub first: h2ledger_tcp::Nanos,
     /// The connection's id (order of first appearance in the capture, from 0).
     pub id: u32,
     /// The capture lacks the start of at least one direction: HPACK references to entries never
@@ -315,6 +321,10 @@ pub struct ConnLedger {
     pub sides: Sides<SideTally>,
     /// 1 when the call on stream 1 was an upgraded HTTP/1.1 request (not in `calls`).
     pub upgraded_calls: u64,
+}
+
+fn first_secs<S: serde::Serializer>(t: &h2ledger_tcp::Nanos, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(*t as f64 / 1e9)
 }
 
 impl ConnLedger {

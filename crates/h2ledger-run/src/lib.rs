@@ -37,7 +37,9 @@
 
 mod far;
 pub mod input;
+pub mod merge;
 mod obs;
+pub mod parallel;
 mod pipeline;
 pub mod procs;
 mod report;

@@ -152,20 +152,55 @@ impl<O> Pipeline<O> {
     pub fn note_empty(&self, report: &mut LedgerReport, filter: Option<&str>) {
         // TLS without a key explains it (the headline says so, the TLS warnings name them).
         let hidden = self.tls.report().without_key_h2 > 0;
-        if self.stats.packets > 0 && report.connections == 0 && !hidden {
-            report.warnings.push(format!(
-                "no HTTP/2 connection among {} packets ({} TCP segments){}",
-                self.stats.packets,
-                self.stats.tcp_segments,
-                filter
-                    .map(|f| format!(" matching \"{f}\""))
-                    .unwrap_or_default()
-            ));
-        } else if self.stats.packets == 0 {
-            report.warnings.push(match filter {
-                Some(f) => format!("no packets matched \"{f}\""),
-                None => "the capture holds no packets".to_string(),
-            });
+        if let Some(w) = empty_note(
+            self.stats.packets,
+            self.stats.tcp_segments,
+            report.connections,
+            hidden,
+            filter,
+        ) {
+            report.warnings.push(w);
         }
+    }
+}
+
+/// Why a ledger of `connections` HTTP/2 connections over `packets` is empty, if it is
+/// (`hidden`: TLS without a key explains it; `filter`: the capture filter, if any).
+pub(crate) fn empty_note(
+    packets: u64,
+    tcp_segments: u64,
+    connections: u64,
+    hidden: bool,
+    filter: Option<&str>,
+) -> Option<String> {
+    if packets > 0 && connections == 0 && !hidden {
+        Some(format!(
+            "no HTTP/2 connection among {packets} packets ({tcp_segments} TCP segments){}",
+            filter
+                .map(|f| format!(" matching \"{f}\""))
+                .unwrap_or_default()
+        ))
+    } else if packets == 0 {
+        Some(match filter {
+            Some(f) => format!("no packets matched \"{f}\""),
+            None => "the capture holds no packets".to_string(),
+        })
+    } else {
+        None
+    }
+}
+
+/// The filter an [`empty_note`] names, when `w` is one: `Some(None)` without a filter.
+pub(crate) fn empty_note_filter(w: &str) -> Option<Option<String>> {
+    if w == "the capture holds no packets" {
+        return Some(None);
+    }
+    if let Some(rest) = w.strip_prefix("no packets matched \"") {
+        return Some(rest.strip_suffix('"').map(str::to_owned));
+    }
+    let rest = w.strip_prefix("no HTTP/2 connection among ")?;
+    match rest.split_once(" matching \"") {
+        Some((_, f)) => Some(f.strip_suffix('"').map(str::to_owned)),
+        None => rest.ends_with(" TCP segments)").then_some(None),
     }
 }

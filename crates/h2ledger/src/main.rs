@@ -135,6 +135,7 @@ fn run(cli: Cli, ctx: Ctx) -> Result<ExitCode> {
         Cmd::Demo(a) => cmd::demo::demo(a, ctx),
         Cmd::Compare(a) => cmd::compare::compare(a, ctx),
         Cmd::Split(a) => cmd::split::split(a, ctx),
+        Cmd::Merge(a) => cmd::merge::merge(a, ctx),
         Cmd::Explain(a) => cmd::explain::explain(a),
         Cmd::Completions(a) => cmd::install::completions(a),
         Cmd::Man(a) => cmd::install::man(a),

@@ -4,6 +4,7 @@
 mod analysis;
 pub use h2ledger_run::time::durations;
 mod findings;
+mod merge;
 pub mod messages;
 mod tcpdump;
 pub use h2ledger_run::time::cuts as times;
@@ -17,6 +18,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use analysis::AnalysisArgs;
 pub use findings::FindingsArgs;
+pub use merge::{JobsArgs, MergeArgs};
 
 #[derive(Parser)]
 #[command(
@@ -80,6 +82,9 @@ pub enum Cmd {
     /// N-1. Packets that are not TCP over IP go to shard 0 and are counted. Replaying each shard
     /// gives reports whose connections, calls and frames add up to the whole capture's.
     Split(SplitArgs),
+    /// The report of the union of captures whose TCP connections are disjoint, from their
+    /// reports (`replay -T json`); docs/scale.md says what merges exactly
+    Merge(MergeArgs),
     /// What a finding id means: its rule, the source the rule comes from, and the advice
     /// (without an id: every id, its severity and what it names)
     Explain(ExplainArgs),
@@ -293,6 +298,8 @@ pub struct ReplayArgs {
     /// path="other" (counted in h2ledger_limits_hit_total{limit="metrics_paths"})
     #[arg(long, value_name = "N", default_value_t = h2ledger_output::metrics::DEFAULT_MAX_PATHS, value_parser = max_paths)]
     pub metrics_max_paths: usize,
+    #[command(flatten)]
+    pub jobs: JobsArgs,
 }
 
 /// The capture flags every capturing command takes.

@@ -19,20 +19,21 @@ pub fn replay(mut a: ReplayArgs, ctx: Ctx) -> Result<ExitCode> {
         (Some(f), None) | (None, Some(f)) => f,
         (None, None) => anyhow::bail!("give a capture FILE (or -r FILE)"),
     };
-    super::ledger::run(
-        super::ledger::Ledger {
-            input: Input::File(file),
-            cap: &cap,
-            filter: &a.filter,
-            analysis: &a.analysis,
-            findings: &a.findings,
-            every: a.every,
-            format: a.format,
-            max_frames: None,
-            live: false,
-            metrics: None,
-            metrics_max_paths: a.metrics_max_paths,
-        },
-        ctx,
-    )
+    let l = super::ledger::Ledger {
+        input: Input::File(file),
+        cap: &cap,
+        filter: &a.filter,
+        analysis: &a.analysis,
+        findings: &a.findings,
+        every: a.every,
+        format: a.format,
+        max_frames: None,
+        live: false,
+        metrics: None,
+        metrics_max_paths: a.metrics_max_paths,
+    };
+    if a.jobs.jobs > 1 {
+        return super::jobs::run(l, a.jobs.jobs as usize, ctx);
+    }
+    super::ledger::run(l, ctx)
 }

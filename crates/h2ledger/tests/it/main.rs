@@ -59,6 +59,8 @@
 //! * `split`: issue 39, `split` on every capture in captures/ (pcap, pcapng, secrets blocks):
 //!   each connection in one shard, the shards' connections, calls, packets and frames adding
 //!   up to the whole's; compressed and piped input; its errors.
+//! * `merge`: issue 39, `merge` of the shards of every capture equal to its report, and of
+//!   two captures equal to the report of the two merged by mergecap, byte for byte.
 //! * `parquet`: issue 39, `calls`/`frames -T parquet` on every capture in captures/, read by
 //!   DuckDB and chDB (ClickHouse): count, sums and distinct values equal jq's over `-T jsonl`.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
@@ -81,6 +83,7 @@ mod install;
 mod internal_api;
 mod keys_from;
 mod live;
+mod merge;
 mod messages;
 mod metrics;
 mod parquet;

@@ -12,7 +12,7 @@ use crate::util::{bin, capture, n, repo, run, scratch, FRAME_KEYS};
 const SHARDS: usize = 3;
 
 /// Every capture under captures/, recursively.
-fn captures() -> Vec<PathBuf> {
+pub fn captures() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap()

@@ -1,0 +1,444 @@
+//! Reports merged: the report of the union of captures whose TCP connections are disjoint
+//! (`h2ledger merge`, the shards of `h2ledger split`, `replay -j N`'s workers).
+//!
+//! One [`merge`] of [`Report`]s, whole-capture reports without an analysis (docs/scale.md
+//! says what merges exactly and why): counts add; the connections listed are numbered again
+//! in the order of their first packet across the parts; findings of a connection follow its
+//! number, findings of the whole capture of one id fold into one; the capture's first and
+//! last packet are the earliest and the latest; every cap hit in a part stays counted.
+//! [`read::from_json`] reads a published report back for it.
+//!
+//! ```
+//! use h2ledger_run::merge::merge;
+//! use h2ledger_run::Report;
+//!
+//! let mut a = Report::default();
+//! a.ledger.calls = 3;
+//! let mut b = Report::default();
+//! b.ledger.calls = 4;
+//! assert_eq!(merge(vec![a, b]).ledger.calls, 7);
+//! ```
+
+pub mod read;
+
+use h2ledger_core::findings::{Finding, Num};
+use h2ledger_core::ledger::MAX_WARNINGS;
+use h2ledger_core::tally::MAX_CONN_DETAIL;
+use h2ledger_core::{ConnLedger, LedgerReport, Side};
+
+use h2ledger_tcp::Nanos;
+
+use crate::pipeline::{empty_note, empty_note_filter};
+use crate::report::{CaptureStats, Drops, Report, TcpReport};
+
+/// Where a connection of one part falls among all the parts' connections: its number in the
+/// merged report. A part numbers its TCP connections (HTTP/2 or not) from 0 in the order of
+/// their first packet; a connection listed in part `p` with number `k` and first packet `t`
+/// had `k` connections of its own part before it, and in every other part at least as many
+/// as that part lists before `t` (the last one's number plus 1). Exact when every TCP
+/// connection of the parts is HTTP/2 and listed; else a lower bound, still increasing with
+/// `t` (docs/scale.md).
+struct Numbering {
+    /// Per part: (first packet, number) of its listed connections, by first packet.
+    listed: Vec<Vec<(Nanos, u32)>>,
+    /// Per part: its first packet.
+    starts: Vec<Nanos>,
+}
+
+impl Numbering {
+    fn new(parts: &[Report]) -> Numbering {
+        Numbering {
+            listed: parts
+                .iter()
+                .map(|p| {
+                    let mut v: Vec<(Nanos, u32)> = p
+                        .ledger
+                        .per_connection
+                        .iter()
+                        .map(|c| (c.first, c.id))
+                        .collect();
+                    v.sort_unstable();
+                    v
+                })
+                .collect(),
+            starts: parts
+                .iter()
+                .map(|p| {
+                    p.capture
+                        .as_ref()
+                        .and_then(|c| c.first)
+                        .unwrap_or(Nanos::MIN)
+                })
+                .collect(),
+        }
+    }
+
+    /// The merged number of connection `id` of part `part`, first seen at `first`.
+    fn number(&self, part: usize, id: u32, first: Nanos) -> u32 {
+        let mut n = u64::from(id);
+        for (q, l) in self.listed.iter().enumerate() {
+            if q == part {
+                continue;
+            }
+            // Connections of part q that come first: earlier, or as early and of an
+            // earlier part.
+            let before = l.partition_point(|&(t, _)| t < first || (t == first && q < part));
+            if before > 0 {
+                n += u64::from(l[before - 1].1) + 1;
+            }
+        }
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// The merged number of a connection of `part` known by its number only (a finding or a
+    /// TLS connection whose connection is not listed): placed as late as its part's listed
+    /// connections before it allow, and not before its part's first packet.
+    fn number_of(&self, part: usize, id: u32) -> u32 {
+        let l = &self.listed[part];
+        match l.iter().find(|(_, k)| *k == id) {
+            Some(&(t, _)) => self.number(part, id, t),
+            None => {
+                let t = l
+                    .iter()
+                    .filter(|(_, k)| *k < id)
+                    .map(|(t, _)| *t)
+                    .max()
+                    .unwrap_or(Nanos::MIN)
+                    .max(self.starts[part]);
+                self.number(part, id, t)
+            }
+        }
+    }
+}
+
+fn add_capture(a: &mut CaptureStats, b: &CaptureStats) {
+    a.first = [a.first, b.first].into_iter().flatten().min();
+    a.last = [a.last, b.last].into_iter().flatten().max();
+    a.not_tcp += b.not_tcp;
+    a.packets += b.packets;
+    a.tcp_segments += b.tcp_segments;
+    a.undecodable += b.undecodable;
+}
+
+fn add_tcp(a: &mut TcpReport, b: &TcpReport) {
+    a.bound_hits += b.bound_hits;
+    a.data_after_rst += b.data_after_rst;
+    a.data_after_rst_ignored += b.data_after_rst_ignored;
+    a.evicted += b.evicted;
+    a.evicted_forgotten += b.evicted_forgotten;
+    a.gap_bytes += b.gap_bytes;
+    a.gaps += b.gaps;
+    a.out_of_order += b.out_of_order;
+    a.overlaps += b.overlaps;
+    a.resumed += b.resumed;
+    a.retransmissions += b.retransmissions;
+    a.segments += b.segments;
+    a.truncated += b.truncated;
+}
+
+fn add_drops(a: &mut Drops, b: &Drops) {
+    a.interface += b.interface;
+    a.kernel += b.kernel;
+    a.received += b.received;
+}
+
+fn add_tls(a: &mut h2ledger_tls::TlsReport, b: &h2ledger_tls::TlsReport) {
+    a.auth_failed += b.auth_failed;
+    a.auth_failures += b.auth_failures;
+    a.connections += b.connections;
+    a.decrypted += b.decrypted;
+    a.held_limit_hits += b.held_limit_hits;
+    a.key_updates += b.key_updates;
+    // Every part reads the whole key log (a split's shards each carry every Decryption
+    // Secrets Block, -j's workers share one --keylog): its counts are the largest part's.
+    a.keylog.key_lines = a.keylog.key_lines.max(b.keylog.key_lines);
+    a.keylog.skipped_lines = a.keylog.skipped_lines.max(b.keylog.skipped_lines);
+    a.keylog_randoms = a.keylog_randoms.max(b.keylog_randoms);
+    a.no_handshake += b.no_handshake;
+    a.not_h2 += b.not_h2;
+    a.per_connection_dropped += b.per_connection_dropped;
+    a.records += b.records;
+    a.truncated_handshake += b.truncated_handshake;
+    a.unsupported += b.unsupported;
+    a.without_key += b.without_key;
+    a.without_key_h2 += b.without_key_h2;
+}
+
+/// A capture-wide finding of the same id and side as `a`, folded in: occurrences add,
+/// first and last widen, counts in the evidence add (a `first_conn` takes the earliest).
+fn fold_finding(a: &mut Finding, b: &Finding) {
+    a.count += b.count;
+    a.first = a.first.min(b.first);
+    a.last = a.last.max(b.last);
+    let mut e = a.evidence.clone();
+    for (k, v) in b.evidence.sorted() {
+        let merged = match (a.evidence.get(k), v) {
+            (Some(Num::U(x)), Num::U(y)) if k.starts_with("first_") => Num::U(*x.min(y)),
+            (Some(Num::U(x)), Num::U(y)) => Num::U(x + y),
+            (Some(old), _) => old.clone(),
+            (None, v) => v.clone(),
+        };
+        e.set(k, merged);
+    }
+    let first_conn = |f: &Finding| match f.evidence.get("first_conn") {
+        Some(Num::U(k)) => u32::try_from(*k).ok(),
+        _ => None,
+    };
+    let tied = a.stream.is_some() && a.stream == first_conn(a);
+    let count = a.count;
+    *a = a.with_evidence(e, count);
+    if tied {
+        a.stream = first_conn(a);
+    }
+}
+
+/// A warning about one connection (`connection K ...`, as the ledger and the TLS layer write
+/// them) with the connection's merged number.
+fn renumber_warning(w: &str, number: impl Fn(u32) -> u32) -> String {
+    let Some(rest) = w.strip_prefix("connection ") else {
+        return w.to_owned();
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    match rest[..digits].parse::<u32>() {
+        Ok(k) if rest[digits..].starts_with(' ') => {
+            format!("connection {}{}", number(k), &rest[digits..])
+        }
+        _ => w.to_owned(),
+    }
+}
+
+/// The report of the union of `parts`: whole-capture reports (no phases) of captures whose
+/// TCP connections are disjoint, in any order.
+pub fn merge(mut parts: Vec<Report>) -> Report {
+    // Parts in the order of their first packet: warnings, listed in each part's order, then
+    // follow the time of the parts.
+    parts.sort_by_key(|p| {
+        p.capture
+            .as_ref()
+            .and_then(|c| c.first)
+            .unwrap_or(Nanos::MAX)
+    });
+    let num = Numbering::new(&parts);
+    let mut out = Report::default();
+    let l: &mut LedgerReport = &mut out.ledger;
+    let mut conns: Vec<ConnLedger> = Vec::new();
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut any_findings = false;
+    let mut filter: Option<String> = None;
+    for (p, part) in parts.iter().enumerate() {
+        let pl = &part.ledger;
+        for (k, v) in &pl.anomalies {
+            *l.anomalies.entry(k.clone()).or_default() += v;
+        }
+        l.calls += pl.calls;
+        l.connections += pl.connections;
+        l.upgraded_calls += pl.upgraded_calls;
+        l.per_connection_omitted += pl.per_connection_omitted;
+        for s in Side::ALL {
+            l.sides.get_mut(s).merge(pl.sides.get(s));
+        }
+        for c in &pl.per_connection {
+            let mut c = c.clone();
+            c.id = num.number(p, c.id, c.first);
+            conns.push(c);
+        }
+        for w in &pl.warnings {
+            // A part's word on why its ledger is empty is said again of the whole.
+            if let Some(f) = empty_note_filter(w) {
+                filter = filter.or(f);
+                continue;
+            }
+            if l.warnings.len() < MAX_WARNINGS {
+                l.warnings
+                    .push(renumber_warning(w, |k| num.number_of(p, k)));
+            }
+        }
+        if let Some(c) = &part.capture {
+            add_capture(out.capture.get_or_insert_with(Default::default), c);
+        }
+        if let Some(t) = &part.tcp {
+            add_tcp(out.tcp.get_or_insert_with(Default::default), t);
+        }
+        if let Some(d) = &part.drops {
+            add_drops(out.drops.get_or_insert_with(Default::default), d);
+        }
+        if let Some(t) = &part.tls {
+            let o = out.tls.get_or_insert_with(Default::default);
+            add_tls(o, t);
+            for c in &t.per_connection {
+                let mut c = c.clone();
+                c.id = num.number_of(p, c.id);
+                o.per_connection.push(c);
+            }
+        }
+        if let Some(fs) = &part.findings {
+            any_findings = true;
+            for f in fs {
+                let mut f = f.clone();
+                match f.conn {
+                    Some(id) => {
+                        f.conn = Some(num.number_of(p, id));
+                        findings.push(f);
+                    }
+                    None => {
+                        if let Some(Num::U(k)) = f.evidence.get("first_conn") {
+                            let k = u32::try_from(*k).unwrap_or(u32::MAX);
+                            let n = num.number_of(p, k);
+                            f.evidence.set("first_conn", Num::U(u64::from(n)));
+                            // tls-no-keys names its first connection in `stream` too.
+                            if f.stream == Some(k) {
+                                f.stream = Some(n);
+                            }
+                        }
+                        match findings
+                            .iter_mut()
+                            .find(|g| g.conn.is_none() && g.id == f.id && g.side == f.side)
+                        {
+                            Some(g) => fold_finding(g, &f),
+                            None => findings.push(f),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let capture = out.capture.clone().unwrap_or_default();
+    // A whole capture's bounds are its first and last packet (the tables show times from it).
+    out.start = capture.first;
+    out.end = capture.last;
+    let hidden = out.tls.as_ref().is_some_and(|t| t.without_key_h2 > 0);
+    if out.capture.is_some() {
+        if let Some(w) = empty_note(
+            capture.packets,
+            capture.tcp_segments,
+            out.ledger.connections,
+            hidden,
+            filter.as_deref(),
+        ) {
+            out.ledger.warnings.push(w);
+        }
+    }
+    conns.sort_by_key(|c| c.id);
+    if conns.len() > MAX_CONN_DETAIL {
+        out.ledger.per_connection_omitted += (conns.len() - MAX_CONN_DETAIL) as u64;
+        conns.truncate(MAX_CONN_DETAIL);
+    }
+    out.ledger.per_connection = conns;
+    if let Some(t) = out.tls.as_mut() {
+        t.per_connection.sort_by_key(|c| c.id);
+    }
+    if any_findings {
+        findings.sort_by(Finding::order);
+        out.findings = Some(findings);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(id: u32, first: Nanos) -> ConnLedger {
+        ConnLedger {
+            calls: 1,
+            client: format!("10.0.0.1:{}", 1000 + id),
+            client_by: "syn",
+            first,
+            id,
+            mid_stream: false,
+            prelude: None,
+            server: "10.0.0.2:80".into(),
+            sides: Default::default(),
+            upgraded_calls: 0,
+        }
+    }
+
+    fn part(first: Nanos, conns: Vec<ConnLedger>) -> Report {
+        let n = conns.len() as u64;
+        Report {
+            capture: Some(CaptureStats {
+                first: Some(first),
+                last: Some(first + 100),
+                packets: 10,
+                tcp_segments: 10,
+                ..CaptureStats::default()
+            }),
+            ledger: LedgerReport {
+                connections: n,
+                calls: n,
+                per_connection: conns,
+                ..LedgerReport::default()
+            },
+            ..Report::default()
+        }
+    }
+
+    /// Two parts whose connections interleave in time: numbered as one run numbers them.
+    #[test]
+    fn connections_are_numbered_in_order_of_first_packet() {
+        let a = part(10, vec![conn(0, 10), conn(1, 30)]);
+        let b = part(20, vec![conn(0, 20), conn(1, 40)]);
+        let m = merge(vec![b, a]);
+        let got: Vec<(u32, Nanos)> = m
+            .ledger
+            .per_connection
+            .iter()
+            .map(|c| (c.id, c.first))
+            .collect();
+        assert_eq!(got, [(0, 10), (1, 20), (2, 30), (3, 40)]);
+        assert_eq!((m.ledger.calls, m.ledger.connections), (4, 4));
+        assert_eq!(
+            m.capture.as_ref().map(|c| (c.first, c.last)),
+            Some((Some(10), Some(120)))
+        );
+        assert_eq!((m.start, m.end), (Some(10), Some(120)));
+    }
+
+    #[test]
+    fn warnings_name_the_merged_connection() {
+        assert_eq!(
+            renumber_warning("connection 3 a -> b: gap", |k| k + 10),
+            "connection 13 a -> b: gap"
+        );
+        assert_eq!(renumber_warning("connection x", |k| k + 10), "connection x");
+        assert_eq!(
+            renumber_warning("packet 3: late", |k| k + 10),
+            "packet 3: late"
+        );
+    }
+
+    /// A part's "why empty" warning is not repeated: the whole says it once, of the totals.
+    #[test]
+    fn the_empty_ledger_is_said_of_the_whole() {
+        let mut a = part(10, vec![]);
+        a.ledger
+            .warnings
+            .push("no HTTP/2 connection among 10 packets (10 TCP segments)".into());
+        let mut b = part(20, vec![]);
+        b.ledger
+            .warnings
+            .push("no HTTP/2 connection among 10 packets (10 TCP segments)".into());
+        let m = merge(vec![a, b]);
+        assert_eq!(
+            m.ledger.warnings,
+            ["no HTTP/2 connection among 20 packets (20 TCP segments)"]
+        );
+    }
+
+    /// A report read back from its JSON writes the same JSON.
+    #[test]
+    fn a_report_reads_back_to_the_same_json() {
+        let mut r = part(
+            1_796_257_867_761_552_000,
+            vec![conn(0, 1_796_257_867_761_552_123)],
+        );
+        r.tcp = Some(TcpReport::default());
+        r.tls = Some(Default::default());
+        r.findings = Some(Vec::new());
+        let text = serde_json::to_string(&r).unwrap();
+        let back = read::from_json(&serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        let v: serde_json::Value = serde_json::json!({"latency_us": {}});
+        assert!(read::from_json(&v).unwrap_err().0.contains("--analyze"));
+    }
+}

@@ -1,0 +1,132 @@
+//! Sessions side by side (`replay -j N`, `replay A B C`): packets dealt by TCP connection to
+//! N workers, each an ordinary [`Session`] on its own thread, and their reports merged.
+//!
+//! A packet goes to worker [`split::shard_of`] (the symmetric connection hash `split`
+//! uses), so both directions of a connection meet in one session and every session is
+//! exact on its own; packets that are not TCP go to worker 0. Packets travel in batches of
+//! [`BATCH`] over bounded channels ([`QUEUED`] batches per worker), so memory stays
+//! bounded however fast the reader is. Caps (connections tracked, warnings kept) apply per
+//! worker; the merged report counts every hit ([`crate::merge`]).
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use h2ledger_tcp::{LinkType, Nanos};
+
+use crate::merge::merge;
+use crate::report::Report;
+use crate::session::{End, Session};
+use crate::split;
+
+/// Packets handed to a worker at once.
+pub const BATCH: usize = 512;
+/// Batches waiting for one worker before the reader waits.
+pub const QUEUED: usize = 8;
+
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    /// Link type, time, end of the packet's bytes in `bytes`.
+    packets: Vec<(LinkType, Nanos, usize)>,
+}
+
+enum Msg {
+    Packets(Batch),
+    End(End),
+}
+
+/// Where the reader puts packets: each one into its connection's worker's batch.
+pub struct Dealer {
+    txs: Vec<SyncSender<Msg>>,
+    batches: Vec<Batch>,
+    packets: u64,
+}
+
+impl Dealer {
+    /// One packet (`data`: the link layer's frame as captured).
+    pub fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) {
+        self.packets += 1;
+        let n = self.txs.len();
+        let k = if n == 1 {
+            0
+        } else {
+            split::shard_of(linktype, data, n).unwrap_or(0)
+        };
+        let b = &mut self.batches[k];
+        b.bytes.extend_from_slice(data);
+        b.packets.push((linktype, ts, b.bytes.len()));
+        if b.packets.len() >= BATCH {
+            let full = std::mem::take(b);
+            // A worker that ended (it cannot) drops the batch.
+            let _ = self.txs[k].send(Msg::Packets(full));
+        }
+    }
+
+    /// Packets dealt so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    fn finish(mut self, end: &End) {
+        for (k, tx) in self.txs.iter().enumerate() {
+            let b = std::mem::take(&mut self.batches[k]);
+            if !b.packets.is_empty() {
+                let _ = tx.send(Msg::Packets(b));
+            }
+            let _ = tx.send(Msg::End(end.clone()));
+        }
+        self.txs.clear();
+    }
+}
+
+fn work(mut s: Session, rx: Receiver<Msg>) -> Report {
+    let mut end = End::Complete;
+    for m in rx {
+        match m {
+            Msg::Packets(b) => {
+                let mut from = 0;
+                for (lt, ts, to) in b.packets {
+                    // Only --max-frames stops a session, and -j does not take it.
+                    let _ = s.feed(lt, ts, &b.bytes[from..to]);
+                    from = to;
+                }
+            }
+            Msg::End(e) => {
+                end = e;
+                break;
+            }
+        }
+    }
+    s.finish(&end, None).report
+}
+
+/// Runs `read` with a [`Dealer`] over `workers` sessions made by `session` (each on its own
+/// thread), and returns what `read` returned with the merged report. `read` returns how the
+/// input ended, which every session is finished with.
+pub fn deal<T>(
+    workers: usize,
+    session: &(dyn Fn() -> Session + Sync),
+    read: impl FnOnce(&mut Dealer) -> (T, End),
+) -> (T, Report) {
+    let workers = workers.max(1);
+    std::thread::scope(|sc| {
+        let mut txs = Vec::with_capacity(workers);
+        let mut handles = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (tx, rx) = sync_channel::<Msg>(QUEUED);
+            handles.push(sc.spawn(move || work(session(), rx)));
+            txs.push(tx);
+        }
+        let mut d = Dealer {
+            txs,
+            batches: (0..workers).map(|_| Batch::default()).collect(),
+            packets: 0,
+        };
+        let (t, end) = read(&mut d);
+        d.finish(&end);
+        let reports = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+        (t, merge(reports))
+    })
+}
