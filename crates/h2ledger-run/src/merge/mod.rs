@@ -347,6 +347,7 @@ mod tests {
             id,
             mid_stream: false,
             prelude: None,
+            process: None,
             server: "10.0.0.2:80".into(),
             sides: Default::default(),
             upgraded_calls: 0,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use h2ledger_core::findings::{Evidence, Finding, FindingId, Num, Severity};
+use h2ledger_core::tally::{ConnOwners, Owner};
 use h2ledger_core::{ConnLedger, FrameClass, FrameCounts, LedgerReport, Side, SideTally, Sides};
 use h2ledger_tcp::Nanos;
 use h2ledger_tls::{ConnReport, KeyLogStats, Status, TlsReport};
@@ -155,6 +156,35 @@ fn sides(v: &Value, at: &str) -> R<Sides<SideTally>> {
     })
 }
 
+/// `per_connection[].process` (`sniff`): null, or the process at each end (each null when
+/// not found).
+fn owners(v: Option<&Value>, at: &str) -> R<Option<ConnOwners>> {
+    let owner = |v: Option<&Value>, at: &str| -> R<Option<Owner>> {
+        match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => {
+                let m = obj(v, at)?;
+                Ok(Some(Owner {
+                    cgroup: opt_s(m, "cgroup", at)?,
+                    comm: s(m, "comm", at)?,
+                    pid: u32::try_from(u(m, "pid", at)?)
+                        .or_else(|_| err(format!("`{at}.pid` too large")))?,
+                }))
+            }
+        }
+    };
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            let m = obj(v, at)?;
+            Ok(Some(ConnOwners {
+                client: owner(m.get("client"), &format!("{at}.client"))?,
+                server: owner(m.get("server"), &format!("{at}.server"))?,
+            }))
+        }
+    }
+}
+
 fn conn(v: &Value) -> R<ConnLedger> {
     let at = "per_connection[]";
     let m = obj(v, at)?;
@@ -171,6 +201,7 @@ fn conn(v: &Value) -> R<ConnLedger> {
         id: u32::try_from(u(m, "id", at)?).or_else(|_| err("`per_connection[].id` too large"))?,
         mid_stream: b(m, "mid_stream", at)?,
         prelude: opt_s(m, "prelude", at)?.map(|p| intern(&p)).transpose()?,
+        process: owners(m.get("process"), &format!("{at}.process"))?,
         server: s(m, "server", at)?,
         sides: sides(field(m, "sides", at)?, &format!("{at}.sides"))?,
         upgraded_calls: u(m, "upgraded_calls", at)?,
