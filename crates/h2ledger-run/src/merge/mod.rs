@@ -207,6 +207,25 @@ fn renumber_warning(w: &str, number: impl Fn(u32) -> u32) -> String {
     }
 }
 
+/// A finding's title with every `connection K` in it given the connection's merged number
+/// (`goaway-retries` names the connection a call was sent again on).
+fn renumber_text(t: &str, number: impl Fn(u32) -> u32) -> String {
+    const AT: &str = "connection ";
+    let mut out = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(i) = rest.find(AT) {
+        out.push_str(&rest[..i + AT.len()]);
+        rest = &rest[i + AT.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if let Ok(k) = rest[..digits].parse::<u32>() {
+            out.push_str(&number(k).to_string());
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The report of the union of `parts`: whole-capture reports (no phases) of captures whose
 /// TCP connections are disjoint, in any order.
 pub fn merge(mut parts: Vec<Report>) -> Report {
@@ -278,6 +297,13 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
                 match f.conn {
                     Some(id) => {
                         f.conn = Some(num.number_of(p, id));
+                        // Another connection named in the evidence and the title.
+                        if let Some(Num::U(k)) = f.evidence.get("retry_conn") {
+                            let k = u32::try_from(*k).unwrap_or(u32::MAX);
+                            let n = num.number_of(p, k);
+                            f.evidence.set("retry_conn", Num::U(u64::from(n)));
+                        }
+                        f.title = renumber_text(&f.title, |k| num.number_of(p, k));
                         findings.push(f);
                     }
                     None => {
@@ -405,6 +431,15 @@ mod tests {
         assert_eq!(
             renumber_warning("packet 3: late", |k| k + 10),
             "packet 3: late"
+        );
+        assert_eq!(
+            renumber_text("sent again on connection 1, and connection 20 too", |k| k
+                + 10),
+            "sent again on connection 11, and connection 30 too"
+        );
+        assert_eq!(
+            renumber_text("connection x, 4 connections", |k| k + 10),
+            "connection x, 4 connections"
         );
     }
 

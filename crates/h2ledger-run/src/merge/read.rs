@@ -237,7 +237,9 @@ fn evidence(v: &Value, at: &str) -> R<Evidence> {
                     Num::F(f)
                 }
             }
-            _ => return err(format!("`{at}.{k}` is not a number")),
+            // A name the numbers are about (`method-errors`' `method`).
+            Value::String(t) => Num::Text(t.as_str().into()),
+            _ => return err(format!("`{at}.{k}` is not a number, a time or a name")),
         };
         e.set(key, num);
     }
