@@ -63,6 +63,7 @@ mod assemble;
 mod builtin;
 mod canon;
 mod compress;
+mod details;
 mod json;
 mod message;
 mod raw;
@@ -70,7 +71,8 @@ mod schema;
 mod wire;
 
 pub use assemble::{Assembler, Envelope, Partial};
-pub use builtin::{base64_decode, builtin, builtin_files, STATUS_TYPE};
+pub use builtin::builtin_files;
+pub use details::{base64_decode, builtin, STATUS_TYPE};
 pub use message::{decode_raw, Anomaly, Direction, Limits, Message};
 pub use prost_reflect::DescriptorPool;
 pub use schema::{Method, SchemaError, Schemas, SchemasBuilder};

@@ -6,7 +6,7 @@
 //! `/proc/<pid>/comm` and its control group `/proc/<pid>/cgroup`. A [`Scan`] reads all of it
 //! once: the TCP tables of every network namespace /proc shows (one process's tables per
 //! namespace, so a process in a container's namespace is found too), and every process's
-//! socket descriptors. [`Scan::owner`] then answers for one end of a connection.
+//! socket descriptors. [`Scan::pid`] then answers for one end of a connection.
 //!
 //! The root is a parameter so that tests read a fake /proc. Reading another user's
 //! `/proc/<pid>/fd` needs root (or CAP_SYS_PTRACE): a scan as another user finds only that

@@ -1,6 +1,8 @@
-//! `h2ledger merge`'s flags, and `replay -j`.
+//! The flags of scaling out: `h2ledger split`, `h2ledger merge` and `replay -j`.
 
-use clap::Args;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
 
 use super::Format;
 
@@ -24,4 +26,28 @@ pub struct JobsArgs {
     #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,
+}
+
+#[derive(Args)]
+pub struct SplitArgs {
+    /// The capture (pcap or pcapng, also gzip- or zstd-compressed); `-` reads standard input
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// How many captures to write (1 to 4096)
+    #[arg(short = 'n', long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub shards: u32,
+    /// The directory to write them into (made if missing; shards of the same name in it are
+    /// overwritten)
+    #[arg(short = 'w', long = "write", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// How to cut: by TCP connection (the only way so far)
+    #[arg(long, value_enum, default_value_t = SplitBy::Connection)]
+    pub by: SplitBy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SplitBy {
+    /// Both directions of a TCP connection (a symmetric hash of its two endpoints) in one shard
+    Connection,
 }

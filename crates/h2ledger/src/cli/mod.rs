@@ -18,7 +18,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use analysis::AnalysisArgs;
 pub use findings::FindingsArgs;
-pub use merge::{JobsArgs, MergeArgs};
+pub use merge::{JobsArgs, MergeArgs, SplitArgs};
 
 #[derive(Parser)]
 #[command(
@@ -571,30 +571,6 @@ pub struct CompareArgs {
     pub format: Format,
     #[command(flatten)]
     pub filter: FilterArgs,
-}
-
-#[derive(Args)]
-pub struct SplitArgs {
-    /// The capture (pcap or pcapng, also gzip- or zstd-compressed); `-` reads standard input
-    #[arg(value_name = "FILE")]
-    pub file: String,
-    /// How many captures to write (1 to 4096)
-    #[arg(short = 'n', long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub shards: u32,
-    /// The directory to write them into (made if missing; shards of the same name in it are
-    /// overwritten)
-    #[arg(short = 'w', long = "write", value_name = "DIR")]
-    pub dir: PathBuf,
-    /// How to cut: by TCP connection (the only way so far)
-    #[arg(long, value_enum, default_value_t = SplitBy::Connection)]
-    pub by: SplitBy,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SplitBy {
-    /// Both directions of a TCP connection (a symmetric hash of its two endpoints) in one shard
-    Connection,
 }
 
 #[derive(Args)]
