@@ -843,6 +843,20 @@ fn ssl_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// `curl --http2 https://127.0.0.1:PORT/` with `extra` flags, its key log appended to `truth`
+/// (SSLKEYLOGFILE: the oracle of the secrets taken).
+fn curl_h2(port: u16, truth: &Path, extra: &[&str]) {
+    let ok = Command::new("curl")
+        .args(["-sk", "--http2", "-o", "/dev/null"])
+        .args(extra)
+        .arg(format!("https://127.0.0.1:{port}/"))
+        .env("SSLKEYLOGFILE", truth)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "curl failed");
+}
+
 /// nghttpd (Debian's libssl.so.3, stripped: found by call sites) attached; `curl --http2`
 /// (libssl.so.3 too) with SSLKEYLOGFILE as the oracle, TLS 1.3 and 1.2.
 #[test]
@@ -879,17 +893,7 @@ fn nghttpd_and_curl_over_openssl() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let truth = dir.join("curl.keylog");
-    let curl = |extra: &[&str]| {
-        let ok = Command::new("curl")
-            .args(["-sk", "--http2", "-o", "/dev/null"])
-            .args(extra)
-            .arg(format!("https://127.0.0.1:{port}/"))
-            .env("SSLKEYLOGFILE", &truth)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "curl failed");
-    };
+    let curl = |extra: &[&str]| curl_h2(port, &truth, extra);
     check_ssl(
         "nghttpd-curl",
         &dir,
@@ -1428,17 +1432,7 @@ fn nginx_and_curl_over_openssl() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let truth = dir.join("curl.keylog");
-    let curl = |extra: &[&str]| {
-        let ok = Command::new("curl")
-            .args(["-sk", "--http2", "-o", "/dev/null"])
-            .args(extra)
-            .arg(format!("https://127.0.0.1:{port}/"))
-            .env("SSLKEYLOGFILE", &truth)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "curl failed");
-    };
+    let curl = |extra: &[&str]| curl_h2(port, &truth, extra);
     check_ssl(
         "nginx-curl",
         &dir,
@@ -1495,17 +1489,7 @@ fn python_hyper_h2_over_ssl() {
         .unwrap();
     let port: u16 = first.trim().parse().unwrap();
     let truth = dir.join("curl.keylog");
-    let curl = |extra: &[&str]| {
-        let ok = Command::new("curl")
-            .args(["-sk", "--http2", "-o", "/dev/null"])
-            .args(extra)
-            .arg(format!("https://127.0.0.1:{port}/"))
-            .env("SSLKEYLOGFILE", &truth)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "curl failed");
-    };
+    let curl = |extra: &[&str]| curl_h2(port, &truth, extra);
     check_ssl(
         "python-h2",
         &dir,
