@@ -1361,6 +1361,19 @@ fn h2load_thousand_connections_to_nghttpd() {
     );
 }
 
+/// Processes killed in order when dropped (nginx's master, then its worker, which was not
+/// spawned here).
+struct KillPids(Vec<u32>);
+impl Drop for KillPids {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
 /// The children of `pid` (nginx's workers), from /proc.
 fn children(pid: u32) -> Vec<u32> {
     let path = format!("/proc/{pid}/task/{pid}/children");
@@ -1431,6 +1444,9 @@ fn nginx_and_curl_over_openssl() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
+    // Killing the master alone leaves its worker behind: both go, the master first (so that
+    // it starts no new worker), at the end or on a failed assertion.
+    let _nginx = KillPids(vec![server.0.id(), worker]);
     let truth = dir.join("curl.keylog");
     let curl = |extra: &[&str]| curl_h2(port, &truth, extra);
     check_ssl(
