@@ -172,6 +172,10 @@ impl Keepalive {
 pub(super) struct StreamF {
     pub(super) opened: Nanos,
     pub(super) bits: u8,
+    /// The call on the stream as the failure and latency rules follow it (its method, times
+    /// and outcome): kept here, in the one table of the connection's streams, not in a map
+    /// of its own.
+    pub(super) call: CallF,
 }
 
 /// The client ended its side (END_STREAM).
@@ -353,9 +357,6 @@ pub(super) struct Failures {
     pub(super) client_cancels: u64,
     /// Of those, at or past the request's grpc-timeout (DEADLINE_EXCEEDED at the client).
     pub(super) deadline_cancels: u64,
-    /// The latest client streams with a grpc-timeout: (stream, deadline), at most
-    /// [`super::failures::MAX_DEADLINES`].
-    pub(super) deadlines: Vec<(u32, i64)>,
     /// The server's GOAWAYs, the last one's last_stream_id and error code.
     pub(super) goaways: u64,
     pub(super) last_stream_id: Option<u32>,
@@ -372,10 +373,6 @@ pub(super) struct Failures {
     /// calls are counted in `methods_untracked`.
     pub(super) methods: Vec<MethodF>,
     pub(super) methods_untracked: u64,
-    /// Each client stream in flight with its method (index into `methods`) and times, at most
-    /// [`super::rules::MAX_METHOD_STREAMS`]; beyond, counted in `method_streams_untracked`.
-    pub(super) stream_method: crate::FastMap<u32, CallF>,
-    pub(super) method_streams_untracked: u64,
     /// slow-calls: calls at or above [`super::rules::SLOW_CALL`], and the slowest one.
     pub(super) slow: u64,
     pub(super) slowest: Option<SlowF>,
@@ -385,7 +382,8 @@ pub(super) struct Failures {
     pub(super) new_cut: Vec<Box<[u8]>>,
 }
 
-/// A client stream in flight: its method and the times that split its duration (slow-calls).
+/// A client stream in flight: its method and the times that split its duration (slow-calls);
+/// the request's HEADERS is the stream's `opened`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct CallF {
     /// Index into [`Failures::methods`]; `u16::MAX`: a method not followed.
@@ -394,8 +392,8 @@ pub(super) struct CallF {
     pub(super) judged: bool,
     /// A gRPC request (`content-type: application/grpc...`).
     pub(super) grpc: bool,
-    /// The request's HEADERS.
-    pub(super) start: Nanos,
+    /// The request's deadline (its HEADERS' time plus its `grpc-timeout`), 0 without one.
+    pub(super) deadline: Nanos,
     /// The request's END_STREAM, 0 until seen.
     pub(super) req_end: Nanos,
     /// The server's first frame on the stream (its HEADERS), 0 until seen.

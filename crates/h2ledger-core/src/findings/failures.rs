@@ -1,8 +1,10 @@
 //! Failed calls (issue 38): `call-errors` (responses with a gRPC status other than OK or an
 //! HTTP status of 500 or more, and calls the client cancelled with RST_STREAM CANCEL) and
 //! `goaway-cut-calls` (client streams above a server GOAWAY's last_stream_id: not processed).
-//! A few counters per connection ([`Failures`]), and the deadlines of the latest
-//! [`MAX_DEADLINES`] requests with a `grpc-timeout`. From the same counters: `method-errors`
+//! A few counters per connection ([`Failures`]); each call in flight ([`CallF`]: its method,
+//! deadline and times) is kept with its stream in the findings' one stream table
+//! ([`super::conn::StreamF`], capped by [`super::MAX_FINDING_STREAMS`]). From the same counters:
+//! `method-errors`
 //! (a method, by `:path`, that fails at least half of its calls; at most
 //! [`super::rules::MAX_METHODS`] methods per connection), `deadline-exceeded` (calls past their
 //! deadline) and `cancel-storm` (the client cancelling many of its calls, not at a deadline).
@@ -15,11 +17,11 @@ use crate::model::{FrameClass, Side};
 
 use h2ledger_tcp::Nanos;
 
-use super::conn::{CallF, ConnF, MethodF, SlowF};
+use super::conn::{CallF, ConnF, MethodF, SlowF, SERVER_END};
 use super::rules::{
     Fire, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS, FAILED_SHARE, MAX_METHODS,
-    MAX_METHOD_STREAMS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX, REFILL_NS,
-    SLOW_CALL, STREAMED,
+    MAX_NEW_CUTS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX, REFILL_NS, SLOW_CALL,
+    STREAMED,
 };
 use super::FindingId;
 
@@ -45,10 +47,6 @@ pub const GRPC_KEYS: [&str; 18] = [
     "grpc_unauthenticated",
     "grpc_other",
 ];
-
-/// Client streams whose request carried a `grpc-timeout`, followed at once per connection (the
-/// latest ones): a CANCEL of one of them at or past its deadline is counted as a deadline.
-pub const MAX_DEADLINES: usize = 64;
 
 /// A `grpc-timeout` value (gRPC over HTTP2, PROTOCOL-HTTP2.md: up to 8 digits and a unit of
 /// H, M, S, m, u or n) in nanoseconds.
@@ -82,8 +80,19 @@ fn number(v: &[u8]) -> Option<u32> {
     })
 }
 
-/// The failure rules of one frame.
-pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
+/// The call in flight on `sid`: its stream is followed and the server has not ended it (the
+/// rules run before the stream table takes the frame, so the frame that ends the call still
+/// finds it).
+fn live_call(c: &mut ConnF, sid: u32) -> Option<&mut CallF> {
+    c.streams
+        .get_mut(sid)
+        .filter(|st| st.bits & SERVER_END == 0)
+        .map(|st| &mut st.call)
+}
+
+/// The failure rules of one frame. A request (the client's HEADERS) fills `call`, which the
+/// stream table keeps with the stream it opens.
+pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &mut Vec<Fire>) {
     let server = ev.side == Side::Server;
     let sid = ev.head.stream_id.0;
     match ev.class {
@@ -133,7 +142,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                 .get(b"content-type")
                 .is_some_and(|v| v.starts_with(b"application/grpc"));
             if ev.class == FrameClass::Headers {
-                if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+                if let Some(call) = live_call(c, sid) {
                     if call.first_byte == 0 {
                         call.first_byte = ev.ts;
                     }
@@ -153,11 +162,9 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
             }
         }
         FrameClass::Headers if !server => {
-            method_start(c, ev);
+            *call = method_start(c, ev);
             if ev.head.flags.is_end_stream() {
-                if let Some(call) = c.fail.stream_method.get_mut(&sid) {
-                    call.req_end = ev.ts;
-                }
+                call.req_end = ev.ts;
             }
             if let Some(t) = ev
                 .headers
@@ -172,16 +179,12 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                 };
                 f.timeout_max = f.timeout_max.max(t);
                 f.timeouts += 1;
-                let d = &mut c.fail.deadlines;
-                if d.len() == MAX_DEADLINES {
-                    d.remove(0);
-                }
-                d.push((sid, ev.ts.saturating_add(t)));
+                call.deadline = ev.ts.saturating_add(t).max(1);
             }
             if let Some(l) = c.fail.last_stream_id {
                 if sid > l && sid & 1 == 1 {
                     c.fail.cut += 1;
-                    note_cut(c, sid);
+                    note_cut(c, call.method);
                     out.push((FindingId::GoawayCutCalls, Some(Side::Server), Some(sid)));
                 }
             }
@@ -193,20 +196,14 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                 let open = c
                     .streams
                     .get(sid)
-                    .is_some_and(|st| st.bits & super::conn::SERVER_END == 0);
+                    .is_some_and(|st| st.bits & SERVER_END == 0);
                 let cancel = r.code == ErrorCode::CANCEL && open;
                 if cancel {
                     c.fail.client_cancels += 1;
-                    let mut at_deadline = false;
-                    let d = &mut c.fail.deadlines;
-                    if let Some(i) = d.iter().position(|(s, _)| *s == sid) {
-                        // Within a millisecond: the client's timer and its write.
-                        if ev.ts >= d[i].1 - 1_000_000 {
-                            c.fail.deadline_cancels += 1;
-                            at_deadline = true;
-                        }
-                        d.remove(i);
-                    }
+                    let deadline = live_call(c, sid).map_or(0, |call| call.deadline);
+                    // Within a millisecond: the client's timer and its write.
+                    let at_deadline = deadline > 0 && ev.ts >= deadline - 1_000_000;
+                    c.fail.deadline_cancels += u64::from(at_deadline);
                     judge(c, out);
                     if at_deadline {
                         judge_deadline(c, out);
@@ -237,13 +234,16 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
                     .filter(|&k| k > l && k <= upto && k & 1 == 1)
                     .count() as u64;
                 c.fail.counted_above = l.min(upto);
-                let cut_ids: Vec<u32> = c
+                let cut_methods: Vec<u16> = c
                     .streams
-                    .keys()
-                    .filter(|&k| k > l && k <= upto && k & 1 == 1)
+                    .iter()
+                    .filter(|&(k, st)| {
+                        k > l && k <= upto && k & 1 == 1 && st.bits & SERVER_END == 0
+                    })
+                    .map(|(_, st)| st.call.method)
                     .collect();
-                for k in cut_ids {
-                    note_cut(c, k);
+                for m in cut_methods {
+                    note_cut(c, m);
                 }
                 if cut > 0 {
                     let first = c.streams.keys().filter(|&k| k > l).min();
@@ -256,9 +256,8 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
     }
 }
 
-/// A request: its method (`:path`) is followed until the call ends.
-fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) {
-    let sid = ev.head.stream_id.0;
+/// A request: its method (`:path`), followed until the call ends, and its times.
+fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) -> CallF {
     let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or(b"");
     let path = &path[..path.len().min(METHOD_PATH_MAX)];
     // The most this call can have waited for a stream slot: it opened within REFILL_NS of a
@@ -273,6 +272,9 @@ fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) {
     let i = match f.methods.iter().position(|m| &*m.path == path) {
         Some(i) => i,
         None if f.methods.len() < MAX_METHODS => {
+            // One method at a time (most connections call one or two): a MethodF is 192 bytes,
+            // and a Vec's first growth would make room for four.
+            f.methods.reserve_exact(1);
             f.methods.push(MethodF {
                 path: path.into(),
                 ..MethodF::default()
@@ -287,35 +289,24 @@ fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) {
     if let Some(m) = f.methods.get_mut(i) {
         m.calls += 1;
     }
-    if f.stream_method.len() < MAX_METHOD_STREAMS || f.stream_method.contains_key(&sid) {
-        f.stream_method.insert(
-            sid,
-            CallF {
-                method: i as u16,
-                grpc: ev
-                    .headers
-                    .and_then(|h| h.get(b"content-type"))
-                    .is_some_and(|v| v.starts_with(b"application/grpc")),
-                start: ev.ts,
-                slot_ns,
-                ..CallF::default()
-            },
-        );
-    } else {
-        f.method_streams_untracked += 1;
+    CallF {
+        method: i as u16,
+        grpc: ev
+            .headers
+            .and_then(|h| h.get(b"content-type"))
+            .is_some_and(|v| v.starts_with(b"application/grpc")),
+        slot_ns,
+        ..CallF::default()
     }
 }
 
-/// Call `sid` was cut by a GOAWAY: its method goes to the run's list of cut calls that a
-/// retry on another connection may match (goaway-retries; drained by the observer).
-fn note_cut(c: &mut ConnF, sid: u32) {
+/// A call of method `method` was cut by a GOAWAY: the method goes to the run's list of cut
+/// calls that a retry on another connection may match (goaway-retries; drained by the
+/// observer).
+fn note_cut(c: &mut ConnF, method: u16) {
     let f = &mut c.fail;
-    if let Some(m) = f
-        .stream_method
-        .get(&sid)
-        .and_then(|call| f.methods.get(usize::from(call.method)))
-    {
-        if f.new_cut.len() < MAX_METHOD_STREAMS {
+    if let Some(m) = f.methods.get(usize::from(method)) {
+        if f.new_cut.len() < MAX_NEW_CUTS {
             f.new_cut.push(m.path.clone());
         }
     }
@@ -325,7 +316,7 @@ fn note_cut(c: &mut ConnF, sid: u32) {
 pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
     let sid = ev.head.stream_id.0;
     if ev.side == Side::Client {
-        if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+        if let Some(call) = live_call(c, sid) {
             call.req_end = ev.ts;
         }
     } else {
@@ -336,16 +327,17 @@ pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) 
 /// The call on `sid` is over at `ts` (the server's END_STREAM): its time split, and
 /// `slow-calls` when it took [`SLOW_CALL`] or more.
 fn call_end(c: &mut ConnF, sid: u32, ts: Nanos, out: &mut Vec<Fire>) {
-    let Some(call) = c.fail.stream_method.remove(&sid) else {
+    let Some(st) = c.streams.get(sid).filter(|st| st.bits & SERVER_END == 0) else {
         return;
     };
-    let duration = ts - call.start;
+    let (call, start) = (st.call, st.opened);
+    let duration = ts - start;
     if duration < SLOW_CALL {
         return;
     }
     let at = |t: Nanos| {
         if t > 0 {
-            (t - call.start).max(0)
+            (t - start).max(0)
         } else {
             duration
         }
@@ -382,7 +374,7 @@ fn call_end(c: &mut ConnF, sid: u32, ts: Nanos, out: &mut Vec<Fire>) {
 
 /// A stall of either side on `sid` lasted `ns` (slow-calls' window wait).
 pub(super) fn stalled(c: &mut ConnF, sid: u32, ns: i64) {
-    if let Some(call) = c.fail.stream_method.get_mut(&sid) {
+    if let Some(call) = live_call(c, sid) {
         call.window_ns += ns;
     }
 }
@@ -396,7 +388,7 @@ fn method_end(
     http: Option<u32>,
     out: &mut Vec<Fire>,
 ) {
-    let Some(call) = c.fail.stream_method.get_mut(&sid) else {
+    let Some(call) = live_call(c, sid) else {
         return;
     };
     if std::mem::replace(&mut call.judged, true) {
@@ -422,7 +414,7 @@ fn method_end(
 /// A RST_STREAM on `sid`: the call is over; `cancel`, the client cancelled it (counted apart:
 /// `method-errors` is about the server's answers).
 fn method_reset(c: &mut ConnF, sid: u32, cancel: bool) {
-    let Some(call) = c.fail.stream_method.remove(&sid) else {
+    let Some(&mut call) = live_call(c, sid) else {
         return;
     };
     // Not a failure of the method: the client gave up (deadline-exceeded, cancel-storm).

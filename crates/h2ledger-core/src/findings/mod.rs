@@ -8,11 +8,11 @@
 //!
 //! Memory (docs/ledger.md, "Memory bounds"): per open connection a few counters, a ring of the
 //! last [`PING_RING`] client PING times, at most [`MAX_HOLDS`] windows held at zero, and one
-//! 16-byte record per client stream in flight (in a table at most half full, with its id), at
-//! most [`MAX_FINDING_STREAMS`] over all connections (beyond, streams are counted, not
-//! followed: `streams_untracked`). For the failure and latency rules, per connection at most
-//! [`MAX_METHODS`] methods and one record per call in flight, at most [`MAX_METHOD_STREAMS`]
-//! (beyond, counted in the evidence). At most
+//! 64-byte record per client stream in flight (in a table at most half full, with its id:
+//! the stream's state and its call's method, deadline and times), at most
+//! [`MAX_FINDING_STREAMS`] over all connections (beyond, streams are counted, not followed:
+//! `streams_untracked`). For the failure and latency rules, per connection at most
+//! [`MAX_METHODS`] methods (beyond, counted in the evidence). At most
 //! [`MAX_FINDINGS`] findings are kept; later ones are counted by id (`omitted`). A connection's
 //! state is folded into its findings and freed when it closes.
 //!
@@ -52,8 +52,7 @@ pub use failures::GRPC_KEYS;
 pub use ids::{FindingId, Severity};
 pub use rules::{
     BDP_MIN_CALLS, BDP_PER_CALL, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS,
-    FAILED_SHARE, MAX_METHODS, MAX_METHOD_STREAMS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS,
-    SLOW_CALL,
+    FAILED_SHARE, MAX_METHODS, MAX_NEW_CUTS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, SLOW_CALL,
 };
 
 /// Findings kept; later ones are counted by id in [`FindingsReport::omitted`].

@@ -140,12 +140,14 @@ impl Findings {
             pending.push((FindingId::MidStream, None, None));
         }
         rules::frame_rules(c, ev, cfg, pending);
+        // A request's call (method, deadline, times), kept with the stream it opens.
+        let mut call = super::conn::CallF::default();
         // DATA, WINDOW_UPDATE, PING and SETTINGS, most frames, tell nothing of a failure.
         if matches!(
             ev.class,
             FrameClass::Headers | FrameClass::Trailers | FrameClass::RstStream | FrameClass::GoAway
         ) {
-            super::failures::frame(c, ev, pending);
+            super::failures::frame(c, ev, &mut call, pending);
             if !c.fail.new_cut.is_empty() {
                 let paths = std::mem::take(&mut c.fail.new_cut);
                 let server = c.addrs.map(|a| a[c.dir_of(Side::Server).index()]);
@@ -165,7 +167,7 @@ impl Findings {
             super::failures::data_end(c, ev, pending);
         }
         if ev.head.stream_id.0 != 0 {
-            streams::stream_frame(c, ev, streams, streams_untracked, pending);
+            streams::stream_frame(c, ev, call, streams, streams_untracked, pending);
         }
         // The common frame: no stall event, no window held or opened at zero.
         if flow.as_deref().is_some_and(Flow::has_events) || flowrules::window_rules_apply(c, ev) {

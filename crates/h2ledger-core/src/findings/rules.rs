@@ -86,9 +86,10 @@ pub const METHOD_FAILED_SHARE: f64 = 0.5;
 pub const MAX_METHODS: usize = 32;
 /// A method's `:path` kept up to this many bytes.
 pub const METHOD_PATH_MAX: usize = 120;
-/// Client streams in flight whose method is followed per connection; beyond, counted in
-/// `method_streams_untracked` (their ends are not attributed to a method).
-pub const MAX_METHOD_STREAMS: usize = 1024;
+/// Calls cut by a GOAWAY noted per connection between two looks of the observer
+/// (goaway-retries; beyond, a cut call is counted but not matched to a retry). The calls in
+/// flight themselves are kept with their streams (`MAX_FINDING_STREAMS`, decision 385).
+pub const MAX_NEW_CUTS: usize = 1024;
 /// `deadline-exceeded`: calls that ended past their deadline (grpc-status 4 from the server,
 /// or the client's CANCEL at its grpc-timeout), at least this many on a connection (ours: one
 /// can be a slow outlier, three in one connection is a pattern; the ordinary captures have

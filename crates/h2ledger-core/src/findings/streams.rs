@@ -8,11 +8,12 @@ use h2ledger_tcp::Nanos;
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side};
 
-use super::conn::{ConnF, StreamF, CLIENT_END, FOLLOWUP, SERVER_END, SERVER_HEADERS};
+use super::conn::{CallF, ConnF, StreamF, CLIENT_END, FOLLOWUP, SERVER_END, SERVER_HEADERS};
 use super::rules::{Fire, PREMATURE_LIFETIME, PREMATURE_MIN_STREAMS, REFILL_NS};
 use super::{FindingId, MAX_FINDING_STREAMS};
 
-/// The stream bookkeeping of one frame on a stream (`sid != 0`). `streams` is the number of
+/// The stream bookkeeping of one frame on a stream (`sid != 0`); a request's HEADERS opens a
+/// stream with `call`, its call as the failure rules made it. `streams` is the number of
 /// streams followed over every connection, `untracked` those beyond [`MAX_FINDING_STREAMS`].
 /// Inlined into its one caller (left to itself, the compiler's choice changes with unrelated
 /// edits of the crate, and a call costs 3% of a plain replay).
@@ -20,6 +21,7 @@ use super::{FindingId, MAX_FINDING_STREAMS};
 pub(super) fn stream_frame(
     c: &mut ConnF,
     ev: &FrameEvent<'_>,
+    call: CallF,
     streams: &mut usize,
     untracked: &mut u64,
     out: &mut Vec<Fire>,
@@ -47,6 +49,7 @@ pub(super) fn stream_frame(
                 StreamF {
                     opened: ts,
                     bits: if end { CLIENT_END } else { 0 },
+                    call,
                 },
             );
             *streams += 1;
