@@ -155,3 +155,113 @@ impl Feed {
         (warnings, error)
     }
 }
+
+/// A [`Feed`] of attached processes and the `--keys-out` file its lines are appended to (a
+/// failed write there is an error at the end, naming the file).
+#[derive(Debug)]
+pub struct KeyFeed {
+    feed: Feed,
+    /// `--keys-out FILE`, opened (append, created 0600) before privileges are dropped.
+    out: Option<std::path::PathBuf>,
+}
+
+impl std::ops::Deref for KeyFeed {
+    type Target = Feed;
+    fn deref(&self) -> &Feed {
+        &self.feed
+    }
+}
+
+impl std::ops::DerefMut for KeyFeed {
+    fn deref_mut(&mut self) -> &mut Feed {
+        &mut self.feed
+    }
+}
+
+impl KeyFeed {
+    /// Attaches to every process of `pids`, once each, and puts a probe on each of `libs` for
+    /// every process that maps it (`--keys-from-lib`): root or CAP_SYS_ADMIN, plus
+    /// CAP_SYS_PTRACE for another user's process, so before privileges are dropped. Opens
+    /// `keys_out`. `attached` hears each attachment (what, and the milliseconds it took);
+    /// `denied` is added to an error the kernel gave for want of privileges (how to get them).
+    /// The error is one line.
+    pub fn attach_all(
+        pids: &[u32],
+        libs: &[std::path::PathBuf],
+        keys_out: Option<&std::path::Path>,
+        denied: &str,
+        mut attached: impl FnMut(&crate::AttachInfo, u128),
+    ) -> Result<KeyFeed, String> {
+        let mut sources = Vec::new();
+        let mut done = Vec::new();
+        let targets = pids
+            .iter()
+            .map(|&p| (Some(p), None))
+            .chain(libs.iter().map(|l| (None, Some(l))));
+        for (pid, lib) in targets {
+            if let Some(pid) = pid {
+                if done.contains(&pid) {
+                    continue;
+                }
+                done.push(pid);
+            }
+            let t = std::time::Instant::now();
+            let k = match (pid, lib) {
+                (Some(pid), _) => KeySource::attach(pid),
+                (None, Some(lib)) => KeySource::attach_file(lib),
+                (None, None) => continue,
+            }
+            .map_err(|e| {
+                let refused = match &e {
+                    crate::AttachError::Kernel { source, .. } => {
+                        matches!(source.raw_os_error(), Some(1 | 13))
+                    }
+                    _ => false,
+                };
+                if refused {
+                    format!("{e}. {denied}")
+                } else {
+                    e.to_string()
+                }
+            })?;
+            attached(k.attached(), t.elapsed().as_millis());
+            sources.push(k);
+        }
+        let file: Option<Box<dyn Write>> = match keys_out {
+            Some(path) => {
+                use std::os::unix::fs::OpenOptionsExt as _;
+                let file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| {
+                        format!(
+                            "{}: cannot write the keys (--keys-out): {e}",
+                            path.display()
+                        )
+                    })?;
+                Some(Box::new(file))
+            }
+            None => None,
+        };
+        Ok(KeyFeed {
+            feed: Feed::new(sources, file),
+            out: keys_out.map(std::path::Path::to_path_buf),
+        })
+    }
+
+    /// After the capture: the feed's warnings, and a failed `--keys-out` write as an error
+    /// naming the file.
+    pub fn finish(&mut self) -> (Vec<String>, Result<(), String>) {
+        let (warnings, error) = self.feed.finish();
+        let result = match (error, &self.out) {
+            (Some(e), Some(path)) => Err(format!(
+                "{}: cannot write the keys (--keys-out): {e}; the file misses some",
+                path.display()
+            )),
+            _ => Ok(()),
+        };
+        (warnings, result)
+    }
+}

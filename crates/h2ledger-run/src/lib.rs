@@ -37,6 +37,7 @@
 
 mod far;
 pub mod input;
+pub mod keylog;
 pub mod merge;
 mod obs;
 pub mod parallel;
@@ -47,6 +48,7 @@ mod session;
 pub mod split;
 mod ticker;
 pub mod time;
+pub mod workloads;
 
 pub use obs::{Obs, Wanted};
 pub use pipeline::KeyPoll;

@@ -12,7 +12,7 @@
 //! phase is a few thousand; capped at [`MAX_PACKETS`], reported when hit) and each stack's
 //! ledger is cut into phases at the phase starts the program reported (docs/decisions.md 7).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
@@ -27,104 +27,11 @@ use crate::cli::{DemoArgs, Format, ImplArg};
 use crate::source::live::{Live, LiveOptions, Pkt, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
 use crate::Ctx;
 use h2ledger_output::demo::PhaseResult;
+use h2ledger_run::workloads::{locate, search_dirs, PhaseSpec, Stack};
 use h2ledger_run::Report;
 
 /// Packets kept for the tally at the end (about 200 bytes each on loopback: 200 MB at most).
 pub const MAX_PACKETS: usize = 1_000_000;
-
-/// Environment variable naming the directory of the workload programs (as `--workloads`).
-pub const WORKLOADS_ENV: &str = "H2LEDGER_WORKLOADS";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stack {
-    GrpcGo,
-    Grpcio,
-    Tonic,
-}
-
-impl Stack {
-    fn name(self) -> &'static str {
-        match self {
-            Stack::GrpcGo => "grpc-go",
-            Stack::Grpcio => "grpcio",
-            Stack::Tonic => "tonic",
-        }
-    }
-
-    fn file(self) -> &'static str {
-        match self {
-            Stack::GrpcGo => "h2ledger-grpcgo",
-            Stack::Grpcio => "h2ledger-grpcio.py",
-            Stack::Tonic => "h2ledger-workload",
-        }
-    }
-
-    /// How to get the program when it is missing.
-    fn remedy(self) -> &'static str {
-        match self {
-            Stack::GrpcGo => "`just demo` builds it (scripts/build-grpcgo-demo.sh DIR)",
-            Stack::Grpcio => {
-                "`just demo` copies it there (crates/h2ledger-workload/grpcio/h2ledger-grpcio.py)"
-            }
-            Stack::Tonic => "`just demo` builds it (cargo build --release -p h2ledger-workload)",
-        }
-    }
-
-    /// The program's command line for `phases`.
-    fn command(self, prog: &Path, phases: &[PhaseSpec], static_window: bool, tls: bool) -> Command {
-        let mut c = match self {
-            Stack::Grpcio => {
-                let mut c = Command::new(grpcio_python(tls));
-                c.arg(prog);
-                c
-            }
-            _ => Command::new(prog),
-        };
-        let dashes = if self == Stack::GrpcGo { "-" } else { "--" };
-        for p in phases {
-            c.arg(format!("{dashes}phase"))
-                .arg(format!("{}:{}:{}:{}", p.name, p.callers, p.rate, p.seconds));
-        }
-        if static_window {
-            c.arg(format!("{dashes}static-window"));
-        }
-        if self == Stack::Tonic {
-            c.arg("--wait");
-        }
-        if tls {
-            c.arg(format!("{dashes}tls"));
-        }
-        c
-    }
-}
-
-/// Debian's python3-grpcio imports only under this interpreter.
-const PYTHON: &str = "/usr/bin/python3";
-
-/// The venv scripts/grpcio-wheel.sh makes: PyPI's grpcio wheel, BoringSSL inside.
-const WHEEL_PYTHON: &str = "/opt/h2l-grpcio-venv/bin/python";
-
-/// The interpreter of the grpcio workload: with `--tls`, PyPI's wheel (BoringSSL, the stack
-/// issue 37 asks the demo for) when `H2LEDGER_GRPCIO_PYTHON` or scripts/grpcio-wheel.sh's
-/// venv gives one; otherwise Debian's python3-grpcio.
-fn grpcio_python(tls: bool) -> PathBuf {
-    if tls {
-        if let Some(p) = std::env::var_os("H2LEDGER_GRPCIO_PYTHON") {
-            return PathBuf::from(p);
-        }
-        if Path::new(WHEEL_PYTHON).exists() {
-            return PathBuf::from(WHEEL_PYTHON);
-        }
-    }
-    PathBuf::from(PYTHON)
-}
-
-struct PhaseSpec {
-    name: String,
-    callers: usize,
-    rate: f64,
-    seconds: f64,
-}
 
 #[derive(Deserialize)]
 struct Hello {
@@ -147,43 +54,6 @@ struct Running {
     port: u16,
     child: Child,
     lines: Lines<BufReader<ChildStdout>>,
-}
-
-/// The workloads' directories, in search order.
-fn search_dirs(flag: Option<&Path>) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(d) = flag {
-        dirs.push(d.to_path_buf());
-    } else if let Some(d) = std::env::var_os(WORKLOADS_ENV).filter(|d| !d.is_empty()) {
-        dirs.push(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.canonicalize().ok())
-        .and_then(|e| e.parent().map(Path::to_path_buf))
-    {
-        dirs.push(d);
-    }
-    dirs
-}
-
-fn locate(stack: Stack, dirs: &[PathBuf]) -> Result<PathBuf> {
-    if let Some(p) = dirs
-        .iter()
-        .map(|d| d.join(stack.file()))
-        .find(|p| p.is_file())
-    {
-        return Ok(p);
-    }
-    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    bail!(
-        "the {} workload {} is not in {} (--workloads DIR or ${WORKLOADS_ENV} names another \
-         directory); {}",
-        stack.name(),
-        stack.file(),
-        looked.join(" nor "),
-        stack.remedy()
-    )
 }
 
 /// The stacks `--impl` names, each once, in the order first named (grpc-go without one).
@@ -231,7 +101,7 @@ async fn start(
     sw: bool,
     tls: bool,
 ) -> Result<Running> {
-    let mut cmd = stack.command(&prog, phases, sw, tls);
+    let mut cmd = Command::from(stack.command(&prog, phases, sw, tls));
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -300,7 +170,8 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     let progs = chosen
         .iter()
         .map(|&s| locate(s, &dirs).map(|p| (s, p)))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| anyhow!(e))?;
     // Start them all before the capture opens: afterwards we may no longer be root.
     let mut running = Vec::new();
     for (s, p) in progs {
@@ -310,7 +181,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
     // once told to go); attached while we may still be root.
     let keys = if a.tls {
         let pids: Vec<u32> = running.iter().filter_map(|r| r.child.id()).collect();
-        let feed = crate::source::keys::KeyFeed::attach(&pids, None)
+        let feed = crate::source::keys::attach_all(&pids, &[], None)
             .map_err(|e| anyhow!("demo --tls: {e:#}"))?;
         Some(std::rc::Rc::new(std::cell::RefCell::new(feed)))
     } else {

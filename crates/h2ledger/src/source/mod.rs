@@ -351,7 +351,7 @@ fn finish_live(mut live: Live, end: End, keys: Option<&keys::SharedFeed>) -> Res
         for w in warnings {
             eprintln!("h2ledger: warning: {w}");
         }
-        write_error = write_error.or(saved.err());
+        write_error = write_error.or(saved.err().map(anyhow::Error::msg));
     }
     Ok(Ended {
         end,
