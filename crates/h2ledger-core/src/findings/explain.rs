@@ -161,7 +161,7 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "calls that failed: a gRPC status other than OK, an HTTP status of 500 or more, or cancelled by the client",
             "server (whose answers they are)",
             "failed calls",
-            "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/rules.rs FAILED_SHARE",
+            "grpc/grpc doc/statuscodes.md (the status names); RFC 9113 §8.1 (:status); h2ledger findings/rules.rs FAILED_MIN_CALLS, FAILED_SHARE",
         ),
         F::GoawayCutCalls => (
             "client streams the server's GOAWAY left unprocessed (above its last_stream_id)",

@@ -19,9 +19,9 @@ use h2ledger_tcp::Nanos;
 
 use super::conn::{CallF, ConnF, MethodF, SlowF, SERVER_END};
 use super::rules::{
-    Fire, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS, FAILED_SHARE, MAX_METHODS,
-    MAX_NEW_CUTS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX, REFILL_NS, SLOW_CALL,
-    STREAMED,
+    Fire, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS, FAILED_MIN_CALLS, FAILED_SHARE,
+    MAX_METHODS, MAX_NEW_CUTS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX, REFILL_NS,
+    SLOW_CALL, STREAMED,
 };
 use super::FindingId;
 
@@ -468,7 +468,7 @@ fn judge_cancels(c: &mut ConnF, out: &mut Vec<Fire>) {
 /// `call-errors` when the failed calls reach [`FAILED_SHARE`] of the calls.
 fn judge(c: &mut ConnF, out: &mut Vec<Fire>) {
     let failed = c.fail.failed();
-    if failed > 0 && failed as f64 >= FAILED_SHARE * c.calls.max(1) as f64 {
+    if failed >= FAILED_MIN_CALLS && failed as f64 >= FAILED_SHARE * c.calls.max(1) as f64 {
         out.push((FindingId::CallErrors, Some(Side::Server), None));
     }
 }

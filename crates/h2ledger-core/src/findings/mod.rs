@@ -52,7 +52,8 @@ pub use failures::GRPC_KEYS;
 pub use ids::{FindingId, Severity};
 pub use rules::{
     BDP_MIN_CALLS, BDP_PER_CALL, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS,
-    FAILED_SHARE, MAX_METHODS, MAX_NEW_CUTS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, SLOW_CALL,
+    FAILED_MIN_CALLS, FAILED_SHARE, MAX_METHODS, MAX_NEW_CUTS, METHOD_FAILED_SHARE,
+    METHOD_MIN_CALLS, SLOW_CALL,
 };
 
 /// Findings kept; later ones are counted by id in [`FindingsReport::omitted`].

@@ -74,6 +74,10 @@ pub const BDP_MIN_CALLS: u64 = 10;
 /// (1 in 20), from the first failure on. Ours: no server closes on failed calls; one in twenty
 /// is the error budget of a 95% availability target, below what any SLO accepts.
 pub const FAILED_SHARE: f64 = 0.05;
+/// ... and at least this many failed calls on the connection (ours, as `DEADLINE_MIN_CALLS`:
+/// one failure can be an outlier, a browser cancelling a request it no longer needs or one
+/// bad request; three in one connection are a pattern. Decision 386).
+pub const FAILED_MIN_CALLS: u64 = 3;
 /// `method-errors`: a method (`:path`) with at least this many calls on a connection ...
 /// (ours: ten calls before a share is a rate, not one unlucky call) ...
 pub const METHOD_MIN_CALLS: u64 = 10;

@@ -348,7 +348,8 @@ pub(super) fn words(
                     if list.is_empty() { "-".to_string() } else { list.join(", ") }
                 ),
                 format!(
-                    "a response whose grpc-status is not 0 (OK), or without grpc-status whose :status is 500 or more (a 4xx is the request's fault: counted in the evidence, not a failure), or a call the client reset with RST_STREAM CANCEL before the server ended it (a cancelled call, or one past its deadline: grpc-go's client cancels the stream when its context ends; at or past the request's grpc-timeout it counts as a deadline), once such calls are at least {:.0}% of the connection's calls (FAILED_SHARE in crates/h2ledger-core/src/findings/rules.rs); gRPC status names: grpc/grpc doc/statuscodes.md",
+                    "a response whose grpc-status is not 0 (OK), or without grpc-status whose :status is 500 or more (a 4xx is the request's fault: counted in the evidence, not a failure), or a call the client reset with RST_STREAM CANCEL before the server ended it (a cancelled call, or one past its deadline: grpc-go's client cancels the stream when its context ends; at or past the request's grpc-timeout it counts as a deadline), once such calls are at least {} and at least {:.0}% of the connection's calls (FAILED_MIN_CALLS and FAILED_SHARE in crates/h2ledger-core/src/findings/rules.rs); gRPC status names: grpc/grpc doc/statuscodes.md",
+                    super::rules::FAILED_MIN_CALLS,
                     super::rules::FAILED_SHARE * 100.0
                 ),
                 {
