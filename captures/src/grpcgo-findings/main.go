@@ -38,7 +38,7 @@
 // rising: the Check handler takes -handler; after the first Check, -calls Checks one after
 // another; the server answers the first half SERVING and then, as a backend that starts
 // failing half way, three of every four UNAVAILABLE "backend pool exhausted"
-// (method-errors-rising).
+// (method-errors-rise).
 //
 // Prints {"port": P} once the server listens, waits until FILE exists (the capture runs), then
 // one JSON line with what the client saw.

@@ -384,7 +384,7 @@ pub(super) struct Failures {
     pub(super) streamed_long: u64,
     /// The methods of calls cut by a GOAWAY since the observer last looked (goaway-retries).
     pub(super) new_cut: Vec<Box<[u8]>>,
-    /// `method-errors-rising`: the method whose rise was largest when it held, its windows
+    /// `method-errors-rise`: the method whose rise was largest when it held, its windows
     /// then, and how many methods it held for.
     pub(super) rising: Option<(u16, Halves)>,
     pub(super) methods_rising: u64,
@@ -437,15 +437,15 @@ pub(super) struct MethodF {
     pub(super) http_5xx: u64,
     /// Calls of the method the client cancelled (not failures of the method).
     pub(super) cancels: u64,
-    /// Its answered calls over time (`method-errors-rising`).
+    /// Its answered calls over time (`method-errors-rise`).
     pub(super) trend: Trend,
-    /// `method-errors-rising` held for it once.
+    /// `method-errors-rise` held for it once.
     pub(super) rose: bool,
 }
 
 /// A method's answered calls and failures by the time of their request, in
 /// [`TREND_BUCKETS`] buckets of `width` from `t0` (its first call): bounded whatever the
-/// connection's length (`method-errors-rising`; decision 380).
+/// connection's length (`method-errors-rise`; decision 380).
 #[derive(Clone, Debug)]
 pub(super) struct Trend {
     pub(super) t0: Nanos,

@@ -175,7 +175,7 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "the failed calls of the method that fails most",
             "h2ledger findings/rules.rs METHOD_MIN_CALLS, METHOD_FAILED_SHARE, MAX_METHODS; grpc/grpc doc/statuscodes.md",
         ),
-        F::MethodErrorsRising => (
+        F::MethodErrorsRise => (
             "a method whose failed share in the later half of its calls' time is clearly above the earlier half's",
             "server (whose answers they are)",
             "the failed calls of the later window",

@@ -425,7 +425,7 @@ fn method_end(
     judge_rising(c, usize::from(i), out);
 }
 
-/// `method-errors-rising` when method `i`'s later window has a failed share
+/// `method-errors-rise` when method `i`'s later window has a failed share
 /// [`RISING_STEP`] above its earlier one's, each window with [`RISING_MIN_CALLS`] answered
 /// calls (decision 380).
 fn judge_rising(c: &mut ConnF, i: usize, out: &mut Vec<Fire>) {
@@ -448,7 +448,7 @@ fn judge_rising(c: &mut ConnF, i: usize, out: &mut Vec<Fire>) {
     {
         f.rising = Some((i as u16, h));
     }
-    out.push((FindingId::MethodErrorsRising, Some(Side::Server), None));
+    out.push((FindingId::MethodErrorsRise, Some(Side::Server), None));
 }
 
 /// A RST_STREAM on `sid`: the call is over; `cancel`, the client cancelled it (counted apart:

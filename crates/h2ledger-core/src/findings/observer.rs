@@ -562,7 +562,7 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             e.u("methods_untracked", f.methods_untracked);
             e.u("calls", c.calls);
         }
-        FindingId::MethodErrorsRising => {
+        FindingId::MethodErrorsRise => {
             let f = &c.fail;
             if let Some((i, h)) = f.rising {
                 r.count = h.later[1];

@@ -113,7 +113,7 @@ pub const SLOW_CALL: Nanos = SEC;
 /// streaming calls of ../shared/real-captures send for 2 to 3 s).
 pub const STREAMED: Nanos = SLOW_CALL / 2;
 
-/// `method-errors-rising`: a method's answered calls are placed by their request's time in
+/// `method-errors-rise`: a method's answered calls are placed by their request's time in
 /// at most this many buckets of equal width from the method's first call (the width starts
 /// at [`TREND_WIDTH`] and doubles, pairs merged, when a call falls beyond the last bucket), so
 /// a method costs the same 16 counters whether the connection lasts 40 ms or a day; the

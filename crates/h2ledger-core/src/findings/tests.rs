@@ -631,7 +631,7 @@ fn ids_and_severities_are_the_contract() {
             "cancel-storm",
             "slow-calls",
             "goaway-retries",
-            "method-errors-rising"
+            "method-errors-rise"
         ]
     );
     for id in FindingId::ALL {

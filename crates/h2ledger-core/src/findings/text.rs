@@ -405,7 +405,7 @@ pub(super) fn words(
                 "this method fails more often than it works: `h2ledger calls -Y 'path contains \"NAME\"'` lists its calls with their status and grpc-message; NOT_FOUND, INVALID_ARGUMENT, UNIMPLEMENTED: the client asks for something the server does not have (a wrong name, an old client); UNAVAILABLE, INTERNAL, HTTP 5xx: the server or a proxy in front of it".to_string(),
             )
         }
-        FindingId::MethodErrorsRising => {
+        FindingId::MethodErrorsRise => {
             let others = e.n("methods_rising").saturating_sub(1);
             (
                 format!(

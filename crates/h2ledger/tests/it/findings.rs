@@ -47,7 +47,7 @@ fn finding<'a>(fs: &'a [Value], id: &str) -> Option<&'a Value> {
 /// docs/findings.md).
 const QUIET_ON_ORDINARY: [&str; 6] = [
     "method-errors",
-    "method-errors-rising",
+    "method-errors-rise",
     "deadline-exceeded",
     "cancel-storm",
     "slow-calls",
@@ -821,7 +821,7 @@ fn failure_captures_raise_their_ids() {
         ("grpcgo-cancel", "cancel-storm"),
         ("grpcgo-slow", "slow-calls"),
         ("grpcgo-nginx-retries", "goaway-retries"),
-        ("grpcgo-rising", "method-errors-rising"),
+        ("grpcgo-rising", "method-errors-rise"),
     ] {
         for other in m.as_object().unwrap().keys() {
             let fs = findings(&dir.join(format!("{other}.pcap")), &[]);
@@ -856,10 +856,10 @@ fn failure_captures_raise_their_ids() {
         ),
         (Some(11), Some(10), Some(10))
     );
-    // method-errors-rising: 41 Checks one after another, the first 21 SERVING, then three of
+    // method-errors-rise: 41 Checks one after another, the first 21 SERVING, then three of
     // four UNAVAILABLE; the windows split by time, so a call or two of either side of the
     // change falls in the other window.
-    let e = ev("grpcgo-rising", "method-errors-rising");
+    let e = ev("grpcgo-rising", "method-errors-rise");
     assert_eq!(e["method"], "/grpc.health.v1.Health/Check");
     let share = |k: &str| e[k].as_f64().unwrap();
     assert!(
