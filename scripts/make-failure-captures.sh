@@ -17,6 +17,9 @@
 #   grpcgo-slow.pcap             a Check handler taking 1.1 s behind grpc.MaxConcurrentStreams(2);
 #                                3 callers at once: every call takes over a second, the third
 #                                waits for a stream slot first (grpcgo-findings -mode slots)
+#   grpcgo-rising.pcap           a Check handler taking 2 ms; 40 Checks one after another: the
+#                                first half SERVING, then three of four UNAVAILABLE "backend pool
+#                                exhausted" (grpcgo-findings -mode rising; method-errors-rise)
 #   grpcgo-nginx-retries.pcap    grpc-go's client through nginx (grpc_pass, keepalive_requests 25)
 #                                to a grpc-go server: 40 callers x 3 Checks; nginx's GOAWAY
 #                                NO_ERROR cuts streams above its last_stream_id and grpc-go
@@ -86,6 +89,7 @@ grpcgo grpcgo-not-found "call-errors method-errors" -mode errors -calls 10
 grpcgo grpcgo-deadline "call-errors deadline-exceeded" -mode deadline -calls 10 -handler 50ms -timeout 10ms
 grpcgo grpcgo-cancel "call-errors cancel-storm" -mode cancel -calls 20 -handler 50ms -timeout 5ms
 grpcgo grpcgo-slow "slow-calls stream-slots-full" -mode slots -callers 3 -calls 1 -handler 1100ms
+grpcgo grpcgo-rising "call-errors method-errors-rise" -mode rising -calls 40 -handler 2ms
 
 n=nginx-keepalive-requests
 if want "$n"; then

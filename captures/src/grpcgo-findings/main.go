@@ -9,6 +9,7 @@
 //	grpcgo-findings -mode errors [-go FILE] [-calls 10]
 //	grpcgo-findings -mode deadline [-go FILE] [-calls 10] [-handler 50ms] [-timeout 10ms]
 //	grpcgo-findings -mode cancel [-go FILE] [-calls 20] [-handler 50ms] [-timeout 5ms]
+//	grpcgo-findings -mode rising [-go FILE] [-calls 40] [-handler 2ms]
 //
 // keepalive: the server has grpc-go's default keepalive enforcement (no
 // KeepaliveEnforcementPolicy: MinTime 5 min, PermitWithoutStream false); the client dials
@@ -33,6 +34,11 @@
 // context the client cancels itself after -timeout (context.WithCancel, no deadline: the
 // requests carry no grpc-timeout): each ends CANCELED at the client, which resets each stream
 // with RST_STREAM CANCEL (a client giving up on calls, as a user leaving a page does).
+//
+// rising: the Check handler takes -handler; after the first Check, -calls Checks one after
+// another; the server answers the first half SERVING and then, as a backend that starts
+// failing half way, three of every four UNAVAILABLE "backend pool exhausted"
+// (method-errors-rise).
 //
 // Prints {"port": P} once the server listens, waits until FILE exists (the capture runs), then
 // one JSON line with what the client saw.
@@ -71,6 +77,22 @@ func (h *slowHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) 
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
+// risingHealth answers Check after a delay; from call after+1 on, three of four fail.
+type risingHealth struct {
+	healthpb.UnimplementedHealthServer
+	delay time.Duration
+	after int64
+	n     int64
+}
+
+func (h *risingHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	time.Sleep(h.delay)
+	if i := atomic.AddInt64(&h.n, 1); i > h.after && i%4 != 0 {
+		return nil, status.Error(codes.Unavailable, "backend pool exhausted")
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
 func waitFor(file string) {
 	for i := 0; i < 600 && file != ""; i++ {
 		if _, err := os.Stat(file); err == nil {
@@ -103,6 +125,9 @@ func main() {
 	s := grpc.NewServer(opts...)
 	if *mode == "errors" {
 		healthpb.RegisterHealthServer(s, health.NewServer())
+	} else if *mode == "rising" {
+		// The first Check and the first half of the -calls answer SERVING.
+		healthpb.RegisterHealthServer(s, &risingHealth{delay: *handler, after: int64(1 + *calls/2)})
 	} else {
 		healthpb.RegisterHealthServer(s, &slowHealth{delay: delay})
 	}
@@ -176,6 +201,13 @@ func main() {
 			codeCount[status.Code(err).String()]++
 		}
 		time.Sleep(2 * *handler)
+		out["codes"] = codeCount
+	case "rising":
+		codeCount := map[string]int{}
+		for i := 0; i < *calls; i++ {
+			err := check()
+			codeCount[status.Code(err).String()]++
+		}
 		out["codes"] = codeCount
 	case "errors", "deadline":
 		codeCount := map[string]int{}

@@ -446,6 +446,24 @@ impl Owners {
         }
     }
 
+    /// The connections answered so far whose end on each side a local process owns, counted
+    /// by that process's command (`comm`), in the order of the commands' names: the
+    /// metrics' `h2ledger_process_connections_total` (decision 381). At most [`MAX_OWNERS`]
+    /// connections are kept, so this counts at most that many.
+    pub fn by_comm(&self) -> Vec<(h2ledger_core::Side, String, u64)> {
+        use h2ledger_core::Side;
+        let mut n: std::collections::BTreeMap<(String, Side), u64> = Default::default();
+        let g = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        for o in g.map.values().flatten() {
+            for (s, p) in [(Side::Client, &o.client), (Side::Server, &o.server)] {
+                if let Some(p) = p {
+                    *n.entry((p.comm.clone(), s)).or_default() += 1;
+                }
+            }
+        }
+        n.into_iter().map(|((c, s), k)| (s, c, k)).collect()
+    }
+
     /// What the lookups cost and found so far.
     pub fn stats(&self) -> OwnerStats {
         self.known.lock().unwrap_or_else(|e| e.into_inner()).stats

@@ -8,6 +8,7 @@ use crate::model::Side;
 /// A client stream's record by its id.
 pub(super) type StreamMap = crate::table::IdTable<StreamF>;
 
+use super::rules::TREND_BUCKETS;
 use super::{MAX_HOLDS, PING_RING};
 
 /// A token bucket as nghttp2's `nghttp2_ratelim` (lib/nghttp2_ratelim.c): `burst` tokens,
@@ -380,6 +381,10 @@ pub(super) struct Failures {
     pub(super) streamed_long: u64,
     /// The methods of calls cut by a GOAWAY since the observer last looked (goaway-retries).
     pub(super) new_cut: Vec<Box<[u8]>>,
+    /// `method-errors-rise`: the method whose rise was largest when it held, its windows
+    /// then, and how many methods it held for.
+    pub(super) rising: Option<(u16, Halves)>,
+    pub(super) methods_rising: u64,
 }
 
 /// A client stream in flight: its method and the times that split its duration (slow-calls);
@@ -430,6 +435,90 @@ pub(super) struct MethodF {
     pub(super) http_5xx: u64,
     /// Calls of the method the client cancelled (not failures of the method).
     pub(super) cancels: u64,
+    /// Its answered calls over time (`method-errors-rise`).
+    pub(super) trend: Trend,
+    /// `method-errors-rise` held for it once.
+    pub(super) rose: bool,
+}
+
+/// A method's answered calls and failures by the time of their request, in
+/// [`TREND_BUCKETS`] buckets of `width` from `t0` (its first call): bounded whatever the
+/// connection's length (`method-errors-rise`; decision 380).
+#[derive(Clone, Debug)]
+pub(super) struct Trend {
+    pub(super) t0: Nanos,
+    pub(super) width: Nanos,
+    /// (calls, failed) per bucket.
+    pub(super) b: [[u32; 2]; TREND_BUCKETS],
+}
+
+impl Default for Trend {
+    fn default() -> Self {
+        Trend {
+            t0: 0,
+            width: super::rules::TREND_WIDTH,
+            b: [[0; 2]; TREND_BUCKETS],
+        }
+    }
+}
+
+/// The two windows of a [`Trend`]: (calls, failed) before and from `split` (nanoseconds
+/// after the first call), and the span the buckets in use cover.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Halves {
+    pub(super) earlier: [u64; 2],
+    pub(super) later: [u64; 2],
+    pub(super) split: Nanos,
+    pub(super) span: Nanos,
+}
+
+impl Halves {
+    /// The later window's failed share less the earlier one's.
+    pub(super) fn rise(&self) -> f64 {
+        let share = |w: [u64; 2]| w[1] as f64 / w[0].max(1) as f64;
+        share(self.later) - share(self.earlier)
+    }
+}
+
+impl Trend {
+    /// A call whose request came at `t` was answered, `failed` or not.
+    pub(super) fn add(&mut self, t: Nanos, failed: bool) {
+        let at = |tr: &Trend| ((t - tr.t0).max(0) / tr.width) as u64;
+        while at(self) >= TREND_BUCKETS as u64 {
+            for k in 0..TREND_BUCKETS / 2 {
+                let (a, b) = (self.b[2 * k], self.b[2 * k + 1]);
+                self.b[k] = [a[0].saturating_add(b[0]), a[1].saturating_add(b[1])];
+            }
+            for k in TREND_BUCKETS / 2..TREND_BUCKETS {
+                self.b[k] = [0; 2];
+            }
+            self.width = self.width.saturating_mul(2);
+        }
+        let c = &mut self.b[at(self) as usize];
+        c[0] = c[0].saturating_add(1);
+        c[1] = c[1].saturating_add(u32::from(failed));
+    }
+
+    /// The earlier and later windows: the first half of the buckets in use (rounded up) and
+    /// the rest; `None` with fewer than two buckets in use.
+    pub(super) fn halves(&self) -> Option<Halves> {
+        let n = self.b.iter().rposition(|c| c[0] > 0)? + 1;
+        if n < 2 {
+            return None;
+        }
+        let mid = n.div_ceil(2);
+        let sum = |r: &[[u32; 2]]| {
+            r.iter().fold([0u64; 2], |s, c| {
+                [s[0] + u64::from(c[0]), s[1] + u64::from(c[1])]
+            })
+        };
+        Some(Halves {
+            earlier: sum(&self.b[..mid]),
+            later: sum(&self.b[mid..n]),
+            split: self.width.saturating_mul(mid as i64),
+            span: self.width.saturating_mul(n as i64),
+        })
+    }
 }
 
 impl Failures {

@@ -175,6 +175,12 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "the failed calls of the method that fails most",
             "h2ledger findings/rules.rs METHOD_MIN_CALLS, METHOD_FAILED_SHARE, MAX_METHODS; grpc/grpc doc/statuscodes.md",
         ),
+        F::MethodErrorsRise => (
+            "a method whose failed share in the later half of its calls' time is clearly above the earlier half's",
+            "server (whose answers they are)",
+            "the failed calls of the later window",
+            "h2ledger findings/rules.rs TREND_BUCKETS, TREND_WIDTH, RISING_MIN_CALLS, RISING_STEP; grpc/grpc doc/statuscodes.md",
+        ),
         F::DeadlineExceeded => (
             "calls that ended past their deadline: grpc-status 4 (DEADLINE_EXCEEDED) or the client's RST_STREAM CANCEL at its grpc-timeout",
             "client (whose deadline it is)",

@@ -21,7 +21,7 @@ use super::conn::{CallF, ConnF, MethodF, SlowF, SERVER_END};
 use super::rules::{
     Fire, CANCEL_STORM_MIN, CANCEL_STORM_SHARE, DEADLINE_MIN_CALLS, FAILED_MIN_CALLS, FAILED_SHARE,
     MAX_METHODS, MAX_NEW_CUTS, METHOD_FAILED_SHARE, METHOD_MIN_CALLS, METHOD_PATH_MAX, REFILL_NS,
-    SLOW_CALL, STREAMED,
+    RISING_MIN_CALLS, RISING_STEP, SLOW_CALL, STREAMED,
 };
 use super::FindingId;
 
@@ -287,6 +287,9 @@ fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) -> CallF {
         }
     };
     if let Some(m) = f.methods.get_mut(i) {
+        if m.calls == 0 {
+            m.trend.t0 = ev.ts;
+        }
         m.calls += 1;
     }
     CallF {
@@ -388,16 +391,21 @@ fn method_end(
     http: Option<u32>,
     out: &mut Vec<Fire>,
 ) {
-    let Some(call) = live_call(c, sid) else {
+    let Some(st) = c
+        .streams
+        .get_mut(sid)
+        .filter(|st| st.bits & SERVER_END == 0)
+    else {
         return;
     };
-    if std::mem::replace(&mut call.judged, true) {
+    if std::mem::replace(&mut st.call.judged, true) {
         return;
     }
-    let i = call.method;
+    let (i, start) = (st.call.method, st.opened);
     let Some(m) = c.fail.methods.get_mut(usize::from(i)) else {
         return;
     };
+    m.trend.add(start, failed);
     if failed {
         m.failed += 1;
         match (grpc, http) {
@@ -409,6 +417,33 @@ fn method_end(
     // At every end, not only a failure's: failures first and the tenth call later still
     // make the share.
     judge_method(c, usize::from(i), out);
+    judge_rising(c, usize::from(i), out);
+}
+
+/// `method-errors-rise` when method `i`'s later window has a failed share
+/// [`RISING_STEP`] above its earlier one's, each window with [`RISING_MIN_CALLS`] answered
+/// calls (decision 380).
+fn judge_rising(c: &mut ConnF, i: usize, out: &mut Vec<Fire>) {
+    let f = &mut c.fail;
+    let Some(m) = f.methods.get_mut(i) else {
+        return;
+    };
+    let Some(h) = m.trend.halves() else {
+        return;
+    };
+    if h.earlier[0] < RISING_MIN_CALLS || h.later[0] < RISING_MIN_CALLS || h.rise() < RISING_STEP {
+        return;
+    }
+    if !std::mem::replace(&mut m.rose, true) {
+        f.methods_rising += 1;
+    }
+    // The method's latest windows while the rule holds, or another method's steeper rise.
+    if f.rising
+        .is_none_or(|(j, r)| usize::from(j) == i || h.rise() >= r.rise())
+    {
+        f.rising = Some((i as u16, h));
+    }
+    out.push((FindingId::MethodErrorsRise, Some(Side::Server), None));
 }
 
 /// A RST_STREAM on `sid`: the call is over; `cancel`, the client cancelled it (counted apart:
@@ -475,6 +510,36 @@ fn judge(c: &mut ConnF, out: &mut Vec<Fire>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::conn::Trend;
+
+    /// The buckets double when a call falls beyond the last, and the windows split the
+    /// buckets in use: 20 calls a millisecond apart that succeed, then 20 of which every
+    /// other one fails.
+    #[test]
+    fn trend_windows_follow_the_calls_times() {
+        let mut t = Trend {
+            t0: 5_000_000,
+            ..Trend::default()
+        };
+        for i in 0..40i64 {
+            t.add(5_000_000 + i * 1_000_000, i >= 20 && i % 2 == 0);
+        }
+        // 40 ms of calls: widths 1, 2, then 4 ms (16 buckets hold 64 ms), 10 in use.
+        assert_eq!(t.width, 4_000_000);
+        let h = t.halves().unwrap();
+        assert_eq!((h.earlier, h.later), ([20, 0], [20, 10]));
+        assert_eq!((h.split, h.span), (20_000_000, 40_000_000));
+        assert!((h.rise() - 0.5).abs() < 1e-9);
+        // One bucket in use: no windows.
+        let mut one = Trend::default();
+        one.add(0, true);
+        assert_eq!(one.halves(), None);
+        // Hours later: still 16 buckets, nothing lost.
+        one.add(3_600_000_000_000, false);
+        let h = one.halves().unwrap();
+        assert_eq!(h.earlier[0] + h.later[0], 2);
+    }
+
     #[test]
     fn grpc_timeouts() {
         assert_eq!(super::grpc_timeout(b"10m"), Some(10_000_000));

@@ -101,6 +101,7 @@ ids! {
     CancelStorm = "cancel-storm", Warn, false;
     SlowCalls = "slow-calls", Info, false;
     GoawayRetries = "goaway-retries", Info, false;
+    MethodErrorsRise = "method-errors-rise", Warn, false;
 }
 
 impl FindingId {

@@ -564,6 +564,31 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             e.u("methods_untracked", f.methods_untracked);
             e.u("calls", c.calls);
         }
+        FindingId::MethodErrorsRise => {
+            let f = &c.fail;
+            if let Some((i, h)) = f.rising {
+                r.count = h.later[1];
+                if let Some(m) = f.methods.get(usize::from(i)) {
+                    e.set("method", Num::Text(String::from_utf8_lossy(&m.path).into()));
+                    e.u("method_calls", m.calls);
+                }
+                e.u("earlier_calls", h.earlier[0]);
+                e.u("earlier_failed", h.earlier[1]);
+                e.set(
+                    "earlier_failed_share",
+                    Num::F(ratio(h.earlier[1], h.earlier[0])),
+                );
+                e.u("later_calls", h.later[0]);
+                e.u("later_failed", h.later[1]);
+                e.set("later_failed_share", Num::F(ratio(h.later[1], h.later[0])));
+                e.u("split_us", us(h.split));
+                e.u("span_us", us(h.span));
+            }
+            e.u("methods_rising", f.methods_rising);
+            e.u("methods", f.methods.len() as u64);
+            e.u("methods_untracked", f.methods_untracked);
+            e.u("calls", c.calls);
+        }
         FindingId::DeadlineExceeded => {
             let f = &c.fail;
             r.count = f.deadline_calls();

@@ -630,7 +630,8 @@ fn ids_and_severities_are_the_contract() {
             "deadline-exceeded",
             "cancel-storm",
             "slow-calls",
-            "goaway-retries"
+            "goaway-retries",
+            "method-errors-rise"
         ]
     );
     for id in FindingId::ALL {

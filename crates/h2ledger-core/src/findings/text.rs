@@ -406,6 +406,33 @@ pub(super) fn words(
                 "this method fails more often than it works: `h2ledger calls -Y 'path contains \"NAME\"'` lists its calls with their status and grpc-message; NOT_FOUND, INVALID_ARGUMENT, UNIMPLEMENTED: the client asks for something the server does not have (a wrong name, an old client); UNAVAILABLE, INTERNAL, HTTP 5xx: the server or a proxy in front of it".to_string(),
             )
         }
+        FindingId::MethodErrorsRise => {
+            let others = e.n("methods_rising").saturating_sub(1);
+            (
+                format!(
+                    "{} failed {} of {} calls ({:.0}%) in the first {}, then {} of {} ({:.0}%) until {}{}",
+                    if e.text("method").is_empty() { "a method" } else { e.text("method") },
+                    e.n("earlier_failed"),
+                    e.n("earlier_calls"),
+                    e.f("earlier_failed_share") * 100.0,
+                    dur(e.n("split_us")),
+                    e.n("later_failed"),
+                    e.n("later_calls"),
+                    e.f("later_failed_share") * 100.0,
+                    dur(e.n("span_us")),
+                    if others > 0 {
+                        format!("; {} more rising", plural(others, "method", "methods"))
+                    } else {
+                        String::new()
+                    }
+                ),
+                format!(
+                    "a method's answered calls (grpc-status other than 0, or an HTTP status of 500 or more, is a failure; the client's cancels are left out) by the time of their request, from its first call, in {TREND_BUCKETS} buckets whose width doubles as the calls go on; the earlier window is the first half of the buckets in use, the later the rest; each with at least {RISING_MIN_CALLS} calls, the later failed share at least {:.0} points above the earlier (TREND_BUCKETS, RISING_MIN_CALLS and RISING_STEP in crates/h2ledger-core/src/findings/rules.rs)",
+                    RISING_STEP * 100.0
+                ),
+                "the server began failing this method part way through: something changed at the split (a deploy, a dependency down, a pool or quota exhausted, a cache expired); `h2ledger calls -Y 'path contains \"NAME\" and grpc.status != 0'` lists the failed calls with their time, status and grpc-message, and the first of them is where to look in the server's log".to_string(),
+            )
+        }
         FindingId::DeadlineExceeded => (
             format!(
                 "{} of {} calls ended past their deadline: {} grpc-status DEADLINE_EXCEEDED from the server, {} cancelled by the client at its grpc-timeout{}",

@@ -221,32 +221,22 @@ impl Drop for Kill {
     }
 }
 
-/// `openssl s_server` (libssl.so.3) attached, curl (libssl.so.3) with SSLKEYLOGFILE as the
-/// oracle: TLS 1.3 (5 secrets a connection) and 1.2 (CLIENT_RANDOM). Then the same file
-/// probed for every process (`attach_file`): each new curl's secrets too.
-#[test]
-fn openssl_server_and_curl_equal_curls_key_log() {
-    if !is_root() {
-        skip("not root: attaching needs root or CAP_SYS_ADMIN");
-        return;
-    }
-    if Command::new("curl").arg("--version").output().is_err() || !Path::new(LIBSSL).exists() {
-        skip("needs curl and openssl (apt-get install curl openssl)");
-        return;
-    }
+/// `openssl s_server -www` on a free port of 127.0.0.1 with [`cert`] (its libssl from
+/// `libdir` when given), and the port it accepts on.
+fn s_server(libdir: Option<&Path>) -> (Kill, String) {
     let (key, cert) = cert();
-    let mut server = Kill(
-        Command::new("openssl")
-            .args(["s_server", "-accept", "127.0.0.1:0", "-www"])
-            .arg("-cert")
-            .arg(&cert)
-            .arg("-key")
-            .arg(&key)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut c = Command::new("openssl");
+    c.args(["s_server", "-accept", "127.0.0.1:0", "-www"])
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(d) = libdir {
+        c.env("LD_LIBRARY_PATH", d);
+    }
+    let mut server = Kill(c.spawn().unwrap());
     // "ACCEPT 127.0.0.1:PORT", after "Using default temp DH parameters" on some builds.
     let port = {
         let mut out = BufReader::new(server.0.stdout.take().unwrap());
@@ -261,6 +251,23 @@ fn openssl_server_and_curl_equal_curls_key_log() {
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
         port
     };
+    (server, port)
+}
+
+/// `openssl s_server` (libssl.so.3) attached, curl (libssl.so.3) with SSLKEYLOGFILE as the
+/// oracle: TLS 1.3 (5 secrets a connection) and 1.2 (CLIENT_RANDOM). Then the same file
+/// probed for every process (`attach_file`): each new curl's secrets too.
+#[test]
+fn openssl_server_and_curl_equal_curls_key_log() {
+    if !is_root() {
+        skip("not root: attaching needs root or CAP_SYS_ADMIN");
+        return;
+    }
+    if Command::new("curl").arg("--version").output().is_err() || !Path::new(LIBSSL).exists() {
+        skip("needs curl and openssl (apt-get install curl openssl)");
+        return;
+    }
+    let (server, port) = s_server(None);
     let t = Instant::now();
     let mut keys = KeySource::attach(server.0.id()).unwrap();
     eprintln!("attached in {:?}: {}", t.elapsed(), keys.attached());
@@ -483,37 +490,11 @@ fn a_deleted_library_is_probed_through_its_mapping() {
         skip("needs curl and openssl (apt-get install curl openssl)");
         return;
     }
-    let (key, cert) = cert();
     let libdir = tmp("deleted-lib");
     std::fs::create_dir_all(&libdir).unwrap();
     let copy = libdir.join("libssl.so.3");
     std::fs::copy(LIBSSL, &copy).unwrap();
-    let mut server = Kill(
-        Command::new("openssl")
-            .args(["s_server", "-accept", "127.0.0.1:0", "-www"])
-            .arg("-cert")
-            .arg(&cert)
-            .arg("-key")
-            .arg(&key)
-            .env("LD_LIBRARY_PATH", &libdir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let port = {
-        let mut out = BufReader::new(server.0.stdout.take().unwrap());
-        let mut l = String::new();
-        let port = loop {
-            l.clear();
-            assert!(out.read_line(&mut l).unwrap() > 0, "s_server ended");
-            if let Some(p) = l.trim().strip_prefix("ACCEPT ") {
-                break p.rsplit(':').next().unwrap().to_string();
-            }
-        };
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        port
-    };
+    let (server, port) = s_server(Some(&libdir));
     std::fs::remove_file(&copy).unwrap();
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.0.id())).unwrap();
     assert!(maps.contains("libssl.so.3 (deleted)"), "{maps}");

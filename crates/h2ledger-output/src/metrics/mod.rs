@@ -58,6 +58,9 @@ pub const DEFAULT_MAX_PATHS: usize = 200;
 pub const MAX_PATHS: usize = h2ledger_core::analysis::MAX_METHODS;
 /// Distinct status labels; later ones are `other`.
 pub const MAX_STATUSES: usize = 64;
+/// Distinct `comm` labels of `h2ledger_process_connections_total` (both sides together);
+/// later commands are `other` (decision 381).
+pub const MAX_COMMS: usize = 32;
 
 /// `h2ledger_call_duration_seconds` buckets: 50 us to 10 s, 1-2.5-5 per decade.
 pub const CALL_BUCKETS: [f64; 17] = [
@@ -154,6 +157,12 @@ pub const ERROR_CODES: [&str; h2ledger_core::analysis::RST_CODES] = [
     "HTTP_1_1_REQUIRED",
     "other",
 ];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProcessLabels {
+    side: &'static str,
+    comm: String,
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FindingLabels {
@@ -254,6 +263,9 @@ pub struct Metrics {
     goaways: Family<CodeLabels, Counter>,
     rst_streams: Family<CodeLabels, Counter>,
     findings: Family<FindingLabels, Counter>,
+    processes: Family<ProcessLabels, Counter>,
+    /// The commands given a `comm` label so far, at most [`MAX_COMMS`].
+    comms: Mutex<Vec<String>>,
     open: Gauge,
     connections: Counter,
     packets: Counter,
@@ -292,6 +304,8 @@ impl Metrics {
             goaways: Family::default(),
             rst_streams: Family::default(),
             findings: Family::default(),
+            processes: Family::default(),
+            comms: Mutex::new(Vec::new()),
             open: Gauge::default(),
             connections: Counter::default(),
             packets: Counter::default(),
@@ -367,6 +381,11 @@ impl Metrics {
             m.findings.clone(),
         );
         r.register(
+            "process_connections",
+            "TCP connections (sniff only: looked up in /proc at their SYN, those open before the capture at its end) by side and the command of the local process that owns that end (comm: /proc/PID/comm, 15 bytes at most; other beyond 32 distinct commands; an end no local process holds is not counted); JSON per_connection[].process.SIDE.comm",
+            m.processes.clone(),
+        );
+        r.register(
             "connections_open",
             "HTTP/2 connections open now",
             m.open.clone(),
@@ -429,7 +448,12 @@ impl Metrics {
         for (limit, _) in LIMITS {
             let _ = m.limits.get_or_create(&LimitLabel { limit });
         }
-        for limit in ["metrics_paths", "metrics_statuses", "ping_rtt_samples"] {
+        for limit in [
+            "metrics_paths",
+            "metrics_statuses",
+            "metrics_comms",
+            "ping_rtt_samples",
+        ] {
             let _ = m.limits.get_or_create(&LimitLabel { limit });
         }
         Metrics { registry: r, ..m }
@@ -582,6 +606,46 @@ impl Metrics {
         let mut b = Batch::default();
         b.ping_rtt(s, rtt_ns);
         self.flush(&mut b);
+    }
+
+    /// The connections whose end on `side` a local process owns, by its command: raises
+    /// `h2ledger_process_connections_total{side, comm}` to each count (the counts so far of
+    /// the run, [`h2ledger_run::procs::Owners::by_comm`]). The first [`MAX_COMMS`] commands
+    /// keep their name; the connections of later ones are `comm="other"` and counted in
+    /// `h2ledger_limits_hit_total{limit="metrics_comms"}`.
+    pub fn processes<'a>(&self, counts: impl IntoIterator<Item = (Side, &'a str, u64)>) {
+        let mut comms = self.comms.lock().unwrap_or_else(|e| e.into_inner());
+        let mut other = [0u64; 2];
+        for (s, comm, n) in counts {
+            let comm = path_label(comm);
+            if !comms.contains(&comm) {
+                if comms.len() >= MAX_COMMS {
+                    other[usize::from(s == Side::Server)] += n;
+                    continue;
+                }
+                comms.push(comm.clone());
+            }
+            let l = ProcessLabels {
+                side: s.name(),
+                comm,
+            };
+            raise(&self.processes.get_or_create(&l), n);
+        }
+        for (s, n) in Side::ALL.into_iter().zip(other) {
+            if n > 0 {
+                let l = ProcessLabels {
+                    side: s.name(),
+                    comm: OTHER.to_string(),
+                };
+                raise(&self.processes.get_or_create(&l), n);
+            }
+        }
+        raise(
+            &self.limits.get_or_create(&LimitLabel {
+                limit: "metrics_comms",
+            }),
+            other[0] + other[1],
+        );
     }
 
     /// Issue 21's findings: raises `h2ledger_findings_total{id, severity}` to `count`. `id`

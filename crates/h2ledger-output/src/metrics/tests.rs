@@ -381,3 +381,53 @@ fn a_batch_gives_the_page_of_calls_one_by_one() {
     assert!(value(&a, "h2ledger_limits_hit_total{limit=\"metrics_statuses\"}").unwrap() > 0.0);
     assert_eq!(a, z);
 }
+
+/// `h2ledger_process_connections_total`: counts raised to the owners' totals, the first
+/// `MAX_COMMS` commands by name, the rest `other` and counted in `metrics_comms`; a command
+/// named once keeps its label after the cap is reached.
+#[test]
+fn process_labels_are_capped() {
+    let m = Metrics::new(DEFAULT_MAX_PATHS, "9.9.9");
+    m.processes([(Side::Client, "h2load", 2), (Side::Server, "nghttpd", 2)]);
+    m.processes([(Side::Client, "h2load", 3), (Side::Server, "nghttpd", 2)]);
+    let p = page(&m);
+    let v = |s: &str| value(&p, s);
+    assert_eq!(
+        v("h2ledger_process_connections_total{side=\"client\",comm=\"h2load\"}"),
+        Some(3.0)
+    );
+    assert_eq!(
+        v("h2ledger_process_connections_total{side=\"server\",comm=\"nghttpd\"}"),
+        Some(2.0)
+    );
+    let names: Vec<String> = (0..MAX_COMMS + 5).map(|i| format!("w{i:02}")).collect();
+    let mut all: Vec<(Side, &str, u64)> = names
+        .iter()
+        .map(|n| (Side::Client, n.as_str(), 1))
+        .collect();
+    all.push((Side::Client, "h2load", 4));
+    m.processes(all);
+    let p = page(&m);
+    let v = |s: &str| value(&p, s);
+    // h2load and nghttpd hold 2 of the 32: w00 to w29 are named, w30 to w36 are other.
+    assert_eq!(
+        v("h2ledger_process_connections_total{side=\"client\",comm=\"w29\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        v("h2ledger_process_connections_total{side=\"client\",comm=\"w30\"}"),
+        None
+    );
+    assert_eq!(
+        v("h2ledger_process_connections_total{side=\"client\",comm=\"other\"}"),
+        Some(7.0)
+    );
+    assert_eq!(
+        v("h2ledger_limits_hit_total{limit=\"metrics_comms\"}"),
+        Some(7.0)
+    );
+    assert_eq!(
+        v("h2ledger_process_connections_total{side=\"client\",comm=\"h2load\"}"),
+        Some(4.0)
+    );
+}

@@ -96,6 +96,15 @@ impl Run {
     }
 }
 
+/// The connections by owning process, into the metrics (`sniff`: attribution is on).
+fn processes(e: &Exporter, owners: Option<&Owners>) {
+    if let Some(o) = owners {
+        let by = o.by_comm();
+        e.metrics()
+            .processes(by.iter().map(|(s, c, n)| (*s, c.as_str(), *n)));
+    }
+}
+
 impl Hooks for Run {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
         if let Some(o) = &self.owners {
@@ -131,6 +140,7 @@ impl Hooks for Run {
             e.metrics().set(&Figures::running(&running, Some(drops)));
             e.metrics()
                 .findings(self.session.findings_filed(), &self.severities);
+            processes(e, self.owners.as_ref());
             e.synced(false);
         }
     }
@@ -266,6 +276,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         e.metrics().set(&f);
         e.metrics()
             .findings(run.session.findings_filed(), &findings_cfg.severities);
+        processes(e, run.owners.as_ref());
         e.synced(true);
     }
     let s = &mut run.session;

@@ -45,8 +45,9 @@ fn finding<'a>(fs: &'a [Value], id: &str) -> Option<&'a Value> {
 /// Ids of failed calls that ordinary captures (captures/*.pcap, ../shared/real-captures) must
 /// not raise: their calls succeed (`call-errors` does fire on a few, by design:
 /// docs/findings.md).
-const QUIET_ON_ORDINARY: [&str; 5] = [
+const QUIET_ON_ORDINARY: [&str; 6] = [
     "method-errors",
+    "method-errors-rise",
     "deadline-exceeded",
     "cancel-storm",
     "slow-calls",
@@ -812,7 +813,7 @@ fn failure_captures_raise_their_ids() {
         crate::util::assert_ledger_eq(name, &want, &got);
         seen += 1;
     }
-    assert_eq!(seen, 8);
+    assert_eq!(seen, 9);
     // Each new id fires on its own capture only.
     for (name, id) in [
         ("grpcgo-not-found", "method-errors"),
@@ -820,6 +821,7 @@ fn failure_captures_raise_their_ids() {
         ("grpcgo-cancel", "cancel-storm"),
         ("grpcgo-slow", "slow-calls"),
         ("grpcgo-nginx-retries", "goaway-retries"),
+        ("grpcgo-rising", "method-errors-rise"),
     ] {
         for other in m.as_object().unwrap().keys() {
             let fs = findings(&dir.join(format!("{other}.pcap")), &[]);
@@ -854,6 +856,25 @@ fn failure_captures_raise_their_ids() {
         ),
         (Some(11), Some(10), Some(10))
     );
+    // method-errors-rise: 41 Checks one after another, the first 21 SERVING, then three of
+    // four UNAVAILABLE; the windows split by time, so a call or two of either side of the
+    // change falls in the other window.
+    let e = ev("grpcgo-rising", "method-errors-rise");
+    assert_eq!(e["method"], "/grpc.health.v1.Health/Check");
+    let share = |k: &str| e[k].as_f64().unwrap();
+    assert!(
+        share("earlier_failed_share") < 0.1 && share("later_failed_share") > 0.6,
+        "{e}"
+    );
+    assert_eq!(
+        (
+            e["method_calls"].as_u64(),
+            e["earlier_calls"].as_u64().unwrap() + e["later_calls"].as_u64().unwrap()
+        ),
+        (Some(41), 41)
+    );
+    let fs = findings(&dir.join("grpcgo-rising.pcap"), &[]);
+    assert!(finding(&fs, "method-errors").is_none(), "{:?}", ids(&fs));
     // deadline-exceeded: 10 calls cancelled at their 10 ms grpc-timeout (the first call, with
     // a 10 s deadline, succeeded).
     let e = ev("grpcgo-deadline", "deadline-exceeded");

@@ -744,6 +744,34 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// nghttpd over TLS (a new self-signed certificate in `dir`) serving `body` as `/` from
+/// `dir/www`, on a free port of 127.0.0.1, listening when this returns.
+fn tls_nghttpd(dir: &Path, body: &str) -> (KillOnDrop, u16) {
+    let (key, cert) = self_signed(dir);
+    let docroot = dir.join("www");
+    std::fs::create_dir_all(&docroot).unwrap();
+    std::fs::write(docroot.join("index.html"), body).unwrap();
+    let port = free_port();
+    let server = KillOnDrop(
+        Command::new("nghttpd")
+            .args(["-a", "127.0.0.1", "-d"])
+            .arg(&docroot)
+            .arg(port.to_string())
+            .arg(&key)
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed().as_secs() < 10, "nghttpd did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (server, port)
+}
+
 /// `sniff --port PORT --keys-from PID -w out.pcapng --keys-out got.keylog` around `clients`
 /// (which make `requests` calls on `conns` connections), then: every call and connection
 /// decrypted; `--keys-out` equal to the clients' own key log `truth` when there is one (else
@@ -870,28 +898,7 @@ fn nghttpd_and_curl_over_openssl() {
         return;
     }
     let dir = ssl_dir("nghttpd-curl");
-    let (key, cert) = self_signed(&dir);
-    let docroot = dir.join("www");
-    std::fs::create_dir_all(&docroot).unwrap();
-    std::fs::write(docroot.join("index.html"), "x".repeat(20_000)).unwrap();
-    let port = free_port();
-    let server = KillOnDrop(
-        Command::new("nghttpd")
-            .args(["-a", "127.0.0.1", "-d"])
-            .arg(&docroot)
-            .arg(port.to_string())
-            .arg(&key)
-            .arg(&cert)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed().as_secs() < 10, "nghttpd did not listen");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let (server, port) = tls_nghttpd(&dir, &"x".repeat(20_000));
     let truth = dir.join("curl.keylog");
     let curl = |extra: &[&str]| curl_h2(port, &truth, extra);
     check_ssl(
@@ -1203,28 +1210,7 @@ fn keys_from_lib_covers_processes_started_later() {
     }
     let lib = "/usr/lib/x86_64-linux-gnu/libssl.so.3";
     let dir = ssl_dir("keys-from-lib");
-    let (key, cert) = self_signed(&dir);
-    let docroot = dir.join("www");
-    std::fs::create_dir_all(&docroot).unwrap();
-    std::fs::write(docroot.join("index.html"), "z".repeat(3_000)).unwrap();
-    let port = free_port();
-    let _server = KillOnDrop(
-        Command::new("nghttpd")
-            .args(["-a", "127.0.0.1", "-d"])
-            .arg(&docroot)
-            .arg(port.to_string())
-            .arg(&key)
-            .arg(&cert)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed().as_secs() < 10, "nghttpd did not listen");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let (_server, port) = tls_nghttpd(&dir, &"z".repeat(3_000));
     let (pcapng, got, truth) = (
         dir.join("out.pcapng"),
         dir.join("got.keylog"),
@@ -1319,28 +1305,7 @@ fn h2load_thousand_connections_to_nghttpd() {
         return;
     }
     let dir = ssl_dir("h2load");
-    let (key, cert) = self_signed(&dir);
-    let docroot = dir.join("www");
-    std::fs::create_dir_all(&docroot).unwrap();
-    std::fs::write(docroot.join("index.html"), "h".repeat(1_000)).unwrap();
-    let port = free_port();
-    let server = KillOnDrop(
-        Command::new("nghttpd")
-            .args(["-a", "127.0.0.1", "-d"])
-            .arg(&docroot)
-            .arg(port.to_string())
-            .arg(&key)
-            .arg(&cert)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed().as_secs() < 10, "nghttpd did not listen");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let (server, port) = tls_nghttpd(&dir, &"h".repeat(1_000));
     check_ssl(
         "h2load",
         &dir,

@@ -35,9 +35,16 @@ fn start(command: &str, args: &[&str]) -> Child {
         .spawn()
         .expect("sniff starts");
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("listening on"), "sniff said: {line}");
+    // `--metrics` says where it serves first.
+    let mut said = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "sniff said: {said}");
+        said.push_str(&line);
+        if line.contains("listening on") {
+            break;
+        }
+    }
     // Keep draining stderr so the child never blocks on it.
     std::thread::spawn(move || {
         let mut rest = String::new();
@@ -495,6 +502,48 @@ fn unknown_device_lists_devices() {
     assert!(err.contains("lo"), "{err}");
 }
 
+/// `GET /metrics` from `addr`: the page.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(c, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.") && out.contains(" 200 "), "{out}");
+    out
+}
+
+/// nghttpd without TLS on 127.0.0.1 serving `dir` with a 2,000-byte `/file`, and its port.
+/// nghttpd cannot bind port 0: a free port is taken, and another tried if someone else grabs
+/// it first.
+fn h2c_nghttpd(dir: &std::path::Path) -> (Child, u16) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("file"), vec![b'x'; 2000]).unwrap();
+    let mut server = None;
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new("nghttpd")
+            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
+            .arg(dir)
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        if child.try_wait().unwrap().is_none() {
+            server = Some((child, port));
+            break;
+        }
+    }
+    server.expect("nghttpd started")
+}
+
 /// h2load against nghttpd, 10 connections at 500 requests/s each (a rate a loaded 2-core
 /// machine holds): every call is seen and the kernel drops nothing at the default settings.
 /// The full-speed zero-drop figure is measured by `just bench`, not asserted here.
@@ -508,31 +557,7 @@ fn sniff_h2load_drops_nothing() {
         return;
     }
     let dir = scratch("h2load");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("file"), vec![b'x'; 2000]).unwrap();
-    // nghttpd cannot bind port 0: take a free port and retry if someone else grabs it.
-    let mut server = None;
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new("nghttpd")
-            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
-            .arg(&dir)
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        if child.try_wait().unwrap().is_none() {
-            server = Some((child, port));
-            break;
-        }
-    }
-    let (mut server, port) = server.expect("nghttpd started");
+    let (mut server, port) = h2c_nghttpd(&dir);
     let sniff = start_sniff(&["--port", &port.to_string(), "--format", "json"]);
     let requests = 20_000u64;
     let load = Command::new("h2load")
@@ -735,7 +760,8 @@ fn sniff_write_to_stdout_and_a_failed_write() {
 
 /// Issue 38 point 7: `sniff` names the process at each end of each connection (from /proc,
 /// looked up at the SYN by a helper that kept root): h2load's and nghttpd's pids and
-/// commands, with sniff itself running as `nobody`.
+/// commands, with sniff itself running as `nobody`; and `--metrics` counts the connections by
+/// each end's command (`h2ledger_process_connections_total`, decision 381).
 #[test]
 fn sniff_names_each_sides_process() {
     if skip_unless_root("sniff_names_each_sides_process") {
@@ -748,31 +774,20 @@ fn sniff_names_each_sides_process() {
         return;
     }
     let dir = scratch("owners");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("file"), vec![b'x'; 2000]).unwrap();
-    let mut server = None;
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new("nghttpd")
-            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
-            .arg(&dir)
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        if child.try_wait().unwrap().is_none() {
-            server = Some((child, port));
-            break;
-        }
-    }
-    let (mut server, port) = server.expect("nghttpd started");
-    let sniff = start_sniff(&["--port", &port.to_string(), "--format", "json"]);
+    let (mut server, port) = h2c_nghttpd(&dir);
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let sniff = start_sniff(&[
+        "--port",
+        &port.to_string(),
+        "--format",
+        "json",
+        "--metrics",
+        &metrics,
+    ]);
     // Connections that live 2 s: the lookup at the SYN (and its retry) finds both ends.
     let load = Command::new("h2load")
         .args(["-D", "2", "-c", "2", "--rps", "10"])
@@ -784,6 +799,14 @@ fn sniff_names_each_sides_process() {
     let out = load.wait_with_output().unwrap();
     assert!(out.status.success());
     std::thread::sleep(Duration::from_millis(300));
+    let page = scrape(&metrics);
+    for want in [
+        "h2ledger_process_connections_total{side=\"client\",comm=\"h2load\"} 2\n",
+        "h2ledger_process_connections_total{side=\"server\",comm=\"nghttpd\"} 2\n",
+        "h2ledger_limits_hit_total{limit=\"metrics_comms\"} 0\n",
+    ] {
+        assert!(page.contains(want), "no {want} in\n{page}");
+    }
     let v = stop(sniff);
     let server_pid = server.id();
     let _ = server.kill();
