@@ -267,12 +267,37 @@ pub fn permission_error(device: &str) -> anyhow::Error {
     )
 }
 
+/// A device opened and its `-w` file created, not read yet: `sniff --workers N` opens N of
+/// them (and joins them in one fanout group) before root is given up.
+pub struct Opened {
+    cap: Capture<Active>,
+    save: Option<(PathBuf, Arc<Mutex<Save>>)>,
+    linktype: i32,
+    device: String,
+}
+
 impl Live {
     /// Opens the device (must be called in a tokio runtime).
     pub fn open(o: &LiveOptions) -> Result<Live> {
         if let Some(ns) = &o.netns {
             enter_netns(ns)?;
         }
+        let opened = Opened::open(o)?;
+        // The device and the output file are open: nothing below needs root.
+        let dropped_to = drop_privileges(o.user.as_deref())?;
+        opened.start(o.keys.clone(), dropped_to)
+    }
+}
+
+impl Opened {
+    /// The capture's socket (an AF_PACKET socket on Linux), for `PACKET_FANOUT`.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.cap.as_raw_fd()
+    }
+
+    /// Opens the device and creates the `-w` file; `--netns` is entered by the caller.
+    pub fn open(o: &LiveOptions) -> Result<Opened> {
         let devices = Device::list().map_err(|e| {
             anyhow!(
                 "cannot list capture devices: {}",
@@ -372,27 +397,43 @@ impl Live {
             None => None,
         };
         let linktype = cap.get_datalink().0;
-        // The device and the output file are open: nothing below needs root.
-        let dropped_to = drop_privileges(o.user.as_deref())?;
-        let cap = cap
-            .setnonblock()
-            .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?;
-        let stream = cap
-            .stream(Codec {
-                save: save.as_ref().map(|(_, s)| s.clone()),
-                keys: o.keys.clone(),
-            })
-            .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?;
-        Ok(Live {
-            stream,
+        Ok(Opened {
+            cap,
             save,
-            keys: o.keys.clone(),
             linktype,
             device: o.device.clone(),
-            dropped_to,
         })
     }
 
+    /// Starts reading (must be called in the tokio runtime that reads it).
+    pub fn start(
+        self,
+        keys: Option<super::keys::SharedFeed>,
+        dropped_to: Option<String>,
+    ) -> Result<Live> {
+        let device = self.device;
+        let cap = self
+            .cap
+            .setnonblock()
+            .map_err(|e| anyhow!("{device}: {}", super::file::pcap_reason(&e)))?;
+        let stream = cap
+            .stream(Codec {
+                save: self.save.as_ref().map(|(_, s)| s.clone()),
+                keys: keys.clone(),
+            })
+            .map_err(|e| anyhow!("{device}: {}", super::file::pcap_reason(&e)))?;
+        Ok(Live {
+            stream,
+            save: self.save,
+            keys,
+            linktype: self.linktype,
+            device,
+            dropped_to,
+        })
+    }
+}
+
+impl Live {
     /// The next packet; `None` when the capture ended.
     pub async fn next(&mut self) -> Option<Result<Pkt>> {
         self.stream
@@ -455,7 +496,7 @@ impl Live {
 /// when nothing changed. Not root, the capabilities granted with setcap (capture, and
 /// `--keys-from`'s CAP_SYS_ADMIN) are all given up the same way: the device, the probes and
 /// the files are open, and the kernel checks none of them again.
-fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
+pub fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
     // SAFETY: plain libc calls with valid, NUL-terminated arguments; getpwnam's result is read
     // before any other call could overwrite it.
     unsafe {
