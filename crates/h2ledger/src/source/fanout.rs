@@ -205,7 +205,11 @@ pub fn work(h: Opened, ctl: &Control, s: &mut Session) -> (Result<WorkerEnd>, En
     rt.block_on(async {
         let mut live = match h.start(None, None) {
             Ok(l) => l,
-            Err(e) => return (Err(e), End::Damaged(String::new()), None),
+            Err(e) => {
+                // The others stop too: the run fails with this error.
+                ctl.stop(Stop::Interrupted);
+                return (Err(e), End::Damaged(String::new()), None);
+            }
         };
         let lt = LinkType(live.linktype);
         let mut rx = ctl.stop.subscribe();
@@ -236,6 +240,7 @@ pub fn work(h: Opened, ctl: &Control, s: &mut Session) -> (Result<WorkerEnd>, En
                     let _ = s.feed(lt, p.ts, &p.data);
                 }
                 Some(Err(e)) => {
+                    ctl.stop(Stop::Interrupted);
                     let drops = live.drops();
                     return (Err(e), End::Damaged(String::new()), Some(drops));
                 }
@@ -266,4 +271,44 @@ pub fn check(o: &LiveOptions) -> Result<()> {
         bail!("--workers N > 1 does not take --keys-from or --keys-from-lib yet; use --workers 1");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_worker_writes_its_own_file() {
+        assert_eq!(
+            worker_path(Path::new("/tmp/out.pcap"), 1),
+            Path::new("/tmp/out.1.pcap")
+        );
+        assert_eq!(
+            worker_path(Path::new("cap.pcapng"), 0),
+            Path::new("cap.0.pcapng")
+        );
+        assert_eq!(worker_path(Path::new("dump"), 3), Path::new("dump.3"));
+    }
+
+    #[test]
+    fn count_admits_exactly_n_packets_over_threads() {
+        let ctl = Control::new(Some(1000));
+        let admitted = AtomicU64::new(0);
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for _ in 0..400 {
+                        if ctl.admit().is_continue() {
+                            admitted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(admitted.into_inner(), 1000);
+        assert_eq!(*ctl.stop.borrow(), Some(Stop::Count));
+        let free = Control::new(None);
+        assert!(free.admit().is_continue());
+        assert_eq!(*free.stop.borrow(), None);
+    }
 }
