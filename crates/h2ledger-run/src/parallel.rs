@@ -171,3 +171,46 @@ pub fn side_by_side<S: Send, T: Send>(
     }
     (outs, merge(reports))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Obs, Options, Wanted};
+
+    /// A raw IPv4 UDP packet (not TCP: counted, nothing else).
+    fn udp() -> Vec<u8> {
+        let mut p = vec![
+            0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1,
+        ];
+        p.extend_from_slice(&[0, 1, 0, 2, 0, 8, 0, 0]);
+        p
+    }
+
+    #[test]
+    fn side_by_side_merges_each_sources_report() {
+        let make = || Session::new(Obs::new(&Wanted::default()), Options::default());
+        let sources: Vec<Vec<i64>> = vec![vec![1_000_000_000, 3_000_000_000], vec![2_000_000_000]];
+        let drops = |k: usize| Drops {
+            received: 10 + k as u64,
+            kernel: k as u64,
+            interface: 0,
+        };
+        let mut seen = Vec::new();
+        let (outs, merged) = side_by_side(
+            sources,
+            &make,
+            &|k, times: Vec<i64>, s: &mut Session| {
+                for t in &times {
+                    let _ = s.feed(LinkType::RAW, *t, &udp());
+                }
+                (times.len(), End::Complete, Some(drops(k)))
+            },
+            |k, r| seen.push((k, r.capture.as_ref().map(|c| c.packets))),
+        );
+        assert_eq!(outs, vec![2, 1]);
+        assert_eq!(seen, vec![(0, Some(2)), (1, Some(1))]);
+        let c = merged.capture.as_ref().expect("capture stats");
+        assert_eq!((c.packets, c.not_tcp), (3, 3));
+        assert_eq!(merged.drops.map(|d| (d.received, d.kernel)), Some((21, 1)));
+    }
+}
