@@ -133,6 +133,11 @@ pub fn deal<T>(
     })
 }
 
+/// What [`side_by_side`] runs on each source: the worker's index, its source and its session
+/// in; what to hand back, how the input ended and its drop counters out.
+pub type ReadSource<'a, S, T> =
+    dyn Fn(usize, S, &mut Session) -> (T, End, Option<Drops>) + Sync + 'a;
+
 /// Runs `read` on each of `sources` on its own thread, each with its own session made by
 /// `session` (`sniff --workers N`: one capture handle of a `PACKET_FANOUT_HASH` group each,
 /// so every connection is whole in one worker). `read` feeds the session and returns what it
@@ -142,7 +147,7 @@ pub fn deal<T>(
 pub fn side_by_side<S: Send, T: Send>(
     sources: Vec<S>,
     session: &(dyn Fn() -> Session + Sync),
-    read: &(dyn Fn(usize, S, &mut Session) -> (T, End, Option<Drops>) + Sync),
+    read: &ReadSource<'_, S, T>,
     mut part: impl FnMut(usize, &Report),
 ) -> (Vec<T>, Report) {
     let done: Vec<(T, Report)> = std::thread::scope(|sc| {
