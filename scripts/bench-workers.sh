@@ -58,7 +58,7 @@ one() {
         split=$(for f in "$rep"/worker-*.json; do jq -r '"\(.capture.packets) packets/\(.connections) conns"' "$f"; done | paste -sd ' ' -)
         split="; per worker: ${split// / }"
     fi
-    say "--workers $w: $(jq -r '"received \(.drops.received), dropped by kernel \(.drops.kernel), packets \(.capture.packets), calls \(.calls) of '"$N"'"' "$WORK/out-$w.json")$split ($(grep -oE 'finished in [0-9.]+m?s' "$WORK/h2load.log"))"
+    say "--workers $w: $(jq -r '"received \(.drops.received), dropped by kernel \(.drops.kernel) (interface \(.drops.interface)), packets \(.capture.packets), tcp gaps \(.tcp.gaps), calls \(.calls) of '"$N"'"' "$WORK/out-$w.json")$split ($(grep -oE 'finished in [0-9.]+m?s' "$WORK/h2load.log"))"
 }
 for _ in $(seq "$RUNS"); do
     one 1
