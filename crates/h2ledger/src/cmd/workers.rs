@@ -74,7 +74,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         None => Vec::new(),
     };
     let (handles, dropped_to) = fanout::open_group(&o, workers)?;
-    let ctl = Control::new(cap.count);
+    let ctl = std::sync::Arc::new(Control::new(cap.count));
     let make = || {
         let mut wanted = l.analysis.wanted(None);
         wanted.findings = Some(findings_cfg);

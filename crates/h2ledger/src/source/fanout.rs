@@ -10,6 +10,7 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
@@ -191,7 +192,11 @@ pub struct WorkerEnd {
 
 /// Reads one handle of the group into `s` until the stop (on a runtime of its own thread).
 /// Returns how it ended and the drop counters, for `Session::finish`.
-pub fn work(h: Opened, ctl: &Control, s: &mut Session) -> (Result<WorkerEnd>, End, Option<Drops>) {
+pub fn work(
+    h: Opened,
+    ctl: &Arc<Control>,
+    s: &mut Session,
+) -> (Result<WorkerEnd>, End, Option<Drops>) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -203,7 +208,13 @@ pub fn work(h: Opened, ctl: &Control, s: &mut Session) -> (Result<WorkerEnd>, En
         }
     };
     rt.block_on(async {
-        let mut live = match h.start(None, None) {
+        // With -c, the count is taken as each packet is decoded, before it is saved: the -w
+        // files hold exactly the packets read.
+        let gate: Option<live::Gate> = ctl.count.map(|_| {
+            let c = Arc::clone(ctl);
+            Arc::new(move || c.admit().is_continue()) as live::Gate
+        });
+        let mut live = match h.start(None, None, gate) {
             Ok(l) => l,
             Err(e) => {
                 // The others stop too: the run fails with this error.
@@ -233,7 +244,7 @@ pub fn work(h: Opened, ctl: &Control, s: &mut Session) -> (Result<WorkerEnd>, En
             };
             match pkt {
                 Some(Ok(p)) => {
-                    if ctl.admit().is_break() {
+                    if !p.kept {
                         continue;
                     }
                     // Only --max-frames stops a session, and --workers does not take it.
@@ -251,7 +262,9 @@ pub fn work(h: Opened, ctl: &Control, s: &mut Session) -> (Result<WorkerEnd>, En
             if st.drains() {
                 let quiet = Duration::from_millis(4 * live::DELIVERY_TIMEOUT_MS as u64);
                 live.drain(quiet, |p| {
-                    let _ = s.feed(lt, p.ts, &p.data);
+                    if p.kept {
+                        let _ = s.feed(lt, p.ts, &p.data);
+                    }
                 })
                 .await;
             }

@@ -90,7 +90,14 @@ pub const DELIVERY_TIMEOUT_MS: i32 = 50;
 pub struct Pkt {
     pub ts: Nanos,
     pub data: Vec<u8>,
+    /// False when the [`Gate`] turned it away (past `-c` over all `--workers`): not saved,
+    /// not to be read.
+    pub kept: bool,
 }
+
+/// `sniff --workers N -c COUNT`: asked for each packet before it is saved; false once the
+/// workers together have read COUNT.
+pub type Gate = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// The `-w` file, shared by the codec (which writes every packet) and [`Live`] (which flushes
 /// it at the end and reports a failed write).
@@ -228,6 +235,7 @@ fn drain_keys(keys: Option<&super::keys::SharedFeed>, save: Option<&Arc<Mutex<Sa
 struct Codec {
     save: Option<Arc<Mutex<Save>>>,
     keys: Option<super::keys::SharedFeed>,
+    gate: Option<Gate>,
 }
 
 impl PacketCodec for Codec {
@@ -236,12 +244,14 @@ impl PacketCodec for Codec {
         // Secrets first: this packet was sent after any secret that protects it was logged,
         // so that secret waits in the probe's ring now, and goes into the file before it.
         drain_keys(self.keys.as_ref(), self.save.as_ref());
-        if let Some(s) = self.save.as_ref() {
+        let kept = self.gate.as_ref().is_none_or(|g| g());
+        if let (true, Some(s)) = (kept, self.save.as_ref()) {
             s.lock().unwrap_or_else(|e| e.into_inner()).packet(&p);
         }
         Pkt {
             ts: super::file::ts_nanos(&p.header.ts),
             data: p.data.to_vec(),
+            kept,
         }
     }
 }
@@ -285,7 +295,7 @@ impl Live {
         let opened = Opened::open(o)?;
         // The device and the output file are open: nothing below needs root.
         let dropped_to = drop_privileges(o.user.as_deref())?;
-        opened.start(o.keys.clone(), dropped_to)
+        opened.start(o.keys.clone(), dropped_to, None)
     }
 }
 
@@ -410,6 +420,7 @@ impl Opened {
         self,
         keys: Option<super::keys::SharedFeed>,
         dropped_to: Option<String>,
+        gate: Option<Gate>,
     ) -> Result<Live> {
         let device = self.device;
         let cap = self
@@ -420,6 +431,7 @@ impl Opened {
             .stream(Codec {
                 save: self.save.as_ref().map(|(_, s)| s.clone()),
                 keys: keys.clone(),
+                gate,
             })
             .map_err(|e| anyhow!("{device}: {}", super::file::pcap_reason(&e)))?;
         Ok(Live {
