@@ -1,5 +1,7 @@
 //! Sessions side by side (`replay -j N`, `replay A B C`): packets dealt by TCP connection to
 //! N workers, each an ordinary [`Session`] on its own thread, and their reports merged.
+//! `sniff --workers N` ([`side_by_side`]): N sources that each deliver their own packets
+//! (capture handles in one kernel fanout group), one session each, the reports merged.
 //!
 //! A packet goes to worker [`split::shard_of`] (the symmetric connection hash `split`
 //! uses), so both directions of a connection meet in one session and every session is
@@ -13,7 +15,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::merge::merge;
-use crate::report::Report;
+use crate::report::{Drops, Report};
 use crate::session::{End, Session};
 use crate::split;
 
@@ -129,4 +131,91 @@ pub fn deal<T>(
             .collect();
         (t, merge(reports))
     })
+}
+
+/// What [`side_by_side`] runs on each source: the worker's index, its source and its session
+/// in; what to hand back, how the input ended and its drop counters out.
+pub type ReadSource<'a, S, T> =
+    dyn Fn(usize, S, &mut Session) -> (T, End, Option<Drops>) + Sync + 'a;
+
+/// Runs `read` on each of `sources` on its own thread, each with its own session made by
+/// `session` (`sniff --workers N`: one capture handle of a `PACKET_FANOUT_HASH` group each,
+/// so every connection is whole in one worker). `read` feeds the session and returns what it
+/// wants to hand back, how its input ended and its capture's drop counters; each session is
+/// finished with those. `part` sees each worker's report (by its index) before the merge;
+/// the merged report is [`merge`]'s, the one `replay -j` and `h2ledger merge` make.
+pub fn side_by_side<S: Send, T: Send>(
+    sources: Vec<S>,
+    session: &(dyn Fn() -> Session + Sync),
+    read: &ReadSource<'_, S, T>,
+    mut part: impl FnMut(usize, &Report),
+) -> (Vec<T>, Report) {
+    let done: Vec<(T, Report)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = sources
+            .into_iter()
+            .enumerate()
+            .map(|(k, src)| {
+                sc.spawn(move || {
+                    let mut s = session();
+                    let (t, end, drops) = read(k, src, &mut s);
+                    (t, s.finish(&end, drops).report)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut outs = Vec::with_capacity(done.len());
+    let mut reports = Vec::with_capacity(done.len());
+    for (k, (t, r)) in done.into_iter().enumerate() {
+        part(k, &r);
+        outs.push(t);
+        reports.push(r);
+    }
+    (outs, merge(reports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Obs, Options, Wanted};
+
+    /// A raw IPv4 UDP packet (not TCP: counted, nothing else).
+    fn udp() -> Vec<u8> {
+        let mut p = vec![
+            0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1,
+        ];
+        p.extend_from_slice(&[0, 1, 0, 2, 0, 8, 0, 0]);
+        p
+    }
+
+    #[test]
+    fn side_by_side_merges_each_sources_report() {
+        let make = || Session::new(Obs::new(&Wanted::default()), Options::default());
+        let sources: Vec<Vec<i64>> = vec![vec![1_000_000_000, 3_000_000_000], vec![2_000_000_000]];
+        let drops = |k: usize| Drops {
+            received: 10 + k as u64,
+            kernel: k as u64,
+            interface: 0,
+        };
+        let mut seen = Vec::new();
+        let (outs, merged) = side_by_side(
+            sources,
+            &make,
+            &|k, times: Vec<i64>, s: &mut Session| {
+                for t in &times {
+                    let _ = s.feed(LinkType::RAW, *t, &udp());
+                }
+                (times.len(), End::Complete, Some(drops(k)))
+            },
+            |k, r| seen.push((k, r.capture.as_ref().map(|c| c.packets))),
+        );
+        assert_eq!(outs, vec![2, 1]);
+        assert_eq!(seen, vec![(0, Some(2)), (1, Some(1))]);
+        let c = merged.capture.as_ref().expect("capture stats");
+        assert_eq!((c.packets, c.not_tcp), (3, 3));
+        assert_eq!(merged.drops.map(|d| (d.received, d.kernel)), Some((21, 1)));
+    }
 }

@@ -453,6 +453,11 @@ pub struct SniffArgs {
     /// (counted in h2ledger_limits_hit_total{limit="metrics_paths"})
     #[arg(long, value_name = "N", default_value_t = h2ledger_output::metrics::DEFAULT_MAX_PATHS, value_parser = max_paths)]
     pub metrics_max_paths: usize,
+    /// Capture handles in one Linux PACKET_FANOUT_HASH group, each read by its own thread
+    /// (both directions of a connection in one), reports merged; -w out.pcap writes out.0.pcap,
+    /// out.1.pcap, ... Not with --analyze, phases, --metrics, --keys-from, -T jsonl/prometheus
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
 }
 
 #[derive(Args)]

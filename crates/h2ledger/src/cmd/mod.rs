@@ -15,3 +15,4 @@ pub mod merge;
 pub mod replay;
 pub mod sniff;
 pub mod split;
+pub mod workers;

@@ -90,7 +90,14 @@ pub const DELIVERY_TIMEOUT_MS: i32 = 50;
 pub struct Pkt {
     pub ts: Nanos,
     pub data: Vec<u8>,
+    /// False when the [`Gate`] turned it away (past `-c` over all `--workers`): not saved,
+    /// not to be read.
+    pub kept: bool,
 }
+
+/// `sniff --workers N -c COUNT`: asked for each packet before it is saved; false once the
+/// workers together have read COUNT.
+pub type Gate = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// The `-w` file, shared by the codec (which writes every packet) and [`Live`] (which flushes
 /// it at the end and reports a failed write).
@@ -228,6 +235,7 @@ fn drain_keys(keys: Option<&super::keys::SharedFeed>, save: Option<&Arc<Mutex<Sa
 struct Codec {
     save: Option<Arc<Mutex<Save>>>,
     keys: Option<super::keys::SharedFeed>,
+    gate: Option<Gate>,
 }
 
 impl PacketCodec for Codec {
@@ -236,12 +244,14 @@ impl PacketCodec for Codec {
         // Secrets first: this packet was sent after any secret that protects it was logged,
         // so that secret waits in the probe's ring now, and goes into the file before it.
         drain_keys(self.keys.as_ref(), self.save.as_ref());
-        if let Some(s) = self.save.as_ref() {
+        let kept = self.gate.as_ref().is_none_or(|g| g());
+        if let (true, Some(s)) = (kept, self.save.as_ref()) {
             s.lock().unwrap_or_else(|e| e.into_inner()).packet(&p);
         }
         Pkt {
             ts: super::file::ts_nanos(&p.header.ts),
             data: p.data.to_vec(),
+            kept,
         }
     }
 }
@@ -267,12 +277,37 @@ pub fn permission_error(device: &str) -> anyhow::Error {
     )
 }
 
+/// A device opened and its `-w` file created, not read yet: `sniff --workers N` opens N of
+/// them (and joins them in one fanout group) before root is given up.
+pub struct Opened {
+    cap: Capture<Active>,
+    save: Option<(PathBuf, Arc<Mutex<Save>>)>,
+    linktype: i32,
+    device: String,
+}
+
 impl Live {
     /// Opens the device (must be called in a tokio runtime).
     pub fn open(o: &LiveOptions) -> Result<Live> {
         if let Some(ns) = &o.netns {
             enter_netns(ns)?;
         }
+        let opened = Opened::open(o)?;
+        // The device and the output file are open: nothing below needs root.
+        let dropped_to = drop_privileges(o.user.as_deref())?;
+        opened.start(o.keys.clone(), dropped_to, None)
+    }
+}
+
+impl Opened {
+    /// The capture's socket (an AF_PACKET socket on Linux), for `PACKET_FANOUT`.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.cap.as_raw_fd()
+    }
+
+    /// Opens the device and creates the `-w` file; `--netns` is entered by the caller.
+    pub fn open(o: &LiveOptions) -> Result<Opened> {
         let devices = Device::list().map_err(|e| {
             anyhow!(
                 "cannot list capture devices: {}",
@@ -372,27 +407,45 @@ impl Live {
             None => None,
         };
         let linktype = cap.get_datalink().0;
-        // The device and the output file are open: nothing below needs root.
-        let dropped_to = drop_privileges(o.user.as_deref())?;
-        let cap = cap
-            .setnonblock()
-            .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?;
-        let stream = cap
-            .stream(Codec {
-                save: save.as_ref().map(|(_, s)| s.clone()),
-                keys: o.keys.clone(),
-            })
-            .map_err(|e| anyhow!("{}: {}", o.device, super::file::pcap_reason(&e)))?;
-        Ok(Live {
-            stream,
+        Ok(Opened {
+            cap,
             save,
-            keys: o.keys.clone(),
             linktype,
             device: o.device.clone(),
-            dropped_to,
         })
     }
 
+    /// Starts reading (must be called in the tokio runtime that reads it).
+    pub fn start(
+        self,
+        keys: Option<super::keys::SharedFeed>,
+        dropped_to: Option<String>,
+        gate: Option<Gate>,
+    ) -> Result<Live> {
+        let device = self.device;
+        let cap = self
+            .cap
+            .setnonblock()
+            .map_err(|e| anyhow!("{device}: {}", super::file::pcap_reason(&e)))?;
+        let stream = cap
+            .stream(Codec {
+                save: self.save.as_ref().map(|(_, s)| s.clone()),
+                keys: keys.clone(),
+                gate,
+            })
+            .map_err(|e| anyhow!("{device}: {}", super::file::pcap_reason(&e)))?;
+        Ok(Live {
+            stream,
+            save: self.save,
+            keys,
+            linktype: self.linktype,
+            device,
+            dropped_to,
+        })
+    }
+}
+
+impl Live {
     /// The next packet; `None` when the capture ended.
     pub async fn next(&mut self) -> Option<Result<Pkt>> {
         self.stream
@@ -455,7 +508,7 @@ impl Live {
 /// when nothing changed. Not root, the capabilities granted with setcap (capture, and
 /// `--keys-from`'s CAP_SYS_ADMIN) are all given up the same way: the device, the probes and
 /// the files are open, and the kernel checks none of them again.
-fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
+pub fn drop_privileges(user: Option<&str>) -> Result<Option<String>> {
     // SAFETY: plain libc calls with valid, NUL-terminated arguments; getpwnam's result is read
     // before any other call could overwrite it.
     unsafe {

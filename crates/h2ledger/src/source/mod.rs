@@ -5,6 +5,7 @@
 //! [`Hooks`], with one ticker ([`Ticker`]) for `--every`.
 
 pub mod devices;
+pub mod fanout;
 pub mod file;
 pub mod keys;
 pub mod live;
@@ -371,7 +372,7 @@ pub fn exe() -> String {
 }
 
 /// While no packet comes, the live loop calls [`Hooks::idle`] again this often.
-const IDLE_WAKE: Duration = Duration::from_millis(500);
+pub(crate) const IDLE_WAKE: Duration = Duration::from_millis(500);
 
 /// The wall clock in nanoseconds since the epoch.
 pub fn now_nanos() -> Nanos {

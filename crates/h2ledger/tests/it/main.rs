@@ -63,6 +63,10 @@
 //!   two captures equal to the report of the two merged by mergecap, byte for byte.
 //! * `parquet`: issue 39, `calls`/`frames -T parquet` on every capture in captures/, read by
 //!   DuckDB and chDB (ClickHouse): count, sums and distinct values equal jq's over `-T jsonl`.
+//! * `workers`: issue 39, (root) `sniff --workers 2` on loopback under h2load with 100
+//!   connections: every connection whole in one worker (its report and its `-w` file, read
+//!   by tshark), the packets spread, the merged report equal to the replay of the files;
+//!   `-c N` over two workers reads and saves exactly N packets.
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 
@@ -100,3 +104,4 @@ mod usage;
 mod users_saw;
 mod views;
 mod wellknown;
+mod workers;
