@@ -8,7 +8,6 @@ use crate::model::Side;
 /// A client stream's record by its id.
 pub(super) type StreamMap = crate::table::IdTable<StreamF>;
 
-use super::rules::TREND_BUCKETS;
 use super::{MAX_HOLDS, PING_RING};
 
 /// A token bucket as nghttp2's `nghttp2_ratelim` (lib/nghttp2_ratelim.c): `burst` tokens,
@@ -441,6 +440,15 @@ pub(super) struct MethodF {
     pub(super) rose: bool,
 }
 
+/// `method-errors-rise`: a method's answered calls are placed by their request's time in
+/// at most this many buckets of equal width from the method's first call (the width starts
+/// at [`TREND_WIDTH`] and doubles, pairs merged, when a call falls beyond the last bucket), so
+/// a method costs the same 16 counters whether the connection lasts 40 ms or a day; the
+/// earlier window is the first half of the buckets in use (rounded up), the later the rest.
+pub const TREND_BUCKETS: usize = 16;
+/// ... the first width of a bucket (ours: a millisecond, finer than any capture's calls).
+pub const TREND_WIDTH: Nanos = 1_000_000;
+
 /// A method's answered calls and failures by the time of their request, in
 /// [`TREND_BUCKETS`] buckets of `width` from `t0` (its first call): bounded whatever the
 /// connection's length (`method-errors-rise`; decision 380).
@@ -456,7 +464,7 @@ impl Default for Trend {
     fn default() -> Self {
         Trend {
             t0: 0,
-            width: super::rules::TREND_WIDTH,
+            width: TREND_WIDTH,
             b: [[0; 2]; TREND_BUCKETS],
         }
     }

@@ -179,7 +179,7 @@ fn entry(id: FindingId) -> (&'static str, &'static str, &'static str, &'static s
             "a method whose failed share in the later half of its calls' time is clearly above the earlier half's",
             "server (whose answers they are)",
             "the failed calls of the later window",
-            "h2ledger findings/rules.rs TREND_BUCKETS, TREND_WIDTH, RISING_MIN_CALLS, RISING_STEP; grpc/grpc doc/statuscodes.md",
+            "h2ledger findings/conn.rs TREND_BUCKETS, TREND_WIDTH; findings/rules.rs RISING_MIN_CALLS, RISING_STEP; grpc/grpc doc/statuscodes.md",
         ),
         F::DeadlineExceeded => (
             "calls that ended past their deadline: grpc-status 4 (DEADLINE_EXCEEDED) or the client's RST_STREAM CANCEL at its grpc-timeout",

@@ -118,14 +118,9 @@ pub const SLOW_CALL: Nanos = SEC;
 /// streaming calls of ../shared/real-captures send for 2 to 3 s).
 pub const STREAMED: Nanos = SLOW_CALL / 2;
 
-/// `method-errors-rise`: a method's answered calls are placed by their request's time in
-/// at most this many buckets of equal width from the method's first call (the width starts
-/// at [`TREND_WIDTH`] and doubles, pairs merged, when a call falls beyond the last bucket), so
-/// a method costs the same 16 counters whether the connection lasts 40 ms or a day; the
-/// earlier window is the first half of the buckets in use (rounded up), the later the rest.
-pub const TREND_BUCKETS: usize = 16;
-/// ... the first width of a bucket (ours: a millisecond, finer than any capture's calls).
-pub const TREND_WIDTH: Nanos = 1_000_000;
+/// `method-errors-rise`'s buckets (kept with the method's counters in conn.rs, which the
+/// rules read).
+pub use super::conn::TREND_BUCKETS;
 /// ... each window with at least this many answered calls (ours: [`METHOD_MIN_CALLS`], a
 /// share is a rate from ten calls) ...
 pub const RISING_MIN_CALLS: u64 = METHOD_MIN_CALLS;

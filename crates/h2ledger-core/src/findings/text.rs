@@ -427,7 +427,7 @@ pub(super) fn words(
                     }
                 ),
                 format!(
-                    "a method's answered calls (grpc-status other than 0, or an HTTP status of 500 or more, is a failure; the client's cancels are left out) by the time of their request, from its first call, in {TREND_BUCKETS} buckets whose width doubles as the calls go on; the earlier window is the first half of the buckets in use, the later the rest; each with at least {RISING_MIN_CALLS} calls, the later failed share at least {:.0} points above the earlier (TREND_BUCKETS, RISING_MIN_CALLS and RISING_STEP in crates/h2ledger-core/src/findings/rules.rs)",
+                    "a method's answered calls (grpc-status other than 0, or an HTTP status of 500 or more, is a failure; the client's cancels are left out) by the time of their request, from its first call, in {TREND_BUCKETS} buckets whose width doubles as the calls go on; the earlier window is the first half of the buckets in use, the later the rest; each with at least {RISING_MIN_CALLS} calls, the later failed share at least {:.0} points above the earlier (TREND_BUCKETS in crates/h2ledger-core/src/findings/conn.rs, RISING_MIN_CALLS and RISING_STEP in rules.rs)",
                     RISING_STEP * 100.0
                 ),
                 "the server began failing this method part way through: something changed at the split (a deploy, a dependency down, a pool or quota exhausted, a cache expired); `h2ledger calls -Y 'path contains \"NAME\" and grpc.status != 0'` lists the failed calls with their time, status and grpc-message, and the first of them is where to look in the server's log".to_string(),

@@ -112,7 +112,7 @@ pub fn calls(mut a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     let bpf = filter.bpf();
     let reading = Reading {
         input: &input,
-        cap: &a.capture,
+        cap: &a.capture.opts(),
         bpf: bpf.as_deref(),
         every: a.every,
         progress: ctx.progress,

@@ -1,26 +1,14 @@
 //! `h2ledger compare A B`: two captures' ledgers side by side, with the difference per row:
 //! "what changed on the wire between these two runs".
 
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use h2ledger_run::{End, Obs, Report, Session, Stop, Wanted};
-use h2ledger_tcp::{LinkType, Nanos};
+use h2ledger_run::{End, Obs, Report, Session, Wanted};
 
 use crate::cli::{CaptureArgs, CompareArgs, FilterArgs};
-use crate::source::{self, Hooks, Input, Reading};
+use crate::source::{self, Input, Reading};
 use crate::Ctx;
-
-impl Hooks for Session {
-    fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
-        self.feed(linktype, ts, data)
-    }
-
-    fn frames(&self) -> u64 {
-        Session::frames(self)
-    }
-}
 
 /// One capture's ledger report (with capture, TCP and TLS facts), its name, and whether it
 /// ended early.
@@ -32,7 +20,7 @@ fn load(file: &str, filter: &FilterArgs, ctx: Ctx) -> Result<(String, Report, bo
     let bpf = filter.bpf();
     let reading = Reading {
         input: &input,
-        cap: &cap,
+        cap: &cap.opts(),
         bpf: bpf.as_deref(),
         every: None,
         progress: ctx.progress,

@@ -86,7 +86,7 @@ pub fn frames(mut a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let bpf = filter.bpf();
     let reading = Reading {
         input: &input,
-        cap: &a.capture,
+        cap: &a.capture.opts(),
         bpf: bpf.as_deref(),
         every: a.every,
         progress: ctx.progress,

@@ -61,7 +61,7 @@ pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
     };
     let reading = Reading {
         input: &l.input,
-        cap: l.cap,
+        cap: &l.cap.opts(),
         bpf: bpf.as_deref(),
         every: None,
         progress: ctx.progress,

@@ -233,7 +233,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     };
     let reading = Reading {
         input: &l.input,
-        cap: l.cap,
+        cap: &l.cap.opts(),
         bpf: bpf.as_deref(),
         every: l.every,
         progress: ctx.progress,

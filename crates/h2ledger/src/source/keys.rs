@@ -6,17 +6,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use anyhow::{anyhow, bail, Result};
-pub use h2ledger_keys::feed::KeyFeed;
 use h2ledger_run::keylog::load;
 
 use crate::cli::CaptureArgs;
 
-/// The feed shared by the capture (`source::live`) and the session's key poll: the capture
-/// drains the probes after libpcap hands a packet over and before it saves the packet (so a
-/// `-w` pcapng holds each secret before the packets it decrypts, see `h2ledger_keys::pcapng`),
-/// and whenever no packet comes; the session takes the lines when a connection waits for its
-/// key. Each line is also appended to `--keys-out FILE`.
-pub type SharedFeed = Rc<RefCell<KeyFeed>>;
+pub use h2ledger_capture::{KeyFeed, SharedFeed};
 
 /// [`KeyFeed::attach_all`], each attachment said on stderr in one line.
 pub fn attach_all(

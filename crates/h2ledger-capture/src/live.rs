@@ -29,7 +29,7 @@ pub struct LiveOptions {
     pub user: Option<String>,
     /// The `--keys-from` processes, attached already: drained after each packet is captured
     /// and before it is saved.
-    pub keys: Option<super::keys::SharedFeed>,
+    pub keys: Option<crate::SharedFeed>,
     /// `--netns PID|NAME|PATH`: the network namespace to capture in, entered before the
     /// device is opened.
     pub netns: Option<String>,
@@ -222,7 +222,7 @@ impl Save {
 }
 
 /// Takes what the `--keys-from` probes delivered and, when saving, writes it into the file.
-fn drain_keys(keys: Option<&super::keys::SharedFeed>, save: Option<&Arc<Mutex<Save>>>) {
+fn drain_keys(keys: Option<&crate::SharedFeed>, save: Option<&Arc<Mutex<Save>>>) {
     let Some(k) = keys else { return };
     let mut k = k.borrow_mut();
     k.drain();
@@ -234,7 +234,7 @@ fn drain_keys(keys: Option<&super::keys::SharedFeed>, save: Option<&Arc<Mutex<Sa
 
 struct Codec {
     save: Option<Arc<Mutex<Save>>>,
-    keys: Option<super::keys::SharedFeed>,
+    keys: Option<crate::SharedFeed>,
     gate: Option<Gate>,
 }
 
@@ -262,7 +262,7 @@ pub use h2ledger_run::Drops;
 pub struct Live {
     stream: PacketStream<Active, Codec>,
     save: Option<(PathBuf, Arc<Mutex<Save>>)>,
-    keys: Option<super::keys::SharedFeed>,
+    keys: Option<crate::SharedFeed>,
     pub linktype: i32,
     pub device: String,
     /// Who we run as after opening, when we gave root up.
@@ -418,7 +418,7 @@ impl Opened {
     /// Starts reading (must be called in the tokio runtime that reads it).
     pub fn start(
         self,
-        keys: Option<super::keys::SharedFeed>,
+        keys: Option<crate::SharedFeed>,
         dropped_to: Option<String>,
         gate: Option<Gate>,
     ) -> Result<Live> {
