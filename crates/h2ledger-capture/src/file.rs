@@ -188,7 +188,7 @@ impl SavedCapture {
     /// the packets before the damage were delivered.
     ///
     /// libpcap reads on a thread of its own ("read"), which hands over packets in batches
-    /// ([`Batch`], a bounded channel, in order) while `f` runs here: reading the file costs
+    /// (`Batch`, a bounded channel, in order) while `f` runs here: reading the file costs
     /// the ledger's thread nothing (decision 200).
     pub fn for_each(
         &mut self,

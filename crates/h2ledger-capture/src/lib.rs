@@ -84,7 +84,7 @@ pub trait Hooks {
     /// Frames seen so far (the progress display).
     fn frames(&self) -> u64;
     /// Live: no packet is waiting right now (`now`: the wall clock); called again every
-    /// [`IDLE_WAKE`] while none comes.
+    /// `IDLE_WAKE` (500 ms) while none comes.
     fn idle(&mut self, _now: Nanos) {}
     /// Every `--every` period: live on the wall clock (with libpcap's drop counters), on a file
     /// by capture time (`at`: the period's end).
