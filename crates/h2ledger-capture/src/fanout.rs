@@ -261,7 +261,7 @@ pub fn work(
         if let End::Stopped(st) = &end {
             if st.drains() {
                 let quiet = Duration::from_millis(4 * live::DELIVERY_TIMEOUT_MS as u64);
-                live.drain(quiet, |p| {
+                live.drain(quiet, super::now_nanos(), |p| {
                     if p.kept {
                         let _ = s.feed(lt, p.ts, &p.data);
                     }

@@ -267,18 +267,19 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
     let mut packets = 0u64;
     let wake = hooks.metrics_wake();
     let stop = loop {
+        // A stop seen while a packet was in hand: that packet is taken first (the codec has
+        // already saved it with -w, so the report and the file hold the same packets).
+        let mut then_stop = None;
         // While packets wait, take them without sleeping; when none does, say so (flush) and
         // wait for whichever comes first.
         let pkt = match live.next().now_or_never() {
             Some(p) => {
                 if int.recv().now_or_never().is_some() {
-                    break Stop::Interrupted;
-                }
-                if term.recv().now_or_never().is_some() {
-                    break Stop::Terminated;
-                }
-                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                    break Stop::Duration;
+                    then_stop = Some(Stop::Interrupted);
+                } else if term.recv().now_or_never().is_some() {
+                    then_stop = Some(Stop::Terminated);
+                } else if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    then_stop = Some(Stop::Duration);
                 }
                 if let Some(at) = ticker.as_mut().and_then(|t| t.due(now_nanos())) {
                     hooks.tick(at, Some(live.drops()));
@@ -333,12 +334,15 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
                 return finish_live(live, End::Complete, r.keys.as_ref());
             }
         }
+        if let Some(s) = then_stop {
+            break s;
+        }
     };
     // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
     if stop.drains() {
         let quiet = Duration::from_millis(4 * live::DELIVERY_TIMEOUT_MS as u64);
         let mut more = true;
-        live.drain(quiet, |p| {
+        live.drain(quiet, now_nanos(), |p| {
             if more {
                 more = hooks.packet(linktype, p.ts, &p.data).is_continue();
             }

@@ -85,6 +85,9 @@ pub fn writes_pcapng(path: &Path, keys: bool) -> bool {
 
 /// The longest a captured packet waits in the kernel before we see it.
 pub const DELIVERY_TIMEOUT_MS: i32 = 50;
+/// The longest a stopped capture goes on reading what was captured before the stop
+/// ([`Live::drain`]): a second, as the kernel's buffer of a loaded host empties in far less.
+pub const MAX_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// One captured packet, owned.
 pub struct Pkt {
@@ -454,11 +457,24 @@ impl Live {
             .map(|r| r.map_err(|e| anyhow!("{}: {}", self.device, super::file::pcap_reason(&e))))
     }
 
-    /// Packets that were already captured when we decided to stop: read them for up to
-    /// `quiet` without a new one arriving.
-    pub async fn drain(&mut self, quiet: std::time::Duration, mut f: impl FnMut(Pkt)) {
+    /// Packets that were already captured when we decided to stop (at `stopped`, the wall
+    /// clock): read them for up to `quiet` without a new one arriving. Traffic that goes on
+    /// does not hold the stop: the first packet stamped after `stopped` is the last one taken
+    /// (it is handed over too, since the codec saved it with -w already), and the whole drain
+    /// lasts at most [`MAX_DRAIN`].
+    pub async fn drain(
+        &mut self,
+        quiet: std::time::Duration,
+        stopped: Nanos,
+        mut f: impl FnMut(Pkt),
+    ) {
+        let give_up = tokio::time::Instant::now() + MAX_DRAIN;
         while let Ok(Some(Ok(p))) = tokio::time::timeout(quiet, self.next()).await {
+            let after = p.ts > stopped;
             f(p);
+            if after || tokio::time::Instant::now() >= give_up {
+                break;
+            }
         }
     }
 

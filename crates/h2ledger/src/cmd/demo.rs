@@ -306,8 +306,12 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         });
     }
     // Frames still in flight (the last ACKs) arrive within the delivery timeout.
-    live.drain(Duration::from_millis(300), |p| store(&mut packets, p))
-        .await;
+    live.drain(
+        Duration::from_millis(300),
+        crate::source::now_nanos(),
+        |p| store(&mut packets, p),
+    )
+    .await;
     let drops = live.drops();
     let saved = live.finish_write();
     drop(live);

@@ -821,3 +821,62 @@ fn sniff_names_each_sides_process() {
         assert_eq!(p["server"]["comm"], "nghttpd", "{c:#}");
     }
 }
+
+/// Stopped while packets pour in, a sniff reports exactly the packets its `-w` file holds: the
+/// packet in hand when the signal is seen is taken, not dropped (it was saved already). h2load
+/// at full speed keeps packets waiting, so the stop always finds one in hand.
+#[test]
+fn sniff_stopped_mid_traffic_reports_what_it_saved() {
+    if skip_unless_root("sniff_stopped_mid_traffic") {
+        return;
+    }
+    if !have("nghttpd") || !have("h2load") {
+        crate::util::skipped(
+            "SKIPPED sniff_stopped_mid_traffic: needs nghttp2-server and nghttp2-client",
+        );
+        return;
+    }
+    let dir = scratch("stopped-mid-traffic");
+    let (mut server, port) = h2c_nghttpd(&dir);
+    let file = dir.join("saved.pcap");
+    let port_s = port.to_string();
+    let sniff = start_sniff(&[
+        "--port",
+        &port_s,
+        "-w",
+        file.to_str().unwrap(),
+        "-T",
+        "json",
+    ]);
+    let mut load = Command::new("h2load")
+        .args(["-n", "10000000", "-c", "4", "-m", "10"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let live = stop(sniff);
+    let _ = load.kill();
+    let _ = load.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+    let out = Command::new(bin())
+        .args(["replay", file.to_str().unwrap(), "-T", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(n(&live["calls"]) > 0, "traffic was seen: {live}");
+    assert_eq!(
+        n(&live["capture"]["packets"]),
+        n(&saved["capture"]["packets"]),
+        "packets: the sniff's report against its -w file"
+    );
+    assert_eq!(live["sides"], saved["sides"], "sides");
+    assert_eq!(live["calls"], saved["calls"], "calls");
+}

@@ -572,8 +572,11 @@ fn prometheus_scrapes_a_live_sniff() {
     let mut prometheus = Kill(prometheus);
     // Its address, then its word that it answers queries (before that its API says 503).
     let mut log = BufReader::new(prometheus.0.stderr.take().unwrap());
+    // Both lines, in either order: Prometheus logs them from two goroutines (web.Run's
+    // "Listening on" and main's "Server is ready"), and under load the second can come first.
     let mut prom = None;
-    loop {
+    let mut ready = false;
+    while prom.is_none() || !ready {
         let mut line = String::new();
         assert!(
             log.read_line(&mut line).unwrap() > 0,
@@ -583,7 +586,7 @@ fn prometheus_scrapes_a_live_sniff() {
             prom = Some(addr.trim().to_string());
         }
         if line.contains("Server is ready to receive web requests") {
-            break;
+            ready = true;
         }
     }
     let prom = prom.expect("Prometheus said where it listens");
