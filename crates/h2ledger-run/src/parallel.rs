@@ -130,3 +130,44 @@ pub fn deal<T>(
         (t, merge(reports))
     })
 }
+
+/// Runs `job(i)` for every `i` in `0..n` on up to `workers` threads, each taking the next `i`
+/// when it is free (`replay A B C ...`: `i` is a file, and each file's session is its own, so
+/// connections of different files are distinct whatever their addresses). Returns what each
+/// job returned besides its report, in the order of `i`, and the reports merged. Every
+/// report is held until the merge ([`merge`] numbers connections over all of them at once);
+/// each lists at most
+/// [`h2ledger_core::tally::MAX_CONN_DETAIL`] connections.
+pub fn each<T: Send>(
+    workers: usize,
+    n: usize,
+    job: &(dyn Fn(usize) -> (T, Report) + Sync),
+) -> (Vec<T>, Report) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let threads = workers.clamp(1, n.max(1));
+    let mut done: Vec<(usize, T, Report)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return mine;
+                        }
+                        let (t, r) = job(i);
+                        mine.push((i, t, r));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_by_key(|(i, _, _)| *i);
+    let (ts, reports): (Vec<T>, Vec<Report>) = done.into_iter().map(|(_, t, r)| (t, r)).unzip();
+    (ts, merge(reports))
+}
