@@ -131,34 +131,31 @@ pub fn deal<T>(
     })
 }
 
-/// Runs `job(i)` for every `i` in `0..n` on up to `workers` threads, each taking the next `i`
-/// when it is free (`replay A B C ...`: `i` is a file, and each file's session is its own, so
-/// connections of different files are distinct whatever their addresses). Returns what each
-/// job returned besides its report, in the order of `i`, and the reports merged. Every
+/// Runs `job(i)` for every `i` in `order` on up to `workers` threads, each taking the next
+/// `i` of `order` when it is free (`replay A B C ...`: `i` is a file, and each file's session
+/// is its own, so connections of different files are distinct whatever their addresses; the
+/// largest files first keeps every thread busy to the end). Returns what each job returned
+/// besides its report, in the order of `i`, and the reports merged in that order. Every
 /// report is held until the merge ([`merge`] numbers connections over all of them at once);
-/// each lists at most
-/// [`h2ledger_core::tally::MAX_CONN_DETAIL`] connections.
+/// each lists at most [`h2ledger_core::tally::MAX_CONN_DETAIL`] connections.
 pub fn each<T: Send>(
     workers: usize,
-    n: usize,
+    order: &[usize],
     job: &(dyn Fn(usize) -> (T, Report) + Sync),
 ) -> (Vec<T>, Report) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
-    let threads = workers.clamp(1, n.max(1));
+    let threads = workers.clamp(1, order.len().max(1));
     let mut done: Vec<(usize, T, Report)> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 sc.spawn(|| {
                     let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            return mine;
-                        }
+                    while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let (t, r) = job(i);
                         mine.push((i, t, r));
                     }
+                    mine
                 })
             })
             .collect();
@@ -170,4 +167,26 @@ pub fn each<T: Send>(
     done.sort_by_key(|(i, _, _)| *i);
     let (ts, reports): (Vec<T>, Vec<Report>) = done.into_iter().map(|(_, t, r)| (t, r)).unzip();
     (ts, merge(reports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every job runs once, whatever the threads; results come back in the jobs' order.
+    #[test]
+    fn each_runs_every_job_once_in_order() {
+        for workers in [1, 2, 5] {
+            let ran = std::sync::atomic::AtomicUsize::new(0);
+            let job = |i: usize| {
+                ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                (i * 10, Report::default())
+            };
+            let (ts, _) = each(workers, &[3, 0, 2, 1], &job);
+            assert_eq!(ts, vec![0, 10, 20, 30]);
+            assert_eq!(ran.into_inner(), 4);
+        }
+        let (ts, _) = each(2, &[], &|i: usize| (i, Report::default()));
+        assert!(ts.is_empty());
+    }
 }

@@ -121,7 +121,11 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
             Err(e) => (Err(e), Report::default()),
         }
     };
-    let (ends, report) = each(jobs, files.len(), &job);
+    // The largest files first (standard input and pipes last).
+    let size = |f: &String| std::fs::metadata(f).map_or(0, |m| m.len());
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(size(&files[i])));
+    let (ends, report) = each(jobs, &order, &job);
     let ends = ends.into_iter().collect::<Result<Vec<_>>>()?;
     // A damaged file makes the run's exit status 1 (its report warns of it).
     let damaged = ends.iter().position(|e| matches!(e.end, End::Damaged(_)));
@@ -133,8 +137,7 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     print(&l, ctx, ended, &report)
 }
 
-/// The merged report, and the exit status: 3 when a finding is at `--fail-on`, 1 when the
-/// input was damaged.
+/// The merged report, and the exit status.
 fn print(l: &Ledger<'_>, ctx: Ctx, ended: Ended, report: &Report) -> Result<ExitCode> {
     h2ledger_output::write_report(
         &mut ctx.out(),
@@ -146,17 +149,7 @@ fn print(l: &Ledger<'_>, ctx: Ctx, ended: Ended, report: &Report) -> Result<Exit
         PhaseLayout::Columns,
         ctx.style,
     );
-    let failed = matches!(ended.end, End::Damaged(_));
-    let worst = report
-        .findings
-        .as_deref()
-        .and_then(|f| f.iter().map(|x| x.severity).max());
+    let status = l.findings.exit_status(report, &ended.end);
     ended.saved()?;
-    Ok(if l.findings.fails(worst) {
-        ExitCode::from(3)
-    } else if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(status)
 }
