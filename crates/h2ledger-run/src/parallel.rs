@@ -8,7 +8,7 @@
 //! bounded however fast the reader is. Caps (connections tracked, warnings kept) apply per
 //! worker; the merged report counts every hit ([`crate::merge`]).
 
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 use h2ledger_tcp::{LinkType, Nanos};
 
@@ -38,6 +38,9 @@ enum Msg {
 pub struct Dealer {
     txs: Vec<SyncSender<Msg>>,
     batches: Vec<Batch>,
+    /// Batches the workers emptied, for the reader to fill again: a new batch's vectors
+    /// would grow (and fault their pages in) from nothing every time.
+    spare: Receiver<Batch>,
     packets: u64,
 }
 
@@ -55,7 +58,7 @@ impl Dealer {
         b.bytes.extend_from_slice(data);
         b.packets.push((linktype, ts, b.bytes.len()));
         if b.packets.len() >= BATCH {
-            let full = std::mem::take(b);
+            let full = std::mem::replace(b, self.spare.try_recv().unwrap_or_default());
             // A worker that ended (it cannot) drops the batch.
             let _ = self.txs[k].send(Msg::Packets(full));
         }
@@ -78,17 +81,21 @@ impl Dealer {
     }
 }
 
-fn work(mut s: Session, rx: Receiver<Msg>) -> Report {
+fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> Report {
     let mut end = End::Complete;
     for m in rx {
         match m {
-            Msg::Packets(b) => {
+            Msg::Packets(mut b) => {
                 let mut from = 0;
-                for (lt, ts, to) in b.packets {
+                for &(lt, ts, to) in &b.packets {
                     // Only --max-frames stops a session, and -j does not take it.
                     let _ = s.feed(lt, ts, &b.bytes[from..to]);
                     from = to;
                 }
+                b.bytes.clear();
+                b.packets.clear();
+                // The reader may have finished: then the batch is dropped.
+                let _ = spare.send(b);
             }
             Msg::End(e) => {
                 end = e;
@@ -111,14 +118,20 @@ pub fn deal<T>(
     std::thread::scope(|sc| {
         let mut txs = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
+        // At most workers * (QUEUED + 2) batches exist: those queued, one being read, one
+        // being filled, per worker.
+        let (back, spare) = channel::<Batch>();
         for _ in 0..workers {
             let (tx, rx) = sync_channel::<Msg>(QUEUED);
-            handles.push(sc.spawn(move || work(session(), rx)));
+            let back = back.clone();
+            handles.push(sc.spawn(move || work(session(), rx, back)));
             txs.push(tx);
         }
+        drop(back);
         let mut d = Dealer {
             txs,
             batches: (0..workers).map(|_| Batch::default()).collect(),
+            spare,
             packets: 0,
         };
         let (t, end) = read(&mut d);

@@ -252,7 +252,13 @@ fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
         let merged = merge_text(&[ja, jb]);
         // `replay A B` (one session a file) is the merge of their reports; with -j 2 too
         // (every fourth pair: the files read at once).
-        let mut both = vec!["replay", a.to_str().unwrap(), b2.to_str().unwrap(), "-T", "json"];
+        let mut both = vec![
+            "replay",
+            a.to_str().unwrap(),
+            b2.to_str().unwrap(),
+            "-T",
+            "json",
+        ];
         if pairs % 4 == 0 {
             both.extend(["-j", "2"]);
         }
@@ -410,7 +416,11 @@ fn several_files_and_the_filter_words() {
     assert_eq!(json(&["replay", a, b, "tcp", "-T", "json"]), both);
     assert_eq!(json(&["replay", a, b, "-j", "2", "-T", "json"]), both);
     // The second file as a filter word: not a filter.
-    for args in [&["replay", a, "--", b][..], &["-r", a, b], &["replay", "-r", a, b]] {
+    for args in [
+        &["replay", a, "--", b][..],
+        &["-r", a, b],
+        &["replay", "-r", a, b],
+    ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(
