@@ -46,13 +46,11 @@ impl Hooks for Feed {
 /// What `-j` cannot merge yet (docs/scale.md).
 fn refuse(l: &Ledger<'_>) -> Result<()> {
     let a = l.analysis;
-    if a.analyze || a.split_at.is_some() || l.every.is_some() {
+    if a.analyze || a.split_at.is_some() || l.every.is_some() || a.plot.is_some() {
         bail!(
-            "-j N > 1 and several files do not take --analyze, --split-at or --every yet (docs/scale.md)"
+            "-j N > 1 and several files do not take --analyze, --split-at, --every or --plot yet \
+             (docs/scale.md)"
         );
-    }
-    if a.plot.is_some() {
-        bail!("-j N > 1 and several files do not take --plot yet");
     }
     if matches!(l.format, Format::Jsonl | Format::Prometheus) {
         bail!("-j N > 1 and several files write tables or -T json, not -T jsonl or -T prometheus");
@@ -60,18 +58,23 @@ fn refuse(l: &Ledger<'_>) -> Result<()> {
     Ok(())
 }
 
+/// A session as the flags ask, with `input`'s keys (each worker's and each file's own).
+fn session(l: &Ledger<'_>, input: &Input) -> Result<Session> {
+    let opts = source::keys::options(input, l.filter, None, None)?;
+    let mut wanted = l.analysis.wanted(None);
+    wanted.findings = Some(l.findings.config()?);
+    Ok(Session::new(Obs::new(&wanted), opts))
+}
+
 pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
     refuse(&l)?;
-    let findings_cfg = l.findings.config()?;
     let bpf = l.filter.bpf();
     // Checked once here, so that a worker's own copy cannot fail.
-    source::keys::options(&l.input, l.filter, None, None)?;
+    session(&l, &l.input)?;
     let make = || {
-        let opts = source::keys::options(&l.input, l.filter, None, None)
-            .unwrap_or_else(|_| h2ledger_run::Options::default());
-        let mut wanted = l.analysis.wanted(None);
-        wanted.findings = Some(findings_cfg);
-        Session::new(Obs::new(&wanted), opts)
+        session(&l, &l.input).unwrap_or_else(|_| {
+            Session::new(Obs::new(&l.analysis.wanted(None)), Default::default())
+        })
     };
     let reading = Reading {
         input: &l.input,
@@ -95,15 +98,11 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     if l.cap.count.is_some() || l.cap.duration.is_some() {
         bail!("-c and --duration read one capture; give one FILE with them");
     }
-    let findings_cfg = l.findings.config()?;
     let bpf = l.filter.bpf();
     let job = |i: usize| -> (Result<Ended>, Report) {
         let input = Input::File(files[i].clone());
         let one = || -> Result<(Ended, Report)> {
-            let opts = source::keys::options(&input, l.filter, None, None)?;
-            let mut wanted = l.analysis.wanted(None);
-            wanted.findings = Some(findings_cfg);
-            let mut s = Feed(Session::new(Obs::new(&wanted), opts));
+            let mut s = Feed(session(&l, &input)?);
             let reading = Reading {
                 input: &input,
                 cap: l.cap,
