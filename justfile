@@ -103,6 +103,7 @@ bench: (deps bench_pkgs)
     scripts/bench-parquet.sh
     scripts/bench-jobs.sh
     scripts/bench-workers.sh
+    scripts/bench-files.sh
 
 # TLS decryption cost: replay of 100k tonic calls over TLS 1.3 (with the key log) vs the same over h2c.
 bench-tls N="100000": (deps bench_pkgs)

@@ -26,6 +26,7 @@ pub mod live;
 pub mod metrics;
 pub mod plot;
 pub mod progress;
+pub mod split;
 pub mod table;
 pub use h2ledger_run::time;
 pub mod tty;

@@ -10,7 +10,7 @@
 //! bounded however fast the reader is. Caps (connections tracked, warnings kept) apply per
 //! worker; the merged report counts every hit ([`crate::merge`]).
 
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 use h2ledger_tcp::{LinkType, Nanos};
 
@@ -40,6 +40,9 @@ enum Msg {
 pub struct Dealer {
     txs: Vec<SyncSender<Msg>>,
     batches: Vec<Batch>,
+    /// Batches the workers emptied, for the reader to fill again: a new batch's vectors
+    /// would grow (and fault their pages in) from nothing every time.
+    spare: Receiver<Batch>,
     packets: u64,
 }
 
@@ -57,7 +60,7 @@ impl Dealer {
         b.bytes.extend_from_slice(data);
         b.packets.push((linktype, ts, b.bytes.len()));
         if b.packets.len() >= BATCH {
-            let full = std::mem::take(b);
+            let full = std::mem::replace(b, self.spare.try_recv().unwrap_or_default());
             // A worker that ended (it cannot) drops the batch.
             let _ = self.txs[k].send(Msg::Packets(full));
         }
@@ -80,17 +83,21 @@ impl Dealer {
     }
 }
 
-fn work(mut s: Session, rx: Receiver<Msg>) -> Report {
+fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> Report {
     let mut end = End::Complete;
     for m in rx {
         match m {
-            Msg::Packets(b) => {
+            Msg::Packets(mut b) => {
                 let mut from = 0;
-                for (lt, ts, to) in b.packets {
+                for &(lt, ts, to) in &b.packets {
                     // Only --max-frames stops a session, and -j does not take it.
                     let _ = s.feed(lt, ts, &b.bytes[from..to]);
                     from = to;
                 }
+                b.bytes.clear();
+                b.packets.clear();
+                // The reader may have finished: then the batch is dropped.
+                let _ = spare.send(b);
             }
             Msg::End(e) => {
                 end = e;
@@ -113,14 +120,20 @@ pub fn deal<T>(
     std::thread::scope(|sc| {
         let mut txs = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
+        // At most workers * (QUEUED + 2) batches exist: those queued, one being read, one
+        // being filled, per worker.
+        let (back, spare) = channel::<Batch>();
         for _ in 0..workers {
             let (tx, rx) = sync_channel::<Msg>(QUEUED);
-            handles.push(sc.spawn(move || work(session(), rx)));
+            let back = back.clone();
+            handles.push(sc.spawn(move || work(session(), rx, back)));
             txs.push(tx);
         }
+        drop(back);
         let mut d = Dealer {
             txs,
             batches: (0..workers).map(|_| Batch::default()).collect(),
+            spare,
             packets: 0,
         };
         let (t, end) = read(&mut d);
@@ -131,6 +144,44 @@ pub fn deal<T>(
             .collect();
         (t, merge(reports))
     })
+}
+
+/// Runs `job(i)` for every `i` in `order` on up to `workers` threads, each taking the next
+/// `i` of `order` when it is free (`replay A B C ...`: `i` is a file, and each file's session
+/// is its own, so connections of different files are distinct whatever their addresses; the
+/// largest files first keeps every thread busy to the end). Returns what each job returned
+/// besides its report, in the order of `i`, and the reports merged in that order. Every
+/// report is held until the merge ([`merge`] numbers connections over all of them at once);
+/// each lists at most [`h2ledger_core::tally::MAX_CONN_DETAIL`] connections.
+pub fn each<T: Send>(
+    workers: usize,
+    order: &[usize],
+    job: &(dyn Fn(usize) -> (T, Report) + Sync),
+) -> (Vec<T>, Report) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let threads = workers.clamp(1, order.len().max(1));
+    let mut done: Vec<(usize, T, Report)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut mine = Vec::new();
+                    while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let (t, r) = job(i);
+                        mine.push((i, t, r));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_by_key(|(i, _, _)| *i);
+    let (ts, reports): (Vec<T>, Vec<Report>) = done.into_iter().map(|(_, t, r)| (t, r)).unzip();
+    (ts, merge(reports))
 }
 
 /// What [`side_by_side`] runs on each source: the worker's index, its source and its session
@@ -217,5 +268,22 @@ mod tests {
         let c = merged.capture.as_ref().expect("capture stats");
         assert_eq!((c.packets, c.not_tcp), (3, 3));
         assert_eq!(merged.drops.map(|d| (d.received, d.kernel)), Some((21, 1)));
+    }
+
+    /// Every job runs once, whatever the threads; results come back in the jobs' order.
+    #[test]
+    fn each_runs_every_job_once_in_order() {
+        for workers in [1, 2, 5] {
+            let ran = std::sync::atomic::AtomicUsize::new(0);
+            let job = |i: usize| {
+                ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                (i * 10, Report::default())
+            };
+            let (ts, _) = each(workers, &[3, 0, 2, 1], &job);
+            assert_eq!(ts, vec![0, 10, 20, 30]);
+            assert_eq!(ran.into_inner(), 4);
+        }
+        let (ts, _) = each(2, &[], &|i: usize| (i, Report::default()));
+        assert!(ts.is_empty());
     }
 }

@@ -136,6 +136,13 @@ impl Report {
         self.start.is_some() && !self.name.is_empty()
     }
 
+    /// The severity of its most severe finding (`--fail-on` compares it).
+    pub fn worst(&self) -> Option<h2ledger_core::findings::Severity> {
+        self.findings
+            .as_deref()
+            .and_then(|f| f.iter().map(|x| x.severity).max())
+    }
+
     /// `n` per call (None without calls): the `per_call` values.
     fn per_call(&self, n: u64) -> Option<f64> {
         per_call(n, self.ledger.calls)

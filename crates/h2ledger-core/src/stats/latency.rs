@@ -205,6 +205,97 @@ impl LatencyHist {
     pub fn max(&self) -> Option<i64> {
         (self.count > 0).then_some(self.max)
     }
+
+    /// The histogram as data (issue 39: what a report must carry so that the histograms of
+    /// parts merge into the whole's, percentile for percentile).
+    pub fn buckets(&self) -> HistBuckets {
+        let mut exact = self.exact.clone();
+        exact.sort_unstable();
+        let buckets = self
+            .groups
+            .iter()
+            .flat_map(|(g, counts)| {
+                counts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(move |(k, n)| (g * GROUP as u16 + k as u16, *n))
+            })
+            .collect();
+        HistBuckets {
+            count: self.count,
+            exact,
+            buckets,
+            min: self.min,
+            max: self.max,
+        }
+    }
+
+    /// The histogram [`LatencyHist::buckets`] gave, or why `b` is not one (read from a report,
+    /// it may be anything): the counts must add up, buckets rise and exist, the smallest and
+    /// largest values hold the others.
+    pub fn from_buckets(b: &HistBuckets) -> Result<LatencyHist, &'static str> {
+        let mut h = LatencyHist::new();
+        if b.count == 0 {
+            return match (b.exact.is_empty(), b.buckets.is_empty()) {
+                (true, true) => Ok(h),
+                _ => Err("values in an empty histogram"),
+            };
+        }
+        if b.min < 0 || b.min > b.max {
+            return Err("smallest value above the largest");
+        }
+        if b.buckets.is_empty() {
+            if b.exact.len() as u64 != b.count || b.exact.len() > EXACT_SAMPLES {
+                return Err("exact values do not match the count");
+            }
+            if b.exact.iter().any(|v| *v < b.min || *v > b.max) {
+                return Err("an exact value outside the smallest and largest");
+            }
+            for v in &b.exact {
+                h.record(*v);
+            }
+            return Ok(h);
+        }
+        if !b.exact.is_empty() {
+            return Err("exact values beside buckets");
+        }
+        let (lo, hi) = (bucket(b.min), bucket(b.max));
+        let mut sum = 0u64;
+        let mut last = None;
+        for &(k, n) in &b.buckets {
+            if n == 0 || last.is_some_and(|l| k <= l) || k < lo || k > hi {
+                return Err("buckets out of order, empty or outside the smallest and largest");
+            }
+            last = Some(k);
+            sum = sum.checked_add(n).ok_or("bucket counts overflow")?;
+            h.add(k, n);
+        }
+        if sum != b.count || sum <= EXACT_SAMPLES as u64 {
+            return Err("bucket counts do not match the count");
+        }
+        h.count = b.count;
+        h.min = b.min;
+        h.max = b.max;
+        Ok(h)
+    }
+}
+
+/// A [`LatencyHist`] as data: its count, smallest and largest values, and either every value
+/// (nanoseconds, sorted; while there are at most 256) or every non-empty bucket with its
+/// count, in bucket order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HistBuckets {
+    /// Values recorded.
+    pub count: u64,
+    /// Every value, sorted, while the histogram is exact; empty otherwise.
+    pub exact: Vec<i64>,
+    /// (bucket, values in it), rising, once in buckets; empty while exact.
+    pub buckets: Vec<(u16, u64)>,
+    /// The smallest value (0 when empty).
+    pub min: i64,
+    /// The largest value (0 when empty).
+    pub max: i64,
 }
 
 #[cfg(test)]
@@ -293,6 +384,87 @@ mod tests {
                 })
                 .map(|(b, _)| value(*b).clamp(lo, hi));
             assert_eq!(h.percentile(p), want, "p{p}");
+        }
+    }
+
+    /// Parts' histograms carried as data and merged give the whole's percentiles exactly,
+    /// below and above the exact limit; hostile data is refused, never a panic.
+    #[test]
+    fn buckets_of_parts_merge_into_the_whole() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for n in [0usize, 3, 200, 300, 5_000] {
+            let (mut whole, mut parts) = (
+                LatencyHist::new(),
+                [LatencyHist::new(), LatencyHist::new(), LatencyHist::new()],
+            );
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let v = (x >> (x % 40)) as i64;
+                whole.record(v);
+                parts[(x % 3) as usize].record(v);
+            }
+            let mut merged = LatencyHist::new();
+            for p in &parts {
+                let b = p.buckets();
+                let back = LatencyHist::from_buckets(&b).unwrap();
+                assert_eq!(back.buckets(), b);
+                merged.merge(&back);
+            }
+            assert_eq!(merged.count(), whole.count());
+            assert_eq!(merged.max(), whole.max());
+            for p in 1..=100 {
+                assert_eq!(merged.percentile(p), whole.percentile(p), "n {n} p{p}");
+            }
+        }
+        let mut big = LatencyHist::new();
+        for v in 0..1_000 {
+            big.record(v * 1_000);
+        }
+        let good = big.buckets();
+        let bad = [
+            HistBuckets {
+                count: 1,
+                ..HistBuckets::default()
+            },
+            HistBuckets {
+                count: 2,
+                exact: vec![5, 1],
+                min: 5,
+                max: 1,
+                ..HistBuckets::default()
+            },
+            HistBuckets {
+                count: 1,
+                exact: vec![9],
+                min: 1,
+                max: 2,
+                ..HistBuckets::default()
+            },
+            HistBuckets {
+                count: good.count + 1,
+                ..good.clone()
+            },
+            HistBuckets {
+                buckets: vec![(u16::MAX, 1_000)],
+                ..good.clone()
+            },
+            HistBuckets {
+                buckets: good.buckets.iter().rev().copied().collect(),
+                ..good.clone()
+            },
+            HistBuckets {
+                buckets: vec![(200, u64::MAX), (300, 2)],
+                ..good.clone()
+            },
+            HistBuckets {
+                exact: vec![1],
+                ..good.clone()
+            },
+        ];
+        for b in &bad {
+            assert!(LatencyHist::from_buckets(b).is_err(), "{b:?}");
         }
     }
 

@@ -76,6 +76,43 @@ impl LogHist {
         }
     }
 
+    /// Its occupied buckets, (index, values in it), rising: with `count`, `sum` and `max`,
+    /// what a report must carry for histograms of parts to merge (decision 379).
+    pub fn buckets(&self) -> &[(u16, u64)] {
+        &self.buckets
+    }
+
+    /// The histogram of `buckets` (as [`LogHist::buckets`] gave them), `count`, `sum` and
+    /// `max`, or why they are not one (read from a report, they may be anything).
+    pub fn from_parts(
+        buckets: Vec<(u16, u64)>,
+        count: u64,
+        sum: u64,
+        max: u64,
+    ) -> Result<LogHist, &'static str> {
+        let rising = buckets.windows(2).all(|w| w[0].0 < w[1].0);
+        if !rising
+            || buckets
+                .iter()
+                .any(|&(b, n)| n == 0 || usize::from(b) >= MAX_BUCKETS)
+        {
+            return Err("buckets out of order, empty or beyond the last");
+        }
+        let total = buckets
+            .iter()
+            .try_fold(0u64, |t, &(_, n)| t.checked_add(n))
+            .ok_or("bucket counts overflow")?;
+        if total != count || buckets.last().map(|b| b.0) != (count > 0).then(|| bucket(max)) {
+            return Err("bucket counts or the largest value do not match");
+        }
+        Ok(LogHist {
+            buckets,
+            count,
+            sum,
+            max,
+        })
+    }
+
     /// Nearest-rank percentile `p` (0 < p <= 100), per the module's precision contract.
     pub fn percentile(&self, p: u32) -> Option<u64> {
         if self.count == 0 {
@@ -123,6 +160,40 @@ pub struct HistSummary {
 
 #[cfg(test)]
 mod tests {
+    /// Parts carried as data and merged give the whole's percentiles; hostile data is
+    /// refused.
+    #[test]
+    fn parts_as_data_merge_into_the_whole() {
+        let (mut whole, mut parts) = (LogHist::default(), [LogHist::default(), LogHist::default()]);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..3_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x >> (x % 60);
+            whole.add(v);
+            parts[(x % 2) as usize].add(v);
+        }
+        let mut merged = LogHist::default();
+        for p in &parts {
+            merged
+                .merge(&LogHist::from_parts(p.buckets().to_vec(), p.count, p.sum, p.max).unwrap());
+        }
+        assert_eq!(merged, whole);
+        assert_eq!(LogHist::from_parts(vec![], 0, 0, 0), Ok(LogHist::default()));
+        let b = whole.buckets().to_vec();
+        for (bk, count, max) in [
+            (b.clone(), whole.count + 1, whole.max),
+            (b.clone(), whole.count, 0),
+            (b.iter().rev().copied().collect(), whole.count, whole.max),
+            (vec![(u16::MAX, whole.count)], whole.count, whole.max),
+            (vec![(1, u64::MAX), (2, 2)], 1, 2),
+            (vec![(3, 0)], 0, 3),
+        ] {
+            assert!(LogHist::from_parts(bk, count, 0, max).is_err());
+        }
+    }
+
     use super::*;
 
     #[test]

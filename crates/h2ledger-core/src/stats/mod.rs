@@ -12,7 +12,7 @@ mod log;
 
 use serde::Serialize;
 
-pub use latency::LatencyHist;
+pub use latency::{HistBuckets, LatencyHist};
 pub use log::{HistSummary, LogHist};
 
 /// The percentiles printed everywhere (gogrpcping's lines).

@@ -418,6 +418,28 @@ const ANALYSIS_KEYS: [&str; 8] = [
     "too_many_pings",
 ];
 
+/// Every report in the text of one file (`name`, for the errors): one JSON document,
+/// several, or JSON lines (only their `summary` lines are reports), appended to `into`.
+pub fn reports(name: &str, text: &str, into: &mut Vec<Report>) -> R<()> {
+    let before = into.len();
+    for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        let v = v.map_err(|e| ReadError(format!("{name}: not JSON: {e}")))?;
+        if v.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "summary")
+        {
+            continue;
+        }
+        into.push(from_json(&v).map_err(|e| ReadError(format!("{name}: {e}")))?);
+    }
+    if into.len() == before {
+        return err(format!(
+            "{name}: no report in it (give what `replay -T json` wrote)"
+        ));
+    }
+    Ok(())
+}
+
 /// A whole capture's report, as `replay -T json` (or the `summary` line of `-T jsonl`)
 /// wrote it.
 pub fn from_json(v: &Value) -> R<Report> {

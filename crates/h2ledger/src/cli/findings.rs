@@ -94,6 +94,22 @@ impl FindingsArgs {
         })
     }
 
+    /// A ledger's exit status (decision 1): 3 when a finding is at `--fail-on`, 1 when the
+    /// input ended damaged, else 0.
+    pub fn exit_status(
+        &self,
+        report: &h2ledger_run::Report,
+        end: &h2ledger_run::End,
+    ) -> std::process::ExitCode {
+        if self.fails(report.worst()) {
+            std::process::ExitCode::from(3)
+        } else if matches!(end, h2ledger_run::End::Damaged(_)) {
+            std::process::ExitCode::from(1)
+        } else {
+            std::process::ExitCode::SUCCESS
+        }
+    }
+
     /// Whether a run whose worst finding is `worst` fails (`--fail-on`).
     pub fn fails(&self, worst: Option<h2ledger_core::findings::Severity>) -> bool {
         use h2ledger_core::findings::Severity;

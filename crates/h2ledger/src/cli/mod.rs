@@ -267,7 +267,9 @@ impl FilterArgs {
 
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// The capture file (.pcap or .pcapng); `-` reads standard input
+    /// The capture file (.pcap or .pcapng); `-` reads standard input. More files may follow
+    /// (each word that names an existing file, up to the first that does not): one report of
+    /// them all, up to -j files read at once
     #[arg(value_name = "FILE", required_unless_present = "read")]
     pub file: Option<String>,
     /// Read this saved capture (like tcpdump -r); the same as giving FILE, and then the words

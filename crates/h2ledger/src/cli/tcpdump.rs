@@ -60,7 +60,7 @@ impl TimeFormatArg {
 }
 
 /// tcpdump's `-r FILE` with no subcommand: `h2ledger [-q] -r F ARGS...` is `h2ledger [-q]
-/// replay F ARGS...` (`-rF` and `--read=F` too); its `-i DEV`: `h2ledger -i lo ARGS...` is
+/// replay -r F ARGS...` (`-rF` and `--read=F` too); its `-i DEV`: `h2ledger -i lo ARGS...` is
 /// `h2ledger sniff -i lo ARGS...`. Words after a subcommand are left alone.
 pub fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let subcommands: Vec<String> = Cli::command()
@@ -82,17 +82,9 @@ pub fn tcpdump_style(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
             args.insert(i, "sniff".into());
             break;
         }
-        if a == "-r" || a == "--read" {
-            args[i] = "replay".into();
-            break;
-        }
-        let file = a.strip_prefix("--read=").or_else(|| {
-            a.strip_prefix("-r")
-                .filter(|f| !f.is_empty() && !a.starts_with("--"))
-        });
-        if let Some(f) = file {
-            let f = f.to_string();
-            args.splice(i..=i, ["replay".into(), f.into()]);
+        // `replay -r F`: the words after F stay filter words, never more files.
+        if a == "-r" || a == "--read" || a.starts_with("--read=") || a.starts_with("-r") {
+            args.insert(i, "replay".into());
             break;
         }
         if !a.starts_with('-') {

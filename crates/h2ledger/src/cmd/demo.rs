@@ -380,11 +380,7 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         ctx.style,
     )?;
     saved?;
-    let worst = done
-        .iter()
-        .filter_map(|d| d.whole.findings.as_deref())
-        .flat_map(|f| f.iter().map(|x| x.severity))
-        .max();
+    let worst = done.iter().filter_map(|d| d.whole.worst()).max();
     Ok(if a.findings.fails(worst) {
         ExitCode::from(3)
     } else {

@@ -14,7 +14,7 @@ use h2ledger_output::live::{LiveView, TickFormat};
 use h2ledger_output::metrics::{Batch, Exposition, Figures};
 use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::procs::Owners;
-use h2ledger_run::{Drops, End, Obs, Session, Stop};
+use h2ledger_run::{Drops, Obs, Session, Stop};
 
 /// How long the report waits for the process lookups still running (a retry is 100 ms away).
 const OWNERS_WAIT: Duration = Duration::from_millis(500);
@@ -318,20 +318,9 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
             ctx.style,
         ),
     }
-    let failed = matches!(ended.end, End::Damaged(_));
-    let worst = done
-        .report
-        .findings
-        .as_deref()
-        .and_then(|f| f.iter().map(|x| x.severity).max());
+    let status = l.findings.exit_status(&done.report, &ended.end);
     ended.saved()?;
-    Ok(if l.findings.fails(worst) {
-        ExitCode::from(3)
-    } else if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(status)
 }
 
 /// Creates the `--plot` file before the capture is read: an unwritable path fails at once, not

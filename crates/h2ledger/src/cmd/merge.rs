@@ -6,30 +6,9 @@ use std::process::ExitCode;
 use anyhow::{anyhow, bail, Context as _, Result};
 use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::merge::{merge as merge_reports, read};
-use h2ledger_run::Report;
-use serde_json::Value;
 
 use crate::cli::{Format, MergeArgs};
 use crate::Ctx;
-
-/// Every report in one file's text: one JSON document, several, or JSON lines (only their
-/// `summary` lines are reports).
-fn reports(name: &str, text: &str, into: &mut Vec<Report>) -> Result<()> {
-    let before = into.len();
-    for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-        let v = v.map_err(|e| anyhow!("{name}: not JSON: {e}"))?;
-        if let Some(t) = v.get("type").and_then(Value::as_str) {
-            if t != "summary" {
-                continue;
-            }
-        }
-        into.push(read::from_json(&v).map_err(|e| anyhow!("{name}: {e}"))?);
-    }
-    if into.len() == before {
-        bail!("{name}: no report in it (give what `replay -T json` wrote)");
-    }
-    Ok(())
-}
 
 pub fn merge(a: MergeArgs, ctx: Ctx) -> Result<ExitCode> {
     if !matches!(a.format, Format::Table | Format::Json) {
@@ -46,7 +25,7 @@ pub fn merge(a: MergeArgs, ctx: Ctx) -> Result<ExitCode> {
         } else {
             std::fs::read_to_string(f).with_context(|| f.clone())?
         };
-        reports(f, &text, &mut parts)?;
+        read::reports(f, &text, &mut parts).map_err(|e| anyhow!(e))?;
     }
     let n = parts.len();
     let merged = merge_reports(parts);

@@ -1,7 +1,8 @@
 //! Issue 39 point 1: `h2ledger merge`. On every capture in captures/, the shards of `split`
 //! replayed and merged give the whole capture's `replay -T json`, byte for byte; and for two
 //! captures whose connections are disjoint (B moved in time to follow A with `editcap -t`),
-//! merging their reports gives the report of the two merged by `mergecap`, byte for byte.
+//! merging their reports gives the report of the two merged by `mergecap`, byte for byte, and
+//! so does `replay A B` (several files, one report).
 //! docs/scale.md lists what is not exact and why; the tests hold those exceptions to it.
 
 use std::path::{Path, PathBuf};
@@ -249,6 +250,29 @@ fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
         std::fs::write(&ja, &ra).unwrap();
         std::fs::write(&jb, replay_text(&b2, None)).unwrap();
         let merged = merge_text(&[ja, jb]);
+        // `replay A B` (one session a file) is the merge of their reports; with -j 2 too
+        // (every fourth pair: the files read at once).
+        let mut both = vec![
+            "replay",
+            a.to_str().unwrap(),
+            b2.to_str().unwrap(),
+            "-T",
+            "json",
+        ];
+        if pairs % 4 == 0 {
+            both.extend(["-j", "2"]);
+        }
+        let out = run(&both);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{both:?}");
+        let files = String::from_utf8(out.stdout).unwrap();
+        if files != merged {
+            failed.push(format!(
+                "replay {} {}: {}",
+                a.display(),
+                b.display(),
+                first_diff(&merged, &files)
+            ));
+        }
         let whole = replay_text(&m, None);
         let w: Value = serde_json::from_str(&whole).unwrap();
         let packets = |v: &Value| v["capture"]["packets"].as_u64().unwrap_or(0);
@@ -366,5 +390,47 @@ fn two_workers_print_what_one_prints_on_every_capture() {
             String::from_utf8_lossy(&out.stderr).contains("-j"),
             "{args:?}"
         );
+    }
+}
+
+/// `replay A B`: words after FILE that name existing files are files, the rest the filter;
+/// after `--`, and after `-r F` (tcpdump's form), every word is a filter word (decision 376).
+#[test]
+fn several_files_and_the_filter_words() {
+    let a = crate::util::capture("grpcgo-article.pcap");
+    let b = crate::util::capture("failures/grpcgo-slow.pcap");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let json = |args: &[&str]| {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let both = json(&["replay", a, b, "-T", "json"]);
+    let (one, two) = (
+        json(&["replay", a, "-T", "json"]),
+        json(&["replay", b, "-T", "json"]),
+    );
+    let calls = |v: &Value| v["calls"].as_u64().unwrap();
+    assert!(calls(&one) > 0 && calls(&two) > 0);
+    assert_eq!(calls(&both), calls(&one) + calls(&two));
+    assert_eq!(json(&["replay", a, b, "tcp", "-T", "json"]), both);
+    assert_eq!(json(&["replay", a, b, "-j", "2", "-T", "json"]), both);
+    // The second file as a filter word: not a filter.
+    for args in [
+        &["replay", a, "--", b][..],
+        &["-r", a, b],
+        &["replay", "-r", a, b],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("filter"),
+            "{args:?}"
+        );
+    }
+    for extra in [&["--analyze"][..], &["-c", "10"], &["-T", "jsonl"]] {
+        let mut args = vec!["replay", a, b];
+        args.extend(extra);
+        assert_eq!(run(&args).status.code(), Some(2), "{args:?}");
     }
 }
