@@ -517,32 +517,6 @@ fn scrape(addr: &str) -> String {
 /// nghttpd without TLS on 127.0.0.1 serving `dir` with a 2,000-byte `/file`, and its port.
 /// nghttpd cannot bind port 0: a free port is taken, and another tried if someone else grabs
 /// it first.
-fn h2c_nghttpd(dir: &std::path::Path) -> (Child, u16) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("file"), vec![b'x'; 2000]).unwrap();
-    let mut server = None;
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new("nghttpd")
-            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
-            .arg(dir)
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        if child.try_wait().unwrap().is_none() {
-            server = Some((child, port));
-            break;
-        }
-    }
-    server.expect("nghttpd started")
-}
 
 /// h2load against nghttpd, 10 connections at 500 requests/s each (a rate a loaded 2-core
 /// machine holds): every call is seen and the kernel drops nothing at the default settings.

@@ -341,7 +341,6 @@ fn sniff_with_keylog_while_curl_fetches_over_tls() {
         crate::util::skipped("SKIPPED sniff_with_keylog: needs root, nghttpd, curl and openssl");
         return;
     }
-    use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let dir = scratch("tls-live");
     std::fs::create_dir_all(&dir).unwrap();
@@ -415,14 +414,8 @@ fn sniff_with_keylog_while_curl_fetches_over_tls() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(sniff.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    let line = listening_line(&mut sniff);
     assert!(line.contains("listening on"), "sniff said: {line}");
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
-    });
     let u = format!("https://127.0.0.1:{port}");
     let curl = Command::new("curl")
         .env("SSLKEYLOGFILE", &keylog)

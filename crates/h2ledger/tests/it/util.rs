@@ -304,3 +304,49 @@ pub fn skipped(why: &str) {
         }
     }
 }
+
+/// nghttpd without TLS serving `www` (with a 2,000-byte `file` written there) on a free
+/// loopback port: nghttpd cannot bind port 0, so a free port is taken and tried again if
+/// someone else grabs it first.
+pub fn h2c_nghttpd(www: &std::path::Path) -> (std::process::Child, u16) {
+    std::fs::create_dir_all(www).unwrap();
+    std::fs::write(www.join("file"), vec![b'x'; 2000]).unwrap();
+    let mut server = None;
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new("nghttpd")
+            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
+            .arg(www)
+            .arg(port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if child.try_wait().unwrap().is_none() {
+            server = Some((child, port));
+            break;
+        }
+    }
+    server.expect("nghttpd started")
+}
+
+/// The first line a capture command wrote on stderr (its "listening on" line, which scripts
+/// wait for); the rest of stderr is read on a thread so the command never blocks on it.
+pub fn listening_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead as _;
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {
+            rest.clear();
+        }
+    });
+    line
+}

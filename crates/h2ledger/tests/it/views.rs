@@ -160,7 +160,6 @@ const HEADER: [&str; 7] = [
 
 /// `h2ledger sniff ARGS` with `TERM` set, stdout piped, once it is listening.
 fn sniff_with_term(args: &[&str], term: &str) -> std::process::Child {
-    use std::io::BufRead;
     let mut child = std::process::Command::new(bin())
         .arg("sniff")
         .args(args)
@@ -169,11 +168,8 @@ fn sniff_with_term(args: &[&str], term: &str) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    let line = listening_line(&mut child);
     assert!(line.contains("listening on"), "sniff said: {line}");
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     child
 }
 

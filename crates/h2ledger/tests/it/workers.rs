@@ -5,7 +5,6 @@
 //! workers' files merged by mergecap.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -40,33 +39,6 @@ fn tshark_ports(file: &Path, server: u16) -> Vec<(u16, bool)> {
     seen.into_iter().map(|(p, (c, s))| (p, c && s)).collect()
 }
 
-/// nghttpd serving `www` on a free loopback port (it cannot bind port 0: take a free port
-/// and retry if someone else grabs it).
-fn nghttpd(www: &Path) -> (std::process::Child, u16) {
-    let mut server = None;
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new("nghttpd")
-            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
-            .arg(www)
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        if child.try_wait().unwrap().is_none() {
-            server = Some((child, port));
-            break;
-        }
-    }
-    server.expect("nghttpd started")
-}
-
 #[test]
 fn sniff_workers_keep_connections_whole() {
     if crate::live::skip_unless_root("sniff_workers") {
@@ -81,10 +53,8 @@ fn sniff_workers_keep_connections_whole() {
     let dir = scratch("workers");
     let www = dir.join("www");
     let reports = dir.join("reports");
-    std::fs::create_dir_all(&www).unwrap();
     std::fs::create_dir_all(&reports).unwrap();
-    std::fs::write(www.join("file"), vec![b'x'; 2000]).unwrap();
-    let (mut server, port) = nghttpd(&www);
+    let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("w.pcap");
     let mut sniff = Command::new(bin())
         .args(["sniff", "-i", "lo", "--port", &port.to_string()])
@@ -95,17 +65,11 @@ fn sniff_workers_keep_connections_whole() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(sniff.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    let line = listening_line(&mut sniff);
     assert!(
         line.contains("listening on") && line.contains("2 workers"),
         "{line}"
     );
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
-    });
     // 100 connections, 100 calls each, at 50 calls/s per connection (5,000/s in all: a rate
     // a loaded 2-core machine holds).
     let load = Command::new("h2load")
@@ -215,9 +179,7 @@ fn sniff_workers_count_packets_exactly() {
     }
     let dir = scratch("workers-count");
     let www = dir.join("www");
-    std::fs::create_dir_all(&www).unwrap();
-    std::fs::write(www.join("file"), vec![b'x'; 2000]).unwrap();
-    let (mut server, port) = nghttpd(&www);
+    let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("c.pcap");
     let mut sniff = Command::new(bin())
         .args(["sniff", "-i", "lo", "--port", &port.to_string()])
@@ -227,9 +189,7 @@ fn sniff_workers_count_packets_exactly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(sniff.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    let line = listening_line(&mut sniff);
     assert!(line.contains("listening on"), "{line}");
     let load = Command::new("h2load")
         .args(["-n", "1000", "-c", "10"])
