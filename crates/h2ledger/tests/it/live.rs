@@ -514,10 +514,6 @@ fn scrape(addr: &str) -> String {
     out
 }
 
-/// nghttpd without TLS on 127.0.0.1 serving `dir` with a 2,000-byte `/file`, and its port.
-/// nghttpd cannot bind port 0: a free port is taken, and another tried if someone else grabs
-/// it first.
-
 /// h2load against nghttpd, 10 connections at 500 requests/s each (a rate a loaded 2-core
 /// machine holds): every call is seen and the kernel drops nothing at the default settings.
 /// The full-speed zero-drop figure is measured by `just bench`, not asserted here.
