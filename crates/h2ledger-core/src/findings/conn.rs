@@ -54,7 +54,7 @@ impl<const BURST: u64, const RATE: u64> Bucket<BURST, RATE> {
 }
 
 /// Counters of the frames one direction sent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct DirF {
     // PING (ping-flood)
     pub(super) pings: u64,
@@ -91,42 +91,6 @@ pub(super) struct DirF {
     pub(super) bdp_pings: u64,
     pub(super) control_frames: u64,
     pub(super) writes: u64,
-}
-
-impl Default for DirF {
-    fn default() -> Self {
-        DirF {
-            pings: 0,
-            pings_pipelined: 0,
-            max_pings_owed: 0,
-            ping_rate: FrameBucket::new(),
-            ping_rate_hits: 0,
-            settings: 0,
-            settings_owed: 0,
-            max_settings_owed: 0,
-            settings_rate: FrameBucket::new(),
-            settings_rate_hits: 0,
-            max_settings_entries: 0,
-            header_blocks: 0,
-            block_open: false,
-            block_stream: 0,
-            continuations: 0,
-            max_continuations: 0,
-            blocks_over: 0,
-            bombs: 0,
-            max_list: 0,
-            bomb_encoded: 0,
-            empty_run: 0,
-            max_empty_run: 0,
-            empty_frames: 0,
-            priority: 0,
-            window_updates: 0,
-            data_frames: 0,
-            bdp_pings: 0,
-            control_frames: 0,
-            writes: 0,
-        }
-    }
 }
 
 /// grpc-go's keepalive enforcement state of the server (`http2Server`: `lastPingAt`,
