@@ -13,21 +13,24 @@ use super::{MAX_HOLDS, PING_RING};
 /// A token bucket as nghttp2's `nghttp2_ratelim` (lib/nghttp2_ratelim.c): `burst` tokens,
 /// `rate` more each whole second (refilled by the second, as nghttp2 does with
 /// `nghttp2_time_now_sec`), one drained per event; an event finding it empty is over the limit.
+/// The burst and rate are constants of the type, not fields: a connection keeps seven buckets.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Bucket {
-    burst: u64,
-    rate: u64,
+pub(super) struct Bucket<const BURST: u64, const RATE: u64> {
     val: u64,
     /// The second of the last refill; `i64::MIN` before the first event.
     sec: i64,
 }
 
-impl Bucket {
-    pub(super) const fn new(burst: u64, rate: u64) -> Bucket {
+/// The PING and SETTINGS rates of a direction ([`super::FRAME_RATE`]).
+pub(super) type FrameBucket = Bucket<{ super::FRAME_RATE }, { super::FRAME_RATE }>;
+/// A stream-reset budget ([`super::RESET_BURST`], [`super::RESET_RATE`]).
+pub(super) type ResetBucket = Bucket<{ super::RESET_BURST }, { super::RESET_RATE }>;
+
+impl<const BURST: u64, const RATE: u64> Bucket<BURST, RATE> {
+    /// Full: `BURST` tokens, no event yet.
+    pub(super) const fn new() -> Self {
         Bucket {
-            burst,
-            rate,
-            val: burst,
+            val: BURST,
             sec: i64::MIN,
         }
     }
@@ -39,10 +42,7 @@ impl Bucket {
             self.sec = sec;
         } else if sec > self.sec {
             let add = (sec - self.sec) as u64;
-            self.val = self
-                .val
-                .saturating_add(add.saturating_mul(self.rate))
-                .min(self.burst);
+            self.val = self.val.saturating_add(add.saturating_mul(RATE)).min(BURST);
             self.sec = sec;
         }
         if self.val == 0 {
@@ -54,20 +54,20 @@ impl Bucket {
 }
 
 /// Counters of the frames one direction sent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct DirF {
     // PING (ping-flood)
     pub(super) pings: u64,
     /// PINGs sent while an earlier one of this direction still waited for its ACK.
     pub(super) pings_pipelined: u64,
     pub(super) max_pings_owed: u64,
-    pub(super) ping_rate: Bucket,
+    pub(super) ping_rate: FrameBucket,
     pub(super) ping_rate_hits: u64,
     // SETTINGS (settings-flood)
     pub(super) settings: u64,
     pub(super) settings_owed: u64,
     pub(super) max_settings_owed: u64,
-    pub(super) settings_rate: Bucket,
+    pub(super) settings_rate: FrameBucket,
     pub(super) settings_rate_hits: u64,
     pub(super) max_settings_entries: u64,
     // header blocks (continuation-flood, hpack-bomb; Envoy's inbound_streams_)
@@ -91,42 +91,6 @@ pub(super) struct DirF {
     pub(super) bdp_pings: u64,
     pub(super) control_frames: u64,
     pub(super) writes: u64,
-}
-
-impl Default for DirF {
-    fn default() -> Self {
-        DirF {
-            pings: 0,
-            pings_pipelined: 0,
-            max_pings_owed: 0,
-            ping_rate: Bucket::new(super::FRAME_RATE, super::FRAME_RATE),
-            ping_rate_hits: 0,
-            settings: 0,
-            settings_owed: 0,
-            max_settings_owed: 0,
-            settings_rate: Bucket::new(super::FRAME_RATE, super::FRAME_RATE),
-            settings_rate_hits: 0,
-            max_settings_entries: 0,
-            header_blocks: 0,
-            block_open: false,
-            block_stream: 0,
-            continuations: 0,
-            max_continuations: 0,
-            blocks_over: 0,
-            bombs: 0,
-            max_list: 0,
-            bomb_encoded: 0,
-            empty_run: 0,
-            max_empty_run: 0,
-            empty_frames: 0,
-            priority: 0,
-            window_updates: 0,
-            data_frames: 0,
-            bdp_pings: 0,
-            control_frames: 0,
-            writes: 0,
-        }
-    }
 }
 
 /// grpc-go's keepalive enforcement state of the server (`http2Server`: `lastPingAt`,
@@ -254,17 +218,17 @@ pub(super) struct ConnF {
     pub(super) ka: Keepalive,
     // rapid-reset
     pub(super) client_resets: u64,
-    pub(super) reset_budget: Bucket,
+    pub(super) reset_budget: ResetBucket,
     pub(super) budget_exhausted: u64,
     pub(super) closed_streams: u64,
     pub(super) premature: u64,
     // server resets (made-you-reset, reset-flood, refused-stream)
     pub(super) myr: u64,
     pub(super) myr_premature: u64,
-    pub(super) myr_budget: Bucket,
+    pub(super) myr_budget: ResetBucket,
     pub(super) myr_exhausted: u64,
     pub(super) flood_resets: u64,
-    pub(super) flood_budget: Bucket,
+    pub(super) flood_budget: ResetBucket,
     pub(super) flood_exhausted: u64,
     pub(super) refused: u64,
     pub(super) refused_in_flight: u32,
@@ -291,17 +255,9 @@ pub(super) struct ConnF {
     pub(super) rtts: u64,
 }
 
-/// The stream-reset budget of a connection ([`super::RESET_BURST`], [`super::RESET_RATE`]).
-fn reset_budget() -> Bucket {
-    Bucket::new(super::RESET_BURST, super::RESET_RATE)
-}
-
 impl ConnF {
     pub(super) fn new() -> ConnF {
         ConnF {
-            reset_budget: reset_budget(),
-            myr_budget: reset_budget(),
-            flood_budget: reset_budget(),
             holds: Vec::new(),
             // RFC 9113 §6.9.2 until a SETTINGS says otherwise.
             initial: [65_535; 2],
@@ -339,9 +295,9 @@ impl ConnF {
     }
 }
 
-impl Default for Bucket {
+impl<const BURST: u64, const RATE: u64> Default for Bucket<BURST, RATE> {
     fn default() -> Self {
-        Bucket::new(0, 0)
+        Bucket::new()
     }
 }
 

@@ -110,7 +110,7 @@ fn find(r: &FindingsReport, id: FindingId) -> Option<&Finding> {
 
 #[test]
 fn bucket_is_nghttp2s_ratelim() {
-    let mut b = Bucket::new(3, 1);
+    let mut b = Bucket::<3, 1>::new();
     let t = 10 * S;
     assert!(!b.drain(t) && !b.drain(t) && !b.drain(t));
     assert!(b.drain(t + S / 2), "empty within the same second");
