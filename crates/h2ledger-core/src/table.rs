@@ -19,8 +19,8 @@ const EMPTY: u64 = u64::MAX;
 /// tables are a connection's streams, and a connection with one stream open paid for eight
 /// slots in each of its stream tables (ledger, flow tracker, findings, gRPC tracker): with
 /// two, 10,000 open one-call connections take about 2.5 MiB less in `replay -T json` and 6
-/// MiB less with `--analyze` (docs/performance.md, "A stream table's first slots"; decision 392). A table
-/// that grows pays two resizes more (2 -> 4 -> 8), of one and two entries.
+/// MiB less with `--analyze` (docs/performance.md, "A stream table's first slots"; decision
+/// 392). A table that grows pays two resizes more (2 -> 4 -> 8), of one and two entries.
 const MIN_SLOTS: usize = 2;
 /// A table of up to this many slots is never made smaller ([`IdTable::shrink`]).
 const SHRINK_ABOVE: usize = 64;
