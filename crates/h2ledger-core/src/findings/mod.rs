@@ -670,8 +670,9 @@ impl Findings {
         if f.tls_without_key > self.capture.tls_without_key {
             self.capture.tls_without_key = f.tls_without_key;
             self.capture.tls_connections = f.tls_connections.clone();
-            let conn = f.tls_connections.first().copied();
-            self.fire(FindingId::TlsNoKeys, None, None, conn, now);
+            // Capture-wide: no connection nor stream of its own; the first connection without
+            // a key is the evidence's `first_conn` (it was also put in `stream` before).
+            self.fire(FindingId::TlsNoKeys, None, None, None, now);
         }
         if let Some((kernel, interface, received)) = f.drops {
             self.capture.drops_kernel = kernel;

@@ -311,7 +311,8 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
                             let k = u32::try_from(*k).unwrap_or(u32::MAX);
                             let n = num.number_of(p, k);
                             f.evidence.set("first_conn", Num::U(u64::from(n)));
-                            // tls-no-keys names its first connection in `stream` too.
+                            // tls-no-keys named its first connection in `stream` too, in
+                            // reports made before decision 393.
                             if f.stream == Some(k) {
                                 f.stream = Some(n);
                             }
