@@ -84,10 +84,15 @@ fn number(v: &[u8]) -> Option<u32> {
 /// rules run before the stream table takes the frame, so the frame that ends the call still
 /// finds it).
 fn live_call(c: &mut ConnF, sid: u32) -> Option<&mut CallF> {
+    live_stream(c, sid).map(|st| &mut st.call)
+}
+
+/// The record of the stream whose call is in flight on `sid` (see [`live_call`]), for the
+/// rules that also read its start (`opened`).
+fn live_stream(c: &mut ConnF, sid: u32) -> Option<&mut super::conn::StreamF> {
     c.streams
         .get_mut(sid)
         .filter(|st| st.bits & SERVER_END == 0)
-        .map(|st| &mut st.call)
 }
 
 /// The failure rules of one frame. A request (the client's HEADERS) fills `call`, which the
@@ -330,10 +335,14 @@ pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) 
 /// The call on `sid` is over at `ts` (the server's END_STREAM): its time split, and
 /// `slow-calls` when it took [`SLOW_CALL`] or more.
 fn call_end(c: &mut ConnF, sid: u32, ts: Nanos, out: &mut Vec<Fire>) {
-    let Some(st) = c.streams.get(sid).filter(|st| st.bits & SERVER_END == 0) else {
+    let Some(&mut super::conn::StreamF {
+        call,
+        opened: start,
+        ..
+    }) = live_stream(c, sid)
+    else {
         return;
     };
-    let (call, start) = (st.call, st.opened);
     let duration = ts - start;
     if duration < SLOW_CALL {
         return;
@@ -391,11 +400,7 @@ fn method_end(
     http: Option<u32>,
     out: &mut Vec<Fire>,
 ) {
-    let Some(st) = c
-        .streams
-        .get_mut(sid)
-        .filter(|st| st.bits & SERVER_END == 0)
-    else {
+    let Some(st) = live_stream(c, sid) else {
         return;
     };
     if std::mem::replace(&mut st.call.judged, true) {
