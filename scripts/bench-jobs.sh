@@ -6,7 +6,8 @@
 # on a shared 2-core machine the ratio says little unless both are low.
 #
 # usage: scripts/bench-jobs.sh [REQUESTS] [RUNS]     (defaults 200000 and 5)
-# Environment: BENCH_DIR (default /tmp/h2ledger-bench), REGEN=1 remakes the capture.
+# Environment: BENCH_DIR (default /tmp/h2ledger-bench), REGEN=1 remakes the capture,
+# ARGS="--analyze" adds options to every replay (the analysis merged: issue 39).
 
 set -euo pipefail
 
@@ -15,6 +16,7 @@ BENCH_DIR=${BENCH_DIR:-/tmp/h2ledger-bench}
 N=${1:-200000}
 RUNS=${2:-5}
 REGEN=${REGEN:-0}
+read -r -a EXTRA <<<"${ARGS:-}"
 BIN="$ROOT/target/release/h2ledger"
 WORK=$(mktemp -d)
 PIDS=()
@@ -37,15 +39,16 @@ if [ "$REGEN" = 1 ] || [ ! -s "$pcap" ]; then
 fi
 say "capture: $pcap ($(stat -c %s "$pcap") bytes); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-"$BIN" replay "$pcap" -T json -j 1 >"$WORK/one.json"
-"$BIN" replay "$pcap" -T json -j 2 >"$WORK/two.json"
+say "options: ${EXTRA[*]:-(none)}"
+"$BIN" replay "$pcap" -T json -j 1 "${EXTRA[@]}" >"$WORK/one.json"
+"$BIN" replay "$pcap" -T json -j 2 "${EXTRA[@]}" >"$WORK/two.json"
 if cmp -s "$WORK/one.json" "$WORK/two.json"; then
     say "-j 2 prints what -j 1 prints (JSON, byte for byte)"
 else
     die "-j 2 differs from -j 1: $(diff "$WORK/one.json" "$WORK/two.json" | head -5)"
 fi
 
-t() { local s e; s=$(date +%s.%N); "$BIN" replay "$pcap" -q -j "$1" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
+t() { local s e; s=$(date +%s.%N); "$BIN" replay "$pcap" -q -j "$1" "${EXTRA[@]}" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
 one=(); two=()
 t 1 >/dev/null # warm-up: the file in the page cache
 for _ in $(seq "$RUNS"); do

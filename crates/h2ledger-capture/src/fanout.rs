@@ -5,7 +5,9 @@
 //!
 //! libpcap has no API for fanout: the socket option is set on each handle's file descriptor
 //! after activation (the socket is bound to the device then, which the kernel requires) and
-//! before the first packet is read (decision 372).
+//! before the first packet is read (decision 372). Until it joins, a bound handle gets a copy
+//! of every packet: what is stamped before the whole group joined is turned away
+//! ([`Group::since`], decision 398).
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -14,9 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use futures::FutureExt as _;
-use h2ledger_run::{Drops, End, Session, Stop};
-use h2ledger_tcp::LinkType;
+use h2ledger_run::{Drops, End, Stop};
+use h2ledger_tcp::Nanos;
 use tokio::sync::watch;
 
 use super::live::{self, LiveOptions, Opened};
@@ -84,10 +85,20 @@ fn join(fd: std::os::fd::RawFd, id: Option<u16>) -> std::io::Result<u16> {
     Ok((got & 0xffff) as u16)
 }
 
+/// The handles of one fanout group, opened and joined; root given up.
+pub struct Group {
+    /// One handle a worker.
+    pub handles: Vec<Opened>,
+    /// Who we run as now, when root was given up.
+    pub dropped_to: Option<String>,
+    /// The wall clock once every handle had joined: each worker turns away the packets
+    /// stamped before it (a handle not yet in the group got a copy of every packet).
+    pub since: Nanos,
+}
+
 /// Opens `n` handles on the device of `o` (each with its own `-w` file, [`worker_path`]),
-/// joins them in one new fanout group, then gives root up. Returns the handles and who we
-/// run as now.
-pub fn open_group(o: &LiveOptions, n: usize) -> Result<(Vec<Opened>, Option<String>)> {
+/// joins them in one new fanout group, then gives root up.
+pub fn open_group(o: &LiveOptions, n: usize) -> Result<Group> {
     if let Some(ns) = &o.netns {
         live::enter_netns(ns)?;
     }
@@ -106,8 +117,14 @@ pub fn open_group(o: &LiveOptions, n: usize) -> Result<(Vec<Opened>, Option<Stri
         group = Some(id);
         opened.push(h);
     }
+    // Every handle is in the group: a packet stamped from now on went to one of them only.
+    let since = super::now_nanos();
     let dropped_to = live::drop_privileges(o.user.as_deref())?;
-    Ok((opened, dropped_to))
+    Ok(Group {
+        handles: opened,
+        dropped_to,
+        since,
+    })
 }
 
 /// What the workers share: the stop (set by the controller or by the worker that reached
@@ -127,7 +144,7 @@ impl Control {
         }
     }
 
-    fn stop(&self, s: Stop) {
+    pub fn stop(&self, s: Stop) {
         self.stop.send_if_modified(|v| {
             let first = v.is_none();
             v.get_or_insert(s);
@@ -190,12 +207,16 @@ pub struct WorkerEnd {
     pub write_error: Option<anyhow::Error>,
 }
 
-/// Reads one handle of the group into `s` until the stop (on a runtime of its own thread).
-/// Returns how it ended and the drop counters, for `Session::finish`.
+/// Reads one handle of the group into `hooks` until the stop (on a runtime of its own
+/// thread), by the one live loop ([`crate::live_loop`]) with the group's stop; `since` is
+/// [`Group::since`], `every` the `--every` period. Returns how it ended and the drop
+/// counters, for `Session::finish`.
 pub fn work(
     h: Opened,
+    since: Nanos,
     ctl: &Arc<Control>,
-    s: &mut Session,
+    every: Option<Duration>,
+    hooks: &mut impl crate::Hooks,
 ) -> (Result<WorkerEnd>, End, Option<Drops>) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -204,6 +225,7 @@ pub fn work(
         Ok(rt) => rt,
         Err(e) => {
             let e = anyhow!("cannot start a worker's runtime: {e}");
+            ctl.stop(Stop::Interrupted);
             return (Err(e), End::Damaged("no runtime".into()), None);
         }
     };
@@ -214,7 +236,7 @@ pub fn work(
             let c = Arc::clone(ctl);
             Arc::new(move || c.admit().is_continue()) as live::Gate
         });
-        let mut live = match h.start(None, None, gate) {
+        let mut live = match h.start(None, None, gate, Some(since)) {
             Ok(l) => l,
             Err(e) => {
                 // The others stop too: the run fails with this error.
@@ -222,52 +244,18 @@ pub fn work(
                 return (Err(e), End::Damaged(String::new()), None);
             }
         };
-        let lt = LinkType(live.linktype);
-        let mut rx = ctl.stop.subscribe();
-        let mut end = End::Complete;
-        loop {
-            if let Some(st) = *rx.borrow_and_update() {
-                end = End::Stopped(st);
-                break;
+        let mut stop = crate::StopWatch::Shared(ctl.stop.subscribe());
+        let end = match crate::live_loop(&mut live, &mut stop, every, None, hooks).await {
+            Ok(end) => end,
+            Err(e) => {
+                ctl.stop(Stop::Interrupted);
+                let drops = live.drops();
+                return (Err(e), End::Damaged(String::new()), Some(drops));
             }
-            let pkt = match live.next().now_or_never() {
-                Some(p) => p,
-                None => {
-                    live.idle();
-                    s.idle(super::now_nanos());
-                    tokio::select! {
-                        p = live.next() => p,
-                        _ = rx.changed() => continue,
-                        _ = tokio::time::sleep(super::IDLE_WAKE) => continue,
-                    }
-                }
-            };
-            match pkt {
-                Some(Ok(p)) => {
-                    if !p.kept {
-                        continue;
-                    }
-                    // Only --max-frames stops a session, and --workers does not take it.
-                    let _ = s.feed(lt, p.ts, &p.data);
-                }
-                Some(Err(e)) => {
-                    ctl.stop(Stop::Interrupted);
-                    let drops = live.drops();
-                    return (Err(e), End::Damaged(String::new()), Some(drops));
-                }
-                None => break,
-            }
-        }
-        if let End::Stopped(st) = &end {
-            if st.drains() {
-                let quiet = Duration::from_millis(4 * live::DELIVERY_TIMEOUT_MS as u64);
-                live.drain(quiet, super::now_nanos(), |p| {
-                    if p.kept {
-                        let _ = s.feed(lt, p.ts, &p.data);
-                    }
-                })
-                .await;
-            }
+        };
+        // A worker's own stop (its hooks said so) stops the others too.
+        if let End::Stopped(s) = &end {
+            ctl.stop(*s);
         }
         let drops = live.drops();
         let write_error = live.finish_write().err();

@@ -1,5 +1,9 @@
-//! Reading packets: saved captures through libpcap's offline reader, plain or compressed
-//! (gzip, zstd: known by their magic bytes, not by the file name; also on standard input).
+//! Reading packets from saved captures, plain or compressed (gzip, zstd: known by their magic
+//! bytes, not by the file name; also on standard input). A pcapng is read whole by
+//! h2ledger-run's walker ([`BlockReader`]), its Decryption Secrets Blocks handed over in file
+//! order among the packets, and libpcap only compiles and runs the filter (decision 402); a
+//! classic pcap goes through libpcap's offline reader, its plain records read in large blocks
+//! by the same walker (decision 264).
 
 use std::io::{Read, Write as _};
 use std::path::Path;
@@ -9,16 +13,23 @@ use anyhow::{anyhow, Result};
 use h2ledger_tcp::Nanos;
 use pcap::{Capture, Offline, Precision};
 
-use h2ledger_run::input::{compression_of, decoder, BlockReader, Filled};
+use h2ledger_run::input::{compression_of, decoder, BlockReader, Filled, Found};
 
 use super::progress;
 use h2ledger_output::progress::Progress;
 
+mod ng;
+use ng::{Ng, Opened, Source, SHB_MAGIC};
+
 /// An open saved capture (pcap or pcapng; `-` is standard input).
 pub struct SavedCapture {
-    /// `None` once the capture is closed (so that the decompressing thread can be joined).
+    /// `None` once the capture is closed (so that the decompressing thread can be joined), and
+    /// for a pcapng, which libpcap does not read.
     cap: Option<Capture<Offline>>,
+    /// A pcapng: its walker and the blocks read at the open (up to its first interface).
+    ng: Option<Ng>,
     pub name: String,
+    /// The capture's link type (a pcapng: its first interface's; each packet has its own).
     pub linktype: i32,
     /// The thread that feeds libpcap through a pipe: decompressing, or copying standard input.
     feeder: Option<JoinHandle<std::io::Result<()>>>,
@@ -107,15 +118,55 @@ impl SavedCapture {
             .read_to_end(&mut head)
             .map_err(|e| anyhow!("{name}: cannot read: {}", io_reason(&e)))?;
         let compression = compression_of(&head);
-        let (mut feeder, mut pipe) = (None, None);
         let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(head.len() as u64));
+        // The capture's own first bytes (decompressed): a pcapng is read by the walker.
+        let libpcap_only = std::env::var_os("H2LEDGER_LIBPCAP_READ").is_some();
+        let (source, first) = if compression.is_some() {
+            let n = counted.clone();
+            let source = progress::Counting { r: source, n };
+            let mut r = decoder(head, source, compression)
+                .map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
+            let mut first = Vec::with_capacity(4);
+            (&mut r)
+                .take(4)
+                .read_to_end(&mut first)
+                .map_err(|e| anyhow!("{name}: {}: {e}", compression.unwrap_or("read")))?;
+            (Source::Decoded(r), first)
+        } else {
+            let first = head.clone();
+            (Source::Raw(source, head), first)
+        };
+        if first == SHB_MAGIC && !libpcap_only {
+            let plain = (compression.is_none() && regular).then_some(path);
+            return Ng::open(Opened {
+                name,
+                source,
+                plain,
+                filter,
+                compression,
+                size,
+                counted,
+            });
+        }
+        let (source, head) = match source {
+            Source::Raw(s, head) => (s, head),
+            // Given back to libpcap through the pipe, with the bytes looked at.
+            Source::Decoded(r) => (
+                Box::new(std::io::Cursor::new(first).chain(r)) as Box<dyn Read + Send>,
+                Vec::new(),
+            ),
+        };
+        let (mut feeder, mut pipe) = (None, None);
         let open_path = if compression.is_none() && regular {
             path.to_string()
         } else {
-            let n = counted.clone();
-            let source = progress::Counting { r: source, n };
-            let r = decoder(head, source, compression)
-                .map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
+            let r: Box<dyn Read + Send> = if compression.is_some() {
+                source
+            } else {
+                let n = counted.clone();
+                let source = progress::Counting { r: source, n };
+                decoder(head, source, None).map_err(|e| anyhow!("{name}: cannot read: {e}"))?
+            };
             let (p, reader, f) = piped(r).map_err(|e| anyhow!("{name}: cannot read: {e}"))?;
             feeder = Some(f);
             pipe = Some(reader);
@@ -166,6 +217,7 @@ impl SavedCapture {
         };
         Ok(SavedCapture {
             cap: Some(cap),
+            ng: None,
             name,
             linktype,
             feeder,
@@ -182,22 +234,25 @@ impl SavedCapture {
         self.feeder.take()?.join().ok()?.err()
     }
 
-    /// Calls `f(ts, data, progress)` for every packet until it returns `false` (`-c`,
-    /// `--duration`, a closed output: the rest of the file is not read), with a progress
-    /// display when `progress`. A damaged or truncated file stops the loop with an error after
-    /// the packets before the damage were delivered.
+    /// Calls `f(item, progress)` for every packet and, in a pcapng, every Decryption Secrets
+    /// Block in file order, until it returns `false` (`-c`, `--duration`, a closed output: the
+    /// rest of the file is not read), with a progress display when `progress`. A damaged or
+    /// truncated file stops the loop with an error after the packets before the damage were
+    /// delivered.
     ///
-    /// libpcap reads on a thread of its own ("read"), which hands over packets in batches
+    /// The file is read on a thread of its own ("read"), which hands over packets in batches
     /// (`Batch`, a bounded channel, in order) while `f` runs here: reading the file costs
     /// the ledger's thread nothing (decision 200).
     pub fn for_each(
         &mut self,
         progress: bool,
-        mut f: impl FnMut(Nanos, &[u8], &mut Progress) -> bool,
+        mut f: impl FnMut(Item<'_>, &mut Progress) -> bool,
     ) -> Result<()> {
-        let Some(cap) = self.cap.take() else {
+        let ng = self.ng.take();
+        let cap = self.cap.take();
+        if ng.is_none() && cap.is_none() {
             return Ok(());
-        };
+        }
         let read = std::mem::replace(&mut self.read, progress::Bytes::Fd(None));
         let mut shown = progress::start(progress, self.size, read);
         let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_AHEAD);
@@ -205,16 +260,41 @@ impl SavedCapture {
         let blocks = self.blocks.take();
         let reader = std::thread::Builder::new()
             .name("read".into())
-            .spawn(move || match blocks {
-                Some(file) => read_blocks(file, cap, &full_tx, &empty_rx),
-                None => read_batches(cap, &full_tx, &empty_rx),
+            .spawn(move || match (ng, cap, blocks) {
+                (Some(ng), _, _) => ng.read(&full_tx, &empty_rx),
+                (None, Some(cap), Some(file)) => read_blocks(file, cap, &full_tx, &empty_rx),
+                (None, Some(cap), None) => read_batches(cap, &full_tx, &empty_rx),
+                (None, None, _) => Ok(()),
             })
             .map_err(|e| anyhow!("cannot start the reading thread: {e}"))?;
         let mut stopped = false;
+        let linktype = self.linktype;
         'batches: for batch in full_rx.iter() {
-            for &(ts, start, len) in &batch.packets {
-                let more = f(ts, &batch.data[start..start + len], &mut shown);
-                shown.packet();
+            for &found in &batch.found {
+                let more = match found {
+                    Found::Packet {
+                        ts,
+                        linktype: own,
+                        start,
+                        len,
+                        ..
+                    } => {
+                        // A classic pcap's packets have libpcap's link type for the file.
+                        let linktype = if batch.pcapng {
+                            i32::from(own)
+                        } else {
+                            linktype
+                        };
+                        let data = &batch.data[start..start + len];
+                        let more = f(Item::Packet { linktype, ts, data }, &mut shown);
+                        shown.packet();
+                        more
+                    }
+                    Found::Secrets { kind, start, len } => {
+                        let data = &batch.data[start..start + len];
+                        f(Item::Secrets { kind, data }, &mut shown)
+                    }
+                };
                 if !more {
                     stopped = true;
                     break 'batches;
@@ -249,12 +329,34 @@ const BATCHES_AHEAD: usize = 4;
 const BATCH_BYTES: usize = 256 * 1024;
 const BATCH_PACKETS: usize = 1024;
 
-/// Packets as libpcap read them, in order: their bytes one after the other in `data`, and
-/// each packet's time, start and length.
+/// Packets (and a pcapng's secrets) in file order: their bytes in `data` (one after the other
+/// as libpcap read them, or where they lie in a block of the file), and where each lies.
 #[derive(Default)]
 struct Batch {
     data: Vec<u8>,
-    packets: Vec<(Nanos, usize, usize)>,
+    found: Vec<Found>,
+    /// Read from a pcapng: each packet's link type is its own.
+    pcapng: bool,
+}
+
+/// What [`SavedCapture::for_each`] hands over, in file order.
+pub enum Item<'a> {
+    /// A packet.
+    Packet {
+        /// Its interface's link type.
+        linktype: i32,
+        /// Nanoseconds since the epoch.
+        ts: Nanos,
+        /// Its bytes as captured.
+        data: &'a [u8],
+    },
+    /// A pcapng's Decryption Secrets Block: for the packets after it.
+    Secrets {
+        /// The secrets type ([`h2ledger_run::input::TLS_KEY_LOG`] for a TLS key log).
+        kind: u32,
+        /// The secrets.
+        data: &'a [u8],
+    },
 }
 
 /// The reading thread: every packet of `cap` into batches sent on `full` (taking emptied ones
@@ -271,19 +373,24 @@ fn read_batches(
             Ok(p) => {
                 let start = batch.data.len();
                 batch.data.extend_from_slice(p.data);
-                batch
-                    .packets
-                    .push((ts_nanos(&p.header.ts), start, p.data.len()));
+                batch.found.push(Found::Packet {
+                    ts: ts_nanos(&p.header.ts),
+                    // for_each gives the file's (a classic pcap's batch).
+                    linktype: 0,
+                    start,
+                    len: p.data.len(),
+                    big: false,
+                });
                 (false, None)
             }
             Err(pcap::Error::NoMorePackets) => (true, None),
             Err(e) => (true, Some(pcap_reason(&e))),
         };
-        let send = end || batch.data.len() >= BATCH_BYTES || batch.packets.len() >= BATCH_PACKETS;
-        if send && !batch.packets.is_empty() {
+        let send = end || batch.data.len() >= BATCH_BYTES || batch.found.len() >= BATCH_PACKETS;
+        if send && !batch.found.is_empty() {
             let mut next = empty.try_recv().unwrap_or_default();
             next.data.clear();
-            next.packets.clear();
+            next.found.clear();
             if full.send(std::mem::replace(&mut batch, next)).is_err() {
                 return Ok(());
             }
@@ -323,9 +430,9 @@ fn read_blocks(
     let mut sent = 0u64;
     let mut batch = Batch::default();
     loop {
-        let filled = reader.fill(&mut batch.data, &mut batch.packets);
+        let filled = reader.fill(&mut batch.data, &mut batch.found);
         count.store(reader.bytes_read(), std::sync::atomic::Ordering::Relaxed);
-        let n = batch.packets.len() as u64;
+        let n = batch.found.len() as u64;
         if n > 0 {
             let next = empty.try_recv().unwrap_or_default();
             if full.send(std::mem::replace(&mut batch, next)).is_err() {
@@ -336,7 +443,8 @@ fn read_blocks(
         match filled {
             Filled::Block => {}
             Filled::End => return Ok(()),
-            Filled::Odd => return handover(cap, sent, full, empty),
+            // The walker takes a classic pcap only: no other end comes here.
+            _ => return handover(cap, sent, full, empty),
         }
     }
 }
@@ -382,26 +490,26 @@ mod tests {
 
     /// The progress' bytes-read figure of a plain capture file follows the reader that reads
     /// it, up to the file's size (issue 38: it followed libpcap's descriptor, which stays at
-    /// the first 4 KiB once h2ledger's own reader takes the file, decision 264).
+    /// the first 4 KiB once h2ledger's own reader takes the file, decision 264); a pcapng's
+    /// too (decision 402: no libpcap at all).
     #[test]
     fn progress_counts_the_bytes_of_a_plain_file() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../captures/grpcgo-article.pcap"
-        );
-        let mut cap = SavedCapture::open(path, None).unwrap();
-        let progress::Bytes::Counted(n) = &cap.read else {
-            panic!("a plain file is read by h2ledger's block reader, which counts its bytes");
-        };
-        let n = n.clone();
-        let mut packets = 0u64;
-        cap.for_each(false, |_, _, _| {
-            packets += 1;
-            true
-        })
-        .unwrap();
-        assert!(packets > 0);
-        let size = std::fs::metadata(path).unwrap().len();
-        assert_eq!(n.load(std::sync::atomic::Ordering::Relaxed), size);
+        for name in ["grpcgo-article.pcap", "grpcgo-article-any.pcapng"] {
+            let path = format!("{}/../../captures/{name}", env!("CARGO_MANIFEST_DIR"));
+            let mut cap = SavedCapture::open(&path, None).unwrap();
+            let progress::Bytes::Counted(n) = &cap.read else {
+                panic!("a plain file is read by h2ledger's block reader, which counts its bytes");
+            };
+            let n = n.clone();
+            let mut packets = 0u64;
+            cap.for_each(false, |item, _| {
+                packets += u64::from(matches!(item, Item::Packet { .. }));
+                true
+            })
+            .unwrap();
+            assert!(packets > 0, "{name}");
+            let size = std::fs::metadata(&path).unwrap().len();
+            assert_eq!(n.load(std::sync::atomic::Ordering::Relaxed), size, "{name}");
+        }
     }
 }

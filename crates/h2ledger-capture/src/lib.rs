@@ -23,7 +23,8 @@ use futures::FutureExt as _;
 use h2ledger_run::{Drops, End, Stop, Ticker};
 use h2ledger_tcp::{LinkType, Nanos};
 
-use file::SavedCapture;
+use file::{Item, SavedCapture};
+use h2ledger_run::input::TLS_KEY_LOG;
 use live::{Live, LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -83,6 +84,9 @@ pub trait Hooks {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop>;
     /// Frames seen so far (the progress display).
     fn frames(&self) -> u64;
+    /// TLS key log text from the input itself (a pcapng's Decryption Secrets Block), for the
+    /// packets after it ([`h2ledger_run::Session::add_keys`]).
+    fn secrets(&mut self, text: &str);
     /// Live: no packet is waiting right now (`now`: the wall clock); called again every
     /// `IDLE_WAKE` (500 ms) while none comes.
     fn idle(&mut self, _now: Nanos) {}
@@ -109,6 +113,10 @@ impl Hooks for h2ledger_run::Session {
 
     fn frames(&self) -> u64 {
         h2ledger_run::Session::frames(self)
+    }
+
+    fn secrets(&mut self, text: &str) {
+        self.add_keys(text);
     }
 }
 
@@ -168,7 +176,6 @@ fn ticker(every: Option<Duration>) -> Option<Ticker> {
 
 fn run_file(file: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<Ended> {
     let mut saved = SavedCapture::open(file, r.bpf)?;
-    let linktype = LinkType(saved.linktype);
     let limit = r
         .cap
         .duration
@@ -177,7 +184,16 @@ fn run_file(file: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<Ended
     let (mut first, mut packets) = (None::<Nanos>, 0u64);
     let mut stop = None;
     let error = saved
-        .for_each(r.progress, |ts, data, shown| {
+        .for_each(r.progress, |item, shown| {
+            let (linktype, ts, data) = match item {
+                Item::Packet { linktype, ts, data } => (LinkType(linktype), ts, data),
+                Item::Secrets { kind, data } => {
+                    if kind == TLS_KEY_LOG {
+                        hooks.secrets(&String::from_utf8_lossy(data));
+                    }
+                    return true;
+                }
+            };
             let t0 = *first.get_or_insert(ts);
             // A packet more than D after the first is not read.
             if limit.is_some_and(|l| ts.saturating_sub(t0) > l) {
@@ -218,7 +234,6 @@ fn run_file(file: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<Ended
 }
 
 async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<Ended> {
-    use tokio::signal::unix::{signal, SignalKind};
     let cap = r.cap;
     let mut live = Live::open(&LiveOptions {
         device: dev.to_string(),
@@ -231,10 +246,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
         netns: cap.netns.clone(),
     })?;
     // Watched before the line below: a script that waits for it may send SIGTERM at once.
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?;
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?;
+    let mut stop = StopWatch::own(cap.duration)?;
     // Always said (like tcpdump's "listening on"): scripts wait for this line.
     eprintln!(
         "h2ledger: listening on {}{}{}{}; Ctrl-C to stop",
@@ -251,10 +263,100 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
             .map(|u| format!(", running as {u}"))
             .unwrap_or_default()
     );
+    let end = live_loop(&mut live, &mut stop, r.every, cap.count, hooks).await?;
+    finish_live(live, end, r.keys.as_ref())
+}
+
+/// What stops a live loop besides its input: this process's SIGINT, SIGTERM and
+/// `--duration` (one capture), or the stop the workers of `sniff --workers` share (set by
+/// their controller, or by the worker that reached `-c`).
+pub enum StopWatch {
+    /// Signals and the deadline, watched by this loop.
+    Own {
+        int: tokio::signal::unix::Signal,
+        term: tokio::signal::unix::Signal,
+        deadline: Option<tokio::time::Instant>,
+    },
+    /// The group's stop.
+    Shared(tokio::sync::watch::Receiver<Option<Stop>>),
+}
+
+impl StopWatch {
+    /// SIGINT, SIGTERM and `duration` from now (must be called in a tokio runtime).
+    pub fn own(duration: Option<Duration>) -> Result<StopWatch> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopWatch::Own {
+            int: signal(SignalKind::interrupt())
+                .map_err(|e| anyhow!("cannot watch SIGINT: {e}"))?,
+            term: signal(SignalKind::terminate())
+                .map_err(|e| anyhow!("cannot watch SIGTERM: {e}"))?,
+            deadline: duration.map(|d| tokio::time::Instant::now() + d),
+        })
+    }
+
+    /// The stop, if one came (without waiting).
+    fn now(&mut self) -> Option<Stop> {
+        match self {
+            StopWatch::Own {
+                int,
+                term,
+                deadline,
+            } => {
+                if int.recv().now_or_never().is_some() {
+                    Some(Stop::Interrupted)
+                } else if term.recv().now_or_never().is_some() {
+                    Some(Stop::Terminated)
+                } else if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    Some(Stop::Duration)
+                } else {
+                    None
+                }
+            }
+            StopWatch::Shared(rx) => *rx.borrow_and_update(),
+        }
+    }
+
+    /// Waits for the stop.
+    async fn wait(&mut self) -> Stop {
+        match self {
+            StopWatch::Own {
+                int,
+                term,
+                deadline,
+            } => {
+                tokio::select! {
+                    _ = int.recv() => Stop::Interrupted,
+                    _ = term.recv() => Stop::Terminated,
+                    _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => Stop::Duration,
+                }
+            }
+            StopWatch::Shared(rx) => loop {
+                if let Some(s) = *rx.borrow_and_update() {
+                    break s;
+                }
+                if rx.changed().await.is_err() {
+                    // The controller is gone without a stop: nothing will come.
+                    std::future::pending::<()>().await;
+                }
+            },
+        }
+    }
+}
+
+/// The one live loop (a device read by `sniff`, `calls -i`, `frames -i`, and each worker of
+/// `sniff --workers`): every packet to `hooks`, `--every` ticks by the wall clock, the
+/// metrics' scrapes, the idle wake, `-c` (`count`, this loop's own packets), the stop, then
+/// the drain (decision 387). Returns how the input ended; the caller finishes `live`.
+pub async fn live_loop(
+    live: &mut Live,
+    stop: &mut StopWatch,
+    every: Option<Duration>,
+    count: Option<u64>,
+    hooks: &mut impl Hooks,
+) -> Result<End> {
     let linktype = LinkType(live.linktype);
-    let deadline = cap.duration.map(|d| tokio::time::Instant::now() + d);
     // Ticks by the wall clock: the deadline of the next one, as a tokio instant.
-    let mut ticker = ticker(r.every);
+    let mut ticker = ticker(every);
     if let Some(t) = ticker.as_mut() {
         t.start(now_nanos());
     }
@@ -266,7 +368,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
     };
     let mut packets = 0u64;
     let wake = hooks.metrics_wake();
-    let stop = loop {
+    let stopped = loop {
         // A stop seen while a packet was in hand: that packet is taken first (the codec has
         // already saved it with -w, so the report and the file hold the same packets).
         let mut then_stop = None;
@@ -274,13 +376,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
         // wait for whichever comes first.
         let pkt = match live.next().now_or_never() {
             Some(p) => {
-                if int.recv().now_or_never().is_some() {
-                    then_stop = Some(Stop::Interrupted);
-                } else if term.recv().now_or_never().is_some() {
-                    then_stop = Some(Stop::Terminated);
-                } else if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                    then_stop = Some(Stop::Duration);
-                }
+                then_stop = stop.now();
                 if let Some(at) = ticker.as_mut().and_then(|t| t.due(now_nanos())) {
                     hooks.tick(at, Some(live.drops()));
                 }
@@ -295,11 +391,7 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
                 let tick_at = next_tick(&ticker);
                 tokio::select! {
                     p = live.next() => p,
-                    _ = int.recv() => break Stop::Interrupted,
-                    _ = term.recv() => break Stop::Terminated,
-                    _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
-                        break Stop::Duration;
-                    }
+                    s = stop.wait() => break s,
                     _ = async { tokio::time::sleep_until(tick_at.expect("guarded")).await }, if tick_at.is_some() => {
                         if let Some(at) = ticker.as_mut().and_then(|t| t.due(now_nanos())) {
                             hooks.tick(at, Some(live.drops()));
@@ -317,6 +409,9 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
             }
         };
         match pkt {
+            // Turned away by the codec (before the group was whole, or past `-c` over all
+            // workers): neither saved nor read.
+            Some(Ok(p)) if !p.kept => {}
             Some(Ok(p)) => {
                 packets += 1;
                 if let ControlFlow::Break(s) = hooks.packet(linktype, p.ts, &p.data) {
@@ -325,31 +420,29 @@ async fn run_live(dev: &str, r: &Reading<'_>, hooks: &mut impl Hooks) -> Result<
                 if hooks.wants_sync() {
                     hooks.sync(live.drops());
                 }
-                if cap.count.is_some_and(|n| packets >= n) {
+                if count.is_some_and(|n| packets >= n) {
                     break Stop::Count;
                 }
             }
             Some(Err(e)) => return Err(e),
-            None => {
-                return finish_live(live, End::Complete, r.keys.as_ref());
-            }
+            None => return Ok(End::Complete),
         }
         if let Some(s) = then_stop {
             break s;
         }
     };
     // Packets captured before the stop may wait DELIVERY_TIMEOUT_MS in the kernel.
-    if stop.drains() {
+    if stopped.drains() {
         let quiet = Duration::from_millis(4 * live::DELIVERY_TIMEOUT_MS as u64);
         let mut more = true;
         live.drain(quiet, now_nanos(), |p| {
-            if more {
+            if more && p.kept {
                 more = hooks.packet(linktype, p.ts, &p.data).is_continue();
             }
         })
         .await;
     }
-    finish_live(live, End::Stopped(stop), r.keys.as_ref())
+    Ok(End::Stopped(stopped))
 }
 
 fn finish_live(mut live: Live, end: End, keys: Option<&SharedFeed>) -> Result<Ended> {

@@ -96,8 +96,8 @@ pub const MAX_DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
 pub struct Pkt {
     pub ts: Nanos,
     pub data: Vec<u8>,
-    /// False when the [`Gate`] turned it away (past `-c` over all `--workers`): not saved,
-    /// not to be read.
+    /// False when the [`Gate`] turned it away (past `-c` over all `--workers`), or it came
+    /// before the fanout group was whole: not saved, not to be read.
     pub kept: bool,
 }
 
@@ -242,6 +242,13 @@ struct Codec {
     save: Option<Arc<Mutex<Save>>>,
     keys: Option<crate::SharedFeed>,
     gate: Option<Gate>,
+    /// `sniff --workers`: packets stamped before this (the wall clock once every handle had
+    /// joined the fanout group) are turned away, as Suricata's AF_PACKET workers do
+    /// (src/source-af-packet.c, `AFPSynchronizeStart` and `AFPReadAndDiscardFromRing`:
+    /// packets before the sync time are discarded). A handle is bound to the device when
+    /// libpcap activates it, before it can join the group, and until it joins it gets a copy
+    /// of every packet, which the handles already in the group get too.
+    since: Option<Nanos>,
 }
 
 impl PacketCodec for Codec {
@@ -250,12 +257,20 @@ impl PacketCodec for Codec {
         // Secrets first: this packet was sent after any secret that protects it was logged,
         // so that secret waits in the probe's ring now, and goes into the file before it.
         drain_keys(self.keys.as_ref(), self.save.as_ref());
+        let ts = super::file::ts_nanos(&p.header.ts);
+        if self.since.is_some_and(|t| ts < t) {
+            return Pkt {
+                ts,
+                data: Vec::new(),
+                kept: false,
+            };
+        }
         let kept = self.gate.as_ref().is_none_or(|g| g());
         if let (true, Some(s)) = (kept, self.save.as_ref()) {
             s.lock().unwrap_or_else(|e| e.into_inner()).packet(&p);
         }
         Pkt {
-            ts: super::file::ts_nanos(&p.header.ts),
+            ts,
             data: p.data.to_vec(),
             kept,
         }
@@ -301,7 +316,7 @@ impl Live {
         let opened = Opened::open(o)?;
         // The device and the output file are open: nothing below needs root.
         let dropped_to = drop_privileges(o.user.as_deref())?;
-        opened.start(o.keys.clone(), dropped_to, None)
+        opened.start(o.keys.clone(), dropped_to, None, None)
     }
 }
 
@@ -421,12 +436,14 @@ impl Opened {
         })
     }
 
-    /// Starts reading (must be called in the tokio runtime that reads it).
+    /// Starts reading (must be called in the tokio runtime that reads it); `since`: packets
+    /// stamped before it are turned away ([`Pkt::kept`] false, not saved).
     pub fn start(
         self,
         keys: Option<crate::SharedFeed>,
         dropped_to: Option<String>,
         gate: Option<Gate>,
+        since: Option<Nanos>,
     ) -> Result<Live> {
         let device = self.device;
         let cap = self
@@ -438,6 +455,7 @@ impl Opened {
                 save: self.save.as_ref().map(|(_, s)| s.clone()),
                 keys: keys.clone(),
                 gate,
+                since,
             })
             .map_err(|e| anyhow!("{device}: {}", super::file::pcap_reason(&e)))?;
         Ok(Live {

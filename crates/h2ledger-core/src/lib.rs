@@ -91,7 +91,7 @@ pub(crate) type FastSet<T> = std::collections::HashSet<T, foldhash::fast::Random
 
 pub use analysis::{Analysis, AnalysisReport, Splitter, Timeline};
 pub use h2_frame_parser::StreamId;
-pub use headers::{Header, HeaderList};
+pub use headers::{Header, HeaderList, Known};
 pub use ledger::{ClientBy, ConnSummary, FrameEvent, Ledger, Observer, Warnings};
 pub use model::{
     FrameClass, FrameCounts, PingFact, Side, Sides, MAX_OPEN_STREAMS, MAX_OUTSTANDING_PINGS,

@@ -4,7 +4,7 @@
 //! bytes, the block's total length before and after. What `sniff -w out.pcapng --keys-from`
 //! writes before the packets that need the keys (`crate::pcapng`), so that
 //! Wireshark and `h2ledger replay` decrypt the file alone; h2ledger-tls's
-//! `keylog_from_pcapng` reads it back.
+//! `h2ledger_run::input::key_log_of` reads it back.
 #![forbid(unsafe_code)]
 
 /// Decryption Secrets Block type.
@@ -54,7 +54,7 @@ mod tests {
     }
 
     #[test]
-    fn h2ledger_tls_reads_it_back() {
+    fn h2ledger_run_reads_it_back() {
         let text = "CLIENT_RANDOM 0101010101010101010101010101010101010101010101010101010101010101 \
                     020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202020202\n\
                     CLIENT_TRAFFIC_SECRET_0 0303030303030303030303030303030303030303030303030303030303030303 \
@@ -65,15 +65,15 @@ mod tests {
             assert_eq!(&dsb[dsb.len() - 4..], &dsb[4..8]);
             let mut file = shb_idb();
             file.extend_from_slice(&dsb);
-            let got = h2ledger_tls::keylog_from_pcapng(&file).unwrap();
-            assert_eq!(got.blocks, 1);
+            let got = h2ledger_run::input::key_log_of(&file).unwrap();
+            assert_eq!(got.1, 1);
             let want = if t.is_empty() || t.ends_with('\n') {
                 t.to_owned()
             } else {
                 format!("{t}\n")
             };
-            assert_eq!(got.text, if t.is_empty() { "\n".to_owned() } else { want });
-            let keys = h2ledger_tls::KeyLog::parse(&got.text);
+            assert_eq!(got.0, if t.is_empty() { "\n".to_owned() } else { want });
+            let keys = h2ledger_tls::KeyLog::parse(&got.0);
             if t == text {
                 assert_eq!((keys.stats.key_lines, keys.stats.skipped_lines), (2, 0));
                 assert!(keys.get(&[1; 32]).is_some() && keys.get(&[3; 32]).is_some());

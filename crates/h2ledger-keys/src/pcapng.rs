@@ -196,13 +196,14 @@ mod tests {
         assert_eq!(w.secrets_blocks, 1);
     }
 
-    /// h2ledger-tls, which `replay` uses, finds the secrets in the file written.
+    /// h2ledger-run's reader of records, which `replay` uses, finds the secrets in the file
+    /// written.
     #[test]
     fn the_secrets_read_back() {
         let mut w = Writer::new(Vec::new(), 1, 65_535, "eth0").unwrap();
         w.secrets(LINE).unwrap();
         w.packet(5, &[0; 14], 14).unwrap();
-        let got = h2ledger_tls::keylog_from_pcapng(&w.out).unwrap();
-        assert_eq!((got.blocks, got.text.as_str()), (1, LINE));
+        let (text, blocks) = h2ledger_run::input::key_log_of(&w.out).unwrap();
+        assert_eq!((blocks, text.as_str()), (1, LINE));
     }
 }

@@ -73,27 +73,62 @@ pub enum Format {
     Jsonl,
 }
 
-/// Writes a run's report (the whole capture, and its phases built one at a time by `phases`)
-/// in `format`: tables on `out` with the warnings on `err`, or JSON with the warnings inside.
-#[allow(clippy::too_many_arguments)] // the writers, the run, and how to show it
-pub fn write_report(
-    out: &mut dyn std::io::Write,
-    err: &mut dyn std::io::Write,
+/// How a report is printed, decided once from the command line: the format, how phases are laid
+/// out, and the terminal's style. Every command that prints a report builds one and calls
+/// [`Printer::write`] (ripgrep's printers are built the same way, from its `HiArgs`).
+///
+/// ```
+/// use h2ledger_output::{table::PhaseLayout, Format, Printer, Style};
+///
+/// let p = Printer::new(Format::Json, Style::default()).layout(PhaseLayout::Series);
+/// let mut out = Vec::new();
+/// p.write(&mut out, &mut std::io::sink(), "x.pcap", &Default::default(), &mut std::iter::empty());
+/// assert!(out.starts_with(b"{"));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Printer {
     format: Format,
-    source: &str,
-    whole: &h2ledger_run::Report,
-    phases: &mut dyn Iterator<Item = h2ledger_run::Report>,
     layout: table::PhaseLayout,
-    st: Style,
-) {
-    match format {
-        Format::Json => {
-            let _ = json::write_json(out, whole, phases);
+    style: Style,
+}
+
+impl Printer {
+    /// A printer of `format` in `style`, phases in columns.
+    pub fn new(format: Format, style: Style) -> Printer {
+        Printer {
+            format,
+            layout: table::PhaseLayout::Columns,
+            style,
         }
-        Format::Jsonl => {
-            let _ = json::write_jsonl(out, whole, phases);
+    }
+
+    /// The same printer, phases laid out as `layout` says (tables only).
+    pub fn layout(self, layout: table::PhaseLayout) -> Printer {
+        Printer { layout, ..self }
+    }
+
+    /// Writes a run's report (the whole capture, and its phases built one at a time by
+    /// `phases`; `source` names the capture): tables on `out` with the warnings on `err`, or
+    /// JSON with the warnings inside.
+    pub fn write(
+        &self,
+        out: &mut dyn std::io::Write,
+        err: &mut dyn std::io::Write,
+        source: &str,
+        whole: &h2ledger_run::Report,
+        phases: &mut dyn Iterator<Item = h2ledger_run::Report>,
+    ) {
+        match self.format {
+            Format::Json => {
+                let _ = json::write_json(out, whole, phases);
+            }
+            Format::Jsonl => {
+                let _ = json::write_jsonl(out, whole, phases);
+            }
+            Format::Table => {
+                table::write_tables(out, err, source, whole, phases, self.layout, self.style)
+            }
         }
-        Format::Table => table::write_tables(out, err, source, whole, phases, layout, st),
     }
 }
 

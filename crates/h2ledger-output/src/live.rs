@@ -303,6 +303,108 @@ fn rate(r: f64) -> String {
     }
 }
 
+/// `sniff --every` with `--workers N`: the workers' ticks gathered into one live view
+/// (decision 400). Each worker ticks on its own clock and posts its session's tick
+/// ([`TickParts::post`]); once every worker still running has posted one, the oldest tick
+/// of each is merged (`h2ledger_run::merge::ticks`: what one session reading every packet
+/// would show) and the view prints it, with the workers' drop counters added. At most
+/// [`MAX_PENDING`] ticks wait per worker (a worker far ahead drops its oldest: the running
+/// ledger is whole in each, and the period's ledger then covers less).
+pub struct TickParts {
+    state: std::sync::Mutex<PartsState>,
+}
+
+/// Ticks kept per worker while another worker has not posted its own.
+pub const MAX_PENDING: usize = 8;
+
+struct PartsState {
+    view: LiveView,
+    pending: Vec<std::collections::VecDeque<(Tick, Drops)>>,
+    ended: Vec<bool>,
+    /// The last drop counters of each worker.
+    drops: Vec<Drops>,
+}
+
+impl TickParts {
+    /// `n` workers' ticks printed by `view`.
+    pub fn new(view: LiveView, n: usize) -> TickParts {
+        TickParts {
+            state: std::sync::Mutex::new(PartsState {
+                view,
+                pending: (0..n).map(|_| Default::default()).collect(),
+                ended: vec![false; n],
+                drops: vec![Drops::default(); n],
+            }),
+        }
+    }
+
+    /// Worker `k`'s tick, with its capture's drop counters; prints the merged tick when
+    /// every running worker has posted.
+    pub fn post(&self, k: usize, tick: Tick, drops: Drops, out: &mut dyn Write) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let q = &mut g.pending[k];
+        if q.len() >= MAX_PENDING {
+            q.pop_front();
+        }
+        q.push_back((tick, drops));
+        g.print_ready(out);
+    }
+
+    /// Worker `k` ended: the others' ticks no longer wait for it.
+    pub fn ended(&self, k: usize, out: &mut dyn Write) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.ended[k] = true;
+        g.print_ready(out);
+    }
+
+    /// At the end: the workers' last ticks (each session's tick after its drain) as one
+    /// ([`LiveView::last_tick`]), with their final drop counters.
+    pub fn last(&self, ticks: Vec<(Tick, Drops)>, out: &mut dyn Write) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (tick, drops) = merged(ticks);
+        g.view.last_tick(out, &tick, drops);
+    }
+}
+
+impl PartsState {
+    fn print_ready(&mut self, out: &mut dyn Write) {
+        loop {
+            let waiting = self
+                .pending
+                .iter()
+                .zip(&self.ended)
+                .any(|(q, e)| q.is_empty() && !e);
+            if waiting || self.pending.iter().all(|q| q.is_empty()) {
+                return;
+            }
+            let mut parts = Vec::with_capacity(self.pending.len());
+            for (k, q) in self.pending.iter_mut().enumerate() {
+                if let Some((t, d)) = q.pop_front() {
+                    self.drops[k] = d;
+                    parts.push((t, d));
+                }
+            }
+            let (tick, _) = merged(parts);
+            let drops = self.drops.iter().fold(Drops::default(), |a, d| add(a, *d));
+            self.view.tick(out, &tick, drops);
+        }
+    }
+}
+
+fn add(a: Drops, d: Drops) -> Drops {
+    Drops {
+        received: a.received + d.received,
+        kernel: a.kernel + d.kernel,
+        interface: a.interface + d.interface,
+    }
+}
+
+fn merged(parts: Vec<(Tick, Drops)>) -> (Tick, Drops) {
+    let drops = parts.iter().fold(Drops::default(), |a, (_, d)| add(a, *d));
+    let tick = h2ledger_run::merge::ticks(parts.into_iter().map(|(t, _)| t).collect());
+    (tick, drops)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,8 +30,8 @@ fn options(file: &Path) -> Options {
     if let Ok(k) = std::fs::read_to_string(file.with_extension("keylog")) {
         keys.push_str(&k);
     }
-    if let Some(e) = h2ledger_tls::keylog_from_pcapng(&std::fs::read(file).unwrap()) {
-        keys.push_str(&e.text);
+    if let Some((text, _)) = h2ledger_run::input::key_log_of(&std::fs::read(file).unwrap()) {
+        keys.push_str(&text);
     }
     Options {
         tls: h2ledger_tls::Tls::new(Default::default(), h2ledger_tls::KeyLog::parse(&keys)),

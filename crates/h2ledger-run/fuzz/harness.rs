@@ -176,23 +176,47 @@ fn ipv4_tcp(conn: usize, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u
     p
 }
 
-/// The reader of blocks (decision 264) on any bytes: the first byte sets the block size (1 to
-/// 256 bytes) and the second the largest read the source gives at once, so records are cut
-/// at every place. The packets must be those of the whole file parsed at once, up to the same
-/// end, and every packet must lie within its block.
+/// The reader of records (decisions 264, 402) on any bytes: the first byte sets the block
+/// size (1 to 256 bytes) and the second the largest read the source gives at once, so records
+/// are cut at every place. The packets and secrets blocks must be those of the whole file
+/// parsed at once, in the same order, up to the same end (a damaged pcapng at the same byte
+/// for the same reason), and every one must lie within its block.
 pub fn blocks(data: &[u8]) {
-    use h2ledger_run::input::{BlockReader, Blocks, Filled, Record};
+    use h2ledger_run::input::{BlockReader, Blocks, Filled, Found, Record};
     let [size, chunk, file @ ..] = data else {
         return;
     };
+    /// A found thing's bytes and what it says, wherever it lies.
+    fn item(b: &[u8], f: Found) -> (i64, u32, Vec<u8>) {
+        match f {
+            Found::Packet {
+                ts,
+                linktype,
+                start,
+                len,
+                big,
+            } => (
+                ts,
+                u32::from(linktype) | u32::from(big) << 16,
+                b[start..start + len].to_vec(),
+            ),
+            Found::Secrets { kind, start, len } => (-1, kind, b[start..start + len].to_vec()),
+        }
+    }
     // The whole file at once.
     let mut whole = Vec::new();
-    let (at, end) = Blocks::new().walk(file, |ts, start, len| {
-        whole.push((ts, file[start..start + len].to_vec()));
-    });
-    let odd = match end {
-        Record::More { .. } => at < file.len(),
-        _ => true,
+    let mut walker = Blocks::new();
+    let (at, end) = walker.walk(file, |f| whole.push(item(file, f)));
+    let ng = walker.is_pcapng() || file[at..].starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]);
+    let want = match end {
+        Record::More { .. } if at == file.len() => Filled::End,
+        Record::More { need } if ng => Filled::Cut {
+            at: at as u64,
+            got: file.len() - at,
+            need,
+        },
+        Record::Damaged(d) => Filled::Damaged(d, at as u64),
+        _ => Filled::Odd,
     };
     /// A source that gives at most `max` bytes a read.
     struct Short<'a>(&'a [u8], usize);
@@ -205,19 +229,31 @@ pub fn blocks(data: &[u8]) {
         }
     }
     let mut reader = BlockReader::new(Short(file, usize::from(*chunk) + 1), usize::from(*size) + 1);
-    let (mut data, mut packets, mut got) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut data, mut found, mut got) = (Vec::new(), Vec::new(), Vec::new());
     let end = loop {
-        let f = reader.fill(&mut data, &mut packets);
-        for &(ts, start, len) in &packets {
-            assert!(start + len <= data.len(), "a packet beyond its block");
-            got.push((ts, data[start..start + len].to_vec()));
+        let f = reader.fill(&mut data, &mut found);
+        for &x in &found {
+            let (start, len) = match x {
+                Found::Packet { start, len, .. } | Found::Secrets { start, len, .. } => {
+                    (start, len)
+                }
+            };
+            assert!(start + len <= data.len(), "a record beyond its block");
+            got.push(item(&data, x));
         }
         if f != Filled::Block {
             break f;
         }
     };
-    assert_eq!(got, whole, "the same packets block by block");
-    assert_eq!(end == Filled::Odd, odd, "the same end");
+    assert_eq!(got, whole, "the same records block by block");
+    // A cut record's length is known once its header was read: the reader may have read
+    // less of it than the whole file holds.
+    match (end, want) {
+        (Filled::Cut { at: a, got: g, .. }, Filled::Cut { at: b, got: h, .. }) => {
+            assert_eq!((a, g), (b, h), "the same cut")
+        }
+        (e, w) => assert_eq!(e, w, "the same end"),
+    }
 }
 
 /// The decompressing reader (gzip, zstd, or the bytes as they are, by their magic) on any

@@ -6,15 +6,18 @@
 //! ([`BATCHES_AHEAD`]) to the far thread, which hands each event, in order, to the analysis
 //! exactly as [`crate::Obs`] does inline, and sends the emptied batch
 //! back to be refilled. At the end of the input [`Relay::finish`] ships the last batch and
-//! takes the analysis back. The findings stay on the ledger's thread with a flow tracker of
-//! their own, so that the two threads share the work.
+//! takes the analysis back. The findings stay on the ledger's thread, so that the two threads
+//! share the work, with the run's one flow tracker, which the analysis takes at the end (its
+//! own is off meanwhile: decision 406).
 //!
 //! One question goes the other way: whether the analysis wants a DATA frame's payload, which
 //! its state answers at that frame. The ledger's thread cannot ask it, so with the analysis
-//! far every DATA payload is kept and sent, and the far thread asks at the same point of the
-//! event order: [`Observer::wants_data`] at the frame, and for a payload that spanned writes
-//! the answer at its head too ([`Observer::data_head`], recorded as an event). The frame
-//! reaches the analysis with its payload exactly when it would have inline.
+//! far every DATA payload is kept and sent (once a header block with a gRPC content-type was
+//! seen: before, the answer is no for every stream; decision 408), and the far thread asks at
+//! the same point of the event order: [`Observer::wants_data`] at the frame, and for a
+//! payload that spanned writes the answer at its head too ([`Observer::data_head`], recorded
+//! as an event). The frame reaches the analysis with its payload exactly when it would have
+//! inline.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -122,15 +125,22 @@ struct Batch {
     /// Header lists; the first `lists_used` belong to this batch (the rest are kept for reuse).
     lists: Vec<HeaderList>,
     lists_used: usize,
+    /// The lists of this batch by [`HeaderList::stamp`] (direct-mapped, `RECENT` slots): a
+    /// list the ledger has not changed since it was kept is kept once (decision 407).
+    recent: [(u64, u32); RECENT],
     /// Bytes of the arena and of the lists used.
     held: usize,
 }
+
+/// Slots of [`Batch::recent`]: both directions of a few connections at a time.
+const RECENT: usize = 16;
 
 impl Batch {
     fn clear(&mut self) {
         self.evs.clear();
         self.bytes.clear();
         self.lists_used = 0;
+        self.recent = [(0, 0); RECENT];
         self.held = 0;
         // A batch that held a large frame does not keep its size.
         if self.bytes.capacity() > 4 * BATCH_BYTES {
@@ -150,7 +160,13 @@ impl Batch {
     }
 
     fn keep_list(&mut self, h: &HeaderList) -> u32 {
+        let stamp = h.stamp();
+        let slot = (stamp % RECENT as u64) as usize;
+        if stamp != 0 && self.recent[slot].0 == stamp {
+            return self.recent[slot].1;
+        }
         let i = self.lists_used as u32;
+        self.recent[slot] = (stamp, i);
         match self.lists.get_mut(i as usize) {
             Some(l) => l.copy_from(h),
             None => self.lists.push(h.clone()),
@@ -584,6 +600,35 @@ mod tests {
         assert_eq!(run(true, &writes), near);
     }
 
+    /// With the analysis far, its flow-control report comes from the findings' tracker, the
+    /// run's one (decision 406): a response that uses up the client's 65,535-byte windows
+    /// stalls once, and the client's WINDOW_UPDATEs end it; the same report as inline.
+    #[test]
+    fn the_far_analysis_takes_the_one_flow_tracker() {
+        let mut client = h2_frame_parser::PREFACE.to_vec();
+        client.extend(frame(4, 0, 0, &[]));
+        client.extend(grpc_request(1));
+        let mut server = frame(4, 0, 0, &[]);
+        server.extend(frame(1, 4, 1, &[0x88]));
+        for len in [16_384usize, 16_384, 16_384, 16_383] {
+            server.extend(frame(0, 0, 1, &vec![0; len]));
+        }
+        let mut update = frame(8, 0, 0, &1000u32.to_be_bytes());
+        update.extend(frame(8, 0, 1, &1000u32.to_be_bytes()));
+        let mut end = frame(0, 1, 1, &[0; 10]);
+        end.extend(frame(1, 5, 1, &[0x00, 11]));
+        let writes = vec![
+            (Dir::Fwd, client),
+            (Dir::Rev, server),
+            (Dir::Fwd, update),
+            (Dir::Rev, end),
+        ];
+        let near = run(false, &writes);
+        let stalls = "\"server\":{\"by_limit\":{\"both\":1";
+        assert!(near.contains(stalls), "{near}");
+        assert_eq!(run(true, &writes), near);
+    }
+
     #[test]
     fn an_unused_relay_ends_cleanly() {
         let mut obs = Obs::new(&Wanted {
@@ -591,7 +636,8 @@ mod tests {
             threads: true,
             ..Wanted::default()
         });
-        assert!(obs.wants_data(ConnId(0), h2ledger_core::StreamId(1)));
+        // No header block with a gRPC content-type yet: no DATA payload is sent (decision 408).
+        assert!(!obs.wants_data(ConnId(0), h2ledger_core::StreamId(1)));
         obs.gather();
         assert!(obs.analysis.is_some());
     }

@@ -1,14 +1,13 @@
 //! A run's TLS keys from files: `--keylog FILE` (re-read while live, as the application
-//! appends to it: [`KeyLogFile`]) and the key log a pcapng capture embeds in Decryption
-//! Secrets Blocks ([`load`]).
+//! appends to it: [`KeyLogFile`]). The key log a pcapng capture embeds in Decryption Secrets
+//! Blocks is not read here: the capture's reader hands each block over where it lies among
+//! the packets ([`crate::input::Found::Secrets`], [`crate::Session::add_keys`]; decision 402).
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use h2ledger_tls::{scan_pcapng, Config, KeyLog, Tls};
-
-use crate::input::{compression_of, decoder, Forward};
+use h2ledger_tls::{Config, KeyLog, Tls};
 
 /// A key log file that may grow (live): what was appended is read on [`KeyLogFile::poll`].
 pub struct KeyLogFile {
@@ -44,14 +43,13 @@ impl KeyLogFile {
     }
 }
 
-/// The TLS layer's state for a run: keys from `keylog` (if given) and from the Decryption
-/// Secrets Blocks of `capture` (a pcapng file; not stdin). `live`: hold records while the key
-/// log catches up (a key log that does not exist yet is opened once the application creates
-/// it); `keys_from` names the `--keys-from` processes, which make the run live-waiting too.
-/// Open the key log before giving up privileges: it stays open. The error is one line.
+/// The TLS layer's state for a run: keys from `keylog` (if given). `live`: hold records while
+/// the key log catches up (a key log that does not exist yet is opened once the application
+/// creates it); `keys_from` names the `--keys-from` processes, which make the run
+/// live-waiting too. Open the key log before giving up privileges: it stays open. The error
+/// is one line.
 pub fn load(
     keylog: Option<&Path>,
-    capture: Option<&str>,
     live: bool,
     keys_from: Option<String>,
 ) -> Result<(Tls, Option<KeyLogFile>), String> {
@@ -76,35 +74,9 @@ pub fn load(
         }
         file = live.then_some(kf);
     }
-    // A regular file only: the packets of standard input or a named pipe can be read once, by
-    // the capture (their secrets blocks are not read ahead, and the no-key warning says so).
-    // A pipe is not even opened here: its writer would pair with this open.
-    let regular = capture
-        .filter(|c| *c != "-")
-        .filter(|c| std::fs::metadata(c).is_ok_and(|m| m.is_file()));
-    if let Some(cap) = regular {
-        if let Ok(mut f) = File::open(cap) {
-            let mut head = Vec::with_capacity(4);
-            let _ = (&mut f).take(4).read_to_end(&mut head);
-            let found = match compression_of(&head) {
-                None => f.seek(SeekFrom::Start(0)).and_then(|_| {
-                    scan_pcapng(&mut Forward::new(BufReader::with_capacity(1 << 20, f)))
-                }),
-                Some(kind) => decoder(head, f, Some(kind)).and_then(|r| {
-                    scan_pcapng(&mut Forward::new(BufReader::with_capacity(1 << 20, r)))
-                }),
-            };
-            if let Ok(Some(e)) = found {
-                keys.add_text(&e.text);
-                keys.finish_text();
-            }
-        }
-    }
     let cfg = Config {
         wait_for_keys: live && (file.is_some() || keys_from.is_some()),
         keys_from,
-        // (A live capture has no `capture` file.)
-        piped: capture.is_some() && regular.is_none(),
         ..Config::default()
     };
     Ok((Tls::new(cfg, keys), file))

@@ -87,8 +87,13 @@ pub struct Obs {
     /// The header fields the analysis and the findings read (see [`Wanted::all_headers`]).
     need: HeaderNeed,
     /// The analysis on a thread of its own ([`Wanted::threads`]): then `analysis` is `None`
-    /// until [`Obs::gather`], and the findings here keep a flow tracker of their own.
+    /// until [`Obs::gather`], and the findings here keep the run's one flow tracker
+    /// (decision 406).
     pub(crate) far: Option<Relay>,
+    /// With the analysis far: a header block so far had a gRPC `content-type`. Until one does,
+    /// no stream is gRPC to the analysis' gRPC tracker (its only reader of DATA payloads), so
+    /// no payload is kept and sent (decision 408).
+    grpc_seen: bool,
 }
 
 impl Obs {
@@ -126,23 +131,38 @@ impl Obs {
             && !w.calls_only
             && w.messages.is_none();
         let mut far = None;
+        // With the findings here and the analysis there, the findings' flow tracker is the
+        // run's one tracker, and the analysis' stays off until it takes it (decision 406).
+        let mut shared_flow = false;
         if alone {
-            if let Some(a) = analysis.take() {
+            if let Some(mut a) = analysis.take() {
+                a.flow.elsewhere(w.findings.is_some());
                 match Relay::start(a) {
-                    Ok(r) => far = Some(r),
-                    Err(a) => analysis = Some(a),
+                    Ok(r) => {
+                        far = Some(r);
+                        shared_flow = w.findings.is_some();
+                    }
+                    Err(mut a) => {
+                        a.flow.elsewhere(false);
+                        analysis = Some(a);
+                    }
                 }
             }
         }
-        // Beside the analysis here, the findings read its flow tracker; alone (or with the
-        // analysis on its own thread) they keep their own.
+        // Beside the analysis here, the findings read its flow tracker; alone they keep their
+        // own, and with the analysis on its own thread they keep the one it takes at the end.
         let findings = w.findings.map(|cfg| match analysis.as_mut() {
             Some(a) => {
                 a.flow.watch();
                 Findings::new(cfg)
             }
             None => {
-                let mut f = Findings::new(cfg).with_own_flow();
+                let f = Findings::new(cfg);
+                let mut f = if shared_flow {
+                    f.with_shared_flow()
+                } else {
+                    f.with_own_flow()
+                };
                 // The plot's window panel without the analysis (decision 365).
                 if w.timeline.is_some() {
                     f.record_series(WINDOW_BUCKET, None);
@@ -166,6 +186,7 @@ impl Obs {
             timeline: w.timeline.map(Timeline::new),
             origin_set: false,
             far,
+            grpc_seen: false,
         }
     }
 
@@ -176,7 +197,12 @@ impl Obs {
         }
         self.origin_set = true;
         match &mut self.far {
-            Some(far) => far.push(Ev::Origin(t)),
+            Some(far) => {
+                far.push(Ev::Origin(t));
+                if let Some(f) = &mut self.findings {
+                    f.set_origin(t);
+                }
+            }
             None => {
                 if let Some(a) = &mut self.analysis {
                     a.set_origin(t);
@@ -223,8 +249,9 @@ impl Observer for Obs {
 
     fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
         if self.far.is_some() {
-            // Answered on the far thread, at the frame (decision 261).
-            return true;
+            // Answered on the far thread, at the frame (decision 261), once a stream may be
+            // gRPC there: before, its answer is no (decision 408).
+            return self.grpc_seen;
         }
         self.analysis
             .as_ref()
@@ -233,7 +260,9 @@ impl Observer for Obs {
 
     fn data_head(&self, conn: ConnId, dir: Dir, stream: StreamId) -> bool {
         match &self.far {
-            Some(far) => far.data_head(conn, dir, stream),
+            Some(far) if self.grpc_seen => far.data_head(conn, dir, stream),
+            // No stream is gRPC over there: its answer at the head is no (decision 408).
+            Some(_) => false,
             None => self.wants_data(conn, stream),
         }
     }
@@ -300,6 +329,14 @@ impl Observer for Obs {
             t.frame(ev);
         }
         if let Some(far) = &mut self.far {
+            // The gRPC tracker makes a stream gRPC by its request's content-type
+            // (`grpc::Grpc::wants_data`): any block with one, and DATA is sent from then on.
+            if !self.grpc_seen {
+                self.grpc_seen = ev.headers.is_some_and(|h| {
+                    h.known(h2ledger_core::Known::ContentType)
+                        .is_some_and(|v| v.starts_with(b"application/grpc"))
+                });
+            }
             far.frame(ev);
         }
         if let Some(a) = &mut self.analysis {
@@ -376,7 +413,11 @@ impl Obs {
     /// input); nothing without one.
     pub(crate) fn gather(&mut self) {
         if let Some(far) = self.far.take() {
-            self.analysis = Some(far.finish());
+            let mut a = far.finish();
+            if let Some(flow) = self.findings.as_mut().and_then(|f| f.take_shared_flow()) {
+                a.flow = flow;
+            }
+            self.analysis = Some(a);
         }
     }
 

@@ -33,6 +33,8 @@ struct Batch {
 
 enum Msg {
     Packets(Batch),
+    /// Key log text from the input, for every worker after the packets dealt before it.
+    Keys(std::sync::Arc<str>),
     End(End),
 }
 
@@ -63,6 +65,22 @@ impl Dealer {
             let full = std::mem::replace(b, self.spare.try_recv().unwrap_or_default());
             // A worker that ended (it cannot) drops the batch.
             let _ = self.txs[k].send(Msg::Packets(full));
+        }
+    }
+
+    /// Key log text from the input (a pcapng's Decryption Secrets Block): every worker gets
+    /// it after the packets dealt to it before (their batches are sent first).
+    pub fn secrets(&mut self, text: &str) {
+        let text: std::sync::Arc<str> = text.into();
+        for (k, tx) in self.txs.iter().enumerate() {
+            if !self.batches[k].packets.is_empty() {
+                let full = std::mem::replace(
+                    &mut self.batches[k],
+                    self.spare.try_recv().unwrap_or_default(),
+                );
+                let _ = tx.send(Msg::Packets(full));
+            }
+            let _ = tx.send(Msg::Keys(text.clone()));
         }
     }
 
@@ -98,6 +116,9 @@ fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> Report {
                 b.packets.clear();
                 // The reader may have finished: then the batch is dropped.
                 let _ = spare.send(b);
+            }
+            Msg::Keys(text) => {
+                s.add_keys(&text);
             }
             Msg::End(e) => {
                 end = e;
@@ -189,16 +210,23 @@ pub fn each<T: Send>(
 pub type ReadSource<'a, S, T> =
     dyn Fn(usize, S, &mut Session) -> (T, End, Option<Drops>) + Sync + 'a;
 
+/// What [`side_by_side`] runs on each worker's thread once its session is finished: the
+/// worker's index, what its `read` handed back, its session and its report.
+pub type Finished<'a, T> = dyn Fn(usize, &mut T, &mut Session, &Report) + Sync + 'a;
+
 /// Runs `read` on each of `sources` on its own thread, each with its own session made by
 /// `session` (`sniff --workers N`: one capture handle of a `PACKET_FANOUT_HASH` group each,
 /// so every connection is whole in one worker). `read` feeds the session and returns what it
 /// wants to hand back, how its input ended and its capture's drop counters; each session is
-/// finished with those. `part` sees each worker's report (by its index) before the merge;
-/// the merged report is [`merge`]'s, the one `replay -j` and `h2ledger merge` make.
+/// finished with those, then `finished` sees it on the worker's thread (with what `read`
+/// handed back and the worker's report: `--metrics` takes the calls the end folded, and the
+/// final figures). `part` sees each worker's report (by its index) before the merge; the
+/// merged report is [`merge`]'s, the one `replay -j` and `h2ledger merge` make.
 pub fn side_by_side<S: Send, T: Send>(
     sources: Vec<S>,
     session: &(dyn Fn() -> Session + Sync),
     read: &ReadSource<'_, S, T>,
+    finished: &Finished<'_, T>,
     mut part: impl FnMut(usize, &Report),
 ) -> (Vec<T>, Report) {
     let done: Vec<(T, Report)> = std::thread::scope(|sc| {
@@ -208,8 +236,10 @@ pub fn side_by_side<S: Send, T: Send>(
             .map(|(k, src)| {
                 sc.spawn(move || {
                     let mut s = session();
-                    let (t, end, drops) = read(k, src, &mut s);
-                    (t, s.finish(&end, drops).report)
+                    let (mut t, end, drops) = read(k, src, &mut s);
+                    let report = s.finish(&end, drops).report;
+                    finished(k, &mut t, &mut s, &report);
+                    (t, report)
                 })
             })
             .collect();
@@ -261,6 +291,7 @@ mod tests {
                 }
                 (times.len(), End::Complete, Some(drops(k)))
             },
+            &|_, _, _, _| {},
             |k, r| seen.push((k, r.capture.as_ref().map(|c| c.packets))),
         );
         assert_eq!(outs, vec![2, 1]);

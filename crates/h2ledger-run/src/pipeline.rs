@@ -71,6 +71,18 @@ impl<O: Observer> Pipeline<O> {
         }
     }
 
+    /// Key log text from the input (see [`crate::Session::add_keys`]).
+    pub fn add_keys(&mut self, text: &str) -> u64 {
+        self.tls.expect_keys_in_input();
+        let mut layer = self.tls.layer(&mut self.ledger);
+        let mut n = layer.add_keys(text);
+        if !text.ends_with('\n') {
+            n += layer.add_keys("\n");
+        }
+        self.tls_housekeeping();
+        n
+    }
+
     pub fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) {
         self.stats.packets += 1;
         match self.first {

@@ -227,6 +227,8 @@ struct Json<'a, P: Serialize> {
     #[serde(skip_serializing_if = "Option::is_none")]
     limits: Option<&'a AnalysisLimits>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    merge: Option<Box<serde_json::value::RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     methods: Option<&'a [MethodReport]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
@@ -270,6 +272,7 @@ impl Report {
             grpc: a.map(|a| &a.grpc),
             latency_us: a.map(|a| &a.latency_us),
             limits: a.map(|a| &a.limits),
+            merge: a.and_then(|a| a.merge.as_ref()).and_then(one_line),
             methods: a.map(|a| &a.methods[..]),
             name: phase.then_some(self.name.as_str()),
             per_connection: &l.per_connection,
@@ -324,6 +327,15 @@ impl Report {
     ) -> impl Serialize + 'a {
         self.json(None, Some(Lazy(std::cell::RefCell::new(Some(phases)))))
     }
+}
+
+/// `merge` (what the analysis' figures are made of: histograms as data, for `h2ledger
+/// merge`) written on one line even in pretty JSON: thousands of bucket counts and values
+/// would otherwise take a line each (decision 394).
+fn one_line(
+    d: &h2ledger_core::analysis::merge::MergeData,
+) -> Option<Box<serde_json::value::RawValue>> {
+    serde_json::value::to_raw_value(d).ok()
 }
 
 /// A sequence serialized from an iterator, once.

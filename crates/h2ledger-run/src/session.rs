@@ -211,6 +211,13 @@ impl<O: View> Session<O> {
         ControlFlow::Continue(())
     }
 
+    /// TLS key log text from the input itself (a pcapng's Decryption Secrets Block), for
+    /// the packets after it, as tshark reads them (decision 402). A last line without its
+    /// newline is read as a whole line. Returns the key lines added.
+    pub fn add_keys(&mut self, text: &str) -> u64 {
+        self.pipe.add_keys(text)
+    }
+
     /// Frames the observer counted so far (the progress display).
     pub fn frames(&self) -> u64 {
         self.pipe.ledger.observer.frames()

@@ -7,12 +7,12 @@
 //!   records reach the decryption, hold and KeyUpdate paths. The layer must never panic, and
 //!   what it forwards must stay within what it was given.
 //! * `handshake`: the wire parsers (ClientHello, ServerHello, EncryptedExtensions, record
-//!   chains, the handshake message splitter), the key log parser and the pcapng DSB scanner on
-//!   arbitrary bytes.
+//!   chains, the handshake message splitter) and the key log parser on arbitrary bytes (a
+//!   pcapng's Decryption Secrets Blocks are h2ledger-run's `blocks` target).
 
 use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
 use h2ledger_tls::wire::{self, HandshakeReader};
-use h2ledger_tls::{keylog_from_pcapng, Config, KeyLog, Tls, TlsLayer};
+use h2ledger_tls::{Config, KeyLog, Tls, TlsLayer};
 
 /// Counts what reaches the ledger.
 #[derive(Default)]
@@ -156,5 +156,4 @@ pub fn handshake(data: &[u8]) {
     let mut k = KeyLog::new();
     k.add_text(&text);
     k.finish_text();
-    let _ = keylog_from_pcapng(data);
 }

@@ -46,11 +46,9 @@
 #![warn(missing_docs)]
 
 mod crypto;
-mod dsb;
 mod keylog;
 mod layer;
 pub mod wire;
 
-pub use dsb::{keylog_from_pcapng, scan_pcapng, Embedded};
 pub use keylog::{KeyLog, KeyLogStats, Secrets};
 pub use layer::{Config, ConnReport, Layer, Status, Tls, TlsLayer, TlsReport, KEYLOG_HOWTO};

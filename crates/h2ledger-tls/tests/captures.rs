@@ -6,77 +6,36 @@
 use std::path::{Path, PathBuf};
 
 use h2ledger_core::{Ledger, LedgerReport, Tally};
+use h2ledger_run::input::{key_log_of, Blocks, Found, Record};
 use h2ledger_tcp::{link, Config as TcpConfig, Reassembler};
-use h2ledger_tls::{keylog_from_pcapng, Config, KeyLog, Status, Tls, TlsReport};
+use h2ledger_tls::{Config, KeyLog, Status, Tls, TlsReport};
 use serde_json::Value;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Packets of a pcap or pcapng file: (linktype, ns timestamp, bytes).
+/// Every packet of a capture (link type, time, bytes), read by h2ledger-run's reader of
+/// records, as `replay` reads it.
 fn packets(bytes: &[u8]) -> Vec<(i32, i64, Vec<u8>)> {
-    let u32le = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     let mut out = Vec::new();
-    let magic = u32le(bytes, 0);
-    if magic == 0x0A0D_0D0A {
-        // pcapng, little-endian sections only (what tcpdump/editcap write here).
-        let mut at = 0;
-        let mut linktypes = Vec::new();
-        let mut tsres = Vec::new();
-        while at + 12 <= bytes.len() {
-            let kind = u32le(bytes, at);
-            let len = u32le(bytes, at + 4) as usize;
-            let body = &bytes[at + 8..at + len - 4];
-            match kind {
-                0x0A0D_0D0A => {
-                    linktypes.clear();
-                    tsres.clear();
-                }
-                1 => {
-                    linktypes.push(u16::from_le_bytes([body[0], body[1]]) as i32);
-                    let mut res = 1_000i64; // default microseconds
-                    let mut o = 8;
-                    while o + 4 <= body.len() {
-                        let code = u16::from_le_bytes([body[o], body[o + 1]]);
-                        let olen = u16::from_le_bytes([body[o + 2], body[o + 3]]) as usize;
-                        if code == 9 && olen == 1 {
-                            res = 10i64.pow(9 - u32::from(body[o + 4]));
-                        }
-                        if code == 0 {
-                            break;
-                        }
-                        o += 4 + olen.div_ceil(4) * 4;
-                    }
-                    tsres.push(res);
-                }
-                6 => {
-                    let ifc = u32le(body, 0) as usize;
-                    let ts = (u64::from(u32le(body, 4)) << 32 | u64::from(u32le(body, 8))) as i64;
-                    let cap = u32le(body, 12) as usize;
-                    out.push((linktypes[ifc], ts * tsres[ifc], body[20..20 + cap].to_vec()));
-                }
-                _ => {}
-            }
-            at += len;
+    let (at, end) = Blocks::new().walk(bytes, |f| {
+        if let Found::Packet {
+            ts,
+            linktype,
+            start,
+            len,
+            ..
+        } = f
+        {
+            out.push((i32::from(linktype), ts, bytes[start..start + len].to_vec()));
         }
-        return out;
-    }
-    let nano = match magic {
-        0xA1B2_C3D4 => false,
-        0xA1B2_3C4D => true,
-        m => panic!("not a little-endian pcap: {m:#x}"),
-    };
-    let linktype = u32le(bytes, 20) as i32;
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let s = u32le(bytes, at) as i64;
-        let f = u32le(bytes, at + 4) as i64;
-        let cap = u32le(bytes, at + 8) as usize;
-        let ts = s * 1_000_000_000 + if nano { f } else { f * 1000 };
-        out.push((linktype, ts, bytes[at + 16..at + 16 + cap].to_vec()));
-        at += 16 + cap;
-    }
+    });
+    assert!(
+        matches!(end, Record::More { .. }) && at == bytes.len(),
+        "{end:?} at byte {at} of {}: the whole capture is read",
+        bytes.len()
+    );
     out
 }
 
@@ -248,11 +207,11 @@ fn curl_nghttpd_tls12_three_ciphers_equal_tshark() {
 fn decryption_secrets_block_gives_the_same_ledger() {
     let cap = root().join("captures/curl-nghttpd-tls13-dsb.pcapng");
     let bytes = std::fs::read(&cap).unwrap();
-    let embedded = keylog_from_pcapng(&bytes).unwrap();
-    assert_eq!(embedded.blocks, 1);
+    let (text, blocks) = key_log_of(&bytes).unwrap();
+    assert_eq!(blocks, 1);
     let file = std::fs::read_to_string(root().join("captures/curl-nghttpd-tls13.keylog")).unwrap();
-    assert_eq!(embedded.text.trim_end(), file.trim_end());
-    let (ledger, tls, _) = replay(&cap, &embedded.text);
+    assert_eq!(text.trim_end(), file.trim_end());
+    let (ledger, tls, _) = replay(&cap, &text);
     let expected = read_json(&root().join("captures/curl-nghttpd-tls13.tshark.json"));
     assert_matches_tshark("curl-nghttpd-tls13-dsb", &expected, &ledger);
     assert_eq!(tls.decrypted, 3);
@@ -309,9 +268,9 @@ fn shared_firefox_tls13_facebook_equals_tshark() {
     assert_eq!(after_rst, (2, 0));
     assert_matches_tshark("firefox-tls13-facebook (.keylog)", &expected, &ledger);
     assert!(warnings.is_empty(), "{warnings:?}");
-    let embedded = keylog_from_pcapng(&std::fs::read(&cap).unwrap()).unwrap();
-    assert_eq!(embedded.blocks, 1);
-    let (ledger2, _, _) = replay(&cap, &embedded.text);
+    let (text, blocks) = key_log_of(&std::fs::read(&cap).unwrap()).unwrap();
+    assert_eq!(blocks, 1);
+    let (ledger2, _, _) = replay(&cap, &text);
     assert_matches_tshark("firefox-tls13-facebook (DSB)", &expected, &ledger2);
     let c = &tls.per_connection[0];
     assert_eq!(

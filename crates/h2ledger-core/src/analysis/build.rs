@@ -73,23 +73,22 @@ impl Analysis {
                 Side::Server => r.sides.server = s,
             }
         }
+        let mut rtt_by_label: BTreeMap<&'static str, LatencyHist> = BTreeMap::new();
+        for (label, h) in &scope.rtt_by_label {
+            let name = ping::KNOWN_PINGS
+                .get(*label as usize)
+                .map(|k| k.label)
+                .unwrap_or("other");
+            rtt_by_label.entry(name).or_default().merge(h);
+        }
         r.latency_us = Latency {
             call: Percentiles::of_hist(&calls.latency),
             first_byte: Percentiles::of_hist(&calls.first_byte),
             ping_rtt: Percentiles::of_hist(&scope.rtt),
-            ping_rtt_by_label: {
-                let mut m: BTreeMap<&'static str, LatencyHist> = BTreeMap::new();
-                for (label, h) in &scope.rtt_by_label {
-                    let name = ping::KNOWN_PINGS
-                        .get(*label as usize)
-                        .map(|k| k.label)
-                        .unwrap_or("other");
-                    m.entry(name).or_default().merge(h);
-                }
-                m.into_iter()
-                    .map(|(k, h)| (k, Percentiles::of_hist(&h)))
-                    .collect()
-            },
+            ping_rtt_by_label: rtt_by_label
+                .iter()
+                .map(|(k, h)| (*k, Percentiles::of_hist(h)))
+                .collect(),
         };
         r.concurrency = Concurrency {
             calls: n_calls,
@@ -98,7 +97,22 @@ impl Analysis {
             reset: calls.reset,
             unfinished: calls.unfinished,
         };
-        for (m, agg) in &calls.methods {
+        // The whole capture's methods in the order of their first call (a merge of parts
+        // can make that order again: issue 39), a phase's in the order the run saw them.
+        let mut order: Vec<(&u32, &MethodAgg)> = calls.methods.iter().collect();
+        if phase.is_none() {
+            order.sort_by_key(|(m, _)| {
+                (
+                    self.method_first
+                        .get(**m as usize)
+                        .copied()
+                        .unwrap_or(Nanos::MAX),
+                    **m,
+                )
+            });
+        }
+        let mut method_data = Vec::new();
+        for (m, agg) in order {
             let n = agg.calls;
             let side = |rel: usize| MethodSide {
                 frames: CALL_KINDS.iter().copied().zip(agg.frames[rel]).collect(),
@@ -125,6 +139,16 @@ impl Analysis {
                 },
                 latency_us: Percentiles::of_hist(&agg.latency),
             });
+            if phase.is_none() {
+                method_data.push(merge::MethodData {
+                    first: self
+                        .method_first
+                        .get(*m as usize)
+                        .copied()
+                        .unwrap_or(Nanos::MAX),
+                    latency_us: agg.latency.buckets(),
+                });
+            }
         }
         for (side, counts) in [
             (&mut r.sides.client.rst_stream_codes, &scope.resets.client),
@@ -153,6 +177,39 @@ impl Analysis {
         r.limits = self.limits.clone();
         r.flow_control = self.flow.report(phase);
         r.grpc = self.grpc.report(phase);
+        if phase.is_none() {
+            let (sizes, grpc_methods) = self.grpc.data();
+            r.merge = Some(merge::MergeData {
+                concurrency: merge::ConcurrencyData {
+                    in_flight_sum: calls.inflight_sum,
+                },
+                flow_control: self.flow.stalled_data(),
+                grpc: merge::GrpcData {
+                    client: sizes.client,
+                    methods: grpc_methods,
+                    server: sizes.server,
+                },
+                latency_us: merge::LatencyData {
+                    call: calls.latency.buckets(),
+                    first_byte: calls.first_byte.buckets(),
+                    ping_rtt: scope.rtt.buckets(),
+                    ping_rtt_by_label: rtt_by_label
+                        .iter()
+                        .map(|(k, h)| (*k, h.buckets()))
+                        .collect(),
+                },
+                methods: method_data,
+                sides: Sides::from_fn(|side| {
+                    let a = &accs[side];
+                    merge::SideData {
+                        bytes: a.bytes,
+                        frames_in_writes: a.frames_in_writes,
+                        round_calls: a.round_calls,
+                        writes: a.writes,
+                    }
+                }),
+            });
+        }
         r
     }
 }

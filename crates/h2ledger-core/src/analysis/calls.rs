@@ -47,6 +47,7 @@ impl Analysis {
                 let i = self.methods.len() as u32;
                 self.methods.push(escape_bytes(path));
                 self.http_methods.push(escape_bytes(http));
+                self.method_first.push(Nanos::MAX);
                 self.method_ids.insert(key.to_vec(), i);
                 i
             }
@@ -56,6 +57,15 @@ impl Analysis {
         last.extend_from_slice(key);
         *last_id = Some(i);
         i
+    }
+
+    /// A call of method `m` started at `ts`: the method's first time is its earliest call's
+    /// (the order of a whole capture's `methods`, and of merged ones: issue 39).
+    #[inline]
+    pub(super) fn method_seen(&mut self, m: u32, ts: Nanos) {
+        if let Some(t) = self.method_first.get_mut(m as usize) {
+            *t = (*t).min(ts);
+        }
     }
 
     /// The id of a name of our own (`(other)`, `(unknown)`), without an HTTP method.
@@ -68,6 +78,7 @@ impl Analysis {
         let i = self.methods.len() as u32;
         self.methods.push(s.to_string());
         self.http_methods.push(String::new());
+        self.method_first.push(Nanos::MAX);
         self.method_ids.insert(key, i);
         i
     }
@@ -250,11 +261,15 @@ impl Analysis {
                 self.limits.untracked_calls += 1;
                 return None;
             }
-            let http = ev.headers.and_then(|h| h.get(b":method")).unwrap_or(b"");
-            let method = match ev.headers.and_then(|h| h.get(b":path")) {
+            let http = ev
+                .headers
+                .and_then(|h| h.known(crate::Known::Method))
+                .unwrap_or(b"");
+            let method = match ev.headers.and_then(|h| h.known(crate::Known::Path)) {
                 Some(p) => self.method_id(http, p),
                 None => self.method_id_str("(unknown)"),
             };
+            self.method_seen(method, ev.ts);
             let seq = self.next_seq;
             self.next_seq += 1;
             let mut flags = if ev.dir == Dir::Rev { F_REQ_REV } else { 0 };
@@ -295,9 +310,13 @@ impl Analysis {
                 .and_then(|q| self.calls.get(q))
                 .is_some_and(|l| l.path_pending);
             if pending {
-                if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
-                    let http = ev.headers.and_then(|h| h.get(b":method")).unwrap_or(b"");
+                if let Some(p) = ev.headers.and_then(|h| h.known(crate::Known::Path)) {
+                    let http = ev
+                        .headers
+                        .and_then(|h| h.known(crate::Known::Method))
+                        .unwrap_or(b"");
                     let m = self.method_id(http, p);
+                    self.method_seen(m, ev.ts);
                     if let Some(l) = cur.and_then(|q| self.calls.get_mut(q)) {
                         l.path_pending = false;
                         l.rec.method = m;
@@ -328,10 +347,10 @@ impl Analysis {
                 call.first_byte = dt;
             }
             if let Some(h) = ev.headers {
-                if let Some(s) = h.get(b":status").and_then(parse_u16) {
+                if let Some(s) = h.known(crate::Known::Status).and_then(parse_u16) {
                     call.http_status = s;
                 }
-                if let Some(s) = h.get(b"grpc-status").and_then(parse_u16) {
+                if let Some(s) = h.known(crate::Known::GrpcStatus).and_then(parse_u16) {
                     call.grpc_status = s;
                 }
             }

@@ -25,6 +25,7 @@ pub mod timeline;
 
 mod build;
 mod calls;
+pub mod merge;
 mod observer;
 mod pings;
 mod writes;
@@ -605,6 +606,9 @@ pub struct Analysis {
     pub(crate) methods: Vec<String>,
     /// The `:method` of each [`CallRec::method`] (calls are grouped by both).
     pub(crate) http_methods: Vec<String>,
+    /// When each [`CallRec::method`] was first seen (the latest frame time then): merged
+    /// reports order their methods by it (issue 39).
+    method_first: Vec<Nanos>,
     /// The key of the last method looked up, built in place.
     method_key: Vec<u8>,
     method_ids: FastMap<Vec<u8>, u32>,

@@ -48,6 +48,7 @@ impl Observer for Analysis {
             return;
         }
         let method = self.method_id(m, target);
+        self.method_seen(method, w.ts);
         let seq = self.next_seq;
         self.next_seq += 1;
         let flags = F_REQ_CLIENT | if dir == Dir::Rev { F_REQ_REV } else { 0 };

@@ -240,7 +240,11 @@ pub struct AnalysisReport {
     /// How often each of the analysis' caps was hit, over the whole run (a phase's report
     /// gives the run's counts too).
     pub limits: AnalysisLimits,
-    /// Calls per `:path`, in the order the run first saw each path.
+    /// What the figures are made of, for `merge` (a whole capture's report only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<super::merge::MergeData>,
+    /// Calls per `:path`, in the order of each method's first call (the whole capture), or
+    /// in the order the run first saw each path (a phase).
     pub methods: Vec<MethodReport>,
     /// GOAWAY frames with ENHANCE_YOUR_CALM.
     pub too_many_pings: u64,

@@ -14,6 +14,7 @@ use h2_frame_parser::{ErrorCode, Frame};
 
 use crate::ledger::FrameEvent;
 use crate::model::{FrameClass, Side};
+use crate::Known;
 
 use h2ledger_tcp::Nanos;
 
@@ -109,12 +110,12 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             // ends the stream too (gRPC's PROTOCOL-HTTP2.md); `:status` is in the first block.
             let ends = ev.class == FrameClass::Trailers || ev.head.flags.is_end_stream();
             let grpc = if ends {
-                h.get(b"grpc-status").and_then(number)
+                h.known(Known::GrpcStatus).and_then(number)
             } else {
                 None
             };
             let status = || match ev.class {
-                FrameClass::Headers => h.get(b":status").and_then(number),
+                FrameClass::Headers => h.known(Known::Status).and_then(number),
                 _ => None,
             };
             let mut http = None;
@@ -144,7 +145,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             // The call's outcome is known: its grpc-status, or an HTTP response that is not
             // gRPC (its first block's :status; a gRPC response's status is in its trailers).
             let grpc_reply = h
-                .get(b"content-type")
+                .known(Known::ContentType)
                 .is_some_and(|v| v.starts_with(b"application/grpc"));
             if ev.class == FrameClass::Headers {
                 if let Some(call) = live_call(c, sid) {
@@ -173,7 +174,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             }
             if let Some(t) = ev
                 .headers
-                .and_then(|h| h.get(b"grpc-timeout"))
+                .and_then(|h| h.known(Known::GrpcTimeout))
                 .and_then(grpc_timeout)
             {
                 let f = &mut c.fail;
@@ -263,7 +264,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
 
 /// A request: its method (`:path`), followed until the call ends, and its times.
 fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) -> CallF {
-    let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or(b"");
+    let path = ev.headers.and_then(|h| h.known(Known::Path)).unwrap_or(b"");
     let path = &path[..path.len().min(METHOD_PATH_MAX)];
     // The most this call can have waited for a stream slot: it opened within REFILL_NS of a
     // slot freeing after a stretch when all were taken (stream-slots-full's refill).
@@ -301,7 +302,7 @@ fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) -> CallF {
         method: i as u16,
         grpc: ev
             .headers
-            .and_then(|h| h.get(b"content-type"))
+            .and_then(|h| h.known(Known::ContentType))
             .is_some_and(|v| v.starts_with(b"application/grpc")),
         slot_ns,
         ..CallF::default()
@@ -433,6 +434,11 @@ fn judge_rising(c: &mut ConnF, i: usize, out: &mut Vec<Fire>) {
     let Some(m) = f.methods.get_mut(i) else {
         return;
     };
+    // A rise needs failures in the later window: a method that never failed (the ordinary
+    // call) has none, and its windows are not summed.
+    if m.failed == 0 {
+        return;
+    }
     let Some(h) = m.trend.halves() else {
         return;
     };

@@ -578,6 +578,9 @@ pub struct Findings {
     /// A flow tracker of its own, for runs without the analysis ([`Findings::with_own_flow`]);
     /// boxed, as it is taken out and put back at every frame.
     own_flow: Option<Box<crate::flow::Flow>>,
+    /// `own_flow` is the run's one tracker, handed to the analysis at the end
+    /// ([`Findings::with_shared_flow`]).
+    flow_shared: bool,
 }
 
 /// Facts of the whole run that only the run knows (the capture's counters, TLS, live drops),

@@ -89,6 +89,41 @@ impl Findings {
         self
     }
 
+    /// Keeps a flow tracker of its own that is the run's one tracker: for a run whose analysis
+    /// runs on another thread, with its own tracker off ([`Flow::elsewhere`]). It tracks all
+    /// the analysis' tracker would (the largest stream window too; not the per-call records,
+    /// which only `calls` and metrics read, and they keep the analysis beside the ledger), and
+    /// the analysis takes it at the end ([`Findings::take_shared_flow`]; decision 406).
+    pub fn with_shared_flow(mut self) -> Self {
+        let mut f = Flow::new();
+        f.watch();
+        self.own_flow = Some(Box::new(f));
+        self.flow_shared = true;
+        self
+    }
+
+    /// The tracker of [`Findings::with_shared_flow`], taken (for the analysis, once the input
+    /// ended); `None` for any other.
+    pub fn take_shared_flow(&mut self) -> Option<Flow> {
+        if !self.flow_shared {
+            return None;
+        }
+        self.flow_shared = false;
+        self.own_flow.take().map(|f| *f)
+    }
+
+    /// The first packet's time, as the analysis' tracker is told it: the window series counts
+    /// from it (see [`crate::Analysis::set_origin`]). For the shared tracker only: a tracker of
+    /// the findings alone counts from its first sample.
+    pub fn set_origin(&mut self, t: Nanos) {
+        if !self.flow_shared {
+            return;
+        }
+        if let Some(s) = self.own_flow.as_mut().and_then(|f| f.series.as_mut()) {
+            s.origin.get_or_insert(t);
+        }
+    }
+
     /// Keeps the window series of its own flow tracker (`--plot` without the analysis: see
     /// [`Flow::record_series`]); nothing without one ([`Findings::with_own_flow`]).
     pub fn record_series(&mut self, bucket: Nanos, origin: Option<Nanos>) {
@@ -157,7 +192,7 @@ impl Findings {
                 && ev.side == Side::Client
                 && !capture.cuts.is_empty()
             {
-                if let Some(p) = ev.headers.and_then(|h| h.get(b":path")) {
+                if let Some(p) = ev.headers.and_then(|h| h.known(crate::Known::Path)) {
                     let p = &p[..p.len().min(super::rules::METHOD_PATH_MAX)];
                     let server = c.addrs.map(|a| a[c.dir_of(Side::Server).index()]);
                     retried = capture.retry(id, server, p, ev.ts);

@@ -250,7 +250,7 @@ fn bomb(c: &mut ConnF, ev: &FrameEvent<'_>, list: u64, encoded: u32, out: &mut V
 /// The first requests tell whether the connection is gRPC (a channel carries one kind).
 fn grpc_request(c: &mut ConnF, ev: &FrameEvent<'_>) {
     if let Some(h) = ev.headers {
-        if h.get(b"content-type")
+        if h.known(crate::Known::ContentType)
             .is_some_and(|v| v.starts_with(b"application/grpc"))
         {
             c.grpc = true;

@@ -141,6 +141,9 @@ pub struct Flow {
     no_max_window: bool,
     /// Stall events for a watcher ([`Flow::watch`]), drained by [`Flow::drain_events`].
     events: Option<Vec<FlowEvent>>,
+    /// Another tracker follows the same frames and takes this one's place at the end
+    /// ([`Flow::elsewhere`]): this one ignores every event.
+    off: bool,
 }
 
 impl Flow {
@@ -153,6 +156,14 @@ impl Flow {
     /// (`max_stream` of the totals) is not kept, which saves two heap pushes per stream. Stall detection and resolution do not depend on it.
     pub(crate) fn calls_only(&mut self) {
         self.no_max_window = true;
+    }
+
+    /// Whether another tracker follows the windows instead of this one (`true`: every event
+    /// is ignored, until the other takes this one's place). With the analysis on its own
+    /// thread, the findings' tracker on the ledger's thread is the run's one tracker, handed
+    /// to the analysis at the end (decision 406).
+    pub fn elsewhere(&mut self, yes: bool) {
+        self.off = yes;
     }
 
     /// Keep [`FlowEvent`]s for [`Flow::drain_events`] (the findings engine reads them after
@@ -221,6 +232,9 @@ impl Flow {
     }
 
     pub(crate) fn open(&mut self, meta: &ConnMeta) {
+        if self.off {
+            return;
+        }
         let known = meta.syn_sender.is_some();
         self.conns.insert(
             meta.id.0,
@@ -254,7 +268,7 @@ impl Flow {
 impl Flow {
     /// Bytes lost: when frames may be missing, the windows are unknown from here on.
     pub(crate) fn gap(&mut self, conn: ConnId, framing_lost: bool, phase: Option<u64>) {
-        if framing_lost {
+        if framing_lost && !self.off {
             self.make_unknown(conn.0, phase);
         }
     }
@@ -276,6 +290,12 @@ impl Flow {
         for id in ids {
             self.close(ConnId(id), phase);
         }
+    }
+
+    /// The whole capture's stall histograms (nanoseconds) per side, as data: what a report
+    /// carries for `flow_control.*.stalled_us` to merge (issue 39).
+    pub(crate) fn stalled_data(&self) -> Sides<crate::stats::LogBuckets> {
+        Sides::from_fn(|side| self.whole.sides[side].stalled.data())
     }
 
     /// The report for the whole capture (`phase` None) or one phase.

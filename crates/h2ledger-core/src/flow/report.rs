@@ -45,6 +45,19 @@ pub struct StalledUs {
     pub total: f64,
 }
 
+impl StalledUs {
+    /// The figures of a stall histogram (nanoseconds), in microseconds.
+    pub(crate) fn of(h: &crate::stats::LogHist) -> StalledUs {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        StalledUs {
+            total: us(h.sum),
+            p50: h.percentile(50).map(us),
+            p99: h.percentile(99).map(us),
+            max: (h.count > 0).then(|| us(h.max)),
+        }
+    }
+}
+
 /// `max_window`: the largest windows of the sending side, bytes (docs/ledger.md, "Flow
 /// control").
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -57,7 +70,6 @@ pub struct MaxWindow {
 
 impl FlowSide {
     pub(super) fn of(a: &FlowAcc) -> FlowSide {
-        let us = |ns: u64| ns as f64 / 1000.0;
         let h = &a.stalled;
         FlowSide {
             stalls: a.stalls,
@@ -67,12 +79,7 @@ impl FlowSide {
                 connection: a.by_limit[Limit::Connection as usize],
                 both: a.by_limit[Limit::Both as usize],
             },
-            stalled_us: StalledUs {
-                total: us(h.sum),
-                p50: h.percentile(50).map(us),
-                p99: h.percentile(99).map(us),
-                max: (h.count > 0).then(|| us(h.max)),
-            },
+            stalled_us: StalledUs::of(h),
             max_window: MaxWindow {
                 stream: a.max_stream,
                 connection: a.max_conn,

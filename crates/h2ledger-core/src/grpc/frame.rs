@@ -105,7 +105,7 @@ impl Grpc {
                 }
                 let grpc = ev
                     .headers
-                    .and_then(|h| h.get(b"content-type"))
+                    .and_then(|h| h.known(crate::Known::ContentType))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
                 let epoch = [c.epoch[ev.dir], c.epoch[ev.dir.other()]];
                 let i = c.streams.insert(
@@ -126,13 +126,16 @@ impl Grpc {
                 *open_grpc += usize::from(grpc);
                 let e = ev
                     .headers
-                    .and_then(|h| h.get(b"grpc-encoding"))
+                    .and_then(|h| h.known(crate::Known::GrpcEncoding))
                     .map(|v| encoding_id(encodings, v));
                 if let Some(cg) = recs.grpc_mut(id) {
                     cg.grpc = grpc;
                     cg.encoding[0] = e;
                     if let (Some((limits, budget)), true) = (keep.as_ref(), grpc) {
-                        let path = ev.headers.and_then(|h| h.get(b":path")).unwrap_or_default();
+                        let path = ev
+                            .headers
+                            .and_then(|h| h.known(crate::Known::Path))
+                            .unwrap_or_default();
                         cg.kept = Some(keep::Kept::make(path, *limits, budget, stash));
                     }
                 }
@@ -190,7 +193,8 @@ impl Grpc {
             }
             let (e, msg, details) = match (rel, ev.headers) {
                 (1, Some(h)) if header_kind => (
-                    h.get(b"grpc-encoding").map(|v| encoding_id(encodings, v)),
+                    h.known(crate::Known::GrpcEncoding)
+                        .map(|v| encoding_id(encodings, v)),
                     h.get(b"grpc-message").map(grpc_message),
                     h.get(b"grpc-status-details-bin").map(status_details),
                 ),
@@ -290,7 +294,7 @@ impl Grpc {
         // Per-call record and totals.
         let (enc, msg, details) = match (rel, ev.headers) {
             (1, Some(h)) if header_kind => (
-                h.get(b"grpc-encoding").map(<[u8]>::to_vec),
+                h.known(crate::Known::GrpcEncoding).map(<[u8]>::to_vec),
                 h.get(b"grpc-message").map(grpc_message),
                 h.get(b"grpc-status-details-bin").map(status_details),
             ),

@@ -104,8 +104,9 @@ mod report;
 
 pub use cutter::{Counts, CutEvents, Cutter, Pending};
 pub use keep::{Budget, KeepLimits, Kept, KeptHow, KeptMsg, MAX_KEPT_BYTES};
+pub(crate) use report::MAX_GRPC_METHODS;
 pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
-use report::{GrpcMethodAgg, GrpcScope, MAX_GRPC_METHODS};
+use report::{GrpcMethodAgg, GrpcScope};
 
 /// Per call: what [`Grpc`] saw. Index 0 is the client (request) side, 1 the server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -396,6 +397,27 @@ impl Grpc {
         for id in ids {
             self.close(ConnId(id), phase_of(), recs);
         }
+    }
+
+    /// The whole capture's message sizes per side and each listed method's latency (in the
+    /// order of `grpc.methods`), as data: what a report carries for `grpc` to merge (issue 39).
+    pub(crate) fn data(
+        &self,
+    ) -> (
+        Sides<crate::stats::LogBuckets>,
+        Vec<crate::stats::HistBuckets>,
+    ) {
+        (
+            Sides {
+                client: self.whole[0].sizes.data(),
+                server: self.whole[1].sizes.data(),
+            },
+            self.methods
+                .methods
+                .values()
+                .map(|m| m.latency.buckets())
+                .collect(),
+        )
     }
 
     /// The per-side report of one scope (`phase` None: the whole capture), with the per-method

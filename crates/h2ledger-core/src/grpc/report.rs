@@ -8,7 +8,7 @@ use crate::model::Sides;
 
 /// Distinct methods kept per scope in the gRPC block; calls of further methods are counted in
 /// the scope's `calls` only.
-pub(super) const MAX_GRPC_METHODS: usize = 256;
+pub(crate) const MAX_GRPC_METHODS: usize = 256;
 
 /// The per-method totals of one scope.
 #[derive(Clone, Debug, Default)]

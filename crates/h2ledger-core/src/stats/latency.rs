@@ -286,16 +286,20 @@ impl LatencyHist {
 /// count, in bucket order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HistBuckets {
+    /// (bucket, values in it), rising, once in buckets; empty while exact (and then not
+    /// written).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<(u16, u64)>,
     /// Values recorded.
     pub count: u64,
-    /// Every value, sorted, while the histogram is exact; empty otherwise.
+    /// Every value, sorted, while the histogram is exact; empty otherwise (and then not
+    /// written).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exact: Vec<i64>,
-    /// (bucket, values in it), rising, once in buckets; empty while exact.
-    pub buckets: Vec<(u16, u64)>,
-    /// The smallest value (0 when empty).
-    pub min: i64,
     /// The largest value (0 when empty).
     pub max: i64,
+    /// The smallest value (0 when empty).
+    pub min: i64,
 }
 
 #[cfg(test)]

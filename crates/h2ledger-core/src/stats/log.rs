@@ -113,6 +113,21 @@ impl LogHist {
         })
     }
 
+    /// The histogram as data, for a report (`merge` of `--analyze`: issue 39).
+    pub fn data(&self) -> LogBuckets {
+        LogBuckets {
+            buckets: self.buckets.clone(),
+            count: self.count,
+            max: self.max,
+            sum: self.sum,
+        }
+    }
+
+    /// The histogram [`LogHist::data`] gave, checked as [`LogHist::from_parts`] checks.
+    pub fn from_data(d: LogBuckets) -> Result<LogHist, &'static str> {
+        LogHist::from_parts(d.buckets, d.count, d.sum, d.max)
+    }
+
     /// Nearest-rank percentile `p` (0 < p <= 100), per the module's precision contract.
     pub fn percentile(&self, p: u32) -> Option<u64> {
         if self.count == 0 {
@@ -141,6 +156,20 @@ impl LogHist {
             max: (self.count > 0).then_some(self.max),
         }
     }
+}
+
+/// A [`LogHist`] as data (a report's `merge` key): its occupied buckets as `[index, count]`
+/// pairs, rising, with the count, largest value and sum (all exact).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LogBuckets {
+    /// (bucket, values in it), rising; only the occupied ones.
+    pub buckets: Vec<(u16, u64)>,
+    /// Values.
+    pub count: u64,
+    /// The largest (0 when empty).
+    pub max: u64,
+    /// Their sum (saturating).
+    pub sum: u64,
 }
 
 /// What the reports print of a [`LogHist`].

@@ -13,7 +13,7 @@ mod log;
 use serde::Serialize;
 
 pub use latency::{HistBuckets, LatencyHist};
-pub use log::{HistSummary, LogHist};
+pub use log::{HistSummary, LogBuckets, LogHist};
 
 /// The percentiles printed everywhere (gogrpcping's lines).
 pub const PERCENTILES: [u32; 7] = [1, 25, 50, 75, 90, 95, 99];

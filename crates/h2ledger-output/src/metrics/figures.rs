@@ -118,6 +118,42 @@ impl Figures {
         f
     }
 
+    /// Adds `o`'s figures (another session's, `sniff --workers`): every count adds, the
+    /// connections open now too, the drop counters when either has them.
+    pub fn add(&mut self, o: &Figures) {
+        for s in Side::ALL {
+            self.sides.get_mut(s).merge(o.sides.get(s));
+            for (a, b) in self.stalls.get_mut(s).iter_mut().zip(o.stalls.get(s)) {
+                *a += b;
+            }
+            self.calm_goaways[s] += o.calm_goaways[s];
+            for (a, b) in self.error_codes.goaway[s]
+                .iter_mut()
+                .zip(&o.error_codes.goaway[s])
+            {
+                *a += b;
+            }
+            for (a, b) in self.error_codes.rst_stream[s]
+                .iter_mut()
+                .zip(&o.error_codes.rst_stream[s])
+            {
+                *a += b;
+            }
+        }
+        self.connections += o.connections;
+        self.open += o.open;
+        self.packets += o.packets;
+        if let Some(d) = o.drops {
+            let m = self.drops.get_or_insert_with(Drops::default);
+            m.received += d.received;
+            m.kernel += d.kernel;
+            m.interface += d.interface;
+        }
+        for (k, v) in &o.limits {
+            *self.limits.entry(k).or_default() += v;
+        }
+    }
+
     /// A run in progress ([`h2ledger_run::Session::running`]), with a live capture's drops.
     pub fn running(r: &Running, drops: Option<Drops>) -> Figures {
         let mut f = Figures::of(

@@ -46,10 +46,12 @@ use prometheus_client::registry::{Registry, Unit};
 
 mod batch;
 mod figures;
+mod parts;
 mod serve;
 use batch::Buckets;
 pub use batch::{Batch, FLUSH_CALLS};
 pub use figures::{Figures, LIMITS};
+pub use parts::{Part, Parts};
 pub use serve::{Exporter, Wake, SYNC_WAIT};
 
 /// Distinct `:path` labels by default (`--metrics-max-paths`).
@@ -246,6 +248,13 @@ struct Labels {
     paths: Vec<Option<PathSlot>>,
     other: Option<PathSlot>,
     statuses: Vec<StatusKey>,
+    /// Several sessions' calls ([`Metrics::flush_part`]): the slots by path, at most
+    /// `max_paths`, in the order their first call was handed over.
+    named: Vec<PathSlot>,
+    by_name: std::collections::HashMap<String, usize>,
+    /// Per part, its analysis' method index to its slot in `named` (`None`: `other`); as
+    /// many entries as that analysis has methods (at most its `MAX_METHODS`).
+    parts: Vec<std::collections::HashMap<u32, Option<usize>>>,
 }
 
 /// The run's metrics. See the module docs.
@@ -316,6 +325,9 @@ impl Metrics {
                 paths: Vec::new(),
                 other: None,
                 statuses: Vec::new(),
+                named: Vec::new(),
+                by_name: Default::default(),
+                parts: Vec::new(),
             }),
         };
         r.register(
@@ -532,11 +544,23 @@ impl Metrics {
     /// Adds the calls and round trips counted in `b` (in the order of their first call, so
     /// the path and status labels are handed out as call by call), and empties it.
     pub fn flush(&self, b: &mut Batch) {
+        self.flush_from(None, b);
+    }
+
+    /// [`Metrics::flush`] of one of several sessions counted together (`sniff --workers`:
+    /// `part` is the worker): each session numbers its methods its own way, so its calls
+    /// are labelled by their path's name, the first `max_paths` distinct paths of all the
+    /// parts keeping theirs.
+    pub fn flush_part(&self, part: usize, b: &mut Batch) {
+        self.flush_from(Some(part), b);
+    }
+
+    fn flush_from(&self, part: Option<usize>, b: &mut Batch) {
         if b.calls > 0 {
             let mut l = self.labels.lock().unwrap_or_else(|e| e.into_inner());
             let l = &mut *l;
             for e in &b.entries {
-                self.add_entry(l, e);
+                self.add_entry(l, part, e);
             }
         }
         for s in Side::ALL {
@@ -547,7 +571,7 @@ impl Metrics {
         b.clear();
     }
 
-    fn add_entry(&self, l: &mut Labels, e: &batch::Entry) {
+    fn add_entry(&self, l: &mut Labels, part: Option<usize>, e: &batch::Entry) {
         let key = e.status;
         let status = if l.statuses.contains(&key) {
             Some(key)
@@ -559,14 +583,36 @@ impl Metrics {
             None
         };
         let idx = e.method as usize;
-        let slot = if idx < l.max_paths {
-            if l.paths.len() <= idx {
-                l.paths.resize(idx + 1, None);
+        let named = match part {
+            None => (idx < l.max_paths).then(|| {
+                if l.paths.len() <= idx {
+                    l.paths.resize(idx + 1, None);
+                }
+                l.paths[idx].get_or_insert_with(|| self.slot(path_label(&e.name)))
+            }),
+            Some(p) => {
+                if l.parts.len() <= p {
+                    l.parts.resize_with(p + 1, Default::default);
+                }
+                let at = *l.parts[p].entry(e.method).or_insert_with(|| {
+                    if let Some(&i) = l.by_name.get(&e.name) {
+                        return Some(i);
+                    }
+                    (l.named.len() < l.max_paths).then(|| {
+                        l.named.push(self.slot(path_label(&e.name)));
+                        l.by_name.insert(e.name.clone(), l.named.len() - 1);
+                        l.named.len() - 1
+                    })
+                });
+                at.map(|i| &mut l.named[i])
             }
-            l.paths[idx].get_or_insert_with(|| self.slot(path_label(&e.name)))
-        } else {
-            self.limit_add("metrics_paths", e.calls);
-            l.other.get_or_insert_with(|| self.slot(OTHER.to_string()))
+        };
+        let slot = match named {
+            Some(s) => s,
+            None => {
+                self.limit_add("metrics_paths", e.calls);
+                l.other.get_or_insert_with(|| self.slot(OTHER.to_string()))
+            }
         };
         let counter = match slot.statuses.iter().find(|(k, _)| Some(*k) == status) {
             Some((_, c)) => c.clone(),

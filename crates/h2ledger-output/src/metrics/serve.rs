@@ -14,7 +14,7 @@
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -35,6 +35,9 @@ struct Shared {
     metrics: Metrics,
     /// A scrape waits for fresh figures.
     want: AtomicBool,
+    /// Scrapes that asked for fresh figures so far (each part of [`super::Parts`] answers
+    /// up to this one).
+    asked: AtomicU64,
     /// Wakes the capture loop's idle wait when a scrape comes.
     wake: Wake,
     /// Figures made so far (a scrape waits for this to move) and whether the run is over.
@@ -94,6 +97,11 @@ impl Exporter {
         self.shared.want.load(Ordering::Relaxed)
     }
 
+    /// How many scrapes asked for fresh figures so far.
+    pub fn asked(&self) -> u64 {
+        self.shared.asked.load(Ordering::Relaxed)
+    }
+
     /// Fresh figures are in the metrics (`last`: the run's final ones; scrapes no longer wait).
     pub fn synced(&self, last: bool) {
         self.shared.want.store(false, Ordering::Relaxed);
@@ -108,6 +116,7 @@ fn shared(max_paths: usize, wake: Wake) -> Shared {
     Shared {
         metrics: Metrics::new(max_paths, env!("CARGO_PKG_VERSION")),
         want: AtomicBool::new(false),
+        asked: AtomicU64::new(0),
         wake,
         synced: Mutex::new((0, false)),
         cv: Condvar::new(),
@@ -121,6 +130,7 @@ fn fresh(s: &Shared) {
         return;
     }
     let seen = g.0;
+    s.asked.fetch_add(1, Ordering::Relaxed);
     s.want.store(true, Ordering::Relaxed);
     (s.wake)();
     let _ =

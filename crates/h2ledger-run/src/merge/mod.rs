@@ -1,8 +1,9 @@
 //! Reports merged: the report of the union of captures whose TCP connections are disjoint
 //! (`h2ledger merge`, the shards of `h2ledger split`, `replay -j N`'s workers).
 //!
-//! One [`merge`] of [`Report`]s, whole-capture reports without an analysis (docs/scale.md
-//! says what merges exactly and why): counts add; the connections listed are numbered again
+//! One [`merge`] of [`Report`]s, whole-capture reports with or without an analysis
+//! (docs/scale.md says what merges exactly and why): counts add; histograms merge bucket by
+//! bucket and their percentiles are computed again; the connections listed are numbered again
 //! in the order of their first packet across the parts; findings of a connection follow its
 //! number, findings of the whole capture of one id fold into one; the capture's first and
 //! last packet are the earliest and the latest; every cap hit in a part stays counted.
@@ -21,6 +22,7 @@
 
 pub mod read;
 
+use h2ledger_core::analysis::AnalysisReport;
 use h2ledger_core::findings::{Finding, Num};
 use h2ledger_core::ledger::MAX_WARNINGS;
 use h2ledger_core::tally::MAX_CONN_DETAIL;
@@ -226,6 +228,53 @@ fn renumber_text(t: &str, number: impl Fn(u32) -> u32) -> String {
     out
 }
 
+/// The parts' analyses (`--analyze`) merged into `out`'s (h2ledger_core's
+/// `analysis::merge::merge`), GOAWAY frames' connections numbered as the merge numbers them;
+/// what cannot be exact, or a part without an analysis beside parts with one, is warned of.
+fn merge_analysis(parts: &[Report], num: &Numbering, out: &mut Report) {
+    let with = parts.iter().filter(|p| p.analysis.is_some()).count();
+    if with == 0 {
+        return;
+    }
+    let warn = |out: &mut Report, w: String| {
+        if out.ledger.warnings.len() < MAX_WARNINGS {
+            out.ledger.warnings.push(w);
+        }
+    };
+    if with < parts.len() {
+        warn(
+            out,
+            format!(
+                "the analysis is left out: {} of the {} reports merged have none (give reports all made with --analyze or all without)",
+                parts.len() - with,
+                parts.len()
+            ),
+        );
+        return;
+    }
+    let analyses: Vec<AnalysisReport> = parts
+        .iter()
+        .enumerate()
+        .filter_map(|(p, part)| {
+            let mut a = part.analysis.clone()?;
+            for g in &mut a.goaways {
+                g.conn = num.number_of(p, g.conn);
+            }
+            Some(a)
+        })
+        .collect();
+    let refs: Vec<&AnalysisReport> = analyses.iter().collect();
+    match h2ledger_core::analysis::merge::merge(&refs) {
+        Ok((a, inexact)) => {
+            out.analysis = Some(a);
+            for w in inexact.warnings {
+                warn(out, w);
+            }
+        }
+        Err(e) => warn(out, format!("the analysis is left out: {e}")),
+    }
+}
+
 /// The report of the union of `parts`: whole-capture reports (no phases) of captures whose
 /// TCP connections are disjoint, in any order.
 pub fn merge(mut parts: Vec<Report>) -> Report {
@@ -329,6 +378,7 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
             }
         }
     }
+    merge_analysis(&parts, &num, &mut out);
     let capture = out.capture.clone().unwrap_or_default();
     // A whole capture's bounds are its first and last packet (the tables show times from it).
     out.start = capture.first;
@@ -359,6 +409,40 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
         out.findings = Some(findings);
     }
     out
+}
+
+/// The ticks of several sessions at one moment (`sniff --every` with `--workers`): one
+/// tick of the whole, as one session reading every packet would make it. The running
+/// ledgers merge as reports do ([`merge`]: counts add, connections numbered again by their
+/// first packet), and so do the periods' ledgers; packets, reassembly counts and frames
+/// add.
+pub fn ticks(parts: Vec<crate::Tick>) -> crate::Tick {
+    let mut capture = CaptureStats::default();
+    let mut tcp = TcpReport::default();
+    let mut frames = 0;
+    let (mut totals, mut lasts) = (Vec::new(), Vec::new());
+    for t in parts {
+        add_capture(&mut capture, &t.capture);
+        add_tcp(&mut tcp, &t.tcp);
+        frames += t.frames;
+        // No capture facts in the parts: the merge then adds no note on an empty ledger,
+        // which a tick does not have.
+        totals.push(Report {
+            ledger: t.total,
+            ..Report::default()
+        });
+        lasts.push(Report {
+            ledger: t.last,
+            ..Report::default()
+        });
+    }
+    crate::Tick {
+        total: merge(totals).ledger,
+        last: merge(lasts).ledger,
+        capture,
+        tcp,
+        frames,
+    }
 }
 
 #[cfg(test)]
@@ -399,6 +483,37 @@ mod tests {
             },
             ..Report::default()
         }
+    }
+
+    /// Two workers' ticks: one tick of the whole, connections numbered by first packet,
+    /// counts added, no note on an empty ledger.
+    #[test]
+    fn ticks_merge_as_reports_do() {
+        let tick = |p: Report, frames| crate::Tick {
+            last: p.ledger.clone(),
+            total: p.ledger,
+            capture: p.capture.unwrap_or_default(),
+            tcp: TcpReport::default(),
+            frames,
+        };
+        let a = tick(part(10, vec![conn(0, 10), conn(1, 30)]), 5);
+        let b = tick(part(20, vec![conn(0, 20)]), 7);
+        let m = ticks(vec![a, b]);
+        let ids: Vec<(u32, Nanos)> = m
+            .total
+            .per_connection
+            .iter()
+            .map(|c| (c.id, c.first))
+            .collect();
+        assert_eq!(ids, [(0, 10), (1, 20), (2, 30)]);
+        assert_eq!((m.total.calls, m.last.calls, m.frames), (3, 3, 12));
+        assert_eq!(m.capture.packets, 20);
+        let empty = ticks(vec![tick(part(1, vec![]), 0), tick(part(2, vec![]), 0)]);
+        assert!(
+            empty.total.warnings.is_empty(),
+            "{:?}",
+            empty.total.warnings
+        );
     }
 
     /// Two parts whose connections interleave in time: numbered as one run numbers them.
@@ -462,6 +577,32 @@ mod tests {
         );
     }
 
+    /// Analyses merge when every part has one; beside a part without, the merge leaves it out
+    /// and says so.
+    #[test]
+    fn analyses_merge_only_all_together() {
+        let analysed = |calls: u64| {
+            let mut p = part(10, vec![conn(0, 10)]);
+            let mut a = AnalysisReport::default();
+            a.concurrency.calls = calls;
+            a.merge = Some(Default::default());
+            p.analysis = Some(a);
+            p
+        };
+        let m = merge(vec![analysed(3), analysed(4)]);
+        assert_eq!(m.analysis.as_ref().map(|a| a.concurrency.calls), Some(7));
+        assert!(m.ledger.warnings.is_empty(), "{:?}", m.ledger.warnings);
+        let m = merge(vec![analysed(3), part(20, vec![conn(0, 20)])]);
+        assert!(m.analysis.is_none());
+        assert!(m.ledger.warnings[0].contains("1 of the 2 reports merged have none"));
+        // An analysis without its data is left out, with the reason.
+        let mut old = analysed(3);
+        old.analysis.as_mut().unwrap().merge = None;
+        let m = merge(vec![old, analysed(4)]);
+        assert!(m.analysis.is_none());
+        assert!(m.ledger.warnings[0].contains("`merge` key"));
+    }
+
     /// A report read back from its JSON writes the same JSON.
     #[test]
     fn a_report_reads_back_to_the_same_json() {
@@ -475,7 +616,8 @@ mod tests {
         let text = serde_json::to_string(&r).unwrap();
         let back = read::from_json(&serde_json::from_str(&text).unwrap()).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
-        let v: serde_json::Value = serde_json::json!({"latency_us": {}});
-        assert!(read::from_json(&v).unwrap_err().0.contains("--analyze"));
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["concurrency"] = serde_json::json!({});
+        assert!(read::from_json(&v).unwrap_err().0.contains("`merge` key"));
     }
 }

@@ -1,10 +1,14 @@
 //! A published report (`replay -T json`) read back into a [`Report`], for `h2ledger merge`.
 //!
-//! The reader takes exactly the keys the whole capture's report writes without `--analyze`
-//! (docs/ledger.md); `per_call` is derived and ignored. A report with an analysis or phases
-//! is refused with a [`ReadError`] that says so (docs/scale.md: what merges). Strings the
+//! The reader takes exactly the keys the whole capture's report writes (docs/ledger.md),
+//! with `--analyze` those its figures are made of (`analysis`: the counts and the `merge`
+//! key); `per_call`, percentiles and means are derived and ignored. A report with phases,
+//! or an analysis without `merge` (made before it existed), is refused with a
+//! [`ReadError`] that says so (docs/scale.md: what merges). Strings the
 //! report keeps as `&'static str` (a connection's `client_by`, PING labels, evidence keys)
 //! are interned once each, at most [`MAX_INTERNED`] distinct ones.
+
+mod analysis;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -406,18 +410,6 @@ fn tls(v: &Value) -> R<TlsReport> {
     })
 }
 
-/// Keys of the analysis (`--analyze`), which a merge does not take yet (docs/scale.md).
-const ANALYSIS_KEYS: [&str; 8] = [
-    "concurrency",
-    "flow_control",
-    "goaways",
-    "grpc",
-    "latency_us",
-    "limits",
-    "methods",
-    "too_many_pings",
-];
-
 /// Every report in the text of one file (`name`, for the errors): one JSON document,
 /// several, or JSON lines (only their `summary` lines are reports), appended to `into`.
 pub fn reports(name: &str, text: &str, into: &mut Vec<Report>) -> R<()> {
@@ -444,11 +436,6 @@ pub fn reports(name: &str, text: &str, into: &mut Vec<Report>) -> R<()> {
 /// wrote it.
 pub fn from_json(v: &Value) -> R<Report> {
     let m = obj(v, "the report")?;
-    if let Some(k) = ANALYSIS_KEYS.iter().find(|k| m.contains_key(**k)) {
-        return err(format!(
-            "the report has an analysis (`{k}`: replay --analyze); merge takes reports without it (docs/scale.md)"
-        ));
-    }
     if m.contains_key("phases") || m.contains_key("name") {
         return err("the report has phases; merge takes whole-capture reports");
     }
@@ -506,6 +493,7 @@ pub fn from_json(v: &Value) -> R<Report> {
             })
             .transpose()?,
         findings,
+        analysis: analysis::analysis(m)?,
         ..Report::default()
     })
 }

@@ -136,6 +136,15 @@ impl Tls {
         Layer { tls: self, inner }
     }
 
+    /// The input itself carries secrets (a pcapng's Decryption Secrets Blocks, read where they
+    /// lie): a block may come after records it decrypts (a `--keys-from -w` file whose probed
+    /// server derived a secret after the packet that needs it reached the file; decision 412),
+    /// so from now on a connection without its key waits for it as live does (within
+    /// `key_wait` of capture time and the held bytes' bounds) instead of being given up at once.
+    pub fn expect_keys_in_input(&mut self) {
+        self.cfg.wait_for_keys = true;
+    }
+
     /// Whether a connection holds records for a client random the key log does not have yet
     /// (live: re-read the key log file and call [`Layer::add_keys`]).
     pub fn waiting_for_keys(&self) -> bool {

@@ -23,7 +23,8 @@ pub struct JobsArgs {
     /// Workers: the packets dealt by TCP connection (split's hash) to N sessions on their own
     /// threads, their reports merged; the same report as one worker where no cap is hit (caps
     /// apply per worker). With several FILEs, N files are read at once, each by its own
-    /// session. Not with --analyze, phases, --plot, -T jsonl or -T prometheus
+    /// session. Also with --analyze (its histograms merge exactly); not with phases, --plot,
+    /// -T jsonl or -T prometheus
     #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,

@@ -126,6 +126,11 @@ impl Format {
         }
     }
 
+    /// The printer of a report in this format (phases in columns), in `style`.
+    pub fn printer(self, style: h2ledger_output::Style) -> h2ledger_output::Printer {
+        h2ledger_output::Printer::new(self.output(), style)
+    }
+
     /// `-T prometheus` is for `replay` and `sniff` only.
     pub fn refuse_prometheus(self, command: &str) -> anyhow::Result<()> {
         if self == Format::Prometheus {
@@ -209,7 +214,7 @@ pub struct FilterArgs {
     pub ports: Vec<u16>,
     /// Decrypt HTTP/2 over TLS with this key log (SSLKEYLOGFILE format, or Wireshark's
     /// `RSA Session-ID:... Master-Key:...` for TLS 1.2); keys embedded in a pcapng capture
-    /// (Decryption Secrets Blocks) are used without it
+    /// (Decryption Secrets Blocks) are used without it, for the packets after them
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
     /// A tcpdump-style BPF capture filter, like tshark -f: `-f "host 127.0.0.1 and tcp port 50051"`
@@ -456,8 +461,9 @@ pub struct SniffArgs {
     #[arg(long, value_name = "N", default_value_t = h2ledger_output::metrics::DEFAULT_MAX_PATHS, value_parser = max_paths)]
     pub metrics_max_paths: usize,
     /// Capture handles in one Linux PACKET_FANOUT_HASH group, each read by its own thread
-    /// (both directions of a connection in one), reports merged; -w out.pcap writes out.0.pcap,
-    /// out.1.pcap, ... Not with --analyze, phases, --metrics, --keys-from, -T jsonl/prometheus
+    /// (both directions of a connection in one), reports merged, --metrics and the --every view
+    /// summed over them; -w out.pcap writes out.0.pcap, out.1.pcap, ... Not with --split-at,
+    /// --plot, --keys-from, -T jsonl/prometheus
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub workers: u32,
 }

@@ -10,7 +10,7 @@ use h2ledger_run::{Drops, Obs, Session, Stop, Wanted};
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::cli::CallsArgs;
-use crate::source::{self, Hooks, Reading};
+use crate::source::{Hooks, Plan};
 use crate::Ctx;
 
 struct Calls {
@@ -30,6 +30,10 @@ impl Hooks for Calls {
             return ControlFlow::Break(Stop::OutputClosed);
         }
         flow
+    }
+
+    fn secrets(&mut self, text: &str) {
+        self.session.add_keys(text);
     }
 
     fn frames(&self) -> u64 {
@@ -88,9 +92,7 @@ pub fn calls(mut a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
     let parquet = super::columnar::take(a.format, a.every, &mut a.capture)?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
-    // Attached before the capture opens and gives up privileges.
-    let keys = source::keys::attach(&a.capture, &input)?;
-    let opts = source::keys::options(&input, &filter, None, keys.as_ref())?;
+    let (opts, drive) = Plan::new(&a.capture, input, &filter, None, a.every, ctx.progress)?.split();
     let obs = Obs::new(&Wanted {
         analysis: true,
         calls_only: true,
@@ -109,16 +111,7 @@ pub fn calls(mut a: CallsArgs, ctx: Ctx) -> Result<ExitCode> {
         printer,
         ticks: Ticks::for_calls(a.every, h2ledger_core::analysis::RECENT_NS),
     };
-    let bpf = filter.bpf();
-    let reading = Reading {
-        input: &input,
-        cap: &a.capture.opts(),
-        bpf: bpf.as_deref(),
-        every: a.every,
-        progress: ctx.progress,
-        keys,
-    };
-    let ended = source::run(&reading, &mut h)?;
+    let ended = drive.run(&mut h)?;
     h.session.end();
     h.drain();
     let s = &mut h.session;

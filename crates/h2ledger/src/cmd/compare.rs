@@ -7,26 +7,17 @@ use anyhow::Result;
 use h2ledger_run::{End, Obs, Report, Session, Wanted};
 
 use crate::cli::{CaptureArgs, CompareArgs, FilterArgs};
-use crate::source::{self, Input, Reading};
+use crate::source::{Input, Plan};
 use crate::Ctx;
 
 /// One capture's ledger report (with capture, TCP and TLS facts), its name, and whether it
 /// ended early.
 fn load(file: &str, filter: &FilterArgs, ctx: Ctx) -> Result<(String, Report, bool)> {
-    let input = Input::File(file.to_string());
-    let opts = source::keys::options(&input, filter, None, None)?;
-    let mut s = Session::new(Obs::new(&Wanted::default()), opts);
     let cap = CaptureArgs::file_only(None, None);
-    let bpf = filter.bpf();
-    let reading = Reading {
-        input: &input,
-        cap: &cap.opts(),
-        bpf: bpf.as_deref(),
-        every: None,
-        progress: ctx.progress,
-        keys: None,
-    };
-    let ended = source::run(&reading, &mut s)?;
+    let input = Input::File(file.to_string());
+    let (opts, drive) = Plan::new(&cap, input, filter, None, None, ctx.progress)?.split();
+    let mut s = Session::new(Obs::new(&Wanted::default()), opts);
+    let ended = drive.run(&mut s)?;
     let done = s.finish(&ended.end, None);
     let damaged = matches!(ended.end, End::Damaged(_));
     Ok((ended.source, done.report, damaged))

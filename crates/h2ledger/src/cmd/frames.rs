@@ -11,7 +11,7 @@ use h2ledger_run::{Drops, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::cli::{FramesArgs, SideArg};
-use crate::source::{self, Hooks, Reading};
+use crate::source::{Hooks, Plan};
 use crate::Ctx;
 
 struct Frames {
@@ -24,6 +24,10 @@ impl Hooks for Frames {
         self.session.view_mut().set_origin(ts);
         self.ticks.packet();
         self.session.feed(linktype, ts, data)
+    }
+
+    fn secrets(&mut self, text: &str) {
+        self.session.add_keys(text);
     }
 
     fn frames(&self) -> u64 {
@@ -59,9 +63,7 @@ pub fn frames(mut a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
     let parquet = super::columnar::take(a.format, a.every, &mut a.capture)?;
     let mut filter = a.filter.clone();
     let input = a.capture.input(a.file.as_deref(), &mut filter, None)?;
-    // Attached before the capture opens and gives up privileges.
-    let keys = source::keys::attach(&a.capture, &input)?;
-    let opts = source::keys::options(&input, &filter, None, keys.as_ref())?;
+    let (opts, drive) = Plan::new(&a.capture, input, &filter, None, a.every, ctx.progress)?.split();
     let ff = FrameFilter {
         conns: a.conns,
         streams: a.streams,
@@ -83,16 +85,7 @@ pub fn frames(mut a: FramesArgs, ctx: Ctx) -> Result<ExitCode> {
         session: Session::new(printer, opts),
         ticks: Ticks::new(a.every),
     };
-    let bpf = filter.bpf();
-    let reading = Reading {
-        input: &input,
-        cap: &a.capture.opts(),
-        bpf: bpf.as_deref(),
-        every: a.every,
-        progress: ctx.progress,
-        keys,
-    };
-    let ended = source::run(&reading, &mut h)?;
+    let ended = drive.run(&mut h)?;
     let s = &mut h.session;
     s.end();
     let (capture, tcp) = (s.capture().clone(), s.tcp());

@@ -6,7 +6,6 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::parallel::{deal, each, Dealer};
 use h2ledger_run::{End, Obs, Report, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
@@ -24,6 +23,10 @@ impl Hooks for Deal<'_> {
         ControlFlow::Continue(())
     }
 
+    fn secrets(&mut self, text: &str) {
+        self.0.secrets(text);
+    }
+
     fn frames(&self) -> u64 {
         // The progress display counts packets here: the frames are the workers'.
         self.0.packets()
@@ -38,6 +41,10 @@ impl Hooks for Feed {
         self.0.feed(linktype, ts, data)
     }
 
+    fn secrets(&mut self, text: &str) {
+        self.0.add_keys(text);
+    }
+
     fn frames(&self) -> u64 {
         self.0.frames()
     }
@@ -46,9 +53,9 @@ impl Hooks for Feed {
 /// What `-j` cannot merge yet (docs/scale.md).
 fn refuse(l: &Ledger<'_>) -> Result<()> {
     let a = l.analysis;
-    if a.analyze || a.split_at.is_some() || l.every.is_some() || a.plot.is_some() {
+    if a.split_at.is_some() || l.every.is_some() || a.plot.is_some() {
         bail!(
-            "-j N > 1 and several files do not take --analyze, --split-at, --every or --plot yet \
+            "-j N > 1 and several files do not take --split-at, --every or --plot yet \
              (docs/scale.md)"
         );
     }
@@ -138,15 +145,12 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
 
 /// The merged report, and the exit status.
 fn print(l: &Ledger<'_>, ctx: Ctx, ended: Ended, report: &Report) -> Result<ExitCode> {
-    h2ledger_output::write_report(
+    l.format.printer(ctx.style).write(
         &mut ctx.out(),
         &mut std::io::stderr(),
-        l.format.output(),
         &ended.source,
         report,
         &mut std::iter::empty(),
-        PhaseLayout::Columns,
-        ctx.style,
     );
     let status = l.findings.exit_status(report, &ended.end);
     ended.saved()?;

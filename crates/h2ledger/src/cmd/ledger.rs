@@ -21,7 +21,7 @@ const OWNERS_WAIT: Duration = Duration::from_millis(500);
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::cli::{AnalysisArgs, CaptureArgs, FilterArgs, FindingsArgs, Format};
-use crate::source::{self, Hooks, Input, Reading};
+use crate::source::{Hooks, Input, Plan};
 use crate::Ctx;
 use h2ledger_output::metrics::Exporter;
 
@@ -99,9 +99,34 @@ impl Run {
 /// The connections by owning process, into the metrics (`sniff`: attribution is on).
 fn processes(e: &Exporter, owners: Option<&Owners>) {
     if let Some(o) = owners {
-        let by = o.by_comm();
-        e.metrics()
-            .processes(by.iter().map(|(s, c, n)| (*s, c.as_str(), *n)));
+        processes_into(e.metrics(), o);
+    }
+}
+
+/// See [`processes`].
+pub(super) fn processes_into(m: &h2ledger_output::metrics::Metrics, o: &Owners) {
+    let by = o.by_comm();
+    m.processes(by.iter().map(|(s, c, n)| (*s, c.as_str(), *n)));
+}
+
+/// The process lookups of `sniff` on a device, in the helper that keeps root to read /proc
+/// (started before the capture opens and root is given up).
+pub(super) fn owners() -> Owners {
+    let mut cmd =
+        std::process::Command::new(std::env::current_exe().unwrap_or_else(|_| "h2ledger".into()));
+    cmd.arg(crate::PROCS_HELPER);
+    Owners::helper(cmd)
+}
+
+/// Each connection's processes into the report, and a warning when some went unlooked-up.
+pub(super) fn fill_owners(o: &Owners, report: &mut h2ledger_run::Report) {
+    o.fill(&mut report.ledger.per_connection, OWNERS_WAIT);
+    let cut = o.stats().cut;
+    if cut > 0 {
+        report.ledger.warnings.push(format!(
+            "owners-cap: {cut} connections not looked up in /proc: {} are kept (MAX_OWNERS)",
+            h2ledger_run::procs::MAX_OWNERS
+        ));
     }
 }
 
@@ -145,6 +170,10 @@ impl Hooks for Run {
         }
     }
 
+    fn secrets(&mut self, text: &str) {
+        self.session.add_keys(text);
+    }
+
     fn frames(&self) -> u64 {
         self.session.frames()
     }
@@ -157,15 +186,39 @@ impl Hooks for Run {
     }
 }
 
+/// A ledger command: setup, drive, report.
 pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     let findings_cfg = l.findings.config()?;
-    let bpf = l.filter.bpf();
     // Before the capture opens and gives up privileges: the `--keys-from` processes are
     // attached, the key log stays open, and the plot
     // file is created (an unwritable path fails at once, not after an hour of capture).
-    let keys = source::keys::attach(l.cap, &l.input)?;
-    let opts = source::keys::options(&l.input, l.filter, l.max_frames, keys.as_ref())?;
+    let plan = Plan::new(
+        l.cap,
+        l.input.clone(),
+        l.filter,
+        l.max_frames,
+        l.every,
+        ctx.progress,
+    )?;
+    let (opts, drive) = plan.split();
     let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
+    let mut run = setup(&l, ctx, opts, findings_cfg)?;
+    let ended = drive.run(&mut run).inspect_err(|_| {
+        if let Some(path) = &l.analysis.plot {
+            let _ = std::fs::remove_file(path);
+        }
+    })?;
+    report(&l, run, ended, plot)
+}
+
+/// The session of a ledger command and what watches it: the metrics exporter (`--metrics`,
+/// `-T prometheus`), the live view (`sniff --every`), the process lookups (`sniff`).
+fn setup(
+    l: &Ledger<'_>,
+    ctx: Ctx,
+    opts: h2ledger_run::Options,
+    findings_cfg: h2ledger_core::findings::FindingsConfig,
+) -> Result<Run> {
     let wake = l
         .metrics
         .map(|_| std::sync::Arc::new(tokio::sync::Notify::new()));
@@ -201,19 +254,8 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         && l.format != Format::Jsonl
         && std::env::var_os("H2LEDGER_ONE_THREAD").is_none();
     let obs = Obs::new(&wanted);
-    let view = (l.live && l.every.is_some()).then(|| {
-        let format = match l.format {
-            Format::Table => TickFormat::Table,
-            Format::Jsonl => TickFormat::Jsonl,
-            Format::Json | Format::Prometheus => TickFormat::None,
-        };
-        let redraw = h2ledger_output::live::can_redraw(
-            ctx.out_is_terminal(),
-            std::env::var("TERM").ok().as_deref(),
-        );
-        LiveView::new(l.input.name(), format, redraw, ctx.style)
-    });
-    let mut run = Run {
+    let view = live_view(l, l.input.name(), ctx);
+    Ok(Run {
         session: Session::new(obs, opts),
         view,
         ctx,
@@ -223,27 +265,19 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         finding_lines: l.format == Format::Jsonl,
         severities: findings_cfg.severities,
         // Before the capture opens and root is given up: the helper keeps it to read /proc.
-        owners: matches!(l.input, Input::Device(_)).then(|| {
-            let mut cmd = std::process::Command::new(
-                std::env::current_exe().unwrap_or_else(|_| "h2ledger".into()),
-            );
-            cmd.arg(crate::PROCS_HELPER);
-            Owners::helper(cmd)
-        }),
-    };
-    let reading = Reading {
-        input: &l.input,
-        cap: &l.cap.opts(),
-        bpf: bpf.as_deref(),
-        every: l.every,
-        progress: ctx.progress,
-        keys,
-    };
-    let ended = source::run(&reading, &mut run).inspect_err(|_| {
-        if let Some(path) = &l.analysis.plot {
-            let _ = std::fs::remove_file(path);
-        }
-    })?;
+        owners: matches!(l.input, Input::Device(_)).then(owners),
+    })
+}
+
+/// The report of a ledger command once its input ended: the live view's last tick, the
+/// metrics' final figures, the plot, the report itself, and the exit status.
+fn report(
+    l: &Ledger<'_>,
+    mut run: Run,
+    ended: crate::source::Ended,
+    plot: Option<std::fs::File>,
+) -> Result<ExitCode> {
+    let ctx = run.ctx;
     if let Some(v) = run.view.as_mut() {
         let tick = run.session.tick();
         v.last_tick(&mut run.ctx.out(), &tick, ended.drops.unwrap_or_default());
@@ -253,14 +287,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
     }
     let mut done = run.session.finish(&ended.end, ended.drops);
     if let Some(o) = &run.owners {
-        o.fill(&mut done.report.ledger.per_connection, OWNERS_WAIT);
-        let cut = o.stats().cut;
-        if cut > 0 {
-            done.report.ledger.warnings.push(format!(
-                "owners-cap: {cut} connections not looked up in /proc: {} are kept (MAX_OWNERS)",
-                h2ledger_run::procs::MAX_OWNERS
-            ));
-        }
+        fill_owners(o, &mut done.report);
     }
     // Findings that fired as the last connections closed.
     run.print_findings();
@@ -275,7 +302,7 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
         f.error_codes = running.error_codes;
         e.metrics().set(&f);
         e.metrics()
-            .findings(run.session.findings_filed(), &findings_cfg.severities);
+            .findings(run.session.findings_filed(), &run.severities);
         processes(e, run.owners.as_ref());
         e.synced(true);
     }
@@ -303,24 +330,41 @@ pub fn run(l: Ledger<'_>, ctx: Ctx) -> Result<ExitCode> {
             let page = e.metrics().encode(Exposition::Prometheus);
             let _ = ctx.out().write_all(page.as_bytes());
         }
-        _ => h2ledger_output::write_report(
-            &mut ctx.out(),
-            &mut std::io::stderr(),
-            l.format.output(),
-            &ended.source,
-            &done.report,
-            &mut s.phases(&done),
-            if l.every.is_some() && !l.analysis.wide {
+        _ => l
+            .format
+            .printer(ctx.style)
+            .layout(if l.every.is_some() && !l.analysis.wide {
                 PhaseLayout::Series
             } else {
                 PhaseLayout::Columns
-            },
-            ctx.style,
-        ),
+            })
+            .write(
+                &mut ctx.out(),
+                &mut std::io::stderr(),
+                &ended.source,
+                &done.report,
+                &mut s.phases(&done),
+            ),
     }
     let status = l.findings.exit_status(&done.report, &ended.end);
     ended.saved()?;
     Ok(status)
+}
+
+/// `sniff --every`: the live view of the ticks, in the format's way, headed with `name`.
+pub(super) fn live_view(l: &Ledger<'_>, name: &str, ctx: Ctx) -> Option<LiveView> {
+    (l.live && l.every.is_some()).then(|| {
+        let format = match l.format {
+            Format::Table => TickFormat::Table,
+            Format::Jsonl => TickFormat::Jsonl,
+            Format::Json | Format::Prometheus => TickFormat::None,
+        };
+        let redraw = h2ledger_output::live::can_redraw(
+            ctx.out_is_terminal(),
+            std::env::var("TERM").ok().as_deref(),
+        );
+        LiveView::new(name, format, redraw, ctx.style)
+    })
 }
 
 /// Creates the `--plot` file before the capture is read: an unwritable path fails at once, not

@@ -4,7 +4,6 @@ use std::io::Read as _;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use h2ledger_output::table::PhaseLayout;
 use h2ledger_run::merge::{merge as merge_reports, read};
 
 use crate::cli::{Format, MergeArgs};
@@ -29,15 +28,12 @@ pub fn merge(a: MergeArgs, ctx: Ctx) -> Result<ExitCode> {
     }
     let n = parts.len();
     let merged = merge_reports(parts);
-    h2ledger_output::write_report(
+    a.format.printer(ctx.style).write(
         &mut ctx.out(),
         &mut std::io::stderr(),
-        a.format.output(),
         &format!("{n} reports merged"),
         &merged,
         &mut std::iter::empty(),
-        PhaseLayout::Columns,
-        ctx.style,
     );
     Ok(ExitCode::SUCCESS)
 }

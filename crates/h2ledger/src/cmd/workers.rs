@@ -1,19 +1,28 @@
 //! `sniff --workers N`: N capture handles in one `PACKET_FANOUT_HASH` group
 //! (`source::fanout`), each read by its own session on its own thread
-//! (`h2ledger_run::parallel::side_by_side`), one merged report (`h2ledger_run::merge`).
+//! (`h2ledger_run::parallel::side_by_side`), one merged report (`h2ledger_run::merge`); the
+//! metrics of `--metrics` summed over the workers (`h2ledger_output::metrics::Parts`), the
+//! live view of `--every` merged from their ticks (`h2ledger_output::live::TickParts`), the
+//! processes looked up by one `Owners` they share.
 
+use std::ops::ControlFlow;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
-use h2ledger_output::table::PhaseLayout;
+use h2ledger_output::live::TickParts;
+use h2ledger_output::metrics::{Batch, Exporter, Figures, Part, Parts};
 use h2ledger_run::parallel::side_by_side;
-use h2ledger_run::{End, Obs, Session};
+use h2ledger_run::procs::Owners;
+use h2ledger_run::{Drops, End, Obs, Session, Stop, Tick};
+use h2ledger_tcp::{LinkType, Nanos};
+use tokio::sync::Notify;
 
-use super::ledger::Ledger;
+use super::ledger::{fill_owners, live_view, owners, processes_into, Ledger};
 use crate::cli::Format;
-use crate::source::fanout::{self, Control};
+use crate::source::fanout::{self, Control, WorkerEnd};
 use crate::source::live::{LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
-use crate::source::{self, Input};
+use crate::source::{self, Hooks, Input};
 use crate::Ctx;
 
 /// Each worker's own report (`replay -T json`'s object) is written to `DIR/worker-K.json`
@@ -24,11 +33,8 @@ pub const WORKER_REPORTS_ENV: &str = "H2LEDGER_WORKER_REPORTS";
 /// What `--workers N > 1` cannot do yet (docs/scale.md), said in one line.
 fn refuse(l: &Ledger<'_>) -> Result<()> {
     let a = l.analysis;
-    if a.analyze || a.split_at.is_some() || l.every.is_some() || a.plot.is_some() {
-        bail!("--workers N > 1 does not take --analyze, --split-at, --every or --plot yet (docs/scale.md); use --workers 1");
-    }
-    if l.metrics.is_some() {
-        bail!("--workers N > 1 does not serve --metrics yet (docs/scale.md); use --workers 1");
+    if a.split_at.is_some() || a.plot.is_some() {
+        bail!("--workers N > 1 does not take --split-at or --plot yet (docs/scale.md); use --workers 1");
     }
     if matches!(l.format, Format::Jsonl | Format::Prometheus) {
         bail!("--workers N > 1 writes tables or -T json; use --workers 1 for -T jsonl or -T prometheus");
@@ -37,9 +43,109 @@ fn refuse(l: &Ledger<'_>) -> Result<()> {
         bail!("--workers N > 1 does not take --max-frames; use -c PACKETS or --workers 1");
     }
     if !l.cap.keys_from.is_empty() || !l.cap.keys_from_lib.is_empty() {
-        bail!("--workers N > 1 does not take --keys-from or --keys-from-lib yet; use --workers 1");
+        bail!("--workers N > 1 does not take --keys-from or --keys-from-lib yet (each worker would need every secret; decision 401); use --workers 1");
     }
     Ok(())
+}
+
+/// What the workers share besides the stop: the metrics, the live view, the processes.
+struct Shared<'a> {
+    parts: Option<&'a Parts>,
+    /// One wake-up per worker: a scrape wakes them all.
+    wakes: &'a [Arc<Notify>],
+    ticks: Option<&'a TickParts>,
+    owners: &'a Owners,
+    ctx: Ctx,
+}
+
+/// One worker's hooks on the live loop: its session, its calls not yet handed to the
+/// metrics, its share of the metrics and of the live view.
+struct Worker<'a, 's> {
+    k: usize,
+    session: &'s mut Session,
+    batch: Batch,
+    part: Option<Part<'a>>,
+    shared: &'a Shared<'a>,
+}
+
+impl Worker<'_, '_> {
+    /// The calls folded and the round trips measured since the last time, into the batch;
+    /// handed over when full.
+    fn drain(&mut self) {
+        if let Some(p) = &self.part {
+            let b = &mut self.batch;
+            self.session.drain_calls(|c| b.call(&c));
+            self.session.drain_rtts(|side, rtt| b.ping_rtt(side, rtt));
+            if b.full() {
+                p.flush(b);
+            }
+        }
+    }
+}
+
+impl Hooks for Worker<'_, '_> {
+    fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
+        self.shared.owners.packet(linktype, data);
+        // Only --max-frames stops a session, and --workers does not take it.
+        let _ = self.session.feed(linktype, ts, data);
+        self.drain();
+        ControlFlow::Continue(())
+    }
+
+    fn secrets(&mut self, text: &str) {
+        // A live device has no secrets blocks; kept for the trait's sake.
+        self.session.add_keys(text);
+    }
+
+    fn frames(&self) -> u64 {
+        self.session.frames()
+    }
+
+    fn idle(&mut self, now: Nanos) {
+        self.session.idle(now);
+        self.drain();
+    }
+
+    fn tick(&mut self, _at: Nanos, drops: Option<Drops>) {
+        if let (Some(t), Some(d)) = (self.shared.ticks, drops) {
+            let tick = self.session.tick();
+            t.post(self.k, tick, d, &mut self.shared.ctx.out());
+        }
+    }
+
+    fn metrics_wake(&self) -> Option<Arc<Notify>> {
+        self.part
+            .as_ref()
+            .map(|_| self.shared.wakes[self.k].clone())
+    }
+
+    fn wants_sync(&self) -> bool {
+        self.part.as_ref().is_some_and(Part::wants_sync)
+    }
+
+    fn sync(&mut self, drops: Drops) {
+        let Some(asked) = self.part.as_ref().map(Part::asked) else {
+            return;
+        };
+        self.drain();
+        let Some(p) = &self.part else { return };
+        p.flush(&mut self.batch);
+        let f = Figures::running(&self.session.running(), Some(drops));
+        processes_into(p_metrics(self.shared), self.shared.owners);
+        p.publish(asked, f, self.session.findings_filed(), false);
+    }
+}
+
+fn p_metrics<'a>(s: &'a Shared<'_>) -> &'a h2ledger_output::metrics::Metrics {
+    s.parts.expect("metrics").metrics()
+}
+
+/// What a worker hands back: how its `-w` file ended, its calls not yet in the metrics, its
+/// last tick (the live view's end).
+struct Out {
+    end: Result<WorkerEnd>,
+    batch: Batch,
+    last: Option<(Tick, Drops)>,
 }
 
 pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
@@ -63,6 +169,25 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         netns: cap.netns.clone(),
     };
     fanout::check(&o)?;
+    // The port is bound before the capture opens (a port below 1024 works as root).
+    let wakes: Vec<Arc<Notify>> = (0..workers).map(|_| Arc::new(Notify::new())).collect();
+    let parts = match l.metrics {
+        Some(addr) => {
+            let w = wakes.clone();
+            let wake = Box::new(move || w.iter().for_each(|n| n.notify_one()));
+            let e = Exporter::serve(addr, l.metrics_max_paths, wake).map_err(|e| anyhow!(e))?;
+            if let Some(a) = e.addr {
+                eprintln!("h2ledger: metrics on http://{a}/metrics");
+            }
+            // Every finding id at 0 from the start, so that rate() and absent() work.
+            e.metrics()
+                .findings(std::iter::empty(), &findings_cfg.severities);
+            Some(Parts::new(e, workers, findings_cfg.severities))
+        }
+        None => None,
+    };
+    let ticks = live_view(&l, &format!("{dev} ({workers} workers)"), ctx)
+        .map(|v| TickParts::new(v, workers));
     // Created before root is given up, like the -w files.
     let mut dump = match std::env::var_os(WORKER_REPORTS_ENV) {
         Some(d) => (0..workers)
@@ -73,18 +198,31 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
     };
-    let (handles, dropped_to) = fanout::open_group(&o, workers)?;
-    let ctl = std::sync::Arc::new(Control::new(cap.count));
+    // Before the capture opens and root is given up: the helper keeps it to read /proc.
+    let owners = owners();
+    let group = fanout::open_group(&o, workers)?;
+    let since = group.since;
+    let ctl = Arc::new(Control::new(cap.count));
     let make = || {
         let mut wanted = l.analysis.wanted(None);
         wanted.findings = Some(findings_cfg);
+        wanted.metrics = parts.is_some();
         let opts = source::keys::options(&l.input, l.filter, None, None)
             .unwrap_or_else(|_| h2ledger_run::Options::default());
         Session::new(Obs::new(&wanted), opts)
     };
-    let (outs, report, stop) = std::thread::scope(|sc| {
+    let shared = Shared {
+        parts: parts.as_ref(),
+        wakes: &wakes,
+        ticks: ticks.as_ref(),
+        owners: &owners,
+        ctx,
+    };
+    let every = l.every;
+    let (outs, mut report, stop) = std::thread::scope(|sc| {
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let ctl = &ctl;
+        let shared = &shared;
         let controller = sc.spawn(move || ctl.control(cap.duration, ready_tx));
         let _ = ready.recv();
         // Always said (like tcpdump's "listening on"): scripts wait for this line.
@@ -93,30 +231,55 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
             bpf.as_deref()
                 .map(|f| format!(", filter \"{f}\""))
                 .unwrap_or_default(),
-            dropped_to
+            group
+                .dropped_to
                 .as_deref()
                 .map(|u| format!(", running as {u}"))
                 .unwrap_or_default()
         );
-        let r = side_by_side(
-            handles,
-            &make,
-            &|_, h, s| fanout::work(h, ctl, s),
-            |k, r| {
-                if let Some(f) = dump.get_mut(k) {
-                    h2ledger_output::write_report(
-                        f,
-                        &mut std::io::sink(),
-                        h2ledger_output::Format::Json,
-                        &format!("{dev} (live, worker {k})"),
-                        r,
-                        &mut std::iter::empty(),
-                        PhaseLayout::Columns,
-                        ctx.style,
-                    );
-                }
-            },
-        );
+        let read = |k: usize, h, s: &mut Session| {
+            let mut w = Worker {
+                k,
+                session: s,
+                batch: Batch::default(),
+                part: shared.parts.map(|p| p.part(k)),
+                shared,
+            };
+            let (end, how, drops) = fanout::work(h, since, ctl, every, &mut w);
+            let last = shared
+                .ticks
+                .map(|_| (w.session.tick(), drops.unwrap_or_default()));
+            if let Some(t) = shared.ticks {
+                t.ended(k, &mut shared.ctx.out());
+            }
+            let batch = std::mem::take(&mut w.batch);
+            (Out { end, batch, last }, how, drops)
+        };
+        let finished = |k: usize, out: &mut Out, s: &mut Session, r: &h2ledger_run::Report| {
+            let Some(parts) = shared.parts else { return };
+            let p = parts.part(k);
+            // The calls the end folded, then this worker's final figures: its report's.
+            let b = &mut out.batch;
+            s.drain_calls(|c| b.call(&c));
+            s.drain_rtts(|side, rtt| b.ping_rtt(side, rtt));
+            p.flush(b);
+            let mut f = Figures::report(r);
+            let running = s.running();
+            f.calm_goaways = running.calm_goaways;
+            f.error_codes = running.error_codes;
+            p.publish(p.asked(), f, s.findings_filed(), true);
+        };
+        let r = side_by_side(group.handles, &make, &read, &finished, |k, r| {
+            if let Some(f) = dump.get_mut(k) {
+                h2ledger_output::Printer::new(h2ledger_output::Format::Json, ctx.style).write(
+                    f,
+                    &mut std::io::sink(),
+                    &format!("{dev} (live, worker {k})"),
+                    r,
+                    &mut std::iter::empty(),
+                );
+            }
+        });
         // Every worker ended (a stop, or the device went away): the controller stops waiting.
         let stop = *ctl.stop.borrow();
         ctl.stop
@@ -125,9 +288,14 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         (r.0, r.1, stop)
     });
     let mut write_error = None;
+    let mut lasts = Vec::new();
     for o in outs {
-        let w = o?;
+        let w = o.end?;
         write_error = write_error.or(w.write_error);
+        lasts.extend(o.last);
+    }
+    if let Some(t) = &ticks {
+        t.last(lasts, &mut ctx.out());
     }
     let end = match stop {
         Some(s) => End::Stopped(s),
@@ -136,15 +304,17 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
     if matches!(l.format, Format::Table) {
         eprintln!("h2ledger: stopped ({})", end.describe());
     }
-    h2ledger_output::write_report(
+    fill_owners(&owners, &mut report);
+    if let Some(p) = &parts {
+        processes_into(p.metrics(), &owners);
+        p.exporter().synced(true);
+    }
+    l.format.printer(ctx.style).write(
         &mut ctx.out(),
         &mut std::io::stderr(),
-        l.format.output(),
         &format!("{dev} (live)"),
         &report,
         &mut std::iter::empty(),
-        PhaseLayout::Columns,
-        ctx.style,
     );
     let worst = report
         .findings

@@ -1,5 +1,5 @@
 //! TLS keys for the pipeline: `--keylog FILE` (re-read while live when a connection waits
-//! for its key), the key log a pcapng capture embeds in Decryption Secrets Blocks, and live,
+//! for its key; a pcapng capture's Decryption Secrets Blocks come with its packets), and live,
 //! the secrets of `--keys-from PID` processes ([`KeyFeed`], h2ledger-keys' uprobes).
 
 use std::cell::RefCell;
@@ -45,7 +45,7 @@ pub fn attach(cap: &CaptureArgs, input: &super::Input) -> Result<Option<SharedFe
 }
 
 /// The session options of a command's input: its TLS keys (`--keylog`, re-read while live,
-/// a pcapng file's own, and live the secrets of `feed`, the `--keys-from` processes), its
+/// and live the secrets of `feed`, the `--keys-from` processes), its
 /// filter (named when nothing matched it), the connections it tracks and `--max-frames`.
 pub fn options(
     input: &super::Input,
@@ -55,11 +55,11 @@ pub fn options(
 ) -> Result<h2ledger_run::Options> {
     let from = feed.map(|f| f.borrow().describe());
     let (tls, file) = match input {
-        super::Input::File(f) => {
-            load(filter.keylog.as_deref(), Some(f), false, None).map_err(|e| anyhow!(e))?
+        super::Input::File(_) => {
+            load(filter.keylog.as_deref(), false, None).map_err(|e| anyhow!(e))?
         }
         super::Input::Device(_) => {
-            load(filter.keylog.as_deref(), None, true, from).map_err(|e| anyhow!(e))?
+            load(filter.keylog.as_deref(), true, from).map_err(|e| anyhow!(e))?
         }
     };
     let feed = feed.cloned();

@@ -5,9 +5,81 @@ pub mod keys;
 
 pub use h2ledger_capture::*;
 
+use std::time::Duration;
+
 use anyhow::{bail, Result};
 
 use crate::cli::{CaptureArgs, FilterArgs};
+
+/// A command's input decided once from its flags (ripgrep's `HiArgs` in
+/// crates/core/flags/hiargs.rs is the model): where packets come from, with the `--keys-from`
+/// processes attached and the key log open, the session's options, and how the source reads.
+/// [`Plan::split`] gives the options to the session and the rest to drive it.
+pub struct Plan {
+    opts: h2ledger_run::Options,
+    /// Drives the session.
+    pub drive: Drive,
+}
+
+/// The part of a [`Plan`] that reads the input: [`Drive::run`].
+pub struct Drive {
+    /// The file or device.
+    pub input: Input,
+    cap: CaptureOpts,
+    bpf: Option<String>,
+    every: Option<Duration>,
+    progress: bool,
+    keys: Option<SharedFeed>,
+}
+
+impl Plan {
+    /// The plan of reading `input` as `cap` and `filter` say, with `--max-frames`, `--every`
+    /// and the progress display. The `--keys-from` processes are attached here, before the
+    /// capture opens and gives up privileges.
+    pub fn new(
+        cap: &CaptureArgs,
+        input: Input,
+        filter: &FilterArgs,
+        max_frames: Option<u64>,
+        every: Option<Duration>,
+        progress: bool,
+    ) -> Result<Plan> {
+        let keys = keys::attach(cap, &input)?;
+        let opts = keys::options(&input, filter, max_frames, keys.as_ref())?;
+        Ok(Plan {
+            drive: Drive {
+                input,
+                cap: cap.opts(),
+                // The expression the session's options name (`--port`, tcpdump's words).
+                bpf: opts.filter.clone(),
+                every,
+                progress,
+                keys,
+            },
+            opts,
+        })
+    }
+
+    /// The session's options, and what drives it.
+    pub fn split(self) -> (h2ledger_run::Options, Drive) {
+        (self.opts, self.drive)
+    }
+}
+
+impl Drive {
+    /// Feeds `hooks` every packet of the input until it ends or a stop condition is met.
+    pub fn run(self, hooks: &mut impl Hooks) -> Result<Ended> {
+        let reading = Reading {
+            input: &self.input,
+            cap: &self.cap,
+            bpf: self.bpf.as_deref(),
+            every: self.every,
+            progress: self.progress,
+            keys: self.keys,
+        };
+        run(&reading, hooks)
+    }
+}
 
 impl CaptureArgs {
     /// The options the capture sources read.

@@ -65,8 +65,11 @@
 //!   DuckDB and chDB (ClickHouse): count, sums and distinct values equal jq's over `-T jsonl`.
 //! * `workers`: issue 39, (root) `sniff --workers 2` on loopback under h2load with 100
 //!   connections: every connection whole in one worker (its report and its `-w` file, read
-//!   by tshark), the packets spread, the merged report equal to the replay of the files;
-//!   `-c N` over two workers reads and saves exactly N packets.
+//!   by tshark), the packets spread, the merged report equal to the replay of the files,
+//!   each connection's processes looked up; `-c N` over two workers reads and saves exactly
+//!   N packets; `--metrics` scraped after the traffic equal to the one-worker page of the
+//!   same packets; `--every` rows adding up to every call; started under traffic, no
+//!   connection in two workers' files (no copy from before a handle joined).
 //! * `real_captures`: captures of other projects in ../shared/real-captures, read in place
 //!   (skipped when absent): each difference and observation of issue 8.
 

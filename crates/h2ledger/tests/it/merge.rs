@@ -27,10 +27,16 @@ fn keylog_of(file: &Path) -> Option<PathBuf> {
 
 /// `replay -T json` of `file` as text (exit 0 or 1: a damaged capture's report is whole).
 fn replay_text(file: &Path, keylog: Option<&Path>) -> String {
+    replay_with(file, keylog, &[])
+}
+
+/// `replay -T json` of `file` with `extra` options (`--analyze`).
+fn replay_with(file: &Path, keylog: Option<&Path>, extra: &[&str]) -> String {
     let mut args = vec!["replay", file.to_str().unwrap(), "-T", "json"];
     if let Some(k) = keylog {
         args.extend(["--keylog", k.to_str().unwrap()]);
     }
+    args.extend(extra);
     let out = run(&args);
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
@@ -110,7 +116,18 @@ fn without_across(json: &str) -> Value {
 
 #[test]
 fn shards_merged_are_the_whole_on_every_capture() {
-    let dir = scratch("merge-split");
+    shards_merged_are_the_whole(&[], "merge-split");
+}
+
+/// The same with `--analyze`: percentiles, `methods`, `concurrency`, `flow_control`, `grpc`
+/// and `goaways` of the shards merged are the whole's, byte for byte (issue 39, h48).
+#[test]
+fn shards_merged_are_the_whole_with_the_analysis_on_every_capture() {
+    shards_merged_are_the_whole(&["--analyze"], "merge-split-analyze");
+}
+
+fn shards_merged_are_the_whole(extra: &[&str], scratch_name: &str) {
+    let dir = scratch(scratch_name);
     std::fs::create_dir_all(&dir).unwrap();
     let all = captures();
     assert!(all.len() > 20, "captures/ holds the captures");
@@ -130,10 +147,10 @@ fn shards_merged_are_the_whole_on_every_capture() {
         shards.sort();
         for s in shards {
             let r = s.with_extension("json");
-            std::fs::write(&r, replay_text(&s, keylog.as_deref())).unwrap();
+            std::fs::write(&r, replay_with(&s, keylog.as_deref(), extra)).unwrap();
             reports.push(r);
         }
-        let whole = replay_text(file, keylog.as_deref());
+        let whole = replay_with(file, keylog.as_deref(), extra);
         let merged = merge_text(&reports);
         if has_across(&whole) && whole != merged {
             across += 1;
@@ -191,10 +208,20 @@ fn tool(cmd: &str, args: &[&str]) -> bool {
 
 #[test]
 fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
+    merged_reports_are_the_report_of_mergecap(&[], "merge-mergecap");
+}
+
+/// The same with `--analyze` (issue 39, h48).
+#[test]
+fn merged_reports_are_the_report_of_mergecap_with_the_analysis_on_every_capture() {
+    merged_reports_are_the_report_of_mergecap(&["--analyze"], "merge-mergecap-analyze");
+}
+
+fn merged_reports_are_the_report_of_mergecap(extra: &[&str], scratch_name: &str) {
     if !have("mergecap") || !have("editcap") {
         return skipped("mergecap and editcap (Debian's tshark or wireshark-common) not installed");
     }
-    let dir = scratch("merge-mergecap");
+    let dir = scratch(scratch_name);
     std::fs::create_dir_all(&dir).unwrap();
     let all = captures();
     let mut pairs = 0;
@@ -208,9 +235,9 @@ fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
             // One --keylog per replay: pairs of two key logs are left to the split test.
             continue;
         }
-        let ra = replay_text(a, None);
+        let ra = replay_with(a, None, extra);
         let va: Value = serde_json::from_str(&ra).unwrap();
-        let vb: Value = serde_json::from_str(&replay_text(b, None)).unwrap();
+        let vb: Value = serde_json::from_str(&replay_with(b, None, extra)).unwrap();
         let (ea, eb) = (endpoints(&va), endpoints(&vb));
         if ea.iter().any(|e| eb.contains(e)) {
             not_disjoint.push(format!("{} {}", a.display(), b.display()));
@@ -248,7 +275,7 @@ fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
         ));
         let (ja, jb) = (dir.join("a.json"), dir.join("b.json"));
         std::fs::write(&ja, &ra).unwrap();
-        std::fs::write(&jb, replay_text(&b2, None)).unwrap();
+        std::fs::write(&jb, replay_with(&b2, None, extra)).unwrap();
         let merged = merge_text(&[ja, jb]);
         // `replay A B` (one session a file) is the merge of their reports; with -j 2 too
         // (every fourth pair: the files read at once).
@@ -262,6 +289,7 @@ fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
         if pairs % 4 == 0 {
             both.extend(["-j", "2"]);
         }
+        both.extend(extra);
         let out = run(&both);
         assert!(matches!(out.status.code(), Some(0 | 1)), "{both:?}");
         let files = String::from_utf8(out.stdout).unwrap();
@@ -273,7 +301,7 @@ fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
                 first_diff(&merged, &files)
             ));
         }
-        let whole = replay_text(&m, None);
+        let whole = replay_with(&m, None, extra);
         let w: Value = serde_json::from_str(&whole).unwrap();
         let packets = |v: &Value| v["capture"]["packets"].as_u64().unwrap_or(0);
         if packets(&w) != packets(&va) + packets(&vb) {
@@ -327,6 +355,27 @@ fn merged_reports_are_the_report_of_mergecap_on_every_capture() {
 /// numbers aside on the captures of IDS_NOT_EXACT); `-j` refuses what it cannot merge.
 #[test]
 fn two_workers_print_what_one_prints_on_every_capture() {
+    two_workers_print_what_one_prints(&[]);
+    let f = crate::util::capture("grpcgo-article.pcap");
+    for extra in [&["-T", "jsonl"][..], &["--split-at", "2s"]] {
+        let mut args = vec!["replay", f.to_str().unwrap(), "-j", "2"];
+        args.extend(extra);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("-j"),
+            "{args:?}"
+        );
+    }
+}
+
+/// The same with `--analyze`, tables and JSON (issue 39, h48).
+#[test]
+fn two_workers_print_what_one_prints_with_the_analysis_on_every_capture() {
+    two_workers_print_what_one_prints(&["--analyze"]);
+}
+
+fn two_workers_print_what_one_prints(extra: &[&str]) {
     let all = captures();
     let (mut same, mut across_files) = (0, 0);
     for file in &all {
@@ -340,6 +389,7 @@ fn two_workers_print_what_one_prints_on_every_capture() {
             if let Some(k) = &keylog {
                 one.extend(["--keylog", k.to_str().unwrap()]);
             }
+            one.extend(extra);
             let mut two = one.clone();
             two.extend(["-j", "2"]);
             let (a, b) = (run(&one), run(&two));
@@ -380,17 +430,6 @@ fn two_workers_print_what_one_prints_on_every_capture() {
         same + 2 * across_files >= 2 * all.len() - 4,
         "only {same} identical ({across_files} captures with findings across connections)"
     );
-    let f = crate::util::capture("grpcgo-article.pcap");
-    for extra in [&["--analyze"][..], &["-T", "jsonl"], &["--split-at", "2s"]] {
-        let mut args = vec!["replay", f.to_str().unwrap(), "-j", "2"];
-        args.extend(extra);
-        let out = run(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("-j"),
-            "{args:?}"
-        );
-    }
 }
 
 /// `replay A B`: words after FILE that name existing files are files, the rest the filter;
@@ -428,7 +467,33 @@ fn several_files_and_the_filter_words() {
             "{args:?}"
         );
     }
-    for extra in [&["--analyze"][..], &["-c", "10"], &["-T", "jsonl"]] {
+    // With the analysis: the merge of the two files' reports (issue 39, h48).
+    let analyzed = json(&["replay", a, b, "--analyze", "-T", "json"]);
+    let (dir, mut parts) = (scratch("merge-files-analyze"), Vec::new());
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, f) in [a, b].into_iter().enumerate() {
+        let out = run(&["replay", f, "--analyze", "-T", "json"]);
+        let p = dir.join(format!("{i}.json"));
+        std::fs::write(&p, &out.stdout).unwrap();
+        parts.push(p);
+    }
+    let merged_text = merge_text(&parts);
+    let merged: Value = serde_json::from_str(&merged_text).unwrap();
+    assert_eq!(analyzed, merged, "replay A B --analyze is merge of the two");
+    // A merged report carries its `merge` too: read back alone, it is itself.
+    let again = dir.join("merged.json");
+    std::fs::write(&again, &merged_text).unwrap();
+    assert_eq!(
+        merge_text(&[again]),
+        merged_text,
+        "a merged report merges again"
+    );
+    assert_eq!(
+        analyzed["concurrency"]["calls"].as_u64(),
+        Some(calls(&one) + calls(&two))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    for extra in [&["-c", "10"][..], &["-T", "jsonl"]] {
         let mut args = vec!["replay", a, b];
         args.extend(extra);
         assert_eq!(run(&args).status.code(), Some(2), "{args:?}");

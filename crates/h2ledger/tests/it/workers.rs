@@ -2,9 +2,11 @@
 //! loopback under h2load with 100 connections against nghttpd. Each worker's report
 //! (`H2LEDGER_WORKER_REPORTS`) and each worker's `-w` file (read by tshark, not by us) hold
 //! whole connections only, both directions; the merged report equals `replay` of the
-//! workers' files merged by mergecap.
+//! workers' files merged by mergecap. `--metrics` and `--every` are the workers summed
+//! (decisions 399, 400), and a group started under traffic counts no packet twice (398).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -156,9 +158,18 @@ fn sniff_workers_keep_connections_whole() {
     assert!(st.success());
     let mut replay = replay_json(all.to_str().unwrap(), &[]);
     let mut merged = merged;
-    // Live only: libpcap's counters.
+    // Live only: libpcap's counters, and the processes at each end (looked up in /proc).
     merged.as_object_mut().unwrap().remove("drops");
     replay.as_object_mut().unwrap().remove("drops");
+    for c in merged["per_connection"].as_array_mut().unwrap() {
+        let p = c
+            .as_object_mut()
+            .unwrap()
+            .insert("process".into(), Value::Null);
+        let p = p.expect("a process key");
+        assert_eq!(p["client"]["comm"], "h2load", "{p}");
+        assert_eq!(p["server"]["comm"], "nghttpd", "{p}");
+    }
     assert_eq!(
         merged, replay,
         "merged sniff against the replay of its files"
@@ -223,4 +234,305 @@ fn sniff_workers_count_packets_exactly() {
         saved += String::from_utf8_lossy(&o.stdout).lines().count();
     }
     assert_eq!(saved, 100, "packets in the two -w files");
+}
+
+/// The samples of an exposition: `name{labels}` to value.
+fn samples(page: &str) -> BTreeMap<String, f64> {
+    page.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').expect("name value");
+            (k.to_string(), v.parse().expect("a number"))
+        })
+        .collect()
+}
+
+fn scrape(addr: &str) -> String {
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(c, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    assert!(head.contains(" 200 OK"), "{head}");
+    body.to_string()
+}
+
+/// Issue 39 point 1 (decision 399): `--metrics` with two workers serves one page, the sum
+/// of the workers. A scrape after the traffic equals, series by series, the one-worker page
+/// of the same packets (`replay -T prometheus` of the workers' `-w` files merged): counts
+/// exact, histograms' sums within float rounding (each adds its calls in its own order).
+/// Live only, and checked apart: the processes (h2load and nghttpd, 100 connections each
+/// side), libpcap's drops, the connections open now.
+#[test]
+fn sniff_workers_metrics_are_the_one_worker_figures() {
+    if crate::live::skip_unless_root("sniff_workers_metrics") {
+        return;
+    }
+    for tool in ["nghttpd", "h2load", "mergecap"] {
+        if !have(tool) {
+            skipped(&format!("SKIPPED sniff_workers_metrics: needs {tool}"));
+            return;
+        }
+    }
+    let dir = scratch("workers-metrics");
+    let www = dir.join("www");
+    let (mut server, port) = h2c_nghttpd(&www);
+    let w = dir.join("m.pcap");
+    let mut sniff = Command::new(bin())
+        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args(["--workers", "2", "-T", "json", "-B", "131072"])
+        .args(["--metrics", "127.0.0.1:0", "-w"])
+        .arg(&w)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(sniff.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("h2ledger: metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("sniff said: {first}"))
+        .to_string();
+    let mut second = String::new();
+    err.read_line(&mut second).unwrap();
+    assert!(second.contains("2 workers"), "{second}");
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
+    });
+    // A scrape before any traffic: every series there, at 0.
+    let before = samples(&scrape(&addr));
+    assert_eq!(before["h2ledger_packets_total"], 0.0);
+    let load = Command::new("h2load")
+        .args(["-n", "10000", "-c", "100", "-m", "10", "--rps", "50"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .output()
+        .unwrap();
+    assert!(load.status.success());
+    assert!(String::from_utf8_lossy(&load.stdout).contains("10000 succeeded"));
+    // The calls are counted as they are folded, a moment after they end: scrape until two
+    // pages in a row hold all of them and agree.
+    let calls = |m: &BTreeMap<String, f64>| -> f64 {
+        m.iter()
+            .filter(|(k, _)| k.starts_with("h2ledger_calls_total{"))
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let t0 = std::time::Instant::now();
+    let mut prev = BTreeMap::new();
+    let live = loop {
+        let m = samples(&scrape(&addr));
+        if calls(&m) == 10_000.0 && m == prev {
+            break m;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "calls scraped: {}",
+            calls(&m)
+        );
+        prev = m;
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let pid = sniff.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = sniff.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "sniff exit status {:?}", out.status);
+    let all = dir.join("all.pcap");
+    let st = Command::new("mergecap")
+        .arg("-w")
+        .arg(&all)
+        .arg(dir.join("m.0.pcap"))
+        .arg(dir.join("m.1.pcap"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r = run(&["replay", all.to_str().unwrap(), "-T", "prometheus"]);
+    assert!(r.status.success());
+    let one = samples(&String::from_utf8(r.stdout).unwrap());
+    let live_only = |k: &str| {
+        k.starts_with("h2ledger_process_connections_total")
+            || k.starts_with("h2ledger_packets_dropped_total")
+            || k.starts_with("h2ledger_connections_open")
+    };
+    let mut compared = 0;
+    for (k, v) in &one {
+        if live_only(k) {
+            continue;
+        }
+        let got = live
+            .get(k)
+            .unwrap_or_else(|| panic!("no {k} in the scrape"));
+        if k.contains("_sum") {
+            assert!(
+                (got - v).abs() <= 1e-9 * v.abs().max(1.0),
+                "{k}: {got} against {v}"
+            );
+        } else {
+            assert_eq!(got, v, "{k}: the scrape against one worker's replay");
+        }
+        compared += 1;
+    }
+    for k in live.keys() {
+        assert!(
+            live_only(k) || one.contains_key(k),
+            "{k} only in the scrape"
+        );
+    }
+    assert_eq!(one["h2ledger_connections_total"], 100.0);
+    assert_eq!(calls(&one), 10_000.0);
+    for (side, comm) in [("client", "h2load"), ("server", "nghttpd")] {
+        let k = format!("h2ledger_process_connections_total{{side=\"{side}\",comm=\"{comm}\"}}");
+        assert_eq!(live.get(&k), Some(&100.0), "{k}");
+    }
+    assert_eq!(live[r#"h2ledger_packets_dropped_total{by="kernel"}"#], 0.0);
+    eprintln!(
+        "sniff --workers 2 --metrics: {compared} series equal to the one-worker replay, {} packets",
+        one["h2ledger_packets_total"]
+    );
+}
+
+/// Issue 39 point 2 (decision 400): `--every` with two workers prints one row per interval
+/// for the whole host (appended to a pipe: the time series), and the rows' calls add up to
+/// every call h2load made: no worker's period is lost or counted twice in the merge.
+#[test]
+fn sniff_workers_every_rows_add_up() {
+    if crate::live::skip_unless_root("sniff_workers_every") {
+        return;
+    }
+    for tool in ["nghttpd", "h2load"] {
+        if !have(tool) {
+            skipped(&format!("SKIPPED sniff_workers_every: needs {tool}"));
+            return;
+        }
+    }
+    let dir = scratch("workers-every");
+    let (mut server, port) = h2c_nghttpd(&dir.join("www"));
+    let mut sniff = Command::new(bin())
+        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args(["--workers", "2", "--every", "500ms", "-B", "131072"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = listening_line(&mut sniff);
+    assert!(line.contains("2 workers"), "{line}");
+    // 20 connections at 100 calls/s each: 3 s of traffic, six intervals or so.
+    let load = Command::new("h2load")
+        .args(["-n", "6000", "-c", "20", "-m", "10", "--rps", "100"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .output()
+        .unwrap();
+    assert!(load.status.success());
+    assert!(String::from_utf8_lossy(&load.stdout).contains("6000 succeeded"));
+    std::thread::sleep(Duration::from_millis(2500));
+    let pid = sniff.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = sniff.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "sniff exit status {:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("h2ledger sniff on lo (2 workers): a row per tick"),
+        "{text}"
+    );
+    let is_clock = |w: &str| w.len() >= 8 && w.as_bytes()[2] == b':' && w.as_bytes()[5] == b':';
+    let rows: Vec<u64> = text
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (c, n) = (w.next()?, w.next()?);
+            is_clock(c).then(|| n.parse().ok()).flatten()
+        })
+        .collect();
+    assert!(rows.len() >= 4, "rows {rows:?}\n{text}");
+    assert_eq!(rows.iter().sum::<u64>(), 6000, "rows {rows:?}\n{text}");
+    eprintln!("sniff --workers 2 --every 500ms: calls per row {rows:?}");
+}
+
+/// Decision 398: a handle is bound to the device before it can join the fanout group, and
+/// until then it gets a copy of every packet. Started while h2load already runs at 5,000
+/// calls/s, the workers' `-w` files still share no connection (before the fix, worker 0's
+/// file held all 50 connections and 21 or 22 of them were in worker 1's too, in each of two
+/// runs: the copies from before worker 1 joined).
+#[test]
+fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
+    if crate::live::skip_unless_root("sniff_workers_join") {
+        return;
+    }
+    for tool in ["nghttpd", "h2load", "tshark"] {
+        if !have(tool) {
+            skipped(&format!("SKIPPED sniff_workers_join: needs {tool}"));
+            return;
+        }
+    }
+    let dir = scratch("workers-join");
+    let (mut server, port) = h2c_nghttpd(&dir.join("www"));
+    let mut load = Command::new("h2load")
+        .args(["-c", "50", "-m", "10", "--rps", "100", "-D", "6"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let w = dir.join("j.pcap");
+    // A large buffer: activating the handle (its ring) takes longer, the window before the
+    // join is wider.
+    let mut sniff = Command::new(bin())
+        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args(["--workers", "2", "-T", "json", "-B", "131072", "-w"])
+        .arg(&w)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = listening_line(&mut sniff);
+    assert!(line.contains("2 workers"), "{line}");
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = sniff.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = sniff.wait_with_output().unwrap();
+    let _ = load.kill();
+    let _ = load.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "sniff exit status {:?}", out.status);
+    let ports: Vec<BTreeSet<u16>> = (0..2)
+        .map(|k| {
+            tshark_ports(&dir.join(format!("j.{k}.pcap")), port)
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect()
+        })
+        .collect();
+    let both: Vec<&u16> = ports[0].intersection(&ports[1]).collect();
+    assert!(
+        both.is_empty(),
+        "connections in both workers' files: {both:?}"
+    );
+    assert_eq!(ports[0].len() + ports[1].len(), 50, "{ports:?}");
+    eprintln!(
+        "sniff --workers 2 started under traffic: connections {} / {}, none in both",
+        ports[0].len(),
+        ports[1].len()
+    );
 }
