@@ -209,13 +209,15 @@ pub struct WorkerEnd {
 
 /// Reads one handle of the group into `hooks` until the stop (on a runtime of its own
 /// thread), by the one live loop ([`crate::live_loop`]) with the group's stop; `since` is
-/// [`Group::since`], `every` the `--every` period. Returns how it ended and the drop
-/// counters, for `Session::finish`.
+/// [`Group::since`], `every` the `--every` period, `keys` this worker's tap of the
+/// `--keys-from` secrets (its `-w` file gets every one, decision 417). Returns how it ended and
+/// the drop counters, for `Session::finish`.
 pub fn work(
     h: Opened,
     since: Nanos,
     ctl: &Arc<Control>,
     every: Option<Duration>,
+    keys: Option<crate::Tap>,
     hooks: &mut impl crate::Hooks,
 ) -> (Result<WorkerEnd>, End, Option<Drops>) {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -236,7 +238,8 @@ pub fn work(
             let c = Arc::clone(ctl);
             Arc::new(move || c.admit().is_continue()) as live::Gate
         });
-        let mut live = match h.start(None, None, gate, Some(since)) {
+        let keys = keys.map(|t| std::rc::Rc::new(std::cell::RefCell::new(t)));
+        let mut live = match h.start(keys, None, gate, Some(since)) {
             Ok(l) => l,
             Err(e) => {
                 // The others stop too: the run fails with this error.
@@ -267,9 +270,6 @@ pub fn work(
 pub fn check(o: &LiveOptions) -> Result<()> {
     if o.write.as_deref().is_some_and(|p| p.as_os_str() == "-") {
         bail!("--workers N > 1 writes one file per worker: give -w FILE, not -w - (decision 373)");
-    }
-    if o.keys.is_some() {
-        bail!("--workers N > 1 does not take --keys-from or --keys-from-lib yet; use --workers 1");
     }
     Ok(())
 }

@@ -63,10 +63,11 @@ pub struct CaptureOpts {
 /// packet over and before it saves the packet (so a `-w` pcapng holds each secret before the
 /// packets it decrypts, see `h2ledger_keys::pcapng`), and whenever no packet comes; the session
 /// takes the lines when a connection waits for its key. Each line is also appended to
-/// `--keys-out FILE`.
-pub type SharedFeed = Rc<RefCell<KeyFeed>>;
+/// `--keys-out FILE`. One capture's [`Tap`] of the feed: `sniff --workers N`'s workers each
+/// have theirs, every one getting every secret ([`Broadcast`], decision 417).
+pub type SharedFeed = Rc<RefCell<Tap>>;
 
-pub use h2ledger_keys::feed::KeyFeed;
+pub use h2ledger_keys::feed::{Broadcast, KeyFeed, Tap};
 
 impl Input {
     /// What is read, for the report's headline: the file's name or the device's.

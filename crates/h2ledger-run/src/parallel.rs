@@ -215,7 +215,8 @@ pub type ReadSource<'a, S, T> =
 pub type Finished<'a, T> = dyn Fn(usize, &mut T, &mut Session, &Report) + Sync + 'a;
 
 /// Runs `read` on each of `sources` on its own thread, each with its own session made by
-/// `session` (`sniff --workers N`: one capture handle of a `PACKET_FANOUT_HASH` group each,
+/// `session` (given the worker's index: its share of the `--keys-from` secrets; `sniff
+/// --workers N`: one capture handle of a `PACKET_FANOUT_HASH` group each,
 /// so every connection is whole in one worker). `read` feeds the session and returns what it
 /// wants to hand back, how its input ended and its capture's drop counters; each session is
 /// finished with those, then `finished` sees it on the worker's thread (with what `read`
@@ -224,7 +225,7 @@ pub type Finished<'a, T> = dyn Fn(usize, &mut T, &mut Session, &Report) + Sync +
 /// merged report is [`merge`]'s, the one `replay -j` and `h2ledger merge` make.
 pub fn side_by_side<S: Send, T: Send>(
     sources: Vec<S>,
-    session: &(dyn Fn() -> Session + Sync),
+    session: &(dyn Fn(usize) -> Session + Sync),
     read: &ReadSource<'_, S, T>,
     finished: &Finished<'_, T>,
     mut part: impl FnMut(usize, &Report),
@@ -235,7 +236,7 @@ pub fn side_by_side<S: Send, T: Send>(
             .enumerate()
             .map(|(k, src)| {
                 sc.spawn(move || {
-                    let mut s = session();
+                    let mut s = session(k);
                     let (mut t, end, drops) = read(k, src, &mut s);
                     let report = s.finish(&end, drops).report;
                     finished(k, &mut t, &mut s, &report);
@@ -274,7 +275,7 @@ mod tests {
 
     #[test]
     fn side_by_side_merges_each_sources_report() {
-        let make = || Session::new(Obs::new(&Wanted::default()), Options::default());
+        let make = |_| Session::new(Obs::new(&Wanted::default()), Options::default());
         let sources: Vec<Vec<i64>> = vec![vec![1_000_000_000, 3_000_000_000], vec![2_000_000_000]];
         let drops = |k: usize| Drops {
             received: 10 + k as u64,

@@ -68,6 +68,21 @@ macro_rules! ids {
             pub fn is_abuse(self) -> bool {
                 match self { $(FindingId::$v => $abuse),* }
             }
+
+            /// Whether the id is filed once for the whole capture (no connection, no side: its
+            /// `stream` is null), not per connection: `mid-stream`, `reassembly-gaps`,
+            /// `tls-no-keys`, `capture-drops`. Sessions that each read part of one capture
+            /// (`sniff --workers`, `replay -j`) file it once each; their merged report and
+            /// metrics count it once (decision 418).
+            pub fn capture_wide(self) -> bool {
+                matches!(
+                    self,
+                    FindingId::MidStream
+                        | FindingId::ReassemblyGaps
+                        | FindingId::TlsNoKeys
+                        | FindingId::CaptureDrops
+                )
+            }
         }
     };
 }

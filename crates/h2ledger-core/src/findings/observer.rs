@@ -67,15 +67,9 @@ fn event_conn(e: &crate::flow::FlowEvent) -> u32 {
     }
 }
 
-/// Ids filed once for the whole capture, not per connection.
+/// Ids filed once for the whole capture, not per connection ([`FindingId::capture_wide`]).
 fn capture_wide(id: FindingId) -> bool {
-    matches!(
-        id,
-        FindingId::MidStream
-            | FindingId::ReassemblyGaps
-            | FindingId::TlsNoKeys
-            | FindingId::CaptureDrops
-    )
+    id.capture_wide()
 }
 
 impl Findings {

@@ -8,7 +8,9 @@
 //! * The running figures and the findings: each worker publishes a snapshot of its own
 //!   ([`Part::publish`]) into its slot when a scrape asks (the scrape wakes every worker)
 //!   and at its end; the slots are summed ([`Figures::add`]; the findings by id) and the
-//!   counters raised to the sum, the rule `h2ledger_run::merge` adds reports by. The scrape
+//!   counters raised to the sum, the rule `h2ledger_run::merge` adds reports by; a
+//!   capture-wide finding (`tls-no-keys`, `mid-stream`, ...: [`FindingId::capture_wide`])
+//!   filed by several workers counts once, as the merged report folds it. The scrape
 //!   is answered once every worker still running has published since it asked, or after
 //!   [`super::SYNC_WAIT`] with what the slots hold.
 
@@ -89,7 +91,14 @@ impl Parts {
         for s in slots.iter() {
             sum.add(&s.figures);
             for (id, n) in &s.findings {
-                *found.entry(*id).or_default() += n;
+                let f = found.entry(*id).or_default();
+                // A capture-wide finding is one however many workers filed it, as in the
+                // merged report (`h2ledger_run::merge` folds them; decision 418).
+                if id.capture_wide() {
+                    *f = (*f).max(*n);
+                } else {
+                    *f += n;
+                }
             }
         }
         let m = self.exporter.metrics();
@@ -175,6 +184,35 @@ mod tests {
             "h2ledger_connections_open 2\n",
             "h2ledger_calls_total{path=\"/a\",status=\"OK\"} 2\n",
             "h2ledger_calls_total{path=\"/b\",status=\"OK\"} 1\n",
+        ] {
+            assert!(page.contains(want), "{want} in\n{page}");
+        }
+    }
+
+    /// A capture-wide finding filed by both workers counts once (the merged report folds
+    /// it into one); a finding about a connection counts once per worker that filed it.
+    #[test]
+    fn a_capture_wide_finding_counts_once() {
+        let parts = Parts::new(Exporter::offline(200), 2, Severities::default());
+        let filed = BTreeMap::from([
+            (FindingId::TlsNoKeys, 1),
+            (FindingId::MidStream, 1),
+            (FindingId::FlowStall, 3),
+        ]);
+        parts
+            .part(0)
+            .publish(0, Figures::default(), filed.clone(), true);
+        parts.part(1).publish(
+            0,
+            Figures::default(),
+            BTreeMap::from([(FindingId::TlsNoKeys, 1), (FindingId::FlowStall, 2)]),
+            true,
+        );
+        let page = parts.metrics().encode(Exposition::Prometheus);
+        for want in [
+            "h2ledger_findings_total{id=\"tls-no-keys\",severity=\"warning\"} 1\n",
+            "h2ledger_findings_total{id=\"mid-stream\",severity=\"info\"} 1\n",
+            "h2ledger_findings_total{id=\"flow-stall\",severity=\"info\"} 5\n",
         ] {
             assert!(page.contains(want), "{want} in\n{page}");
         }

@@ -183,7 +183,9 @@ async fn demo_async(a: DemoArgs, ctx: Ctx) -> Result<ExitCode> {
         let pids: Vec<u32> = running.iter().filter_map(|r| r.child.id()).collect();
         let feed = crate::source::keys::attach_all(&pids, &[], None)
             .map_err(|e| anyhow!("demo --tls: {e:#}"))?;
-        Some(std::rc::Rc::new(std::cell::RefCell::new(feed)))
+        Some(std::rc::Rc::new(std::cell::RefCell::new(
+            crate::source::keys::Tap::single(feed),
+        )))
     } else {
         None
     };

@@ -3,10 +3,13 @@
 //! (`h2ledger_run::parallel::side_by_side`), one merged report (`h2ledger_run::merge`); the
 //! metrics of `--metrics` summed over the workers (`h2ledger_output::metrics::Parts`), the
 //! live view of `--every` merged from their ticks (`h2ledger_output::live::TickParts`), the
-//! processes looked up by one `Owners` they share.
+//! processes looked up by one `Owners` they share, the `--keys-from` secrets broadcast to
+//! every worker (`source::keys::attach_for`, decision 417).
 
+use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
@@ -41,9 +44,6 @@ fn refuse(l: &Ledger<'_>) -> Result<()> {
     }
     if l.max_frames.is_some() {
         bail!("--workers N > 1 does not take --max-frames; use -c PACKETS or --workers 1");
-    }
-    if !l.cap.keys_from.is_empty() || !l.cap.keys_from_lib.is_empty() {
-        bail!("--workers N > 1 does not take --keys-from or --keys-from-lib yet (each worker would need every secret; decision 401); use --workers 1");
     }
     Ok(())
 }
@@ -158,6 +158,9 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
     // Checked once here, so that a worker's own copy cannot fail.
     source::keys::options(&l.input, l.filter, None, None)?;
     let cap = l.cap;
+    // --keys-from: attached while still root, before the capture opens; every worker gets
+    // every secret (decision 417).
+    let feed = source::keys::attach_for(cap, &l.input, workers)?;
     let o = LiveOptions {
         device: dev.clone(),
         filter: bpf.clone(),
@@ -165,7 +168,9 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         buffer_kib: cap.buffer_kib.unwrap_or(DEFAULT_BUFFER_KIB),
         write: cap.write.clone(),
         user: Some(cap.user.user.clone()),
-        keys: None,
+        // Read only as each handle opens (a -w file holds the secrets: pcapng); each worker
+        // reads its own tap (fanout::work).
+        keys: feed.as_ref().map(|b| Rc::new(RefCell::new(b.tap(0)))),
         netns: cap.netns.clone(),
     };
     fanout::check(&o)?;
@@ -203,11 +208,13 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
     let group = fanout::open_group(&o, workers)?;
     let since = group.since;
     let ctl = Arc::new(Control::new(cap.count));
-    let make = || {
+    let feed = feed.as_ref();
+    let make = |k: usize| {
         let mut wanted = l.analysis.wanted(None);
         wanted.findings = Some(findings_cfg);
         wanted.metrics = parts.is_some();
-        let opts = source::keys::options(&l.input, l.filter, None, None)
+        let tap = feed.map(|b| Rc::new(RefCell::new(b.tap(k))));
+        let opts = source::keys::options(&l.input, l.filter, None, tap.as_ref())
             .unwrap_or_else(|_| h2ledger_run::Options::default());
         Session::new(Obs::new(&wanted), opts)
     };
@@ -227,9 +234,11 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         let _ = ready.recv();
         // Always said (like tcpdump's "listening on"): scripts wait for this line.
         eprintln!(
-            "h2ledger: listening on {dev}{}, {workers} workers (PACKET_FANOUT_HASH){}; Ctrl-C to stop",
+            "h2ledger: listening on {dev}{}{}, {workers} workers (PACKET_FANOUT_HASH){}; Ctrl-C to stop",
             bpf.as_deref()
                 .map(|f| format!(", filter \"{f}\""))
+                .unwrap_or_default(),
+            feed.map(|b| format!(", TLS secrets from {}", b.describe()))
                 .unwrap_or_default(),
             group
                 .dropped_to
@@ -245,7 +254,8 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
                 part: shared.parts.map(|p| p.part(k)),
                 shared,
             };
-            let (end, how, drops) = fanout::work(h, since, ctl, every, &mut w);
+            let keys = feed.map(|b| b.tap(k));
+            let (end, how, drops) = fanout::work(h, since, ctl, every, keys, &mut w);
             let last = shared
                 .ticks
                 .map(|_| (w.session.tick(), drops.unwrap_or_default()));
@@ -288,6 +298,13 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         (r.0, r.1, stop)
     });
     let mut write_error = None;
+    if let Some(b) = feed {
+        let (warnings, saved) = b.finish();
+        for w in warnings {
+            eprintln!("h2ledger: warning: {w}");
+        }
+        write_error = saved.err().map(anyhow::Error::msg);
+    }
     let mut lasts = Vec::new();
     for o in outs {
         let w = o.end?;

@@ -10,7 +10,7 @@ use h2ledger_run::keylog::load;
 
 use crate::cli::CaptureArgs;
 
-pub use h2ledger_capture::{KeyFeed, SharedFeed};
+pub use h2ledger_capture::{Broadcast, KeyFeed, SharedFeed, Tap};
 
 /// [`KeyFeed::attach_all`], each attachment said on stderr in one line.
 pub fn attach_all(
@@ -31,6 +31,16 @@ pub fn attach_all(
 /// `--keys-from`/`--keys-out` of a live capture: the processes attached (before the device
 /// opens and privileges are dropped), or `None` when not asked.
 pub fn attach(cap: &CaptureArgs, input: &super::Input) -> Result<Option<SharedFeed>> {
+    Ok(attach_for(cap, input, 1)?.map(|b| Rc::new(RefCell::new(b.tap(0)))))
+}
+
+/// [`attach`] for `readers` captures (`sniff --workers N`): every one gets every secret
+/// ([`Broadcast::tap`], decision 417).
+pub fn attach_for(
+    cap: &CaptureArgs,
+    input: &super::Input,
+    readers: usize,
+) -> Result<Option<std::sync::Arc<Broadcast>>> {
     if cap.keys_from.is_empty() && cap.keys_from_lib.is_empty() {
         if cap.keys_out.is_some() {
             bail!("--keys-out FILE needs --keys-from PID or --keys-from-lib FILE");
@@ -41,7 +51,7 @@ pub fn attach(cap: &CaptureArgs, input: &super::Input) -> Result<Option<SharedFe
         bail!("--keys-from applies to a live capture (-i DEV), not to reading {f}");
     }
     let feed = attach_all(&cap.keys_from, &cap.keys_from_lib, cap.keys_out.as_deref())?;
-    Ok(Some(Rc::new(RefCell::new(feed))))
+    Ok(Some(Broadcast::new(feed, readers)))
 }
 
 /// The session options of a command's input: its TLS keys (`--keylog`, re-read while live,

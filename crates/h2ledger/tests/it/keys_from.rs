@@ -1532,3 +1532,107 @@ while True:
     except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
         c.close()
 "#;
+
+/// `sniff --workers 2 --keys-from PID` (decision 417): h2load's 200 connections to nghttpd
+/// are dealt to two workers by the kernel's flow hash, and every worker gets every secret:
+/// every call is decrypted, each worker's `-w` file holds every secret (replayed alone, it
+/// decrypts all its connections), `--keys-out` holds each secret once, and the merged report
+/// equals `replay` of both files and tshark's ledger of them with the key log.
+#[test]
+fn two_workers_take_every_secret() {
+    if !is_root() {
+        skip("--keys-from needs root (uprobes need CAP_SYS_ADMIN)");
+        return;
+    }
+    for tool in ["nghttpd", "h2load", "openssl", "mergecap"] {
+        if !have(tool) {
+            skip(&format!("needs {tool} (apt-get install nghttp2-server nghttp2-client openssl wireshark-common)"));
+            return;
+        }
+    }
+    let dir = ssl_dir("two-workers");
+    let reports = dir.join("reports");
+    std::fs::create_dir_all(&reports).unwrap();
+    let (server, port) = tls_nghttpd(&dir, &"w".repeat(1_000));
+    let (pcapng, got) = (dir.join("out.pcapng"), dir.join("got.keylog"));
+    let (port_s, pid_s) = (port.to_string(), server.0.id().to_string());
+    let mut c = Command::new(bin());
+    c.args(["sniff", "--port", &port_s, "--workers", "2", "--keys-from", &pid_s])
+        .arg("-w")
+        .arg(&pcapng)
+        .arg("--keys-out")
+        .arg(&got)
+        .args(["-T", "json"])
+        .env("H2LEDGER_WORKER_REPORTS", &reports);
+    let sniff = start_cmd(c, "sniff --workers 2");
+    let out = Command::new("h2load")
+        .args(["-n", "200", "-c", "200", "-t", "2"])
+        .arg(format!("https://127.0.0.1:{port}/"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("200 succeeded"), "{text}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (out, said) = sniff.stop();
+    assert!(
+        said.contains(&format!("TLS secrets from pid {pid_s} (nghttpd), 2 workers")),
+        "{said}"
+    );
+    assert!(!said.contains("warning"), "{said}");
+    let live: Value = serde_json::from_slice(&out).unwrap();
+    let tls = &live["tls"];
+    assert_eq!(
+        (
+            n(&live["calls"]),
+            n(&tls["connections"]),
+            n(&tls["decrypted"]),
+            n(&tls["without_key"])
+        ),
+        (200, 200, 200, 0),
+        "{tls}; {said}"
+    );
+    // Five TLS 1.3 secrets a connection, each once in --keys-out.
+    assert_eq!(lines(&got).len(), 1_000);
+    let mut files = Vec::new();
+    for k in 0..2 {
+        let r: Value =
+            serde_json::from_slice(&std::fs::read(reports.join(format!("worker-{k}.json"))).unwrap())
+                .unwrap();
+        let conns = n(&r["tls"]["connections"]);
+        // Both workers had connections: each needed the secrets the other's took too.
+        assert!(conns > 0, "worker {k}: {}", r["tls"]);
+        assert_eq!(n(&r["tls"]["decrypted"]), conns, "worker {k}: {}", r["tls"]);
+        let file = dir.join(format!("out.{k}.pcapng"));
+        let alone = replay_json(file.to_str().unwrap(), &[]);
+        assert_eq!(
+            (n(&alone["tls"]["decrypted"]), n(&alone["calls"])),
+            (conns, n(&r["calls"])),
+            "replay out.{k}.pcapng, its own secrets blocks"
+        );
+        files.push(file);
+    }
+    let all = dir.join("all.pcapng");
+    assert!(Command::new("mergecap")
+        .arg("-w")
+        .arg(&all)
+        .args(&files)
+        .status()
+        .unwrap()
+        .success());
+    let from_files = replay_json(all.to_str().unwrap(), &[]);
+    assert_same_ledger("two workers: replay of their files", &live, &from_files);
+    if have("tshark") {
+        let r = Command::new("python3")
+            .arg(repo().join("scripts/tshark-ledger.py"))
+            .arg(&all)
+            .args(["--tls", "--port", &port_s, "--keylog"])
+            .arg(&got)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let reference: Value = serde_json::from_slice(&r.stdout).unwrap();
+        assert_ledger_eq("two workers: tshark", &reference, &from_files);
+    } else if std::env::var_os("CI").is_some() {
+        panic!("under CI tshark must be installed");
+    }
+}

@@ -536,3 +536,90 @@ fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
         ports[1].len()
     );
 }
+
+/// Decision 418: a finding of the whole capture (`mid-stream`, `conn: null`) that both
+/// workers file is one in the merged report and one in `--metrics`' `findings_total` (each
+/// worker's page counted it once, so the summed page said 2 before). h2load's 20
+/// connections are open before the capture starts: both workers see connections begun
+/// before it.
+#[test]
+fn sniff_workers_count_a_capture_wide_finding_once() {
+    if crate::live::skip_unless_root("sniff_workers_capture_wide") {
+        return;
+    }
+    for tool in ["nghttpd", "h2load"] {
+        if !have(tool) {
+            skipped(&format!("SKIPPED sniff_workers_capture_wide: needs {tool}"));
+            return;
+        }
+    }
+    let dir = scratch("workers-capture-wide");
+    let www = dir.join("www");
+    let reports = dir.join("reports");
+    std::fs::create_dir_all(&reports).unwrap();
+    let (mut server, port) = h2c_nghttpd(&www);
+    // 20 connections at 10 calls/s each for 4 s, begun before the capture.
+    let load = Command::new("h2load")
+        .args(["-n", "800", "-c", "20", "--rps", "10"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let mut sniff = Command::new(bin())
+        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args(["--workers", "2", "-T", "json", "--metrics", "127.0.0.1:0"])
+        .env("H2LEDGER_WORKER_REPORTS", &reports)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(sniff.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("h2ledger: metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("sniff said: {first}"))
+        .to_string();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
+    });
+    let out = load.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("800 succeeded"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let page = samples(&scrape(&addr));
+    assert!(Command::new("kill")
+        .args(["-TERM", &sniff.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = sniff.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "sniff exit status {:?}", out.status);
+    let mid = |r: &Value| {
+        r["findings"]
+            .as_array()
+            .map(|f| f.iter().filter(|x| x["id"] == "mid-stream").count())
+            .unwrap_or(0)
+    };
+    // Both workers filed it: the case where a sum counts it twice.
+    for k in 0..2 {
+        let p = reports.join(format!("worker-{k}.json"));
+        let r: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        assert_eq!(mid(&r), 1, "worker {k}: {}", r["findings"]);
+    }
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(mid(&merged), 1, "{}", merged["findings"]);
+    assert_eq!(
+        page[r#"h2ledger_findings_total{id="mid-stream",severity="info"}"#],
+        1.0,
+        "the scrape against the merged report"
+    );
+}
