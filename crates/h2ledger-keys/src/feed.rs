@@ -476,7 +476,10 @@ mod tests {
         let b = Broadcast::new(empty(), 2);
         let (mut t0, mut t1) = (b.tap(0), b.tap(1));
         deliver(&b, &[line(1), line(2)]);
-        assert_eq!(t0.take_for_session(), Some(format!("{}\n{}\n", line(1), line(2))));
+        assert_eq!(
+            t0.take_for_session(),
+            Some(format!("{}\n{}\n", line(1), line(2)))
+        );
         deliver(&b, &[line(3)]);
         assert_eq!(t0.take_for_session(), Some(format!("{}\n", line(3))));
         assert_eq!(t0.take_for_session(), None);

@@ -1557,13 +1557,21 @@ fn two_workers_take_every_secret() {
     let (pcapng, got) = (dir.join("out.pcapng"), dir.join("got.keylog"));
     let (port_s, pid_s) = (port.to_string(), server.0.id().to_string());
     let mut c = Command::new(bin());
-    c.args(["sniff", "--port", &port_s, "--workers", "2", "--keys-from", &pid_s])
-        .arg("-w")
-        .arg(&pcapng)
-        .arg("--keys-out")
-        .arg(&got)
-        .args(["-T", "json"])
-        .env("H2LEDGER_WORKER_REPORTS", &reports);
+    c.args([
+        "sniff",
+        "--port",
+        &port_s,
+        "--workers",
+        "2",
+        "--keys-from",
+        &pid_s,
+    ])
+    .arg("-w")
+    .arg(&pcapng)
+    .arg("--keys-out")
+    .arg(&got)
+    .args(["-T", "json"])
+    .env("H2LEDGER_WORKER_REPORTS", &reports);
     let sniff = start_cmd(c, "sniff --workers 2");
     let out = Command::new("h2load")
         .args(["-n", "200", "-c", "200", "-t", "2"])
@@ -1575,7 +1583,9 @@ fn two_workers_take_every_secret() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let (out, said) = sniff.stop();
     assert!(
-        said.contains(&format!("TLS secrets from pid {pid_s} (nghttpd), 2 workers")),
+        said.contains(&format!(
+            "TLS secrets from pid {pid_s} (nghttpd), 2 workers"
+        )),
         "{said}"
     );
     assert!(!said.contains("warning"), "{said}");
@@ -1595,9 +1605,10 @@ fn two_workers_take_every_secret() {
     assert_eq!(lines(&got).len(), 1_000);
     let mut files = Vec::new();
     for k in 0..2 {
-        let r: Value =
-            serde_json::from_slice(&std::fs::read(reports.join(format!("worker-{k}.json"))).unwrap())
-                .unwrap();
+        let r: Value = serde_json::from_slice(
+            &std::fs::read(reports.join(format!("worker-{k}.json"))).unwrap(),
+        )
+        .unwrap();
         let conns = n(&r["tls"]["connections"]);
         // Both workers had connections: each needed the secrets the other's took too.
         assert!(conns > 0, "worker {k}: {}", r["tls"]);

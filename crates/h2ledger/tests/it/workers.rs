@@ -540,8 +540,8 @@ fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
 /// Decision 418: a finding of the whole capture (`mid-stream`, `conn: null`) that both
 /// workers file is one in the merged report and one in `--metrics`' `findings_total` (each
 /// worker's page counted it once, so the summed page said 2 before). h2load's 20
-/// connections are open before the capture starts: both workers see connections begun
-/// before it.
+/// connections are open before the capture starts and busy for 8 s: both workers see
+/// connections begun before it.
 #[test]
 fn sniff_workers_count_a_capture_wide_finding_once() {
     if crate::live::skip_unless_root("sniff_workers_capture_wide") {
@@ -558,9 +558,9 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
     let reports = dir.join("reports");
     std::fs::create_dir_all(&reports).unwrap();
     let (mut server, port) = h2c_nghttpd(&www);
-    // 20 connections at 10 calls/s each for 4 s, begun before the capture.
+    // 20 connections at 10 calls/s each for 8 s, begun before the capture.
     let load = Command::new("h2load")
-        .args(["-n", "800", "-c", "20", "--rps", "10"])
+        .args(["-n", "1600", "-c", "20", "--rps", "10"])
         .arg(format!("http://127.0.0.1:{port}/file"))
         .stdout(Stdio::piped())
         .spawn()
@@ -583,13 +583,16 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
         .and_then(|s| s.strip_suffix("/metrics"))
         .unwrap_or_else(|| panic!("sniff said: {first}"))
         .to_string();
+    let mut second = String::new();
+    err.read_line(&mut second).unwrap();
+    assert!(second.contains("2 workers"), "{second}");
     std::thread::spawn(move || {
         let mut rest = String::new();
         while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
     });
     let out = load.wait_with_output().unwrap();
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("800 succeeded"),
+        String::from_utf8_lossy(&out.stdout).contains("1600 succeeded"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
@@ -618,8 +621,7 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
     let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(mid(&merged), 1, "{}", merged["findings"]);
     assert_eq!(
-        page[r#"h2ledger_findings_total{id="mid-stream",severity="info"}"#],
-        1.0,
+        page[r#"h2ledger_findings_total{id="mid-stream",severity="info"}"#], 1.0,
         "the scrape against the merged report"
     );
 }
