@@ -237,6 +237,22 @@ fn sniff_workers_count_packets_exactly() {
 }
 
 /// The samples of an exposition: `name{labels}` to value.
+/// Waits until `n` TCP connections to `port` are established (ss(8), iproute2), at most 60 s.
+fn established(port: u16, n: usize) {
+    for _ in 0..600 {
+        let out = Command::new("ss")
+            .args(["-Htn", "state", "established"])
+            .arg(format!("dport = :{port}"))
+            .output()
+            .expect("ss (iproute2)");
+        if String::from_utf8_lossy(&out.stdout).lines().count() >= n {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{n} connections to port {port} were not established within 60 s");
+}
+
 fn samples(page: &str) -> BTreeMap<String, f64> {
     page.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -565,7 +581,8 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Every connection open before the capture starts (a wait for the state, not a sleep).
+    established(port, 20);
     let mut sniff = Command::new(bin())
         .args(["sniff", "-i", "lo", "--port", &port.to_string()])
         .args(["--workers", "2", "-T", "json", "--metrics", "127.0.0.1:0"])
