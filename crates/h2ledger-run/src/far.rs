@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use h2_frame_parser::{Head, Kind, Packed};
 use h2ledger_core::ledger::BlockSize;
 use h2ledger_core::{
-    Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, PingFact, Side, StreamId,
+    Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, PingFact, Side, StreamId, StreamStep,
 };
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
@@ -87,6 +87,8 @@ pub(crate) struct Rec {
     bits: u8,
     /// [`FrameEvent::padding`]: at most 256 (the Pad Length octet and 255 octets).
     padding: u16,
+    /// [`FrameEvent::stream`].
+    stream: StreamStep,
 }
 
 const NO_LIST: u32 = u32::MAX;
@@ -344,6 +346,7 @@ impl Relay {
                 | flag(ev.spanned, SPANNED)
                 | ping_bits,
             padding: ev.padding as u16,
+            stream: ev.stream,
         };
         self.push(Ev::Frame(rec));
     }
@@ -471,6 +474,7 @@ impl Far {
             } else {
                 unpack_ping(r.class, r.block_list, r.bits)
             },
+            stream: r.stream,
         };
         self.analysis.frame_in(&ev, None);
     }
