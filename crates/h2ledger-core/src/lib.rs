@@ -94,6 +94,7 @@ pub use h2_frame_parser::StreamId;
 pub use headers::{Header, HeaderList, Known};
 pub use ledger::{ClientBy, ConnSummary, FrameEvent, Ledger, Observer, Warnings};
 pub use model::{
-    FrameClass, FrameCounts, PingFact, Side, Sides, MAX_OPEN_STREAMS, MAX_OUTSTANDING_PINGS,
+    FrameClass, FrameCounts, PingFact, Side, Sides, StreamStep, MAX_OPEN_STREAMS,
+    MAX_OUTSTANDING_PINGS,
 };
 pub use tally::{ConnLedger, LedgerReport, SideTally, Tally};

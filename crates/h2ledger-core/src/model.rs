@@ -87,6 +87,39 @@ impl PingBook {
     }
 }
 
+/// What a frame did to its stream's life (RFC 9113 §5.1) as the connection model follows it:
+/// [`crate::FrameEvent::stream`], derived once per connection in the ledger, whose one table of
+/// open streams keeps each stream's state (docs/ledger.md, "Streams"). The side a step speaks of
+/// is the frame's sender ([`crate::FrameEvent::side`]); the model follows halves by direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StreamStep {
+    /// A frame of the connection (stream 0), or one that changed nothing of its stream's life:
+    /// no END_STREAM, no RST_STREAM, not a header block that opens it.
+    #[default]
+    None,
+    /// The first header block of the stream (idle -> open; on a connection met mid-way, the
+    /// first block seen), without END_STREAM.
+    Opened,
+    /// END_STREAM: the sender's half closed while the other half is still open (half-closed).
+    /// A header block that opens the stream with END_STREAM (a GET) makes this step too.
+    HalfClosed,
+    /// END_STREAM after the other side's: both halves are closed, the stream is over.
+    Ended,
+    /// RST_STREAM from the sender: the stream is closed, with the frame's error code (`None`
+    /// when the frame could not be read).
+    Reset {
+        /// The RST_STREAM's error code.
+        code: Option<h2_frame_parser::ErrorCode>,
+    },
+    /// RST_STREAM with REFUSED_STREAM from a side that had sent no header block on the stream:
+    /// refused before any response, so not processed (RFC 9113 §8.7).
+    Refused,
+    /// A header block or END_STREAM on a stream the model does not hold open: beyond
+    /// [`MAX_OPEN_STREAMS`], closed already (ended, or reset: a frame crossing the RST), or
+    /// opened before the capture began.
+    Untracked,
+}
+
 /// Which end of a connection sent a frame. See docs/ledger.md for how the client is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Side {

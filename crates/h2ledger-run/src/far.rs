@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use h2_frame_parser::{Head, Kind, Packed};
 use h2ledger_core::ledger::BlockSize;
 use h2ledger_core::{
-    Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, PingFact, Side, StreamId,
+    Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, PingFact, Side, StreamId, StreamStep,
 };
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Nanos, Write};
 
@@ -83,7 +83,8 @@ pub(crate) struct Rec {
     dir: Dir,
     side: Side,
     class: FrameClass,
-    /// `HAS_BLOCK`, `LATE_START`, `MID_STREAM`, `SPANNED`.
+    /// `HAS_BLOCK`, `LATE_START`, `MID_STREAM`, `SPANNED`, `PING_ACKED`, and in the top
+    /// three bits [`FrameEvent::stream`] ([`pack_step`]).
     bits: u8,
     /// [`FrameEvent::padding`]: at most 256 (the Pad Length octet and 255 octets).
     padding: u16,
@@ -104,6 +105,42 @@ fn pack_ping(p: PingFact) -> (u64, u8) {
         PingFact::Sent { owed } => (owed, 0),
         PingFact::Acked { sent } => (sent as u64, PING_ACKED),
         PingFact::None | PingFact::Unmatched => (0, 0),
+    }
+}
+
+/// Where [`FrameEvent::stream`] sits in a [`Rec`]'s `bits`: its top three.
+const STEP_SHIFT: u8 = 5;
+
+/// [`FrameEvent::stream`] in a [`Rec`]: its kind in the top three bits of `bits`, a reset's
+/// code in `block_list` (which a RST_STREAM, with neither header block nor PING, leaves
+/// free). The record keeps its size (decision 425).
+fn pack_step(s: StreamStep) -> (u8, Option<u64>) {
+    let (k, code) = match s {
+        StreamStep::None => (0, None),
+        StreamStep::Opened => (1, None),
+        StreamStep::HalfClosed => (2, None),
+        StreamStep::Ended => (3, None),
+        StreamStep::Reset { code: None } => (4, None),
+        StreamStep::Reset { code: Some(c) } => (5, Some(u64::from(c.0))),
+        StreamStep::Refused => (6, None),
+        StreamStep::Untracked => (7, None),
+    };
+    (k << STEP_SHIFT, code)
+}
+
+/// [`pack_step`] undone.
+fn unpack_step(bits: u8, list: u64) -> StreamStep {
+    match bits >> STEP_SHIFT {
+        1 => StreamStep::Opened,
+        2 => StreamStep::HalfClosed,
+        3 => StreamStep::Ended,
+        4 => StreamStep::Reset { code: None },
+        5 => StreamStep::Reset {
+            code: Some(h2_frame_parser::ErrorCode(list as u32)),
+        },
+        6 => StreamStep::Refused,
+        7 => StreamStep::Untracked,
+        _ => StreamStep::None,
     }
 }
 
@@ -323,10 +360,15 @@ impl Relay {
         let block = ev.block.unwrap_or_default();
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         let (ping, ping_bits) = pack_ping(ev.ping);
+        let (step_bits, code) = pack_step(ev.stream);
         let rec = Rec {
             ts: ev.ts,
             write: ev.write,
-            block_list: if ev.block.is_some() { block.list } else { ping },
+            block_list: match (ev.block, code) {
+                (Some(_), _) => block.list,
+                (None, Some(code)) => code,
+                (None, None) => ping,
+            },
             block_encoded: block.encoded,
             conn: ev.conn,
             // A batch is sent past BATCH_BYTES, and one frame is at most 16 MiB.
@@ -342,7 +384,8 @@ impl Relay {
                 | flag(ev.late_start, LATE_START)
                 | flag(ev.mid_stream, MID_STREAM)
                 | flag(ev.spanned, SPANNED)
-                | ping_bits,
+                | ping_bits
+                | step_bits,
             padding: ev.padding as u16,
         };
         self.push(Ev::Frame(rec));
@@ -471,6 +514,7 @@ impl Far {
             } else {
                 unpack_ping(r.class, r.block_list, r.bits)
             },
+            stream: unpack_step(r.bits, r.block_list),
         };
         self.analysis.frame_in(&ev, None);
     }
@@ -478,7 +522,7 @@ impl Far {
 
 #[cfg(test)]
 mod tests {
-    use h2ledger_core::{Ledger, Observer};
+    use h2ledger_core::{Ledger, Observer, StreamStep};
     use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Sink, Write};
 
     use crate::{Obs, Wanted};
@@ -640,5 +684,32 @@ mod tests {
         assert!(!obs.wants_data(ConnId(0), h2ledger_core::StreamId(1)));
         obs.gather();
         assert!(obs.analysis.is_some());
+    }
+
+    #[test]
+    fn a_step_crosses_to_the_far_thread_whole() {
+        use h2_frame_parser::ErrorCode;
+        let all = [
+            StreamStep::None,
+            StreamStep::Opened,
+            StreamStep::HalfClosed,
+            StreamStep::Ended,
+            StreamStep::Reset { code: None },
+            StreamStep::Reset {
+                code: Some(ErrorCode::CANCEL),
+            },
+            StreamStep::Reset {
+                code: Some(ErrorCode(0xdead_beef)),
+            },
+            StreamStep::Refused,
+            StreamStep::Untracked,
+        ];
+        for s in all {
+            let (bits, code) = super::pack_step(s);
+            // The other flags keep their bits.
+            assert_eq!(bits & (super::PING_ACKED * 2 - 1), 0, "{s:?}");
+            let back = super::unpack_step(bits | super::HAS_BLOCK, code.unwrap_or(7));
+            assert_eq!(back, s);
+        }
     }
 }

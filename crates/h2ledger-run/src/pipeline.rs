@@ -216,3 +216,191 @@ pub(crate) fn empty_note_filter(w: &str) -> Option<Option<String>> {
         None => rest.ends_with(" TCP segments)").then_some(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! A stream's life as the ledger derives it ([`h2ledger_core::StreamStep`], issue 36), on
+    //! real captures, against RFC 9113 §5.1 as written: a map of every stream ever seen, with
+    //! no cap and nothing forgotten.
+
+    use std::collections::HashMap;
+
+    use h2_frame_parser::{ErrorCode, Frame, Kind};
+    use h2ledger_core::{FrameEvent, Observer, StreamStep};
+    use h2ledger_tcp::LinkType;
+
+    use super::Pipeline;
+
+    /// A frame on a stream: connection, direction index, stream, type, END_STREAM (on DATA
+    /// and HEADERS, the only frames that define it), RST_STREAM code, and the ledger's step.
+    type Seen = (u32, usize, u32, Kind, bool, Option<ErrorCode>, StreamStep);
+
+    #[derive(Default)]
+    struct Steps(Vec<Seen>);
+
+    impl Observer for Steps {
+        fn header_need(&self) -> h2ledger_core::ledger::HeaderNeed {
+            h2ledger_core::ledger::HeaderNeed::None
+        }
+        fn frame(&mut self, ev: &FrameEvent<'_>) {
+            let sid = ev.head.stream_id.0;
+            if sid == 0 {
+                assert_eq!(ev.stream, StreamStep::None, "{:?}", ev.head);
+                return;
+            }
+            let end =
+                matches!(ev.head.kind, Kind::Data | Kind::Headers) && ev.head.flags.is_end_stream();
+            let code = match ev.frame {
+                Some(Frame::RstStream(r)) => Some(r.code),
+                _ => None,
+            };
+            let d = ev.dir.index();
+            self.0
+                .push((ev.conn.0, d, sid, ev.head.kind, end, code, ev.stream));
+        }
+    }
+
+    /// The steps of a capture (a classic pcap of the repository's captures/).
+    fn steps(file: &str) -> Vec<Seen> {
+        let path = format!("{}/../../captures/{file}", env!("CARGO_MANIFEST_DIR"));
+        let b = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let le = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        let ns = match le(0) {
+            0xa1b2_c3d4 => false,
+            0xa1b2_3c4d => true,
+            m => panic!("{path}: not a little-endian classic pcap ({m:#x})"),
+        };
+        let link = LinkType(le(20) as i32);
+        let mut p = Pipeline::with_max_connections(Steps::default(), 4096);
+        let mut at = 24;
+        while at + 16 <= b.len() {
+            let (sec, frac, caplen) = (le(at) as i64, le(at + 4) as i64, le(at + 8) as usize);
+            let ts = sec * 1_000_000_000 + if ns { frac } else { frac * 1000 };
+            p.packet(link, ts, &b[at + 16..at + 16 + caplen]);
+            at += 16 + caplen;
+        }
+        p.finish();
+        std::mem::take(&mut p.ledger.observer.0)
+    }
+
+    /// What RFC 9113 §5.1 says each frame did, from a map that never forgets.
+    fn expected(seen: &[Seen]) -> Vec<StreamStep> {
+        #[derive(Default)]
+        struct S {
+            blocks: [bool; 2],
+            ended: [bool; 2],
+            closed: bool,
+        }
+        fn end(s: &mut S, d: usize) -> StreamStep {
+            if s.ended[d] {
+                return StreamStep::None;
+            }
+            s.ended[d] = true;
+            if s.ended[1 - d] {
+                s.closed = true;
+                StreamStep::Ended
+            } else {
+                StreamStep::HalfClosed
+            }
+        }
+        let mut m: HashMap<(u32, u32), S> = HashMap::new();
+        let mut out = Vec::new();
+        for &(conn, d, sid, kind, fin, code, _) in seen {
+            let s = m.get_mut(&(conn, sid));
+            out.push(match (kind, s) {
+                (Kind::Headers, None) => {
+                    let mut s = S::default();
+                    s.blocks[d] = true;
+                    let step = if fin {
+                        end(&mut s, d)
+                    } else {
+                        StreamStep::Opened
+                    };
+                    m.insert((conn, sid), s);
+                    step
+                }
+                (Kind::Headers, Some(s)) => {
+                    s.blocks[d] = true;
+                    match (s.closed, fin) {
+                        (true, _) => StreamStep::Untracked,
+                        (false, true) => end(s, d),
+                        (false, false) => StreamStep::None,
+                    }
+                }
+                (Kind::Data, s) if fin => match s {
+                    Some(s) if !s.closed => end(s, d),
+                    _ => StreamStep::Untracked,
+                },
+                (Kind::RstStream, s) => {
+                    let answered = s.as_ref().is_some_and(|s| s.blocks[d]);
+                    if let Some(s) = s {
+                        s.closed = true;
+                    }
+                    if code == Some(ErrorCode::REFUSED_STREAM) && !answered {
+                        StreamStep::Refused
+                    } else {
+                        StreamStep::Reset { code }
+                    }
+                }
+                _ => StreamStep::None,
+            });
+        }
+        out
+    }
+
+    /// The ledger's steps on `file` are RFC 9113's; returns how many of each kind.
+    fn check(file: &str) -> HashMap<&'static str, usize> {
+        let seen = steps(file);
+        let want = expected(&seen);
+        let mut n = HashMap::new();
+        for (s, w) in seen.iter().zip(&want) {
+            assert_eq!(s.6, *w, "{file}: {s:?}");
+            let k = match s.6 {
+                StreamStep::None => "none",
+                StreamStep::Opened => "opened",
+                StreamStep::HalfClosed => "half-closed",
+                StreamStep::Ended => "ended",
+                StreamStep::Reset { .. } => "reset",
+                StreamStep::Refused => "refused",
+                StreamStep::Untracked => "untracked",
+            };
+            *n.entry(k).or_default() += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn every_call_of_a_grpc_capture_opens_and_ends_once() {
+        // grpcgo-article.tshark.json: 144 calls, 144 server TRAILERS, no RST_STREAM.
+        let n = check("grpcgo-article.pcap");
+        assert_eq!(n.get("opened"), Some(&144), "{n:?}");
+        assert_eq!(n.get("ended"), Some(&144), "{n:?}");
+        assert_eq!(n.get("half-closed"), Some(&144), "{n:?}");
+        assert_eq!(n.get("reset"), None, "{n:?}");
+    }
+
+    #[test]
+    fn resets_and_refusals_are_told_apart() {
+        // rapid-reset-goh2c.tshark.json: 2,000 client HEADERS and 2,000 client RST_STREAM.
+        let n = check("findings/rapid-reset-goh2c.pcap");
+        assert_eq!(n.get("reset"), Some(&2000), "{n:?}");
+        // refused-stream-nghttpd.tshark.json: 12 server RST_STREAM, REFUSED_STREAM before any
+        // response (nghttpd -m past its limit).
+        let n = check("findings/refused-stream-nghttpd.pcap");
+        assert_eq!(n.get("refused"), Some(&12), "{n:?}");
+        assert_eq!(n.get("reset"), None, "{n:?}");
+    }
+
+    #[test]
+    fn connections_met_mid_way_and_upgraded_follow_the_rfc_too() {
+        for f in [
+            "midconn.pcap",
+            "midconn-trailers-ipv6.pcap",
+            "curl-upgrade-trailers.pcap",
+            "python-grpcio-streaming.pcap",
+            "nghttp-nghttpd.pcap",
+        ] {
+            check(f);
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! moment after they end, then folded into their scope's counters and histograms.
 
 use super::*;
+use crate::StreamStep;
 
 impl Analysis {
     /// The id of the pair (HTTP method, `:path`): calls are grouped by both (issue 20, item
@@ -364,11 +365,9 @@ impl Analysis {
             call.set_reset(code, ev.side);
             done = true;
         } else if rel == 1 {
+            // The server's half closed, as the ledger's model of the stream says.
             let header_kind = matches!(ev.class, FrameClass::Headers | FrameClass::Trailers);
-            if ev.head.flags.is_end_stream()
-                && (header_kind || ev.class == FrameClass::Data)
-                && call.end < 0
-            {
+            if matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended) && call.end < 0 {
                 call.end = dt;
                 if header_kind && !ev.head.flags.is_end_headers() {
                     a.ending = true; // grpc-status may follow in CONTINUATION

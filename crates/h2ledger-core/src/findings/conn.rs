@@ -142,9 +142,8 @@ pub(super) struct StreamF {
     pub(super) call: CallF,
 }
 
-/// The client ended its side (END_STREAM).
-pub(super) const CLIENT_END: u8 = 1;
-/// The server ended its side.
+/// The server's half is closed (END_STREAM), as the ledger's [`crate::StreamStep`] told: the
+/// call is no longer in flight for the rules that scan the table (a GOAWAY's cut calls).
 pub(super) const SERVER_END: u8 = 2;
 /// The server sent its response header block.
 pub(super) const SERVER_HEADERS: u8 = 4;

@@ -6,14 +6,15 @@ use h2_frame_parser::{ErrorCode, Frame, Kind};
 use h2ledger_tcp::Nanos;
 
 use crate::ledger::FrameEvent;
-use crate::model::{FrameClass, Side};
+use crate::model::{FrameClass, Side, StreamStep};
 
-use super::conn::{CallF, ConnF, StreamF, CLIENT_END, FOLLOWUP, SERVER_END, SERVER_HEADERS};
+use super::conn::{CallF, ConnF, StreamF, FOLLOWUP, SERVER_END, SERVER_HEADERS};
 use super::rules::{Fire, PREMATURE_LIFETIME, PREMATURE_MIN_STREAMS, REFILL_NS};
 use super::{FindingId, MAX_FINDING_STREAMS};
 
 /// The stream bookkeeping of one frame on a stream (`sid != 0`); a request's HEADERS opens a
-/// stream with `call`, its call as the failure rules made it. `streams` is the number of
+/// stream with `call`, its call as the failure rules made it. When a half or the stream ends
+/// is the ledger's word ([`FrameEvent::stream`]), not derived here again. `streams` is the number of
 /// streams followed over every connection, `untracked` those beyond [`MAX_FINDING_STREAMS`].
 /// Inlined into its one caller (left to itself, the compiler's choice changes with unrelated
 /// edits of the crate, and a call costs 3% of a plain replay).
@@ -48,7 +49,7 @@ pub(super) fn stream_frame(
                 sid,
                 StreamF {
                     opened: ts,
-                    bits: if end { CLIENT_END } else { 0 },
+                    bits: 0,
                     call,
                 },
             );
@@ -82,31 +83,21 @@ pub(super) fn stream_frame(
             let Some(st) = c.streams.slot_mut(slot) else {
                 return;
             };
-            let mut server_ended = false;
             if client {
                 if ev.head.kind != Kind::Continuation {
                     st.bits |= FOLLOWUP;
                 }
-                if end && matches!(ev.class, FrameClass::Data | FrameClass::Trailers) {
-                    st.bits |= CLIENT_END;
-                }
-            } else {
-                if ev.class == FrameClass::Headers {
-                    st.bits |= SERVER_HEADERS;
-                }
-                if end
-                    && matches!(
-                        ev.class,
-                        FrameClass::Data | FrameClass::Headers | FrameClass::Trailers
-                    )
-                    && st.bits & SERVER_END == 0
-                {
-                    st.bits |= SERVER_END;
-                    server_ended = true;
-                }
+            } else if ev.class == FrameClass::Headers {
+                st.bits |= SERVER_HEADERS;
+            }
+            let server_ended = !client
+                && matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended)
+                && st.bits & SERVER_END == 0;
+            if server_ended {
+                st.bits |= SERVER_END;
             }
             let bits = st.bits;
-            let done = bits & (CLIENT_END | SERVER_END) == CLIENT_END | SERVER_END;
+            let done = ev.stream == StreamStep::Ended;
             if done {
                 c.streams.discard_at(slot);
             }

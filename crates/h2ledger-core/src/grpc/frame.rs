@@ -2,6 +2,7 @@
 //! trailers, resets; PINGs for the round trip next to each call.
 
 use super::*;
+use crate::StreamStep;
 
 /// [`CutEvents`] that list each complete message (length, compressed) for the counts.
 struct Count<'a>(&'a mut Vec<(u32, bool)>);
@@ -116,7 +117,6 @@ impl Grpc {
                         grpc,
                         cut: [Cutter::default(); 2],
                         epoch,
-                        ended: [false; 2],
                         req_end: None,
                         responded: false,
                         ending: false,
@@ -164,26 +164,17 @@ impl Grpc {
                 None
             };
             let flags = ev.head.flags;
+            // When a half or the stream ends is the ledger's word (`FrameEvent::stream`).
             let end = if ev.class == FrameClass::RstStream {
                 true
-            } else if flags.is_end_stream()
-                && (header_kind || ev.class == FrameClass::Data)
-                && !st.ended[rel]
-            {
-                st.ended[rel] = true;
+            } else if matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended) {
                 if rel == 0 {
                     st.req_end = Some(ev.ts);
                 }
-                if st.ended == [true; 2] {
-                    if header_kind && !flags.is_end_headers() {
-                        st.ending = true;
-                        false
-                    } else {
-                        true
-                    }
-                } else {
-                    false
-                }
+                let over = ev.stream == StreamStep::Ended;
+                // grpc-status may still come in a CONTINUATION.
+                st.ending = over && header_kind && !flags.is_end_headers();
+                over && !st.ending
             } else {
                 st.ending && ev.class == FrameClass::Continuation && flags.is_end_headers()
             };
@@ -264,22 +255,14 @@ impl Grpc {
         if ev.class == FrameClass::RstStream {
             partial = [st.cut[0].end(), st.cut[1].end()];
             end = true;
-        } else if ev.head.flags.is_end_stream()
-            && (header_kind || ev.class == FrameClass::Data)
-            && !st.ended[rel]
-        {
-            st.ended[rel] = true;
+        } else if matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended) {
             if rel == 0 {
                 st.req_end = Some(ev.ts);
             }
             partial[rel] = st.cut[rel].end();
-            if st.ended == [true; 2] {
-                if header_kind && !ev.head.flags.is_end_headers() {
-                    st.ending = true;
-                } else {
-                    end = true;
-                }
-            }
+            let over = ev.stream == StreamStep::Ended;
+            st.ending = over && header_kind && !ev.head.flags.is_end_headers();
+            end = over && !st.ending;
         } else if st.ending
             && ev.class == FrameClass::Continuation
             && ev.head.flags.is_end_headers()

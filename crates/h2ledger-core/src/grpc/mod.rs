@@ -156,7 +156,6 @@ struct Stream {
     cut: [Cutter; 2],
     /// The connection's loss counter of each side's direction when last looked at.
     epoch: [u32; 2],
-    ended: [bool; 2],
     req_end: Option<Nanos>,
     responded: bool,
     /// END_STREAM was on a header block still waiting for CONTINUATION.

@@ -167,84 +167,89 @@ pub(super) enum BlockKind {
     Unknown,
 }
 
+/// The frame's ledger row, and the step it made in its stream's life ([`StreamLife`]).
 pub(super) fn classify(
     c: &mut Conn,
     dir: Dir,
     head: &Head,
     frame: Option<&Frame<'_>>,
     block: BlockKind,
-) -> FrameClass {
+) -> (FrameClass, StreamStep) {
     // A continuation of a folded connection knows none of the streams opened before the fold.
     let mid_stream = c.continues.is_some() || c.dirs.iter().any(|(_, x)| x.mid_stream);
-    let bit = 1u8 << dir.index();
-    let end_bit = 4u8 << dir.index();
-    match head.kind {
+    let class = match head.kind {
         Kind::Data => {
-            if head.flags.is_end_stream() {
-                end_stream(c, head.stream_id.0, end_bit);
-            }
-            FrameClass::Data
+            let step = if head.flags.is_end_stream() {
+                end_stream(c, head.stream_id.0, dir)
+            } else {
+                StreamStep::None
+            };
+            return (FrameClass::Data, step);
         }
         Kind::Headers => {
             let s = head.stream_id.0;
             let end = head.flags.is_end_stream();
-            // One lookup: the stream's bits updated in place, END_STREAM included (a stream
-            // both sides ended is forgotten, as `end_stream` does).
+            // One lookup: the stream's life updated in place, END_STREAM included (a stream
+            // both sides ended leaves the table, as in `end_stream`).
             let tracked = c.streams.len();
-            let seen = match c.streams.find(s) {
+            let (seen, step) = match c.streams.find(s) {
                 Some(i) => {
-                    let Some(bits) = c.streams.slot_mut(i) else {
+                    let Some(life) = c.streams.slot_mut(i) else {
                         unreachable!("a found slot holds its value")
                     };
-                    let seen = *bits & bit != 0;
-                    *bits |= bit;
-                    if end {
-                        *bits |= end_bit;
-                        if *bits & 0b1100 == 0b1100 {
-                            c.streams.discard_at(i);
-                        }
+                    let (seen, next, step) = life.block(dir, end);
+                    match next {
+                        Some(l) => *life = l,
+                        None => c.streams.discard_at(i),
                     }
-                    seen
+                    (seen, step)
                 }
                 None => {
                     // A stream reset a moment ago (the peer's trailers may cross the RST): its
-                    // bits.
-                    if let Some(i) = c.recent_resets.iter().position(|r| r.0 == s) {
-                        let (_, bits) = c.recent_resets.remove(i).expect("position found");
-                        let seen = bits & bit != 0;
-                        let bits = bits | bit | if end { end_bit } else { 0 };
-                        if bits & 0b1100 != 0b1100 {
-                            c.streams.insert(s, bits);
-                        }
-                        seen
+                    // blocks, where it stays (it is closed).
+                    if let Some(r) = c.recent_resets.iter_mut().find(|r| r.0 == s) {
+                        let seen = r.1.has(dir);
+                        r.1 = r.1.with(dir);
+                        (seen, StreamStep::Untracked)
                     } else {
                         let full = tracked >= MAX_STREAMS;
-                        if !full {
-                            // One side's bit and at most its end: never both ends.
-                            c.streams.insert(s, bit | if end { end_bit } else { 0 });
+                        // Stream ids of a parity open in order (RFC 9113 §5.1.1): one below
+                        // the highest opened, unknown here, was closed and forgotten.
+                        let top = &mut c.top_opened[(s & 1) as usize];
+                        let step = if !full && s <= *top && !mid_stream {
+                            c.streams.insert(s, StreamLife::forgotten(dir, end));
+                            StreamStep::Untracked
+                        } else if !full {
+                            *top = s;
+                            let (life, step) = StreamLife::opened(dir, end);
+                            c.streams.insert(s, life);
+                            step
                         } else {
                             c.streams_full = true;
                             c.streams_untracked += 1;
-                        }
+                            StreamStep::Untracked
+                        };
                         // A stream we never saw open, on a connection captured mid-way, may
                         // have begun before the capture: its first block here may be
                         // trailers. Read the block itself; without readable fields, trailers
                         // are the block that ends the stream. Streams beyond the cap are read
                         // the same way.
-                        (mid_stream || full)
+                        let trailers = (mid_stream || full)
                             && match block {
                                 BlockKind::Pseudo => false,
                                 BlockKind::NoPseudo => true,
                                 BlockKind::Unknown => end,
-                            }
+                            };
+                        (trailers, step)
                     }
                 }
             };
-            if seen {
+            let class = if seen {
                 FrameClass::Trailers
             } else {
                 FrameClass::Headers
-            }
+            };
+            return (class, step);
         }
         Kind::Ping => {
             let ack = match frame {
@@ -267,15 +272,27 @@ pub(super) fn classify(
         Kind::RstStream => {
             // Frames the peer sent before it saw the RST still follow it (HEADERS after this
             // are the stream's trailers, as RFC 9113 §5.1 allows in flight): keep the last few
-            // reset streams' bits.
+            // reset streams' header blocks.
             let s = head.stream_id.0;
-            if let Some(bits) = c.streams.remove(s) {
-                if c.recent_resets.len() >= MAX_RECENT_RESETS {
-                    c.recent_resets.pop_front();
+            let code = match frame {
+                Some(Frame::RstStream(r)) => Some(r.code),
+                _ => None,
+            };
+            let blocks = match c.streams.remove(s) {
+                Some(life) => {
+                    if c.recent_resets.len() >= MAX_RECENT_RESETS {
+                        c.recent_resets.pop_front();
+                    }
+                    c.recent_resets.push_back((s, life.blocks()));
+                    life.blocks()
                 }
-                c.recent_resets.push_back((s, bits));
-            }
-            FrameClass::RstStream
+                None => c
+                    .recent_resets
+                    .iter()
+                    .find(|r| r.0 == s)
+                    .map_or(Blocks::default(), |r| r.1),
+            };
+            return (FrameClass::RstStream, life::reset(dir, code, blocks));
         }
         Kind::WindowUpdate => FrameClass::WindowUpdate,
         Kind::GoAway => FrameClass::GoAway,
@@ -283,16 +300,22 @@ pub(super) fn classify(
         Kind::PushPromise => FrameClass::PushPromise,
         Kind::Continuation => FrameClass::Continuation,
         Kind::Unknown(_) => FrameClass::Unknown,
-    }
+    };
+    (class, StreamStep::None)
 }
 
-pub(super) fn end_stream(c: &mut Conn, s: u32, end_bit: u8) {
-    if let Some(i) = c.streams.find(s) {
-        if let Some(bits) = c.streams.slot_mut(i) {
-            *bits |= end_bit;
-            if *bits & 0b1100 == 0b1100 {
-                c.streams.discard_at(i);
-            }
-        }
+/// END_STREAM from `dir` on stream `s`, outside a header block: the step it makes.
+pub(super) fn end_stream(c: &mut Conn, s: u32, dir: Dir) -> StreamStep {
+    let Some(i) = c.streams.find(s) else {
+        return StreamStep::Untracked;
+    };
+    let Some(life) = c.streams.slot_mut(i) else {
+        return StreamStep::Untracked;
+    };
+    let (next, step) = life.end(dir);
+    match next {
+        Some(l) => *life = l,
+        None => c.streams.discard_at(i),
     }
+    step
 }

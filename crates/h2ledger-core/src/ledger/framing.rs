@@ -407,7 +407,14 @@ fn frame<O: Observer>(
     } else {
         BlockKind::Unknown
     };
-    let class = classify(c, dir, &head, loaded.as_ref(), pseudo);
+    let (class, stream) = classify(c, dir, &head, loaded.as_ref(), pseudo);
+    // Stream 0 is the connection's: a HEADERS, DATA or RST_STREAM on it (malformed) is
+    // classified as on any stream, but makes no step of a stream's life.
+    let stream = if head.stream_id.0 == 0 {
+        StreamStep::None
+    } else {
+        stream
+    };
     if c.streams_full && !c.streams_reported {
         c.streams_reported = true;
         warnings.add("streams-cap", || {
@@ -466,6 +473,7 @@ fn frame<O: Observer>(
         spanned,
         padding,
         ping,
+        stream,
     };
     observer.frame(&ev);
 }

@@ -14,7 +14,7 @@ use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Dirs, Nanos, Sink, Write};
 
 use crate::detect::{Found, Scanner};
 use crate::headers::HeaderList;
-use crate::model::{FrameClass, PingBook, PingFact, Side};
+use crate::model::{FrameClass, PingBook, PingFact, Side, StreamStep};
 
 /// Bytes kept while looking for the first frame boundary of a direction before giving up on it.
 const MAX_DETECT_BYTES: usize = 1 << 20;
@@ -25,7 +25,8 @@ const MAX_HEADER_BLOCK: usize = 1 << 20;
 const MAX_HPACK_TABLE: u32 = 64 * 1024;
 /// GOAWAY debug data kept per frame.
 const MAX_GOAWAY_DEBUG: u32 = 1024;
-/// Streams tracked per connection (for HEADERS vs TRAILERS) before new ones are no longer tracked.
+/// Open streams followed per connection (their life, [`StreamStep`], and HEADERS vs TRAILERS)
+/// before new ones are no longer followed.
 pub const MAX_STREAMS: usize = crate::model::MAX_OPEN_STREAMS;
 /// Warnings kept as text; later ones are only counted.
 pub const MAX_WARNINGS: usize = 200;
@@ -41,12 +42,14 @@ pub const NO_WRITE: u64 = u64::MAX;
 
 mod block;
 mod framing;
+mod life;
 mod observer;
 mod sink;
 mod start;
 mod summary;
 
 use block::*;
+use life::{Blocks, StreamLife};
 pub use observer::{BlockSize, FrameEvent, HeaderNeed, Observer};
 pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
 
@@ -227,9 +230,12 @@ struct Conn {
     upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: Dirs<u64>,
-    /// The last streams reset (RST_STREAM) and their bits, at most [`MAX_RECENT_RESETS`]:
-    /// a HEADERS crossing the RST is still the stream's trailers.
-    recent_resets: VecDeque<(u32, u8)>,
+    /// The last streams reset (RST_STREAM) and their header blocks, at most
+    /// [`MAX_RECENT_RESETS`]: a HEADERS crossing the RST is still the stream's trailers.
+    recent_resets: VecDeque<(u32, Blocks)>,
+    /// The highest stream id opened here, of each parity (even, odd): a header block on a
+    /// lower id the table does not hold is on a stream closed and forgotten.
+    top_opened: [u32; 2],
     /// When the reassembler closed it.
     ended: Option<Nanos>,
 }
@@ -237,10 +243,10 @@ struct Conn {
 /// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
 const MAX_RECENT_RESETS: usize = 16;
 
-/// Per-stream bits (header block seen, END_STREAM seen, per direction), by stream id: the
-/// table of the flow tracker and the findings, whose lookup is cheaper than `std`'s map
-/// (seeded the same way, decisions 246, 262; never iterated).
-type StreamMap = crate::table::IdTable<u8>;
+/// The open streams' lives ([`StreamLife`]: which halves are closed, which directions sent a
+/// header block), by stream id: the table of the flow tracker and the findings, whose lookup
+/// is cheaper than `std`'s map (seeded the same way, decisions 246, 262; never iterated).
+type StreamMap = crate::table::IdTable<StreamLife>;
 
 /// Stream ids are 31-bit integers: one multiplication spreads them, and taking the product's
 /// high half as the low bits (which pick the bucket) makes every bit of the id count. For ids
@@ -587,6 +593,7 @@ fn new_conn(meta: ConnMeta) -> Conn {
         upgraded_call: false,
         odd_streams: Dirs::default(),
         recent_resets: VecDeque::new(),
+        top_opened: [0; 2],
         ended: None,
     }
 }

@@ -49,6 +49,10 @@ pub struct FrameEvent<'a> {
     /// A PING or PING ACK: the connection model's match of it (the one PING matcher; see
     /// [`PingFact`](crate::PingFact)).
     pub ping: crate::PingFact,
+    /// The step this frame made in its stream's life, as the connection model follows it (the
+    /// one place a stream's opening, END_STREAM and reset are derived; see
+    /// [`StreamStep`](crate::StreamStep)).
+    pub stream: crate::StreamStep,
 }
 
 /// A decoded header block's sizes: what a header block costs on the wire and what it expands to.

@@ -207,6 +207,11 @@ fn calls_method_from_continuation() {
     let r = &records(&calls, "call")[0];
     assert_eq!(r["method"], "/tata", "{r}");
     assert_eq!(r["frames"]["client"]["other"], 2, "two CONTINUATION frames");
+    // The first CONTINUATION carries flags 0x01, which RFC 9113 does not define on that frame
+    // type (§6.10) and which must be ignored (§4.1): the request never ends, so the call has
+    // no server time (decision 428; the gRPC tracker used to read it as END_STREAM: 218 us).
+    assert_eq!(r["server_time_us"], Value::Null, "{r}");
+    assert_eq!(r["http_status"], 200, "{r}");
 }
 
 /// compare.py's every capture: h2ledger agrees with tshark (the hand-checked values where the
