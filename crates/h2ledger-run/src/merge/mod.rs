@@ -300,12 +300,13 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
     // follow the time of the parts.
     parts.sort_by_key(first_of);
     let num = Numbering::new(&parts);
-    merge_numbered(&parts, &num)
+    merge_numbered(&parts, &num, MAX_CONN_DETAIL)
 }
 
 /// [`merge`] of `parts` in the order of their first packet, connections numbered by `num`
-/// (made of the whole parts: a phase's parts are numbered as their wholes).
-fn merge_numbered(parts: &[Report], num: &Numbering) -> Report {
+/// (made of the whole parts: a phase's parts are numbered as their wholes), listing at most
+/// `detail` connections, those of the lowest numbers.
+fn merge_numbered(parts: &[Report], num: &Numbering, detail: usize) -> Report {
     let mut out = Report::default();
     let l: &mut LedgerReport = &mut out.ledger;
     let mut conns: Vec<ConnLedger> = Vec::new();
@@ -415,9 +416,9 @@ fn merge_numbered(parts: &[Report], num: &Numbering) -> Report {
         }
     }
     conns.sort_by_key(|c| c.id);
-    if conns.len() > MAX_CONN_DETAIL {
-        out.ledger.per_connection_omitted += (conns.len() - MAX_CONN_DETAIL) as u64;
-        conns.truncate(MAX_CONN_DETAIL);
+    if conns.len() > detail {
+        out.ledger.per_connection_omitted += (conns.len() - detail) as u64;
+        conns.truncate(detail);
     }
     out.ledger.per_connection = conns;
     if let Some(t) = out.tls.as_mut() {

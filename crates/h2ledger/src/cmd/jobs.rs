@@ -132,9 +132,9 @@ fn files_origin(l: &Ledger<'_>, files: &[String], bpf: Option<&str>) -> Result<O
     for f in files {
         if !std::fs::metadata(f).is_ok_and(|m| m.is_file()) {
             bail!(
-                "{f}: several files with --every or --split-at +OFFSET are read twice (the \
+                "{f}: several files with --every or a --split-at offset (30s) are read twice (the \
                  phases count from the earliest first packet of all of them); give regular \
-                 files, or cut at @ABSOLUTE times"
+                 files, or cut at absolute times (RFC 3339 or @EPOCH)"
             );
         }
         let cap = crate::source::CaptureOpts {
