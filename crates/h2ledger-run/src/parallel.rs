@@ -318,9 +318,12 @@ mod tests {
         );
         assert_eq!(outs, vec![2, 1]);
         assert_eq!(seen, vec![(0, Some(2)), (1, Some(1))]);
-        let c = merged.capture.as_ref().expect("capture stats");
+        let c = merged.report.capture.as_ref().expect("capture stats");
         assert_eq!((c.packets, c.not_tcp), (3, 3));
-        assert_eq!(merged.drops.map(|d| (d.received, d.kernel)), Some((21, 1)));
+        assert_eq!(
+            merged.report.drops.map(|d| (d.received, d.kernel)),
+            Some((21, 1))
+        );
     }
 
     /// Every job runs once, whatever the threads; results come back in the jobs' order.
@@ -330,13 +333,13 @@ mod tests {
             let ran = std::sync::atomic::AtomicUsize::new(0);
             let job = |i: usize| {
                 ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                (i * 10, Report::default())
+                (i * 10, (Report::default(), None))
             };
             let (ts, _) = each(workers, &[3, 0, 2, 1], &job);
             assert_eq!(ts, vec![0, 10, 20, 30]);
             assert_eq!(ran.into_inner(), 4);
         }
-        let (ts, _) = each(2, &[], &|i: usize| (i, Report::default()));
+        let (ts, _) = each(2, &[], &|i: usize| (i, (Report::default(), None)));
         assert!(ts.is_empty());
     }
 }

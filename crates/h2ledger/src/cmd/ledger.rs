@@ -330,7 +330,7 @@ fn report(
             let page = e.metrics().encode(Exposition::Prometheus);
             let _ = ctx.out().write_all(page.as_bytes());
         }
-        _ => l.format.printer(ctx.style).layout(layout(&l)).write(
+        _ => l.format.printer(ctx.style).layout(layout(l)).write(
             &mut ctx.out(),
             &mut std::io::stderr(),
             &ended.source,
