@@ -81,7 +81,8 @@ impl SideTally {
 /// are in the totals only (and `per_connection_omitted` says how many).
 pub const MAX_CONN_DETAIL: usize = 1000;
 /// The same for one phase's ledger: phases are many, and their connections are listed in full
-/// in the whole capture's ledger.
+/// in the whole capture's ledger. A phase lists its connections of the lowest numbers (the
+/// earliest), so that the phases of parts merge into the whole's (decision 413).
 pub const PHASE_CONN_DETAIL: usize = 16;
 
 /// Counts per open connection and direction, of the events handed to it;
@@ -103,6 +104,16 @@ pub struct Tally {
     /// How many connections `detail` may hold: [`MAX_CONN_DETAIL`] unless set.
     detail_cap: Option<usize>,
     frames: u64,
+}
+
+/// `l` in place of the connection of the highest number in the full list `v`, if `l`'s is
+/// lower (a phase lists its lowest numbers).
+fn keep_lowest(v: &mut [ConnLedger], l: ConnLedger) {
+    if let Some(top) = v.iter_mut().max_by_key(|c| c.id) {
+        if l.id < top.id {
+            *top = l;
+        }
+    }
 }
 
 impl Tally {
@@ -248,6 +259,10 @@ impl Observer for Tally {
                 self.detail.push(l);
             } else {
                 self.detail_omitted += 1;
+                if self.detail_cap.is_some() {
+                    // A phase keeps its lowest numbers: this one in place of the highest.
+                    keep_lowest(&mut self.detail, l);
+                }
             }
         }
         if self.hot.as_ref().is_some_and(|h| h.0 == c.id.0) {
@@ -406,6 +421,9 @@ impl LedgerReport {
                 r.per_connection.push(l);
             } else {
                 r.per_connection_omitted += 1;
+                if tally.detail_cap.is_some() {
+                    keep_lowest(&mut r.per_connection, l);
+                }
             }
         }
         r.per_connection.sort_by_key(|c| c.id);

@@ -556,10 +556,31 @@ impl Phases {
             .bounds_of(self.indexes[k], self.first, self.last)
     }
 
+    /// Whether the phases are `--split-at`'s (else `--every`'s).
+    pub fn by_cuts(&self) -> bool {
+        self.splitter.cut_phases().is_some()
+    }
+
+    /// The splitter's index of each phase reported, in time order.
+    pub fn indexes(&self) -> &[u64] {
+        &self.indexes
+    }
+
+    /// The `[start, end)` of the phase of splitter index `i`, reported or not (a part of a
+    /// run merged with others: decision 413).
+    pub fn bounds_at(&self, i: u64) -> (Nanos, Nanos) {
+        self.splitter.bounds_of(i, self.first, self.last)
+    }
+
     /// Phase `k`'s report (`k < len()`), from the observers `o` of the run.
     pub fn report(&self, o: &Obs, k: usize) -> Report {
-        let i = self.indexes[k];
-        let (a, b) = self.bounds(k);
+        self.report_at(o, self.indexes[k])
+    }
+
+    /// The report of the phase of splitter index `i`, reported or not (empty then, but for
+    /// what a phase says of the whole run: the analysis' limits), from the observers `o`.
+    pub fn report_at(&self, o: &Obs, i: u64) -> Report {
+        let (a, b) = self.bounds_at(i);
         let empty = Tally::new();
         Report {
             name: format!("phase {}", i + 1),

@@ -14,7 +14,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 use h2ledger_tcp::{LinkType, Nanos};
 
-use crate::merge::merge;
+use crate::merge::phased::{merge_parts, Merged, Part};
 use crate::report::{Drops, Report};
 use crate::session::{End, Session};
 use crate::split;
@@ -35,6 +35,9 @@ enum Msg {
     Packets(Batch),
     /// Key log text from the input, for every worker after the packets dealt before it.
     Keys(std::sync::Arc<str>),
+    /// The first packet's time, before any packet: every worker's phases and plot count from
+    /// it (decision 413).
+    Origin(Nanos),
     End(End),
 }
 
@@ -51,6 +54,11 @@ pub struct Dealer {
 impl Dealer {
     /// One packet (`data`: the link layer's frame as captured).
     pub fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) {
+        if self.packets == 0 {
+            for tx in &self.txs {
+                let _ = tx.send(Msg::Origin(ts));
+            }
+        }
         self.packets += 1;
         let n = self.txs.len();
         let k = if n == 1 {
@@ -101,7 +109,16 @@ impl Dealer {
     }
 }
 
-fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> Report {
+/// `s` finished as `end` and `drops` say: its report, and the session and its end kept when
+/// it has phases (they are merged phase by phase later: [`Merged::phases`]).
+fn finish(mut s: Session, end: &End, drops: Option<Drops>) -> (Report, Option<Part>) {
+    let mut done = s.finish(end, drops);
+    let report = std::mem::take(&mut done.report);
+    let part = (done.phase_count() > 0).then(|| Part::new(&mut s, done));
+    (report, part)
+}
+
+fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> (Report, Option<Part>) {
     let mut end = End::Complete;
     for m in rx {
         match m {
@@ -120,23 +137,24 @@ fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> Report {
             Msg::Keys(text) => {
                 s.add_keys(&text);
             }
+            Msg::Origin(t) => s.set_origin(t),
             Msg::End(e) => {
                 end = e;
                 break;
             }
         }
     }
-    s.finish(&end, None).report
+    finish(s, &end, None)
 }
 
 /// Runs `read` with a [`Dealer`] over `workers` sessions made by `session` (each on its own
-/// thread), and returns what `read` returned with the merged report. `read` returns how the
-/// input ended, which every session is finished with.
+/// thread), and returns what `read` returned with the merged report and phases. `read`
+/// returns how the input ended, which every session is finished with.
 pub fn deal<T>(
     workers: usize,
     session: &(dyn Fn() -> Session + Sync),
     read: impl FnOnce(&mut Dealer) -> (T, End),
-) -> (T, Report) {
+) -> (T, Merged) {
     let workers = workers.max(1);
     std::thread::scope(|sc| {
         let mut txs = Vec::with_capacity(workers);
@@ -163,7 +181,7 @@ pub fn deal<T>(
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
-        (t, merge(reports))
+        (t, merge_parts(reports))
     })
 }
 
@@ -172,17 +190,18 @@ pub fn deal<T>(
 /// is its own, so connections of different files are distinct whatever their addresses; the
 /// largest files first keeps every thread busy to the end). Returns what each job returned
 /// besides its report, in the order of `i`, and the reports merged in that order. Every
-/// report is held until the merge ([`merge`] numbers connections over all of them at once);
-/// each lists at most [`h2ledger_core::tally::MAX_CONN_DETAIL`] connections.
+/// report is held until the merge ([`crate::merge::merge`] numbers connections over all of
+/// them at once); each lists at most [`h2ledger_core::tally::MAX_CONN_DETAIL`] connections.
+/// A job that cuts phases hands back its session too ([`Part`]), and its phases are merged.
 pub fn each<T: Send>(
     workers: usize,
     order: &[usize],
-    job: &(dyn Fn(usize) -> (T, Report) + Sync),
-) -> (Vec<T>, Report) {
+    job: &(dyn Fn(usize) -> (T, (Report, Option<Part>)) + Sync),
+) -> (Vec<T>, Merged) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
     let threads = workers.clamp(1, order.len().max(1));
-    let mut done: Vec<(usize, T, Report)> = std::thread::scope(|sc| {
+    let mut done: Vec<(usize, T, (Report, Option<Part>))> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 sc.spawn(|| {
@@ -201,8 +220,8 @@ pub fn each<T: Send>(
             .collect()
     });
     done.sort_by_key(|(i, _, _)| *i);
-    let (ts, reports): (Vec<T>, Vec<Report>) = done.into_iter().map(|(_, t, r)| (t, r)).unzip();
-    (ts, merge(reports))
+    let (ts, reports): (Vec<T>, Vec<_>) = done.into_iter().map(|(_, t, r)| (t, r)).unzip();
+    (ts, merge_parts(reports))
 }
 
 /// What [`side_by_side`] runs on each source: the worker's index, its source and its session
@@ -222,15 +241,16 @@ pub type Finished<'a, T> = dyn Fn(usize, &mut T, &mut Session, &Report) + Sync +
 /// finished with those, then `finished` sees it on the worker's thread (with what `read`
 /// handed back and the worker's report: `--metrics` takes the calls the end folded, and the
 /// final figures). `part` sees each worker's report (by its index) before the merge; the
-/// merged report is [`merge`]'s, the one `replay -j` and `h2ledger merge` make.
+/// merged report is [`crate::merge::merge`]'s, the one `replay -j` and `h2ledger merge`
+/// make; the phases too (each worker's session is kept for them: [`Merged::phases`]).
 pub fn side_by_side<S: Send, T: Send>(
     sources: Vec<S>,
     session: &(dyn Fn(usize) -> Session + Sync),
     read: &ReadSource<'_, S, T>,
     finished: &Finished<'_, T>,
     mut part: impl FnMut(usize, &Report),
-) -> (Vec<T>, Report) {
-    let done: Vec<(T, Report)> = std::thread::scope(|sc| {
+) -> (Vec<T>, Merged) {
+    let done: Vec<(T, (Report, Option<Part>))> = std::thread::scope(|sc| {
         let handles: Vec<_> = sources
             .into_iter()
             .enumerate()
@@ -238,9 +258,11 @@ pub fn side_by_side<S: Send, T: Send>(
                 sc.spawn(move || {
                     let mut s = session(k);
                     let (mut t, end, drops) = read(k, src, &mut s);
-                    let report = s.finish(&end, drops).report;
+                    let mut done = s.finish(&end, drops);
+                    let report = std::mem::take(&mut done.report);
                     finished(k, &mut t, &mut s, &report);
-                    (t, report)
+                    let kept = (done.phase_count() > 0).then(|| Part::new(&mut s, done));
+                    (t, (report, kept))
                 })
             })
             .collect();
@@ -252,11 +274,11 @@ pub fn side_by_side<S: Send, T: Send>(
     let mut outs = Vec::with_capacity(done.len());
     let mut reports = Vec::with_capacity(done.len());
     for (k, (t, r)) in done.into_iter().enumerate() {
-        part(k, &r);
+        part(k, &r.0);
         outs.push(t);
         reports.push(r);
     }
-    (outs, merge(reports))
+    (outs, merge_parts(reports))
 }
 
 #[cfg(test)]
@@ -297,9 +319,12 @@ mod tests {
         );
         assert_eq!(outs, vec![2, 1]);
         assert_eq!(seen, vec![(0, Some(2)), (1, Some(1))]);
-        let c = merged.capture.as_ref().expect("capture stats");
+        let c = merged.report.capture.as_ref().expect("capture stats");
         assert_eq!((c.packets, c.not_tcp), (3, 3));
-        assert_eq!(merged.drops.map(|d| (d.received, d.kernel)), Some((21, 1)));
+        assert_eq!(
+            merged.report.drops.map(|d| (d.received, d.kernel)),
+            Some((21, 1))
+        );
     }
 
     /// Every job runs once, whatever the threads; results come back in the jobs' order.
@@ -309,13 +334,13 @@ mod tests {
             let ran = std::sync::atomic::AtomicUsize::new(0);
             let job = |i: usize| {
                 ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                (i * 10, Report::default())
+                (i * 10, (Report::default(), None))
             };
             let (ts, _) = each(workers, &[3, 0, 2, 1], &job);
             assert_eq!(ts, vec![0, 10, 20, 30]);
             assert_eq!(ran.into_inner(), 4);
         }
-        let (ts, _) = each(2, &[], &|i: usize| (i, Report::default()));
+        let (ts, _) = each(2, &[], &|i: usize| (i, (Report::default(), None)));
         assert!(ts.is_empty());
     }
 }

@@ -459,6 +459,23 @@ impl Session<Obs> {
         (done.report, phases)
     }
 
+    /// The time phase offsets and `--every` count from, when it is not this session's first
+    /// packet: the run's, shared by its parts (`replay -j N`, `replay A B`, `sniff
+    /// --workers N`: decision 413). Call before the first packet; later calls do nothing.
+    pub fn set_origin(&mut self, t: Nanos) {
+        self.pipe.ledger.observer.origin(t);
+    }
+
+    /// The observers of a finished session, what its phases are built from (they go to
+    /// another thread: the session, with its key log poll, cannot).
+    pub(crate) fn take_observers(&mut self) -> Obs {
+        let none = Wanted {
+            findings: None,
+            ..Wanted::default()
+        };
+        std::mem::replace(&mut self.pipe.ledger.observer, Obs::new(&none))
+    }
+
     /// The phases of a finished run, built one at a time.
     pub fn phases<'a>(&'a self, f: &'a Finished) -> impl Iterator<Item = Report> + 'a {
         f.phases.reports(&self.pipe.ledger.observer)
@@ -528,7 +545,15 @@ impl Finished {
     pub fn phase_count(&self) -> usize {
         self.phases.len()
     }
+
+    /// The run's phases (a merge of parts builds them phase by phase).
+    pub(crate) fn phase_list(&self) -> &Phases {
+        &self.phases
+    }
 }
+
+/// The first warning `warn_cuts_outside_of` writes starts so.
+pub(crate) const CUT_OUTSIDE: &str = "the cut at ";
 
 /// See [`Session::plot`].
 pub struct PlotInput<'a> {
@@ -545,11 +570,18 @@ pub struct PlotInput<'a> {
 
 /// `--split-at` cuts before the first packet or after the last one make empty phases: say so.
 fn warn_cuts_outside(whole: &mut Report, phases: &Phases) {
+    let cuts: Vec<Nanos> = (1..phases.len()).map(|k| phases.bounds(k).0).collect();
+    warn_cuts_outside_of(whole, &cuts);
+}
+
+/// The start of each phase after the first (`cuts`, in time order) that lies outside the
+/// capture `whole` covers, warned of (a merged run's too: decision 413).
+pub(crate) fn warn_cuts_outside_of(whole: &mut Report, cuts: &[Nanos]) {
     let (Some(first), Some(last)) = (whole.start, whole.end) else {
         return;
     };
-    for k in 1..phases.len() {
-        let (cut, _) = phases.bounds(k);
+    for (i, &cut) in cuts.iter().enumerate() {
+        let k = i + 1;
         let empty = if cut < first {
             format!("phase {k} is empty")
         } else if cut > last {

@@ -97,20 +97,18 @@ impl Analysis {
             reset: calls.reset,
             unfinished: calls.unfinished,
         };
-        // The whole capture's methods in the order of their first call (a merge of parts
-        // can make that order again: issue 39), a phase's in the order the run saw them.
+        // The methods in the order of their first call (a merge of parts can make that order
+        // again: issue 39): the whole capture's first, a phase's own first call (decision 413).
+        let first = |m: u32, agg: &MethodAgg| match phase {
+            None => self
+                .method_first
+                .get(m as usize)
+                .copied()
+                .unwrap_or(Nanos::MAX),
+            Some(_) => agg.first,
+        };
         let mut order: Vec<(&u32, &MethodAgg)> = calls.methods.iter().collect();
-        if phase.is_none() {
-            order.sort_by_key(|(m, _)| {
-                (
-                    self.method_first
-                        .get(**m as usize)
-                        .copied()
-                        .unwrap_or(Nanos::MAX),
-                    **m,
-                )
-            });
-        }
+        order.sort_by_key(|(m, agg)| (first(**m, agg), **m));
         let mut method_data = Vec::new();
         for (m, agg) in order {
             let n = agg.calls;
@@ -139,16 +137,10 @@ impl Analysis {
                 },
                 latency_us: Percentiles::of_hist(&agg.latency),
             });
-            if phase.is_none() {
-                method_data.push(merge::MethodData {
-                    first: self
-                        .method_first
-                        .get(*m as usize)
-                        .copied()
-                        .unwrap_or(Nanos::MAX),
-                    latency_us: agg.latency.buckets(),
-                });
-            }
+            method_data.push(merge::MethodData {
+                first: first(*m, agg),
+                latency_us: agg.latency.buckets(),
+            });
         }
         for (side, counts) in [
             (&mut r.sides.client.rst_stream_codes, &scope.resets.client),
@@ -177,13 +169,14 @@ impl Analysis {
         r.limits = self.limits.clone();
         r.flow_control = self.flow.report(phase);
         r.grpc = self.grpc.report(phase);
-        if phase.is_none() {
-            let (sizes, grpc_methods) = self.grpc.data();
+        // A phase carries it too: phases of parts merge phase by phase (decision 413).
+        {
+            let (sizes, grpc_methods) = self.grpc.data(phase);
             r.merge = Some(merge::MergeData {
                 concurrency: merge::ConcurrencyData {
                     in_flight_sum: calls.inflight_sum,
                 },
-                flow_control: self.flow.stalled_data(),
+                flow_control: self.flow.stalled_data(phase),
                 grpc: merge::GrpcData {
                     client: sizes.client,
                     methods: grpc_methods,

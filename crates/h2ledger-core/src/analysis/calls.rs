@@ -225,6 +225,11 @@ impl Analysis {
                 method = OTHER_METHOD;
             }
             let m = agg.methods.entry(method).or_default();
+            m.first = if m.calls == 0 {
+                c.start
+            } else {
+                m.first.min(c.start)
+            };
             m.calls += 1;
             *m.status.entry(c.status_key()).or_default() += 1;
             for rel in 0..2 {

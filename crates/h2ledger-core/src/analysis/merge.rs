@@ -25,7 +25,8 @@ use crate::stats::{HistBuckets, LatencyHist, LogBuckets, LogHist, Percentiles};
 use h2ledger_tcp::Nanos;
 
 /// `merge`: what a whole capture's analysis is made of beyond its published figures, so
-/// that the analyses of parts merge into the whole's. Only a whole capture's report has it.
+/// that the analyses of parts merge into the whole's. A whole capture's report has it, and
+/// each phase's (phases of parts merge phase by phase: decision 413).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MergeData {
     /// The sum behind `concurrency.mean_in_flight`.

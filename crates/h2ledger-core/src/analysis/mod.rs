@@ -527,6 +527,9 @@ impl Conns {
 #[derive(Clone, Debug, Default)]
 struct MethodAgg {
     calls: u64,
+    /// The earliest start of the calls folded here (a phase's methods are in this order, and
+    /// merge in it: decision 413).
+    first: Nanos,
     status: BTreeMap<StatusKey, u64>,
     frames: [[u64; 4]; 2],
     writes: [u64; 2],

@@ -240,7 +240,7 @@ pub struct AnalysisReport {
     /// How often each of the analysis' caps was hit, over the whole run (a phase's report
     /// gives the run's counts too).
     pub limits: AnalysisLimits,
-    /// What the figures are made of, for `merge` (a whole capture's report only).
+    /// What the figures are made of, for `merge` (a whole capture's report and each phase's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge: Option<super::merge::MergeData>,
     /// Calls per `:path`, in the order of each method's first call (the whole capture), or

@@ -292,10 +292,15 @@ impl Flow {
         }
     }
 
-    /// The whole capture's stall histograms (nanoseconds) per side, as data: what a report
-    /// carries for `flow_control.*.stalled_us` to merge (issue 39).
-    pub(crate) fn stalled_data(&self) -> Sides<crate::stats::LogBuckets> {
-        Sides::from_fn(|side| self.whole.sides[side].stalled.data())
+    /// The stall histograms (nanoseconds) per side of the whole capture (`phase` None) or one
+    /// phase, as data: what a report carries for `flow_control.*.stalled_us` to merge (issue 39).
+    pub(crate) fn stalled_data(&self, phase: Option<u64>) -> Sides<crate::stats::LogBuckets> {
+        let empty = Scope::default();
+        let s = match phase {
+            None => &self.whole,
+            Some(p) => self.phases.get(p).unwrap_or(&empty),
+        };
+        Sides::from_fn(|side| s.sides[side].stalled.data())
     }
 
     /// The report for the whole capture (`phase` None) or one phase.

@@ -398,24 +398,32 @@ impl Grpc {
         }
     }
 
-    /// The whole capture's message sizes per side and each listed method's latency (in the
-    /// order of `grpc.methods`), as data: what a report carries for `grpc` to merge (issue 39).
+    /// The message sizes per side and each listed method's latency (in the order of
+    /// `grpc.methods`) of the whole capture (`phase` None) or one phase, as data: what a report
+    /// carries for `grpc` to merge (issue 39).
     pub(crate) fn data(
         &self,
+        phase: Option<u64>,
     ) -> (
         Sides<crate::stats::LogBuckets>,
         Vec<crate::stats::HistBuckets>,
     ) {
+        let empty: [SideMsgs; 2] = Default::default();
+        let s = match phase {
+            None => &self.whole,
+            Some(p) => self.phases.get(p).unwrap_or(&empty),
+        };
+        let no_methods = GrpcScope::default();
+        let sc = match phase {
+            None => &self.methods,
+            Some(p) => self.phase_methods.get(p).unwrap_or(&no_methods),
+        };
         (
             Sides {
-                client: self.whole[0].sizes.data(),
-                server: self.whole[1].sizes.data(),
+                client: s[0].sizes.data(),
+                server: s[1].sizes.data(),
             },
-            self.methods
-                .methods
-                .values()
-                .map(|m| m.latency.buckets())
-                .collect(),
+            sc.methods.values().map(|m| m.latency.buckets()).collect(),
         )
     }
 

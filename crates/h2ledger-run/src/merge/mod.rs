@@ -20,6 +20,7 @@
 //! assert_eq!(merge(vec![a, b]).ledger.calls, 7);
 //! ```
 
+pub mod phased;
 pub mod read;
 
 use h2ledger_core::analysis::AnalysisReport;
@@ -72,6 +73,15 @@ impl Numbering {
                         .unwrap_or(Nanos::MIN)
                 })
                 .collect(),
+        }
+    }
+
+    /// The numbering of the parts `at` only (indexes into this one's, in order): the same
+    /// numbers as long as the parts left out list no connection.
+    fn subset(&self, at: &[usize]) -> Numbering {
+        Numbering {
+            listed: at.iter().map(|&k| self.listed[k].clone()).collect(),
+            starts: at.iter().map(|&k| self.starts[k]).collect(),
         }
     }
 
@@ -275,18 +285,28 @@ fn merge_analysis(parts: &[Report], num: &Numbering, out: &mut Report) {
     }
 }
 
+/// A part's first packet, the order parts merge in (`Nanos::MAX` without one).
+fn first_of(p: &Report) -> Nanos {
+    p.capture
+        .as_ref()
+        .and_then(|c| c.first)
+        .unwrap_or(Nanos::MAX)
+}
+
 /// The report of the union of `parts`: whole-capture reports (no phases) of captures whose
 /// TCP connections are disjoint, in any order.
 pub fn merge(mut parts: Vec<Report>) -> Report {
     // Parts in the order of their first packet: warnings, listed in each part's order, then
     // follow the time of the parts.
-    parts.sort_by_key(|p| {
-        p.capture
-            .as_ref()
-            .and_then(|c| c.first)
-            .unwrap_or(Nanos::MAX)
-    });
+    parts.sort_by_key(first_of);
     let num = Numbering::new(&parts);
+    merge_numbered(&parts, &num, MAX_CONN_DETAIL)
+}
+
+/// [`merge`] of `parts` in the order of their first packet, connections numbered by `num`
+/// (made of the whole parts: a phase's parts are numbered as their wholes), listing at most
+/// `detail` connections, those of the lowest numbers.
+fn merge_numbered(parts: &[Report], num: &Numbering, detail: usize) -> Report {
     let mut out = Report::default();
     let l: &mut LedgerReport = &mut out.ledger;
     let mut conns: Vec<ConnLedger> = Vec::new();
@@ -378,7 +398,7 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
             }
         }
     }
-    merge_analysis(&parts, &num, &mut out);
+    merge_analysis(parts, num, &mut out);
     let capture = out.capture.clone().unwrap_or_default();
     // A whole capture's bounds are its first and last packet (the tables show times from it).
     out.start = capture.first;
@@ -396,9 +416,9 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
         }
     }
     conns.sort_by_key(|c| c.id);
-    if conns.len() > MAX_CONN_DETAIL {
-        out.ledger.per_connection_omitted += (conns.len() - MAX_CONN_DETAIL) as u64;
-        conns.truncate(MAX_CONN_DETAIL);
+    if conns.len() > detail {
+        out.ledger.per_connection_omitted += (conns.len() - detail) as u64;
+        conns.truncate(detail);
     }
     out.ledger.per_connection = conns;
     if let Some(t) = out.tls.as_mut() {

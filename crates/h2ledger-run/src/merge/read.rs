@@ -432,6 +432,63 @@ pub fn reports(name: &str, text: &str, into: &mut Vec<Report>) -> R<()> {
     Ok(())
 }
 
+/// Every report in the text of one file, as [`reports`], each with its phases (`replay
+/// --split-at` or `--every`; none without): what [`super::phased::merge_published`] merges.
+pub fn reports_with_phases(name: &str, text: &str, into: &mut Vec<(Report, Vec<Report>)>) -> R<()> {
+    let before = into.len();
+    for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        let v = v.map_err(|e| ReadError(format!("{name}: not JSON: {e}")))?;
+        if v.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "summary")
+        {
+            continue;
+        }
+        into.push(with_phases(&v).map_err(|e| ReadError(format!("{name}: {e}")))?);
+    }
+    if into.len() == before {
+        return err(format!(
+            "{name}: no report in it (give what `replay -T json` wrote)"
+        ));
+    }
+    Ok(())
+}
+
+/// A whole capture's report and its phases (each read as a report of its own, with its
+/// `name`, `start` and `end`).
+pub fn with_phases(v: &Value) -> R<(Report, Vec<Report>)> {
+    let m = obj(v, "the report")?;
+    if m.contains_key("name") {
+        return err("a phase is not a whole capture's report");
+    }
+    let whole = body(m, "the report")?;
+    let phases = match m.get("phases") {
+        None => Vec::new(),
+        Some(p) => p
+            .as_array()
+            .map_or_else(|| err("`phases` is not a list"), Ok)?
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let at = format!("phases[{k}]");
+                let pm = obj(p, &at)?;
+                let mut r = body(pm, &at)?;
+                r.name = field(pm, "name", &at)?
+                    .as_str()
+                    .map_or_else(|| err(format!("`{at}.name` is not a string")), Ok)?
+                    .to_owned();
+                r.start = time(pm, "start", &at)?;
+                r.end = time(pm, "end", &at)?;
+                if r.start.is_none() || r.end.is_none() {
+                    return err(format!("`{at}` has no `start` or `end`"));
+                }
+                Ok(r)
+            })
+            .collect::<R<Vec<_>>>()?,
+    };
+    Ok((whole, phases))
+}
+
 /// A whole capture's report, as `replay -T json` (or the `summary` line of `-T jsonl`)
 /// wrote it.
 pub fn from_json(v: &Value) -> R<Report> {
@@ -439,6 +496,11 @@ pub fn from_json(v: &Value) -> R<Report> {
     if m.contains_key("phases") || m.contains_key("name") {
         return err("the report has phases; merge takes whole-capture reports");
     }
+    body(m, "the report")
+}
+
+/// The keys of a report (a whole capture's or a phase's).
+fn body(m: &Map<String, Value>, at: &str) -> R<Report> {
     if let Some(t) = m.get("type").and_then(Value::as_str) {
         if t != "summary" {
             return err(format!(
@@ -446,7 +508,6 @@ pub fn from_json(v: &Value) -> R<Report> {
             ));
         }
     }
-    let at = "the report";
     let warnings = field(m, "warnings", at)?
         .as_array()
         .and_then(|a| a.iter().map(|x| x.as_str().map(str::to_owned)).collect())

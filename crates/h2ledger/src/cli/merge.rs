@@ -9,7 +9,9 @@ use super::Format;
 #[derive(Args)]
 pub struct MergeArgs {
     /// Reports written by `replay -T json` (or JSON lines: their `summary` lines are taken;
-    /// several documents in one file are several reports); `-` reads standard input
+    /// several documents in one file are several reports); `-` reads standard input. Reports
+    /// cut into phases merge phase by phase when their edges line up (--split-at at absolute
+    /// times)
     #[arg(value_name = "REPORT", required = true)]
     pub files: Vec<String>,
     /// Tables (warnings on stderr), or one JSON document (the `replay -T json` object)
@@ -23,8 +25,9 @@ pub struct JobsArgs {
     /// Workers: the packets dealt by TCP connection (split's hash) to N sessions on their own
     /// threads, their reports merged; the same report as one worker where no cap is hit (caps
     /// apply per worker). With several FILEs, N files are read at once, each by its own
-    /// session. Also with --analyze (its histograms merge exactly); not with phases, --plot,
-    /// -T jsonl or -T prometheus
+    /// session. Also with --analyze (its histograms merge exactly) and phases (--split-at,
+    /// --every: every worker cuts at the same instants); not with --plot, -T jsonl or
+    /// -T prometheus
     #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,

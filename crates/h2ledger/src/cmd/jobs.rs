@@ -6,11 +6,13 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
+use h2ledger_core::analysis::Cut;
+use h2ledger_run::merge::phased::{Merged, Part};
 use h2ledger_run::parallel::{deal, each, Dealer};
 use h2ledger_run::{End, Obs, Report, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
-use super::ledger::Ledger;
+use super::ledger::{layout, Ledger};
 use crate::cli::Format;
 use crate::source::{self, Ended, Hooks, Input, Reading};
 use crate::Ctx;
@@ -52,11 +54,10 @@ impl Hooks for Feed {
 
 /// What `-j` cannot merge yet (docs/scale.md).
 fn refuse(l: &Ledger<'_>) -> Result<()> {
-    let a = l.analysis;
-    if a.split_at.is_some() || l.every.is_some() || a.plot.is_some() {
+    if l.analysis.plot.is_some() {
         bail!(
-            "-j N > 1 and several files do not take --split-at, --every or --plot yet \
-             (docs/scale.md)"
+            "-j N > 1 and several files do not take --plot yet (docs/scale.md); \
+             use -j 1 with one FILE (mergecap the files first)"
         );
     }
     if matches!(l.format, Format::Jsonl | Format::Prometheus) {
@@ -68,7 +69,7 @@ fn refuse(l: &Ledger<'_>) -> Result<()> {
 /// A session as the flags ask, with `input`'s keys (each worker's and each file's own).
 fn session(l: &Ledger<'_>, input: &Input) -> Result<Session> {
     let opts = source::keys::options(input, l.filter, None, None)?;
-    let mut wanted = l.analysis.wanted(None);
+    let mut wanted = l.analysis.wanted(l.every);
     wanted.findings = Some(l.findings.config()?);
     Ok(Session::new(Obs::new(&wanted), opts))
 }
@@ -99,6 +100,62 @@ pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
     print(&l, ctx, ended?, &report)
 }
 
+/// The first packet of a file after the filter (`None`: it has none).
+struct First(Option<Nanos>);
+
+impl Hooks for First {
+    fn packet(&mut self, _: LinkType, ts: Nanos, _: &[u8]) -> ControlFlow<Stop> {
+        self.0 = Some(ts);
+        ControlFlow::Break(Stop::Count)
+    }
+
+    fn secrets(&mut self, _: &str) {}
+
+    fn frames(&self) -> u64 {
+        0
+    }
+}
+
+/// The origin the files' phases count from when offsets or `--every` need one: the earliest
+/// first packet of the files after the filter, as one session reading them merged by time
+/// (mergecap) counts from (decision 414). Each file is opened once more for it, so a file
+/// must be one that can be: not standard input or a pipe.
+fn files_origin(l: &Ledger<'_>, files: &[String], bpf: Option<&str>) -> Result<Option<Nanos>> {
+    let offsets = match &l.analysis.split_at {
+        Some(cuts) => cuts.iter().any(|c| matches!(c, Cut::Offset(_))),
+        None => l.every.is_some(),
+    };
+    if !offsets {
+        return Ok(None);
+    }
+    let mut origin: Option<Nanos> = None;
+    for f in files {
+        if !std::fs::metadata(f).is_ok_and(|m| m.is_file()) {
+            bail!(
+                "{f}: several files with --every or a --split-at offset (30s) are read twice (the \
+                 phases count from the earliest first packet of all of them); give regular \
+                 files, or cut at absolute times (RFC 3339 or @EPOCH)"
+            );
+        }
+        let cap = crate::source::CaptureOpts {
+            write: None,
+            ..l.cap.opts()
+        };
+        let reading = Reading {
+            input: &Input::File(f.clone()),
+            cap: &cap,
+            bpf,
+            every: None,
+            progress: false,
+            keys: None,
+        };
+        let mut first = First(None);
+        source::run(&reading, &mut first)?;
+        origin = [origin, first.0].into_iter().flatten().min();
+    }
+    Ok(origin)
+}
+
 /// `replay A B C ...`: each file read by its own session, up to `jobs` files at once.
 pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Result<ExitCode> {
     refuse(&l)?;
@@ -106,10 +163,14 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
         bail!("-c and --duration read one capture; give one FILE with them");
     }
     let bpf = l.filter.bpf();
-    let job = |i: usize| -> (Result<Ended>, Report) {
+    let origin = files_origin(&l, files, bpf.as_deref())?;
+    let job = |i: usize| -> (Result<Ended>, (Report, Option<Part>)) {
         let input = Input::File(files[i].clone());
-        let one = || -> Result<(Ended, Report)> {
+        let one = || -> Result<(Ended, (Report, Option<Part>))> {
             let mut s = Feed(session(&l, &input)?);
+            if let Some(t) = origin {
+                s.0.set_origin(t);
+            }
             let reading = Reading {
                 input: &input,
                 cap: &l.cap.opts(),
@@ -119,12 +180,14 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
                 keys: None,
             };
             let ended = source::run(&reading, &mut s)?;
-            let report = s.0.finish(&ended.end, None).report;
-            Ok((ended, report))
+            let mut done = s.0.finish(&ended.end, None);
+            let report = std::mem::take(&mut done.report);
+            let part = (done.phase_count() > 0).then(|| Part::new(&mut s.0, done));
+            Ok((ended, (report, part)))
         };
         match one() {
             Ok((e, r)) => (Ok(e), r),
-            Err(e) => (Err(e), Report::default()),
+            Err(e) => (Err(e), (Report::default(), None)),
         }
     };
     // The largest files first (standard input and pipes last).
@@ -143,14 +206,15 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     print(&l, ctx, ended, &report)
 }
 
-/// The merged report, and the exit status.
-fn print(l: &Ledger<'_>, ctx: Ctx, ended: Ended, report: &Report) -> Result<ExitCode> {
-    l.format.printer(ctx.style).write(
+/// The merged report and phases, and the exit status.
+fn print(l: &Ledger<'_>, ctx: Ctx, ended: Ended, merged: &Merged) -> Result<ExitCode> {
+    let report = &merged.report;
+    l.format.printer(ctx.style).layout(layout(l)).write(
         &mut ctx.out(),
         &mut std::io::stderr(),
         &ended.source,
         report,
-        &mut std::iter::empty(),
+        &mut merged.phases(),
     );
     let status = l.findings.exit_status(report, &ended.end);
     ended.saved()?;

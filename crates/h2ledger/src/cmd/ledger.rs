@@ -330,25 +330,26 @@ fn report(
             let page = e.metrics().encode(Exposition::Prometheus);
             let _ = ctx.out().write_all(page.as_bytes());
         }
-        _ => l
-            .format
-            .printer(ctx.style)
-            .layout(if l.every.is_some() && !l.analysis.wide {
-                PhaseLayout::Series
-            } else {
-                PhaseLayout::Columns
-            })
-            .write(
-                &mut ctx.out(),
-                &mut std::io::stderr(),
-                &ended.source,
-                &done.report,
-                &mut s.phases(&done),
-            ),
+        _ => l.format.printer(ctx.style).layout(layout(l)).write(
+            &mut ctx.out(),
+            &mut std::io::stderr(),
+            &ended.source,
+            &done.report,
+            &mut s.phases(&done),
+        ),
     }
     let status = l.findings.exit_status(&done.report, &ended.end);
     ended.saved()?;
     Ok(status)
+}
+
+/// How the tables lay phases out: a series with `--every` (unless `--wide`), else columns.
+pub(super) fn layout(l: &Ledger<'_>) -> PhaseLayout {
+    if l.every.is_some() && !l.analysis.wide {
+        PhaseLayout::Series
+    } else {
+        PhaseLayout::Columns
+    }
 }
 
 /// `sniff --every`: the live view of the ticks, in the format's way, headed with `name`.

@@ -4,7 +4,7 @@ use std::io::Read as _;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use h2ledger_run::merge::{merge as merge_reports, read};
+use h2ledger_run::merge::{phased, read};
 
 use crate::cli::{Format, MergeArgs};
 use crate::Ctx;
@@ -24,16 +24,17 @@ pub fn merge(a: MergeArgs, ctx: Ctx) -> Result<ExitCode> {
         } else {
             std::fs::read_to_string(f).with_context(|| f.clone())?
         };
-        read::reports(f, &text, &mut parts).map_err(|e| anyhow!(e))?;
+        read::reports_with_phases(f, &text, &mut parts).map_err(|e| anyhow!(e))?;
     }
     let n = parts.len();
-    let merged = merge_reports(parts);
+    // Phases merge phase by phase when their edges line up (decision 416).
+    let (merged, phases) = phased::merge_published(parts).map_err(|e| anyhow!(e))?;
     a.format.printer(ctx.style).write(
         &mut ctx.out(),
         &mut std::io::stderr(),
         &format!("{n} reports merged"),
         &merged,
-        &mut std::iter::empty(),
+        &mut phases.into_iter(),
     );
     Ok(ExitCode::SUCCESS)
 }

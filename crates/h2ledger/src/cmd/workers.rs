@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
@@ -21,7 +22,7 @@ use h2ledger_run::{Drops, End, Obs, Session, Stop, Tick};
 use h2ledger_tcp::{LinkType, Nanos};
 use tokio::sync::Notify;
 
-use super::ledger::{fill_owners, live_view, owners, processes_into, Ledger};
+use super::ledger::{fill_owners, layout, live_view, owners, processes_into, Ledger};
 use crate::cli::Format;
 use crate::source::fanout::{self, Control, WorkerEnd};
 use crate::source::live::{LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
@@ -36,8 +37,8 @@ pub const WORKER_REPORTS_ENV: &str = "H2LEDGER_WORKER_REPORTS";
 /// What `--workers N > 1` cannot do yet (docs/scale.md), said in one line.
 fn refuse(l: &Ledger<'_>) -> Result<()> {
     let a = l.analysis;
-    if a.split_at.is_some() || a.plot.is_some() {
-        bail!("--workers N > 1 does not take --split-at or --plot yet (docs/scale.md); use --workers 1");
+    if a.plot.is_some() {
+        bail!("--workers N > 1 does not take --plot yet (docs/scale.md); use --workers 1");
     }
     if matches!(l.format, Format::Jsonl | Format::Prometheus) {
         bail!("--workers N > 1 writes tables or -T json; use --workers 1 for -T jsonl or -T prometheus");
@@ -56,6 +57,9 @@ struct Shared<'a> {
     ticks: Option<&'a TickParts>,
     owners: &'a Owners,
     ctx: Ctx,
+    /// The first packet any worker handled (`i64::MIN` until then): every worker's phases
+    /// count from it (decision 415).
+    origin: &'a AtomicI64,
 }
 
 /// One worker's hooks on the live loop: its session, its calls not yet handed to the
@@ -66,6 +70,8 @@ struct Worker<'a, 's> {
     batch: Batch,
     part: Option<Part<'a>>,
     shared: &'a Shared<'a>,
+    /// The session was given the run's origin.
+    origin_set: bool,
 }
 
 impl Worker<'_, '_> {
@@ -86,6 +92,13 @@ impl Worker<'_, '_> {
 impl Hooks for Worker<'_, '_> {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
         self.shared.owners.packet(linktype, data);
+        if !self.origin_set {
+            // The first worker to see a packet sets the run's origin; the others take it.
+            let o = self.shared.origin;
+            let _ = o.compare_exchange(i64::MIN, ts, Ordering::SeqCst, Ordering::SeqCst);
+            self.session.set_origin(o.load(Ordering::SeqCst));
+            self.origin_set = true;
+        }
         // Only --max-frames stops a session, and --workers does not take it.
         let _ = self.session.feed(linktype, ts, data);
         self.drain();
@@ -210,7 +223,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
     let ctl = Arc::new(Control::new(cap.count));
     let feed = feed.as_ref();
     let make = |k: usize| {
-        let mut wanted = l.analysis.wanted(None);
+        let mut wanted = l.analysis.wanted(l.every);
         wanted.findings = Some(findings_cfg);
         wanted.metrics = parts.is_some();
         let tap = feed.map(|b| Rc::new(RefCell::new(b.tap(k))));
@@ -224,9 +237,10 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         ticks: ticks.as_ref(),
         owners: &owners,
         ctx,
+        origin: &AtomicI64::new(i64::MIN),
     };
     let every = l.every;
-    let (outs, mut report, stop) = std::thread::scope(|sc| {
+    let (outs, mut merged, stop) = std::thread::scope(|sc| {
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let ctl = &ctl;
         let shared = &shared;
@@ -253,6 +267,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
                 batch: Batch::default(),
                 part: shared.parts.map(|p| p.part(k)),
                 shared,
+                origin_set: false,
             };
             let keys = feed.map(|b| b.tap(k));
             let (end, how, drops) = fanout::work(h, since, ctl, every, keys, &mut w);
@@ -321,17 +336,18 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
     if matches!(l.format, Format::Table) {
         eprintln!("h2ledger: stopped ({})", end.describe());
     }
-    fill_owners(&owners, &mut report);
+    fill_owners(&owners, &mut merged.report);
+    let report = &merged.report;
     if let Some(p) = &parts {
         processes_into(p.metrics(), &owners);
         p.exporter().synced(true);
     }
-    l.format.printer(ctx.style).write(
+    l.format.printer(ctx.style).layout(layout(&l)).write(
         &mut ctx.out(),
         &mut std::io::stderr(),
         &format!("{dev} (live)"),
-        &report,
-        &mut std::iter::empty(),
+        report,
+        &mut merged.phases(),
     );
     let worst = report
         .findings

@@ -105,11 +105,17 @@ fn has_across(json: &str) -> bool {
         .any(|id| json.contains(&format!("\"id\": \"{id}\"")))
 }
 
-/// The report without its findings of [`ACROSS_CONNECTIONS`].
+/// The report without its findings of [`ACROSS_CONNECTIONS`] (its phases' too).
 fn without_across(json: &str) -> Value {
     let mut v: Value = serde_json::from_str(json).unwrap();
-    if let Some(f) = v["findings"].as_array_mut() {
-        f.retain(|f| !ACROSS_CONNECTIONS.contains(&f["id"].as_str().unwrap_or("")));
+    let strip = |v: &mut Value| {
+        if let Some(f) = v["findings"].as_array_mut() {
+            f.retain(|f| !ACROSS_CONNECTIONS.contains(&f["id"].as_str().unwrap_or("")));
+        }
+    };
+    strip(&mut v);
+    if let Some(p) = v.get_mut("phases").and_then(Value::as_array_mut) {
+        p.iter_mut().for_each(strip);
     }
     v
 }
@@ -357,7 +363,8 @@ fn merged_reports_are_the_report_of_mergecap(extra: &[&str], scratch_name: &str)
 fn two_workers_print_what_one_prints_on_every_capture() {
     two_workers_print_what_one_prints(&[]);
     let f = crate::util::capture("grpcgo-article.pcap");
-    for extra in [&["-T", "jsonl"][..], &["--split-at", "2s"]] {
+    let plot = scratch("merge-plot.svg");
+    for extra in [&["-T", "jsonl"][..], &["--plot", plot.to_str().unwrap()]] {
         let mut args = vec!["replay", f.to_str().unwrap(), "-j", "2"];
         args.extend(extra);
         let out = run(&args);
@@ -373,6 +380,124 @@ fn two_workers_print_what_one_prints_on_every_capture() {
 #[test]
 fn two_workers_print_what_one_prints_with_the_analysis_on_every_capture() {
     two_workers_print_what_one_prints(&["--analyze"]);
+}
+
+/// The same cut into phases, by `--every` and by `--split-at` offsets: every worker cuts
+/// at the instants one session cuts at, and the phases merge phase by phase (decision 413).
+#[test]
+fn two_workers_print_what_one_prints_in_phases_on_every_capture() {
+    two_workers_print_what_one_prints(&["--every", "500ms"]);
+    two_workers_print_what_one_prints(&["--split-at", "1s,2.5s"]);
+}
+
+/// `replay A B --every D` and `--split-at` are `replay` of the two merged by time (mergecap),
+/// phases and all, with -j 2 too; `merge` of the two reports is it when they are cut at the
+/// same absolute instants, and refused in one line when their phases do not line up
+/// (decisions 414, 416).
+#[test]
+fn several_files_and_merged_reports_cut_into_phases_are_the_whole() {
+    if !have("mergecap") || !have("editcap") {
+        skipped("mergecap and editcap (wireshark-common) are not installed");
+        return;
+    }
+    let dir = scratch("merge-phases");
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = crate::util::capture("tonic-fixed.pcap");
+    let (b, m) = (dir.join("b.pcap"), dir.join("m.pcap"));
+    // grpcgo-article moved to overlap tonic-fixed: phases hold packets of both.
+    let src = crate::util::capture("grpcgo-article.pcap");
+    assert!(tool(
+        "editcap",
+        &["-t", "12.5", src.to_str().unwrap(), b.to_str().unwrap()]
+    ));
+    assert!(tool(
+        "mergecap",
+        &[
+            "-F",
+            "pcap",
+            "-w",
+            m.to_str().unwrap(),
+            a.to_str().unwrap(),
+            b.to_str().unwrap()
+        ]
+    ));
+    let (a, b, m) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        m.to_str().unwrap(),
+    );
+    let json = |args: &[&str]| {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let whole = json(&["replay", m, "-T", "json"]);
+    let w: Value = serde_json::from_str(&whole).unwrap();
+    let first = w["capture"]["first"].as_f64().unwrap();
+    let cuts = format!("@{:.3},@{:.3}", first + 2.0, first + 3.5);
+    for cut in [
+        &["--every", "1s"][..],
+        &["--every", "300ms", "--analyze"],
+        &["--split-at", "2s,3.5s"],
+        &["--split-at", &cuts, "--analyze"],
+    ] {
+        let with = |args: &[&str]| -> String {
+            let all: Vec<String> = args
+                .iter()
+                .chain(cut)
+                .chain(&["-T", "json"])
+                .map(|s| s.to_string())
+                .collect();
+            json(&all.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        let whole = with(&["replay", m]);
+        let phases = serde_json::from_str::<Value>(&whole).unwrap()["phases"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert!(phases >= 2, "{cut:?}: {phases} phases");
+        assert_eq!(with(&["replay", a, b]), whole, "replay A B {cut:?}");
+        assert_eq!(
+            with(&["replay", b, a, "-j", "2"]),
+            whole,
+            "replay B A -j 2 {cut:?}"
+        );
+        let (ra, rb) = (dir.join("a.json"), dir.join("b.json"));
+        std::fs::write(&ra, with(&["replay", a])).unwrap();
+        std::fs::write(&rb, with(&["replay", b])).unwrap();
+        let out = run(&[
+            "merge",
+            ra.to_str().unwrap(),
+            rb.to_str().unwrap(),
+            "-T",
+            "json",
+        ]);
+        if cut[1].starts_with('@') {
+            // Absolute cuts line up across files.
+            assert_eq!(
+                String::from_utf8(out.stdout).unwrap(),
+                whole,
+                "merge {cut:?}"
+            );
+        } else {
+            // Each file's phases count from its own first packet.
+            assert_eq!(out.status.code(), Some(2), "merge {cut:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("do not line up") && err.contains("--split-at"),
+                "{err}"
+            );
+        }
+    }
+    // A report with phases beside one without: refused, in one line.
+    let ra = dir.join("a.json");
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, json(&["replay", a, "-T", "json"])).unwrap();
+    let out = run(&["merge", ra.to_str().unwrap(), plain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of the 2 reports have no phases"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn two_workers_print_what_one_prints(extra: &[&str]) {

@@ -480,6 +480,155 @@ fn sniff_workers_every_rows_add_up() {
     eprintln!("sniff --workers 2 --every 500ms: calls per row {rows:?}");
 }
 
+/// Decision 415: `sniff --workers 2 --every D -T json` is cut into phases as one worker's
+/// report is, and each phase is exactly the phase of `replay` of the workers' files merged,
+/// cut at the same instants (`--split-at` at the edges the sniff printed, absolute): every
+/// worker counted its periods from one origin, and the phases merged phase by phase.
+#[test]
+fn sniff_workers_every_cuts_phases_as_one_worker() {
+    if crate::live::skip_unless_root("sniff_workers_phases") {
+        return;
+    }
+    for tool in ["nghttpd", "h2load", "mergecap"] {
+        if !have(tool) {
+            skipped(&format!("SKIPPED sniff_workers_phases: needs {tool}"));
+            return;
+        }
+    }
+    let dir = scratch("workers-phases");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut server, port) = h2c_nghttpd(&dir.join("www"));
+    let w = dir.join("w.pcap");
+    let mut sniff = Command::new(bin())
+        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args([
+            "--workers",
+            "2",
+            "--every",
+            "500ms",
+            "-T",
+            "json",
+            "-B",
+            "131072",
+            "-w",
+        ])
+        .arg(&w)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = listening_line(&mut sniff);
+    assert!(line.contains("2 workers"), "{line}");
+    // 20 connections at 100 calls/s each: 2 s of traffic, four periods or so.
+    let load = Command::new("h2load")
+        .args(["-n", "4000", "-c", "20", "-m", "10", "--rps", "100"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .output()
+        .unwrap();
+    assert!(load.status.success());
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = sniff.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = sniff.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "sniff exit status {:?}", out.status);
+    let mut merged: Value = serde_json::from_slice(&out.stdout).expect("one JSON report");
+    assert_eq!(n(&merged["calls"]), 4000);
+    let phases = merged["phases"].as_array().expect("phases").clone();
+    assert!(phases.len() >= 3, "{} phases", phases.len());
+    let calls: u64 = phases.iter().map(|p| n(&p["calls"])).sum();
+    assert!(calls > 0, "calls in phases");
+    // Inner edges 500 ms apart: one origin for both workers.
+    let starts: Vec<f64> = phases
+        .iter()
+        .map(|p| p["start"].as_f64().unwrap())
+        .collect();
+    for k in 2..starts.len() {
+        let d = starts[k] - starts[k - 1];
+        assert!((d - 0.5).abs() < 1e-6, "edges {starts:?}");
+    }
+    let all = dir.join("all.pcap");
+    let st = Command::new("mergecap")
+        .arg("-w")
+        .arg(&all)
+        .arg(dir.join("w.0.pcap"))
+        .arg(dir.join("w.1.pcap"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let cuts: Vec<String> = starts[1..].iter().map(|t| format!("@{t:.7}")).collect();
+    let mut replay = replay_json(all.to_str().unwrap(), &["--split-at", &cuts.join(",")]);
+    // Live only: libpcap's counters, and the processes at each end (looked up in /proc).
+    let clear = |v: &mut Value| {
+        v.as_object_mut().unwrap().remove("drops");
+        for c in v["per_connection"].as_array_mut().unwrap() {
+            c.as_object_mut()
+                .unwrap()
+                .insert("process".into(), Value::Null);
+        }
+    };
+    clear(&mut merged);
+    clear(&mut replay);
+    for v in [&mut merged, &mut replay] {
+        for p in v["phases"].as_array_mut().unwrap() {
+            for c in p["per_connection"].as_array_mut().unwrap() {
+                c.as_object_mut()
+                    .unwrap()
+                    .insert("process".into(), Value::Null);
+            }
+        }
+    }
+    let (a, b) = (
+        merged["phases"].as_array().unwrap(),
+        replay["phases"].as_array().unwrap(),
+    );
+    assert_eq!(a.len(), b.len(), "phases of the sniff and of the replay");
+    for (k, (x, y)) in a.iter().zip(b).enumerate() {
+        let keys: Vec<&String> = x
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|key| match key.as_str() {
+                // The JSON's seconds are an f64 (about 0.2 us at these times): the cuts given
+                // to the replay are those seconds, not the sniff's nanoseconds.
+                "start" | "end" => {
+                    let (p, q) = (x[key.as_str()].as_f64(), y[key.as_str()].as_f64());
+                    p.zip(q).is_none_or(|(p, q)| (p - q).abs() > 1e-6)
+                }
+                key => x[key] != y[key],
+            })
+            .collect();
+        if !keys.is_empty() {
+            std::fs::write(
+                dir.join("sniff.json"),
+                serde_json::to_string_pretty(&merged).unwrap(),
+            )
+            .unwrap();
+            std::fs::write(
+                dir.join("replay.json"),
+                serde_json::to_string_pretty(&replay).unwrap(),
+            )
+            .unwrap();
+        }
+        assert!(
+            keys.is_empty(),
+            "phase {}: {keys:?} differ between the sniff and the replay of its files cut at the same instants ({})",
+            k + 1,
+            dir.display()
+        );
+    }
+    eprintln!(
+        "sniff --workers 2 --every 500ms: {} phases, calls per phase {:?}",
+        phases.len(),
+        phases.iter().map(|p| n(&p["calls"])).collect::<Vec<_>>()
+    );
+}
+
 /// Decision 398: a handle is bound to the device before it can join the fanout group, and
 /// until then it gets a copy of every packet. Started while h2load already runs at 5,000
 /// calls/s, the workers' `-w` files still share no connection (before the fix, worker 0's
