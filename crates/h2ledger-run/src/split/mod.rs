@@ -13,8 +13,8 @@
 //!
 //! The records are read by the one reader of saved captures ([`crate::input`]'s
 //! [`BlockReader::copying`], decision 421), which hands each one out whole with what it is:
-//! the same walk, bounds ([`crate::input::MAX_BLOCK`], [`crate::input::MAX_INTERFACES`]) and damage as
-//! `replay`'s.
+//! the same walk, bounds ([`crate::input::MAX_BLOCK`], [`crate::input::MAX_INTERFACES`];
+//! decision 422) and damage as `replay`'s.
 //!
 //! Pure: a `Read` in, `Write`s out, one streaming pass with a buffer of at most one read plus
 //! [`crate::input::MAX_BLOCK`]; hostile bytes end in an error, never a panic.
