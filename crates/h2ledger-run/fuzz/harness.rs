@@ -180,7 +180,8 @@ fn ipv4_tcp(conn: usize, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u
 /// size (1 to 256 bytes) and the second the largest read the source gives at once, so records
 /// are cut at every place. The packets and secrets blocks must be those of the whole file
 /// parsed at once, in the same order, up to the same end (a damaged pcapng at the same byte
-/// for the same reason), and every one must lie within its block.
+/// for the same reason), and every one must lie within its block. The copying reader
+/// (`split`) is held to the same ([`copied`]).
 pub fn blocks(data: &[u8]) {
     use h2ledger_run::input::{BlockReader, Blocks, Filled, Found, Record};
     let [size, chunk, file @ ..] = data else {
@@ -248,6 +249,121 @@ pub fn blocks(data: &[u8]) {
     assert_eq!(got, whole, "the same records block by block");
     // A cut record's length is known once its header was read: the reader may have read
     // less of it than the whole file holds.
+    match (end, want) {
+        (Filled::Cut { at: a, got: g, .. }, Filled::Cut { at: b, got: h, .. }) => {
+            assert_eq!((a, g), (b, h), "the same cut")
+        }
+        (e, w) => assert_eq!(e, w, "the same end"),
+    }
+    copied(file, &whole, *size, *chunk);
+}
+
+/// The copying reader (`split`, decision 421) on the same bytes: every record whole, one after
+/// the other from the file's first byte, a packet or secrets block within its record; a
+/// pcapng's packets and secrets those of the reading walker, up to the same end (a classic
+/// pcap's begin with them: the copier also takes what the reader leaves to libpcap); and the
+/// same records and end block by block.
+fn copied(file: &[u8], read: &[(i64, u32, Vec<u8>)], size: u8, chunk: u8) {
+    use h2ledger_run::input::{BlockReader, Blocks, Filled, Found, Kind, Raw, Record};
+    type Item = (u32, u32, Vec<u8>, Option<(i64, u32, Vec<u8>)>);
+    fn span(f: Found) -> (usize, usize) {
+        match f {
+            Found::Packet { start, len, .. } | Found::Secrets { start, len, .. } => (start, len),
+        }
+    }
+    fn item(b: &[u8], f: Found) -> (i64, u32, Vec<u8>) {
+        let (start, len) = span(f);
+        match f {
+            Found::Packet {
+                ts, linktype, big, ..
+            } => (
+                ts,
+                u32::from(linktype) | u32::from(big) << 16,
+                b[start..start + len].to_vec(),
+            ),
+            Found::Secrets { kind, .. } => (-1, kind, b[start..start + len].to_vec()),
+        }
+    }
+    /// A record's kind, bytes and found thing, wherever it lies; checked to lie within `b`.
+    fn raw_item(b: &[u8], r: Raw) -> Item {
+        assert!(
+            r.len > 0 && r.start + r.len <= b.len(),
+            "a record beyond its block"
+        );
+        let bytes = b[r.start..r.start + r.len].to_vec();
+        match r.kind {
+            Kind::Header => (0, 0, bytes, None),
+            Kind::Section => (1, 0, bytes, None),
+            Kind::Other(t) => (2, t, bytes, None),
+            Kind::Found(f) => {
+                let (start, len) = span(f);
+                assert!(
+                    r.start <= start && start + len <= r.start + r.len,
+                    "a packet beyond its record"
+                );
+                (3, 0, bytes, Some(item(b, f)))
+            }
+        }
+    }
+    let mut walker = Blocks::copying();
+    let (mut whole, mut next) = (Vec::new(), 0);
+    let (at, end) = walker.walk_raw(file, |r| {
+        assert_eq!(r.start, next, "records follow one another");
+        next = r.start + r.len;
+        whole.push(raw_item(file, r));
+    });
+    assert_eq!(next, at, "the walk ends after its last record");
+    assert!(end != Record::Odd, "a copier leaves nothing to libpcap");
+    let found: Vec<_> = whole.iter().filter_map(|i| i.3.clone()).collect();
+    if walker.is_pcapng() {
+        assert_eq!(
+            found, read,
+            "a pcapng's packets and secrets are the reader's"
+        );
+        let mut reading = Blocks::new();
+        assert_eq!(reading.walk(file, |_| {}), (at, end), "the same end");
+    } else {
+        assert!(
+            found.starts_with(read),
+            "a classic pcap's packets begin with the reader's"
+        );
+    }
+    let want = match end {
+        Record::More { .. } if at == file.len() => Filled::End,
+        Record::More { need } => Filled::Cut {
+            at: at as u64,
+            got: file.len() - at,
+            need,
+        },
+        Record::Damaged(d) => Filled::Damaged(d, at as u64),
+        _ => Filled::Odd,
+    };
+    /// A source that gives at most `max` bytes a read.
+    struct Short<'a>(&'a [u8], usize);
+    impl std::io::Read for Short<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let source = Short(file, usize::from(chunk) + 1);
+    let mut reader = BlockReader::copying(source, usize::from(size) + 1);
+    let (mut data, mut raws, mut got) = (Vec::new(), Vec::new(), Vec::new());
+    let end = loop {
+        let f = reader.fill_raw(&mut data, &mut raws);
+        let mut next = 0;
+        for &r in &raws {
+            assert_eq!(r.start, next, "records follow one another in a block");
+            next = r.start + r.len;
+            got.push(raw_item(&data, r));
+        }
+        if f != Filled::Block {
+            break f;
+        }
+    };
+    assert_eq!(got, whole, "the same records block by block");
     match (end, want) {
         (Filled::Cut { at: a, got: g, .. }, Filled::Cut { at: b, got: h, .. }) => {
             assert_eq!((a, g), (b, h), "the same cut")

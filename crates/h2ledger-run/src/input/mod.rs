@@ -9,8 +9,8 @@
 mod blocks;
 
 pub use blocks::{
-    nanos, BlockReader, Blocks, Damage, Filled, Found, Record, MAX_BLOCK, MAX_INTERFACES,
-    MAX_RECORD, TLS_KEY_LOG,
+    nanos, BlockReader, Blocks, Damage, Filled, Found, Kind, Raw, Record, MAX_BLOCK,
+    MAX_INTERFACES, MAX_RECORD, TLS_KEY_LOG,
 };
 
 use std::io::{BufRead, BufReader, Read};
@@ -281,7 +281,7 @@ pub fn key_log_of(file: &[u8]) -> Option<(String, u32)> {
 }
 
 /// The 16-bit number at `b[i..i + 2]` in the capture's byte order (`big`: big-endian), for the
-/// readers of pcap and pcapng records here and in [`crate::split`].
+/// reader of pcap and pcapng records.
 pub(crate) fn u16_at(big: bool, b: &[u8], i: usize) -> u16 {
     let x = [b[i], b[i + 1]];
     if big {

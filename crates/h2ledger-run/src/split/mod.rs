@@ -11,8 +11,13 @@
 //! over IP, or that cannot be decoded (a fragment, a truncated header, an unknown link type),
 //! goes to shard 0 and is counted.
 //!
-//! Pure: a `Read` in, `Write`s out, one streaming pass with a buffer of at most
-//! [`MAX_RECORD`] plus one read; hostile bytes end in an error, never a panic.
+//! The records are read by the one reader of saved captures ([`crate::input`]'s
+//! [`BlockReader::copying`], decision 421), which hands each one out whole with what it is:
+//! the same walk, bounds ([`crate::input::MAX_BLOCK`], [`crate::input::MAX_INTERFACES`];
+//! decision 422) and damage as `replay`'s.
+//!
+//! Pure: a `Read` in, `Write`s out, one streaming pass with a buffer of at most one read plus
+//! [`crate::input::MAX_BLOCK`]; hostile bytes end in an error, never a panic.
 #![forbid(unsafe_code)]
 
 mod files;
@@ -21,15 +26,12 @@ pub use files::{split_to_dir, stem, Split};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 
+use crate::input::{BlockReader, Damage, Filled, Found, Kind};
 use h2ledger_tcp::link::decode;
 use h2ledger_tcp::LinkType;
 
-/// The longest record (pcap packet record, pcapng block) taken: libpcap's own bound for a
-/// pcapng block (`MAX_BLOCKSIZE`, libpcap's sf-pcapng.c), also applied to pcap records.
-pub const MAX_RECORD: usize = 16 * 1024 * 1024;
-/// Interfaces kept per pcapng section; a packet on an interface beyond goes to shard 0.
-const MAX_INTERFACES: usize = 65_536;
-/// Bytes read at a time.
+/// Bytes read at a time (the reader holds at most this plus one record of at most
+/// [`crate::input::MAX_BLOCK`]).
 const READ: usize = 1 << 20;
 
 /// A 64-bit hash of the connection of endpoints `a` and `b`, the same whichever is the
@@ -172,295 +174,106 @@ impl std::fmt::Display for SplitError {
 
 impl std::error::Error for SplitError {}
 
-/// Where a record goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Piece {
-    /// The first `len` bytes go to every shard; a Section Header Block (its section length
-    /// set to -1 in the copies) when `section`.
-    All { len: usize, section: bool },
-    /// A packet record of `len` bytes whose frame is `b[start..start + caplen]`, captured on
-    /// a link of type `link` (`None`: unknown interface).
-    Packet {
-        len: usize,
-        start: usize,
-        caplen: usize,
-        link: Option<u16>,
-    },
-    /// At least `need` bytes are needed.
-    More { need: usize },
-}
-
-/// The record reader's state.
-#[derive(Default)]
-struct Records {
-    started: bool,
-    pcapng: bool,
-    big: bool,
-    /// Classic pcap: the link type.
-    link: u16,
-    /// pcapng: the current section's interfaces' link types.
-    ifaces: Vec<u16>,
-}
-
-impl Records {
-    fn u16_at(&self, b: &[u8], i: usize) -> u16 {
-        crate::input::u16_at(self.big, b, i)
-    }
-
-    fn u32_at(&self, b: &[u8], i: usize) -> u32 {
-        crate::input::u32_at(self.big, b, i)
-    }
-
-    fn next(&mut self, b: &[u8]) -> Result<Piece, String> {
-        if !self.started {
-            return self.header(b);
-        }
-        if self.pcapng {
-            self.block(b)
-        } else {
-            if b.len() < 16 {
-                return Ok(Piece::More { need: 16 });
-            }
-            let caplen = self.u32_at(b, 8) as usize;
-            if caplen > MAX_RECORD {
-                return Err(format!(
-                    "a packet record of {caplen} bytes, beyond the {MAX_RECORD} taken \
-                     (a damaged capture)"
-                ));
-            }
-            if b.len() < 16 + caplen {
-                return Ok(Piece::More { need: 16 + caplen });
-            }
-            Ok(Piece::Packet {
-                len: 16 + caplen,
-                start: 16,
-                caplen,
-                link: Some(self.link),
-            })
-        }
-    }
-
-    fn header(&mut self, b: &[u8]) -> Result<Piece, String> {
-        let Some(m) = b.get(..4) else {
-            return Ok(Piece::More { need: 4 });
-        };
-        match m {
-            [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => self.big = true,
-            [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => self.big = false,
-            [0x0a, 0x0d, 0x0d, 0x0a] => {
-                self.pcapng = true;
-                self.started = true;
-                return self.block(b);
-            }
-            _ => {
-                return Err(
-                    "not a pcap or pcapng capture (its first bytes are no pcap or \
-                     pcapng magic number)"
-                        .into(),
-                )
-            }
-        }
-        if b.len() < 24 {
-            return Ok(Piece::More { need: 24 });
-        }
-        if self.u16_at(b, 4) != 2 {
-            return Err(format!(
-                "pcap version {}.{}, not 2.x: not a capture this reads",
-                self.u16_at(b, 4),
-                self.u16_at(b, 6)
-            ));
-        }
-        // LINKTYPE is the low 16 bits (the others: FCS length), as libpcap's LT_LINKTYPE.
-        self.link = (self.u32_at(b, 20) & 0xffff) as u16;
-        self.started = true;
-        Ok(Piece::All {
-            len: 24,
-            section: false,
-        })
-    }
-
-    fn block(&mut self, b: &[u8]) -> Result<Piece, String> {
-        if b.len() < 12 {
-            return Ok(Piece::More { need: 12 });
-        }
-        if b[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
-            // A Section Header Block: its byte-order magic says how to read its length.
-            self.big = match b[8..12] {
-                [0x1a, 0x2b, 0x3c, 0x4d] => true,
-                [0x4d, 0x3c, 0x2b, 0x1a] => false,
-                _ => return Err("a pcapng section header with no byte-order magic".into()),
-            };
-        }
-        let (kind, total) = (self.u32_at(b, 0), self.u32_at(b, 4) as usize);
-        if total < 12 || total % 4 != 0 || total > MAX_RECORD {
-            return Err(format!(
-                "a pcapng block of type {kind:#x} claims {total} bytes (at least 12, a \
-                 multiple of 4, at most {MAX_RECORD}): a damaged capture"
-            ));
-        }
-        if b.len() < total {
-            return Ok(Piece::More { need: total });
-        }
-        if self.u32_at(b, total - 4) as usize != total {
-            return Err(format!(
-                "a pcapng block of type {kind:#x} whose two lengths differ: a damaged capture"
-            ));
-        }
-        let body = &b[8..total - 4];
-        let link = |this: &Records, i: usize| this.ifaces.get(i).copied();
-        Ok(match kind {
-            0x0A0D_0D0A => {
-                if body.len() < 16 {
-                    return Err("a pcapng section header shorter than 28 bytes".into());
-                }
-                self.ifaces.clear();
-                Piece::All {
-                    len: total,
-                    section: true,
-                }
-            }
-            // Interface Description Block.
-            0x0000_0001 => {
-                if body.len() >= 2 && self.ifaces.len() < MAX_INTERFACES {
-                    self.ifaces.push(self.u16_at(body, 0));
-                }
-                Piece::All {
-                    len: total,
-                    section: false,
-                }
-            }
-            // Enhanced Packet Block, obsolete Packet Block.
-            0x0000_0006 | 0x0000_0002 if body.len() >= 20 => {
-                let iface = if kind == 6 {
-                    self.u32_at(body, 0) as usize
-                } else {
-                    usize::from(self.u16_at(body, 0))
-                };
-                let caplen = (self.u32_at(body, 12) as usize).min(body.len() - 20);
-                Piece::Packet {
-                    len: total,
-                    start: 28,
-                    caplen,
-                    link: link(self, iface),
-                }
-            }
-            // Simple Packet Block: interface 0, the original length then the frame.
-            0x0000_0003 if body.len() >= 4 => Piece::Packet {
-                len: total,
-                start: 12,
-                caplen: (self.u32_at(body, 0) as usize).min(body.len() - 4),
-                link: link(self, 0),
-            },
-            0x0000_0006 | 0x0000_0002 | 0x0000_0003 => Piece::Packet {
-                len: total,
-                start: 8,
-                caplen: 0,
-                link: None,
-            },
-            _ => Piece::All {
-                len: total,
-                section: false,
-            },
-        })
-    }
-}
-
 /// Reads the capture `r` (pcap or pcapng, not compressed: decompress first) once and writes
 /// each record to `outs` as the module docs say: packets to the shard of their connection,
-/// headers and other blocks to every shard. `outs` must not be empty. Returns what was
-/// written; a read or write error, or bytes that are not a capture, stop it.
-pub fn split<R: Read, W: Write>(mut r: R, outs: &mut [W]) -> Result<Counts, SplitError> {
+/// headers and other blocks to every shard. The records are those of the one reader of saved
+/// captures ([`BlockReader::copying`], decision 421), its bounds the reader's. `outs` must
+/// not be empty. Returns what was written; a read or write error, or bytes that are not a
+/// capture or are damaged, stop it.
+pub fn split<R: Read, W: Write>(r: R, outs: &mut [W]) -> Result<Counts, SplitError> {
     let n = outs.len();
     if n == 0 {
         return Err(SplitError::Format("no shards to write".into()));
     }
-    let mut rec = Records::default();
+    let mut reader = BlockReader::copying(r, READ);
     let mut c = Counts {
         packets: vec![0; n],
         bytes: vec![0; n],
         ..Counts::default()
     };
-    let mut buf: Vec<u8> = Vec::with_capacity(READ * 2);
-    let mut at = 0usize; // start of unread records in buf
-    let mut offset = 0u64; // file offset of buf[at]
-    let mut eof = false;
+    let (mut data, mut raws) = (Vec::with_capacity(READ * 2), Vec::new());
     loop {
-        let piece = rec
-            .next(&buf[at..])
-            .map_err(|m| SplitError::Format(format!("{m} (at byte {offset})")))?;
-        match piece {
-            Piece::More { need } => {
-                if eof {
-                    if !rec.started {
-                        return Err(SplitError::Format(format!(
-                            "{} bytes, too short for a capture's header (make one with: \
-                             tcpdump -i lo -w FILE)",
-                            buf.len()
-                        )));
-                    }
-                    if buf.len() > at {
-                        c.cut_at = Some(offset);
-                    }
-                    break;
-                }
-                // Keep the unread part, then read at least what the record needs.
-                buf.drain(..at);
-                at = 0;
-                let want = need.max(READ);
-                // Into the spare capacity, without filling it first; up to `want` bytes or
-                // the end of the input.
-                let old = buf.len();
-                (&mut r)
-                    .take((want - old) as u64)
-                    .read_to_end(&mut buf)
-                    .map_err(SplitError::Read)?;
-                if buf.len() < want {
-                    eof = true;
-                }
-            }
-            Piece::All { len, section } => {
-                let b = &buf[at..at + len];
-                for (k, w) in outs.iter_mut().enumerate() {
-                    let res = if section {
-                        // Section length (body bytes 8..16, block bytes 16..24): -1, unknown.
-                        w.write_all(&b[..16])
-                            .and_then(|()| w.write_all(&[0xff; 8]))
-                            .and_then(|()| w.write_all(&b[24..]))
-                    } else {
-                        w.write_all(b)
-                    };
-                    res.map_err(|e| SplitError::Write(k, e))?;
-                    c.bytes[k] += len as u64;
-                }
-                if rec.pcapng {
-                    c.copied_blocks += 1;
-                }
-                at += len;
-                offset += len as u64;
-            }
-            Piece::Packet {
-                len,
+        let end = reader.fill_raw(&mut data, &mut raws);
+        for raw in &raws {
+            let b = &data[raw.start..raw.start + raw.len];
+            if let Kind::Found(Found::Packet {
+                linktype,
                 start,
-                caplen,
-                link,
-            } => {
-                let b = &buf[at..at + len];
-                let frame = &b[start..start + caplen];
-                let k = link
-                    .and_then(|l| shard_of(LinkType(i32::from(l)), frame, n))
-                    .unwrap_or_else(|| {
-                        c.not_tcp += 1;
-                        0
-                    });
+                len,
+                ..
+            }) = raw.kind
+            {
+                let frame = &data[start..start + len];
+                let k = shard_of(LinkType(i32::from(linktype)), frame, n).unwrap_or_else(|| {
+                    c.not_tcp += 1;
+                    0
+                });
                 outs[k].write_all(b).map_err(|e| SplitError::Write(k, e))?;
                 c.packets[k] += 1;
-                c.bytes[k] += len as u64;
-                at += len;
-                offset += len as u64;
+                c.bytes[k] += b.len() as u64;
+                continue;
+            }
+            for (k, w) in outs.iter_mut().enumerate() {
+                let res = if raw.kind == Kind::Section {
+                    // Section length (body bytes 8..16, block bytes 16..24): -1, unknown.
+                    w.write_all(&b[..16])
+                        .and_then(|()| w.write_all(&[0xff; 8]))
+                        .and_then(|()| w.write_all(&b[24..]))
+                } else {
+                    w.write_all(b)
+                };
+                res.map_err(|e| SplitError::Write(k, e))?;
+                c.bytes[k] += b.len() as u64;
+            }
+            // A classic pcap's header is no block.
+            if raw.kind != Kind::Header {
+                c.copied_blocks += 1;
+            }
+        }
+        match end {
+            Filled::Block => {}
+            Filled::End | Filled::Cut { .. } if !reader.blocks().started() => {
+                let got = match end {
+                    Filled::Cut { got, .. } => got,
+                    _ => 0,
+                };
+                return Err(SplitError::Format(format!(
+                    "{got} bytes, too short for a capture's header (make one with: tcpdump -i \
+                     lo -w FILE)"
+                )));
+            }
+            Filled::End => break,
+            Filled::Cut { at, .. } => {
+                c.cut_at = Some(at);
+                break;
+            }
+            Filled::Damaged(d @ (Damage::NotCapture | Damage::PcapVersion(..)), _) => {
+                return Err(SplitError::Format(d.to_string()))
+            }
+            Filled::Damaged(d, at) => {
+                let format = if reader.blocks().is_pcapng() {
+                    "pcapng"
+                } else {
+                    "pcap"
+                };
+                return Err(SplitError::Format(format!(
+                    "damaged {format} at byte {at}: {d}; nothing was split (replay reads the \
+                     packets before the damage)"
+                )));
+            }
+            Filled::Failed | Filled::Odd => {
+                let e = reader
+                    .take_error()
+                    .unwrap_or_else(|| std::io::Error::other("read error"));
+                return Err(SplitError::Read(e));
             }
         }
     }
-    c.format = if rec.pcapng { "pcapng" } else { "pcap" };
+    c.format = if reader.blocks().is_pcapng() {
+        "pcapng"
+    } else {
+        "pcap"
+    };
     Ok(c)
 }
 

@@ -309,3 +309,91 @@ fn errors_are_one_line() {
     assert_eq!(parts, whole - 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The byte where the pcapng block after the first `skip` of `file` begins (a little-endian
+/// file).
+fn block_at(file: &[u8], skip: usize) -> usize {
+    let mut at = 0;
+    for _ in 0..skip {
+        at += u32::from_le_bytes(file[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    at
+}
+
+/// Damage is read by the reader replay uses (decision 421): split says it in replay's words,
+/// with the byte, in one line, exit status 2 and no shard left.
+#[test]
+fn damage_is_said_as_replay_says_it() {
+    let dir = scratch("split-damage");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut b = std::fs::read(capture("grpcgo-article-any.pcapng")).unwrap();
+    let at = block_at(&b, 4);
+    let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+    let trailer = at + len - 4;
+    b[trailer] ^= 0x40;
+    let end = u32::from_le_bytes(b[trailer..trailer + 4].try_into().unwrap());
+    let file = dir.join("damaged.pcapng");
+    std::fs::write(&file, &b).unwrap();
+    let said = format!(
+        "damaged pcapng at byte {at}: a block whose length is {len} at its start and {end} at \
+         its end"
+    );
+    let out_dir = dir.join("out");
+    let f = file.to_str().unwrap();
+    let o = run(&["split", f, "-n", "2", "-w", out_dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&said), "{err}\nwants: {said}");
+    assert!(
+        !out_dir.exists() || std::fs::read_dir(&out_dir).unwrap().next().is_none(),
+        "no shard is left behind"
+    );
+    let o = run(&["replay", f]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains(&said), "replay: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A block beyond libpcap's 16 MiB (split's bound before decision 422) and within the
+/// reader's 32 MiB: copied to every shard, as replay reads it.
+#[test]
+fn a_block_of_17_mib_is_copied() {
+    let dir = scratch("split-17mib");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = capture("curl-nghttpd-tls13-dsb.pcapng");
+    let b = std::fs::read(&src).unwrap();
+    // A custom block (type 0x0BAD, stepped over by readers) after the interface.
+    let at = block_at(&b, 2);
+    let total = 12 + (17 << 20);
+    let mut custom = 0x0BADu32.to_le_bytes().to_vec();
+    custom.extend((total as u32).to_le_bytes());
+    custom.resize(total - 4, b'.');
+    custom.extend((total as u32).to_le_bytes());
+    let file = dir.join("big-block.pcapng");
+    std::fs::write(&file, [&b[..at], &custom, &b[at..]].concat()).unwrap();
+    let out_dir = dir.join("out");
+    let o = run(&[
+        "split",
+        file.to_str().unwrap(),
+        "-n",
+        "2",
+        "-w",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut calls = 0;
+    for k in 0..2 {
+        let s = out_dir.join(format!("big-block.{k}.pcapng"));
+        let shard = std::fs::read(&s).unwrap();
+        assert!(
+            shard.windows(64).any(|w| w == &custom[8..72]),
+            "shard {k} holds the block"
+        );
+        assert!(shard.len() > total, "shard {k}: {} bytes", shard.len());
+        calls += n(&replay(&s, None)["calls"]);
+    }
+    assert_eq!(calls, n(&replay(&src, None)["calls"]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,6 +1,9 @@
 //! The reader of records: classic pcap as libpcap reads it, pcapng whole (decision 402).
 
-use super::{nanos, BlockReader, Blocks, Damage, Filled, Found, Record, MAX_RECORD, TLS_KEY_LOG};
+use super::{
+    nanos, BlockReader, Blocks, Damage, Filled, Found, Kind, Raw, Record, MAX_BLOCK, MAX_RECORD,
+    TLS_KEY_LOG,
+};
 
 fn pcap(be: bool, nanos: bool, snaplen: u32, recs: &[(u32, u32, &[u8])]) -> Vec<u8> {
     let w32 = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
@@ -250,6 +253,140 @@ fn pcapng_read_whole() {
     );
 }
 
+/// Every record of `b` whole, as the copying walk (`split`) hands it out: its kind and bytes.
+fn copied(b: &[u8]) -> (Vec<(Kind, Vec<u8>)>, Record) {
+    let mut out = Vec::new();
+    let mut next = 0;
+    let (at, end) = Blocks::copying().walk_raw(b, |r: Raw| {
+        assert_eq!(r.start, next, "one record after the other");
+        next = r.start + r.len;
+        out.push((r.kind, b[r.start..r.start + r.len].to_vec()));
+    });
+    assert_eq!(at, next);
+    (out, end)
+}
+
+/// The copying walk takes every classic pcap record that is framed right, including what the
+/// reading walk leaves to libpcap, up to the one bound; a file that is no capture, or of
+/// another major version, is said as damage.
+#[test]
+fn copying_classic_pcap() {
+    // Beyond the snapshot length, a fraction beyond a second, past 2038, beyond MAX_RECORD.
+    let big = vec![7u8; MAX_RECORD as usize + 1];
+    let f = pcap(
+        false,
+        false,
+        1,
+        &[(1, 0, b"ab"), (0x8000_0000, 1_000_000, &big)],
+    );
+    let (recs, end) = copied(&f);
+    assert_eq!(end, Record::More { need: 16 });
+    assert_eq!(recs.len(), 3);
+    assert_eq!(recs[0], (Kind::Header, f[..24].to_vec()));
+    assert!(matches!(
+        recs[1].0,
+        Kind::Found(Found::Packet {
+            linktype: 1,
+            len: 2,
+            ..
+        })
+    ));
+    assert_eq!(recs[1].1, f[24..42]);
+    assert_eq!(recs[2].1.len(), 16 + big.len());
+    let mut v = pcap(true, true, 9, &[(1, 0, b"a")]);
+    v[7] = 3;
+    assert_eq!(copied(&v).0.len(), 2, "version 2.3");
+    v[5] = 3;
+    assert_eq!(copied(&v).1, Record::Damaged(Damage::PcapVersion(3, 3)));
+    assert_eq!(
+        copied(b"\xa1\xb2\xcd\x34").1,
+        Record::Damaged(Damage::NotCapture)
+    );
+    assert_eq!(
+        copied(b"text, no capture").1,
+        Record::Damaged(Damage::NotCapture)
+    );
+    assert_eq!(copied(b"\xd4\xc3").1, Record::More { need: 4 });
+    // The one bound: a record beyond MAX_BLOCK is damage, not an allocation.
+    let mut h = pcap(false, false, 9, &[]);
+    h.extend([0; 8]);
+    h.extend((MAX_BLOCK + 1).to_le_bytes());
+    h.extend([0; 4]);
+    assert_eq!(copied(&h).1, Record::Damaged(Damage::Record(MAX_BLOCK + 1)));
+    let said = Damage::Record(MAX_BLOCK + 1).to_string();
+    assert!(said.contains("at most 32 MiB"), "{said}");
+}
+
+/// A pcapng's records whole, each with what it is; its packets and secrets those of the
+/// reading walk, and its damage the same.
+#[test]
+fn copying_pcapng() {
+    let mut ng = Ng {
+        be: true,
+        out: vec![],
+    };
+    ng.section();
+    ng.interface(101, 0, &[]);
+    ng.dsb(TLS_KEY_LOG, b"keys");
+    ng.packet(0, 5, b"abc");
+    ng.block(4, &[0; 8]);
+    ng.section();
+    let (recs, end) = copied(&ng.out);
+    assert_eq!(end, Record::More { need: 12 });
+    let kinds: Vec<_> = recs
+        .iter()
+        .map(|(k, _)| match k {
+            Kind::Found(Found::Packet { linktype, .. }) => format!("packet {linktype}"),
+            Kind::Found(Found::Secrets { .. }) => "secrets".into(),
+            k => format!("{k:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Section",
+            "Other(1)",
+            "secrets",
+            "packet 101",
+            "Other(4)",
+            "Section"
+        ]
+    );
+    assert_eq!(recs.iter().map(|r| r.1.len()).sum::<usize>(), ng.out.len());
+    let mut d = ng.out.clone();
+    d.extend([0, 0, 0, 6, 0, 0, 0, 13]);
+    assert_eq!(copied(&d).1, Record::Damaged(Damage::Length(13)));
+    assert_eq!(copied(&d).1, all(&d).1, "the reading walk's damage");
+}
+
+/// The copying reader ends a classic pcap as a pcapng: a cut record is a cut, never left to
+/// libpcap.
+#[test]
+fn copying_reader_cuts_classic_pcap() {
+    let mut f = pcap(false, false, 9, &[(1, 0, b"abcd"), (2, 0, b"efgh")]);
+    f.truncate(f.len() - 1);
+    for size in [1, 7, 100] {
+        let mut r = BlockReader::copying(&f[..], size);
+        let (mut data, mut raws, mut n) = (Vec::new(), Vec::new(), 0);
+        let end = loop {
+            let e = r.fill_raw(&mut data, &mut raws);
+            n += raws.len();
+            if e != Filled::Block {
+                break e;
+            }
+        };
+        assert_eq!(n, 2, "the header and the first record");
+        assert_eq!(
+            end,
+            Filled::Cut {
+                at: 44,
+                got: 19,
+                need: 20
+            }
+        );
+    }
+}
+
 #[test]
 fn time_stamps_in_any_resolution() {
     assert_eq!(nanos(7, 6, 0), 7_000);
@@ -258,6 +395,16 @@ fn time_stamps_in_any_resolution() {
     assert_eq!(nanos(u64::MAX, 127, 0), 0);
     assert_eq!(nanos(1 << 20, 0x94, -1), 0);
     assert_eq!(nanos(u64::MAX, 0, 0), i64::MAX, "saturates");
+    // The 64-bit path for micro and nanoseconds agrees with the 128-bit one at its edges.
+    assert_eq!(nanos(u64::MAX, 6, 0), i64::MAX);
+    assert_eq!(nanos(u64::MAX, 9, 0), i64::MAX);
+    assert_eq!(nanos(i64::MAX as u64, 9, 0), i64::MAX);
+    assert_eq!(
+        nanos(i64::MAX as u64 / 1_000, 6, 0),
+        i64::MAX / 1_000 * 1_000
+    );
+    assert_eq!(nanos(i64::MAX as u64 / 1_000 + 1, 6, 0), i64::MAX);
+    assert_eq!(nanos(5, 6, -1), -999_995_000);
     assert_eq!(nanos(0, 6, i64::MIN), i64::MIN, "saturates");
     assert_eq!(nanos(3, 0xff, 0), 0);
 }
