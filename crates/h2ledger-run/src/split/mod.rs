@@ -251,7 +251,8 @@ pub fn split<R: Read, W: Write>(r: R, outs: &mut [W]) -> Result<Counts, SplitErr
                 return Err(SplitError::Format(d.to_string()))
             }
             Filled::Damaged(d, at) => {
-                let format = if reader.blocks().is_pcapng() {
+                // A section header's damage is a pcapng's, even before the format is known.
+                let format = if reader.blocks().is_pcapng() || matches!(d, Damage::Magic) {
                     "pcapng"
                 } else {
                     "pcap"

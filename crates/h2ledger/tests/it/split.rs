@@ -356,6 +356,34 @@ fn damage_is_said_as_replay_says_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A first section header whose byte-order magic is damaged is said to be a damaged pcapng
+/// (its block type says so), not a damaged pcap.
+#[test]
+fn a_damaged_first_section_header_is_a_pcapng_s() {
+    let dir = scratch("split-damaged-shb");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut b = std::fs::read(capture("grpcgo-article-any.pcapng")).unwrap();
+    b[8..12].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+    let file = dir.join("damaged-shb.pcapng");
+    std::fs::write(&file, &b).unwrap();
+    let out_dir = dir.join("out");
+    let o = run(&[
+        "split",
+        file.to_str().unwrap(),
+        "-n",
+        "2",
+        "-w",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("damaged pcapng at byte 0: a section header without the byte-order magic"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A block beyond libpcap's 16 MiB (split's bound before decision 422) and within the
 /// reader's 32 MiB: copied to every shard, as replay reads it.
 #[test]
