@@ -109,16 +109,35 @@ impl Dealer {
     }
 }
 
+/// What [`deal_tended`] runs on a worker's thread with its index and session: after each
+/// batch of packets (`None`), and once the session is finished, with its report.
+pub type Tend<'a> = dyn Fn(usize, &mut Session, Option<&Report>) + Sync + 'a;
+
 /// `s` finished as `end` and `drops` say: its report, and the session and its end kept when
 /// it has phases (they are merged phase by phase later: [`Merged::phases`]).
-fn finish(mut s: Session, end: &End, drops: Option<Drops>) -> (Report, Option<Part>) {
+fn finish(
+    k: usize,
+    mut s: Session,
+    end: &End,
+    drops: Option<Drops>,
+    tend: Option<&Tend<'_>>,
+) -> (Report, Option<Part>) {
     let mut done = s.finish(end, drops);
+    if let Some(t) = tend {
+        t(k, &mut s, Some(&done.report));
+    }
     let report = std::mem::take(&mut done.report);
     let part = (done.phase_count() > 0).then(|| Part::new(&mut s, done));
     (report, part)
 }
 
-fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> (Report, Option<Part>) {
+fn work(
+    k: usize,
+    mut s: Session,
+    rx: Receiver<Msg>,
+    spare: Sender<Batch>,
+    tend: Option<&Tend<'_>>,
+) -> (Report, Option<Part>) {
     let mut end = End::Complete;
     for m in rx {
         match m {
@@ -128,6 +147,9 @@ fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> (Report, Opt
                     // Only --max-frames stops a session, and -j does not take it.
                     let _ = s.feed(lt, ts, &b.bytes[from..to]);
                     from = to;
+                }
+                if let Some(t) = tend {
+                    t(k, &mut s, None);
                 }
                 b.bytes.clear();
                 b.packets.clear();
@@ -144,7 +166,7 @@ fn work(mut s: Session, rx: Receiver<Msg>, spare: Sender<Batch>) -> (Report, Opt
             }
         }
     }
-    finish(s, &end, None)
+    finish(k, s, &end, None, tend)
 }
 
 /// Runs `read` with a [`Dealer`] over `workers` sessions made by `session` (each on its own
@@ -155,6 +177,18 @@ pub fn deal<T>(
     session: &(dyn Fn() -> Session + Sync),
     read: impl FnOnce(&mut Dealer) -> (T, End),
 ) -> (T, Merged) {
+    deal_tended(workers, session, None, read)
+}
+
+/// [`deal`], with `tend` run on each worker's thread after each batch and at its end (`replay
+/// -j N -T prometheus`: each worker's calls into the metrics as they fold, its figures at
+/// the end).
+pub fn deal_tended<T>(
+    workers: usize,
+    session: &(dyn Fn() -> Session + Sync),
+    tend: Option<&Tend<'_>>,
+    read: impl FnOnce(&mut Dealer) -> (T, End),
+) -> (T, Merged) {
     let workers = workers.max(1);
     std::thread::scope(|sc| {
         let mut txs = Vec::with_capacity(workers);
@@ -162,10 +196,10 @@ pub fn deal<T>(
         // At most workers * (QUEUED + 2) batches exist: those queued, one being read, one
         // being filled, per worker.
         let (back, spare) = channel::<Batch>();
-        for _ in 0..workers {
+        for k in 0..workers {
             let (tx, rx) = sync_channel::<Msg>(QUEUED);
             let back = back.clone();
-            handles.push(sc.spawn(move || work(session(), rx, back)));
+            handles.push(sc.spawn(move || work(k, session(), rx, back, tend)));
             txs.push(tx);
         }
         drop(back);

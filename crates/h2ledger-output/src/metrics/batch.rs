@@ -55,7 +55,9 @@ pub(super) struct Buckets(Arc<Mutex<Inner>>);
 
 #[derive(Debug)]
 struct Inner {
-    sum: f64,
+    /// The sum in nanoseconds, exact: batches and workers added in any order give the same
+    /// `_sum` (a sum of seconds in `f64` differed in its last digits, decision 432).
+    sum_ns: i128,
     count: u64,
     /// (upper bound, count in that bucket alone), the last bound `+Inf`.
     buckets: Vec<(f64, u64)>,
@@ -64,7 +66,7 @@ struct Inner {
 impl Buckets {
     pub(super) fn new(bounds: &[f64]) -> Buckets {
         Buckets(Arc::new(Mutex::new(Inner {
-            sum: 0.0,
+            sum_ns: 0,
             count: 0,
             buckets: bounds
                 .iter()
@@ -85,7 +87,7 @@ impl Buckets {
             *n += add;
         }
         g.count += l.count;
-        g.sum += l.sum_ns.max(0) as f64 / 1e9;
+        g.sum_ns += l.sum_ns.max(0);
     }
 }
 
@@ -96,7 +98,8 @@ impl TypedMetric for Buckets {
 impl EncodeMetric for Buckets {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        encoder.encode_histogram::<NoLabelSet>(g.sum, g.count, &g.buckets, None)
+        let sum = g.sum_ns as f64 / 1e9;
+        encoder.encode_histogram::<NoLabelSet>(sum, g.count, &g.buckets, None)
     }
 
     fn metric_type(&self) -> MetricType {

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use h2ledger_core::analysis::Cut;
+use h2ledger_output::metrics::{Batch, Exporter, Exposition, Figures, Parts};
 use h2ledger_run::merge::phased::{Merged, Part};
-use h2ledger_run::parallel::{deal, each, Dealer};
+use h2ledger_run::parallel::{deal_tended, each, Dealer, Tend};
 use h2ledger_run::{End, Obs, Report, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
@@ -35,12 +36,16 @@ impl Hooks for Deal<'_> {
     }
 }
 
-/// One file's own session (`replay A B C`).
-struct Feed(Session);
+/// One file's own session (`replay A B C`), and with `-T prometheus` its part of the metrics.
+struct Feed<'a>(Session, Option<&'a Metered>, usize);
 
-impl Hooks for Feed {
+impl Hooks for Feed<'_> {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
-        self.0.feed(linktype, ts, data)
+        let flow = self.0.feed(linktype, ts, data);
+        if let Some(m) = self.1 {
+            m.tend(self.2, &mut self.0, None);
+        }
+        flow
     }
 
     fn secrets(&mut self, text: &str) {
@@ -52,6 +57,50 @@ impl Hooks for Feed {
     }
 }
 
+/// `-T prometheus` with several sessions: their metrics summed into one page, as `sniff
+/// --workers N --metrics` sums its workers' (`h2ledger_output::metrics::Parts`, decision 432):
+/// each session's calls and PING round trips as they fold, its figures (its report's) and
+/// findings at its end.
+struct Metered {
+    parts: Parts,
+    batches: Vec<std::sync::Mutex<Batch>>,
+}
+
+impl Metered {
+    fn new(l: &Ledger<'_>, n: usize) -> Result<Option<Metered>> {
+        if l.format != Format::Prometheus {
+            return Ok(None);
+        }
+        let severities = l.findings.config()?.severities;
+        let e = Exporter::offline(l.metrics_max_paths);
+        // Every finding id at 0 from the start, as one session's page has them.
+        e.metrics().findings(std::iter::empty(), &severities);
+        Ok(Some(Metered {
+            parts: Parts::new(e, n, severities),
+            batches: (0..n).map(|_| Default::default()).collect(),
+        }))
+    }
+
+    /// Session `k`'s calls folded since the last time into its batch (into the metrics when
+    /// full); at its end (`report`), everything, and its figures and findings.
+    fn tend(&self, k: usize, s: &mut Session, report: Option<&Report>) {
+        let mut b = self.batches[k].lock().unwrap_or_else(|e| e.into_inner());
+        s.drain_calls(|c| b.call(&c));
+        s.drain_rtts(|side, rtt| b.ping_rtt(side, rtt));
+        let p = self.parts.part(k);
+        if b.full() || report.is_some() {
+            p.flush(&mut b);
+        }
+        if let Some(r) = report {
+            let mut f = Figures::report(r);
+            let running = s.running();
+            f.calm_goaways = running.calm_goaways;
+            f.error_codes = running.error_codes;
+            p.publish(0, f, s.findings_filed(), true);
+        }
+    }
+}
+
 /// What `-j` cannot merge yet (docs/scale.md).
 fn refuse(l: &Ledger<'_>) -> Result<()> {
     if l.analysis.plot.is_some() {
@@ -60,8 +109,11 @@ fn refuse(l: &Ledger<'_>) -> Result<()> {
              use -j 1 with one FILE (mergecap the files first)"
         );
     }
-    if matches!(l.format, Format::Jsonl | Format::Prometheus) {
-        bail!("-j N > 1 and several files write tables or -T json, not -T jsonl or -T prometheus");
+    if l.format == Format::Jsonl {
+        bail!(
+            "-j N > 1 and several files write tables, -T json or -T prometheus, not -T jsonl \
+             (its finding lines come as they fire); use -j 1 with one FILE"
+        );
     }
     Ok(())
 }
@@ -71,6 +123,7 @@ fn session(l: &Ledger<'_>, input: &Input) -> Result<Session> {
     let opts = source::keys::options(input, l.filter, None, None)?;
     let mut wanted = l.analysis.wanted(l.every);
     wanted.findings = Some(l.findings.config()?);
+    wanted.metrics = l.format == Format::Prometheus;
     Ok(Session::new(Obs::new(&wanted), opts))
 }
 
@@ -92,12 +145,19 @@ pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
         progress: ctx.progress,
         keys: None,
     };
-    let (ended, report) = deal(jobs, &make, |d| {
+    let metered = Metered::new(&l, jobs.max(1))?;
+    let tend = |k: usize, s: &mut Session, r: Option<&Report>| {
+        if let Some(m) = &metered {
+            m.tend(k, s, r);
+        }
+    };
+    let tend: Option<&Tend<'_>> = metered.as_ref().map(|_| &tend as &Tend<'_>);
+    let (ended, report) = deal_tended(jobs, &make, tend, |d| {
         let r = source::run(&reading, &mut Deal(d));
         let end = r.as_ref().map_or(End::Complete, |e| e.end.clone());
         (r, end)
     });
-    print(&l, ctx, ended?, &report)
+    print(&l, ctx, ended?, &report, metered.as_ref())
 }
 
 /// The first packet of a file after the filter (`None`: it has none).
@@ -164,10 +224,11 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     }
     let bpf = l.filter.bpf();
     let origin = files_origin(&l, files, bpf.as_deref())?;
+    let metered = Metered::new(&l, files.len())?;
     let job = |i: usize| -> (Result<Ended>, (Report, Option<Part>)) {
         let input = Input::File(files[i].clone());
         let one = || -> Result<(Ended, (Report, Option<Part>))> {
-            let mut s = Feed(session(&l, &input)?);
+            let mut s = Feed(session(&l, &input)?, metered.as_ref(), i);
             if let Some(t) = origin {
                 s.0.set_origin(t);
             }
@@ -181,6 +242,9 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
             };
             let ended = source::run(&reading, &mut s)?;
             let mut done = s.0.finish(&ended.end, None);
+            if let Some(m) = &metered {
+                m.tend(i, &mut s.0, Some(&done.report));
+            }
             let report = std::mem::take(&mut done.report);
             let part = (done.phase_count() > 0).then(|| Part::new(&mut s.0, done));
             Ok((ended, (report, part)))
@@ -203,19 +267,34 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
         .nth(damaged.unwrap_or(0))
         .ok_or_else(|| anyhow::anyhow!("give a capture FILE"))?;
     ended.source = format!("{} files ({}, ...)", files.len(), files[0]);
-    print(&l, ctx, ended, &report)
+    print(&l, ctx, ended, &report, metered.as_ref())
 }
 
 /// The merged report and phases, and the exit status.
-fn print(l: &Ledger<'_>, ctx: Ctx, ended: Ended, merged: &Merged) -> Result<ExitCode> {
+fn print(
+    l: &Ledger<'_>,
+    ctx: Ctx,
+    ended: Ended,
+    merged: &Merged,
+    metered: Option<&Metered>,
+) -> Result<ExitCode> {
     let report = &merged.report;
-    l.format.printer(ctx.style).layout(layout(l)).write(
-        &mut ctx.out(),
-        &mut std::io::stderr(),
-        &ended.source,
-        report,
-        &mut merged.phases(),
-    );
+    match metered {
+        Some(m) => {
+            use std::io::Write as _;
+            let w = &report.ledger.warnings;
+            h2ledger_output::warn::write(&mut std::io::stderr(), w, ctx.style);
+            let page = m.parts.metrics().encode(Exposition::Prometheus);
+            let _ = ctx.out().write_all(page.as_bytes());
+        }
+        None => l.format.printer(ctx.style).layout(layout(l)).write(
+            &mut ctx.out(),
+            &mut std::io::stderr(),
+            &ended.source,
+            report,
+            &mut merged.phases(),
+        ),
+    }
     let status = l.findings.exit_status(report, &ended.end);
     ended.saved()?;
     Ok(status)

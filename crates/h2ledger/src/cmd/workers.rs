@@ -40,8 +40,10 @@ fn refuse(l: &Ledger<'_>) -> Result<()> {
     if a.plot.is_some() {
         bail!("--workers N > 1 does not take --plot yet (docs/scale.md); use --workers 1");
     }
-    if matches!(l.format, Format::Jsonl | Format::Prometheus) {
-        bail!("--workers N > 1 writes tables or -T json; use --workers 1 for -T jsonl or -T prometheus");
+    if l.format == Format::Jsonl {
+        bail!(
+            "--workers N > 1 writes tables, -T json or -T prometheus; use --workers 1 for -T jsonl"
+        );
     }
     if l.max_frames.is_some() {
         bail!("--workers N > 1 does not take --max-frames; use -c PACKETS or --workers 1");
@@ -202,6 +204,13 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
                 .findings(std::iter::empty(), &findings_cfg.severities);
             Some(Parts::new(e, workers, findings_cfg.severities))
         }
+        // `-T prometheus`: the page the workers' metrics sum to, printed at the end.
+        None if l.format == Format::Prometheus => {
+            let e = Exporter::offline(l.metrics_max_paths);
+            e.metrics()
+                .findings(std::iter::empty(), &findings_cfg.severities);
+            Some(Parts::new(e, workers, findings_cfg.severities))
+        }
         None => None,
     };
     let ticks = live_view(&l, &format!("{dev} ({workers} workers)"), ctx)
@@ -333,7 +342,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         Some(s) => End::Stopped(s),
         None => End::Complete,
     };
-    if matches!(l.format, Format::Table) {
+    if matches!(l.format, Format::Table | Format::Prometheus) {
         eprintln!("h2ledger: stopped ({})", end.describe());
     }
     fill_owners(&owners, &mut merged.report);
@@ -342,13 +351,27 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         processes_into(p.metrics(), &owners);
         p.exporter().synced(true);
     }
-    l.format.printer(ctx.style).layout(layout(&l)).write(
-        &mut ctx.out(),
-        &mut std::io::stderr(),
-        &format!("{dev} (live)"),
-        report,
-        &mut merged.phases(),
-    );
+    match (&parts, l.format) {
+        (Some(p), Format::Prometheus) => {
+            use std::io::Write as _;
+            h2ledger_output::warn::write(
+                &mut std::io::stderr(),
+                &report.ledger.warnings,
+                ctx.style,
+            );
+            let page = p
+                .metrics()
+                .encode(h2ledger_output::metrics::Exposition::Prometheus);
+            let _ = ctx.out().write_all(page.as_bytes());
+        }
+        _ => l.format.printer(ctx.style).layout(layout(&l)).write(
+            &mut ctx.out(),
+            &mut std::io::stderr(),
+            &format!("{dev} (live)"),
+            report,
+            &mut merged.phases(),
+        ),
+    }
     let worst = report
         .findings
         .as_deref()

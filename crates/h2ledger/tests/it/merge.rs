@@ -376,6 +376,83 @@ fn two_workers_print_what_one_prints_on_every_capture() {
     }
 }
 
+/// `-T prometheus` with -j 2 and with several files: the workers' metrics summed into one
+/// page, the page one session prints (decision 432), histogram sums too (kept in
+/// nanoseconds, exact in any order); where a finding relates connections of two workers
+/// (`goaway-retries`), its count apart.
+#[test]
+fn two_workers_and_two_files_print_one_prometheus_page() {
+    let page = |args: &[&str]| {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let across_apart = |p: &str| -> String {
+        p.lines()
+            .filter(|l| {
+                !ACROSS_CONNECTIONS
+                    .iter()
+                    .any(|id| l.contains(&format!("id=\"{id}\"")))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut same = 0;
+    let all = captures();
+    for file in &all {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let f = file.to_str().unwrap();
+        let mut one = vec!["replay", f, "-T", "prometheus"];
+        let keylog = keylog_of(file);
+        if let Some(k) = &keylog {
+            one.extend(["--keylog", k.to_str().unwrap()]);
+        }
+        let mut two = one.clone();
+        two.extend(["-j", "2"]);
+        let (a, b) = (page(&one), page(&two));
+        if a == b {
+            same += 1;
+            continue;
+        }
+        assert_eq!(
+            across_apart(&a),
+            across_apart(&b),
+            "{name}: -j 2 -T prometheus differs"
+        );
+    }
+    assert!(
+        same + 2 >= all.len(),
+        "only {same} of {} pages identical",
+        all.len()
+    );
+    // Two files: the page of the two merged by time.
+    if !have("mergecap") {
+        skipped("mergecap (wireshark-common) is not installed");
+        return;
+    }
+    let dir = scratch("merge-prometheus");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (
+        crate::util::capture("tonic-fixed.pcap"),
+        crate::util::capture("grpcgo-article.pcap"),
+    );
+    let m = dir.join("m.pcap");
+    let (a, b, m) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        m.to_str().unwrap(),
+    );
+    assert!(tool("mergecap", &["-F", "pcap", "-w", m, a, b]));
+    let whole = page(&["replay", m, "-T", "prometheus"]);
+    assert!(whole.contains("h2ledger_calls_total"), "{whole}");
+    assert_eq!(page(&["replay", a, b, "-T", "prometheus"]), whole);
+    assert_eq!(
+        page(&["replay", b, a, "-j", "2", "-T", "prometheus"]),
+        whole
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The same with `--analyze`, tables and JSON (issue 39, h48).
 #[test]
 fn two_workers_print_what_one_prints_with_the_analysis_on_every_capture() {
