@@ -12,7 +12,7 @@ use h2ledger_run::parallel::{deal, each, Dealer};
 use h2ledger_run::{End, Obs, Report, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
-use super::ledger::{layout, Ledger};
+use super::ledger::{draw, layout, open_plot, Ledger};
 use crate::cli::Format;
 use crate::source::{self, Ended, Hooks, Input, Reading};
 use crate::Ctx;
@@ -54,12 +54,6 @@ impl Hooks for Feed {
 
 /// What `-j` cannot merge yet (docs/scale.md).
 fn refuse(l: &Ledger<'_>) -> Result<()> {
-    if l.analysis.plot.is_some() {
-        bail!(
-            "-j N > 1 and several files do not take --plot yet (docs/scale.md); \
-             use -j 1 with one FILE (mergecap the files first)"
-        );
-    }
     if matches!(l.format, Format::Jsonl | Format::Prometheus) {
         bail!("-j N > 1 and several files write tables or -T json, not -T jsonl or -T prometheus");
     }
@@ -76,6 +70,7 @@ fn session(l: &Ledger<'_>, input: &Input) -> Result<Session> {
 
 pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
     refuse(&l)?;
+    let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
     let bpf = l.filter.bpf();
     // Checked once here, so that a worker's own copy cannot fail.
     session(&l, &l.input)?;
@@ -97,7 +92,7 @@ pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
         let end = r.as_ref().map_or(End::Complete, |e| e.end.clone());
         (r, end)
     });
-    print(&l, ctx, ended?, &report)
+    print(&l, ctx, ended?, &report, plot)
 }
 
 /// The first packet of a file after the filter (`None`: it has none).
@@ -116,25 +111,26 @@ impl Hooks for First {
     }
 }
 
-/// The origin the files' phases count from when offsets or `--every` need one: the earliest
-/// first packet of the files after the filter, as one session reading them merged by time
-/// (mergecap) counts from (decision 414). Each file is opened once more for it, so a file
+/// The origin the files' phases and plot count from when offsets, `--every` or `--plot` need
+/// one: the earliest first packet of the files after the filter, as one session reading them
+/// merged by time (mergecap) counts from (decisions 414, 429). Each file is opened once more for it, so a file
 /// must be one that can be: not standard input or a pipe.
 fn files_origin(l: &Ledger<'_>, files: &[String], bpf: Option<&str>) -> Result<Option<Nanos>> {
     let offsets = match &l.analysis.split_at {
         Some(cuts) => cuts.iter().any(|c| matches!(c, Cut::Offset(_))),
         None => l.every.is_some(),
     };
-    if !offsets {
+    // The plot's bins count from it too (decision 429).
+    if !offsets && l.analysis.plot.is_none() {
         return Ok(None);
     }
     let mut origin: Option<Nanos> = None;
     for f in files {
         if !std::fs::metadata(f).is_ok_and(|m| m.is_file()) {
             bail!(
-                "{f}: several files with --every or a --split-at offset (30s) are read twice (the \
-                 phases count from the earliest first packet of all of them); give regular \
-                 files, or cut at absolute times (RFC 3339 or @EPOCH)"
+                "{f}: several files with --plot, --every or a --split-at offset (30s) are read \
+                 twice (the plot and the phases count from the earliest first packet of all of \
+                 them); give regular files, or mergecap them into one first"
             );
         }
         let cap = crate::source::CaptureOpts {
@@ -164,6 +160,7 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     }
     let bpf = l.filter.bpf();
     let origin = files_origin(&l, files, bpf.as_deref())?;
+    let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
     let job = |i: usize| -> (Result<Ended>, (Report, Option<Part>)) {
         let input = Input::File(files[i].clone());
         let one = || -> Result<(Ended, (Report, Option<Part>))> {
@@ -182,7 +179,7 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
             let ended = source::run(&reading, &mut s)?;
             let mut done = s.0.finish(&ended.end, None);
             let report = std::mem::take(&mut done.report);
-            let part = (done.phase_count() > 0).then(|| Part::new(&mut s.0, done));
+            let part = Part::of(&mut s.0, done);
             Ok((ended, (report, part)))
         };
         match one() {
@@ -203,12 +200,21 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
         .nth(damaged.unwrap_or(0))
         .ok_or_else(|| anyhow::anyhow!("give a capture FILE"))?;
     ended.source = format!("{} files ({}, ...)", files.len(), files[0]);
-    print(&l, ctx, ended, &report)
+    print(&l, ctx, ended, &report, plot)
 }
 
-/// The merged report and phases, and the exit status.
-fn print(l: &Ledger<'_>, ctx: Ctx, ended: Ended, merged: &Merged) -> Result<ExitCode> {
+/// The merged report and phases, the merged `--plot` (into `plot`), and the exit status.
+fn print(
+    l: &Ledger<'_>,
+    ctx: Ctx,
+    ended: Ended,
+    merged: &Merged,
+    plot: Option<std::fs::File>,
+) -> Result<ExitCode> {
     let report = &merged.report;
+    if let (Some(file), Some(p)) = (plot, merged.plot()) {
+        draw(l, file, &p, &ended.source, report)?;
+    }
     l.format.printer(ctx.style).layout(layout(l)).write(
         &mut ctx.out(),
         &mut std::io::stderr(),
