@@ -114,7 +114,7 @@ impl Dealer {
 pub type Tend<'a> = dyn Fn(usize, &mut Session, Option<&Report>) + Sync + 'a;
 
 /// `s` finished as `end` and `drops` say: its report, and the session and its end kept when
-/// it has phases (they are merged phase by phase later: [`Merged::phases`]).
+/// it has phases or a plot (they are merged later: [`Merged::phases`], [`Merged::plot`]).
 fn finish(
     k: usize,
     mut s: Session,
@@ -127,7 +127,7 @@ fn finish(
         t(k, &mut s, Some(&done.report));
     }
     let report = std::mem::take(&mut done.report);
-    let part = (done.phase_count() > 0).then(|| Part::new(&mut s, done));
+    let part = Part::of(&mut s, done);
     (report, part)
 }
 
@@ -226,7 +226,8 @@ pub fn deal_tended<T>(
 /// besides its report, in the order of `i`, and the reports merged in that order. Every
 /// report is held until the merge ([`crate::merge::merge`] numbers connections over all of
 /// them at once); each lists at most [`h2ledger_core::tally::MAX_CONN_DETAIL`] connections.
-/// A job that cuts phases hands back its session too ([`Part`]), and its phases are merged.
+/// A job that cuts phases or draws a `--plot` hands back its session too ([`Part`]), and its
+/// phases and plot are merged.
 pub fn each<T: Send>(
     workers: usize,
     order: &[usize],
@@ -295,7 +296,7 @@ pub fn side_by_side<S: Send, T: Send>(
                     let mut done = s.finish(&end, drops);
                     let report = std::mem::take(&mut done.report);
                     finished(k, &mut t, &mut s, &report);
-                    let kept = (done.phase_count() > 0).then(|| Part::new(&mut s, done));
+                    let kept = Part::of(&mut s, done);
                     (t, (report, kept))
                 })
             })

@@ -481,6 +481,29 @@ impl Session<Obs> {
         f.phases.reports(&self.pipe.ledger.observer)
     }
 
+    /// Whether the run draws a `--plot` (it keeps a timeline).
+    pub fn plots(&self) -> bool {
+        self.pipe.ledger.observer.timeline.is_some()
+    }
+
+    /// What the merged `--plot` of a run of several sessions takes from this finished one
+    /// (its timeline moved out, its window series copied); `None` without `--plot`.
+    pub(crate) fn take_plot(&mut self) -> Option<PlotPart> {
+        let o = &mut self.pipe.ledger.observer;
+        let timeline = o.timeline.take()?;
+        let windows = o
+            .analysis
+            .as_ref()
+            .and_then(|a| a.flow.series.as_ref())
+            .or_else(|| o.findings.as_ref().and_then(|f| f.series()))
+            .cloned();
+        Some(PlotPart {
+            timeline,
+            windows,
+            last: self.pipe.stats.last,
+        })
+    }
+
     /// What `--plot` draws: the frames timeline, the phase boundaries and the last packet
     /// (nanoseconds from the timeline's origin, the first packet) and the flow-control windows
     /// of the busiest connection.
@@ -502,6 +525,18 @@ impl Session<Obs> {
                 .or_else(|| o.findings.as_ref().and_then(|f| f.series())),
         })
     }
+}
+
+/// What a finished part of a run (`replay -j N`, `replay A B`, `sniff --workers N`) gives
+/// the merged `--plot` ([`crate::merge::phased::Merged::plot`]): see [`Session::take_plot`].
+#[derive(Debug)]
+pub struct PlotPart {
+    /// Its frames timeline, counted from the run's origin.
+    pub(crate) timeline: h2ledger_core::Timeline,
+    /// Its flow-control window series, when it keeps one.
+    pub(crate) windows: Option<h2ledger_core::flow::WindowSeries>,
+    /// Its last packet.
+    pub(crate) last: Option<Nanos>,
 }
 
 /// A run in progress as a metrics scrape reads it: [`Session::running`].

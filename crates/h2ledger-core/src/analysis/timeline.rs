@@ -85,6 +85,46 @@ impl Timeline {
     }
 }
 
+impl Timeline {
+    /// The timelines of the parts of one run (`replay -j N`, `replay A B`, `sniff --workers
+    /// N`), each counted from the run's origin with the same first width, added bucket by
+    /// bucket into what one timeline of all their frames holds (decision 429): one part at a
+    /// time, the sum and the part merged to the wider of their widths, then the sum merged
+    /// while it holds more than [`MAX_BUCKETS`] (so it never holds more than twice that).
+    /// One timeline ends at the narrowest width (first width times a power of ten) whose
+    /// buckets number at most [`MAX_BUCKETS`]; no part, and no sum of some of the parts,
+    /// needs a wider one, so the sum ends at the same width with the same counts. `None`: no
+    /// part.
+    pub fn sum(parts: impl IntoIterator<Item = Timeline>) -> Option<Timeline> {
+        let mut out: Option<Timeline> = None;
+        for mut t in parts {
+            let Some(o) = out.as_mut() else {
+                out = Some(t);
+                continue;
+            };
+            o.origin = [o.origin, t.origin].into_iter().flatten().min();
+            while o.merges < t.merges {
+                o.merge();
+            }
+            while t.merges < o.merges {
+                t.merge();
+            }
+            for (b, c) in std::mem::take(&mut t.counts) {
+                let into = o.counts.entry(b).or_insert([[0; FrameClass::COUNT]; 2]);
+                for (i, side) in into.iter_mut().enumerate() {
+                    for (k, n) in side.iter_mut().enumerate() {
+                        *n = n.saturating_add(c[i][k]);
+                    }
+                }
+            }
+            while o.counts.len() > MAX_BUCKETS {
+                o.merge();
+            }
+        }
+        out
+    }
+}
+
 impl Observer for Timeline {
     fn header_need(&self) -> crate::ledger::HeaderNeed {
         crate::ledger::HeaderNeed::None
@@ -143,6 +183,38 @@ mod tests {
             .counts
             .values()
             .all(|c| c[0][FrameClass::Data.index()] == 10));
+    }
+
+    #[test]
+    fn parts_sum_to_what_one_timeline_counts() {
+        // Frames every 100 µs for 2 s, dealt in turn to three parts: the whole merges to 1 ms
+        // buckets (three times), each part (about 6,667 frames in 1 µs buckets) never.
+        let frame = |i: i64| {
+            (
+                i * 100_000,
+                if i % 3 == 0 {
+                    Side::Server
+                } else {
+                    Side::Client
+                },
+            )
+        };
+        let mut whole = Timeline::new(FINEST);
+        let mut parts = [(); 3].map(|_| Timeline::new(FINEST));
+        whole.set_origin(0);
+        parts.iter_mut().for_each(|p| p.set_origin(0));
+        for i in 0..20_000i64 {
+            let (ts, side) = frame(i);
+            whole.count(ts, side, FrameClass::Data);
+            parts[(i % 3) as usize].count(ts, side, FrameClass::Data);
+        }
+        assert!(parts.iter().all(|p| p.merges < whole.merges));
+        let sum = Timeline::sum(parts).unwrap();
+        assert_eq!(
+            (sum.bucket, sum.merges, sum.origin, &sum.counts),
+            (whole.bucket, whole.merges, whole.origin, &whole.counts)
+        );
+        assert!(Timeline::sum(Vec::new()).is_none());
     }
 
     #[test]

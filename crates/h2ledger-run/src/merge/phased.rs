@@ -17,23 +17,83 @@ use h2ledger_tcp::Nanos;
 use super::{first_of, merge_numbered, Numbering};
 use crate::obs::Obs;
 use crate::report::Report;
-use crate::session::{warn_cuts_outside_of, Finished, Session, CUT_OUTSIDE};
+use crate::session::{warn_cuts_outside_of, Finished, PlotInput, PlotPart, Session, CUT_OUTSIDE};
+use h2ledger_core::flow::WindowSeries;
+use h2ledger_core::Timeline;
 
-/// A finished part that has phases: its session's observers (they are built from them) and
-/// its end.
+/// A finished part that has phases or a `--plot`: its session's observers (the phases are
+/// built from them), its end, and what its plot gives the merged one.
 pub struct Part {
     obs: Obs,
     done: Finished,
+    plot: Option<PlotPart>,
 }
 
 impl Part {
     /// `session`, finished as `done` (its `report` taken out to merge).
     pub fn new(session: &mut Session, done: Finished) -> Part {
         Part {
+            plot: session.take_plot(),
             obs: session.take_observers(),
             done,
         }
     }
+
+    /// `session`, finished as `done`, kept when the whole needs it: when it has phases or
+    /// draws a `--plot`.
+    pub fn of(session: &mut Session, done: Finished) -> Option<Part> {
+        (done.phase_count() > 0 || session.plots()).then(|| Part::new(session, done))
+    }
+
+    fn phased(&self) -> bool {
+        self.done.phase_count() > 0
+    }
+}
+
+/// The merged `--plot`'s own parts (decision 429).
+struct Plot {
+    /// The parts' timelines added ([`Timeline::sum`]).
+    timeline: Timeline,
+    /// The window series of the part whose drawn connection began first, that connection
+    /// numbered as the whole numbers it.
+    windows: Option<WindowSeries>,
+    /// The latest last packet of the parts.
+    last: Option<Nanos>,
+}
+
+/// The parts' plots merged (`plots[p]`: part `p`'s, numbered by `num`). One run draws the
+/// windows of the first connection that sent a stream frame: here the part's whose series
+/// began earliest (equal times: the part merged first).
+fn merge_plots(plots: Vec<(usize, PlotPart)>, num: &Numbering) -> Option<Plot> {
+    let began = |w: &WindowSeries| {
+        w.samples
+            .iter()
+            .filter_map(|s| s.first())
+            .map(|s| s.0)
+            .min()
+    };
+    let mut windows: Option<(Nanos, WindowSeries)> = None;
+    let mut last: Option<Nanos> = None;
+    let mut timelines = Vec::with_capacity(plots.len());
+    for (p, part) in plots {
+        last = last.max(part.last);
+        timelines.push(part.timeline);
+        let Some(mut w) = part.windows else {
+            continue;
+        };
+        let (Some(conn), Some(t)) = (w.conn, began(&w)) else {
+            continue;
+        };
+        if windows.as_ref().is_none_or(|(at, _)| t < *at) {
+            w.conn = Some(num.number_of(p, conn));
+            windows = Some((t, w));
+        }
+    }
+    Some(Plot {
+        timeline: Timeline::sum(timelines)?,
+        windows: windows.map(|(_, w)| w),
+        last,
+    })
 }
 
 /// Parts merged: the whole report now, the phases one at a time ([`Merged::phases`]).
@@ -44,6 +104,8 @@ pub struct Merged {
     parts: Vec<Part>,
     /// Their connections' numbers in the whole (those without packets list none).
     num: Numbering,
+    /// The merged `--plot`, when the parts draw one.
+    plot: Option<Plot>,
     /// The splitter's index of each phase of the whole, in time order.
     indexes: Vec<u64>,
 }
@@ -53,12 +115,12 @@ pub struct Merged {
 pub fn merge_parts(parts: Vec<(Report, Option<Part>)>) -> Merged {
     let mut parts = parts;
     parts.sort_by_key(|(r, _)| first_of(r));
-    let phased = parts.iter().any(|(_, p)| p.is_some());
+    let phased = parts.iter().flat_map(|(_, p)| p).any(Part::phased);
     let cuts = parts
         .iter()
         .filter_map(|(_, p)| p.as_ref())
-        .any(|p| p.done.phase_list().by_cuts());
-    let (mut reports, kept): (Vec<Report>, Vec<Option<Part>>) = parts.into_iter().unzip();
+        .any(|p| p.phased() && p.done.phase_list().by_cuts());
+    let (mut reports, mut kept): (Vec<Report>, Vec<Option<Part>>) = parts.into_iter().unzip();
     if phased {
         // Each part warned of the cuts outside its own packets: the whole says it of its own.
         for r in &mut reports {
@@ -67,9 +129,15 @@ pub fn merge_parts(parts: Vec<(Report, Option<Part>)>) -> Merged {
     }
     let num = Numbering::new(&reports);
     let mut report = merge_numbered(&reports, &num, MAX_CONN_DETAIL);
-    let at: Vec<usize> = (0..kept.len()).filter(|&k| kept[k].is_some()).collect();
+    let plots: Vec<(usize, PlotPart)> = (kept.iter_mut().enumerate())
+        .filter_map(|(p, k)| Some((p, k.as_mut()?.plot.take()?)))
+        .collect();
+    let plot = merge_plots(plots, &num);
+    let at: Vec<usize> = (0..kept.len())
+        .filter(|&k| kept[k].as_ref().is_some_and(Part::phased))
+        .collect();
     let num = num.subset(&at);
-    let parts: Vec<Part> = kept.into_iter().flatten().collect();
+    let parts: Vec<Part> = kept.into_iter().flatten().filter(Part::phased).collect();
     let mut indexes: Vec<u64> = parts
         .iter()
         .flat_map(|p| p.done.phase_list().indexes().iter().copied())
@@ -81,6 +149,7 @@ pub fn merge_parts(parts: Vec<(Report, Option<Part>)>) -> Merged {
         report: Report::default(),
         parts,
         num,
+        plot,
         indexes,
     };
     if cuts {
@@ -127,6 +196,21 @@ impl Merged {
             .as_ref()
             .map(|f| f.iter().filter(|x| x.overlaps(a, b)).cloned().collect());
         r
+    }
+
+    /// What `--plot` draws of the whole, as [`Session::plot`] of one session reading every
+    /// part's packets draws it (decision 429); `None` without `--plot`.
+    pub fn plot(&self) -> Option<PlotInput<'_>> {
+        let p = self.plot.as_ref()?;
+        let origin = p.timeline.origin.unwrap_or(0);
+        Some(PlotInput {
+            timeline: &p.timeline,
+            cuts: (1..self.phase_count())
+                .map(|k| self.bounds(k).0.saturating_sub(origin))
+                .collect(),
+            end: p.last.map(|l| l.saturating_sub(origin)),
+            windows: p.windows.as_ref(),
+        })
     }
 
     /// Every phase's report, one at a time.

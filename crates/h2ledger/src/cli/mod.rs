@@ -463,8 +463,8 @@ pub struct SniffArgs {
     /// Capture handles in one Linux PACKET_FANOUT_HASH group, each read by its own thread
     /// (both directions of a connection in one), reports merged, --metrics and the --every view
     /// summed over them, phases cut from one origin; -w out.pcap writes out.0.pcap,
-    /// out.1.pcap, ...; --keys-from gives every worker every secret, -T prometheus prints
-    /// their metrics summed. Not with --plot, -T jsonl
+    /// out.1.pcap, ...; --keys-from gives every worker every secret; --plot draws them all
+    /// in one; -T prometheus prints their metrics summed. Not with -T jsonl
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub workers: u32,
 }

@@ -13,7 +13,7 @@ use h2ledger_run::parallel::{deal_tended, each, Dealer, Tend};
 use h2ledger_run::{End, Obs, Report, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
-use super::ledger::{layout, Ledger};
+use super::ledger::{draw, layout, open_plot, Ledger};
 use crate::cli::Format;
 use crate::source::{self, Ended, Hooks, Input, Reading};
 use crate::Ctx;
@@ -103,12 +103,6 @@ impl Metered {
 
 /// What `-j` cannot merge yet (docs/scale.md).
 fn refuse(l: &Ledger<'_>) -> Result<()> {
-    if l.analysis.plot.is_some() {
-        bail!(
-            "-j N > 1 and several files do not take --plot yet (docs/scale.md); \
-             use -j 1 with one FILE (mergecap the files first)"
-        );
-    }
     if l.format == Format::Jsonl {
         bail!(
             "-j N > 1 and several files write tables, -T json or -T prometheus, not -T jsonl \
@@ -129,6 +123,7 @@ fn session(l: &Ledger<'_>, input: &Input) -> Result<Session> {
 
 pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
     refuse(&l)?;
+    let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
     let bpf = l.filter.bpf();
     // Checked once here, so that a worker's own copy cannot fail.
     session(&l, &l.input)?;
@@ -157,7 +152,7 @@ pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
         let end = r.as_ref().map_or(End::Complete, |e| e.end.clone());
         (r, end)
     });
-    print(&l, ctx, ended?, &report, metered.as_ref())
+    print(&l, ctx, ended?, &report, metered.as_ref(), plot)
 }
 
 /// The first packet of a file after the filter (`None`: it has none).
@@ -176,25 +171,26 @@ impl Hooks for First {
     }
 }
 
-/// The origin the files' phases count from when offsets or `--every` need one: the earliest
-/// first packet of the files after the filter, as one session reading them merged by time
-/// (mergecap) counts from (decision 414). Each file is opened once more for it, so a file
+/// The origin the files' phases and plot count from when offsets, `--every` or `--plot` need
+/// one: the earliest first packet of the files after the filter, as one session reading them
+/// merged by time (mergecap) counts from (decisions 414, 429). Each file is opened once more for it, so a file
 /// must be one that can be: not standard input or a pipe.
 fn files_origin(l: &Ledger<'_>, files: &[String], bpf: Option<&str>) -> Result<Option<Nanos>> {
     let offsets = match &l.analysis.split_at {
         Some(cuts) => cuts.iter().any(|c| matches!(c, Cut::Offset(_))),
         None => l.every.is_some(),
     };
-    if !offsets {
+    // The plot's bins count from it too (decision 429).
+    if !offsets && l.analysis.plot.is_none() {
         return Ok(None);
     }
     let mut origin: Option<Nanos> = None;
     for f in files {
         if !std::fs::metadata(f).is_ok_and(|m| m.is_file()) {
             bail!(
-                "{f}: several files with --every or a --split-at offset (30s) are read twice (the \
-                 phases count from the earliest first packet of all of them); give regular \
-                 files, or cut at absolute times (RFC 3339 or @EPOCH)"
+                "{f}: several files with --plot, --every or a --split-at offset (30s) are read \
+                 twice (the plot and the phases count from the earliest first packet of all of \
+                 them); give regular files, or mergecap them into one first"
             );
         }
         let cap = crate::source::CaptureOpts {
@@ -225,6 +221,7 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     let bpf = l.filter.bpf();
     let origin = files_origin(&l, files, bpf.as_deref())?;
     let metered = Metered::new(&l, files.len())?;
+    let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
     let job = |i: usize| -> (Result<Ended>, (Report, Option<Part>)) {
         let input = Input::File(files[i].clone());
         let one = || -> Result<(Ended, (Report, Option<Part>))> {
@@ -246,7 +243,7 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
                 m.tend(i, &mut s.0, Some(&done.report));
             }
             let report = std::mem::take(&mut done.report);
-            let part = (done.phase_count() > 0).then(|| Part::new(&mut s.0, done));
+            let part = Part::of(&mut s.0, done);
             Ok((ended, (report, part)))
         };
         match one() {
@@ -267,18 +264,23 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
         .nth(damaged.unwrap_or(0))
         .ok_or_else(|| anyhow::anyhow!("give a capture FILE"))?;
     ended.source = format!("{} files ({}, ...)", files.len(), files[0]);
-    print(&l, ctx, ended, &report, metered.as_ref())
+    print(&l, ctx, ended, &report, metered.as_ref(), plot)
 }
 
-/// The merged report and phases, and the exit status.
+/// The merged report and phases (or with `-T prometheus` the summed page), the merged
+/// `--plot` (into `plot`), and the exit status.
 fn print(
     l: &Ledger<'_>,
     ctx: Ctx,
     ended: Ended,
     merged: &Merged,
     metered: Option<&Metered>,
+    plot: Option<std::fs::File>,
 ) -> Result<ExitCode> {
     let report = &merged.report;
+    if let (Some(file), Some(p)) = (plot, merged.plot()) {
+        draw(l, file, &p, &ended.source, report)?;
+    }
     match metered {
         Some(m) => {
             use std::io::Write as _;

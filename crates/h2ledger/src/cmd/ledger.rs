@@ -307,18 +307,8 @@ fn report(
         e.synced(true);
     }
     let s = &mut run.session;
-    if let (Some(path), Some(file)) = (&l.analysis.plot, plot) {
-        if let Some(p) = s.plot(&done) {
-            use h2ledger_output::plot;
-            let o = plot::Options {
-                title: format!("{}: HTTP/2 frames over time", ended.source),
-                bin: l.analysis.bin_ns(),
-                why_empty: plot::why_empty(&done.report),
-            };
-            plot::write(file, &p, &o, &mut std::io::stderr())
-                .map_err(|e| anyhow!("{}: cannot write the plot: {e}", path.display()))?;
-            eprintln!("wrote {}", path.display());
-        }
+    if let (Some(file), Some(p)) = (plot, s.plot(&done)) {
+        draw(l, file, &p, &ended.source, &done.report)?;
     }
     match (l.format, &run.metrics) {
         (Format::Prometheus, Some(e)) => {
@@ -368,9 +358,33 @@ pub(super) fn live_view(l: &Ledger<'_>, name: &str, ctx: Ctx) -> Option<LiveView
     })
 }
 
+/// Draws the `--plot` of `report` (read from `source`) into `file`, created by [`open_plot`]
+/// (one session's plot, or the merged one of several: decision 429).
+pub(super) fn draw(
+    l: &Ledger<'_>,
+    file: std::fs::File,
+    p: &h2ledger_run::PlotInput<'_>,
+    source: &str,
+    report: &h2ledger_run::Report,
+) -> Result<()> {
+    use h2ledger_output::plot;
+    let Some(path) = &l.analysis.plot else {
+        return Ok(());
+    };
+    let o = plot::Options {
+        title: format!("{source}: HTTP/2 frames over time"),
+        bin: l.analysis.bin_ns(),
+        why_empty: plot::why_empty(report),
+    };
+    plot::write(file, p, &o, &mut std::io::stderr())
+        .map_err(|e| anyhow!("{}: cannot write the plot: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 /// Creates the `--plot` file before the capture is read: an unwritable path fails at once, not
 /// after an hour of capture, and `sniff` creates it before it gives up root.
-fn open_plot(path: &Path) -> Result<std::fs::File> {
+pub(super) fn open_plot(path: &Path) -> Result<std::fs::File> {
     std::fs::File::create(path)
         .map_err(|e| anyhow!("{}: cannot write the plot: {e}", path.display()))
 }

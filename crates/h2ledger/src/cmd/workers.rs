@@ -22,7 +22,9 @@ use h2ledger_run::{Drops, End, Obs, Session, Stop, Tick};
 use h2ledger_tcp::{LinkType, Nanos};
 use tokio::sync::Notify;
 
-use super::ledger::{fill_owners, layout, live_view, owners, processes_into, Ledger};
+use super::ledger::{
+    draw, fill_owners, layout, live_view, open_plot, owners, processes_into, Ledger,
+};
 use crate::cli::Format;
 use crate::source::fanout::{self, Control, WorkerEnd};
 use crate::source::live::{LiveOptions, DEFAULT_BUFFER_KIB, DEFAULT_SNAPLEN};
@@ -36,10 +38,6 @@ pub const WORKER_REPORTS_ENV: &str = "H2LEDGER_WORKER_REPORTS";
 
 /// What `--workers N > 1` cannot do yet (docs/scale.md), said in one line.
 fn refuse(l: &Ledger<'_>) -> Result<()> {
-    let a = l.analysis;
-    if a.plot.is_some() {
-        bail!("--workers N > 1 does not take --plot yet (docs/scale.md); use --workers 1");
-    }
     if l.format == Format::Jsonl {
         bail!(
             "--workers N > 1 writes tables, -T json or -T prometheus; use --workers 1 for -T jsonl"
@@ -168,6 +166,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         bail!("--workers applies to a live capture (-i DEV); a file is read in parallel with `replay FILE -j N`");
     };
     refuse(&l)?;
+    let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
     let findings_cfg = l.findings.config()?;
     let bpf = l.filter.bpf();
     // Checked once here, so that a worker's own copy cannot fail.
@@ -351,6 +350,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         processes_into(p.metrics(), &owners);
         p.exporter().synced(true);
     }
+    let source = format!("{dev} (live)");
     match (&parts, l.format) {
         (Some(p), Format::Prometheus) => {
             use std::io::Write as _;
@@ -367,10 +367,13 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         _ => l.format.printer(ctx.style).layout(layout(&l)).write(
             &mut ctx.out(),
             &mut std::io::stderr(),
-            &format!("{dev} (live)"),
+            &source,
             report,
             &mut merged.phases(),
         ),
+    }
+    if let (Some(file), Some(p)) = (plot, merged.plot()) {
+        draw(&l, file, &p, &source, report)?;
     }
     let worst = report
         .findings

@@ -358,15 +358,15 @@ fn merged_reports_are_the_report_of_mergecap(extra: &[&str], scratch_name: &str)
 }
 
 /// `replay -j 2` prints what `replay` prints, tables and JSON, on every capture (connection
-/// numbers aside on the captures of IDS_NOT_EXACT); `-j` refuses what it cannot merge.
+/// numbers aside on the captures of IDS_NOT_EXACT); `-j` refuses what it cannot merge
+/// (`--plot` and `-T prometheus` it merges: `two_workers_plot_what_one_plots_on_every_capture`,
+/// `two_workers_and_two_files_print_one_prometheus_page`).
 #[test]
 fn two_workers_print_what_one_prints_on_every_capture() {
     two_workers_print_what_one_prints(&[]);
     let f = crate::util::capture("grpcgo-article.pcap");
-    let plot = scratch("merge-plot.svg");
-    for extra in [&["-T", "jsonl"][..], &["--plot", plot.to_str().unwrap()]] {
-        let mut args = vec!["replay", f.to_str().unwrap(), "-j", "2"];
-        args.extend(extra);
+    {
+        let args = ["replay", f.to_str().unwrap(), "-j", "2", "-T", "jsonl"];
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(
@@ -699,5 +699,129 @@ fn several_files_and_the_filter_words() {
         let mut args = vec!["replay", a, b];
         args.extend(extra);
         assert_eq!(run(&args).status.code(), Some(2), "{args:?}");
+    }
+}
+
+/// The `--plot` SVG of `args` (exit 0 or 1) written to `svg`.
+fn plot_of(args: &[&str], svg: &Path) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--plot", svg.to_str().unwrap(), "-T", "json"]);
+    let out = run(&all);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(svg).unwrap()
+}
+
+/// The SVG without the number of the connection whose windows it draws (`IDS_NOT_EXACT`).
+fn without_window_conn(svg: &str) -> String {
+    let key = "send windows in bytes, connection ";
+    match svg.find(key) {
+        Some(i) => {
+            let rest = &svg[i + key.len()..];
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            format!("{}{key}N{}", &svg[..i], &rest[digits..])
+        }
+        None => svg.to_string(),
+    }
+}
+
+/// `replay -j 2 --plot` draws the SVG `replay --plot` draws, byte for byte, on every capture:
+/// every worker counts its frames in the same buckets from the run's first packet, and the
+/// buckets add up (decision 429). Only the windows panel's connection number may differ
+/// where the merged report's numbers do (`IDS_NOT_EXACT`).
+#[test]
+fn two_workers_plot_what_one_plots_on_every_capture() {
+    let dir = scratch("merge-plot");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (one_svg, two_svg) = (dir.join("one.svg"), dir.join("two.svg"));
+    let (mut drawn, mut windows) = (0, 0);
+    for file in captures() {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let keylog = keylog_of(&file);
+        for extra in [&[][..], &["--analyze"], &["--every", "500ms"]] {
+            let mut one = vec!["replay", file.to_str().unwrap()];
+            if let Some(k) = &keylog {
+                one.extend(["--keylog", k.to_str().unwrap()]);
+            }
+            one.extend(extra);
+            let mut two = one.clone();
+            two.extend(["-j", "2"]);
+            let (a, b) = (plot_of(&one, &one_svg), plot_of(&two, &two_svg));
+            drawn += usize::from(a.contains("<rect"));
+            windows += usize::from(a.contains("send windows in bytes"));
+            if IDS_NOT_EXACT.contains(&name) {
+                assert_eq!(
+                    without_window_conn(&a),
+                    without_window_conn(&b),
+                    "{name} {extra:?}: -j 2 --plot apart from the connection number"
+                );
+            } else {
+                assert!(
+                    a == b,
+                    "{name} {extra:?}: -j 2 --plot differs: {}",
+                    first_diff(&a, &b)
+                );
+            }
+        }
+    }
+    // The captures draw frames and windows: the comparison compared something.
+    assert!(
+        drawn >= 60 && windows >= 20,
+        "{drawn} plots, {windows} with windows"
+    );
+}
+
+/// `replay A B --plot` is the plot of the two merged by time (mergecap), with -j 1 and -j 2,
+/// phases and windows too, apart from the title naming the source (decision 429).
+#[test]
+fn several_files_plot_what_their_mergecap_plots() {
+    if !have("mergecap") || !have("editcap") {
+        skipped("mergecap and editcap (wireshark-common) are not installed");
+        return;
+    }
+    let dir = scratch("merge-plot-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = crate::util::capture("tonic-fixed.pcap");
+    let (b, m) = (dir.join("b.pcap"), dir.join("m.pcap"));
+    // grpcgo-article moved to overlap tonic-fixed: bins hold frames of both.
+    let src = crate::util::capture("grpcgo-article.pcap");
+    let (a, b, m, src) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        m.to_str().unwrap(),
+        src.to_str().unwrap(),
+    );
+    assert!(tool("editcap", &["-t", "12.5", src, b]));
+    assert!(tool("mergecap", &["-F", "pcap", "-w", m, a, b]));
+    let svg = dir.join("plot.svg");
+    for extra in [
+        &[][..],
+        &["--every", "1s"],
+        &["--analyze", "--split-at", "2s,3.5s"],
+        &["--bin", "50ms"],
+    ] {
+        let with = |args: &[&str]| -> String {
+            let all: Vec<&str> = args.iter().chain(extra).copied().collect();
+            plot_of(&all, &svg)
+        };
+        let whole = with(&["replay", m]);
+        assert!(whole.contains("<rect"), "{extra:?}: nothing drawn");
+        let title =
+            |files: &str| whole.replace(&format!("{m}: HTTP/2"), &format!("{files}: HTTP/2"));
+        let merged = with(&["replay", a, b]);
+        assert!(
+            merged == title(&format!("2 files ({a}, ...)")),
+            "replay A B {extra:?}: {}",
+            first_diff(&whole, &merged)
+        );
+        let merged = with(&["replay", b, a, "-j", "2"]);
+        assert!(
+            merged == title(&format!("2 files ({b}, ...)")),
+            "replay B A -j 2 {extra:?}: {}",
+            first_diff(&whole, &merged)
+        );
     }
 }
