@@ -413,28 +413,17 @@ fn tls(v: &Value) -> R<TlsReport> {
 /// Every report in the text of one file (`name`, for the errors): one JSON document,
 /// several, or JSON lines (only their `summary` lines are reports), appended to `into`.
 pub fn reports(name: &str, text: &str, into: &mut Vec<Report>) -> R<()> {
-    let before = into.len();
-    for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-        let v = v.map_err(|e| ReadError(format!("{name}: not JSON: {e}")))?;
-        if v.get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t != "summary")
-        {
-            continue;
-        }
-        into.push(from_json(&v).map_err(|e| ReadError(format!("{name}: {e}")))?);
-    }
-    if into.len() == before {
-        return err(format!(
-            "{name}: no report in it (give what `replay -T json` wrote)"
-        ));
-    }
-    Ok(())
+    summaries(name, text, into, from_json)
 }
 
 /// Every report in the text of one file, as [`reports`], each with its phases (`replay
 /// --split-at` or `--every`; none without): what [`super::phased::merge_published`] merges.
 pub fn reports_with_phases(name: &str, text: &str, into: &mut Vec<(Report, Vec<Report>)>) -> R<()> {
+    summaries(name, text, into, with_phases)
+}
+
+/// The reports of [`reports`], each read by `read`.
+fn summaries<T>(name: &str, text: &str, into: &mut Vec<T>, read: fn(&Value) -> R<T>) -> R<()> {
     let before = into.len();
     for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
         let v = v.map_err(|e| ReadError(format!("{name}: not JSON: {e}")))?;
@@ -444,7 +433,7 @@ pub fn reports_with_phases(name: &str, text: &str, into: &mut Vec<(Report, Vec<R
         {
             continue;
         }
-        into.push(with_phases(&v).map_err(|e| ReadError(format!("{name}: {e}")))?);
+        into.push(read(&v).map_err(|e| ReadError(format!("{name}: {e}")))?);
     }
     if into.len() == before {
         return err(format!(
