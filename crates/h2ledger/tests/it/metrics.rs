@@ -529,25 +529,11 @@ fn prometheus_scrapes_a_live_sniff() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(sniff.stderr.take().unwrap());
     // Killed if the test fails before it stops the sniff.
     let pid = sniff.id().to_string();
     let _guard = KillPid(pid.clone());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let metrics = first
-        .trim()
-        .strip_prefix("h2ledger: metrics on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("sniff said: {first}"))
-        .to_string();
-    let mut second = String::new();
-    err.read_line(&mut second).unwrap();
+    let (metrics, second) = metrics_started(sniff.stderr.take().unwrap());
     assert!(second.contains("listening on"), "{second}");
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
-    });
     let config = dir.join("prometheus.yml");
     std::fs::write(
         &config,

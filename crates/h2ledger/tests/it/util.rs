@@ -350,3 +350,25 @@ pub fn listening_line(child: &mut std::process::Child) -> String {
     });
     line
 }
+
+/// A `sniff --metrics ADDR` just started: the address from its first stderr line ("metrics on
+/// http://ADDR/metrics") and its second line (the "listening on" line), then the rest of its
+/// stderr drained on a thread so that it never blocks on a full pipe.
+pub fn metrics_started(stderr: std::process::ChildStderr) -> (String, String) {
+    use std::io::BufRead as _;
+    let mut err = std::io::BufReader::new(stderr);
+    let (mut first, mut second) = (String::new(), String::new());
+    err.read_line(&mut first).unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("h2ledger: metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("sniff said: {first}"))
+        .to_string();
+    err.read_line(&mut second).unwrap();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
+    });
+    (addr, second)
+}

@@ -6,7 +6,7 @@
 //! (decisions 399, 400), and a group started under traffic counts no packet twice (398).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -304,22 +304,8 @@ fn sniff_workers_metrics_are_the_one_worker_figures() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(sniff.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("h2ledger: metrics on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("sniff said: {first}"))
-        .to_string();
-    let mut second = String::new();
-    err.read_line(&mut second).unwrap();
+    let (addr, second) = metrics_started(sniff.stderr.take().unwrap());
     assert!(second.contains("2 workers"), "{second}");
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
-    });
     // A scrape before any traffic: every series there, at 0.
     let before = samples(&scrape(&addr));
     assert_eq!(before["h2ledger_packets_total"], 0.0);
@@ -740,22 +726,8 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(sniff.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("h2ledger: metrics on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("sniff said: {first}"))
-        .to_string();
-    let mut second = String::new();
-    err.read_line(&mut second).unwrap();
+    let (addr, second) = metrics_started(sniff.stderr.take().unwrap());
     assert!(second.contains("2 workers"), "{second}");
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
-    });
     let out = load.wait_with_output().unwrap();
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("1600 succeeded"),
