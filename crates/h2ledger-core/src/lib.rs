@@ -97,4 +97,4 @@ pub use model::{
     FrameClass, FrameCounts, PingFact, Side, Sides, StreamStep, MAX_OPEN_STREAMS,
     MAX_OUTSTANDING_PINGS,
 };
-pub use tally::{ConnLedger, LedgerReport, SideTally, Tally};
+pub use tally::{ConnLedger, LedgerReport, SideTally, Tally, Unlisted};

@@ -372,6 +372,38 @@ pub struct LedgerReport {
     pub upgraded_calls: u64,
     /// The first warnings as text ([`crate::ledger::MAX_WARNINGS`]); `anomalies` counts them all.
     pub warnings: Vec<String>,
+    /// The first packets of the TCP connections not in `per_connection` (a whole capture's
+    /// report; the JSON's `unlisted_first`): what a merge numbers connections by.
+    #[serde(skip)]
+    pub unlisted_first: Unlisted,
+}
+
+/// The first packets of a run's TCP connections that its report does not list (other
+/// protocols' connections, HTTP/2 ones beyond [`MAX_CONN_DETAIL`]), in the order of their
+/// numbers: with them a merge numbers every connection as one run of all the parts would
+/// (decision 447).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Unlisted {
+    /// Not said (a phase, a live view, a report of h2ledger before decision 447): taken as
+    /// none.
+    #[default]
+    NotGiven,
+    /// All of them (none: every connection is listed).
+    Known(Vec<h2ledger_tcp::Nanos>),
+    /// The run had more connections than [`crate::ledger::MAX_NUMBERED`]: a merge numbers
+    /// by the listed connections only (a lower bound).
+    Unknown,
+}
+
+impl Unlisted {
+    /// The connections' first packets, when known (`NotGiven`: none).
+    pub fn known(&self) -> Option<&[h2ledger_tcp::Nanos]> {
+        match self {
+            Unlisted::NotGiven => Some(&[]),
+            Unlisted::Known(v) => Some(v),
+            Unlisted::Unknown => None,
+        }
+    }
 }
 
 impl LedgerReport {

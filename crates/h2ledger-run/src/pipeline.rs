@@ -3,7 +3,7 @@
 //! [`Pipeline::packet`] takes one captured packet (link type, time, bytes) as libpcap hands it
 //! over; [`Pipeline::finish`] ends the input (every connection is closed and folded).
 
-use h2ledger_core::{Ledger, LedgerReport, Observer, Tally};
+use h2ledger_core::{Ledger, LedgerReport, Observer, Tally, Unlisted};
 use h2ledger_tcp::{link, Config, LinkType, Nanos, Reassembler};
 use h2ledger_tls::Tls;
 
@@ -148,6 +148,11 @@ impl<O: Observer> Pipeline<O> {
     pub fn ledger_report(&self, tally: &Tally) -> LedgerReport {
         let mut report = LedgerReport::build(&self.ledger.connections(), tally);
         report.warnings = self.ledger.warnings.messages.clone();
+        let listed: Vec<u32> = report.per_connection.iter().map(|c| c.id).collect();
+        report.unlisted_first = match self.ledger.unlisted_first(&listed) {
+            Some(v) => Unlisted::Known(v),
+            None => Unlisted::Unknown,
+        };
         report.anomalies = self
             .ledger
             .warnings

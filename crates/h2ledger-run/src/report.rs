@@ -16,7 +16,7 @@ use h2ledger_core::analysis::{
 use h2ledger_core::findings::Finding;
 use h2ledger_core::flow::FlowReport;
 use h2ledger_core::grpc::GrpcReport;
-use h2ledger_core::{AnalysisReport, ConnLedger, FrameCounts, LedgerReport, Sides};
+use h2ledger_core::{AnalysisReport, ConnLedger, FrameCounts, LedgerReport, Sides, Unlisted};
 use h2ledger_tcp::{Nanos, Stats};
 use h2ledger_tls::TlsReport;
 use serde::{Serialize, Serializer};
@@ -247,6 +247,9 @@ struct Json<'a, P: Serialize> {
     too_many_pings: Option<u64>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     kind: Option<&'a str>,
+    /// `null` when not known; absent when none (or a phase).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unlisted_first: Option<Option<Vec<f64>>>,
     upgraded_calls: u64,
     warnings: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -308,6 +311,13 @@ impl Report {
             tls: self.tls.as_ref(),
             too_many_pings: a.map(|a| a.too_many_pings),
             kind: tag,
+            unlisted_first: match &l.unlisted_first {
+                _ if phase => None,
+                Unlisted::NotGiven => None,
+                Unlisted::Known(v) if v.is_empty() => None,
+                Unlisted::Known(v) => Some(Some(v.iter().map(|&t| secs(t)).collect())),
+                Unlisted::Unknown => Some(None),
+            },
             upgraded_calls: l.upgraded_calls,
             warnings: &l.warnings,
             phases,

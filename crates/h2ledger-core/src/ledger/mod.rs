@@ -354,7 +354,17 @@ pub struct Ledger<O> {
     pub observer: O,
     /// The run's warnings (the ledger's, and those the caller adds).
     pub warnings: Warnings,
+    /// The first packet of every TCP connection, by id (at most [`MAX_NUMBERED`]; `None`
+    /// beyond): what a merge of several runs numbers connections by ([`Ledger::unlisted_first`]).
+    starts: Option<Vec<Nanos>>,
 }
+
+/// TCP connections (HTTP/2 or not) whose first packet the ledger keeps, so that a merge of
+/// several runs (`replay -j N`, `replay A B`, `merge`) numbers connections as one run of them
+/// all would, other protocols' connections included (decision 447): 8 bytes each, 128 KiB
+/// at most. A run of more says `unlisted_first: null`, and a merge numbers its connections
+/// by the listed ones only (a lower bound; docs/scale.md).
+pub const MAX_NUMBERED: usize = 16_384;
 
 /// Evicted connections whose state is kept, in case the reassembler sees them again and they
 /// resume; beyond, the oldest is closed for good (folded into the totals, `evicted-folded`)
@@ -538,6 +548,7 @@ impl<O: Observer> Ledger<O> {
             folded: FifoMap::new(h2ledger_tcp::DEFAULT_MAX_EVICTED),
             observer,
             warnings: Warnings::default(),
+            starts: Some(Vec::new()),
         }
     }
 
@@ -565,6 +576,34 @@ impl<O: Observer> Ledger<O> {
         let mut v: Vec<ConnSummary> = self.conns.0.values().map(|c| c.summary()).collect();
         v.sort_unstable_by_key(|c| c.id.0);
         v
+    }
+
+    /// The first packets of the TCP connections not in `listed` (connection ids, in
+    /// increasing order), in the order of their ids: other protocols' connections, and HTTP/2
+    /// ones beyond the report's list. `None` when the run had more than [`MAX_NUMBERED`]
+    /// connections (decision 447).
+    pub fn unlisted_first(&self, listed: &[u32]) -> Option<Vec<Nanos>> {
+        let starts = self.starts.as_ref()?;
+        let mut at = listed.iter().peekable();
+        let mut v = Vec::new();
+        for (id, &t) in starts.iter().enumerate() {
+            while at.next_if(|&&k| (k as usize) < id).is_some() {}
+            if at.next_if(|&&k| k as usize == id).is_none() {
+                v.push(t);
+            }
+        }
+        Some(v)
+    }
+
+    /// Keeps connection `meta`'s first packet for [`Ledger::unlisted_first`].
+    fn number(&mut self, meta: &ConnMeta) {
+        if let Some(s) = self.starts.as_mut() {
+            if s.len() < MAX_NUMBERED && meta.id.0 as usize == s.len() {
+                s.push(meta.start);
+            } else {
+                self.starts = None;
+            }
+        }
     }
 
     fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {

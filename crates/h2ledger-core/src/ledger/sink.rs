@@ -57,6 +57,7 @@ impl<O: Observer> Ledger<O> {
 
 impl<O: Observer> Sink for Ledger<O> {
     fn open(&mut self, meta: &ConnMeta) {
+        self.number(meta);
         // An evicted connection back: its bytes go to the original (counted once), if its
         // state is still kept; else it goes on from what was folded of it.
         if let Some(r) = meta.resumes {
@@ -318,6 +319,38 @@ fn wire_word(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::wire_word;
+    use crate::ledger::{Ledger, MAX_NUMBERED};
+    use crate::Tally;
+    use h2ledger_tcp::{ConnId, ConnMeta, Dir, Sink};
+
+    fn meta(id: u32) -> ConnMeta {
+        ConnMeta {
+            id: ConnId(id),
+            first_src: "127.0.0.1:50000".parse().unwrap(),
+            first_dst: "127.0.0.1:50051".parse().unwrap(),
+            syn_sender: Some(Dir::Fwd),
+            start: 100 + i64::from(id),
+            resumes: None,
+        }
+    }
+
+    /// The first packet of every connection not listed, by number; none past the cap
+    /// (decision 447).
+    #[test]
+    fn unlisted_connections_keep_their_first_packet_up_to_the_cap() {
+        let mut l = Ledger::new(Tally::new());
+        for id in 0..5 {
+            l.open(&meta(id));
+        }
+        assert_eq!(l.unlisted_first(&[1, 3]), Some(vec![100, 102, 104]));
+        assert_eq!(l.unlisted_first(&[]).map(|v| v.len()), Some(5));
+        for id in 5..MAX_NUMBERED as u32 {
+            l.open(&meta(id));
+        }
+        assert_eq!(l.unlisted_first(&[]).map(|v| v.len()), Some(MAX_NUMBERED));
+        l.open(&meta(MAX_NUMBERED as u32));
+        assert_eq!(l.unlisted_first(&[]), None);
+    }
 
     /// A request line's words from a hostile peer stay one printable line: control characters
     /// and invalid UTF-8 escaped, at most 64 bytes shown.

@@ -25,9 +25,9 @@ pub mod read;
 
 use h2ledger_core::analysis::AnalysisReport;
 use h2ledger_core::findings::{Finding, Num};
-use h2ledger_core::ledger::MAX_WARNINGS;
+use h2ledger_core::ledger::{MAX_NUMBERED, MAX_WARNINGS};
 use h2ledger_core::tally::MAX_CONN_DETAIL;
-use h2ledger_core::{ConnLedger, LedgerReport, Side};
+use h2ledger_core::{ConnLedger, LedgerReport, Side, Unlisted};
 
 use h2ledger_tcp::Nanos;
 
@@ -36,20 +36,49 @@ use crate::report::{CaptureStats, Drops, Report, TcpReport};
 
 /// Where a connection of one part falls among all the parts' connections: its number in the
 /// merged report. A part numbers its TCP connections (HTTP/2 or not) from 0 in the order of
-/// their first packet; a connection listed in part `p` with number `k` and first packet `t`
-/// had `k` connections of its own part before it, and in every other part at least as many
-/// as that part lists before `t` (the last one's number plus 1). Exact when every TCP
-/// connection of the parts is HTTP/2 and listed; else a lower bound, still increasing with
-/// `t` (docs/scale.md).
+/// their first packet. A part whose report says when each connection it does not list began
+/// (`unlisted_first`, decision 447) is known whole: a connection first seen at `t` has as
+/// many of its connections before it as began before `t`. Of a part that does not say (more
+/// than [`h2ledger_core::ledger::MAX_NUMBERED`] connections), at least as many as it lists
+/// before `t` (the last one's number plus 1): a lower bound, still increasing with `t`
+/// (docs/scale.md).
 struct Numbering {
     /// Per part: (first packet, number) of its listed connections, by first packet.
     listed: Vec<Vec<(Nanos, u32)>>,
+    /// Per part known whole: the first packet of each of its connections, by number.
+    by_id: Vec<Option<Vec<Nanos>>>,
+    /// `by_id`, sorted.
+    sorted: Vec<Option<Vec<Nanos>>>,
     /// Per part: its first packet.
     starts: Vec<Nanos>,
 }
 
+/// Every connection's first packet by number, from a report's listed and unlisted ones;
+/// `None` when not known or not consistent (a listed number beyond the count).
+fn all_firsts(p: &Report) -> Option<Vec<Nanos>> {
+    let unlisted = p.ledger.unlisted_first.known()?;
+    let mut listed: Vec<(u32, Nanos)> = p
+        .ledger
+        .per_connection
+        .iter()
+        .map(|c| (c.id, c.first))
+        .collect();
+    listed.sort_unstable();
+    let n = listed.len() + unlisted.len();
+    let mut v = Vec::with_capacity(n);
+    let (mut l, mut u) = (listed.iter().peekable(), unlisted.iter());
+    for id in 0..n {
+        match l.next_if(|(k, _)| *k as usize == id) {
+            Some(&(_, t)) => v.push(t),
+            None => v.push(*u.next()?),
+        }
+    }
+    (l.next().is_none() && u.next().is_none()).then_some(v)
+}
+
 impl Numbering {
     fn new(parts: &[Report]) -> Numbering {
+        let by_id: Vec<Option<Vec<Nanos>>> = parts.iter().map(all_firsts).collect();
         Numbering {
             listed: parts
                 .iter()
@@ -64,6 +93,16 @@ impl Numbering {
                     v
                 })
                 .collect(),
+            sorted: by_id
+                .iter()
+                .map(|b| {
+                    b.clone().map(|mut v| {
+                        v.sort_unstable();
+                        v
+                    })
+                })
+                .collect(),
+            by_id,
             starts: parts
                 .iter()
                 .map(|p| {
@@ -77,10 +116,12 @@ impl Numbering {
     }
 
     /// The numbering of the parts `at` only (indexes into this one's, in order): the same
-    /// numbers as long as the parts left out list no connection.
+    /// numbers as long as the parts left out have no connection.
     fn subset(&self, at: &[usize]) -> Numbering {
         Numbering {
             listed: at.iter().map(|&k| self.listed[k].clone()).collect(),
+            by_id: at.iter().map(|&k| self.by_id[k].clone()).collect(),
+            sorted: at.iter().map(|&k| self.sorted[k].clone()).collect(),
             starts: at.iter().map(|&k| self.starts[k]).collect(),
         }
     }
@@ -94,7 +135,12 @@ impl Numbering {
             }
             // Connections of part q that come first: earlier, or as early and of an
             // earlier part.
-            let before = l.partition_point(|&(t, _)| t < first || (t == first && q < part));
+            let earlier = |&t: &Nanos| t < first || (t == first && q < part);
+            if let Some(all) = &self.sorted[q] {
+                n += all.partition_point(earlier) as u64;
+                continue;
+            }
+            let before = l.partition_point(|(t, _)| earlier(t));
             if before > 0 {
                 n += u64::from(l[before - 1].1) + 1;
             }
@@ -103,9 +149,13 @@ impl Numbering {
     }
 
     /// The merged number of a connection of `part` known by its number only (a finding or a
-    /// TLS connection whose connection is not listed): placed as late as its part's listed
-    /// connections before it allow, and not before its part's first packet.
+    /// TLS connection whose connection is not listed): exact when the part is known whole,
+    /// else placed as late as its part's listed connections before it allow, and not before
+    /// its part's first packet.
     fn number_of(&self, part: usize, id: u32) -> u32 {
+        if let Some(&t) = self.by_id[part].as_ref().and_then(|b| b.get(id as usize)) {
+            return self.number(part, id, t);
+        }
         let l = &self.listed[part];
         match l.iter().find(|(_, k)| *k == id) {
             Some(&(t, _)) => self.number(part, id, t),
@@ -120,6 +170,36 @@ impl Numbering {
                 self.number(part, id, t)
             }
         }
+    }
+
+    /// The merged report's `unlisted_first`, its connections being `listed`: the first
+    /// packets of every part's connections it does not list, in the order of their merged
+    /// numbers. Known when every part is known whole and they are at most
+    /// [`h2ledger_core::ledger::MAX_NUMBERED`] in all, as one run keeps them; not given when
+    /// no part gave them.
+    fn unlisted(&self, parts: &[Report], listed: &[ConnLedger]) -> Unlisted {
+        if parts
+            .iter()
+            .all(|p| p.ledger.unlisted_first == Unlisted::NotGiven)
+        {
+            return Unlisted::NotGiven;
+        }
+        let total: usize = self.by_id.iter().flatten().map(Vec::len).sum();
+        if self.by_id.iter().any(Option::is_none) || total > MAX_NUMBERED {
+            return Unlisted::Unknown;
+        }
+        let shown: std::collections::HashSet<u32> = listed.iter().map(|c| c.id).collect();
+        let mut v: Vec<(u32, Nanos)> = Vec::new();
+        for (q, b) in self.by_id.iter().enumerate() {
+            for (k, &t) in b.iter().flatten().enumerate() {
+                let n = self.number(q, k as u32, t);
+                if !shown.contains(&n) {
+                    v.push((n, t));
+                }
+            }
+        }
+        v.sort_unstable();
+        Unlisted::Known(v.into_iter().map(|(_, t)| t).collect())
     }
 }
 
@@ -300,7 +380,9 @@ pub fn merge(mut parts: Vec<Report>) -> Report {
     // follow the time of the parts.
     parts.sort_by_key(first_of);
     let num = Numbering::new(&parts);
-    merge_numbered(&parts, &num, MAX_CONN_DETAIL)
+    let mut out = merge_numbered(&parts, &num, MAX_CONN_DETAIL);
+    out.ledger.unlisted_first = num.unlisted(&parts, &out.ledger.per_connection);
+    out
 }
 
 /// [`merge`] of `parts` in the order of their first packet, connections numbered by `num`
@@ -534,6 +616,48 @@ mod tests {
             "{:?}",
             empty.total.warnings
         );
+    }
+
+    /// Parts with connections of other protocols (`unlisted_first`): every connection is
+    /// numbered as one run numbers them, the merged report says its own unlisted ones, and a
+    /// part that does not know them (`null`) makes the numbers a lower bound and says so.
+    #[test]
+    fn unlisted_connections_take_their_numbers() {
+        // Part a: 0 (HTTP/2) at 10, 1 (other) at 15, 2 (HTTP/2) at 50.
+        let mut a = part(10, vec![conn(0, 10), conn(2, 50)]);
+        a.ledger.unlisted_first = Unlisted::Known(vec![15]);
+        // Part b: 0 (other) at 20, 1 (other) at 25, 2 (HTTP/2) at 30, 3 (other) at 40.
+        let mut b = part(20, vec![conn(2, 30)]);
+        b.ledger.unlisted_first = Unlisted::Known(vec![20, 25, 40]);
+        let ids = |m: &Report| -> Vec<(u32, Nanos)> {
+            m.ledger
+                .per_connection
+                .iter()
+                .map(|c| (c.id, c.first))
+                .collect()
+        };
+        // One run: 10 -> 0, 15 -> 1, 20 -> 2, 25 -> 3, 30 -> 4, 40 -> 5, 50 -> 6.
+        let m = merge(vec![b.clone(), a.clone()]);
+        assert_eq!(ids(&m), [(0, 10), (4, 30), (6, 50)]);
+        assert_eq!(
+            m.ledger.unlisted_first,
+            Unlisted::Known(vec![15, 20, 25, 40])
+        );
+        // A merge of that with a third part numbers as one run of all three.
+        let mut c = part(12, vec![conn(0, 12)]);
+        c.ledger.unlisted_first = Unlisted::Known(vec![]);
+        let again = merge(vec![m, c.clone()]);
+        assert_eq!(ids(&again), [(0, 10), (1, 12), (5, 30), (7, 50)]);
+        assert_eq!(
+            again.ledger.unlisted_first,
+            Unlisted::Known(vec![15, 20, 25, 40])
+        );
+        // Without b's unlisted connections: b's one after its last listed is not counted
+        // before a's at 50 (a lower bound), and `null` is said again.
+        b.ledger.unlisted_first = Unlisted::Unknown;
+        let m = merge(vec![b, a]);
+        assert_eq!(ids(&m), [(0, 10), (4, 30), (5, 50)]);
+        assert_eq!(m.ledger.unlisted_first, Unlisted::Unknown);
     }
 
     /// Two parts whose connections interleave in time: numbered as one run numbers them.

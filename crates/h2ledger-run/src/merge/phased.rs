@@ -129,6 +129,7 @@ pub fn merge_parts(parts: Vec<(Report, Option<Part>)>) -> Merged {
     }
     let num = Numbering::new(&reports);
     let mut report = merge_numbered(&reports, &num, MAX_CONN_DETAIL);
+    report.ledger.unlisted_first = num.unlisted(&reports, &report.ledger.per_connection);
     let plots: Vec<(usize, PlotPart)> = (kept.iter_mut().enumerate())
         .filter_map(|(p, k)| Some((p, k.as_mut()?.plot.take()?)))
         .collect();
@@ -307,6 +308,7 @@ pub fn merge_published(
     }
     let num = Numbering::new(&reports);
     let mut whole = merge_numbered(&reports, &num, MAX_CONN_DETAIL);
+    whole.ledger.unlisted_first = num.unlisted(&reports, &whole.ledger.per_connection);
     let mut out = Vec::with_capacity(edges.len() + 1);
     for j in 0..=edges.len() {
         let mut slots = vec![Report::default(); reports.len()];

@@ -15,7 +15,9 @@ use std::sync::Mutex;
 
 use h2ledger_core::findings::{Evidence, Finding, FindingId, Num, Severity};
 use h2ledger_core::tally::{ConnOwners, Owner};
-use h2ledger_core::{ConnLedger, FrameClass, FrameCounts, LedgerReport, Side, SideTally, Sides};
+use h2ledger_core::{
+    ConnLedger, FrameClass, FrameCounts, LedgerReport, Side, SideTally, Sides, Unlisted,
+};
 use h2ledger_tcp::Nanos;
 use h2ledger_tls::{ConnReport, KeyLogStats, Status, TlsReport};
 use serde_json::{Map, Value};
@@ -111,6 +113,25 @@ fn time(m: &Map<String, Value>, k: &str, at: &str) -> R<Option<Nanos>> {
             || err(format!("`{at}.{k}` is not a time")),
             |x| Ok(Some(nanos(x))),
         ),
+    }
+}
+
+/// `unlisted_first`: absent (none, or a report before it existed), `null` (not known), or
+/// the first packets of the connections the report does not list.
+fn unlisted(m: &Map<String, Value>, at: &str) -> R<Unlisted> {
+    match m.get("unlisted_first") {
+        None => Ok(Unlisted::NotGiven),
+        Some(Value::Null) => Ok(Unlisted::Unknown),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| x.as_f64().map(nanos))
+            .collect::<Option<Vec<_>>>()
+            .map(Unlisted::Known)
+            .map_or_else(
+                || err(format!("`{at}.unlisted_first` is not a list of times")),
+                Ok,
+            ),
+        Some(_) => err(format!("`{at}.unlisted_first` is not a list of times")),
     }
 }
 
@@ -515,6 +536,7 @@ fn body(m: &Map<String, Value>, at: &str) -> R<Report> {
         sides: sides(field(m, "sides", at)?, "sides")?,
         upgraded_calls: u(m, "upgraded_calls", at)?,
         warnings,
+        unlisted_first: unlisted(m, at)?,
     };
     let findings = match m.get("findings") {
         None => None,
