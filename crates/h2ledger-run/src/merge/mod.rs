@@ -53,16 +53,16 @@ struct Numbering {
     starts: Vec<Nanos>,
 }
 
+/// (first packet, number) of each connection `p` lists.
+fn listed_of(p: &Report) -> impl Iterator<Item = (Nanos, u32)> + '_ {
+    p.ledger.per_connection.iter().map(|c| (c.first, c.id))
+}
+
 /// Every connection's first packet by number, from a report's listed and unlisted ones;
 /// `None` when not known or not consistent (a listed number beyond the count).
 fn all_firsts(p: &Report) -> Option<Vec<Nanos>> {
     let unlisted = p.ledger.unlisted_first.known()?;
-    let mut listed: Vec<(u32, Nanos)> = p
-        .ledger
-        .per_connection
-        .iter()
-        .map(|c| (c.id, c.first))
-        .collect();
+    let mut listed: Vec<(u32, Nanos)> = listed_of(p).map(|(t, k)| (k, t)).collect();
     listed.sort_unstable();
     let n = listed.len() + unlisted.len();
     let mut v = Vec::with_capacity(n);
@@ -83,12 +83,7 @@ impl Numbering {
             listed: parts
                 .iter()
                 .map(|p| {
-                    let mut v: Vec<(Nanos, u32)> = p
-                        .ledger
-                        .per_connection
-                        .iter()
-                        .map(|c| (c.first, c.id))
-                        .collect();
+                    let mut v: Vec<(Nanos, u32)> = listed_of(p).collect();
                     v.sort_unstable();
                     v
                 })
