@@ -358,22 +358,13 @@ fn merged_reports_are_the_report_of_mergecap(extra: &[&str], scratch_name: &str)
 }
 
 /// `replay -j 2` prints what `replay` prints, tables and JSON, on every capture (connection
-/// numbers aside on the captures of IDS_NOT_EXACT); `-j` refuses what it cannot merge
-/// (`--plot` and `-T prometheus` it merges: `two_workers_plot_what_one_plots_on_every_capture`,
-/// `two_workers_and_two_files_print_one_prometheus_page`).
+/// numbers aside on the captures of IDS_NOT_EXACT). `--plot`, `-T prometheus` and `-T
+/// jsonl` it merges too: `two_workers_plot_what_one_plots_on_every_capture`,
+/// `two_workers_and_two_files_print_one_prometheus_page`,
+/// `workers_print_what_one_prints_in_jsonl_on_every_capture`.
 #[test]
 fn two_workers_print_what_one_prints_on_every_capture() {
     two_workers_print_what_one_prints(&[]);
-    let f = crate::util::capture("grpcgo-article.pcap");
-    {
-        let args = ["replay", f.to_str().unwrap(), "-j", "2", "-T", "jsonl"];
-        let out = run(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("-j"),
-            "{args:?}"
-        );
-    }
 }
 
 /// `-T prometheus` with -j 2 and with several files: the workers' metrics summed into one
@@ -695,11 +686,9 @@ fn several_files_and_the_filter_words() {
         Some(calls(&one) + calls(&two))
     );
     let _ = std::fs::remove_dir_all(&dir);
-    for extra in [&["-c", "10"][..], &["-T", "jsonl"]] {
-        let mut args = vec!["replay", a, b];
-        args.extend(extra);
-        assert_eq!(run(&args).status.code(), Some(2), "{args:?}");
-    }
+    // -c reads one capture; -T jsonl is merged (several_files_print_the_jsonl_of_mergecap).
+    let args = ["replay", a, b, "-c", "10"];
+    assert_eq!(run(&args).status.code(), Some(2), "{args:?}");
 }
 
 /// The `--plot` SVG of `args` (exit 0 or 1) written to `svg`.
