@@ -8,6 +8,8 @@
 # not get there), two drop none. The load average is printed at the start and the end.
 #
 # usage: scripts/bench-workers.sh [REQUESTS] [RUNS] [BUFFER_KIB]   (defaults 200000, 3, 1024)
+# LOAD_NICE=N runs nghttpd and h2load at nice N (default 0: the same priority as the sniffer),
+# as a host whose traffic comes from other machines leaves the sniffer its cores.
 # Needs root (live capture).
 
 set -euo pipefail
@@ -16,6 +18,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 N=${1:-200000}
 RUNS=${2:-3}
 BUF=${3:-1024}
+LOAD_NICE=${LOAD_NICE:-0}
 BIN="$ROOT/target/release/h2ledger"
 WORK=$(mktemp -d)
 chmod 755 "$WORK"
@@ -35,13 +38,13 @@ free_port() {
 mkdir -p "$WORK/www"
 printf 'h2ledger bench payload: %s\n' "$(printf 'x%.0s' {1..40})" >"$WORK/www/file"
 port=$(free_port)
-nghttpd --no-tls -a 127.0.0.1 -d "$WORK/www" "$port" >"$WORK/nghttpd.log" 2>&1 &
+nice -n "$LOAD_NICE" nghttpd --no-tls -a 127.0.0.1 -d "$WORK/www" "$port" >"$WORK/nghttpd.log" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 50); do
     python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
     sleep 0.1
 done
-say "nghttpd on 127.0.0.1:$port; h2load -n $N -c 100 -m 10; -B $BUF KiB per handle; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+say "nghttpd on 127.0.0.1:$port; h2load -n $N -c 100 -m 10; -B $BUF KiB per handle; load at nice $LOAD_NICE; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 one() {
     local w=$1 rep="$WORK/rep-$1" sp
@@ -50,7 +53,7 @@ one() {
         >"$WORK/out-$w.json" 2>"$WORK/err-$w.log" &
     sp=$!
     for _ in $(seq 100); do grep -q "listening on" "$WORK/err-$w.log" && break; sleep 0.1; done
-    h2load -n "$N" -c 100 -m 10 "http://127.0.0.1:$port/file" >"$WORK/h2load.log" 2>&1 || die "h2load failed"
+    nice -n "$LOAD_NICE" h2load -n "$N" -c 100 -m 10 "http://127.0.0.1:$port/file" >"$WORK/h2load.log" 2>&1 || die "h2load failed"
     sleep 1
     kill -TERM "$sp"; wait "$sp" || die "sniff --workers $w failed: $(cat "$WORK/err-$w.log")"
     local split=""

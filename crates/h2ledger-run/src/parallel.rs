@@ -16,7 +16,7 @@ use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::merge::phased::{merge_parts, Merged, Part};
 use crate::report::{Drops, Report};
-use crate::session::{End, Session};
+use crate::session::{End, FireAt, Session};
 use crate::split;
 
 /// Packets handed to a worker at once.
@@ -27,8 +27,9 @@ pub const QUEUED: usize = 8;
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
-    /// Link type, time, end of the packet's bytes in `bytes`.
-    packets: Vec<(LinkType, Nanos, usize)>,
+    /// Link type, time, end of the packet's bytes in `bytes`, the packet's number in the
+    /// input (from 1: where a finding it fires goes among the workers' lines, [`FireAt`]).
+    packets: Vec<(LinkType, Nanos, usize, u64)>,
 }
 
 enum Msg {
@@ -68,7 +69,7 @@ impl Dealer {
         };
         let b = &mut self.batches[k];
         b.bytes.extend_from_slice(data);
-        b.packets.push((linktype, ts, b.bytes.len()));
+        b.packets.push((linktype, ts, b.bytes.len(), self.packets));
         if b.packets.len() >= BATCH {
             let full = std::mem::replace(b, self.spare.try_recv().unwrap_or_default());
             // A worker that ended (it cannot) drops the batch.
@@ -143,9 +144,11 @@ fn work(
         match m {
             Msg::Packets(mut b) => {
                 let mut from = 0;
-                for &(lt, ts, to) in &b.packets {
+                for &(lt, ts, to, n) in &b.packets {
                     // Only --max-frames stops a session, and -j does not take it.
                     let _ = s.feed(lt, ts, &b.bytes[from..to]);
+                    // The dealer's packet number orders the workers' finding lines.
+                    s.fire_at(FireAt::packet(i64::try_from(n).unwrap_or(i64::MAX), n));
                     from = to;
                 }
                 if let Some(t) = tend {

@@ -159,7 +159,43 @@ pub struct Session<O = Obs> {
     ticked: LedgerReport,
     /// The ledger's warning total when last looked at, and its `tls-no-key` count then.
     warned: (u64, u64),
+    /// `-T jsonl` with several sessions ([`Session::keep_fired`]): the findings this one
+    /// fired, each with when, to be merged into one stream of lines ([`crate::merge::lines`]).
+    fired: Option<Vec<Fired>>,
 }
+
+/// When a finding fired in a session that is one part of several (`-T jsonl` with `replay -j
+/// N`, `replay A B`, `sniff --workers N`): after which packet, or at the end. The parts'
+/// lines are merged in the order of `(end, ts, part, n)` (decision 443): for `-j`, `ts` is
+/// the dealer's packet number (the order of the file); for files and devices, the packet's
+/// time (as mergecap orders packets: by time, then by file), then `n` the part's own packet
+/// number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FireAt {
+    /// At the session's end (after every packet of every part).
+    pub end: bool,
+    /// The packet's time (for `-j`, the dealer's packet number).
+    pub ts: Nanos,
+    /// The packet's number.
+    pub n: u64,
+}
+
+impl FireAt {
+    /// At the end of the session.
+    pub const END: FireAt = FireAt {
+        end: true,
+        ts: 0,
+        n: 0,
+    };
+
+    /// After the packet of time `ts` and number `n`.
+    pub fn packet(ts: Nanos, n: u64) -> FireAt {
+        FireAt { end: false, ts, n }
+    }
+}
+
+/// A finding fired, with when ([`FireAt`]), in the order of firing within its session.
+pub type Fired = (FireAt, Finding);
 
 impl<O: View> Session<O> {
     /// No packet for a while (live; `now`: the wall clock, which live packets carry):
@@ -179,6 +215,7 @@ impl<O: View> Session<O> {
             filter: opts.filter,
             ticked: LedgerReport::default(),
             warned: (0, 0),
+            fired: None,
         }
     }
 
@@ -282,6 +319,31 @@ impl Session<Obs> {
     /// its evidence as it is now.
     pub fn drain_findings(&mut self, f: impl FnMut(Finding)) {
         self.pipe.ledger.observer.drain_findings(f);
+    }
+
+    /// This session is one part of several whose `finding` lines are merged (`-T jsonl`):
+    /// from now on [`Session::fire_at`] keeps the findings fired, for
+    /// [`crate::merge::phased::Part::of`] to hand to the merge. What is kept is bounded by
+    /// the findings the session keeps (`h2ledger_core::findings::MAX_FINDINGS`).
+    pub fn keep_fired(&mut self) {
+        self.fired.get_or_insert_with(Vec::new);
+    }
+
+    /// The findings fired since the last call, kept as fired `at` (nothing unless
+    /// [`Session::keep_fired`]).
+    pub fn fire_at(&mut self, at: FireAt) {
+        if let Some(v) = &mut self.fired {
+            self.pipe
+                .ledger
+                .observer
+                .drain_findings(|f| v.push((at, f)));
+        }
+    }
+
+    /// The findings kept ([`Session::keep_fired`]), those the end fired last.
+    pub(crate) fn take_fired(&mut self) -> Option<Vec<Fired>> {
+        self.fire_at(FireAt::END);
+        self.fired.take()
     }
 
     /// How many findings of each id were filed so far (the metrics' `findings_total`); empty

@@ -20,6 +20,7 @@
 //! assert_eq!(merge(vec![a, b]).ledger.calls, 7);
 //! ```
 
+mod lines;
 pub mod phased;
 pub mod read;
 
@@ -313,6 +314,36 @@ fn renumber_text(t: &str, number: impl Fn(u32) -> u32) -> String {
     out
 }
 
+/// Part `p`'s finding `f` with its connections numbered as the whole numbers them: its
+/// `conn`, another connection named in its evidence (`retry_conn`, `first_conn`) and its
+/// title (`connection K`).
+fn renumber_finding(f: &mut Finding, p: usize, num: &Numbering) {
+    match f.conn {
+        Some(id) => {
+            f.conn = Some(num.number_of(p, id));
+            // Another connection named in the evidence and the title.
+            if let Some(Num::U(k)) = f.evidence.get("retry_conn") {
+                let k = u32::try_from(*k).unwrap_or(u32::MAX);
+                let n = num.number_of(p, k);
+                f.evidence.set("retry_conn", Num::U(u64::from(n)));
+            }
+            f.title = renumber_text(&f.title, |k| num.number_of(p, k));
+        }
+        None => {
+            if let Some(Num::U(k)) = f.evidence.get("first_conn") {
+                let k = u32::try_from(*k).unwrap_or(u32::MAX);
+                let n = num.number_of(p, k);
+                f.evidence.set("first_conn", Num::U(u64::from(n)));
+                // tls-no-keys named its first connection in `stream` too, in reports made
+                // before decision 393.
+                if f.stream == Some(k) {
+                    f.stream = Some(n);
+                }
+            }
+        }
+    }
+}
+
 /// The parts' analyses (`--analyze`) merged into `out`'s (h2ledger_core's
 /// `analysis::merge::merge`), GOAWAY frames' connections numbered as the merge numbers them;
 /// what cannot be exact, or a part without an analysis beside parts with one, is warned of.
@@ -440,29 +471,10 @@ fn merge_numbered(parts: &[Report], num: &Numbering, detail: usize) -> Report {
             any_findings = true;
             for f in fs {
                 let mut f = f.clone();
+                renumber_finding(&mut f, p, num);
                 match f.conn {
-                    Some(id) => {
-                        f.conn = Some(num.number_of(p, id));
-                        // Another connection named in the evidence and the title.
-                        if let Some(Num::U(k)) = f.evidence.get("retry_conn") {
-                            let k = u32::try_from(*k).unwrap_or(u32::MAX);
-                            let n = num.number_of(p, k);
-                            f.evidence.set("retry_conn", Num::U(u64::from(n)));
-                        }
-                        f.title = renumber_text(&f.title, |k| num.number_of(p, k));
-                        findings.push(f);
-                    }
+                    Some(_) => findings.push(f),
                     None => {
-                        if let Some(Num::U(k)) = f.evidence.get("first_conn") {
-                            let k = u32::try_from(*k).unwrap_or(u32::MAX);
-                            let n = num.number_of(p, k);
-                            f.evidence.set("first_conn", Num::U(u64::from(n)));
-                            // tls-no-keys named its first connection in `stream` too, in
-                            // reports made before decision 393.
-                            if f.stream == Some(k) {
-                                f.stream = Some(n);
-                            }
-                        }
                         match findings
                             .iter_mut()
                             .find(|g| g.conn.is_none() && g.id == f.id && g.side == f.side)

@@ -15,9 +15,11 @@ use h2ledger_core::tally::{MAX_CONN_DETAIL, PHASE_CONN_DETAIL};
 use h2ledger_tcp::Nanos;
 
 use super::{first_of, merge_numbered, Numbering};
-use crate::obs::Obs;
+use crate::obs::{Obs, Wanted};
 use crate::report::Report;
-use crate::session::{warn_cuts_outside_of, Finished, PlotInput, PlotPart, Session, CUT_OUTSIDE};
+use crate::session::{
+    warn_cuts_outside_of, Finished, Fired, PlotInput, PlotPart, Session, CUT_OUTSIDE,
+};
 use h2ledger_core::flow::WindowSeries;
 use h2ledger_core::Timeline;
 
@@ -27,22 +29,36 @@ pub struct Part {
     obs: Obs,
     done: Finished,
     plot: Option<PlotPart>,
+    /// The findings it fired, when its lines are merged ([`Session::keep_fired`]).
+    fired: Option<Vec<Fired>>,
 }
 
 impl Part {
     /// `session`, finished as `done` (its `report` taken out to merge).
     pub fn new(session: &mut Session, done: Finished) -> Part {
+        // The findings the end fired are drained from the observers: before they are taken.
+        let fired = session.take_fired();
         Part {
             plot: session.take_plot(),
             obs: session.take_observers(),
+            fired,
             done,
         }
     }
 
     /// `session`, finished as `done`, kept when the whole needs it: when it has phases or
-    /// draws a `--plot`.
+    /// draws a `--plot`, or its finding lines are merged (then only those are kept).
     pub fn of(session: &mut Session, done: Finished) -> Option<Part> {
-        (done.phase_count() > 0 || session.plots()).then(|| Part::new(session, done))
+        if done.phase_count() > 0 || session.plots() {
+            return Some(Part::new(session, done));
+        }
+        let fired = session.take_fired()?;
+        Some(Part {
+            obs: Obs::new(&Wanted::default()),
+            done,
+            plot: None,
+            fired: Some(fired),
+        })
     }
 
     fn phased(&self) -> bool {
@@ -108,13 +124,25 @@ pub struct Merged {
     plot: Option<Plot>,
     /// The splitter's index of each phase of the whole, in time order.
     indexes: Vec<u64>,
+    /// The parts' fired findings (`-T jsonl`), each with the part's index in the order the
+    /// parts were given and in the order the whole merged them ([`Merged::finding_lines`]).
+    fired: Vec<(usize, usize, Vec<Fired>)>,
+    /// The numbering of every part (`num` has only those with phases).
+    all: Numbering,
 }
 
 /// Merges the whole `reports` of parts whose connections are disjoint, and the phases of
 /// those that have some (`parts`, each beside its whole report, which is taken out of it).
 pub fn merge_parts(parts: Vec<(Report, Option<Part>)>) -> Merged {
-    let mut parts = parts;
-    parts.sort_by_key(|(r, _)| first_of(r));
+    let mut parts: Vec<(usize, (Report, Option<Part>))> = parts.into_iter().enumerate().collect();
+    parts.sort_by_key(|(_, (r, _))| first_of(r));
+    let mut fired = Vec::new();
+    for (p, (given, (_, part))) in parts.iter_mut().enumerate() {
+        if let Some(f) = part.as_mut().and_then(|x| x.fired.take()) {
+            fired.push((*given, p, f));
+        }
+    }
+    let parts: Vec<(Report, Option<Part>)> = parts.into_iter().map(|(_, x)| x).collect();
     let phased = parts.iter().flat_map(|(_, p)| p).any(Part::phased);
     let cuts = parts
         .iter()
@@ -134,6 +162,7 @@ pub fn merge_parts(parts: Vec<(Report, Option<Part>)>) -> Merged {
         .filter_map(|(p, k)| Some((p, k.as_mut()?.plot.take()?)))
         .collect();
     let plot = merge_plots(plots, &num);
+    let all = num.subset(&(0..kept.len()).collect::<Vec<_>>());
     let at: Vec<usize> = (0..kept.len())
         .filter(|&k| kept[k].as_ref().is_some_and(Part::phased))
         .collect();
@@ -152,6 +181,8 @@ pub fn merge_parts(parts: Vec<(Report, Option<Part>)>) -> Merged {
         num,
         plot,
         indexes,
+        fired,
+        all,
     };
     if cuts {
         let starts: Vec<Nanos> = (1..m.indexes.len()).map(|k| m.bounds(k).0).collect();
@@ -212,6 +243,14 @@ impl Merged {
             end: p.last.map(|l| l.saturating_sub(origin)),
             windows: p.windows.as_ref(),
         })
+    }
+
+    /// The parts' `finding` lines (`-T jsonl`) as one session of every packet writes them,
+    /// in the order it fires them (decision 443; `merge::lines`), connections numbered as
+    /// the merged report numbers them. Empty unless the parts kept them
+    /// ([`Session::keep_fired`]); taken once.
+    pub fn finding_lines(&mut self) -> Vec<h2ledger_core::findings::Finding> {
+        super::lines::order(std::mem::take(&mut self.fired), &self.all, &self.report)
     }
 
     /// Every phase's report, one at a time.

@@ -27,7 +27,8 @@ pub struct JobsArgs {
     /// apply per worker). With several FILEs, N files are read at once, each by its own
     /// session. Also with --analyze (its histograms merge exactly) and phases (--split-at,
     /// --every: every worker cuts at the same instants), --plot (one plot of all of them, as
-    /// one session draws it) and -T prometheus (the metrics summed); not with -T jsonl
+    /// one session draws it), -T prometheus (the metrics summed) and -T jsonl (the finding
+    /// lines in the order one session writes them)
     #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,

@@ -464,7 +464,7 @@ pub struct SniffArgs {
     /// (both directions of a connection in one), reports merged, --metrics and the --every view
     /// summed over them, phases cut from one origin; -w out.pcap writes out.0.pcap,
     /// out.1.pcap, ...; --keys-from gives every worker every secret; --plot draws them all
-    /// in one; -T prometheus prints their metrics summed. Not with -T jsonl
+    /// in one; -T prometheus prints their metrics summed; -T jsonl their finding lines, at the end
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub workers: u32,
 }

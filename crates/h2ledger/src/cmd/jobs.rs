@@ -10,7 +10,7 @@ use h2ledger_core::analysis::Cut;
 use h2ledger_output::metrics::{Batch, Exporter, Exposition, Figures, Parts};
 use h2ledger_run::merge::phased::{Merged, Part};
 use h2ledger_run::parallel::{deal_tended, each, Dealer, Tend};
-use h2ledger_run::{End, Obs, Report, Session, Stop};
+use h2ledger_run::{End, FireAt, Obs, Report, Session, Stop};
 use h2ledger_tcp::{LinkType, Nanos};
 
 use super::ledger::{draw, layout, open_plot, Ledger};
@@ -36,12 +36,16 @@ impl Hooks for Deal<'_> {
     }
 }
 
-/// One file's own session (`replay A B C`), and with `-T prometheus` its part of the metrics.
-struct Feed<'a>(Session, Option<&'a Metered>, usize);
+/// One file's own session (`replay A B C`), with `-T prometheus` its part of the metrics,
+/// its index, and its packets so far.
+struct Feed<'a>(Session, Option<&'a Metered>, usize, u64);
 
 impl Hooks for Feed<'_> {
     fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {
         let flow = self.0.feed(linktype, ts, data);
+        // `-T jsonl`: the findings it fired, placed by the packet's time (decision 443).
+        self.3 += 1;
+        self.0.fire_at(FireAt::packet(ts, self.3));
         if let Some(m) = self.1 {
             m.tend(self.2, &mut self.0, None);
         }
@@ -101,28 +105,21 @@ impl Metered {
     }
 }
 
-/// What `-j` cannot merge yet (docs/scale.md).
-fn refuse(l: &Ledger<'_>) -> Result<()> {
-    if l.format == Format::Jsonl {
-        bail!(
-            "-j N > 1 and several files write tables, -T json or -T prometheus, not -T jsonl \
-             (its finding lines come as they fire); use -j 1 with one FILE"
-        );
-    }
-    Ok(())
-}
-
 /// A session as the flags ask, with `input`'s keys (each worker's and each file's own).
 fn session(l: &Ledger<'_>, input: &Input) -> Result<Session> {
     let opts = source::keys::options(input, l.filter, None, None)?;
     let mut wanted = l.analysis.wanted(l.every);
     wanted.findings = Some(l.findings.config()?);
     wanted.metrics = l.format == Format::Prometheus;
-    Ok(Session::new(Obs::new(&wanted), opts))
+    let mut s = Session::new(Obs::new(&wanted), opts);
+    if l.format == Format::Jsonl {
+        // Its `finding` lines are merged with the other sessions' (decision 443).
+        s.keep_fired();
+    }
+    Ok(s)
 }
 
 pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
-    refuse(&l)?;
     let plot = l.analysis.plot.as_deref().map(open_plot).transpose()?;
     let bpf = l.filter.bpf();
     // Checked once here, so that a worker's own copy cannot fail.
@@ -147,12 +144,12 @@ pub fn run(l: Ledger<'_>, jobs: usize, ctx: Ctx) -> Result<ExitCode> {
         }
     };
     let tend: Option<&Tend<'_>> = metered.as_ref().map(|_| &tend as &Tend<'_>);
-    let (ended, report) = deal_tended(jobs, &make, tend, |d| {
+    let (ended, mut report) = deal_tended(jobs, &make, tend, |d| {
         let r = source::run(&reading, &mut Deal(d));
         let end = r.as_ref().map_or(End::Complete, |e| e.end.clone());
         (r, end)
     });
-    print(&l, ctx, ended?, &report, metered.as_ref(), plot)
+    print(&l, ctx, ended?, &mut report, metered.as_ref(), plot)
 }
 
 /// The first packet of a file after the filter (`None`: it has none).
@@ -214,7 +211,6 @@ fn files_origin(l: &Ledger<'_>, files: &[String], bpf: Option<&str>) -> Result<O
 
 /// `replay A B C ...`: each file read by its own session, up to `jobs` files at once.
 pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Result<ExitCode> {
-    refuse(&l)?;
     if l.cap.count.is_some() || l.cap.duration.is_some() {
         bail!("-c and --duration read one capture; give one FILE with them");
     }
@@ -225,7 +221,7 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     let job = |i: usize| -> (Result<Ended>, (Report, Option<Part>)) {
         let input = Input::File(files[i].clone());
         let one = || -> Result<(Ended, (Report, Option<Part>))> {
-            let mut s = Feed(session(&l, &input)?, metered.as_ref(), i);
+            let mut s = Feed(session(&l, &input)?, metered.as_ref(), i, 0);
             if let Some(t) = origin {
                 s.0.set_origin(t);
             }
@@ -255,7 +251,7 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
     let size = |f: &String| std::fs::metadata(f).map_or(0, |m| m.len());
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(size(&files[i])));
-    let (ends, report) = each(jobs, &order, &job);
+    let (ends, mut report) = each(jobs, &order, &job);
     let ends = ends.into_iter().collect::<Result<Vec<_>>>()?;
     // A damaged file makes the run's exit status 1 (its report warns of it).
     let damaged = ends.iter().position(|e| matches!(e.end, End::Damaged(_)));
@@ -264,19 +260,32 @@ pub fn run_files(l: Ledger<'_>, files: &[String], jobs: usize, ctx: Ctx) -> Resu
         .nth(damaged.unwrap_or(0))
         .ok_or_else(|| anyhow::anyhow!("give a capture FILE"))?;
     ended.source = format!("{} files ({}, ...)", files.len(), files[0]);
-    print(&l, ctx, ended, &report, metered.as_ref(), plot)
+    print(&l, ctx, ended, &mut report, metered.as_ref(), plot)
 }
 
-/// The merged report and phases (or with `-T prometheus` the summed page), the merged
-/// `--plot` (into `plot`), and the exit status.
+/// `-T jsonl`: the sessions' `finding` lines, merged into the order one session writes them
+/// (decision 443), before the phases and the summary.
+pub(super) fn finding_lines(l: &Ledger<'_>, ctx: Ctx, merged: &mut Merged) {
+    if l.format == Format::Jsonl {
+        let mut out = ctx.out();
+        for f in merged.finding_lines() {
+            let _ = h2ledger_output::json::write_line(&mut out, &f.line());
+        }
+    }
+}
+
+/// The merged report and phases (or with `-T prometheus` the summed page; with `-T jsonl`
+/// first the sessions' `finding` lines, merged), the merged `--plot` (into `plot`), and the
+/// exit status.
 fn print(
     l: &Ledger<'_>,
     ctx: Ctx,
     ended: Ended,
-    merged: &Merged,
+    merged: &mut Merged,
     metered: Option<&Metered>,
     plot: Option<std::fs::File>,
 ) -> Result<ExitCode> {
+    finding_lines(l, ctx, merged);
     let report = &merged.report;
     if let (Some(file), Some(p)) = (plot, merged.plot()) {
         draw(l, file, &p, &ended.source, report)?;

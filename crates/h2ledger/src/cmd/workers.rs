@@ -18,7 +18,7 @@ use h2ledger_output::live::TickParts;
 use h2ledger_output::metrics::{Batch, Exporter, Figures, Part, Parts};
 use h2ledger_run::parallel::side_by_side;
 use h2ledger_run::procs::Owners;
-use h2ledger_run::{Drops, End, Obs, Session, Stop, Tick};
+use h2ledger_run::{Drops, End, FireAt, Obs, Session, Stop, Tick};
 use h2ledger_tcp::{LinkType, Nanos};
 use tokio::sync::Notify;
 
@@ -38,11 +38,6 @@ pub const WORKER_REPORTS_ENV: &str = "H2LEDGER_WORKER_REPORTS";
 
 /// What `--workers N > 1` cannot do yet (docs/scale.md), said in one line.
 fn refuse(l: &Ledger<'_>) -> Result<()> {
-    if l.format == Format::Jsonl {
-        bail!(
-            "--workers N > 1 writes tables, -T json or -T prometheus; use --workers 1 for -T jsonl"
-        );
-    }
     if l.max_frames.is_some() {
         bail!("--workers N > 1 does not take --max-frames; use -c PACKETS or --workers 1");
     }
@@ -72,6 +67,8 @@ struct Worker<'a, 's> {
     shared: &'a Shared<'a>,
     /// The session was given the run's origin.
     origin_set: bool,
+    /// Packets so far (where a finding line goes among the workers': decision 443).
+    n: u64,
 }
 
 impl Worker<'_, '_> {
@@ -101,6 +98,8 @@ impl Hooks for Worker<'_, '_> {
         }
         // Only --max-frames stops a session, and --workers does not take it.
         let _ = self.session.feed(linktype, ts, data);
+        self.n += 1;
+        self.session.fire_at(FireAt::packet(ts, self.n));
         self.drain();
         ControlFlow::Continue(())
     }
@@ -116,6 +115,8 @@ impl Hooks for Worker<'_, '_> {
 
     fn idle(&mut self, now: Nanos) {
         self.session.idle(now);
+        // Connections the clock closed may have fired findings.
+        self.session.fire_at(FireAt::packet(now, self.n));
         self.drain();
     }
 
@@ -237,7 +238,11 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         let tap = feed.map(|b| Rc::new(RefCell::new(b.tap(k))));
         let opts = source::keys::options(&l.input, l.filter, None, tap.as_ref())
             .unwrap_or_else(|_| h2ledger_run::Options::default());
-        Session::new(Obs::new(&wanted), opts)
+        let mut s = Session::new(Obs::new(&wanted), opts);
+        if l.format == Format::Jsonl {
+            s.keep_fired();
+        }
+        s
     };
     let shared = Shared {
         parts: parts.as_ref(),
@@ -276,6 +281,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
                 part: shared.parts.map(|p| p.part(k)),
                 shared,
                 origin_set: false,
+                n: 0,
             };
             let keys = feed.map(|b| b.tap(k));
             let (end, how, drops) = fanout::work(h, since, ctl, every, keys, &mut w);
@@ -345,6 +351,7 @@ pub fn run(l: Ledger<'_>, workers: usize, ctx: Ctx) -> Result<ExitCode> {
         eprintln!("h2ledger: stopped ({})", end.describe());
     }
     fill_owners(&owners, &mut merged.report);
+    super::jobs::finding_lines(&l, ctx, &mut merged);
     let report = &merged.report;
     if let Some(p) = &parts {
         processes_into(p.metrics(), &owners);

@@ -358,22 +358,13 @@ fn merged_reports_are_the_report_of_mergecap(extra: &[&str], scratch_name: &str)
 }
 
 /// `replay -j 2` prints what `replay` prints, tables and JSON, on every capture (connection
-/// numbers aside on the captures of IDS_NOT_EXACT); `-j` refuses what it cannot merge
-/// (`--plot` and `-T prometheus` it merges: `two_workers_plot_what_one_plots_on_every_capture`,
-/// `two_workers_and_two_files_print_one_prometheus_page`).
+/// numbers aside on the captures of IDS_NOT_EXACT). `--plot`, `-T prometheus` and `-T
+/// jsonl` it merges too: `two_workers_plot_what_one_plots_on_every_capture`,
+/// `two_workers_and_two_files_print_one_prometheus_page`,
+/// `workers_print_what_one_prints_in_jsonl_on_every_capture`.
 #[test]
 fn two_workers_print_what_one_prints_on_every_capture() {
     two_workers_print_what_one_prints(&[]);
-    let f = crate::util::capture("grpcgo-article.pcap");
-    {
-        let args = ["replay", f.to_str().unwrap(), "-j", "2", "-T", "jsonl"];
-        let out = run(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("-j"),
-            "{args:?}"
-        );
-    }
 }
 
 /// `-T prometheus` with -j 2 and with several files: the workers' metrics summed into one
@@ -695,11 +686,9 @@ fn several_files_and_the_filter_words() {
         Some(calls(&one) + calls(&two))
     );
     let _ = std::fs::remove_dir_all(&dir);
-    for extra in [&["-c", "10"][..], &["-T", "jsonl"]] {
-        let mut args = vec!["replay", a, b];
-        args.extend(extra);
-        assert_eq!(run(&args).status.code(), Some(2), "{args:?}");
-    }
+    // -c reads one capture; -T jsonl is merged (several_files_print_the_jsonl_of_mergecap).
+    let args = ["replay", a, b, "-c", "10"];
+    assert_eq!(run(&args).status.code(), Some(2), "{args:?}");
 }
 
 /// The `--plot` SVG of `args` (exit 0 or 1) written to `svg`.
@@ -824,4 +813,171 @@ fn several_files_plot_what_their_mergecap_plots() {
             first_diff(&whole, &merged)
         );
     }
+}
+
+/// Captures of ../shared/real-captures whose connection numbers merged are not the run's, as
+/// [`IDS_NOT_EXACT`] (TCP connections of other protocols beside HTTP/2 ones).
+const REAL_IDS_NOT_EXACT: [&str; 3] = [
+    "packt-unary.pcapng",
+    "pfe-mixed_traffic_sample.pcapng",
+    "sv-http2-range.pcap",
+];
+
+/// The `finding` lines of `jsonl` (text), each as `(id, conn)`.
+fn finding_ids(jsonl: &str) -> Vec<(String, Value)> {
+    jsonl
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["record"] == "finding")
+        .map(|v| (v["id"].as_str().unwrap().to_string(), v["conn"].clone()))
+        .collect()
+}
+
+/// `replay -j 2` and `-j 3 -T jsonl` print what `replay -T jsonl` prints on every capture,
+/// byte for byte: the workers' `finding` lines in the order one session fires them (after
+/// the packet that made them fire, the end's by connection), then the phases and the summary
+/// (decision 443). Plain, with `--every` and with `--split-at` and `--analyze`. The
+/// exceptions are the JSON report's: connection numbers beside other protocols
+/// ([`IDS_NOT_EXACT`]) and findings across connections ([`ACROSS_CONNECTIONS`]), compared
+/// without them.
+#[test]
+fn workers_print_what_one_prints_in_jsonl_on_every_capture() {
+    let mut all = captures();
+    // And ../shared/real-captures, where present (their key logs beside them).
+    for dir in ["../shared/real-captures", "../shared/real-captures/tls"] {
+        let Ok(rd) = std::fs::read_dir(crate::util::repo().join(dir)) else {
+            eprintln!("skipped: {dir} is absent");
+            continue;
+        };
+        let mut more: Vec<PathBuf> = (rd.flatten().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "pcap" || e == "pcapng"))
+            .collect();
+        more.sort();
+        all.extend(more);
+    }
+    let (mut same, mut lines, mut several) = (0, 0, 0);
+    for file in &all {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let keylog = keylog_of(file);
+        for extra in [
+            &[][..],
+            &["--every", "500ms"],
+            &["--split-at", "1s,2.5s", "--analyze"],
+        ] {
+            let mut one = vec!["replay", file.to_str().unwrap(), "-T", "jsonl"];
+            if let Some(k) = &keylog {
+                one.extend(["--keylog", k.to_str().unwrap()]);
+            }
+            one.extend(extra);
+            let a = run(&one);
+            let a_text = String::from_utf8(a.stdout).unwrap();
+            let ids = finding_ids(&a_text);
+            if extra.is_empty() {
+                lines += ids.len();
+                let mut conns: Vec<&Value> = ids.iter().map(|(_, c)| c).collect();
+                conns.dedup();
+                several += usize::from(conns.len() > 1);
+            }
+            for j in ["2", "3"] {
+                let mut more = one.clone();
+                more.extend(["-j", j]);
+                let b = run(&more);
+                assert_eq!(a.status.code(), b.status.code(), "{more:?}: exit");
+                let b_text = String::from_utf8(b.stdout).unwrap();
+                if a_text == b_text {
+                    same += 1;
+                    continue;
+                }
+                let across = ids
+                    .iter()
+                    .any(|(id, _)| ACROSS_CONNECTIONS.contains(&id.as_str()));
+                assert!(
+                    across || IDS_NOT_EXACT.contains(&name) || REAL_IDS_NOT_EXACT.contains(&name),
+                    "{more:?} differs from -j 1: {}",
+                    first_diff(&a_text, &b_text)
+                );
+                let kinds = |t: &str| -> Vec<String> {
+                    finding_ids(t)
+                        .into_iter()
+                        .map(|(id, _)| id)
+                        .filter(|id| !ACROSS_CONNECTIONS.contains(&id.as_str()))
+                        .collect()
+                };
+                assert_eq!(kinds(&a_text), kinds(&b_text), "{more:?}: the lines' ids");
+            }
+        }
+    }
+    // The 7 captures named above and the one with findings across connections.
+    assert!(
+        same + 2 * 3 * 7 >= 2 * 3 * all.len(),
+        "only {same} of {} identical",
+        2 * 3 * all.len()
+    );
+    // Enough lines, from captures with findings of several connections, to tell an order.
+    assert!(
+        lines >= 100 && several >= 4,
+        "{lines} lines, {several} captures"
+    );
+}
+
+/// `replay A B -T jsonl` (-j 1 and -j 2) prints what `replay` of the two merged by time
+/// (mergecap) prints, byte for byte: B moved to begin half a second before A ends, so that
+/// their packets, and the findings they fire, interleave (decision 443). The captures of
+/// captures/findings/, each with the next.
+#[test]
+fn several_files_print_the_jsonl_of_mergecap() {
+    if !have("mergecap") || !have("editcap") {
+        return skipped("mergecap and editcap (Debian's tshark or wireshark-common) not installed");
+    }
+    let dir = scratch("merge-jsonl");
+    std::fs::create_dir_all(&dir).unwrap();
+    let all: Vec<PathBuf> = captures()
+        .into_iter()
+        .filter(|p| p.parent().is_some_and(|d| d.ends_with("findings")))
+        .collect();
+    let (mut pairs, mut lines) = (0, 0);
+    let jsonl = |args: &[&str]| {
+        let out = run(args);
+        assert!(matches!(out.status.code(), Some(0 | 1 | 3)), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for (i, (a, b)) in all.iter().zip(all.iter().cycle().skip(1)).enumerate() {
+        if keylog_of(a).is_some() || keylog_of(b).is_some() {
+            continue;
+        }
+        let va: Value = serde_json::from_str(&replay_text(a, None)).unwrap();
+        let vb: Value = serde_json::from_str(&replay_text(b, None)).unwrap();
+        let (ea, eb) = (endpoints(&va), endpoints(&vb));
+        if ea.iter().any(|e| eb.contains(e)) {
+            continue;
+        }
+        let (Some(last), Some(first)) = (
+            va["capture"]["last"].as_f64(),
+            vb["capture"]["first"].as_f64(),
+        ) else {
+            continue;
+        };
+        let shift = format!("{:.6}", last - first - 0.5);
+        let (b2, m) = (
+            dir.join(format!("b.{i}.pcapng")),
+            dir.join(format!("m.{i}.pcapng")),
+        );
+        let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+        let (b2, m) = (b2.to_str().unwrap(), m.to_str().unwrap());
+        assert!(tool("editcap", &["-F", "pcapng", "-t", &shift, b, b2]));
+        assert!(tool("mergecap", &["-w", m, a, b2]));
+        let whole = jsonl(&["replay", m, "-T", "jsonl"]);
+        for j in ["1", "2"] {
+            let files = jsonl(&["replay", a, b2, "-T", "jsonl", "-j", j]);
+            assert!(
+                files == whole,
+                "replay {a} {b2} -j {j} is not replay {m}: {}",
+                first_diff(&whole, &files)
+            );
+        }
+        lines += finding_ids(&whole).len();
+        pairs += 1;
+    }
+    assert!(pairs >= 10 && lines >= 40, "{pairs} pairs, {lines} lines");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -763,3 +763,86 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
         "the scrape against the merged report"
     );
 }
+
+/// `sniff --workers 2 -T jsonl` writes one stream of lines (decision 443): the workers'
+/// `finding` lines merged in the order one session writes them, then the summary; the lines
+/// `replay` of the workers' `-w` files merged by mergecap writes, apart from the times
+/// (live stamps are in nanoseconds, a pcap keeps microseconds). h2load with windows of
+/// 1,023 bytes makes the server's 2,000-byte answers wait for window: a `flow-stall` on every
+/// connection.
+#[test]
+fn sniff_workers_write_one_stream_of_jsonl() {
+    if crate::live::skip_unless_root("sniff_workers_jsonl") {
+        return;
+    }
+    for tool in ["nghttpd", "h2load", "mergecap"] {
+        if !have(tool) {
+            skipped(&format!("SKIPPED sniff_workers_jsonl: needs {tool}"));
+            return;
+        }
+    }
+    let dir = scratch("workers-jsonl");
+    let www = dir.join("www");
+    let (mut server, port) = h2c_nghttpd(&www);
+    let w = dir.join("j.pcap");
+    let mut sniff = Command::new(bin())
+        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args(["--workers", "2", "-T", "jsonl", "-B", "131072", "-w"])
+        .arg(&w)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = listening_line(&mut sniff);
+    assert!(line.contains("2 workers"), "{line}");
+    let load = Command::new("h2load")
+        .args(["-n", "200", "-c", "10", "-w", "10", "-W", "10"])
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .output()
+        .unwrap();
+    assert!(load.status.success());
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = sniff.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = sniff.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "sniff exit status {:?}", out.status);
+    let all = dir.join("all.pcap");
+    let merge = Command::new("mergecap")
+        .args(["-F", "pcap", "-w"])
+        .arg(&all)
+        .args([dir.join("j.0.pcap"), dir.join("j.1.pcap")])
+        .status()
+        .unwrap();
+    assert!(merge.success());
+    let r = run(&["replay", all.to_str().unwrap(), "-T", "jsonl"]);
+    // The finding lines without their times, and the summary's counts.
+    let lines = |t: &[u8]| -> (Vec<Value>, Value) {
+        let mut v: Vec<Value> = String::from_utf8_lossy(t)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let summary = v.pop().expect("a summary line");
+        assert_eq!(summary["record"], "summary");
+        for f in &mut v {
+            assert_eq!(f["record"], "finding", "{f}");
+            let m = f.as_object_mut().unwrap();
+            m.remove("first");
+            m.remove("last");
+        }
+        let counts = serde_json::json!([summary["calls"], summary["connections"]]);
+        (v, counts)
+    };
+    let (live, replayed) = (lines(&out.stdout), lines(&r.stdout));
+    assert_eq!(live.1, serde_json::json!([200, 10]));
+    assert!(live.0.len() >= 10, "{} finding lines", live.0.len());
+    assert_eq!(
+        live, replayed,
+        "sniff --workers 2 -T jsonl against replay of its -w files"
+    );
+}
