@@ -297,13 +297,17 @@ fn stream_frame(
         c.sides[d].conn_window -= len;
     }
     let step = ev.stream;
-    let closes = matches!(step, StreamStep::HalfClosed | StreamStep::Ended);
     // The sender's first header block on a stream of an id not met yet: the stream opens here,
     // or is counted untracked when the ledger does not follow it (its table full).
     let new = ev.class == FrameClass::Headers && sid > c.max_id[(sid & 1) as usize];
-    // A header block that closes no half, opens nothing and brings no call changes nothing
-    // here (the response headers of most calls bring theirs): no lookup.
-    if !data && !closes && !new && call.is_none() {
+    // A header block that opens nothing, brings no call and closes no half changes nothing
+    // here (the response headers of most calls bring theirs): no lookup. The step is read
+    // last, only for such blocks.
+    if !data
+        && !new
+        && call.is_none()
+        && !matches!(step, StreamStep::HalfClosed | StreamStep::Ended)
+    {
         return;
     }
     let slot = match c.streams.find(sid) {
