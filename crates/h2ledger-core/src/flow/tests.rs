@@ -342,3 +342,28 @@ fn continuation_flag_and_resets_of_idle_and_closed_streams() {
     let r = flow(&c);
     assert_eq!((r.sides.client.unresolved, r.untracked_streams), (1, 0));
 }
+
+/// Decision 433: a stream the ledger does not follow (its table of open streams full) is not
+/// followed here either, which could not see it end: counted in `untracked_streams`. The
+/// ledger's table is filled with streams closed and met again (the server's header blocks on
+/// streams that had ended, kept for HEADERS vs TRAILERS), which the tracker does not hold, so
+/// its own cap is far: the tracker of before followed the new stream and counted its stall.
+#[test]
+fn a_stream_beyond_the_ledgers_cap_is_untracked() {
+    let mut c = Conn::started(&[(IWS, 10)]);
+    let n = crate::MAX_OPEN_STREAMS as u32;
+    for s in (1..2 * n).step_by(2) {
+        c.client(&request(s, "/a", false));
+        c.client(&data(s, true, 0));
+        c.server(&response(s, true, &[]));
+    }
+    for s in (1..2 * n).step_by(2) {
+        c.server(&response(s, true, &[]));
+    }
+    assert_eq!(flow(&c).untracked_streams, 0);
+    c.client(&request(2 * n + 1, "/a", false));
+    c.client(&data(2 * n + 1, false, 10));
+    let r = flow(&c);
+    assert_eq!((r.untracked_streams, r.sides.client.stalls), (1, 0));
+    assert_eq!(c.ledger.observer.flow.streams, 0);
+}
