@@ -145,10 +145,13 @@ pub(super) struct StreamF {
 /// The server's half is closed (END_STREAM), as the ledger's [`crate::StreamStep`] told: the
 /// call is no longer in flight for the rules that scan the table (a GOAWAY's cut calls).
 pub(super) const SERVER_END: u8 = 2;
-/// The server sent its response header block.
+/// The server sent its response header block: a server frame the ledger classed HEADERS (its
+/// first header block on the stream, not TRAILERS), kept here for the stream's RST_STREAM, when
+/// the ledger's entry has left its table (decision 434).
 pub(super) const SERVER_HEADERS: u8 = 4;
 /// The client sent a frame on the stream after its request header block (DATA, WINDOW_UPDATE,
-/// PRIORITY, trailers): the frame a server may answer with a reset (made-you-reset).
+/// PRIORITY, trailers): the frame a server may answer with a reset (made-you-reset). The
+/// findings' own fact, not a step of the stream's life (decision 434).
 pub(super) const FOLLOWUP: u8 = 8;
 
 /// The stream slots of the server's SETTINGS_MAX_CONCURRENT_STREAMS, as the client fills them.

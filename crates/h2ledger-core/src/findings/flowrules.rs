@@ -6,7 +6,7 @@ use h2ledger_tcp::{Dir, Nanos};
 
 use crate::flow::{Flow, FlowEvent, Limit};
 use crate::ledger::FrameEvent;
-use crate::model::{FrameClass, Side};
+use crate::model::{FrameClass, Side, StreamStep};
 
 use super::conn::{ConnF, Hold};
 use super::rules::{Fire, ZERO_WINDOW_HOLD};
@@ -108,10 +108,14 @@ fn end_hold(c: &mut ConnF, side: Side, stream: u32, stall: bool, t: Nanos, out: 
 /// costs this test only).
 #[inline]
 pub(super) fn window_rules_apply(c: &ConnF, ev: &FrameEvent<'_>) -> bool {
-    !c.holds.is_empty()
-        || (ev.class == FrameClass::Headers
-            && !ev.head.flags.is_end_stream()
-            && c.initial[ev.side.other().index()] <= 0)
+    !c.holds.is_empty() || (opens_half(ev) && c.initial[ev.side.other().index()] <= 0)
+}
+
+/// The sender's first header block on the stream, after which its half is open (the ledger's
+/// class and step, decision 435): its DATA may wait for a window from here.
+#[inline]
+fn opens_half(ev: &FrameEvent<'_>) -> bool {
+    ev.class == FrameClass::Headers && matches!(ev.stream, StreamStep::Opened | StreamStep::None)
 }
 
 /// After each frame of `c` (the flow tracker has seen it): a stream whose window was zero when
@@ -130,7 +134,7 @@ pub(super) fn window_rules(
         // A window can be <= 0 when a stream opens only if the peer's initial window is, or
         // the connection window ran out (a stall is then in progress): else no lookup.
         FrameClass::Headers
-            if !ev.head.flags.is_end_stream()
+            if opens_half(ev)
                 && (c.initial[ev.side.other().index()] <= 0 || !c.holds.is_empty()) =>
         {
             let w = flow.and_then(|f| f.available(conn, ev.dir, sid));
@@ -157,7 +161,12 @@ pub(super) fn window_rules(
         }
         _ => {}
     }
-    let ended = ev.class == FrameClass::RstStream || ev.head.flags.is_end_stream();
+    // A half closed, the stream over or reset, as the ledger's step says: the stream's holds
+    // end (a hold is on a stream the flow tracker follows, hence one the ledger holds).
+    let ended = matches!(
+        ev.stream,
+        StreamStep::HalfClosed | StreamStep::Ended | StreamStep::Reset { .. } | StreamStep::Refused
+    );
     if sid != 0 && ended && !c.holds.is_empty() {
         for side in Side::ALL {
             end_hold(c, side, sid, false, ev.ts, out);

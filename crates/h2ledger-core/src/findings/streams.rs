@@ -29,7 +29,6 @@ pub(super) fn stream_frame(
 ) {
     let sid = ev.head.stream_id.0;
     let ts = ev.ts;
-    let end = ev.head.flags.is_end_stream();
     let client = ev.side == Side::Client;
     // Client streams are odd (RFC 9113 §5.1.1); the server's pushed streams are not followed.
     if sid & 1 == 0 {
@@ -56,8 +55,9 @@ pub(super) fn stream_frame(
             *streams += 1;
             opened(c, ts, out);
         }
-        // The server's DATA without END_STREAM changes nothing here: no lookup.
-        FrameClass::Data if !client && !end => {}
+        // The server's DATA that closes no half changes nothing here: no lookup.
+        FrameClass::Data
+            if !client && !matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended) => {}
         FrameClass::RstStream => {
             let code = match ev.frame {
                 Some(Frame::RstStream(r)) => Some(r.code),

@@ -532,6 +532,31 @@ fn zero_window_from_the_start() {
     assert_eq!(z.evidence.n("initial_window"), 0);
 }
 
+/// Decision 435: a hold ends when its stream's half closes or the stream is reset, as the
+/// ledger's step says; a frame's undefined flag 0x1 (a WINDOW_UPDATE's, RFC 9113 §4.1: ignored)
+/// is no END_STREAM. Before, any frame with 0x1 on the stream ended its holds.
+#[test]
+fn zero_window_hold_outlives_an_undefined_flag() {
+    let mut c = T::started(&[(4, 0)], &[]);
+    c.client(&get(1));
+    c.server(&response(1, false, &[]));
+    c.server(&fr(8, 0x1, 1, &1u32.to_be_bytes()));
+    c.wait(3 * S);
+    c.client(&ping([1; 8]));
+    let r = c.report();
+    let z = find(&r, FindingId::ZeroWindow).expect("zero-window");
+    assert_eq!(z.side, Some(Side::Client));
+    // The server's END_STREAM ends it.
+    let mut c = T::started(&[(4, 0)], &[]);
+    c.client(&get(1));
+    c.server(&response(1, false, &[]));
+    c.wait(100 * MS);
+    c.server(&data(1, true, 0));
+    c.wait(3 * S);
+    c.client(&ping([1; 8]));
+    assert!(find(&c.report(), FindingId::ZeroWindow).is_none());
+}
+
 #[test]
 fn capture_quality_findings() {
     let mut c = T::started(&[], &[]);

@@ -67,7 +67,13 @@ impl Flow {
                 phase,
                 call,
             ),
-            FrameClass::RstStream => self.free_stream(ev.conn.0, sid),
+            // The stream is closed at its RST_STREAM as the ledger's step says (a reset of an
+            // idle or closed stream, or of stream 0, frees nothing: not held).
+            FrameClass::RstStream
+                if matches!(ev.stream, StreamStep::Reset { .. } | StreamStep::Refused) =>
+            {
+                self.free_stream(ev.conn.0, sid)
+            }
             FrameClass::WindowUpdate => {
                 if let Some(Frame::WindowUpdate(w)) = ev.frame {
                     self.on_window_update(ev, d.other(), w.increment, phase);
@@ -259,9 +265,10 @@ struct Parts<'a> {
     events: &'a mut Option<Vec<FlowEvent>>,
 }
 
-/// HEADERS, TRAILERS and DATA: the stream opened (HEADERS, DATA) and given its call, DATA
-/// charged to the windows (a stall begins when one is exhausted), the sending half ended on
-/// END_STREAM, and the stream dropped when both halves have ended.
+/// HEADERS, TRAILERS and DATA: the stream opened and given its call, DATA charged to the
+/// windows (a stall begins when one is exhausted while the sender's half stays open), and the
+/// stream dropped when it is over. When a stream opens, a half closes and the stream ends is the
+/// ledger's word ([`FrameEvent::stream`], decision 433), not the frame's flags read again.
 #[inline]
 fn stream_frame(
     c: &mut ConnFlow,
@@ -285,20 +292,40 @@ fn stream_frame(
     } = t;
     let len = i64::from(ev.head.length);
     if data {
+        // DATA on any stream, closed or not followed, counts against the connection window
+        // (RFC 9113 §6.9).
         c.sides[d].conn_window -= len;
     }
-    // Not in the map and not opened here: stream 0, closed, a TRAILERS frame of a stream
-    // not seen open, or beyond MAX_FLOW_STREAMS (untracked).
-    let end = ev.head.flags.is_end_stream();
-    // A header block without END_STREAM on a stream seen before changes nothing here unless it
-    // brings the stream's call (the response headers of most calls): no lookup.
-    if !data && !end && call.is_none() && sid <= c.max_id[(sid & 1) as usize] {
+    let step = ev.stream;
+    // The sender's first header block on a stream of an id not met yet: the stream opens here,
+    // or is counted untracked when the ledger does not follow it (its table full).
+    let new = ev.class == FrameClass::Headers && sid > c.max_id[(sid & 1) as usize];
+    // A header block that opens nothing, brings no call and closes no half changes nothing
+    // here (the response headers of most calls bring theirs): no lookup. The step is read
+    // last, only for such blocks.
+    if !data
+        && !new
+        && call.is_none()
+        && !matches!(step, StreamStep::HalfClosed | StreamStep::Ended)
+    {
         return;
     }
     let slot = match c.streams.find(sid) {
         Some(i) => i,
-        None if data || ev.class == FrameClass::Headers => {
-            match open_in(c, streams, whole, phases, no_max_window, sid, phase) {
+        // DATA never opens a stream: on an idle stream it is a connection error (RFC 9113
+        // §5.1), and the ledger's step for it is no opening either.
+        None if new => {
+            let followed = matches!(step, StreamStep::Opened | StreamStep::HalfClosed);
+            match open_in(
+                c,
+                streams,
+                whole,
+                phases,
+                no_max_window,
+                sid,
+                phase,
+                followed,
+            ) {
                 Some(i) => i,
                 None => return,
             }
@@ -311,6 +338,12 @@ fn stream_frame(
     if call.is_some() {
         st.call = call;
     }
+    // The sender's half closed (on this frame or before) or the stream over: its DATA waits
+    // for nothing, no stall begins.
+    let done = step == StreamStep::Ended;
+    if step == StreamStep::HalfClosed {
+        st.ended[d] = true;
+    }
     let mut started = false;
     if data {
         let side = c.side[d];
@@ -322,7 +355,7 @@ fn stream_frame(
         let new = shift(sf, st, d, sid, -len, no_max_window);
         let stream_w = sf.initial + new;
         let conn_w = sf.conn_window;
-        if !end && !st.stall[d] && stream_w.min(conn_w) <= 0 {
+        if !done && !st.ended[d] && !st.stall[d] && stream_w.min(conn_w) <= 0 {
             let limit = match (stream_w <= 0, conn_w <= 0) {
                 (true, true) => Limit::Both,
                 (true, false) => Limit::Stream,
@@ -358,11 +391,6 @@ fn stream_frame(
                 a.by_limit[limit as usize] += 1;
             }
         }
-    }
-    let mut done = false;
-    if end {
-        st.ended[d] = true;
-        done = st.ended.fwd && st.ended.rev;
     }
     if data && series.is_some() {
         // The sample reads the stream, still open here.

@@ -8,10 +8,11 @@
 //! - S's **stream window** on s starts at R's SETTINGS_INITIAL_WINDOW_SIZE in force (65,535
 //!   until R sends one; a new value takes effect at S's SETTINGS ACK for it and shifts every open
 //!   stream by the difference, RFC 9113 §6.9.2), loses S's DATA on s, gains R's increments on s.
-//! - **Available** = the smaller of the two. A **stall** is a DATA frame from S without
-//!   END_STREAM after which S's available window on s is <= 0; it ends at the first later frame
-//!   after which that window is > 0 again (R's WINDOW_UPDATE on s or 0, S's SETTINGS ACK that
-//!   applies a larger initial window). Stalls never seen ending are `unresolved` and not timed.
+//! - **Available** = the smaller of the two. A **stall** is a DATA frame from S that leaves S's
+//!   half of s open (the ledger's step, decision 433) after which S's available window on s is
+//!   <= 0; it ends at the first later frame after which that window is > 0 again (R's
+//!   WINDOW_UPDATE on s or 0, S's SETTINGS ACK that applies a larger initial window). Stalls
+//!   never seen ending (the stream ended or reset first) are `unresolved` and not timed.
 //!
 //! Stream windows are kept relative to the initial window (`window = initial + adj`), so a
 //! SETTINGS change costs nothing per stream; the stalled streams are ordered by `adj`, so the
@@ -35,7 +36,7 @@ use h2_frame_parser::{Frame, SettingId};
 use h2ledger_tcp::{ConnId, ConnMeta, Dir, Dirs, Nanos};
 
 use crate::ledger::FrameEvent;
-use crate::model::{FrameClass, Side, Sides};
+use crate::model::{FrameClass, Side, Sides, StreamStep};
 
 /// The initial connection and stream window (RFC 9113 §6.9.2).
 const DEFAULT_WINDOW: i64 = 65_535;

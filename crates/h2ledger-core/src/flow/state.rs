@@ -36,6 +36,7 @@ pub(super) struct StreamFlow {
     /// Per sending direction: a stall is open (its start is in the side's `stalled`, rare
     /// enough not to be carried by every stream).
     pub(super) stall: Dirs<bool>,
+    /// Per sending direction: its half is closed (the ledger's `HalfClosed` step).
     pub(super) ended: Dirs<bool>,
     pub(super) call: Option<u64>,
     /// DATA bytes sent by each direction (for the plot's busiest stream).
@@ -188,9 +189,11 @@ pub(super) fn carry(c: &mut ConnFlow, phases: &mut Phased<Scope>, upto: u64) {
     }
 }
 
-/// Opens `sid` on `c` if it is new: not stream 0, not a closed id, and not beyond
-/// [`MAX_FLOW_STREAMS`] (counted in `untracked_streams`). Tracked streams are those in `c.streams`.
-/// Returns its slot in `c.streams` when it opened (the caller knows `sid` is not there).
+/// Opens `sid` on `c` if it is new: not stream 0, not a closed id, followed by the ledger
+/// (`followed`: its step opened it) and not beyond [`MAX_FLOW_STREAMS`] (else counted in
+/// `untracked_streams`). Tracked streams are those in `c.streams`. Returns its slot in
+/// `c.streams` when it opened (the caller knows `sid` is not there).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn open_in(
     c: &mut ConnFlow,
     streams: &mut usize,
@@ -199,6 +202,7 @@ pub(super) fn open_in(
     no_max_window: bool,
     sid: u32,
     phase: Option<u64>,
+    followed: bool,
 ) -> Option<usize> {
     if sid == 0 {
         return None;
@@ -208,7 +212,7 @@ pub(super) fn open_in(
         return None; // closed
     }
     c.max_id[par] = sid;
-    if *streams >= MAX_FLOW_STREAMS {
+    if !followed || *streams >= MAX_FLOW_STREAMS {
         for s in scope_mut(whole, phases, phase).into_iter().flatten() {
             s.untracked_streams += 1;
         }

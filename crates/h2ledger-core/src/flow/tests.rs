@@ -265,3 +265,105 @@ fn a_window_not_changed_in_a_phase_has_its_value_there() {
         assert_eq!(r.sides.server.max_window.connection, 65_535, "phase {p}");
     }
 }
+
+/// Decision 433: the tracker opens, half-closes and drops a stream at the ledger's step. DATA
+/// on a stream no header block opened (idle, RFC 9113 §5.1: a connection error) opens nothing:
+/// it costs the connection window only, so no stream stall. The tracker of before opened the
+/// stream at that DATA and counted a stall limited by both windows.
+#[test]
+fn data_on_an_idle_stream_opens_nothing() {
+    let mut c = Conn::started(&[(IWS, 10)]);
+    c.server(&wu(0, 1 << 20));
+    c.client(&data(1, false, 20));
+    let r = flow(&c);
+    assert_eq!((r.sides.client.stalls, r.sides.client.unresolved), (0, 0));
+    assert_eq!(c.ledger.observer.flow.streams, 0);
+    // The connection window was charged all the same: a request's DATA of 65,535 - 20 + 2^20
+    // more bytes exhausts it.
+    c.client(&request(3, "/a", false));
+    c.server(&wu(3, 1 << 21));
+    fill(&mut c, 3, 65_535 - 20);
+    fill(&mut c, 3, 1 << 20);
+    let r = flow(&c);
+    assert_eq!(
+        (r.sides.client.stalls, r.sides.client.by_limit.connection),
+        (1, 1)
+    );
+}
+
+/// DATA after the sender's END_STREAM (a second END_STREAM or none: RFC 9113 §5.1,
+/// half-closed (local) sends no DATA) starts no stall: the half is closed, as the ledger's
+/// `HalfClosed` step said; nothing waits. Before, only the frame's own flag was read.
+#[test]
+fn data_after_the_senders_end_stream_starts_no_stall() {
+    let mut c = Conn::started(&[(IWS, 10)]);
+    c.client(&request(1, "/a", false));
+    c.client(&data(1, true, 5));
+    c.client(&data(1, false, 10));
+    c.client(&data(1, true, 10));
+    assert_eq!(flow(&c).sides.client.stalls, 0);
+    // The server's half is still open: its DATA stalls, and the stream is dropped at the
+    // server's END_STREAM (`Ended`), the stall unresolved.
+    c.server(&response(1, false, &[]));
+    for _ in 0..4 {
+        c.server(&data(1, false, 16_384));
+    }
+    let r = flow(&c);
+    assert_eq!((r.sides.server.stalls, r.sides.server.unresolved), (1, 0));
+    assert_eq!(c.ledger.observer.flow.streams, 1);
+    c.server(&trailers(1, &[("grpc-status", "0")]));
+    let r = flow(&c);
+    assert_eq!((r.sides.server.stalls, r.sides.server.unresolved), (1, 1));
+    assert_eq!(c.ledger.observer.flow.streams, 0);
+}
+
+/// CONTINUATION defines no END_STREAM (RFC 9113 §6.10; flags it does not define are ignored,
+/// §4.1): its bit 0x1 closes no half, so the request's DATA still stalls. A RST_STREAM on an
+/// idle stream frees nothing and an END_STREAM on a reset stream (crossing the RST) ends
+/// nothing twice.
+#[test]
+fn continuation_flag_and_resets_of_idle_and_closed_streams() {
+    let mut c = Conn::started(&[(IWS, 10)]);
+    let mut b = vec![0x83, 0x86];
+    b.extend(lit(":path", "/a"));
+    let (head, rest) = b.split_at(2);
+    c.client(&[fr(1, 0, 1, head), fr(9, 0x1 | 0x4, 1, rest)].concat());
+    c.client(&data(1, false, 10));
+    assert_eq!(flow(&c).sides.client.stalls, 1);
+    assert_eq!(c.ledger.observer.flow.streams, 1);
+    c.client(&fr(3, 0, 5, &[0, 0, 0, 8])); // RST_STREAM on idle stream 5
+    assert_eq!(c.ledger.observer.flow.streams, 1);
+    c.server(&fr(3, 0, 1, &[0, 0, 0, 8])); // the server resets stream 1: the stall is over
+    let r = flow(&c);
+    assert_eq!((r.sides.client.stalls, r.sides.client.unresolved), (1, 1));
+    assert_eq!(c.ledger.observer.flow.streams, 0);
+    c.client(&data(1, true, 0)); // crossing the RST: `Untracked`
+    c.server(&response(1, true, &[]));
+    let r = flow(&c);
+    assert_eq!((r.sides.client.unresolved, r.untracked_streams), (1, 0));
+}
+
+/// Decision 433: a stream the ledger does not follow (its table of open streams full) is not
+/// followed here either, which could not see it end: counted in `untracked_streams`. The
+/// ledger's table is filled with streams closed and met again (the server's header blocks on
+/// streams that had ended, kept for HEADERS vs TRAILERS), which the tracker does not hold, so
+/// its own cap is far: the tracker of before followed the new stream and counted its stall.
+#[test]
+fn a_stream_beyond_the_ledgers_cap_is_untracked() {
+    let mut c = Conn::started(&[(IWS, 10)]);
+    let n = crate::MAX_OPEN_STREAMS as u32;
+    for s in (1..2 * n).step_by(2) {
+        c.client(&request(s, "/a", false));
+        c.client(&data(s, true, 0));
+        c.server(&response(s, true, &[]));
+    }
+    for s in (1..2 * n).step_by(2) {
+        c.server(&response(s, true, &[]));
+    }
+    assert_eq!(flow(&c).untracked_streams, 0);
+    c.client(&request(2 * n + 1, "/a", false));
+    c.client(&data(2 * n + 1, false, 10));
+    let r = flow(&c);
+    assert_eq!((r.untracked_streams, r.sides.client.stalls), (1, 0));
+    assert_eq!(c.ledger.observer.flow.streams, 0);
+}
