@@ -69,6 +69,10 @@ impl Grpc {
             p.clear();
         }
         if sid == 0 {
+            if self.per_frame.is_some() {
+                // No call records: the round trip is not needed.
+                return;
+            }
             if let crate::PingFact::Acked { sent } = ev.ping {
                 let c = self.conns.entry(conn).or_insert_with(|| ConnG {
                     last_rtt: -1,
@@ -90,6 +94,10 @@ impl Grpc {
             per_frame,
             ..
         } = self;
+        if per_frame.is_some() && call.is_none() && !conns.contains_key(&conn) {
+            // `PerFrame` holds a connection only once it follows a gRPC stream there.
+            return;
+        }
         let c = conns.entry(conn).or_insert_with(|| ConnG {
             last_rtt: -1,
             ..ConnG::default()
