@@ -16,6 +16,9 @@ usage: gen-capture.py KIND N OUT.pcap
               --max-connections open at once, never closed
   streams     one connection opening N + 10 streams (HEADERS with END_HEADERS, never ended);
               the server answers the last 10 with headers and trailers; never closed
+  grpcstreams one connection opening N gRPC calls (POST, content-type application/grpc), each
+              with one DATA frame holding the first 10 bytes of a 100-byte message; never
+              ended, never closed
   pings       one connection, N PINGs from the client that are never ACKed; then closed
   rsts        one connection, N streams each opened and reset (RST_STREAM CANCEL); then closed
   garbage-p   N KiB of b"P" in 4-byte segments on one connection (a preface-like prefix that
@@ -200,6 +203,21 @@ def main():
             # :status 200, then trailers (grpc-status: 0 as a literal) ending the stream
             trailer = b"\x00\x0bgrpc-status\x010"
             c.s(PSH, frame(1, 0x4, 2 * i + 1, b"\x88") + frame(1, 0x5, 2 * i + 1, trailer))
+    elif kind == "grpcstreams":
+        c = Conn(w, 0)
+        c.open()
+        c.c(PSH, SETTINGS_ACK)
+        # :method POST, :path /, :scheme http, content-type application/grpc (literal, name 31)
+        block = bytes([0x83, 0x84, 0x86, 0x0F, 0x10, 0x10]) + b"application/grpc"
+        part = b"\x00\x00\x00\x00\x64" + b"x" * 10
+        batch = []
+        for i in range(n):
+            batch.append(frame(1, 0x4, 2 * i + 1, block) + frame(0, 0, 2 * i + 1, part))
+            if len(batch) == 50:
+                c.c(PSH, b"".join(batch))
+                batch = []
+        if batch:
+            c.c(PSH, b"".join(batch))
     elif kind == "pings":
         c = Conn(w, 0)
         c.open()

@@ -2,7 +2,7 @@
 # The refactoring safety net: run views of two h2ledger builds on every capture in captures/ (and
 # its findings/ and servers/) and ../shared/real-captures (with their key logs) and compare
 # stdout, stderr and exit code byte for byte. Usage: scripts/same-output.sh OLD_BINARY NEW_BINARY [VIEWSET]
-# VIEWSET: "six" (the six views of the speed work) or "all" (six + tables, plots, compare; default).
+# VIEWSET: "six" (the six views of the speed work, and `frames --messages`: plain, jsonl, --proto) or "all" (six + tables, plots, compare; default).
 set -uo pipefail
 old=$1 new=$2 set=${3:-all}
 cd "$(dirname "$0")/.."
@@ -14,6 +14,9 @@ views=(
   "calls @F"
   "calls @F -T jsonl"
   "frames @F -T jsonl"
+  "frames @F --messages"
+  "frames @F --messages -T jsonl"
+  "frames @F --messages --proto captures/src/proto-everything/everything.proto -T jsonl"
 )
 if [ "$set" = all ]; then
   views+=(
@@ -25,6 +28,10 @@ if [ "$set" = all ]; then
     "calls @F --wide"
     "frames @F"
     "frames @F -T json"
+    "frames @F --messages --proto captures/src/proto-everything/everything.proto --wide"
+    "frames @F --messages --max-message-bytes 100 -T jsonl"
+    "frames @F --messages -T csv"
+    "frames @F --messages --type DATA --side server"
     "replay @F --analyze --plot @P"
     "replay @F -q"
   )

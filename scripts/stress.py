@@ -6,10 +6,11 @@ usage: scripts/stress.py [--bin PATH] [--dir DIR] [--quick] [--limit-mib N]
 
 Each case is a capture made here by scripts/gen-capture.py (not stored), or a real server's
 capture from captures/. Every view runs on it under /usr/bin/time (peak RSS): `replay -T json`,
-`replay` (the table), `replay --analyze -T json`, `replay -T prometheus`, `calls -T jsonl` and
-`frames -T jsonl`. The JSON of `replay` is checked against the counts the case must give, and
-each view's peak RSS against --limit-mib (64 by default) plus the capture's size. One line per
-case and view; the exit status is 1 when a count or a bound is wrong.
+`replay` (the table), `replay --analyze -T json`, `replay -T prometheus`, `calls -T jsonl`,
+`frames -T jsonl` and `frames --messages -T jsonl`. The JSON of `replay` is checked against
+the counts the case must give, and each view's peak RSS against --limit-mib (64 by default)
+plus the capture's size. One line per case and view; the exit status is 1 when a count or a
+bound is wrong.
 
 Cases (--quick: the first number of each; default: all):
   other 10,000                    connections of a binary protocol that is not HTTP/2, evicted
@@ -20,6 +21,8 @@ Cases (--quick: the first number of each; default: all):
   concurrent 100,000              the same connections opened first, then calls, then closed
   streams 2^17 / 2^20             one connection opening N + 10 streams, never ended; the last
                                   10 answered with headers and trailers
+  grpcstreams 2^17                one connection opening N gRPC calls, each with the start of a
+                                  message, never ended (past the gRPC tracker's 32,768 streams)
   pings 1,000,000                 unanswered PINGs on one connection
   rsts 1,000,000                  streams opened and reset (RST_STREAM CANCEL)
   window-held                     captures/findings/window-held-nghttpd.pcap: a real nghttpd's
@@ -43,6 +46,7 @@ VIEWS = [
     ("replay -T prometheus", ["replay", "{f}", "-T", "prometheus"]),
     ("calls -T jsonl", ["calls", "{f}", "-T", "jsonl"]),
     ("frames -T jsonl", ["frames", "{f}", "-T", "jsonl"]),
+    ("frames --messages", ["frames", "{f}", "--messages", "-T", "jsonl"]),
 ]
 
 
@@ -82,6 +86,16 @@ def expect_streams(n):
     return check
 
 
+def expect_grpc_streams(n):
+    def check(v):
+        want = {"connections": 1, "calls": n, "client HEADERS": n, "client DATA": n}
+        got = {"connections": v["connections"], "calls": v["calls"],
+               "client HEADERS": frames(v, "client", "HEADERS"),
+               "client DATA": frames(v, "client", "DATA")}
+        return want, got
+    return check
+
+
 def expect_pings(n):
     def check(v):
         want = {"connections": 1, "client PING": n, "server PING_ACK": 0}
@@ -117,7 +131,8 @@ def cases(quick):
     out = [("other", 10_000, expect_other),
            ("handshakes", 10_000, expect_conns(10_000)),
            ("handshakes6", 10_000, expect_conns(10_000)),
-           ("streams", 1 << 17, expect_streams(1 << 17))]
+           ("streams", 1 << 17, expect_streams(1 << 17)),
+           ("grpcstreams", 1 << 17, expect_grpc_streams(1 << 17))]
     if big:
         out += [("handshakes", 100_000, expect_conns(100_000)),
                 ("handshakes6", 100_000, expect_conns(100_000)),

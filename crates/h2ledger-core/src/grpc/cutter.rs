@@ -1,6 +1,7 @@
 //! gRPC message framing (a 1-byte flag, a 4-byte length, the message), found incrementally.
-//! The one cutter of the workspace: the counts and kept messages here, and
-//! `h2ledger_proto::Assembler` (the decoded messages of `frames`/`calls --decode`) are each a
+//! The one cutter of the workspace: the counts, the kept messages (`calls --messages`) and the
+//! messages each frame completes (`frames --messages`, [`super::PerFrame`]) here, and
+//! `h2ledger_proto::Assembler` (the crate's own cut, for its tests and fuzzing) are each a
 //! [`CutEvents`] fed by it.
 
 /// Messages of one direction of one call.

@@ -65,7 +65,14 @@ impl Grpc {
     ) {
         let conn = ev.conn.0;
         let sid = ev.head.stream_id.0;
+        if let Some(p) = &mut self.per_frame {
+            p.clear();
+        }
         if sid == 0 {
+            if self.per_frame.is_some() {
+                // No call records: the round trip is not needed.
+                return;
+            }
             if let crate::PingFact::Acked { sent } = ev.ping {
                 let c = self.conns.entry(conn).or_insert_with(|| ConnG {
                     last_rtt: -1,
@@ -84,8 +91,13 @@ impl Grpc {
             keep,
             stash,
             credit,
+            per_frame,
             ..
         } = self;
+        if per_frame.is_some() && call.is_none() && !conns.contains_key(&conn) {
+            // `PerFrame` holds a connection only once it follows a gRPC stream there.
+            return;
+        }
         let c = conns.entry(conn).or_insert_with(|| ConnG {
             last_rtt: -1,
             ..ConnG::default()
@@ -120,6 +132,8 @@ impl Grpc {
                         req_end: None,
                         responded: false,
                         ending: false,
+                        bytes: (grpc && per_frame.is_some())
+                            .then(|| per_frame::StreamBytes::new(ev.headers)),
                     },
                 );
                 *open += 1;
@@ -218,9 +232,26 @@ impl Grpc {
                 *l = st.grpc && st.cut[r].lose();
             }
         }
+        let header_kind = matches!(
+            ev.class,
+            FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
+        );
         let mut done: Vec<(u32, bool)> = Vec::new();
+        if let (Some(sb), 1, true) = (st.bytes.as_deref_mut(), rel, header_kind) {
+            if let Some(v) = ev.headers.and_then(|h| h.get(b"grpc-encoding")) {
+                sb.response_encoding(v);
+            }
+        }
         if ev.class == FrameClass::Data && st.grpc {
             match ev.frame {
+                Some(Frame::Data(d)) if st.bytes.is_some() && per_frame.is_some() => {
+                    let (Some(sb), Some(out)) = (st.bytes.as_deref_mut(), per_frame.as_mut())
+                    else {
+                        unreachable!("both are there")
+                    };
+                    let mut ev = out.events(sb, rel, &mut done);
+                    st.cut[rel].feed_with(d.data, &mut ev);
+                }
                 Some(Frame::Data(d)) => {
                     let kept = match keep {
                         Some(_) => super::kept_mut(recs, idx),
@@ -238,10 +269,6 @@ impl Grpc {
                 _ => lost[rel] |= st.cut[rel].lose(),
             }
         }
-        let header_kind = matches!(
-            ev.class,
-            FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
-        );
         let first_response = rel == 1 && !st.responded && ev.class == FrameClass::Headers;
         if first_response {
             st.responded = true;
@@ -268,6 +295,14 @@ impl Grpc {
             && ev.head.flags.is_end_headers()
         {
             end = true;
+        }
+        if let Some(sb) = st.bytes.as_deref_mut() {
+            for r in 0..2 {
+                if lost[r] || partial[r] || st.cut[r].is_lost() {
+                    // Never cut again: the message in progress is dropped.
+                    sb.buf[r] = Vec::new();
+                }
+            }
         }
         if end {
             c.streams.discard_at(slot);

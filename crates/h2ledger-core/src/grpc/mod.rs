@@ -100,10 +100,12 @@ const MAX_ENCODINGS: usize = 32;
 mod cutter;
 mod frame;
 mod keep;
+mod per_frame;
 mod report;
 
 pub use cutter::{Counts, CutEvents, Cutter, Pending};
 pub use keep::{Budget, KeepLimits, Kept, KeptHow, KeptMsg, MAX_KEPT_BYTES};
+pub use per_frame::{FrameCut, FrameMsg, PerFrame};
 pub(crate) use report::MAX_GRPC_METHODS;
 pub use report::{GrpcMethod, GrpcReport, GrpcSide, LatencyP, MessageSize};
 use report::{GrpcMethodAgg, GrpcScope};
@@ -160,6 +162,8 @@ struct Stream {
     responded: bool,
     /// END_STREAM was on a header block still waiting for CONTINUATION.
     ending: bool,
+    /// [`PerFrame`]'s: the path, encodings and messages in progress (a gRPC call only).
+    bytes: Option<Box<per_frame::StreamBytes>>,
 }
 
 #[derive(Debug, Default)]
@@ -200,6 +204,8 @@ pub struct Grpc {
     keep: Option<(KeepLimits, Budget)>,
     stash: Vec<Arc<Kept>>,
     credit: keep::Credit,
+    /// [`PerFrame`]'s: the messages the last frame completed (None in the analysis).
+    per_frame: Option<per_frame::Completed>,
 }
 
 impl Drop for Grpc {

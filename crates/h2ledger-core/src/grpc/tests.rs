@@ -437,3 +437,184 @@ mod size {
         assert_eq!(std::mem::size_of::<crate::flow::CallFlow>(), 24);
     }
 }
+
+/// [`PerFrame`]: the tracker alone lists each DATA frame's completed messages (decision 440).
+mod per_frame {
+    use crate::grpc::*;
+    use crate::ledger::{Ledger, Observer};
+    use crate::testkit::*;
+    use crate::StreamId;
+    use h2ledger_tcp::{ConnMeta, Sink, Write};
+
+    /// (stream, response, encoding, [(wire_len, cut, bytes)]) of each frame that completed
+    /// messages, in order.
+    type Seen = Vec<(u32, bool, Option<String>, Vec<(u32, bool, Vec<u8>)>)>;
+
+    struct Obs {
+        p: PerFrame,
+        seen: Seen,
+    }
+
+    impl Observer for Obs {
+        fn wants_data(&self, conn: ConnId, stream: StreamId) -> bool {
+            self.p.wants_data(conn, stream)
+        }
+        fn gap(&mut self, conn: ConnId, dir: Dir, _ts: Nanos, lost: bool) {
+            self.p.gap(conn, dir, lost);
+        }
+        fn frame(&mut self, ev: &FrameEvent<'_>) {
+            self.p.frame(ev);
+            let c = self.p.last();
+            if c.is_empty() {
+                return;
+            }
+            let msgs = c
+                .messages()
+                .map(|m| (m.wire_len, m.cut, m.bytes.to_vec()))
+                .collect();
+            let enc = c.encoding().map(String::from);
+            let what = (ev.head.stream_id.0, c.response(), enc, msgs);
+            assert_eq!(c.path(), "/p.S/M", "{what:?}");
+            self.seen.push(what);
+        }
+        fn close(&mut self, s: &crate::ConnSummary) {
+            self.p.close(s.id);
+        }
+    }
+
+    struct Run {
+        l: Ledger<Obs>,
+        t: Nanos,
+        idx: [u64; 2],
+    }
+
+    impl Run {
+        fn new(max: usize) -> Run {
+            let mut l = Ledger::new(Obs {
+                p: PerFrame::new(max),
+                seen: Vec::new(),
+            });
+            l.open(&ConnMeta {
+                id: ConnId(0),
+                first_src: "127.0.0.1:50000".parse().unwrap(),
+                first_dst: "127.0.0.1:50051".parse().unwrap(),
+                syn_sender: Some(Dir::Fwd),
+                start: 0,
+                resumes: None,
+            });
+            let mut r = Run {
+                l,
+                t: 0,
+                idx: [0; 2],
+            };
+            let mut p = PREFACE.to_vec();
+            p.extend(settings(&[]));
+            r.send(Dir::Fwd, &p);
+            r.send(Dir::Rev, &[settings(&[]), settings_ack()].concat());
+            r.send(Dir::Fwd, &settings_ack());
+            r
+        }
+        fn send(&mut self, dir: Dir, b: &[u8]) {
+            self.t += 1_000_000;
+            let d = usize::from(dir == Dir::Rev);
+            let w = Write {
+                index: self.idx[d],
+                ts: self.t,
+                len: b.len() as u32,
+            };
+            self.idx[d] += 1;
+            self.l.write(ConnId(0), dir, &w);
+            self.l.data(ConnId(0), dir, &w, b);
+        }
+        fn wants(&self, stream: u32) -> bool {
+            self.l.observer.p.wants_data(ConnId(0), StreamId(stream))
+        }
+    }
+
+    fn msg(body: &[u8]) -> Vec<u8> {
+        let mut v = vec![0];
+        v.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    fn data(stream: u32, end: bool, payload: &[u8]) -> Vec<u8> {
+        fr(0, u8::from(end), stream, payload)
+    }
+
+    #[test]
+    fn each_frame_lists_what_it_completes() {
+        let mut r = Run::new(4);
+        let mut req = request(1, "/p.S/M", true);
+        req.extend(data(
+            1,
+            false,
+            &[msg(b"ab"), msg(b"hello")[..3].to_vec()].concat(),
+        ));
+        r.send(Dir::Fwd, &req);
+        // The rest of "hello" (cut to 4 bytes) and an empty message, then the end.
+        r.send(
+            Dir::Fwd,
+            &data(1, true, &[msg(b"hello")[3..].to_vec(), msg(b"")].concat()),
+        );
+        r.send(
+            Dir::Rev,
+            &[
+                response(1, false, &[("grpc-encoding", "gzip")]),
+                data(1, false, &msg(b"xyz")),
+            ]
+            .concat(),
+        );
+        assert!(r.wants(1));
+        r.send(Dir::Rev, &trailers(1, &[("grpc-status", "0")]));
+        assert!(!r.wants(1), "both halves ended: the stream is dropped");
+        let seen = &r.l.observer.seen;
+        assert_eq!(
+            *seen,
+            vec![
+                (1, false, None, vec![(2, false, b"ab".to_vec())]),
+                (
+                    1,
+                    false,
+                    None,
+                    vec![(5, true, b"hell".to_vec()), (0, false, Vec::new())]
+                ),
+                (
+                    1,
+                    true,
+                    Some("gzip".into()),
+                    vec![(3, false, b"xyz".to_vec())]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reset_or_a_gap_ends_the_cut_and_only_grpc_streams_are_held() {
+        let mut r = Run::new(100);
+        r.send(Dir::Fwd, &request(1, "/p.S/M", false));
+        assert!(!r.wants(1), "not gRPC: not followed");
+        r.send(Dir::Fwd, &request(3, "/p.S/M", true));
+        assert!(r.wants(3));
+        r.send(Dir::Fwd, &fr(3, 0, 3, &8u32.to_be_bytes()));
+        assert!(!r.wants(3), "RST_STREAM drops the stream");
+        r.send(Dir::Fwd, &request(5, "/p.S/M", true));
+        r.send(Dir::Fwd, &data(5, false, &msg(b"abc")[..4]));
+        r.l.gap(ConnId(0), Dir::Fwd, r.t, 10);
+        r.send(Dir::Fwd, &data(5, false, &msg(b"def")));
+        assert!(r.l.observer.seen.is_empty(), "{:?}", r.l.observer.seen);
+        assert_eq!(r.l.observer.p.untracked(), 0);
+    }
+
+    #[test]
+    fn beyond_the_cap_streams_are_counted_not_followed() {
+        let mut r = Run::new(100);
+        let n = MAX_GRPC_STREAMS as u32;
+        for i in 0..n + 3 {
+            r.send(Dir::Fwd, &request(2 * i + 1, "/p.S/M", true));
+        }
+        assert_eq!(r.l.observer.p.untracked(), 3);
+        assert!(r.wants(2 * (n - 1) + 1));
+        assert!(!r.wants(2 * n + 1));
+    }
+}
