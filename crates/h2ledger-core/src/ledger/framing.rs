@@ -298,7 +298,7 @@ fn frame<O: Observer>(
                     (x, y) => x.or(y),
                 };
                 *last = (max(last.0, table), max(last.1, frame_size));
-                if ds.said.first(Once::SettingsCap) {
+                if ds.said.first(Cap::Settings) {
                     warnings.add("settings-cap", || {
                             format!(
                                 "connection {} {src} -> {dst}: more than {MAX_PENDING_SETTINGS} SETTINGS frames awaiting ACK; later ones are merged into the last (largest values applied at its ACK)",

@@ -266,26 +266,26 @@ struct OpenBlock {
     overflow: bool,
 }
 
-/// Warnings said at most once per direction.
+/// A cap hit on a direction: its warning is said at most once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-enum Once {
+enum Cap {
     /// `detect-cap`: the boundary scanner's candidates overflowed.
-    DetectCap = 1,
+    Detect = 1,
     /// `settings-cap`: more than [`MAX_PENDING_SETTINGS`] SETTINGS awaiting their ACK.
-    SettingsCap = 2,
+    Settings = 2,
     /// `hpack-cap`: the HPACK table hit [`MAX_HPACK_TABLE`] (also latched when a capped
     /// decoder is dropped, so a later one never reports it).
-    HpackCap = 4,
+    Hpack = 4,
 }
 
-/// The set of [`Once`] warnings already said.
+/// The set of [`Cap`] warnings already said.
 #[derive(Clone, Copy, Debug, Default)]
 struct Said(u8);
 
 impl Said {
     /// Marks `w` said; true if it was not yet.
-    fn first(&mut self, w: Once) -> bool {
+    fn first(&mut self, w: Cap) -> bool {
         let new = self.0 & w as u8 == 0;
         self.0 |= w as u8;
         new
@@ -396,7 +396,7 @@ impl DirState {
             self.hpack.set_max_size_limit(l.max(MAX_HPACK_TABLE));
         }
         if was_capped {
-            self.said.first(Once::HpackCap);
+            self.said.first(Cap::Hpack);
         }
         self.open = None;
         self.block.clear();

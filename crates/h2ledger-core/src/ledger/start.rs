@@ -28,7 +28,7 @@ impl<O: Observer> Ledger<O> {
         } else {
             ds.scan.scan(&ds.pending, at_start, closing, limit)
         };
-        if ds.scan.candidates_full && ds.said.first(Once::DetectCap) {
+        if ds.scan.candidates_full && ds.said.first(Cap::Detect) {
             let (src, dst) = c.addrs(dir);
             self.warnings.add("detect-cap", || {
                 format!(
