@@ -122,8 +122,7 @@ pub(super) fn decode_block(
             format!("connection {} {src} -> {dst}: a header block decodes to a {list}-byte header list; {cut} fields beyond the first {} bytes were not kept (counted, not read)", id.0, crate::headers::MAX_HEADER_LIST_KEPT)
         });
     }
-    if ds.hpack.capped() && !ds.hpack_cap_reported {
-        ds.hpack_cap_reported = true;
+    if ds.hpack.capped() && ds.said.first(Cap::Hpack) {
         let size = ds.hpack.max_size_limit();
         warnings.add("hpack-cap", || {
             format!("connection {} {src} -> {dst}: HPACK table size update above the {MAX_HPACK_TABLE}-byte cap (limit {size}); the table is kept at the cap, references to entries beyond it decode as placeholders", id.0)
@@ -176,7 +175,7 @@ pub(super) fn classify(
     block: BlockKind,
 ) -> (FrameClass, StreamStep) {
     // A continuation of a folded connection knows none of the streams opened before the fold.
-    let mid_stream = c.continues.is_some() || c.dirs.iter().any(|(_, x)| x.mid_stream);
+    let mid_stream = c.continues.is_some() || c.dirs.iter().any(|(_, x)| x.phase.mid_stream());
     let class = match head.kind {
         Kind::Data => {
             let step = if head.flags.is_end_stream() {

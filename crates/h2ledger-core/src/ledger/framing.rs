@@ -65,7 +65,7 @@ fn frames_in<'b, O: Observer>(
 ) -> Option<&'b [u8]> {
     while !bytes.is_empty() {
         let ds = &mut c.dirs[dir];
-        if ds.mode != Mode::Frames {
+        if !ds.phase.framed() {
             return Some(bytes);
         }
         if let Some(p) = ds.cur.as_mut() {
@@ -173,7 +173,7 @@ fn frames_in<'b, O: Observer>(
 #[inline(always)]
 fn sane(c: &mut Conn, warnings: &mut Warnings, id: ConnId, dir: Dir, head: &Head) -> bool {
     let ds = &c.dirs[dir];
-    let limit = if ds.mid_stream {
+    let limit = if ds.phase.mid_stream() {
         crate::detect::MAX_FRAME_LEN
     } else {
         ds.max_frame
@@ -298,8 +298,7 @@ fn frame<O: Observer>(
                     (x, y) => x.or(y),
                 };
                 *last = (max(last.0, table), max(last.1, frame_size));
-                if !ds.settings_reported {
-                    ds.settings_reported = true;
+                if ds.said.first(Cap::Settings) {
                     warnings.add("settings-cap", || {
                             format!(
                                 "connection {} {src} -> {dst}: more than {MAX_PENDING_SETTINGS} SETTINGS frames awaiting ACK; later ones are merged into the last (largest values applied at its ACK)",
@@ -313,7 +312,7 @@ fn frame<O: Observer>(
             if let Some((table, frame_size)) = c.dirs[dir.other()].settings_sent.pop_front() {
                 let ds = &mut c.dirs[dir];
                 if let Some(t) = table {
-                    if !ds.mid_stream {
+                    if !ds.phase.mid_stream() {
                         ds.hpack.set_max_size_limit(t);
                     }
                 }
@@ -327,6 +326,8 @@ fn frame<O: Observer>(
     // Header blocks.
     let ds = &mut c.dirs[dir];
     let mut decoded = false;
+    // The block decoded (if `decoded`) was begun by a PUSH_PROMISE.
+    let mut push = false;
     let fragment = match &loaded {
         Some(Frame::Headers(h)) => Some((h.fragment, true)),
         Some(Frame::PushPromise(p)) => Some((p.fragment, true)),
@@ -341,35 +342,39 @@ fn frame<O: Observer>(
         let end = head.flags.is_end_headers();
         match fragment {
             Some((frag, true)) => {
-                if ds.block_stream.is_some() {
+                if let Some(open) = ds.open.take() {
                     warnings.add("header-block", || {
                             format!(
                                 "connection {} {src} -> {dst}: {} on stream {} while a header block on stream {} awaits CONTINUATION",
-                                id.0, head.kind.name(), head.stream_id, ds.block_stream.unwrap_or(StreamId::ZERO)
+                                id.0, head.kind.name(), head.stream_id, open.stream
                             )
                         });
                 }
-                ds.block_stream = None;
-                ds.block_push = head.kind == Kind::PushPromise;
+                push = head.kind == Kind::PushPromise;
                 if end {
                     decoded = decode_block(ds, frag, which, warnings, id, src, dst);
                 } else {
                     ds.block.clear();
-                    ds.block_overflow = false;
                     ds.block.extend_from_slice(frag);
-                    ds.block_stream = Some(head.stream_id);
+                    ds.open = Some(OpenBlock {
+                        stream: head.stream_id,
+                        push,
+                        overflow: false,
+                    });
                 }
             }
             Some((frag, false)) => {
-                if ds.block_stream == Some(head.stream_id) {
+                if let Some(open) = ds.open.as_mut().filter(|b| b.stream == head.stream_id) {
                     if ds.block.len() + frag.len() > MAX_HEADER_BLOCK {
-                        ds.block_overflow = true;
+                        open.overflow = true;
                     } else {
                         ds.block.extend_from_slice(frag);
                     }
                     if end {
-                        ds.block_stream = None;
-                        if ds.block_overflow {
+                        let open = *open;
+                        ds.open = None;
+                        push = open.push;
+                        if open.overflow {
                             ds.lose_hpack_sync();
                             warnings.add("header-block", || {
                                     format!("connection {} {src} -> {dst}: header block on stream {} larger than {MAX_HEADER_BLOCK} bytes: not decoded, HPACK state lost", id.0, head.stream_id)
@@ -428,7 +433,7 @@ fn frame<O: Observer>(
         // Who asks and who answers: requests carry :method, responses :status (RFC 9113
         // §8.3); PUSH_PROMISE carries a request from the server, so it is left out.
         let ds = &c.dirs[dir];
-        if decoded && !ds.block_push {
+        if decoded && !push {
             if ds.summary.request {
                 c.set_client(dir, ClientBy::PseudoHeaders);
             } else if ds.summary.response {
@@ -451,9 +456,9 @@ fn frame<O: Observer>(
         FrameClass::PingAck => c.dirs[dir.other()].pings.acked(ping_payload),
         _ => PingFact::None,
     };
-    let late_start = c.dirs.iter().any(|(_, x)| x.synced && x.late_start);
+    let late_start = c.dirs.iter().any(|(_, x)| x.phase.began_late());
     // A direction that began mid-stream began late too: only then look.
-    let mid_stream = late_start && c.dirs.iter().any(|(_, x)| x.synced && x.mid_stream);
+    let mid_stream = late_start && c.dirs.iter().any(|(_, x)| x.phase.began_mid_stream());
     let ds = &c.dirs[dir];
     let ev = FrameEvent {
         conn: id,

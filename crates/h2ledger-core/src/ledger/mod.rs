@@ -1,5 +1,36 @@
 //! The ledger: turns reassembled TCP byte streams into HTTP/2 frames and hands each frame,
 //! classified and attributed to a side and a write, to an [`Observer`].
+//!
+//! ## A direction's phase (decision 437)
+//!
+//! Each direction of a connection is in one `Phase`, a state with its data in its variants
+//! (after hyperium/h2's `streams/state.rs`), changed only by `Phase`'s methods:
+//!
+//! ```text
+//!  Unframed(origin, Detect) ---------- first proven boundary ---------> Framed(began, Frames)
+//!   | origin FirstByte --gap--> AfterGap     (began decided here)          |        ^
+//!   |                                                 gap outside a frame, |        | boundary
+//!   | not HTTP/2 (decision 282),                          impossible head  v        | again
+//!   | no boundary in 1 MiB                                        Framed(began, Resync)
+//!   v                                                                      | no boundary in 1 MiB
+//!  Unframed(origin, Dead)                                         Framed(began, Dead)
+//! ```
+//!
+//! `origin` says what of the direction is held before its first boundary: `FirstByte` (the
+//! SYN was seen and nothing lost: the stricter proofs of decision 282 apply), `AfterGap` (a
+//! gap took bytes before the boundary), `Joined` (met mid-connection). `began` is decided
+//! once, at the first boundary, and kept through resyncs: `OnTime` (the preface, or the
+//! first byte held from the start), `Late` (after an HTTP/1.1 Upgrade or CONNECT, or bytes
+//! before the preface: `FrameEvent::late_start`), `MidStream` (anything else: the HPACK
+//! decoder starts mid-stream, `FrameEvent::mid_stream`). A direction is "mid-stream" when
+//! `Joined` and not yet framed or when its frames began `MidStream`. A folded connection's
+//! return (`DirFold`) starts as `Unframed(FirstByte, Detect)`, `Framed(OnTime or Late,
+//! Frames)`, `Unframed(Joined, Dead)` or `Unframed(Joined, Detect)`.
+//!
+//! Beside it, a direction holds at most one header block awaiting its CONTINUATIONs
+//! (`Option<OpenBlock>`: its stream, whether a PUSH_PROMISE began it, whether it outgrew
+//! `MAX_HEADER_BLOCK`), and the set of warnings it says only once (`Said`: `detect-cap`,
+//! `settings-cap`, `hpack-cap`; decision 438).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -53,16 +84,212 @@ use life::{Blocks, StreamLife};
 pub use observer::{BlockSize, FrameEvent, HeaderNeed, Observer};
 pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
 
+/// Where a direction stands in finding and following its frames, and how it got there: one
+/// state, changed only by [`Phase`]'s methods (the module doc draws the machine). Before its
+/// first proven boundary a direction is [`Phase::Unframed`] (held from its [`Origin`]); after,
+/// [`Phase::Framed`] for good (its frames [`Began`] one way, decided then).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
+enum Phase {
+    /// No frame boundary proven yet.
+    Unframed(Origin, Seek),
+    /// A boundary was proven once.
+    Framed(Began, Framing),
+}
+
+/// What of a direction is held, before its first frame boundary is proven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// From its first byte: the connection's start was seen and nothing of it was lost.
+    FirstByte,
+    /// From the connection's start, but a gap took bytes before the first boundary.
+    AfterGap,
+    /// From somewhere inside: the capture (or a folded connection's return) joined it
+    /// mid-connection.
+    Joined,
+}
+
+/// An unframed direction's search for its first boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seek {
     /// Looking for the first frame boundary (or the preface).
     Detect,
+    /// Not HTTP/2 (its start was no HTTP/2 stream's, or no boundary within
+    /// [`MAX_DETECT_BYTES`]): nothing more of it is looked at.
+    Dead,
+}
+
+/// How a direction's frames began: decided once, when its first boundary is proven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Began {
+    /// Where HTTP/2 itself starts: the preface (or the stream's first byte) with nothing
+    /// before it.
+    OnTime,
+    /// After bytes that were not HTTP/2 frames: an HTTP/1.1 Upgrade or CONNECT, or bytes
+    /// before the preface ([`FrameEvent::late_start`]).
+    Late,
+    /// Mid-stream: the first frame proven is not where the stream began (HPACK starts
+    /// unknown; [`FrameEvent::mid_stream`]). A late start too.
+    MidStream,
+}
+
+/// A framed direction's framing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
     /// Framed: `head_have` bytes of the next head, or inside `cur`'s payload.
     Frames,
-    /// After a gap that left us outside any known frame: looking for a boundary again.
+    /// After a gap (or an impossible head) that left us outside any known frame: looking for
+    /// a boundary again.
     Resync,
-    /// Not HTTP/2 (no boundary found within [`MAX_DETECT_BYTES`]).
+    /// No boundary again within [`MAX_DETECT_BYTES`]: nothing more of it is looked at.
     Dead,
+}
+
+/// What [`Phase::frames`] learns where a direction's first boundary is proven.
+struct Boundary {
+    /// The client preface ends there.
+    preface: bool,
+    /// An HTTP/1.1 exchange (an Upgrade answered 101, or a CONNECT) came before it.
+    http1: bool,
+    /// Bytes skipped before the boundary (the preface counted).
+    skip: usize,
+    /// Bytes before it that were not HTTP/2 (the preface not counted).
+    before: usize,
+}
+
+impl Phase {
+    /// A new direction: held from its first byte, or joined mid-connection.
+    fn new(at_start: bool) -> Phase {
+        let origin = if at_start {
+            Origin::FirstByte
+        } else {
+            Origin::Joined
+        };
+        Phase::Unframed(origin, Seek::Detect)
+    }
+
+    /// Held from its first byte, nothing proven yet.
+    fn at_start(self) -> bool {
+        self == Phase::Unframed(Origin::FirstByte, Seek::Detect)
+    }
+
+    /// Framed now: bytes are read as frames.
+    fn framed(self) -> bool {
+        matches!(self, Phase::Framed(_, Framing::Frames))
+    }
+
+    /// Looking for a boundary (the first one, or again after losing one).
+    fn detecting(self) -> bool {
+        matches!(
+            self,
+            Phase::Unframed(_, Seek::Detect) | Phase::Framed(_, Framing::Resync)
+        )
+    }
+
+    /// Looking for a boundary again after losing one.
+    fn resyncing(self) -> bool {
+        matches!(self, Phase::Framed(_, Framing::Resync))
+    }
+
+    /// Met mid-stream: joined mid-connection and not yet framed, or framed from mid-stream.
+    fn mid_stream(self) -> bool {
+        matches!(
+            self,
+            Phase::Unframed(Origin::Joined, _) | Phase::Framed(Began::MidStream, _)
+        )
+    }
+
+    /// Framed once, and its frames began mid-stream.
+    fn began_mid_stream(self) -> bool {
+        matches!(self, Phase::Framed(Began::MidStream, _))
+    }
+
+    /// Framed once, and its frames began late (mid-stream included).
+    fn began_late(self) -> bool {
+        matches!(self, Phase::Framed(Began::Late | Began::MidStream, _))
+    }
+
+    /// A gap before the first boundary: what is held no longer starts at the first byte.
+    fn gap(&mut self) {
+        if let Phase::Unframed(o @ Origin::FirstByte, Seek::Detect) = self {
+            *o = Origin::AfterGap;
+        }
+    }
+
+    /// A boundary is proven: framed. The first one decides how the frames began; returns
+    /// whether that was now and mid-stream (HPACK then starts unknown).
+    fn frames(&mut self, at: Boundary) -> bool {
+        let (began, first) = match *self {
+            Phase::Unframed(origin, _) => {
+                // Mid-stream unless the frames start exactly where the stream did. The
+                // preface and an upgrade's 101 are where HTTP/2 itself starts.
+                let b =
+                    if !(at.preface || at.http1 || (origin == Origin::FirstByte && at.skip == 0)) {
+                        Began::MidStream
+                    } else if at.http1 || at.before > 0 {
+                        Began::Late
+                    } else {
+                        Began::OnTime
+                    };
+                (b, true)
+            }
+            Phase::Framed(b, _) => (b, false),
+        };
+        *self = Phase::Framed(began, Framing::Frames);
+        first && began == Began::MidStream
+    }
+
+    /// Framing is lost: look for a boundary again.
+    fn resync(&mut self) {
+        if let Phase::Framed(_, f) = self {
+            *f = Framing::Resync;
+        }
+    }
+
+    /// Not HTTP/2: nothing more of it is looked at.
+    fn die(&mut self) {
+        match self {
+            Phase::Unframed(_, s) => *s = Seek::Dead,
+            Phase::Framed(_, f) => *f = Framing::Dead,
+        }
+    }
+}
+
+/// A header block (HEADERS or PUSH_PROMISE without END_HEADERS) awaiting its CONTINUATIONs;
+/// its fragments so far are in [`DirState::block`].
+#[derive(Clone, Copy, Debug)]
+struct OpenBlock {
+    stream: StreamId,
+    /// Begun by a PUSH_PROMISE (a request from the server, so it says nothing of who is
+    /// the client).
+    push: bool,
+    /// Past [`MAX_HEADER_BLOCK`]: its fragments are no longer kept and it is not decoded.
+    overflow: bool,
+}
+
+/// A cap hit on a direction: its warning is said at most once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Cap {
+    /// `detect-cap`: the boundary scanner's candidates overflowed.
+    Detect = 1,
+    /// `settings-cap`: more than [`MAX_PENDING_SETTINGS`] SETTINGS awaiting their ACK.
+    Settings = 2,
+    /// `hpack-cap`: the HPACK table hit [`MAX_HPACK_TABLE`] (also latched when a capped
+    /// decoder is dropped, so a later one never reports it).
+    Hpack = 4,
+}
+
+/// The set of [`Cap`] warnings already said.
+#[derive(Clone, Copy, Debug, Default)]
+struct Said(u8);
+
+impl Said {
+    /// Marks `w` said; true if it was not yet.
+    fn first(&mut self, w: Cap) -> bool {
+        let new = self.0 & w as u8 == 0;
+        self.0 |= w as u8;
+        new
+    }
 }
 
 struct Payload {
@@ -76,8 +303,7 @@ struct Payload {
 }
 
 struct DirState {
-    mode: Mode,
-    at_start: bool,
+    phase: Phase,
     scan: Scanner,
     pending: Vec<u8>,
     pending_writes: Vec<(usize, Write)>,
@@ -85,10 +311,9 @@ struct DirState {
     head_have: usize,
     cur: Option<Payload>,
     carry: Vec<u8>,
+    /// The fragments of `open` so far (kept, cleared, between blocks).
     block: Vec<u8>,
-    block_stream: Option<StreamId>,
-    block_push: bool,
-    block_overflow: bool,
+    open: Option<OpenBlock>,
     hpack: Decoder,
     headers: HeaderList,
     summary: BlockSummary,
@@ -97,14 +322,7 @@ struct DirState {
     memo: BlockMemo,
     settings_sent: VecDeque<(Option<u32>, Option<u32>)>,
     max_frame: u32,
-    mid_stream: bool,
-    /// The first frame of this direction came after bytes that were not HTTP/2 frames (an
-    /// HTTP/1.1 Upgrade or CONNECT before the preface, or a mid-stream start).
-    late_start: bool,
-    synced: bool,
-    candidates_reported: bool,
-    settings_reported: bool,
-    hpack_cap_reported: bool,
+    said: Said,
     /// The write whose bytes came last, and how many of them: a gap that makes up the rest
     /// of it is that write's snaplen-cut tail (its bytes were carried by that write).
     tail_of: Option<(Write, u64)>,
@@ -115,8 +333,7 @@ struct DirState {
 impl DirState {
     fn new(at_start: bool) -> Self {
         DirState {
-            mode: Mode::Detect,
-            at_start,
+            phase: Phase::new(at_start),
             scan: Scanner::default(),
             pending: Vec::new(),
             pending_writes: Vec::new(),
@@ -125,21 +342,14 @@ impl DirState {
             cur: None,
             carry: Vec::new(),
             block: Vec::new(),
-            block_stream: None,
-            block_push: false,
-            block_overflow: false,
+            open: None,
             hpack: bounded_decoder(),
             headers: HeaderList::default(),
             summary: BlockSummary::default(),
             memo: BlockMemo::default(),
             settings_sent: VecDeque::new(),
             max_frame: DEFAULT_MAX_FRAME,
-            mid_stream: !at_start,
-            late_start: false,
-            synced: false,
-            candidates_reported: false,
-            settings_reported: false,
-            hpack_cap_reported: false,
+            said: Said::default(),
             tail_of: None,
             pings: PingBook::default(),
         }
@@ -154,7 +364,7 @@ impl DirState {
 
     /// Not HTTP/2: nothing more of this direction is looked at, and its buffers go.
     fn die(&mut self) {
-        self.mode = Mode::Dead;
+        self.phase.die();
         self.pending = Vec::new();
         self.pending_writes = Vec::new();
         self.scan = Scanner::default();
@@ -164,11 +374,10 @@ impl DirState {
     fn lose_framing(&mut self) {
         self.cur = None;
         self.head_have = 0;
-        self.mode = Mode::Resync;
+        self.phase.resync();
         self.scan = Scanner::default();
         self.pending.clear();
         self.pending_writes.clear();
-        self.at_start = false;
         self.lose_hpack_sync();
     }
 
@@ -186,8 +395,10 @@ impl DirState {
         if let Some(l) = limit {
             self.hpack.set_max_size_limit(l.max(MAX_HPACK_TABLE));
         }
-        self.hpack_cap_reported |= was_capped;
-        self.block_stream = None;
+        if was_capped {
+            self.said.first(Cap::Hpack);
+        }
+        self.open = None;
         self.block.clear();
     }
 }
@@ -283,7 +494,7 @@ impl Conn {
             server,
             client_dir,
             client_by,
-            mid_stream: self.dirs.iter().any(|(_, d)| d.synced && d.mid_stream),
+            mid_stream: self.dirs.iter().any(|(_, d)| d.phase.began_mid_stream()),
             start: self.meta.start,
             prelude: self.prelude,
             upgraded_call: self.upgraded_call,
@@ -394,7 +605,8 @@ enum DirFold {
     /// it goes on framed.
     Framed {
         max_frame: u32,
-        late_start: bool,
+        /// [`Began::OnTime`] or [`Began::Late`].
+        began: Began,
         settings: Option<(Option<u32>, Option<u32>)>,
     },
     /// Given up as not HTTP/2 (it started as no HTTP/2 stream does, or showed no boundary):
@@ -406,14 +618,13 @@ enum DirFold {
 
 impl DirFold {
     fn of(ds: &DirState) -> DirFold {
-        match ds.mode {
-            Mode::Detect if ds.at_start => DirFold::Fresh,
-            Mode::Frames
+        match ds.phase {
+            Phase::Unframed(Origin::FirstByte, Seek::Detect) => DirFold::Fresh,
+            Phase::Framed(began @ (Began::OnTime | Began::Late), Framing::Frames)
                 if ds.head_have == 0
                     && ds.cur.is_none()
-                    && ds.block_stream.is_none()
+                    && ds.open.is_none()
                     && ds.settings_sent.len() <= 1
-                    && !ds.mid_stream
                     && !ds.hpack.is_mid_stream()
                     && !ds.hpack.capped()
                     && ds.hpack.table_len() == 0
@@ -422,11 +633,11 @@ impl DirFold {
             {
                 DirFold::Framed {
                     max_frame: ds.max_frame,
-                    late_start: ds.late_start,
+                    began,
                     settings: ds.settings_sent.front().copied(),
                 }
             }
-            Mode::Dead => DirFold::Dead,
+            Phase::Unframed(_, Seek::Dead) | Phase::Framed(_, Framing::Dead) => DirFold::Dead,
             _ => DirFold::Lost,
         }
     }
@@ -443,14 +654,11 @@ impl DirFold {
             }
             DirFold::Framed {
                 max_frame,
-                late_start,
+                began,
                 settings,
             } => {
                 let mut ds = DirState::new(true);
-                ds.mode = Mode::Frames;
-                ds.synced = true;
-                ds.mid_stream = false;
-                ds.late_start = late_start;
+                ds.phase = Phase::Framed(began, Framing::Frames);
                 ds.max_frame = max_frame;
                 ds.settings_sent.extend(settings);
                 ds
@@ -646,5 +854,97 @@ mod size_tests {
         let n = std::mem::size_of::<super::Folded>();
         eprintln!("Folded: {n} bytes");
         assert!(n <= 56, "{n}");
+    }
+
+    /// Each direction of each open connection holds one.
+    #[test]
+    fn a_direction_state_is_small() {
+        let n = std::mem::size_of::<super::DirState>();
+        eprintln!("DirState: {n} bytes");
+        // 712 bytes when its phase was ten booleans, and now (h58, decision 437).
+        assert!(n <= 712, "{n}");
+    }
+}
+
+#[cfg(test)]
+mod phase_tests {
+    use super::{Began, Boundary, Framing, Origin, Phase, Seek};
+
+    fn began(p: Phase) -> Option<Began> {
+        match p {
+            Phase::Framed(b, _) => Some(b),
+            Phase::Unframed(..) => None,
+        }
+    }
+
+    fn at(preface: bool, http1: bool, skip: usize) -> Boundary {
+        let before = if preface {
+            skip.saturating_sub(24)
+        } else {
+            skip
+        };
+        Boundary {
+            preface,
+            http1,
+            skip,
+            before,
+        }
+    }
+
+    #[test]
+    fn the_first_boundary_decides_how_frames_began() {
+        // Held from the first byte, a frame at offset 0: on time.
+        let mut p = Phase::new(true);
+        assert!(p.at_start() && !p.mid_stream());
+        assert!(!p.frames(at(false, false, 0)));
+        assert_eq!(p, Phase::Framed(Began::OnTime, Framing::Frames));
+        // The same after a gap before it: mid-stream (HPACK unknown), said once.
+        let mut p = Phase::new(true);
+        p.gap();
+        assert_eq!(p, Phase::Unframed(Origin::AfterGap, Seek::Detect));
+        assert!(!p.at_start() && !p.mid_stream());
+        assert!(p.frames(at(false, false, 0)));
+        assert!(p.began_mid_stream() && p.began_late());
+        // Joined mid-connection: mid-stream before and after, unless a preface shows.
+        let mut p = Phase::new(false);
+        assert!(p.mid_stream() && began(p).is_none() && !p.began_late());
+        assert!(p.frames(at(false, false, 7)));
+        let mut p = Phase::new(false);
+        assert!(!p.frames(at(true, false, 24)));
+        assert_eq!(began(p), Some(Began::OnTime));
+        // Bytes before the preface, or an HTTP/1.1 exchange: late, not mid-stream.
+        let mut p = Phase::new(true);
+        assert!(!p.frames(at(true, false, 30)));
+        assert!(p.began_late() && !p.mid_stream());
+        let mut p = Phase::new(true);
+        assert!(!p.frames(at(false, true, 120)));
+        assert_eq!(began(p), Some(Began::Late));
+    }
+
+    #[test]
+    fn how_frames_began_survives_resync_and_death() {
+        let mut p = Phase::new(false);
+        assert!(p.frames(at(false, false, 3)));
+        p.resync();
+        assert!(p.resyncing() && p.detecting() && !p.framed());
+        // A boundary again: framed as it began, HPACK not reset a second time.
+        assert!(!p.frames(at(false, false, 9)));
+        assert_eq!(p, Phase::Framed(Began::MidStream, Framing::Frames));
+        p.resync();
+        p.die();
+        assert_eq!(p, Phase::Framed(Began::MidStream, Framing::Dead));
+        assert!(p.mid_stream() && p.began_mid_stream() && !p.detecting());
+        // A gap after the first boundary changes nothing of it.
+        p.gap();
+        assert_eq!(p, Phase::Framed(Began::MidStream, Framing::Dead));
+        // Dead before any boundary: still what it was held from.
+        let mut p = Phase::new(false);
+        p.die();
+        assert_eq!(p, Phase::Unframed(Origin::Joined, Seek::Dead));
+        assert!(p.mid_stream() && began(p).is_none() && !p.detecting() && !p.framed());
+        // Resync before any boundary is no state: nothing changes.
+        let mut p = Phase::new(true);
+        p.resync();
+        assert!(p.at_start());
     }
 }

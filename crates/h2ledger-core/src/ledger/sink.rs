@@ -106,10 +106,11 @@ impl<O: Observer> Sink for Ledger<O> {
             Some((t, n)) if t.index == w.index => Some((t, n + bytes.len() as u64)),
             _ => Some((*w, bytes.len() as u64)),
         };
-        match c.dirs[dir].mode {
-            Mode::Dead => {}
-            Mode::Detect | Mode::Resync => self.detect(conn, dir, w, bytes, false),
-            Mode::Frames => self.frames(conn, dir, w, bytes),
+        let phase = c.dirs[dir].phase;
+        if phase.framed() {
+            self.frames(conn, dir, w, bytes);
+        } else if phase.detecting() {
+            self.detect(conn, dir, w, bytes, false);
         }
     }
 
@@ -119,7 +120,7 @@ impl<O: Observer> Sink for Ledger<O> {
         // whose last frame runs into it) is proven like one at the end of the connection.
         if let Some(c) = self.conns.get(conn.0 as usize) {
             let ds = &c.dirs[dir];
-            if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+            if ds.phase.detecting() && !ds.pending.is_empty() {
                 if let Some(&(_, w)) = ds.pending_writes.last() {
                     self.detect(conn, dir, &w, &[], true);
                 }
@@ -139,9 +140,9 @@ impl<O: Observer> Sink for Ledger<O> {
         let mut ends_here = None;
         let mut framing_lost = true;
         let mut discarded = 0;
-        let what = match ds.mode {
-            Mode::Dead => return,
-            Mode::Frames => {
+        let what = match ds.phase {
+            Phase::Unframed(_, Seek::Dead) | Phase::Framed(_, Framing::Dead) => return,
+            Phase::Framed(_, Framing::Frames) => {
                 match ds.cur.as_mut() {
                     Some(p) if len <= p.remaining as u64 && ds.head_have == 0 => {
                         // The gap falls inside the current frame: framing survives.
@@ -165,12 +166,12 @@ impl<O: Observer> Sink for Ledger<O> {
                     }
                 }
             }
-            Mode::Detect | Mode::Resync => {
+            Phase::Unframed(_, Seek::Detect) | Phase::Framed(_, Framing::Resync) => {
                 discarded = ds.pending.len();
                 ds.pending.clear();
                 ds.pending_writes.clear();
                 ds.scan = Scanner::default();
-                ds.at_start = false;
+                ds.phase.gap();
                 "before the first frame boundary"
             }
         };
@@ -232,7 +233,7 @@ impl<O: Observer> Ledger<O> {
                 return;
             };
             let ds = &c.dirs[dir];
-            if matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+            if ds.phase.detecting() && !ds.pending.is_empty() {
                 let w = ds.pending_writes.last().map(|x| x.1).unwrap_or(Write {
                     index: 0,
                     ts: 0,
@@ -245,12 +246,14 @@ impl<O: Observer> Ledger<O> {
                 return;
             };
             let ds = &c.dirs[dir];
-            if c.http2 && matches!(ds.mode, Mode::Detect | Mode::Resync) && !ds.pending.is_empty() {
+            if c.http2 && ds.phase.detecting() && !ds.pending.is_empty() {
                 let n = ds.pending.len();
                 let (src, dst) = c.addrs(dir);
                 // An HTTP/1.1 request that HTTP/2 never followed on this direction: say so
                 // (decision 278), rather than speak of frames it never had.
-                let http1 = (ds.mode == Mode::Detect && ds.at_start)
+                let http1 = ds
+                    .phase
+                    .at_start()
                     .then(|| request_line(&ds.pending))
                     .flatten()
                     .map(|(m, t)| format!("{} {}", wire_word(m), wire_word(t)));
@@ -275,7 +278,7 @@ impl<O: Observer> Ledger<O> {
             let unfinished = c
                 .dirs
                 .iter()
-                .filter(|(_, d)| d.mode == Mode::Frames && (d.cur.is_some() || d.head_have > 0))
+                .filter(|(_, d)| d.phase.framed() && (d.cur.is_some() || d.head_have > 0))
                 .map(|(dir, _)| dir)
                 .collect::<Vec<_>>();
             for dir in unfinished {

@@ -18,17 +18,17 @@ impl<O: Observer> Ledger<O> {
         // The other direction already proved HTTP/2 and we hold this one from its first byte:
         // that byte starts a frame (a server that skipped its SETTINGS still frames; the
         // client preface is never a plausible head).
-        let first_is_frame = ds.at_start
+        let at_start = ds.phase.at_start();
+        let first_is_frame = at_start
             && c.http2
             && ds.pending.len() >= HEAD_LEN
             && Head::parse(&ds.pending).is_ok_and(|(_, h)| h.plausible(limit));
         let found = if first_is_frame {
             Found::Frames(0)
         } else {
-            ds.scan.scan(&ds.pending, ds.at_start, closing, limit)
+            ds.scan.scan(&ds.pending, at_start, closing, limit)
         };
-        if ds.scan.candidates_full && !ds.candidates_reported {
-            ds.candidates_reported = true;
+        if ds.scan.candidates_full && ds.said.first(Cap::Detect) {
             let (src, dst) = c.addrs(dir);
             self.warnings.add("detect-cap", || {
                 format!(
@@ -53,7 +53,7 @@ impl<O: Observer> Ledger<O> {
                             id.0
                         )
                     });
-                } else if c.dirs[dir.other()].mode == Mode::Detect {
+                } else if matches!(c.dirs[dir.other()].phase, Phase::Unframed(_, Seek::Detect)) {
                     c.dirs[dir.other()].die();
                 }
                 c.dirs[dir].die();
@@ -61,8 +61,8 @@ impl<O: Observer> Ledger<O> {
             }
             Found::Wait => {
                 if ds.pending.len() > MAX_DETECT_BYTES {
-                    let resync = ds.mode == Mode::Resync;
-                    ds.mode = Mode::Dead;
+                    let resync = ds.phase.resyncing();
+                    ds.phase.die();
                     ds.pending = Vec::new();
                     ds.pending_writes = Vec::new();
                     let (src, dst) = c.addrs(dir);
@@ -103,31 +103,29 @@ impl<O: Observer> Ledger<O> {
             }
             Found::Frames(at) => (at, false),
         };
-        let was_resync = ds.mode == Mode::Resync;
+        let was_resync = ds.phase.resyncing();
         let pending = std::mem::take(&mut ds.pending);
         let writes = std::mem::take(&mut ds.pending_writes);
-        ds.mode = Mode::Frames;
         ds.head_have = 0;
         ds.cur = None;
         ds.scan = Scanner::default();
-        if !ds.synced {
-            ds.synced = true;
-            // Mid-stream unless the frames start exactly where the stream did.
-            // The preface and an upgrade's 101 are where HTTP/2 itself starts.
-            ds.mid_stream = !(preface || http1.is_some() || (ds.at_start && skip == 0));
-            // The preface ends at `skip`: anything before it (or an HTTP/1.1 prelude) was not
-            // HTTP/2.
-            let before = if preface {
-                skip.saturating_sub(h2_frame_parser::PREFACE.len())
-            } else {
-                skip
-            };
-            ds.late_start = ds.mid_stream || http1.is_some() || before > 0;
-            if ds.mid_stream {
-                ds.set_decoder(mid_stream_decoder());
-            }
+        // The preface ends at `skip`: anything before it (or an HTTP/1.1 prelude) was not
+        // HTTP/2.
+        let before = if preface {
+            skip.saturating_sub(h2_frame_parser::PREFACE.len())
+        } else {
+            skip
+        };
+        let boundary = Boundary {
+            preface,
+            http1: http1.is_some(),
+            skip,
+            before,
+        };
+        if ds.phase.frames(boundary) {
+            ds.set_decoder(mid_stream_decoder());
         }
-        let mid_stream = ds.mid_stream;
+        let mid_stream = ds.phase.mid_stream();
         if preface {
             c.set_client(dir, ClientBy::Preface);
         }
