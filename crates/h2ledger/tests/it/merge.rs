@@ -816,12 +816,10 @@ fn several_files_plot_what_their_mergecap_plots() {
 }
 
 /// Captures of ../shared/real-captures whose connection numbers merged are not the run's, as
-/// [`IDS_NOT_EXACT`] (TCP connections of other protocols beside HTTP/2 ones).
-const REAL_IDS_NOT_EXACT: [&str; 3] = [
-    "packt-unary.pcapng",
-    "pfe-mixed_traffic_sample.pcapng",
-    "sv-http2-range.pcap",
-];
+/// [`IDS_NOT_EXACT`]: none since decision 447 (packt-unary.pcapng,
+/// pfe-mixed_traffic_sample.pcapng and sv-http2-range.pcap, with TCP connections of other
+/// protocols beside HTTP/2 ones, were until then).
+const REAL_IDS_NOT_EXACT: [&str; 0] = [];
 
 /// The `finding` lines of `jsonl` (text), each as `(id, conn)`.
 fn finding_ids(jsonl: &str) -> Vec<(String, Value)> {
