@@ -108,7 +108,8 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             };
             // grpc-status ends a call: in its trailers, or in a Trailers-Only response, which
             // ends the stream too (gRPC's PROTOCOL-HTTP2.md); `:status` is in the first block.
-            let ends = ev.class == FrameClass::Trailers || ev.head.flags.is_end_stream();
+            // Whether the block ends the server's half is the ledger's word (decision 448).
+            let ends = ev.class == FrameClass::Trailers || ev.ends_half();
             let grpc = if ends {
                 h.known(Known::GrpcStatus).and_then(number)
             } else {
@@ -169,7 +170,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
         }
         FrameClass::Headers if !server => {
             *call = method_start(c, ev);
-            if ev.head.flags.is_end_stream() {
+            if ev.ends_half() {
                 call.req_end = ev.ts;
             }
             if let Some(t) = ev
@@ -321,7 +322,8 @@ fn note_cut(c: &mut ConnF, method: u16) {
     }
 }
 
-/// A DATA frame with END_STREAM: the request's end (client) or the call's (server).
+/// A DATA frame that ends its sender's half ([`FrameEvent::ends_half`]): the request's end
+/// (client) or the call's (server).
 pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
     let sid = ev.head.stream_id.0;
     if ev.side == Side::Client {

@@ -192,7 +192,7 @@ impl Findings {
                     retried = capture.retry(id, server, p, ev.ts);
                 }
             }
-        } else if ev.class == FrameClass::Data && ev.head.flags.is_end_stream() {
+        } else if ev.class == FrameClass::Data && ev.ends_half() {
             super::failures::data_end(c, ev, pending);
         }
         if ev.head.stream_id.0 != 0 {

@@ -842,3 +842,54 @@ fn deadlines_and_cancel_storms() {
     // Cancels are not the method's failures.
     assert!(find(&r, FindingId::MethodErrors).is_none());
 }
+
+/// Decision 448: a Trailers-Only response whose block crosses the client's RST_STREAM (a stream
+/// the ledger holds closed: step `Untracked`, among the recent resets or forgotten after 16
+/// later ones) still ends the server's half, so its grpc-status counts, as a full response's
+/// trailers crossing the reset do. Fails if only `HalfClosed`/`Ended` steps end a half.
+#[test]
+fn a_trailers_only_status_crossing_a_reset_counts() {
+    let mut c = T::started(&[], &[]);
+    for s in (1..=39).step_by(2) {
+        c.client(&request(s, "/svc/M", true));
+        c.client(&data(s, true, 5));
+        c.client(&rst(s, 8));
+    }
+    // Stream 1 was reset 19 resets ago (forgotten); 37 and 39 are among the recent resets.
+    for s in [1, 37, 39] {
+        let unavailable = [("content-type", "application/grpc"), ("grpc-status", "14")];
+        c.server(&response(s, true, &unavailable));
+    }
+    let r = c.report();
+    let e = &find(&r, FindingId::CallErrors)
+        .expect("call-errors")
+        .evidence;
+    assert_eq!(e.n("client_cancels"), 20);
+    assert_eq!(e.n("grpc_unavailable"), 3);
+}
+
+/// Decision 448: an END_STREAM repeated on a half the ledger holds closed (step `None`; its
+/// sender may send nothing more there, RFC 9113 §5.1) ends nothing again: the request ended at
+/// its first (a GET's HEADERS), and a server's HEADERS after its DATA ended its half is no
+/// Trailers-Only answer (its grpc-status is not counted). Fails with the flag read as before:
+/// `request_us` was the empty DATA's 800 ms, and the three statuses made `call-errors`.
+#[test]
+fn a_second_end_stream_of_a_closed_half_ends_nothing() {
+    let mut c = T::started(&[], &[]);
+    c.client(&get(1));
+    c.wait(800 * MS);
+    c.client(&data(1, true, 0));
+    c.wait(400 * MS);
+    c.server(&response(1, true, &[]));
+    for s in [3, 5, 7] {
+        c.client(&request(s, "/svc/M", true));
+        c.server(&data(s, true, 5));
+        let unavailable = [("content-type", "application/grpc"), ("grpc-status", "14")];
+        c.server(&response(s, true, &unavailable));
+    }
+    let r = c.report();
+    let slow = &find(&r, FindingId::SlowCalls).expect("slow-calls").evidence;
+    assert_eq!(slow.n("stream"), 1);
+    assert_eq!(slow.n("request_us"), 0);
+    assert!(find(&r, FindingId::CallErrors).is_none());
+}

@@ -55,6 +55,30 @@ pub struct FrameEvent<'a> {
     pub stream: crate::StreamStep,
 }
 
+impl FrameEvent<'_> {
+    /// Whether this frame ends its sender's half of the stream (RFC 9113 §5.1), the one answer
+    /// for the consumers that ask (decision 448): its step is [`StreamStep::HalfClosed`] or
+    /// [`StreamStep::Ended`]; or, on a stream the model does not hold open
+    /// ([`StreamStep::Untracked`]: closed already, a block crossing a RST_STREAM, closed and
+    /// forgotten, beyond [`MAX_STREAMS`], opened before the capture), a DATA or HEADERS frame
+    /// with END_STREAM: its sender closed its half as it saw the stream, which the step cannot
+    /// say for a stream no longer followed. Never a CONTINUATION (END_STREAM is not defined on
+    /// it, §6.10), nor a second END_STREAM of a half the model holds closed (step
+    /// [`StreamStep::None`]: its sender may send nothing more there, §5.1 "half-closed
+    /// (local)").
+    #[inline]
+    pub fn ends_half(&self) -> bool {
+        match self.stream {
+            StreamStep::HalfClosed | StreamStep::Ended => true,
+            StreamStep::Untracked => {
+                matches!(self.head.kind, Kind::Data | Kind::Headers)
+                    && self.head.flags.is_end_stream()
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A decoded header block's sizes: what a header block costs on the wire and what it expands to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockSize {
