@@ -472,7 +472,7 @@ mod tests {
                     let meet = &meet;
                     sc.spawn(move || {
                         let g = meet.guard();
-                        g.meet.arrive_as(e)
+                        g.arrive_as(e)
                     })
                 })
                 .collect();
