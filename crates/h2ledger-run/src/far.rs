@@ -56,6 +56,8 @@ pub(crate) enum Ev {
     Upgraded(Box<Upgraded>),
     /// No packet until this wall-clock time.
     Advance(Nanos),
+    /// The run's clock reached this time ([`Analysis::reach`]: a part of several sessions).
+    Reach(Nanos),
 }
 
 /// An upgraded request's connection, direction, write, and its method and target (start and
@@ -463,6 +465,7 @@ impl Far {
                 a.upgraded_request(conn, dir, &w, b.bytes(m), b.bytes(t));
             }
             Ev::Advance(now) => a.advance(now),
+            Ev::Reach(t) => a.reach(t),
         }
     }
 

@@ -54,7 +54,7 @@ pub use obs::{Obs, Wanted};
 pub use pipeline::KeyPoll;
 pub use report::{secs, CaptureStats, Drops, Report, TcpReport};
 pub use session::{
-    End, Finished, FireAt, Fired, Options, PlotInput, Running, Session, Stop, Tick, View,
+    End, Finished, FireAt, Fired, Options, PlotInput, RunEnd, Running, Session, Stop, Tick, View,
     DEFAULT_MAX_CONNECTIONS,
 };
 pub use ticker::Ticker;

@@ -94,6 +94,10 @@ pub struct Obs {
     /// no stream is gRPC to the analysis' gRPC tracker (its only reader of DATA payloads), so
     /// no payload is kept and sent (decision 408).
     grpc_seen: bool,
+    /// The latest write or frame time handed to the analysis (here or on its thread): the
+    /// analysis' clock, which the connections still open at the end close at. A part of a run
+    /// of several sessions tells the others ([`Obs::reach`]; decision 451).
+    last_event: Option<Nanos>,
 }
 
 impl Obs {
@@ -187,6 +191,7 @@ impl Obs {
             origin_set: false,
             far,
             grpc_seen: false,
+            last_event: None,
         }
     }
 
@@ -299,6 +304,7 @@ impl Observer for Obs {
 
     fn write(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.tally.write(conn, dir, w);
+        self.last_event = Some(self.last_event.map_or(w.ts, |t| t.max(w.ts)));
         let phase = self.route(w.ts);
         if let Some(t) = self.phase_tally(conn, phase) {
             t.write(conn, dir, w);
@@ -324,6 +330,7 @@ impl Observer for Obs {
 
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.tally.frame(ev);
+        self.last_event = Some(self.last_event.map_or(ev.ts, |t| t.max(ev.ts)));
         let phase = self.route(ev.ts);
         if let Some(t) = self.phase_tally(ev.conn, phase) {
             t.frame(ev);
@@ -406,6 +413,24 @@ impl Obs {
         }
         if let Some(a) = self.analysis.as_mut() {
             a.advance(now);
+        }
+    }
+
+    /// The latest write or frame time seen, the analysis' clock (`None` before any).
+    pub(crate) fn last_event(&self) -> Option<Nanos> {
+        self.last_event
+    }
+
+    /// The run's clock reached `t` (the latest write or frame over every part of a run of
+    /// several sessions): before the end of the input closes what is open, so that this part's
+    /// connections close as they would in one session (their phase, their calls' ends;
+    /// decision 451). Earlier times do nothing.
+    pub(crate) fn reach(&mut self, t: Nanos) {
+        if let Some(far) = &mut self.far {
+            far.push(Ev::Reach(t));
+        }
+        if let Some(a) = &mut self.analysis {
+            a.reach(t);
         }
     }
 

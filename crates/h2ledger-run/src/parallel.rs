@@ -11,12 +11,13 @@
 //! worker; the merged report counts every hit ([`crate::merge`]).
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::{Condvar, Mutex};
 
 use h2ledger_tcp::{LinkType, Nanos};
 
 use crate::merge::phased::{merge_parts, Merged, Part};
 use crate::report::{Drops, Report};
-use crate::session::{End, FireAt, Session};
+use crate::session::{End, FireAt, RunEnd, Session};
 use crate::split;
 
 /// Packets handed to a worker at once.
@@ -110,6 +111,81 @@ impl Dealer {
     }
 }
 
+/// Where the parts of a run of several sessions meet before they end (decision 451): each
+/// tells where its input ended ([`RunEnd`]: its last packet, its latest write or frame), and
+/// waits until every part did; all then end at the latest of them, as one session over the
+/// whole input would (the connections still open close at the run's last packet, in the
+/// phase of its last write or frame, and their calls end then). A part that fails on its way
+/// ([`Meet::guard`]) counts as there, so the others never wait for it.
+struct Meet {
+    /// Parts not there yet, and the latest end told.
+    state: Mutex<(usize, RunEnd)>,
+    all_there: Condvar,
+}
+
+impl Meet {
+    /// A meeting of `parts` parts.
+    fn new(parts: usize) -> Self {
+        Meet {
+            state: Mutex::new((parts, RunEnd::default())),
+            all_there: Condvar::new(),
+        }
+    }
+
+    /// There with `end`; the latest of all once every part is there.
+    fn arrive(&self, end: RunEnd) -> RunEnd {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 = g.1.max(end);
+        g.0 = g.0.saturating_sub(1);
+        if g.0 == 0 {
+            self.all_there.notify_all();
+        }
+        while g.0 > 0 {
+            g = self.all_there.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1
+    }
+
+    /// Counts this part as there if it leaves (a panic) before [`Meet::end`].
+    fn guard(&self) -> MeetGuard<'_> {
+        MeetGuard {
+            meet: self,
+            armed: true,
+        }
+    }
+}
+
+/// See [`Meet::guard`].
+struct MeetGuard<'a> {
+    meet: &'a Meet,
+    armed: bool,
+}
+
+impl MeetGuard<'_> {
+    fn end(self, s: &mut Session) {
+        let end = self.arrive_as(s.run_end());
+        s.reach(end);
+    }
+
+    /// There with `end`; the latest end of all.
+    fn arrive_as(mut self, end: RunEnd) -> RunEnd {
+        self.armed = false;
+        self.meet.arrive(end)
+    }
+}
+
+impl Drop for MeetGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut g = self.meet.state.lock().unwrap_or_else(|p| p.into_inner());
+            g.0 = g.0.saturating_sub(1);
+            if g.0 == 0 {
+                self.meet.all_there.notify_all();
+            }
+        }
+    }
+}
+
 /// What [`deal_tended`] runs on a worker's thread with its index and session: after each
 /// batch of packets (`None`), and once the session is finished, with its report.
 pub type Tend<'a> = dyn Fn(usize, &mut Session, Option<&Report>) + Sync + 'a;
@@ -138,7 +214,9 @@ fn work(
     rx: Receiver<Msg>,
     spare: Sender<Batch>,
     tend: Option<&Tend<'_>>,
+    meet: &Meet,
 ) -> (Report, Option<Part>) {
+    let guard = meet.guard();
     let mut end = End::Complete;
     for m in rx {
         match m {
@@ -169,6 +247,8 @@ fn work(
             }
         }
     }
+    // Every worker ends at the run's last event, not its own (decision 451).
+    guard.end(&mut s);
     finish(k, s, &end, None, tend)
 }
 
@@ -193,6 +273,7 @@ pub fn deal_tended<T>(
     read: impl FnOnce(&mut Dealer) -> (T, End),
 ) -> (T, Merged) {
     let workers = workers.max(1);
+    let meet = &Meet::new(workers);
     std::thread::scope(|sc| {
         let mut txs = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
@@ -202,7 +283,7 @@ pub fn deal_tended<T>(
         for k in 0..workers {
             let (tx, rx) = sync_channel::<Msg>(QUEUED);
             let back = back.clone();
-            handles.push(sc.spawn(move || work(k, session(), rx, back, tend)));
+            handles.push(sc.spawn(move || work(k, session(), rx, back, tend, meet)));
             txs.push(tx);
         }
         drop(back);
@@ -288,14 +369,18 @@ pub fn side_by_side<S: Send, T: Send>(
     finished: &Finished<'_, T>,
     mut part: impl FnMut(usize, &Report),
 ) -> (Vec<T>, Merged) {
+    let meet = &Meet::new(sources.len());
     let done: Vec<(T, (Report, Option<Part>))> = std::thread::scope(|sc| {
         let handles: Vec<_> = sources
             .into_iter()
             .enumerate()
             .map(|(k, src)| {
                 sc.spawn(move || {
+                    let guard = meet.guard();
                     let mut s = session(k);
                     let (mut t, end, drops) = read(k, src, &mut s);
+                    // Every worker ends at the run's last event, not its own (decision 451).
+                    guard.end(&mut s);
                     let mut done = s.finish(&end, drops);
                     let report = std::mem::take(&mut done.report);
                     finished(k, &mut t, &mut s, &report);
@@ -363,6 +448,46 @@ mod tests {
             merged.report.drops.map(|d| (d.received, d.kernel)),
             Some((21, 1))
         );
+    }
+
+    /// Every part ends at the latest end of all (decision 451); a part that panics before
+    /// it meets the others counts as there, so none waits for ever.
+    #[test]
+    fn parts_meet_at_the_latest_end() {
+        let meet = Meet::new(3);
+        let ends = [
+            RunEnd {
+                packet: Some(5),
+                event: Some(3),
+            },
+            RunEnd {
+                packet: Some(9),
+                event: None,
+            },
+        ];
+        let got: Vec<RunEnd> = std::thread::scope(|sc| {
+            let hs: Vec<_> = ends
+                .iter()
+                .map(|&e| {
+                    let meet = &meet;
+                    sc.spawn(move || {
+                        let g = meet.guard();
+                        g.arrive_as(e)
+                    })
+                })
+                .collect();
+            let lost = sc.spawn(|| {
+                let _g = meet.guard();
+                panic!("a part that fails before its end");
+            });
+            assert!(lost.join().is_err());
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let all = RunEnd {
+            packet: Some(9),
+            event: Some(3),
+        };
+        assert_eq!(got, vec![all, all]);
     }
 
     /// Every job runs once, whatever the threads; results come back in the jobs' order.

@@ -22,6 +22,9 @@ pub(crate) struct Pipeline<O> {
     first: Option<Nanos>,
     last: Nanos,
     prev: Nanos,
+    /// When the input ends, if later than `last`: the last packet of a run of several
+    /// sessions this one is a part of ([`Pipeline::end_at`]; decision 451).
+    end_at: Nanos,
 }
 
 /// A packet whose time is more than an hour from the previous packet's is reported.
@@ -47,6 +50,7 @@ impl<O: Observer> Pipeline<O> {
             first: None,
             last: 0,
             prev: 0,
+            end_at: 0,
         }
     }
 
@@ -133,11 +137,27 @@ impl<O: Observer> Pipeline<O> {
         self.tls_housekeeping();
     }
 
+    /// The last packet's time (`None` before any).
+    pub fn last_packet(&self) -> Option<Nanos> {
+        self.first.map(|_| self.last)
+    }
+
+    /// The input ends at `t` if that is later than its last packet (a part of several
+    /// sessions ends at the whole run's last packet): what is still open closes then.
+    pub fn end_at(&mut self, t: Nanos) {
+        self.end_at = self.end_at.max(t);
+    }
+
+    /// When the input ends: its last packet, or [`Pipeline::end_at`]'s time if later.
+    pub fn end_time(&self) -> Nanos {
+        self.last.max(self.end_at)
+    }
+
     /// End of input: flush reassembly (declaring what never arrived as gaps).
     pub fn finish(&mut self) {
         self.tls_housekeeping();
         self.reasm
-            .finish(self.last, &mut self.tls.layer(&mut self.ledger));
+            .finish(self.end_time(), &mut self.tls.layer(&mut self.ledger));
         self.tls_housekeeping();
         self.ledger.finish();
         self.stats.first = self.first;

@@ -126,6 +126,12 @@ pub trait View: Observer {
     fn idle(&mut self, _now: Nanos) {}
     /// Capture-wide facts for the findings (TLS without keys, live drops, gap bytes).
     fn capture_facts(&mut self, _facts: &CaptureFacts, _now: Nanos) {}
+    /// The latest write or frame time the observer's clock saw (`None`: none, or no clock).
+    fn last_event(&self) -> Option<Nanos> {
+        None
+    }
+    /// The run's clock reached `t` (a part of several sessions, before its end).
+    fn reach(&mut self, _t: Nanos) {}
 }
 
 impl View for Obs {
@@ -147,6 +153,33 @@ impl View for Obs {
     }
     fn capture_facts(&mut self, facts: &CaptureFacts, now: Nanos) {
         self.note_capture(facts, now);
+    }
+    fn last_event(&self) -> Option<Nanos> {
+        Obs::last_event(self)
+    }
+    fn reach(&mut self, t: Nanos) {
+        Obs::reach(self, t);
+    }
+}
+
+/// Where the input of a session ended: its last packet, and the latest write or frame its
+/// analysis saw (the analysis' clock). The parts of a run of several sessions each end at
+/// the latest of every part's (decision 451).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunEnd {
+    /// The last packet's time (`None`: no packet).
+    pub packet: Option<Nanos>,
+    /// The latest write or frame time (`None`: none).
+    pub event: Option<Nanos>,
+}
+
+impl RunEnd {
+    /// The later of each.
+    pub fn max(self, o: RunEnd) -> RunEnd {
+        RunEnd {
+            packet: self.packet.max(o.packet),
+            event: self.event.max(o.event),
+        }
     }
 }
 
@@ -246,6 +279,29 @@ impl<O: View> Session<O> {
             return ControlFlow::Break(Stop::MaxFrames);
         }
         ControlFlow::Continue(())
+    }
+
+    /// Where this session's input ended so far: what a part of a run of several sessions
+    /// tells the others before it ends ([`Session::reach`]).
+    pub fn run_end(&self) -> RunEnd {
+        RunEnd {
+            packet: self.pipe.last_packet(),
+            event: self.pipe.ledger.observer.last_event(),
+        }
+    }
+
+    /// The whole run ended at `end`, the latest of every part's [`Session::run_end`]
+    /// ([`RunEnd::max`]): call after the last packet, before [`Session::finish`], so that the
+    /// connections still open close as in one session over every part's packets (at the
+    /// run's last packet, in the phase of the run's last write or frame, their calls ending
+    /// then; decision 451). Earlier times do nothing.
+    pub fn reach(&mut self, end: RunEnd) {
+        if let Some(t) = end.packet {
+            self.pipe.end_at(t);
+        }
+        if let Some(t) = end.event {
+            self.pipe.ledger.observer.reach(t);
+        }
     }
 
     /// TLS key log text from the input itself (a pcapng's Decryption Secrets Block), for
@@ -472,7 +528,8 @@ impl Session<Obs> {
                 .collect(),
             drops: drops.map(|d| (d.kernel, d.interface, d.received)),
         };
-        let now = self.pipe.stats.last.unwrap_or(0);
+        // The input's end: a part of several sessions ends at the whole run's last packet.
+        let now = self.pipe.end_time();
         self.pipe.ledger.observer.note_capture(&facts, now);
         let forgotten = self.pipe.reasm.stats().evicted_forgotten;
         if forgotten > 0 {

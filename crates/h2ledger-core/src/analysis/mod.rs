@@ -894,6 +894,19 @@ impl Analysis {
         }
     }
 
+    /// The latest write or frame time seen (0 before any): what the connections still open
+    /// at the end of the input close at (their phase, their calls' ends).
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The run's clock reached `t` without a write or frame here: a part of a run of several
+    /// sessions (`replay -j N`, `replay A B`, `sniff --workers N`) ends as the whole run does,
+    /// at the latest write or frame over every part (decision 451). Earlier times do nothing.
+    pub fn reach(&mut self, t: Nanos) {
+        self.now = self.now.max(t);
+    }
+
     /// Closes what is still open at the end of the input: writes waiting for frames, BDP rounds
     /// waiting for their ACK (counted as unacknowledged), calls (counted as unfinished). Call it
     /// before [`Analysis::report`].

@@ -979,3 +979,65 @@ fn several_files_print_the_jsonl_of_mergecap() {
     assert!(pairs >= 10 && lines >= 40, "{pairs} pairs, {lines} lines");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every worker of `replay -j N` ends where the whole run ends (decision 451): a connection
+/// idle to the end of its worker's packets closes at the run's last packet, in the phase of
+/// the run's last write or frame, as one session closes it, not at its worker's own last
+/// packet. zero-window-goh2c.pcap cut before its FIN (open to the end, its windows held at
+/// zero) beside zero-window-nghttpd.pcap moved to start half a second after it and last
+/// three seconds more: with 3 and 4 workers the two are in different workers, and before,
+/// the `zero-window` hold of the first ended at its own last packet (its finding gone) and
+/// phase 2's windows missed it.
+#[test]
+fn workers_end_where_the_run_ends() {
+    if !have("mergecap") || !have("editcap") {
+        skipped("mergecap and editcap (wireshark-common) are not installed");
+        return;
+    }
+    let dir = scratch("merge-run-end");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let (a, c, m) = (path("a.pcap"), path("c.pcap"), path("m.pcap"));
+    let goh2c = crate::util::capture("findings/zero-window-goh2c.pcap");
+    let nghttpd = crate::util::capture("findings/zero-window-nghttpd.pcap");
+    // Up to (not with) its FIN, which comes 3 seconds after its last frame.
+    assert!(tool(
+        "editcap",
+        &["-B", "1796175700", goh2c.to_str().unwrap(), &a]
+    ));
+    let off = format!("{:.6}", 1796175698.987202 + 0.5 - 1796175677.576985);
+    assert!(tool(
+        "editcap",
+        &["-t", &off, nghttpd.to_str().unwrap(), &c]
+    ));
+    assert!(tool("mergecap", &["-F", "pcap", "-w", &m, &a, &c]));
+    let json = |args: &[&str]| {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for extra in [&["--every", "500ms"][..], &["--analyze"]] {
+        let with = |j: &str| {
+            let mut args = vec!["replay", &m, "-j", j, "-T", "json"];
+            args.extend(extra);
+            json(&args)
+        };
+        let whole = with("1");
+        let v: Value = serde_json::from_str(&whole).unwrap();
+        let held = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "zero-window")
+            .count();
+        assert_eq!(held, 2, "{extra:?}: both connections' zero-window holds");
+        for j in ["2", "3", "4"] {
+            let parts = with(j);
+            assert!(
+                parts == whole,
+                "-j {j} {extra:?}: {}",
+                first_diff(&whole, &parts)
+            );
+        }
+    }
+}
