@@ -889,8 +889,14 @@ fn workers_print_what_one_prints_in_jsonl_on_every_capture() {
                 let across = ids
                     .iter()
                     .any(|(id, _)| ACROSS_CONNECTIONS.contains(&id.as_str()));
+                // Past 1,000 phases each worker keeps the first 1,000 in which its own
+                // packets fell (a cap hit: docs/scale.md, "Not merged yet").
+                let capped = a_text.contains("\"phases-capped\"");
                 assert!(
-                    across || IDS_NOT_EXACT.contains(&name) || REAL_IDS_NOT_EXACT.contains(&name),
+                    across
+                        || capped
+                        || IDS_NOT_EXACT.contains(&name)
+                        || REAL_IDS_NOT_EXACT.contains(&name),
                     "{more:?} differs from -j 1: {}",
                     first_diff(&a_text, &b_text)
                 );
@@ -905,7 +911,7 @@ fn workers_print_what_one_prints_in_jsonl_on_every_capture() {
             }
         }
     }
-    // The 7 captures named above and the one with findings across connections.
+    // The one with findings across connections, and the few whose phases pass 1,000.
     assert!(
         same + 2 * 3 * 7 >= 2 * 3 * all.len(),
         "only {same} of {} identical",
