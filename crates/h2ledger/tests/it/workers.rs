@@ -15,6 +15,31 @@ use serde_json::Value;
 
 use crate::util::*;
 
+/// Whether test `name` can run here: as root, with every one of `tools` installed (else it
+/// says SKIPPED, which fails the run under `CI=true`).
+fn runnable(name: &str, tools: &[&str]) -> bool {
+    if crate::live::skip_unless_root(name) {
+        return false;
+    }
+    for tool in tools {
+        if !have(tool) {
+            skipped(&format!("SKIPPED {name}: needs {tool}"));
+            return false;
+        }
+    }
+    true
+}
+
+/// Stops `sniff` as a user's `kill` does (SIGTERM), and what it wrote.
+fn stop(sniff: std::process::Child) -> std::process::Output {
+    assert!(Command::new("kill")
+        .args(["-TERM", &sniff.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    sniff.wait_with_output().unwrap()
+}
+
 /// The client ports of the TCP connections in a capture, by tshark, and whether each was
 /// seen in both directions.
 fn tshark_ports(file: &Path, server: u16) -> Vec<(u16, bool)> {
@@ -43,14 +68,11 @@ fn tshark_ports(file: &Path, server: u16) -> Vec<(u16, bool)> {
 
 #[test]
 fn sniff_workers_keep_connections_whole() {
-    if crate::live::skip_unless_root("sniff_workers") {
+    if !runnable(
+        "sniff_workers",
+        &["nghttpd", "h2load", "mergecap", "tshark"],
+    ) {
         return;
-    }
-    for tool in ["nghttpd", "h2load", "mergecap", "tshark"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers");
     let www = dir.join("www");
@@ -83,13 +105,7 @@ fn sniff_workers_keep_connections_whole() {
     let text = String::from_utf8_lossy(&load.stdout);
     assert!(text.contains("10000 succeeded"), "{text}");
     std::thread::sleep(Duration::from_millis(500));
-    let pid = sniff.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let out = sniff.wait_with_output().unwrap();
+    let out = stop(sniff);
     let _ = server.kill();
     let _ = server.wait();
     assert!(out.status.success(), "sniff exit status {:?}", out.status);
@@ -179,14 +195,8 @@ fn sniff_workers_keep_connections_whole() {
 /// `-c N` over two workers: exactly N packets read, and exactly those in the two `-w` files.
 #[test]
 fn sniff_workers_count_packets_exactly() {
-    if crate::live::skip_unless_root("sniff_workers_count") {
+    if !runnable("sniff_workers_count", &["nghttpd", "h2load", "tshark"]) {
         return;
-    }
-    for tool in ["nghttpd", "h2load", "tshark"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers_count: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers-count");
     let www = dir.join("www");
@@ -282,14 +292,8 @@ fn scrape(addr: &str) -> String {
 /// side), libpcap's drops, the connections open now.
 #[test]
 fn sniff_workers_metrics_are_the_one_worker_figures() {
-    if crate::live::skip_unless_root("sniff_workers_metrics") {
+    if !runnable("sniff_workers_metrics", &["nghttpd", "h2load", "mergecap"]) {
         return;
-    }
-    for tool in ["nghttpd", "h2load", "mergecap"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers_metrics: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers-metrics");
     let www = dir.join("www");
@@ -339,13 +343,7 @@ fn sniff_workers_metrics_are_the_one_worker_figures() {
         prev = m;
         std::thread::sleep(Duration::from_millis(300));
     };
-    let pid = sniff.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let out = sniff.wait_with_output().unwrap();
+    let out = stop(sniff);
     let _ = server.kill();
     let _ = server.wait();
     assert!(out.status.success(), "sniff exit status {:?}", out.status);
@@ -408,14 +406,8 @@ fn sniff_workers_metrics_are_the_one_worker_figures() {
 /// every call h2load made: no worker's period is lost or counted twice in the merge.
 #[test]
 fn sniff_workers_every_rows_add_up() {
-    if crate::live::skip_unless_root("sniff_workers_every") {
+    if !runnable("sniff_workers_every", &["nghttpd", "h2load"]) {
         return;
-    }
-    for tool in ["nghttpd", "h2load"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers_every: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers-every");
     let (mut server, port) = h2c_nghttpd(&dir.join("www"));
@@ -437,13 +429,7 @@ fn sniff_workers_every_rows_add_up() {
     assert!(load.status.success());
     assert!(String::from_utf8_lossy(&load.stdout).contains("6000 succeeded"));
     std::thread::sleep(Duration::from_millis(2500));
-    let pid = sniff.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let out = sniff.wait_with_output().unwrap();
+    let out = stop(sniff);
     let _ = server.kill();
     let _ = server.wait();
     assert!(out.status.success(), "sniff exit status {:?}", out.status);
@@ -472,14 +458,8 @@ fn sniff_workers_every_rows_add_up() {
 /// worker counted its periods from one origin, and the phases merged phase by phase.
 #[test]
 fn sniff_workers_every_cuts_phases_as_one_worker() {
-    if crate::live::skip_unless_root("sniff_workers_phases") {
+    if !runnable("sniff_workers_phases", &["nghttpd", "h2load", "mergecap"]) {
         return;
-    }
-    for tool in ["nghttpd", "h2load", "mergecap"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers_phases: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers-phases");
     std::fs::create_dir_all(&dir).unwrap();
@@ -513,13 +493,7 @@ fn sniff_workers_every_cuts_phases_as_one_worker() {
         .unwrap();
     assert!(load.status.success());
     std::thread::sleep(Duration::from_millis(500));
-    let pid = sniff.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let out = sniff.wait_with_output().unwrap();
+    let out = stop(sniff);
     let _ = server.kill();
     let _ = server.wait();
     assert!(out.status.success(), "sniff exit status {:?}", out.status);
@@ -622,14 +596,8 @@ fn sniff_workers_every_cuts_phases_as_one_worker() {
 /// runs: the copies from before worker 1 joined).
 #[test]
 fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
-    if crate::live::skip_unless_root("sniff_workers_join") {
+    if !runnable("sniff_workers_join", &["nghttpd", "h2load", "tshark"]) {
         return;
-    }
-    for tool in ["nghttpd", "h2load", "tshark"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers_join: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers-join");
     let (mut server, port) = h2c_nghttpd(&dir.join("www"));
@@ -655,13 +623,7 @@ fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     std::thread::sleep(Duration::from_secs(2));
-    let pid = sniff.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let out = sniff.wait_with_output().unwrap();
+    let out = stop(sniff);
     let _ = load.kill();
     let _ = load.wait();
     let _ = server.kill();
@@ -695,14 +657,8 @@ fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
 /// connections begun before it.
 #[test]
 fn sniff_workers_count_a_capture_wide_finding_once() {
-    if crate::live::skip_unless_root("sniff_workers_capture_wide") {
+    if !runnable("sniff_workers_capture_wide", &["nghttpd", "h2load"]) {
         return;
-    }
-    for tool in ["nghttpd", "h2load"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers_capture_wide: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers-capture-wide");
     let www = dir.join("www");
@@ -735,12 +691,7 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
         String::from_utf8_lossy(&out.stdout)
     );
     let page = samples(&scrape(&addr));
-    assert!(Command::new("kill")
-        .args(["-TERM", &sniff.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let out = sniff.wait_with_output().unwrap();
+    let out = stop(sniff);
     let _ = server.kill();
     let _ = server.wait();
     assert!(out.status.success(), "sniff exit status {:?}", out.status);
@@ -772,14 +723,8 @@ fn sniff_workers_count_a_capture_wide_finding_once() {
 /// connection.
 #[test]
 fn sniff_workers_write_one_stream_of_jsonl() {
-    if crate::live::skip_unless_root("sniff_workers_jsonl") {
+    if !runnable("sniff_workers_jsonl", &["nghttpd", "h2load", "mergecap"]) {
         return;
-    }
-    for tool in ["nghttpd", "h2load", "mergecap"] {
-        if !have(tool) {
-            skipped(&format!("SKIPPED sniff_workers_jsonl: needs {tool}"));
-            return;
-        }
     }
     let dir = scratch("workers-jsonl");
     let www = dir.join("www");
@@ -802,13 +747,7 @@ fn sniff_workers_write_one_stream_of_jsonl() {
         .unwrap();
     assert!(load.status.success());
     std::thread::sleep(Duration::from_millis(500));
-    let pid = sniff.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let out = sniff.wait_with_output().unwrap();
+    let out = stop(sniff);
     let _ = server.kill();
     let _ = server.wait();
     assert!(out.status.success(), "sniff exit status {:?}", out.status);
