@@ -30,6 +30,17 @@ fn runnable(name: &str, tools: &[&str]) -> bool {
     true
 }
 
+/// `h2ledger sniff -i lo --port PORT ARGS...`, its output and errors piped.
+fn sniff_lo(port: u16, args: &[&str]) -> std::process::Child {
+    Command::new(bin())
+        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Stops `sniff` as a user's `kill` does (SIGTERM), and what it wrote.
 fn stop(sniff: std::process::Child) -> std::process::Output {
     assert!(Command::new("kill")
@@ -202,14 +213,19 @@ fn sniff_workers_count_packets_exactly() {
     let www = dir.join("www");
     let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("c.pcap");
-    let mut sniff = Command::new(bin())
-        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
-        .args(["--workers", "2", "-c", "100", "-T", "json", "-w"])
-        .arg(&w)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sniff = sniff_lo(
+        port,
+        &[
+            "--workers",
+            "2",
+            "-c",
+            "100",
+            "-T",
+            "json",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
     let line = listening_line(&mut sniff);
     assert!(line.contains("listening on"), "{line}");
     let load = Command::new("h2load")
@@ -299,15 +315,21 @@ fn sniff_workers_metrics_are_the_one_worker_figures() {
     let www = dir.join("www");
     let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("m.pcap");
-    let mut sniff = Command::new(bin())
-        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
-        .args(["--workers", "2", "-T", "json", "-B", "131072"])
-        .args(["--metrics", "127.0.0.1:0", "-w"])
-        .arg(&w)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sniff = sniff_lo(
+        port,
+        &[
+            "--workers",
+            "2",
+            "-T",
+            "json",
+            "-B",
+            "131072",
+            "--metrics",
+            "127.0.0.1:0",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
     let (addr, second) = metrics_started(sniff.stderr.take().unwrap());
     assert!(second.contains("2 workers"), "{second}");
     // A scrape before any traffic: every series there, at 0.
@@ -411,13 +433,10 @@ fn sniff_workers_every_rows_add_up() {
     }
     let dir = scratch("workers-every");
     let (mut server, port) = h2c_nghttpd(&dir.join("www"));
-    let mut sniff = Command::new(bin())
-        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
-        .args(["--workers", "2", "--every", "500ms", "-B", "131072"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sniff = sniff_lo(
+        port,
+        &["--workers", "2", "--every", "500ms", "-B", "131072"],
+    );
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     // 20 connections at 100 calls/s each: 3 s of traffic, six intervals or so.
@@ -465,9 +484,9 @@ fn sniff_workers_every_cuts_phases_as_one_worker() {
     std::fs::create_dir_all(&dir).unwrap();
     let (mut server, port) = h2c_nghttpd(&dir.join("www"));
     let w = dir.join("w.pcap");
-    let mut sniff = Command::new(bin())
-        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
-        .args([
+    let mut sniff = sniff_lo(
+        port,
+        &[
             "--workers",
             "2",
             "--every",
@@ -477,12 +496,9 @@ fn sniff_workers_every_cuts_phases_as_one_worker() {
             "-B",
             "131072",
             "-w",
-        ])
-        .arg(&w)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+            w.to_str().unwrap(),
+        ],
+    );
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     // 20 connections at 100 calls/s each: 2 s of traffic, four periods or so.
@@ -612,14 +628,19 @@ fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
     let w = dir.join("j.pcap");
     // A large buffer: activating the handle (its ring) takes longer, the window before the
     // join is wider.
-    let mut sniff = Command::new(bin())
-        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
-        .args(["--workers", "2", "-T", "json", "-B", "131072", "-w"])
-        .arg(&w)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sniff = sniff_lo(
+        port,
+        &[
+            "--workers",
+            "2",
+            "-T",
+            "json",
+            "-B",
+            "131072",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     std::thread::sleep(Duration::from_secs(2));
@@ -730,14 +751,19 @@ fn sniff_workers_write_one_stream_of_jsonl() {
     let www = dir.join("www");
     let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("j.pcap");
-    let mut sniff = Command::new(bin())
-        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
-        .args(["--workers", "2", "-T", "jsonl", "-B", "131072", "-w"])
-        .arg(&w)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sniff = sniff_lo(
+        port,
+        &[
+            "--workers",
+            "2",
+            "-T",
+            "jsonl",
+            "-B",
+            "131072",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     let load = Command::new("h2load")
