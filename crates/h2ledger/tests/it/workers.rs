@@ -30,11 +30,21 @@ fn runnable(name: &str, tools: &[&str]) -> bool {
     true
 }
 
-/// `h2ledger sniff -i lo --port PORT ARGS...`, its output and errors piped.
-fn sniff_lo(port: u16, args: &[&str]) -> std::process::Child {
+/// `h2ledger sniff -i lo --port PORT --workers 2 ARGS... [-w WRITE]`, its output and errors
+/// piped.
+fn sniff_two(port: u16, args: &[&str], write: Option<&Path>) -> std::process::Child {
     Command::new(bin())
-        .args(["sniff", "-i", "lo", "--port", &port.to_string()])
+        .args([
+            "sniff",
+            "-i",
+            "lo",
+            "--port",
+            &port.to_string(),
+            "--workers",
+            "2",
+        ])
         .args(args)
+        .args(write.iter().flat_map(|w| [Path::new("-w"), w]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -213,19 +223,7 @@ fn sniff_workers_count_packets_exactly() {
     let www = dir.join("www");
     let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("c.pcap");
-    let mut sniff = sniff_lo(
-        port,
-        &[
-            "--workers",
-            "2",
-            "-c",
-            "100",
-            "-T",
-            "json",
-            "-w",
-            w.to_str().unwrap(),
-        ],
-    );
+    let mut sniff = sniff_two(port, &["-c", "100", "-T", "json"], Some(&w));
     let line = listening_line(&mut sniff);
     assert!(line.contains("listening on"), "{line}");
     let load = Command::new("h2load")
@@ -315,20 +313,10 @@ fn sniff_workers_metrics_are_the_one_worker_figures() {
     let www = dir.join("www");
     let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("m.pcap");
-    let mut sniff = sniff_lo(
+    let mut sniff = sniff_two(
         port,
-        &[
-            "--workers",
-            "2",
-            "-T",
-            "json",
-            "-B",
-            "131072",
-            "--metrics",
-            "127.0.0.1:0",
-            "-w",
-            w.to_str().unwrap(),
-        ],
+        &["-T", "json", "-B", "131072", "--metrics", "127.0.0.1:0"],
+        Some(&w),
     );
     let (addr, second) = metrics_started(sniff.stderr.take().unwrap());
     assert!(second.contains("2 workers"), "{second}");
@@ -433,10 +421,7 @@ fn sniff_workers_every_rows_add_up() {
     }
     let dir = scratch("workers-every");
     let (mut server, port) = h2c_nghttpd(&dir.join("www"));
-    let mut sniff = sniff_lo(
-        port,
-        &["--workers", "2", "--every", "500ms", "-B", "131072"],
-    );
+    let mut sniff = sniff_two(port, &["--every", "500ms", "-B", "131072"], None);
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     // 20 connections at 100 calls/s each: 3 s of traffic, six intervals or so.
@@ -484,20 +469,10 @@ fn sniff_workers_every_cuts_phases_as_one_worker() {
     std::fs::create_dir_all(&dir).unwrap();
     let (mut server, port) = h2c_nghttpd(&dir.join("www"));
     let w = dir.join("w.pcap");
-    let mut sniff = sniff_lo(
+    let mut sniff = sniff_two(
         port,
-        &[
-            "--workers",
-            "2",
-            "--every",
-            "500ms",
-            "-T",
-            "json",
-            "-B",
-            "131072",
-            "-w",
-            w.to_str().unwrap(),
-        ],
+        &["--every", "500ms", "-T", "json", "-B", "131072"],
+        Some(&w),
     );
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
@@ -628,19 +603,7 @@ fn sniff_workers_joining_under_traffic_count_no_packet_twice() {
     let w = dir.join("j.pcap");
     // A large buffer: activating the handle (its ring) takes longer, the window before the
     // join is wider.
-    let mut sniff = sniff_lo(
-        port,
-        &[
-            "--workers",
-            "2",
-            "-T",
-            "json",
-            "-B",
-            "131072",
-            "-w",
-            w.to_str().unwrap(),
-        ],
-    );
+    let mut sniff = sniff_two(port, &["-T", "json", "-B", "131072"], Some(&w));
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     std::thread::sleep(Duration::from_secs(2));
@@ -751,19 +714,7 @@ fn sniff_workers_write_one_stream_of_jsonl() {
     let www = dir.join("www");
     let (mut server, port) = h2c_nghttpd(&www);
     let w = dir.join("j.pcap");
-    let mut sniff = sniff_lo(
-        port,
-        &[
-            "--workers",
-            "2",
-            "-T",
-            "jsonl",
-            "-B",
-            "131072",
-            "-w",
-            w.to_str().unwrap(),
-        ],
-    );
+    let mut sniff = sniff_two(port, &["-T", "jsonl", "-B", "131072"], Some(&w));
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     let load = Command::new("h2load")
