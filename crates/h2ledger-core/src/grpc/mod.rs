@@ -414,6 +414,20 @@ impl Grpc {
         Sides<crate::stats::LogBuckets>,
         Vec<crate::stats::HistBuckets>,
     ) {
+        self.scope(phase, |s, sc| {
+            (
+                Sides {
+                    client: s[0].sizes.data(),
+                    server: s[1].sizes.data(),
+                },
+                sc.methods.values().map(|m| m.latency.buckets()).collect(),
+            )
+        })
+    }
+
+    /// `f` of one scope's messages per side and methods (`phase` None: the whole capture; a
+    /// phase that holds none: empty ones).
+    fn scope<R>(&self, phase: Option<u64>, f: impl FnOnce(&[SideMsgs; 2], &GrpcScope) -> R) -> R {
         let empty: [SideMsgs; 2] = Default::default();
         let s = match phase {
             None => &self.whole,
@@ -424,70 +438,56 @@ impl Grpc {
             None => &self.methods,
             Some(p) => self.phase_methods.get(p).unwrap_or(&no_methods),
         };
-        (
-            Sides {
-                client: s[0].sizes.data(),
-                server: s[1].sizes.data(),
-            },
-            sc.methods.values().map(|m| m.latency.buckets()).collect(),
-        )
+        f(s, sc)
     }
 
     /// The per-side report of one scope (`phase` None: the whole capture), with the per-method
     /// totals of the calls folded in it.
     pub(crate) fn report(&self, phase: Option<u64>) -> GrpcReport {
-        let empty: [SideMsgs; 2] = Default::default();
-        let s = match phase {
-            None => &self.whole,
-            Some(p) => self.phases.get(p).unwrap_or(&empty),
-        };
-        let no_methods = GrpcScope::default();
-        let sc = match phase {
-            None => &self.methods,
-            Some(p) => self.phase_methods.get(p).unwrap_or(&no_methods),
-        };
-        let side = |m: &SideMsgs| GrpcSide {
-            messages: m.messages,
-            message_bytes: m.sizes.sum,
-            message_size: MessageSize {
-                p50: m.sizes.percentile(50),
-                p99: m.sizes.percentile(99),
-                max: (m.sizes.count > 0).then_some(m.sizes.max),
-            },
-            compressed: m.compressed,
-            incomplete: m.incomplete,
-        };
-        let mut r = GrpcReport {
-            calls: sc.calls,
-            sides: Sides {
-                client: side(&s[0]),
-                server: side(&s[1]),
-            },
-            methods: Vec::new(),
-            untracked_calls: self.untracked_calls,
-            methods_folded: sc.methods_folded,
-        };
-        for (name, m) in &sc.methods {
-            let p = Percentiles::of_hist(&m.latency);
-            r.methods.push(GrpcMethod {
-                method: name.clone(),
-                calls: m.calls,
-                status: m.status.clone(),
-                messages: Sides {
-                    client: m.messages[0],
-                    server: m.messages[1],
+        self.scope(phase, |s, sc| {
+            let side = |m: &SideMsgs| GrpcSide {
+                messages: m.messages,
+                message_bytes: m.sizes.sum,
+                message_size: MessageSize {
+                    p50: m.sizes.percentile(50),
+                    p99: m.sizes.percentile(99),
+                    max: (m.sizes.count > 0).then_some(m.sizes.max),
                 },
-                message_bytes: Sides {
-                    client: m.bytes[0],
-                    server: m.bytes[1],
+                compressed: m.compressed,
+                incomplete: m.incomplete,
+            };
+            let mut r = GrpcReport {
+                calls: sc.calls,
+                sides: Sides {
+                    client: side(&s[0]),
+                    server: side(&s[1]),
                 },
-                latency_us: LatencyP {
-                    p50: p.p50,
-                    p99: p.p99,
-                },
-            });
-        }
-        r
+                methods: Vec::new(),
+                untracked_calls: self.untracked_calls,
+                methods_folded: sc.methods_folded,
+            };
+            for (name, m) in &sc.methods {
+                let p = Percentiles::of_hist(&m.latency);
+                r.methods.push(GrpcMethod {
+                    method: name.clone(),
+                    calls: m.calls,
+                    status: m.status.clone(),
+                    messages: Sides {
+                        client: m.messages[0],
+                        server: m.messages[1],
+                    },
+                    message_bytes: Sides {
+                        client: m.bytes[0],
+                        server: m.bytes[1],
+                    },
+                    latency_us: LatencyP {
+                        p50: p.p50,
+                        p99: p.p99,
+                    },
+                });
+            }
+            r
+        })
     }
 }
 
