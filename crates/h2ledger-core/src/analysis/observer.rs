@@ -91,7 +91,10 @@ impl Observer for Analysis {
     }
     fn close(&mut self, summary: &ConnSummary) {
         let id = summary.id.0;
-        let phase = self.phase(self.now);
+        // The phase of the connection's own end (its second FIN, its RST, the run's end), not
+        // of the clock: the latest write or frame of any connection so far depends on what
+        // else the session saw, so a part of `-j N` would close it earlier (decision 460).
+        let phase = self.phase(summary.end.unwrap_or(self.now));
         self.flow.close(summary.id, phase);
         self.grpc.close(summary.id, phase, &mut self.calls);
         self.close_pending(id);

@@ -993,7 +993,10 @@ fn several_files_print_the_jsonl_of_mergecap() {
 /// zero) beside zero-window-nghttpd.pcap moved to start half a second after it and last
 /// three seconds more: with 3 and 4 workers the two are in different workers, and before,
 /// the `zero-window` hold of the first ended at its own last packet (its finding gone) and
-/// phase 2's windows missed it.
+/// phase 2's windows missed it. The same pair with goh2c's FIN (three seconds after its last
+/// frame, so in the middle of the run): the analysis closes it in the phase of its FIN
+/// (decision 460); before, in the phase of the latest write or frame of any connection, which
+/// in one session was the other connection's and in its worker its own, so phase 2 differed.
 #[test]
 fn workers_end_where_the_run_ends() {
     if !have("mergecap") || !have("editcap") {
@@ -1003,7 +1006,12 @@ fn workers_end_where_the_run_ends() {
     let dir = scratch("merge-run-end");
     std::fs::create_dir_all(&dir).unwrap();
     let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
-    let (a, c, m) = (path("a.pcap"), path("c.pcap"), path("m.pcap"));
+    let (a, c, m, mf) = (
+        path("a.pcap"),
+        path("c.pcap"),
+        path("m.pcap"),
+        path("m-fin.pcap"),
+    );
     let goh2c = crate::util::capture("findings/zero-window-goh2c.pcap");
     let nghttpd = crate::util::capture("findings/zero-window-nghttpd.pcap");
     // Up to (not with) its FIN, which comes 3 seconds after its last frame.
@@ -1017,14 +1025,21 @@ fn workers_end_where_the_run_ends() {
         &["-t", &off, nghttpd.to_str().unwrap(), &c]
     ));
     assert!(tool("mergecap", &["-F", "pcap", "-w", &m, &a, &c]));
+    let g = goh2c.to_str().unwrap();
+    assert!(tool("mergecap", &["-F", "pcap", "-w", &mf, g, &c]));
     let json = |args: &[&str]| {
         let out = run(args);
         assert_eq!(out.status.code(), Some(0), "{args:?}");
         String::from_utf8(out.stdout).unwrap()
     };
-    for extra in [&["--every", "500ms"][..], &["--analyze"]] {
+    let cases = [
+        (&m, &["--every", "500ms"][..]),
+        (&m, &["--analyze"]),
+        (&mf, &["--every", "500ms"]),
+    ];
+    for (m, extra) in cases {
         let with = |j: &str| {
-            let mut args = vec!["replay", &m, "-j", j, "-T", "json"];
+            let mut args = vec!["replay", m, "-j", j, "-T", "json"];
             args.extend(extra);
             json(&args)
         };
@@ -1041,7 +1056,7 @@ fn workers_end_where_the_run_ends() {
             let parts = with(j);
             assert!(
                 parts == whole,
-                "-j {j} {extra:?}: {}",
+                "-j {j} {m} {extra:?}: {}",
                 first_diff(&whole, &parts)
             );
         }
