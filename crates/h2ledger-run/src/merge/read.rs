@@ -118,7 +118,7 @@ fn time(m: &Map<String, Value>, k: &str, at: &str) -> R<Option<Nanos>> {
 
 /// `unlisted_first`: absent (none, or a report before it existed), `null` (not known), or
 /// the first packets of the connections the report does not list.
-fn unlisted(m: &Map<String, Value>, at: &str) -> R<Unlisted> {
+fn unlisted(m: &Map<String, Value>) -> R<Unlisted> {
     match m.get("unlisted_first") {
         None => Ok(Unlisted::NotGiven),
         Some(Value::Null) => Ok(Unlisted::Unknown),
@@ -128,10 +128,10 @@ fn unlisted(m: &Map<String, Value>, at: &str) -> R<Unlisted> {
             .collect::<Option<Vec<_>>>()
             .map(Unlisted::Known)
             .map_or_else(
-                || err(format!("`{at}.unlisted_first` is not a list of times")),
+                || err("`unlisted_first` is not a list of times"),
                 Ok,
             ),
-        Some(_) => err(format!("`{at}.unlisted_first` is not a list of times")),
+        Some(_) => err("`unlisted_first` is not a list of times"),
     }
 }
 
@@ -536,7 +536,7 @@ fn body(m: &Map<String, Value>, at: &str) -> R<Report> {
         sides: sides(field(m, "sides", at)?, "sides")?,
         upgraded_calls: u(m, "upgraded_calls", at)?,
         warnings,
-        unlisted_first: unlisted(m, at)?,
+        unlisted_first: unlisted(m)?,
     };
     let findings = match m.get("findings") {
         None => None,
