@@ -63,6 +63,15 @@ fn intern(s: &str) -> R<&'static str> {
     Ok(k)
 }
 
+/// Where key `k` of the object at `at` is, as an error names it: `k` alone at the top.
+fn path(at: &str, k: &str) -> String {
+    if at == "the report" {
+        k.to_owned()
+    } else {
+        format!("{at}.{k}")
+    }
+}
+
 fn obj<'a>(v: &'a Value, at: &str) -> R<&'a Map<String, Value>> {
     v.as_object()
         .map_or_else(|| err(format!("`{at}` is not an object")), Ok)
@@ -76,19 +85,21 @@ fn field<'a>(m: &'a Map<String, Value>, k: &str, at: &str) -> R<&'a Value> {
 fn u(m: &Map<String, Value>, k: &str, at: &str) -> R<u64> {
     let v = field(m, k, at)?;
     v.as_u64()
-        .map_or_else(|| err(format!("`{at}.{k}` is not a count")), Ok)
+        .map_or_else(|| err(format!("`{}` is not a count", path(at, k))), Ok)
 }
 
 fn b(m: &Map<String, Value>, k: &str, at: &str) -> R<bool> {
     let v = field(m, k, at)?;
-    v.as_bool()
-        .map_or_else(|| err(format!("`{at}.{k}` is not true or false")), Ok)
+    v.as_bool().map_or_else(
+        || err(format!("`{}` is not true or false", path(at, k))),
+        Ok,
+    )
 }
 
 fn s(m: &Map<String, Value>, k: &str, at: &str) -> R<String> {
     let v = field(m, k, at)?;
     v.as_str().map_or_else(
-        || err(format!("`{at}.{k}` is not a string")),
+        || err(format!("`{}` is not a string", path(at, k))),
         |x| Ok(x.to_owned()),
     )
 }
@@ -110,7 +121,7 @@ fn time(m: &Map<String, Value>, k: &str, at: &str) -> R<Option<Nanos>> {
     match m.get(k) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v.as_f64().map_or_else(
-            || err(format!("`{at}.{k}` is not a time")),
+            || err(format!("`{}` is not a time", path(at, k))),
             |x| Ok(Some(nanos(x))),
         ),
     }
@@ -127,10 +138,7 @@ fn unlisted(m: &Map<String, Value>) -> R<Unlisted> {
             .map(|x| x.as_f64().map(nanos))
             .collect::<Option<Vec<_>>>()
             .map(Unlisted::Known)
-            .map_or_else(
-                || err("`unlisted_first` is not a list of times"),
-                Ok,
-            ),
+            .map_or_else(|| err("`unlisted_first` is not a list of times"), Ok),
         Some(_) => err("`unlisted_first` is not a list of times"),
     }
 }
@@ -141,7 +149,7 @@ fn counts(v: &Value, at: &str) -> R<BTreeMap<String, u64>> {
         .map(|(k, n)| {
             n.as_u64()
                 .map(|n| (k.clone(), n))
-                .map_or_else(|| err(format!("`{at}.{k}` is not a count")), Ok)
+                .map_or_else(|| err(format!("`{}` is not a count", path(at, k))), Ok)
         })
         .collect()
 }
@@ -251,7 +259,10 @@ fn evidence(v: &Value, at: &str) -> R<Evidence> {
                 ts.iter()
                     .map(|t| t.as_f64().map(nanos))
                     .collect::<Option<Vec<_>>>()
-                    .map_or_else(|| err(format!("`{at}.{k}` is not a list of times")), Ok)?,
+                    .map_or_else(
+                        || err(format!("`{}` is not a list of times", path(at, k))),
+                        Ok,
+                    )?,
             ),
             Value::Number(x) if x.is_u64() => Num::U(x.as_u64().unwrap_or_default()),
             Value::Number(x) => {
@@ -264,7 +275,12 @@ fn evidence(v: &Value, at: &str) -> R<Evidence> {
             }
             // A name the numbers are about (`method-errors`' `method`).
             Value::String(t) => Num::Text(t.as_str().into()),
-            _ => return err(format!("`{at}.{k}` is not a number, a time or a name")),
+            _ => {
+                return err(format!(
+                    "`{}` is not a number, a time or a name",
+                    path(at, k)
+                ))
+            }
         };
         e.set(key, num);
     }
@@ -285,10 +301,10 @@ fn finding(v: &Value) -> R<Finding> {
     let small = |k: &str| -> R<Option<u32>> {
         match m.get(k) {
             None | Some(Value::Null) => Ok(None),
-            Some(x) => x
-                .as_u64()
-                .and_then(|x| u32::try_from(x).ok())
-                .map_or_else(|| err(format!("`{at}.{k}` is not an id")), |x| Ok(Some(x))),
+            Some(x) => x.as_u64().and_then(|x| u32::try_from(x).ok()).map_or_else(
+                || err(format!("`{}` is not an id", path(at, k))),
+                |x| Ok(Some(x)),
+            ),
         }
     };
     Ok(Finding {
@@ -351,7 +367,7 @@ fn pair(m: &Map<String, Value>, k: &str, at: &str) -> R<[u64; 2]> {
         Some(a) if a.len() == 2 && a.iter().all(Option::is_some) => {
             Ok([a[0].unwrap_or_default(), a[1].unwrap_or_default()])
         }
-        _ => err(format!("`{at}.{k}` is not two counts")),
+        _ => err(format!("`{}` is not two counts", path(at, k))),
     }
 }
 
