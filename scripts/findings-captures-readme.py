@@ -52,6 +52,16 @@ WHAT = {
     "grpcgo-slots": ("grpc-go 1.33 server with grpc.MaxConcurrentStreams(2), Check taking 20 ms; "
                      "16 callers x 4 Checks on one connection after a first Check",
                      ["stream-slots-full"]),
+    "grpcgo-bigstatus": ("grpc-go 1.33 server and client; after a first Check, 10 Checks answered "
+                         "UNAVAILABLE with a 20,000-byte grpc-message, a header block above one "
+                         "16,384-byte frame: grpc-go sends it as HEADERS and a CONTINUATION, 5 as "
+                         "a Trailers-Only response (END_STREAM on the HEADERS), 5 as trailers "
+                         "after response headers (decision 454)",
+                         ["call-errors", "method-errors"]),
+    "big503": ("nghttp 1.52.0 `-ns` GET /hello and 4 GETs of /big503 on one connection: a 503 "
+               "with a 20,000-byte header and no body, which Go's server sends as a HEADERS with "
+               "END_STREAM and a CONTINUATION in the next segment (decision 454)",
+               ["call-errors"]),
 }
 
 SERVERS = {

@@ -8,6 +8,10 @@
 #   grpcgo-keepalive.pcap         grpc-go client keepalive Time 10s + PermitWithoutStream vs a
 #                                 grpc-go server with default enforcement (GOAWAY too_many_pings)
 #   grpcgo-slots.pcap             grpc-go server MaxConcurrentStreams(2), 16 callers x 4 calls
+#   grpcgo-bigstatus.pcap         grpc-go UNAVAILABLE with a 20,000-byte grpc-message: the
+#                                 status block is HEADERS + CONTINUATION (decision 454)
+#   big503-goh2c.pcap             go-h2c's /big503 (a 503 with a 20,000-byte header) asked by
+#                                 nghttp: HEADERS with END_STREAM + CONTINUATION
 # and for each NAME: NAME.tshark.json (scripts/tshark-ledger.py, the frames the findings rest
 # on, as Wireshark counts them), captures/findings/manifest.json (port, how it was made, what
 # the program printed, the ids that must fire) and captures/findings-captures.md (the section of
@@ -24,7 +28,7 @@ OUT=$CAP/findings
 PY=/usr/bin/python3
 ATTACK=$CAP/src/h2-attacks/attack.py
 [ "$(id -u)" = 0 ] || { echo "make-findings-captures.sh: run as root" >&2; exit 1; }
-for t in tcpdump tshark nghttpd go; do
+for t in tcpdump tshark nghttpd nghttp go; do
   command -v $t >/dev/null || { echo "make-findings-captures.sh: missing $t" >&2; exit 1; }
 done
 "$PY" -c "import h2" || { echo "make-findings-captures.sh: missing python3-h2" >&2; exit 1; }
@@ -108,6 +112,18 @@ for server in nghttpd goh2c; do
   [ $server = nghttpd ] && attack window-held-$server "$P" window-held --n 1 --path "$BIG" --hold 5
   attack hpack-bomb-$server "$P" hpack-bomb --n 300
 done
+# A 503 whose header block Go's server splits over HEADERS (END_STREAM) and CONTINUATION
+# (decision 454), asked by nghttp on one connection (distinct queries: nghttp asks each URL once).
+log big503-goh2c
+start_dump big503-goh2c "$GOPORT"
+U=http://127.0.0.1:$GOPORT
+nghttp -ns "$U/hello" "$U/big503?1" "$U/big503?2" "$U/big503?3" "$U/big503?4" >"$WORK/big503.nghttp"
+stop_dump big503-goh2c
+codes=$(awk '$5 ~ /^[0-9][0-9][0-9]$/ {n[$5]++} END {s=""; for (c in n) s=s (s?",":"") "\"" c "\":" n[c]; print s}' "$WORK/big503.nghttp")
+printf '{"client":"nghttp %s -ns (one connection)","port":%s,"statuses":{%s}}\n' \
+  "$(nghttp --version | awk '{print $2}' | sed 's/nghttp2\///')" "$GOPORT" "$codes" >"$OUT/big503-goh2c.out.json"
+PORT[big503-goh2c]=$GOPORT
+HOW[big503-goh2c]="nghttp -ns U/hello U/big503?1 U/big503?2 U/big503?3 U/big503?4"
 kill $NGPID $GOPID 2>/dev/null || true
 
 # A real grpc-go server's windows held: a Download of 4 x 1 MiB, no WINDOW_UPDATE for 5 s.
@@ -147,6 +163,7 @@ grpcgo() { # grpcgo NAME ARGS...
 }
 grpcgo grpcgo-keepalive -mode keepalive -seconds 70
 grpcgo grpcgo-slots -mode slots -callers 16 -calls 4 -handler 20ms
+grpcgo grpcgo-bigstatus -mode bigstatus -calls 10 -message 20000
 
 for n in "${!PORT[@]}"; do
   "$PY" "$ROOT/scripts/tshark-ledger.py" "$OUT/$n.pcap" --port "${PORT[$n]}" >"$OUT/$n.tshark.json"

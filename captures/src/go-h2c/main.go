@@ -6,6 +6,7 @@
 // Prints {"port": P}, waits until FILE exists (the capture is running), then runs the client:
 // prior-knowledge h2c (http2.Transport with AllowHTTP): 10 GETs, 4 concurrent GETs, a 100 KiB
 // POST echoed back (flow control), a response with trailers; then prints a JSON summary.
+// /big503 (for a client of -serve) answers 503 with a header block split over CONTINUATION.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,6 +61,12 @@ func main() {
 		w.Write(body)
 		w.(http.Flusher).Flush()
 		w.Header().Set("X-Checksum", "abc123")
+	})
+	// A 503 whose response header block (a 20,000-byte header) is more than one 16,384-byte
+	// frame: Go's server sends it as HEADERS with END_STREAM (no body) and a CONTINUATION.
+	mux.HandleFunc("/big503", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Error-Detail", strings.Repeat("x", 20000))
+		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

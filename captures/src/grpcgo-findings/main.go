@@ -10,6 +10,7 @@
 //	grpcgo-findings -mode deadline [-go FILE] [-calls 10] [-handler 50ms] [-timeout 10ms]
 //	grpcgo-findings -mode cancel [-go FILE] [-calls 20] [-handler 50ms] [-timeout 5ms]
 //	grpcgo-findings -mode rising [-go FILE] [-calls 40] [-handler 2ms]
+//	grpcgo-findings -mode bigstatus [-go FILE] [-calls 10] [-message 20000]
 //
 // keepalive: the server has grpc-go's default keepalive enforcement (no
 // KeepaliveEnforcementPolicy: MinTime 5 min, PermitWithoutStream false); the client dials
@@ -40,6 +41,13 @@
 // failing half way, three of every four UNAVAILABLE "backend pool exhausted"
 // (method-errors-rise).
 //
+// bigstatus: after the first Check, -calls Checks that fail UNAVAILABLE with a grpc-message of
+// -message bytes ('x'), too big for one 16,384-byte frame, so that grpc-go's loopy writer sends
+// the block as HEADERS and CONTINUATION (RFC 9113 §6.10): the odd calls as a Trailers-Only
+// response (one block: :status 200, content-type, grpc-status, grpc-message, END_STREAM on
+// its HEADERS), the even ones after grpc.SendHeader (a response header block, then trailers
+// split the same way).
+//
 // Prints {"port": P} once the server listens, waits until FILE exists (the capture runs), then
 // one JSON line with what the client saw.
 //
@@ -62,8 +70,10 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"strings"
 )
 
 // slowHealth answers Check after a delay, so that calls stay in flight.
@@ -93,6 +103,27 @@ func (h *risingHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
+// bigStatus answers the first Check SERVING, then UNAVAILABLE with a message of size bytes,
+// every other call after sending its response headers first.
+type bigStatus struct {
+	healthpb.UnimplementedHealthServer
+	size int
+	n    int64
+}
+
+func (h *bigStatus) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	i := atomic.AddInt64(&h.n, 1)
+	if i == 1 {
+		return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+	}
+	if i%2 == 1 {
+		if err := grpc.SendHeader(ctx, metadata.Pairs("x-h2ledger", "headers-first")); err != nil {
+			return nil, err
+		}
+	}
+	return nil, status.Error(codes.Unavailable, strings.Repeat("x", h.size))
+}
+
 func waitFor(file string) {
 	for i := 0; i < 600 && file != ""; i++ {
 		if _, err := os.Stat(file); err == nil {
@@ -111,6 +142,7 @@ func main() {
 	handler := flag.Duration("handler", 20*time.Millisecond, "slots, deadline: time the server takes per call")
 	timeout := flag.Duration("timeout", 10*time.Millisecond, "deadline: the client's deadline per call")
 	via := flag.String("via", "", "the client dials this address (a proxy in front of the server) instead")
+	message := flag.Int("message", 20000, "bigstatus: bytes of each failed call's grpc-message")
 	flag.Parse()
 
 	var opts []grpc.ServerOption
@@ -125,6 +157,8 @@ func main() {
 	s := grpc.NewServer(opts...)
 	if *mode == "errors" {
 		healthpb.RegisterHealthServer(s, health.NewServer())
+	} else if *mode == "bigstatus" {
+		healthpb.RegisterHealthServer(s, &bigStatus{size: *message})
 	} else if *mode == "rising" {
 		// The first Check and the first half of the -calls answer SERVING.
 		healthpb.RegisterHealthServer(s, &risingHealth{delay: *handler, after: int64(1 + *calls/2)})
@@ -202,6 +236,17 @@ func main() {
 		}
 		time.Sleep(2 * *handler)
 		out["codes"] = codeCount
+	case "bigstatus":
+		codeCount := map[string]int{}
+		for i := 0; i < *calls; i++ {
+			err := check()
+			codeCount[status.Code(err).String()]++
+			if len(status.Convert(err).Message()) != *message && err != nil {
+				panic(fmt.Sprintf("message of %d bytes", len(status.Convert(err).Message())))
+			}
+		}
+		out["codes"] = codeCount
+		out["message_bytes"] = *message
 	case "rising":
 		codeCount := map[string]int{}
 		for i := 0; i < *calls; i++ {

@@ -27,7 +27,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use h2_frame_parser::{Head, Kind, Packed};
-use h2ledger_core::ledger::BlockSize;
+use h2ledger_core::ledger::{BlockOpen, BlockSize};
 use h2ledger_core::{
     Analysis, ConnSummary, FrameClass, FrameEvent, HeaderList, PingFact, Side, StreamId, StreamStep,
 };
@@ -90,6 +90,8 @@ pub(crate) struct Rec {
     bits: u8,
     /// [`FrameEvent::padding`]: at most 256 (the Pad Length octet and 255 octets).
     padding: u16,
+    /// [`FrameEvent::opened`] ([`pack_opened`]).
+    opened: u8,
 }
 
 const NO_LIST: u32 = u32::MAX;
@@ -144,6 +146,34 @@ fn unpack_step(bits: u8, list: u64) -> StreamStep {
         7 => StreamStep::Untracked,
         _ => StreamStep::None,
     }
+}
+
+/// [`FrameEvent::opened`] in a [`Rec`] byte: 1 when there is one, its class in the next two
+/// bits, its `ends_half` in the next, its step's kind ([`pack_step`]; an opening HEADERS makes
+/// no reset, so no code) in the top three.
+fn pack_opened(o: Option<BlockOpen>) -> u8 {
+    let Some(o) = o else {
+        return 0;
+    };
+    let class = match o.class {
+        FrameClass::Trailers => 2,
+        FrameClass::PushPromise => 4,
+        _ => 0,
+    };
+    1 | class | if o.ends_half { 8 } else { 0 } | pack_step(o.stream).0
+}
+
+/// [`pack_opened`] undone.
+fn unpack_opened(b: u8) -> Option<BlockOpen> {
+    (b & 1 != 0).then(|| BlockOpen {
+        class: match b & 6 {
+            2 => FrameClass::Trailers,
+            4 => FrameClass::PushPromise,
+            _ => FrameClass::Headers,
+        },
+        ends_half: b & 8 != 0,
+        stream: unpack_step(b & !((1 << STEP_SHIFT) - 1), 0),
+    })
 }
 
 /// [`pack_ping`] undone.
@@ -389,6 +419,7 @@ impl Relay {
                 | ping_bits
                 | step_bits,
             padding: ev.padding as u16,
+            opened: pack_opened(ev.opened),
         };
         self.push(Ev::Frame(rec));
     }
@@ -518,6 +549,7 @@ impl Far {
                 unpack_ping(r.class, r.block_list, r.bits)
             },
             stream: unpack_step(r.bits, r.block_list),
+            opened: unpack_opened(r.opened),
         };
         self.analysis.frame_in(&ev, None);
     }
@@ -713,6 +745,37 @@ mod tests {
             assert_eq!(bits & (super::PING_ACKED * 2 - 1), 0, "{s:?}");
             let back = super::unpack_step(bits | super::HAS_BLOCK, code.unwrap_or(7));
             assert_eq!(back, s);
+        }
+    }
+
+    /// A header block's opener (decision 454) crosses whole: every class, step an opening
+    /// HEADERS makes, and `ends_half`.
+    #[test]
+    fn a_block_opener_crosses_to_the_far_thread_whole() {
+        use h2ledger_core::ledger::BlockOpen;
+        use h2ledger_core::FrameClass;
+        assert_eq!(super::unpack_opened(super::pack_opened(None)), None);
+        for class in [
+            FrameClass::Headers,
+            FrameClass::Trailers,
+            FrameClass::PushPromise,
+        ] {
+            for stream in [
+                StreamStep::None,
+                StreamStep::Opened,
+                StreamStep::HalfClosed,
+                StreamStep::Ended,
+                StreamStep::Untracked,
+            ] {
+                for ends_half in [false, true] {
+                    let o = Some(BlockOpen {
+                        class,
+                        stream,
+                        ends_half,
+                    });
+                    assert_eq!(super::unpack_opened(super::pack_opened(o)), o);
+                }
+            }
         }
     }
 }

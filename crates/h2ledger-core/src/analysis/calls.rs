@@ -305,16 +305,17 @@ impl Analysis {
                         reset_code: 0,
                     },
                     last_write: [NO_WRITE; 2],
-                    ending: false,
-                    path_pending: !ev.head.flags.is_end_headers(),
                 },
             );
             cur = Some(slot);
         }
-        if ev.class == FrameClass::Continuation {
-            let pending = cur
-                .and_then(|q| self.calls.get(q))
-                .is_some_and(|l| l.path_pending);
+        if ev.class == FrameClass::Continuation && ev.block_class() == Some(FrameClass::Headers) {
+            // The end of a first block split over CONTINUATION (decision 454): the request's
+            // `:path` is here when its sender is the requester.
+            let pending = cur.and_then(|q| self.calls.get(q)).is_some_and(|l| {
+                let rev = l.rec.flags & F_REQ_REV != 0;
+                rev == (ev.dir == Dir::Rev)
+            });
             if pending {
                 if let Some(p) = ev.headers.and_then(|h| h.known(crate::Known::Path)) {
                     let http = ev
@@ -324,7 +325,6 @@ impl Analysis {
                     let m = self.method_id(http, p);
                     self.method_seen(m, ev.ts);
                     if let Some(l) = cur.and_then(|q| self.calls.get_mut(q)) {
-                        l.path_pending = false;
                         l.rec.method = m;
                     }
                 }
@@ -370,19 +370,11 @@ impl Analysis {
             call.set_reset(code, ev.side);
             done = true;
         } else if rel == 1 {
-            // The server's half closed, as the ledger's model of the stream says.
-            let header_kind = matches!(ev.class, FrameClass::Headers | FrameClass::Trailers);
-            if matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended) && call.end < 0 {
-                call.end = dt;
-                if header_kind && !ev.head.flags.is_end_headers() {
-                    a.ending = true; // grpc-status may follow in CONTINUATION
-                } else {
-                    done = true;
-                }
-            } else if a.ending
-                && ev.class == FrameClass::Continuation
-                && ev.head.flags.is_end_headers()
+            // The server's half closed, as the ledger's model of the stream says: a header
+            // block's where the block ends, with its grpc-status (decision 454).
+            if matches!(ev.block_step(), StreamStep::HalfClosed | StreamStep::Ended) && call.end < 0
             {
+                call.end = dt;
                 done = true;
             }
         }

@@ -253,9 +253,6 @@ pub(crate) struct Live {
     links: [u32; 2],
     rec: CallRec,
     last_write: [u64; 2],
-    ending: bool,
-    /// Opened by a HEADERS frame without END_HEADERS: `:path` comes with the last CONTINUATION.
-    path_pending: bool,
 }
 
 /// No slot: the end of a connection's list of calls in flight.

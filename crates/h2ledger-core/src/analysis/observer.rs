@@ -75,8 +75,6 @@ impl Observer for Analysis {
                     reset_code: 0,
                 },
                 last_write: [w.index, NO_WRITE],
-                ending: false,
-                path_pending: false,
             },
         );
     }

@@ -101,21 +101,34 @@ fn live_stream(c: &mut ConnF, sid: u32) -> Option<&mut super::conn::StreamF> {
 pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &mut Vec<Fire>) {
     let server = ev.side == Side::Server;
     let sid = ev.head.stream_id.0;
-    match ev.class {
+    // A server's header block is read where it ends, as the frame that opened it was
+    // classified: a response or trailers split over CONTINUATION frames is one block
+    // (decision 454). A request's HEADERS opens the call where the stream opens.
+    let class = match ev.block_class() {
+        Some(b) if server => b,
+        _ => ev.class,
+    };
+    match class {
         FrameClass::Headers | FrameClass::Trailers if server => {
+            if ev.class == FrameClass::Headers && ev.opened.is_none() {
+                // A response's first block that CONTINUATION frames end: its first byte is
+                // this HEADERS, its fields are read where the block ends.
+                first_byte(c, sid, ev.ts);
+            }
             let Some(h) = ev.headers else {
                 return;
             };
             // grpc-status ends a call: in its trailers, or in a Trailers-Only response, which
             // ends the stream too (gRPC's PROTOCOL-HTTP2.md); `:status` is in the first block.
-            // Whether the block ends the server's half is the ledger's word (decision 448).
-            let ends = ev.class == FrameClass::Trailers || ev.ends_half();
+            // Whether the block ends the server's half is the ledger's word (decisions 448,
+            // 454: on the frame that ends the block).
+            let ends = class == FrameClass::Trailers || ev.ends_half();
             let grpc = if ends {
                 h.known(Known::GrpcStatus).and_then(number)
             } else {
                 None
             };
-            let status = || match ev.class {
+            let status = || match class {
                 FrameClass::Headers => h.known(Known::Status).and_then(number),
                 _ => None,
             };
@@ -148,12 +161,8 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             let grpc_reply = h
                 .known(Known::ContentType)
                 .is_some_and(|v| v.starts_with(b"application/grpc"));
-            if ev.class == FrameClass::Headers {
-                if let Some(call) = live_call(c, sid) {
-                    if call.first_byte == 0 {
-                        call.first_byte = ev.ts;
-                    }
-                }
+            if class == FrameClass::Headers {
+                first_byte(c, sid, ev.ts);
             }
             if grpc.is_some() || (http.is_some_and(|s| s >= 200) && !grpc_reply) || ends {
                 method_end(c, sid, failed, grpc, http, out);
@@ -168,32 +177,20 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
                 judge_deadline(c, out);
             }
         }
-        FrameClass::Headers if !server => {
-            *call = method_start(c, ev);
-            if ev.ends_half() {
-                call.req_end = ev.ts;
-            }
-            if let Some(t) = ev
-                .headers
-                .and_then(|h| h.known(Known::GrpcTimeout))
-                .and_then(grpc_timeout)
-            {
-                let f = &mut c.fail;
-                f.timeout_min = if f.timeouts == 0 {
-                    t
-                } else {
-                    f.timeout_min.min(t)
-                };
-                f.timeout_max = f.timeout_max.max(t);
-                f.timeouts += 1;
-                call.deadline = ev.ts.saturating_add(t).max(1);
-            }
-            if let Some(l) = c.fail.last_stream_id {
-                if sid > l && sid & 1 == 1 {
-                    c.fail.cut += 1;
-                    note_cut(c, call.method);
-                    out.push((FindingId::GoawayCutCalls, Some(Side::Server), Some(sid)));
-                }
+        FrameClass::Headers if !server && ev.opened.is_none() => {
+            // A request block that CONTINUATION frames end: its stream's record is made now,
+            // its call (`:path`, `grpc-timeout`, END_STREAM) where the block ends.
+            *call = CallF {
+                method: u16::MAX,
+                ..CallF::default()
+            };
+        }
+        FrameClass::Headers if !server => *call = request(c, ev, out),
+        FrameClass::Continuation if !server && ev.block_class() == Some(FrameClass::Headers) => {
+            let mut made = request(c, ev, out);
+            if let Some(st) = live_stream(c, sid) {
+                made.window_ns = st.call.window_ns;
+                st.call = made;
             }
         }
         FrameClass::RstStream if !server => {
@@ -260,6 +257,49 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             }
         }
         _ => {}
+    }
+}
+
+/// A request's header block, where it ends (its HEADERS, or the CONTINUATION that ends it,
+/// decision 454): its call (method, deadline, END_STREAM), and `goaway-cut-calls` for a
+/// stream above a GOAWAY's last_stream_id.
+fn request(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) -> CallF {
+    let sid = ev.head.stream_id.0;
+    let mut call = method_start(c, ev);
+    if ev.ends_half() {
+        call.req_end = ev.ts;
+    }
+    if let Some(t) = ev
+        .headers
+        .and_then(|h| h.known(Known::GrpcTimeout))
+        .and_then(grpc_timeout)
+    {
+        let f = &mut c.fail;
+        f.timeout_min = if f.timeouts == 0 {
+            t
+        } else {
+            f.timeout_min.min(t)
+        };
+        f.timeout_max = f.timeout_max.max(t);
+        f.timeouts += 1;
+        call.deadline = ev.ts.saturating_add(t).max(1);
+    }
+    if let Some(l) = c.fail.last_stream_id {
+        if sid > l && sid & 1 == 1 {
+            c.fail.cut += 1;
+            note_cut(c, call.method);
+            out.push((FindingId::GoawayCutCalls, Some(Side::Server), Some(sid)));
+        }
+    }
+    call
+}
+
+/// The response to the call on `sid` began at `ts`, unless it began before.
+fn first_byte(c: &mut ConnF, sid: u32, ts: Nanos) {
+    if let Some(call) = live_call(c, sid) {
+        if call.first_byte == 0 {
+            call.first_byte = ts;
+        }
     }
 }
 

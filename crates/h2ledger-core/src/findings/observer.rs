@@ -172,10 +172,12 @@ impl Findings {
         // A request's call (method, deadline, times), kept with the stream it opens.
         let mut call = super::conn::CallF::default();
         // DATA, WINDOW_UPDATE, PING and SETTINGS, most frames, tell nothing of a failure.
+        // A header block ended by a CONTINUATION is read there (decision 454).
         if matches!(
             ev.class,
             FrameClass::Headers | FrameClass::Trailers | FrameClass::RstStream | FrameClass::GoAway
-        ) {
+        ) || ev.opened.is_some()
+        {
             super::failures::frame(c, ev, &mut call, pending);
             if !c.fail.new_cut.is_empty() {
                 let paths = std::mem::take(&mut c.fail.new_cut);

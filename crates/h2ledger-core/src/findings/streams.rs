@@ -90,14 +90,17 @@ pub(super) fn stream_frame(
             } else if ev.class == FrameClass::Headers {
                 st.bits |= SERVER_HEADERS;
             }
+            // A header block's step where the block ends (decision 454): the failure rules
+            // read its fields there, on a call not yet ended.
+            let step = ev.block_step();
             let server_ended = !client
-                && matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended)
+                && matches!(step, StreamStep::HalfClosed | StreamStep::Ended)
                 && st.bits & SERVER_END == 0;
             if server_ended {
                 st.bits |= SERVER_END;
             }
             let bits = st.bits;
-            let done = ev.stream == StreamStep::Ended;
+            let done = step == StreamStep::Ended;
             if done {
                 c.streams.discard_at(slot);
             }

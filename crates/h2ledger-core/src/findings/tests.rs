@@ -893,3 +893,82 @@ fn a_second_end_stream_of_a_closed_half_ends_nothing() {
     assert_eq!(slow.n("request_us"), 0);
     assert!(find(&r, FindingId::CallErrors).is_none());
 }
+
+/// Decision 454: a Trailers-Only answer whose header block a CONTINUATION ends (a HEADERS with
+/// END_STREAM and without END_HEADERS, as grpc-go and Go's net/http send a block above one
+/// frame: captures/findings/grpcgo-bigstatus.pcap, big503-goh2c.pcap) is read where the block
+/// ends: its grpc-status counts, the call's first byte is its HEADERS, and the call ends with
+/// the block. Before, the rules read HEADERS and TRAILERS only: no `call-errors`, and no
+/// `slow-calls` (the call never ended).
+#[test]
+fn a_block_ended_by_continuation_is_read_where_it_ends() {
+    let mut c = T::started(&[], &[]);
+    let block = [
+        vec![0x88],
+        crate::testkit::lit("content-type", "application/grpc"),
+        crate::testkit::lit("grpc-status", "14"),
+    ]
+    .concat();
+    for s in [1, 3, 5] {
+        c.client(&request(s, "/svc/M", true));
+        c.client(&data(s, true, 5));
+        c.wait(1200 * MS);
+        // HEADERS with END_STREAM (:status only), then the CONTINUATION with END_HEADERS.
+        c.server(&fr(1, 1, s, &block[..1]));
+        c.wait(300 * MS);
+        c.server(&fr(9, 4, s, &block[1..]));
+    }
+    let r = c.report();
+    let e = &find(&r, FindingId::CallErrors)
+        .expect("call-errors")
+        .evidence;
+    assert_eq!((e.n("grpc_unavailable"), e.n("calls")), (3, 3));
+    let slow = &find(&r, FindingId::SlowCalls).expect("slow-calls").evidence;
+    assert_eq!(slow.n("slow_calls"), 3);
+    // Each write is a millisecond after the one before: the request at 0, its DATA at 1 ms,
+    // the HEADERS at 1,202 ms, the CONTINUATION at 1,503 ms.
+    assert_eq!(
+        (slow.n("duration_us"), slow.n("first_byte_us")),
+        (1_503_000, 1_202_000)
+    );
+}
+
+/// Decision 455: a request whose header block a CONTINUATION ends is read there too: its
+/// method (`:path`, in the CONTINUATION), its deadline, and its END_STREAM (on the HEADERS,
+/// taking effect with the block). Before, the call was made at the HEADERS, without fields:
+/// its method was the empty path.
+#[test]
+fn a_request_block_ended_by_continuation_names_its_method() {
+    let mut c = T::started(&[], &[]);
+    let block = [
+        vec![0x83, 0x86], // :method POST, :scheme http
+        crate::testkit::lit(":path", "/svc/Split"),
+        crate::testkit::lit("content-type", "application/grpc"),
+        crate::testkit::lit("grpc-timeout", "5S"),
+    ]
+    .concat();
+    for s in (1..=19).step_by(2) {
+        // A GET-like request: END_STREAM on its HEADERS, its fields in the CONTINUATION.
+        c.client(&fr(1, 1, s, &block[..2]));
+        c.client(&fr(9, 4, s, &block[2..]));
+        c.wait(1200 * MS);
+        let unavailable = [("content-type", "application/grpc"), ("grpc-status", "14")];
+        c.server(&response(s, true, &unavailable));
+    }
+    let r = c.report();
+    let m = &find(&r, FindingId::MethodErrors)
+        .expect("method-errors")
+        .evidence;
+    assert_eq!(m.text("method"), "/svc/Split");
+    assert_eq!((m.n("method_calls"), m.n("method_failed")), (10, 10));
+    let slow = &find(&r, FindingId::SlowCalls).expect("slow-calls").evidence;
+    // The request ended with its block (the CONTINUATION, 1 ms after the HEADERS).
+    assert_eq!(
+        (slow.n("request_us"), slow.n("duration_us")),
+        (1_000, 1_202_000)
+    );
+    let d = &find(&r, FindingId::CallErrors)
+        .expect("call-errors")
+        .evidence;
+    assert_eq!(d.n("grpc_unavailable"), 10);
+}

@@ -131,7 +131,6 @@ impl Grpc {
                         epoch,
                         req_end: None,
                         responded: false,
-                        ending: false,
                         bytes: (grpc && per_frame.is_some())
                             .then(|| per_frame::StreamBytes::new(ev.headers)),
                     },
@@ -177,20 +176,18 @@ impl Grpc {
             } else {
                 None
             };
-            let flags = ev.head.flags;
-            // When a half or the stream ends is the ledger's word (`FrameEvent::stream`).
+            // When a half or the stream ends is the ledger's word, a header block's where the
+            // block ends, with its fields (`FrameEvent::block_step`, decision 454).
+            let step = ev.block_step();
             let end = if ev.class == FrameClass::RstStream {
                 true
-            } else if matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended) {
+            } else if matches!(step, StreamStep::HalfClosed | StreamStep::Ended) {
                 if rel == 0 {
                     st.req_end = Some(ev.ts);
                 }
-                let over = ev.stream == StreamStep::Ended;
-                // grpc-status may still come in a CONTINUATION.
-                st.ending = over && header_kind && !flags.is_end_headers();
-                over && !st.ending
+                step == StreamStep::Ended
             } else {
-                st.ending && ev.class == FrameClass::Continuation && flags.is_end_headers()
+                false
             };
             if end {
                 c.streams.discard_at(slot);
@@ -282,19 +279,13 @@ impl Grpc {
         if ev.class == FrameClass::RstStream {
             partial = [st.cut[0].end(), st.cut[1].end()];
             end = true;
-        } else if matches!(ev.stream, StreamStep::HalfClosed | StreamStep::Ended) {
+        } else if matches!(ev.block_step(), StreamStep::HalfClosed | StreamStep::Ended) {
+            // A header block's step where the block ends, with its fields (decision 454).
             if rel == 0 {
                 st.req_end = Some(ev.ts);
             }
             partial[rel] = st.cut[rel].end();
-            let over = ev.stream == StreamStep::Ended;
-            st.ending = over && header_kind && !ev.head.flags.is_end_headers();
-            end = over && !st.ending;
-        } else if st.ending
-            && ev.class == FrameClass::Continuation
-            && ev.head.flags.is_end_headers()
-        {
-            end = true;
+            end = ev.block_step() == StreamStep::Ended;
         }
         if let Some(sb) = st.bytes.as_deref_mut() {
             for r in 0..2 {

@@ -160,8 +160,6 @@ struct Stream {
     epoch: [u32; 2],
     req_end: Option<Nanos>,
     responded: bool,
-    /// END_STREAM was on a header block still waiting for CONTINUATION.
-    ending: bool,
     /// [`PerFrame`]'s: the path, encodings and messages in progress (a gRPC call only).
     bytes: Option<Box<per_frame::StreamBytes>>,
 }

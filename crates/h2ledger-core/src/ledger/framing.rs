@@ -328,6 +328,19 @@ fn frame<O: Observer>(
     let mut decoded = false;
     // The block decoded (if `decoded`) was begun by a PUSH_PROMISE.
     let mut push = false;
+    // This frame ends a header block: `Some(None)` when the block is this frame's own (its
+    // opener is filled in once classified), `Some(Some(o))` a block opened by `o`.
+    let mut ends_block: Option<Option<BlockOpen>> = None;
+    // The opener a block in progress is made with, filled in once its frame is classified.
+    let unset = BlockOpen {
+        class: if head.kind == Kind::PushPromise {
+            FrameClass::PushPromise
+        } else {
+            FrameClass::Headers
+        },
+        stream: StreamStep::None,
+        ends_half: false,
+    };
     let fragment = match &loaded {
         Some(Frame::Headers(h)) => Some((h.fragment, true)),
         Some(Frame::PushPromise(p)) => Some((p.fragment, true)),
@@ -352,14 +365,16 @@ fn frame<O: Observer>(
                 }
                 push = head.kind == Kind::PushPromise;
                 if end {
+                    ends_block = Some(None);
                     decoded = decode_block(ds, frag, which, warnings, id, src, dst);
                 } else {
                     ds.block.clear();
                     ds.block.extend_from_slice(frag);
                     ds.open = Some(OpenBlock {
                         stream: head.stream_id,
-                        push,
                         overflow: false,
+                        lost: false,
+                        opener: unset,
                     });
                 }
             }
@@ -373,8 +388,11 @@ fn frame<O: Observer>(
                     if end {
                         let open = *open;
                         ds.open = None;
-                        push = open.push;
-                        if open.overflow {
+                        push = open.opener.class == FrameClass::PushPromise;
+                        ends_block = Some(Some(open.opener));
+                        if open.lost {
+                            // Its opening fragment was lost (said then): not decoded.
+                        } else if open.overflow {
                             ds.lose_hpack_sync();
                             warnings.add("header-block", || {
                                     format!("connection {} {src} -> {dst}: header block on stream {} larger than {MAX_HEADER_BLOCK} bytes: not decoded, HPACK state lost", id.0, head.stream_id)
@@ -397,6 +415,20 @@ fn frame<O: Observer>(
                 warnings.add("hpack-sync", || {
                         format!("connection {} {src} -> {dst}: {} frame on stream {} could not be read; HPACK state reset (later references may show placeholders)", id.0, head.kind.name(), head.stream_id)
                     });
+                // A HEADERS or PUSH_PROMISE still opens or ends its block: its CONTINUATIONs
+                // are its own, and the block's end is where its step takes effect.
+                if head.kind != Kind::Continuation {
+                    if end {
+                        ends_block = Some(None);
+                    } else {
+                        ds.open = Some(OpenBlock {
+                            stream: head.stream_id,
+                            overflow: false,
+                            lost: true,
+                            opener: unset,
+                        });
+                    }
+                }
             }
         }
     }
@@ -419,6 +451,30 @@ fn frame<O: Observer>(
         StreamStep::None
     } else {
         stream
+    };
+    // The facts of a block's opening frame, for the frame that ends the block (decision 454):
+    // its row, its step, whether it ends its sender's half (by the frame's own rule: its
+    // step, or its END_STREAM on a stream not followed).
+    let opener = |class: FrameClass| BlockOpen {
+        class,
+        stream,
+        ends_half: super::observer::ends_half(stream, &head),
+    };
+    let opened = match ends_block {
+        Some(Some(o)) => Some(o),
+        Some(None) => Some(opener(class)),
+        None => {
+            if matches!(head.kind, Kind::Headers | Kind::PushPromise) {
+                if let Some(o) = c.dirs[dir]
+                    .open
+                    .as_mut()
+                    .filter(|o| o.stream == head.stream_id)
+                {
+                    o.opener = opener(class);
+                }
+            }
+            None
+        }
     };
     if c.streams_full && !c.streams_reported {
         c.streams_reported = true;
@@ -479,6 +535,7 @@ fn frame<O: Observer>(
         padding,
         ping,
         stream,
+        opened,
     };
     observer.frame(&ev);
 }

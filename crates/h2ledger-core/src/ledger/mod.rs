@@ -29,7 +29,8 @@
 //!
 //! Beside it, a direction holds at most one header block awaiting its CONTINUATIONs
 //! (`Option<OpenBlock>`: its stream, whether a PUSH_PROMISE began it, whether it outgrew
-//! `MAX_HEADER_BLOCK`), and the set of warnings it says only once (`Said`: `detect-cap`,
+//! `MAX_HEADER_BLOCK`, what its opening frame was: `FrameEvent::opened` on the frame that
+//! ends it, decision 454), and the set of warnings it says only once (`Said`: `detect-cap`,
 //! `settings-cap`, `hpack-cap`; decision 438).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -81,7 +82,7 @@ mod summary;
 
 use block::*;
 use life::{Blocks, StreamLife};
-pub use observer::{BlockSize, FrameEvent, HeaderNeed, Observer};
+pub use observer::{BlockOpen, BlockSize, FrameEvent, HeaderNeed, Observer};
 pub use summary::{ClientBy, ConnSummary, Prelude, Warnings};
 
 /// Where a direction stands in finding and following its frames, and how it got there: one
@@ -259,11 +260,15 @@ impl Phase {
 #[derive(Clone, Copy, Debug)]
 struct OpenBlock {
     stream: StreamId,
-    /// Begun by a PUSH_PROMISE (a request from the server, so it says nothing of who is
-    /// the client).
-    push: bool,
     /// Past [`MAX_HEADER_BLOCK`]: its fragments are no longer kept and it is not decoded.
     overflow: bool,
+    /// Its opening frame could not be read (said then, HPACK state reset): its CONTINUATIONs
+    /// are still its own, and the last one still ends it, undecoded (decision 454).
+    lost: bool,
+    /// What its opening frame was ([`BlockOpen`]), told on the frame that ends the block; a
+    /// PUSH_PROMISE (class `PushPromise`) carries a request from the server, so its block says
+    /// nothing of who is the client.
+    opener: BlockOpen,
 }
 
 /// A cap hit on a direction: its warning is said at most once.
@@ -861,8 +866,9 @@ mod size_tests {
     fn a_direction_state_is_small() {
         let n = std::mem::size_of::<super::DirState>();
         eprintln!("DirState: {n} bytes");
-        // 712 bytes when its phase was ten booleans, and now (h58, decision 437).
-        assert!(n <= 712, "{n}");
+        // 712 bytes when its phase was ten booleans, and after (h58, decision 437); 720 with
+        // the opener of a header block in progress (decision 454).
+        assert!(n <= 720, "{n}");
     }
 }
 

@@ -51,8 +51,30 @@ pub struct FrameEvent<'a> {
     pub ping: crate::PingFact,
     /// The step this frame made in its stream's life, as the connection model follows it (the
     /// one place a stream's opening, END_STREAM and reset are derived; see
-    /// [`StreamStep`](crate::StreamStep)).
+    /// [`StreamStep`](crate::StreamStep)). A header block's step is on its opening HEADERS,
+    /// where the model takes it; a reader of whole blocks reads [`FrameEvent::block_step`].
     pub stream: crate::StreamStep,
+    /// On the frame that ends a header block (a HEADERS or PUSH_PROMISE with END_HEADERS, or
+    /// the CONTINUATION with END_HEADERS that ends one), decoded or not: what the frame that
+    /// opened the block was (itself, for a block in one frame). `None` on every other frame,
+    /// a HEADERS without END_HEADERS included (decision 454).
+    pub opened: Option<BlockOpen>,
+}
+
+/// The frame that opened a header block, as the ledger classified it, told on the frame that
+/// ends the block ([`FrameEvent::opened`]): a block split over CONTINUATION frames is one block
+/// to every reader (RFC 9113 §4.3, §6.10), read where its fields are (decision 454).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockOpen {
+    /// The opening frame's ledger row: [`FrameClass::Headers`], [`FrameClass::Trailers`] or
+    /// [`FrameClass::PushPromise`].
+    pub class: FrameClass,
+    /// The step the opening frame made in its stream's life ([`FrameEvent::stream`] there).
+    pub stream: crate::StreamStep,
+    /// The block ends its sender's half of the stream: END_STREAM on its opening HEADERS,
+    /// which takes effect with the block (RFC 9113 §8.1), by the rule of
+    /// [`FrameEvent::ends_half`].
+    pub ends_half: bool,
 }
 
 impl FrameEvent<'_> {
@@ -62,20 +84,58 @@ impl FrameEvent<'_> {
     /// ([`StreamStep::Untracked`]: closed already, a block crossing a RST_STREAM, closed and
     /// forgotten, beyond [`MAX_STREAMS`], opened before the capture), a DATA or HEADERS frame
     /// with END_STREAM: its sender closed its half as it saw the stream, which the step cannot
-    /// say for a stream no longer followed. Never a CONTINUATION (END_STREAM is not defined on
-    /// it, §6.10), nor a second END_STREAM of a half the model holds closed (step
-    /// [`StreamStep::None`]: its sender may send nothing more there, §5.1 "half-closed
-    /// (local)").
+    /// say for a stream no longer followed. Not a second END_STREAM of a half the model holds
+    /// closed (step [`StreamStep::None`]: its sender may send nothing more there, §5.1
+    /// "half-closed (local)"). A header block ends the half where the block ends (§8.1: the
+    /// END_STREAM of a HEADERS followed by CONTINUATION takes effect with the block; END_STREAM
+    /// is not defined on a CONTINUATION, §6.10): the answer for a HEADERS is on the frame that
+    /// ends its block, [`BlockOpen::ends_half`], and false on a HEADERS without END_HEADERS
+    /// (decision 454).
     #[inline]
     pub fn ends_half(&self) -> bool {
-        match self.stream {
-            StreamStep::HalfClosed | StreamStep::Ended => true,
-            StreamStep::Untracked => {
-                matches!(self.head.kind, Kind::Data | Kind::Headers)
-                    && self.head.flags.is_end_stream()
+        match self.head.kind {
+            Kind::Headers | Kind::PushPromise | Kind::Continuation => {
+                self.opened.is_some_and(|b| b.ends_half)
             }
-            _ => false,
+            _ => ends_half(self.stream, &self.head),
         }
+    }
+
+    /// The ledger row of the frame that opened the header block this frame ends
+    /// ([`BlockOpen::class`]); `None` on a frame that ends no header block. A reader of a
+    /// block's fields matches this, not [`FrameEvent::class`], which stays the frame's own row
+    /// (a CONTINUATION is counted as one).
+    #[inline]
+    pub fn block_class(&self) -> Option<FrameClass> {
+        self.opened.map(|b| b.class)
+    }
+
+    /// The step in its stream's life as a reader of whole header blocks takes it: on a frame
+    /// of a header block (HEADERS, PUSH_PROMISE, CONTINUATION) the opening frame's step where
+    /// the block ends and [`StreamStep::None`] before; on any other frame its own
+    /// [`FrameEvent::stream`] (decision 454).
+    #[inline]
+    pub fn block_step(&self) -> StreamStep {
+        match self.head.kind {
+            Kind::Headers | Kind::PushPromise | Kind::Continuation => {
+                self.opened.map_or(StreamStep::None, |b| b.stream)
+            }
+            _ => self.stream,
+        }
+    }
+}
+
+/// [`FrameEvent::ends_half`] of one frame alone, by its step and head: the step
+/// [`StreamStep::HalfClosed`] or [`StreamStep::Ended`], or END_STREAM on a DATA or HEADERS of a
+/// stream not followed ([`StreamStep::Untracked`]). The ledger gives a HEADERS' answer to the
+/// frame that ends its block ([`BlockOpen::ends_half`]).
+pub(super) fn ends_half(stream: StreamStep, head: &Head) -> bool {
+    match stream {
+        StreamStep::HalfClosed | StreamStep::Ended => true,
+        StreamStep::Untracked => {
+            matches!(head.kind, Kind::Data | Kind::Headers) && head.flags.is_end_stream()
+        }
+        _ => false,
     }
 }
 
@@ -298,5 +358,96 @@ impl<O: Observer> Observer for Vec<O> {
     }
     fn tls_record(&mut self, conn: ConnId, dir: Dir, w: &Write) {
         self.iter_mut().for_each(|o| o.tls_record(conn, dir, w));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BlockOpen, FrameEvent, Observer};
+    use crate::ledger::Ledger;
+    use crate::model::{FrameClass, StreamStep};
+    use crate::testkit::{fr, lit, settings, settings_ack, PREFACE};
+    use h2_frame_parser::Kind;
+    use h2ledger_tcp::{ConnId, ConnMeta, Dir, Sink, Write};
+
+    /// What a frame of a stream told: its kind, row, block opener, `ends_half`, `block_step`,
+    /// and whether fields came with it.
+    type Told = (Kind, FrameClass, Option<BlockOpen>, bool, StreamStep, bool);
+
+    #[derive(Default)]
+    struct Seen(Vec<Told>);
+
+    impl Observer for Seen {
+        fn frame(&mut self, ev: &FrameEvent<'_>) {
+            if ev.head.stream_id.0 != 0 {
+                let e = (ev.ends_half(), ev.block_step(), ev.headers.is_some());
+                self.0
+                    .push((ev.head.kind, ev.class, ev.opened, e.0, e.1, e.2));
+            }
+        }
+    }
+
+    /// Decision 454: a header block's facts are on the frame that ends it. A response whose
+    /// HEADERS carries END_STREAM and whose CONTINUATION ends the block: the HEADERS is counted
+    /// as HEADERS and tells nothing of the block; the CONTINUATION, counted as CONTINUATION,
+    /// carries the fields, the opener's row and step, and ends the server's half. A block whose
+    /// HEADERS could not be read (PADDED with a pad longer than the frame) still ends at its
+    /// CONTINUATION, undecoded, with no "without a header block" warning.
+    #[test]
+    fn a_block_is_told_where_it_ends() {
+        let mut l = Ledger::new(Seen::default());
+        l.open(&ConnMeta {
+            id: ConnId(0),
+            first_src: "127.0.0.1:50000".parse().unwrap(),
+            first_dst: "127.0.0.1:50051".parse().unwrap(),
+            syn_sender: Some(Dir::Fwd),
+            start: 0,
+            resumes: None,
+        });
+        let mut i = [0u64; 2];
+        let mut send = |l: &mut Ledger<Seen>, dir: Dir, b: &[u8]| {
+            let d = usize::from(dir == Dir::Rev);
+            let w = Write {
+                index: i[d],
+                ts: 1_000 + i[d] as i64,
+                len: b.len() as u32,
+            };
+            i[d] += 1;
+            l.write(ConnId(0), dir, &w);
+            l.data(ConnId(0), dir, &w, b);
+        };
+        send(&mut l, Dir::Fwd, &[PREFACE, &settings(&[])].concat());
+        send(&mut l, Dir::Rev, &[settings(&[]), settings_ack()].concat());
+        send(&mut l, Dir::Fwd, &settings_ack());
+        let get = |s: u32| fr(1, 5, s, &[0x82, 0x86, 0x84]); // GET / (END_STREAM, END_HEADERS)
+        send(&mut l, Dir::Fwd, &get(1));
+        send(&mut l, Dir::Rev, &fr(1, 1, 1, &[0x88]));
+        send(&mut l, Dir::Rev, &fr(9, 4, 1, &lit("grpc-status", "0")));
+        send(&mut l, Dir::Fwd, &get(3));
+        send(&mut l, Dir::Rev, &fr(1, 1 | 8, 3, &[10, 0x88]));
+        send(&mut l, Dir::Rev, &fr(9, 4, 3, &[0x88]));
+        let open = |class, stream| {
+            Some(BlockOpen {
+                class,
+                stream,
+                ends_half: true,
+            })
+        };
+        let (h, k) = (FrameClass::Headers, FrameClass::Continuation);
+        let (half, ended, none) = (StreamStep::HalfClosed, StreamStep::Ended, StreamStep::None);
+        assert_eq!(
+            l.observer.0,
+            vec![
+                (Kind::Headers, h, open(h, half), true, half, true),
+                (Kind::Headers, h, None, false, none, false),
+                (Kind::Continuation, k, open(h, ended), true, ended, true),
+                (Kind::Headers, h, open(h, half), true, half, true),
+                (Kind::Headers, h, None, false, none, false),
+                (Kind::Continuation, k, open(h, ended), true, ended, false),
+            ]
+        );
+        let w = &l.warnings.counts;
+        assert_eq!(w.get("malformed-frame"), Some(&1), "{w:?}");
+        assert_eq!(w.get("header-block"), None, "{w:?}");
     }
 }

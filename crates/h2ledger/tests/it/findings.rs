@@ -726,6 +726,69 @@ fn findings_captures_ledgers_equal_tsharks() {
     }
 }
 
+/// A response header block or trailers that CONTINUATION frames end is one block to every
+/// reader (decision 454). grpcgo-bigstatus: grpc-go answers 10 of 11 Checks UNAVAILABLE with a
+/// 20,000-byte grpc-message, 5 as Trailers-Only and 5 as trailers after response headers, each
+/// status block a HEADERS (16,384 bytes) and a CONTINUATION; big503-goh2c: Go's net/http
+/// answers 4 of 5 GETs 503 with a 20,000-byte header, a HEADERS with END_STREAM and its
+/// CONTINUATION in the next segment. tshark (port from the manifest): `-Y "http2.type == 9"`
+/// 10 and 4 CONTINUATIONs, all the server's. Before, the failure rules read HEADERS and
+/// TRAILERS only: no `call-errors`, no `method-errors`; and a 503's call ended at its HEADERS.
+#[test]
+fn a_status_block_ended_by_continuation_counts() {
+    let ev = |name: &str, id: &str| {
+        let fs = findings(&found(name), NONE);
+        finding(&fs, id).unwrap_or_else(|| panic!("{name}: no {id} in {:?}", ids(&fs)))["evidence"]
+            .clone()
+    };
+    let n = |e: &Value, k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k}: {e}"));
+    let e = ev("grpcgo-bigstatus", "call-errors");
+    assert_eq!(
+        (n(&e, "grpc_unavailable"), n(&e, "failed"), n(&e, "calls")),
+        (10, 10, 11),
+        "{e}"
+    );
+    let e = ev("grpcgo-bigstatus", "method-errors");
+    assert_eq!(e["method"], "/grpc.health.v1.Health/Check");
+    assert_eq!(
+        (
+            n(&e, "method_failed"),
+            n(&e, "grpc_unavailable"),
+            n(&e, "method_calls")
+        ),
+        (10, 10, 11),
+        "{e}"
+    );
+    let e = ev("big503-goh2c", "call-errors");
+    assert_eq!(
+        (n(&e, "http_5xx"), n(&e, "failed"), n(&e, "calls")),
+        (4, 4, 5),
+        "{e}"
+    );
+    // The analysis reads the same blocks: the statuses per method, and each 503's call ends
+    // where its block ends (the CONTINUATION), after its first byte (the HEADERS).
+    let v = crate::util::replay_json(&found("grpcgo-bigstatus").to_string_lossy(), &["--analyze"]);
+    assert_eq!(
+        v["methods"][0]["status"]["grpc-status 14"], 10,
+        "{}",
+        v["methods"]
+    );
+    let f = found("big503-goh2c");
+    let out = run(&["calls", &f.to_string_lossy(), "-T", "jsonl"]);
+    assert!(out.status.success());
+    let calls: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|c: &Value| c["http_status"] == 503)
+        .collect();
+    assert_eq!(calls.len(), 4);
+    for c in &calls {
+        let (first, whole) = (c["first_byte_us"].as_f64(), c["duration_us"].as_f64());
+        assert!(first.unwrap() < whole.unwrap(), "{c}");
+    }
+}
+
 /// `-T prometheus`: `h2ledger_findings_total{id, severity}` counts the JSON's findings by id
 /// (one per id, connection and side; `warn` is labelled `warning`, decision 199).
 #[test]
