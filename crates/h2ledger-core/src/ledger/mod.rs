@@ -72,6 +72,7 @@ pub const MAX_PENDING_SETTINGS: usize = 64;
 pub const NO_WRITE: u64 = u64::MAX;
 
 mod block;
+mod fold;
 mod framing;
 mod life;
 mod observer;
@@ -560,7 +561,7 @@ pub struct Ledger<O> {
     /// Evicted connections whose state was folded for good, by the id the reassembler
     /// evicted: what a return needs to go on as the same connection (at most
     /// [`h2ledger_tcp::DEFAULT_MAX_EVICTED`], as many as the reassembler remembers).
-    folded: FifoMap<Folded>,
+    folded: fold::FoldedMap,
     /// The observer every event goes to.
     pub observer: O,
     /// The run's warnings (the ledger's, and those the caller adds).
@@ -753,7 +754,7 @@ impl<O: Observer> Ledger<O> {
             conns: Conns::default(),
             aliases: HashMap::default(),
             kept: FifoMap::new(MAX_EVICTED_KEPT),
-            folded: FifoMap::new(h2ledger_tcp::DEFAULT_MAX_EVICTED),
+            folded: fold::FoldedMap::new(h2ledger_tcp::DEFAULT_MAX_EVICTED),
             observer,
             warnings: Warnings::default(),
             starts: Some(Vec::new()),
@@ -774,7 +775,7 @@ impl<O: Observer> Ledger<O> {
         for id in left {
             self.finalize(ConnId(id));
         }
-        self.folded.drain();
+        self.folded.clear();
         self.aliases.clear();
     }
 

@@ -51,7 +51,7 @@ impl<O: Observer> Ledger<O> {
             )
         });
         self.end(root, ts);
-        self.folded.insert(old, folded);
+        self.folded.insert(old, &folded);
     }
 }
 
