@@ -210,7 +210,8 @@ impl FoldedMap {
 
     /// Forgets everything.
     pub(super) fn clear(&mut self) {
-        self.map.drain();
+        // Not `FifoMap::drain`, which would copy every entry into a list first.
+        self.map = FifoMap::new(self.map.cap);
         self.side = HashMap::default();
     }
 }

@@ -305,7 +305,9 @@ struct Payload {
 
 struct DirState {
     phase: Phase,
-    scan: Scanner,
+    /// Made at the first bytes looked at for a frame boundary, dropped once framed: 152
+    /// bytes that a framed direction (most of them) does not hold (decision 458).
+    scan: Option<Box<Scanner>>,
     pending: Vec<u8>,
     pending_writes: Vec<(usize, Write)>,
     head_buf: [u8; HEAD_LEN],
@@ -335,7 +337,7 @@ impl DirState {
     fn new(at_start: bool) -> Self {
         DirState {
             phase: Phase::new(at_start),
-            scan: Scanner::default(),
+            scan: None,
             pending: Vec::new(),
             pending_writes: Vec::new(),
             head_buf: [0; HEAD_LEN],
@@ -359,6 +361,11 @@ impl DirState {
     /// The frame-size bound used to prove boundaries: what SETTINGS allowed, or, on a stream
     /// whose SETTINGS we never saw, the default (larger frames then break the chain and the
     /// next boundary is used).
+    /// The boundary scanner, made when first needed.
+    fn scanner(&mut self) -> &mut Scanner {
+        self.scan.get_or_insert_with(Box::default)
+    }
+
     fn scan_limit(&self) -> u32 {
         self.max_frame.max(DEFAULT_MAX_FRAME)
     }
@@ -368,7 +375,7 @@ impl DirState {
         self.phase.die();
         self.pending = Vec::new();
         self.pending_writes = Vec::new();
-        self.scan = Scanner::default();
+        self.scan = None;
     }
 
     /// Framing is lost: look for a proven frame boundary again; HPACK state is gone too.
@@ -376,7 +383,7 @@ impl DirState {
         self.cur = None;
         self.head_have = 0;
         self.phase.resync();
-        self.scan = Scanner::default();
+        self.scan = None;
         self.pending.clear();
         self.pending_writes.clear();
         self.lose_hpack_sync();
@@ -701,11 +708,11 @@ impl<V> FifoMap<V> {
             }
         }
         self.map.insert(k, v);
-        self.order.push_back(k);
-        if self.order.len() > 2 * self.map.len() + 1024 {
+        if h2ledger_tcp::stale_to_drop(self.order.len(), self.order.capacity(), self.map.len()) {
             let map = &self.map;
             self.order.retain(|k| map.contains_key(k));
         }
+        self.order.push_back(k);
         out
     }
 
