@@ -930,8 +930,8 @@ fn an_evicted_connection_is_32_bytes_and_comes_back_whole() {
                 assert_eq!(e.id, ConnId(3));
                 assert_eq!(e.fwd_is_first(), fwd_is_first);
                 assert_eq!(e.syn_sender(), syn);
-                for d in 0..2 {
-                    let want = halves[d].map(|h| h.to_words());
+                for (d, h) in halves.iter().enumerate() {
+                    let want = h.map(|h| h.to_words());
                     assert_eq!(e.half(d).map(|h| h.to_words()), want);
                 }
             }
