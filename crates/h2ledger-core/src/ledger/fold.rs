@@ -1,9 +1,9 @@
 //! What the ledger keeps of each folded connection, small (decision 457): a [`Folded`] is 56
 //! bytes, and up to [`h2ledger_tcp::DEFAULT_MAX_EVICTED`] (131,072) of them are kept, so the map
 //! held 7.5 MiB at 100,000 connections (60-byte buckets), 11 MiB while it grew. Packed, one
-//! takes 16 bytes: its root, one word of flags (HTTP/2, the client and how it was found) and
-//! one word per direction (what [`DirFold`] it is, its frames' start, which SETTINGS values
-//! await their ACK, and its maximum frame size, at most 2^24 - 1). The values of a SETTINGS
+//! takes 12 bytes: its root and one word per direction (what [`DirFold`] it is, its frames'
+//! start, which SETTINGS values await their ACK, and its maximum frame size, at most 2^24 - 1),
+//! whose spare bits hold the connection's flags (HTTP/2, the client and how it was found). The values of a SETTINGS
 //! awaiting its ACK (rare: a SETTINGS with HEADER_TABLE_SIZE or MAX_FRAME_SIZE whose ACK had
 //! not come when the connection was folded) go to a second map by the same key, which holds
 //! at most as many entries as the first.
@@ -15,28 +15,19 @@ use h2ledger_tcp::{ConnId, Dir};
 
 use super::{Began, ClientBy, DirFold, FifoMap, Folded, StreamIdHasher};
 
-/// A [`Folded`] in 16 bytes (see the module docs).
+/// A [`Folded`] in 12 bytes (see the module docs).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Packed {
     root: u32,
-    /// Bit 0: HTTP/2; bit 1: a client is known; bit 2: it is [`Dir::Rev`]; bits 3..6: how it
-    /// was found ([`ClientBy`]).
-    flags: u32,
-    /// Per direction: bits 0..3 the kind (see [`kind`]), bit 3 a SETTINGS awaits its ACK, bit
-    /// 4 it set HEADER_TABLE_SIZE, bit 5 MAX_FRAME_SIZE (those values are in the side map);
-    /// bits 8..32 the maximum frame size of a framed direction.
+    /// Per direction: bits 0..5 its code ([`kind`] times 5 plus its SETTINGS state, see
+    /// [`settings_state`]); bits 5..8 three bits of the connection's flags (direction 0: HTTP/2,
+    /// then the low two bits of [`client_code`]; direction 1: its high two bits); bits 8..32
+    /// the maximum frame size of a framed direction.
     dirs: [u32; 2],
 }
 
-const HTTP2: u32 = 1;
-const CLIENT: u32 = 2;
-const CLIENT_REV: u32 = 4;
-const CLIENT_BY_SHIFT: u32 = 3;
-
-const KIND: u32 = 7;
-const SETTINGS: u32 = 8;
-const TABLE: u32 = 16;
-const FRAME: u32 = 32;
+const CODE: u32 = 31;
+const EXTRA_SHIFT: u32 = 5;
 const MAX_FRAME_SHIFT: u32 = 8;
 
 /// The kind of a packed direction: its [`DirFold`] variant, and a framed one's [`Began`].
@@ -57,42 +48,59 @@ const CLIENT_BYS: [ClientBy; 5] = [
     ClientBy::EphemeralPort,
 ];
 
-/// A direction packed, and the values of its SETTINGS awaiting an ACK (0 where absent).
+/// A SETTINGS awaiting its ACK: 0 none, 1 with neither value, 2 HEADER_TABLE_SIZE only, 3
+/// MAX_FRAME_SIZE only, 4 both (those values are in the side map).
+fn settings_state(s: Option<(Option<u32>, Option<u32>)>) -> u32 {
+    match s {
+        None => 0,
+        Some((None, None)) => 1,
+        Some((Some(_), None)) => 2,
+        Some((None, Some(_))) => 3,
+        Some((Some(_), Some(_))) => 4,
+    }
+}
+
+/// The client: 0 unknown, else 1 + 5 for [`Dir::Rev`] + its [`ClientBy`]'s place (at most 10).
+fn client_code(c: Option<(Dir, ClientBy)>) -> u32 {
+    match c {
+        None => 0,
+        Some((d, by)) => {
+            let i = CLIENT_BYS.iter().position(|b| *b == by).unwrap_or(0) as u32;
+            1 + if d == Dir::Rev { 5 } else { 0 } + i
+        }
+    }
+}
+
+/// A direction packed (its flag bits left 0), and the values of its SETTINGS awaiting an ACK
+/// (0 where absent).
 fn pack_dir(d: DirFold) -> (u32, [u32; 2]) {
     match d {
-        DirFold::Fresh => (kind::FRESH, [0; 2]),
-        DirFold::Dead => (kind::DEAD, [0; 2]),
-        DirFold::Lost => (kind::LOST, [0; 2]),
+        DirFold::Fresh => (kind::FRESH * 5, [0; 2]),
+        DirFold::Dead => (kind::DEAD * 5, [0; 2]),
+        DirFold::Lost => (kind::LOST * 5, [0; 2]),
         DirFold::Framed {
             max_frame,
             began,
             settings,
         } => {
             debug_assert!(max_frame < 1 << 24, "{max_frame}");
-            let mut w = match began {
+            let k = match began {
                 Began::OnTime => kind::ON_TIME,
                 Began::Late => kind::LATE,
                 Began::MidStream => kind::MID_STREAM,
-            } | (max_frame << MAX_FRAME_SHIFT);
-            let mut vals = [0; 2];
-            if let Some((table, frame)) = settings {
-                w |= SETTINGS;
-                if let Some(t) = table {
-                    w |= TABLE;
-                    vals[0] = t;
-                }
-                if let Some(f) = frame {
-                    w |= FRAME;
-                    vals[1] = f;
-                }
-            }
-            (w, vals)
+            };
+            let (t, f) = settings.unwrap_or_default();
+            (
+                (k * 5 + settings_state(settings)) | (max_frame << MAX_FRAME_SHIFT),
+                [t.unwrap_or(0), f.unwrap_or(0)],
+            )
         }
     }
 }
 
 fn unpack_dir(w: u32, vals: [u32; 2]) -> DirFold {
-    let began = match w & KIND {
+    let code = w & CODE;
+    let began = match code / 5 {
         kind::FRESH => return DirFold::Fresh,
         kind::DEAD => return DirFold::Dead,
         kind::LOST => return DirFold::Lost,
@@ -100,36 +108,38 @@ fn unpack_dir(w: u32, vals: [u32; 2]) -> DirFold {
         kind::LATE => Began::Late,
         _ => Began::MidStream,
     };
+    let settings = match code % 5 {
+        0 => None,
+        1 => Some((None, None)),
+        2 => Some((Some(vals[0]), None)),
+        3 => Some((None, Some(vals[1]))),
+        _ => Some((Some(vals[0]), Some(vals[1]))),
+    };
     DirFold::Framed {
         max_frame: w >> MAX_FRAME_SHIFT,
         began,
-        settings: (w & SETTINGS != 0).then_some((
-            (w & TABLE != 0).then_some(vals[0]),
-            (w & FRAME != 0).then_some(vals[1]),
-        )),
+        settings,
     }
+}
+
+/// Whether a packed direction's SETTINGS values are in the side map.
+fn has_values(w: u32) -> bool {
+    (w & CODE) % 5 >= 2
 }
 
 impl Packed {
     /// `f` packed, and the values its directions' SETTINGS awaiting an ACK carry, when any
     /// does carry one.
     pub(super) fn pack(f: &Folded) -> (Packed, Option<[u32; 4]>) {
-        let mut flags = if f.http2 { HTTP2 } else { 0 };
-        if let Some((d, by)) = f.client {
-            flags |= CLIENT;
-            if d == Dir::Rev {
-                flags |= CLIENT_REV;
-            }
-            let i = CLIENT_BYS.iter().position(|b| *b == by).unwrap_or(0) as u32;
-            flags |= i << CLIENT_BY_SHIFT;
-        }
-        let (w0, v0) = pack_dir(f.dirs[0]);
-        let (w1, v1) = pack_dir(f.dirs[1]);
-        let side = ((w0 | w1) & (TABLE | FRAME) != 0).then_some([v0[0], v0[1], v1[0], v1[1]]);
+        let (mut w0, v0) = pack_dir(f.dirs[0]);
+        let (mut w1, v1) = pack_dir(f.dirs[1]);
+        let side = (has_values(w0) || has_values(w1)).then_some([v0[0], v0[1], v1[0], v1[1]]);
+        let client = client_code(f.client);
+        w0 |= (u32::from(f.http2) | (client & 3) << 1) << EXTRA_SHIFT;
+        w1 |= (client >> 2) << EXTRA_SHIFT;
         (
             Packed {
                 root: f.root.0,
-                flags,
                 dirs: [w0, w1],
             },
             side,
@@ -138,27 +148,27 @@ impl Packed {
 
     /// Whether some values are in the side map.
     fn has_side(&self) -> bool {
-        (self.dirs[0] | self.dirs[1]) & (TABLE | FRAME) != 0
+        has_values(self.dirs[0]) || has_values(self.dirs[1])
     }
 
     /// The [`Folded`] packed, with the side map's values (if [`Packed::has_side`]).
     pub(super) fn unpack(&self, side: [u32; 4]) -> Folded {
-        let client = (self.flags & CLIENT != 0).then(|| {
-            let d = if self.flags & CLIENT_REV != 0 {
-                Dir::Rev
-            } else {
-                Dir::Fwd
-            };
-            let by = CLIENT_BYS[((self.flags >> CLIENT_BY_SHIFT) & 7) as usize % CLIENT_BYS.len()];
-            (d, by)
+        let extra0 = (self.dirs[0] >> EXTRA_SHIFT) & 7;
+        let extra1 = (self.dirs[1] >> EXTRA_SHIFT) & 7;
+        let client = (extra0 >> 1) | (extra1 << 2);
+        let client = (client != 0).then(|| {
+            let c = client - 1;
+            let d = if c >= 5 { Dir::Rev } else { Dir::Fwd };
+            (d, CLIENT_BYS[(c % 5) as usize])
         });
+        let strip = |w: u32| w & !(7 << EXTRA_SHIFT);
         Folded {
             root: ConnId(self.root),
-            http2: self.flags & HTTP2 != 0,
+            http2: extra0 & 1 != 0,
             client,
             dirs: [
-                unpack_dir(self.dirs[0], [side[0], side[1]]),
-                unpack_dir(self.dirs[1], [side[2], side[3]]),
+                unpack_dir(strip(self.dirs[0]), [side[0], side[1]]),
+                unpack_dir(strip(self.dirs[1]), [side[2], side[3]]),
             ],
         }
     }
@@ -303,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn a_packed_folded_connection_is_16_bytes() {
-        assert_eq!(std::mem::size_of::<Packed>(), 16);
+    fn a_packed_folded_connection_is_12_bytes() {
+        assert_eq!(std::mem::size_of::<Packed>(), 12);
     }
 }

@@ -445,7 +445,9 @@ struct Conn {
     /// A `101 Switching Protocols` was seen; its request was handed to the observer.
     upgrade_seen: bool,
     /// The upgraded request, until the 101 is seen: its direction, method, target, write.
-    upgrade_req: Option<(Dir, Vec<u8>, Vec<u8>, Write)>,
+    /// Boxed: 80 bytes that a connection without an Upgrade (nearly all) need not hold
+    /// (decision 458).
+    upgrade_req: Option<Box<(Dir, Vec<u8>, Vec<u8>, Write)>>,
     upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: Dirs<u64>,

@@ -93,7 +93,7 @@ impl<O: Observer> Ledger<O> {
                         if let (Some((m, t)), Some(&(_, rw))) =
                             (request_line(&ds.pending), ds.pending_writes.first())
                         {
-                            c.upgrade_req = Some((dir, m.to_vec(), t.to_vec(), rw));
+                            c.upgrade_req = Some(Box::new((dir, m.to_vec(), t.to_vec(), rw)));
                         }
                     }
                 }
@@ -173,12 +173,13 @@ impl<O: Observer> Ledger<O> {
                 if let (Some((m, t)), Some(&(_, rw))) =
                     (request_line(&other.pending), other.pending_writes.first())
                 {
-                    c.upgrade_req = Some((dir.other(), m.to_vec(), t.to_vec(), rw));
+                    c.upgrade_req = Some(Box::new((dir.other(), m.to_vec(), t.to_vec(), rw)));
                 }
             }
         }
         if c.upgrade_seen && !c.upgraded_call {
-            if let Some((rd, m, t, rw)) = c.upgrade_req.take() {
+            if let Some(req) = c.upgrade_req.take() {
+                let (rd, m, t, rw) = *req;
                 c.upgraded_call = true;
                 self.observer.upgraded_request(id, rd, &rw, &m, &t);
             }
