@@ -447,7 +447,7 @@ struct Conn {
     /// The upgraded request, until the 101 is seen: its direction, method, target, write.
     /// Boxed: 80 bytes that a connection without an Upgrade (nearly all) need not hold
     /// (decision 458).
-    upgrade_req: Option<Box<(Dir, Vec<u8>, Vec<u8>, Write)>>,
+    upgrade_req: Option<Box<UpgradeReq>>,
     upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: Dirs<u64>,
@@ -460,6 +460,9 @@ struct Conn {
     /// When the reassembler closed it.
     ended: Option<Nanos>,
 }
+
+/// An upgraded request, until its 101: its direction, method, target and write.
+type UpgradeReq = (Dir, Vec<u8>, Vec<u8>, Write);
 
 /// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
 const MAX_RECENT_RESETS: usize = 16;
