@@ -64,7 +64,7 @@ pub mod seq;
 
 pub use link::{DecodeError, LinkType};
 pub use reasm::{
-    CloseKind, Config, ConnId, ConnMeta, Dir, Dirs, Reassembler, Sink, Stats, Write,
+    stale_to_drop, CloseKind, Config, ConnId, ConnMeta, Dir, Dirs, Reassembler, Sink, Stats, Write,
     DEFAULT_MAX_EVICTED, RST_GRACE_NS,
 };
 

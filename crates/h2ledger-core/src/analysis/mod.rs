@@ -280,6 +280,12 @@ impl Slab {
                 i
             }
             None => {
+                if self.slots.len() == self.slots.capacity() {
+                    // Half again rather than twice as many: the slots of 4,608 calls in flight
+                    // (4,096 connections and the evicted ones kept) took 8,192 of about 250
+                    // bytes (decision 458); still amortised constant.
+                    self.slots.reserve_exact((self.slots.len() / 2).max(16));
+                }
                 self.slots.push(Some(l));
                 (self.slots.len() - 1) as u32
             }

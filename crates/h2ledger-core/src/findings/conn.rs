@@ -99,8 +99,6 @@ pub(super) struct DirF {
 pub(super) struct Keepalive {
     pub(super) last_ping: Option<Nanos>,
     pub(super) strikes: u64,
-    /// The server wrote HEADERS or DATA since the last client PING.
-    pub(super) reset: bool,
     pub(super) total_strikes: u64,
     pub(super) first_strike: Option<Nanos>,
     /// The emulation's GOAWAY: the PING that made strikes exceed `maxPingStrikes`.
@@ -114,6 +112,21 @@ pub(super) struct Keepalive {
     /// The server's GOAWAY ENHANCE_YOUR_CALM "too_many_pings", when seen.
     pub(super) goaway_at: Option<Nanos>,
 }
+
+/// The keepalive state of a connection that has had no client PING (nor a GOAWAY
+/// "too_many_pings"): what [`ConnF::ka`] stands for while it is `None`.
+pub(super) static NO_PINGS: Keepalive = Keepalive {
+    last_ping: None,
+    strikes: 0,
+    total_strikes: 0,
+    first_strike: None,
+    fatal_at: None,
+    last_gap: 0,
+    last_min: 0,
+    ring: [0; PING_RING],
+    ring_len: 0,
+    goaway_at: None,
+};
 
 impl Keepalive {
     pub(super) fn remember(&mut self, ts: Nanos) {
@@ -217,7 +230,12 @@ pub(super) struct ConnF {
     pub(super) server_active: u32,
     pub(super) calls: u64,
     pub(super) slots: Slots,
-    pub(super) ka: Keepalive,
+    /// Made at the first client PING (or GOAWAY "too_many_pings"): 168 bytes that most
+    /// connections, which send none, do not hold (decision 458).
+    pub(super) ka: Option<Box<Keepalive>>,
+    /// The server wrote HEADERS or DATA since the last client PING (grpc-go
+    /// `resetPingStrikes`).
+    pub(super) ka_reset: bool,
     // rapid-reset
     pub(super) client_resets: u64,
     pub(super) reset_budget: ResetBucket,

@@ -392,7 +392,7 @@ fn write_evidence(r: &mut Rec, c: &ConnF, side: Option<Side>, min_time: Nanos, p
             e.u("peer_bdp_pings", peer.bdp_pings);
         }
         FindingId::KeepaliveStrikes | FindingId::TooManyPings => {
-            let ka = &c.ka;
+            let ka = c.ka.as_deref().unwrap_or(&super::conn::NO_PINGS);
             r.count = if r.id == FindingId::KeepaliveStrikes {
                 ka.total_strikes
             } else {

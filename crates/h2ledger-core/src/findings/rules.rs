@@ -223,7 +223,7 @@ fn message_rules(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
     }
     if side == Side::Server {
         // grpc-go `setResetPingStrikes`: the server wrote HEADERS or DATA.
-        c.ka.reset = true;
+        c.ka_reset = true;
     } else if ev.class == FrameClass::Headers && !c.grpc && c.calls < 64 {
         grpc_request(c, ev);
     }
@@ -395,7 +395,7 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
             if side == Side::Server =>
         {
             // grpc-go `setResetPingStrikes`: the server wrote HEADERS or DATA.
-            c.ka.reset = true;
+            c.ka_reset = true;
         }
         // The first requests tell whether the connection is gRPC (a channel carries one kind).
         (FrameClass::Headers, _) if side == Side::Client && !c.grpc && c.calls < 64 => {
@@ -404,11 +404,13 @@ fn all_rules(c: &mut ConnF, ev: &FrameEvent<'_>, cfg: &FindingsConfig, out: &mut
         (FrameClass::GoAway, Some(Frame::GoAway(g))) if side == Side::Server => {
             let calm = g.code == ErrorCode::ENHANCE_YOUR_CALM;
             if calm && g.debug.windows(14).any(|w| w == b"too_many_pings") {
-                c.ka.goaway_at.get_or_insert(ev.ts);
+                let ka = c.ka.get_or_insert_with(Box::default);
+                ka.goaway_at.get_or_insert(ev.ts);
+                let struck = ka.total_strikes > 0;
                 out.push((FindingId::TooManyPings, Some(Side::Client), None));
                 // A gRPC server's answer: the strikes before it (not filed while the
                 // connection was not known to be gRPC) are filed now, from the first.
-                if c.ka.total_strikes > 0 {
+                if struck {
                     c.grpc = true;
                     out.push((FindingId::KeepaliveStrikes, Some(Side::Client), None));
                 }
@@ -469,10 +471,11 @@ fn ping_sent(
 /// [`MAX_PING_STRIKES`] get GOAWAY ENHANCE_YOUR_CALM "too_many_pings". Every PING sets the time
 /// the next is measured from; the first PING is never a strike.
 fn keepalive(c: &mut ConnF, ts: Nanos, cfg: &FindingsConfig, out: &mut Vec<Fire>) {
-    let ka = &mut c.ka;
+    let reset = std::mem::take(&mut c.ka_reset);
+    let ka = c.ka.get_or_insert_with(Box::default);
     ka.remember(ts);
     let prev = ka.last_ping.replace(ts);
-    if std::mem::take(&mut ka.reset) {
+    if reset {
         ka.strikes = 0;
         return;
     }

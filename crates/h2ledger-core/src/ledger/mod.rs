@@ -73,6 +73,7 @@ pub const MAX_PENDING_SETTINGS: usize = 64;
 pub const NO_WRITE: u64 = u64::MAX;
 
 mod block;
+mod fold;
 mod framing;
 mod life;
 mod observer;
@@ -309,7 +310,9 @@ struct Payload {
 
 struct DirState {
     phase: Phase,
-    scan: Scanner,
+    /// Made at the first bytes looked at for a frame boundary, dropped once framed: 152
+    /// bytes that a framed direction (most of them) does not hold (decision 458).
+    scan: Option<Box<Scanner>>,
     pending: Vec<u8>,
     pending_writes: Vec<(usize, Write)>,
     head_buf: [u8; HEAD_LEN],
@@ -339,7 +342,7 @@ impl DirState {
     fn new(at_start: bool) -> Self {
         DirState {
             phase: Phase::new(at_start),
-            scan: Scanner::default(),
+            scan: None,
             pending: Vec::new(),
             pending_writes: Vec::new(),
             head_buf: [0; HEAD_LEN],
@@ -363,6 +366,11 @@ impl DirState {
     /// The frame-size bound used to prove boundaries: what SETTINGS allowed, or, on a stream
     /// whose SETTINGS we never saw, the default (larger frames then break the chain and the
     /// next boundary is used).
+    /// The boundary scanner, made when first needed.
+    fn scanner(&mut self) -> &mut Scanner {
+        self.scan.get_or_insert_with(Box::default)
+    }
+
     fn scan_limit(&self) -> u32 {
         self.max_frame.max(DEFAULT_MAX_FRAME)
     }
@@ -372,7 +380,7 @@ impl DirState {
         self.phase.die();
         self.pending = Vec::new();
         self.pending_writes = Vec::new();
-        self.scan = Scanner::default();
+        self.scan = None;
     }
 
     /// Framing is lost: look for a proven frame boundary again; HPACK state is gone too.
@@ -380,7 +388,7 @@ impl DirState {
         self.cur = None;
         self.head_have = 0;
         self.phase.resync();
-        self.scan = Scanner::default();
+        self.scan = None;
         self.pending.clear();
         self.pending_writes.clear();
         self.lose_hpack_sync();
@@ -442,7 +450,9 @@ struct Conn {
     /// A `101 Switching Protocols` was seen; its request was handed to the observer.
     upgrade_seen: bool,
     /// The upgraded request, until the 101 is seen: its direction, method, target, write.
-    upgrade_req: Option<(Dir, Vec<u8>, Vec<u8>, Write)>,
+    /// Boxed: 80 bytes that a connection without an Upgrade (nearly all) need not hold
+    /// (decision 458).
+    upgrade_req: Option<Box<UpgradeReq>>,
     upgraded_call: bool,
     /// HEADERS on odd streams seen from each direction while the client was unknown.
     odd_streams: Dirs<u64>,
@@ -455,6 +465,9 @@ struct Conn {
     /// When the reassembler closed it.
     ended: Option<Nanos>,
 }
+
+/// An upgraded request, until its 101: its direction, method, target and write.
+type UpgradeReq = (Dir, Vec<u8>, Vec<u8>, Write);
 
 /// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
 const MAX_RECENT_RESETS: usize = 16;
@@ -565,7 +578,7 @@ pub struct Ledger<O> {
     /// Evicted connections whose state was folded for good, by the id the reassembler
     /// evicted: what a return needs to go on as the same connection (at most
     /// [`h2ledger_tcp::DEFAULT_MAX_EVICTED`], as many as the reassembler remembers).
-    folded: FifoMap<Folded>,
+    folded: fold::FoldedMap,
     /// The observer every event goes to.
     pub observer: O,
     /// The run's warnings (the ledger's, and those the caller adds).
@@ -705,11 +718,11 @@ impl<V> FifoMap<V> {
             }
         }
         self.map.insert(k, v);
-        self.order.push_back(k);
-        if self.order.len() > 2 * self.map.len() + 1024 {
+        if h2ledger_tcp::stale_to_drop(self.order.len(), self.order.capacity(), self.map.len()) {
             let map = &self.map;
             self.order.retain(|k| map.contains_key(k));
         }
+        self.order.push_back(k);
         out
     }
 
@@ -758,7 +771,7 @@ impl<O: Observer> Ledger<O> {
             conns: Conns::default(),
             aliases: HashMap::default(),
             kept: FifoMap::new(MAX_EVICTED_KEPT),
-            folded: FifoMap::new(h2ledger_tcp::DEFAULT_MAX_EVICTED),
+            folded: fold::FoldedMap::new(h2ledger_tcp::DEFAULT_MAX_EVICTED),
             observer,
             warnings: Warnings::default(),
             starts: Some(Vec::new()),
@@ -779,7 +792,7 @@ impl<O: Observer> Ledger<O> {
         for id in left {
             self.finalize(ConnId(id));
         }
-        self.folded.drain();
+        self.folded.clear();
         self.aliases.clear();
     }
 

@@ -51,7 +51,7 @@ impl<O: Observer> Ledger<O> {
             )
         });
         self.end(root, ts);
-        self.folded.insert(old, folded);
+        self.folded.insert(old, &folded);
     }
 }
 
@@ -170,7 +170,7 @@ impl<O: Observer> Sink for Ledger<O> {
                 discarded = ds.pending.len();
                 ds.pending.clear();
                 ds.pending_writes.clear();
-                ds.scan = Scanner::default();
+                ds.scan = None;
                 ds.phase.gap();
                 "before the first frame boundary"
             }

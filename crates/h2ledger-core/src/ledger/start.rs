@@ -10,7 +10,8 @@ impl<O: Observer> Ledger<O> {
         };
         let ds = &mut c.dirs[dir];
         if !bytes.is_empty() {
-            ds.scan.segment_start(ds.pending.len());
+            let at = ds.pending.len();
+            ds.scanner().segment_start(at);
             ds.pending.extend_from_slice(bytes);
             ds.pending_writes.push((ds.pending.len(), *w));
         }
@@ -26,9 +27,10 @@ impl<O: Observer> Ledger<O> {
         let found = if first_is_frame {
             Found::Frames(0)
         } else {
-            ds.scan.scan(&ds.pending, at_start, closing, limit)
+            let scan = ds.scan.get_or_insert_with(Box::default);
+            scan.scan(&ds.pending, at_start, closing, limit)
         };
-        if ds.scan.candidates_full && ds.said.first(Cap::Detect) {
+        if ds.scan.as_ref().is_some_and(|s| s.candidates_full) && ds.said.first(Cap::Detect) {
             let (src, dst) = c.addrs(dir);
             self.warnings.add("detect-cap", || {
                 format!(
@@ -91,7 +93,7 @@ impl<O: Observer> Ledger<O> {
                         if let (Some((m, t)), Some(&(_, rw))) =
                             (request_line(&ds.pending), ds.pending_writes.first())
                         {
-                            c.upgrade_req = Some((dir, m.to_vec(), t.to_vec(), rw));
+                            c.upgrade_req = Some(Box::new((dir, m.to_vec(), t.to_vec(), rw)));
                         }
                     }
                 }
@@ -108,7 +110,7 @@ impl<O: Observer> Ledger<O> {
         let writes = std::mem::take(&mut ds.pending_writes);
         ds.head_have = 0;
         ds.cur = None;
-        ds.scan = Scanner::default();
+        ds.scan = None;
         // The preface ends at `skip`: anything before it (or an HTTP/1.1 prelude) was not
         // HTTP/2.
         let before = if preface {
@@ -171,12 +173,13 @@ impl<O: Observer> Ledger<O> {
                 if let (Some((m, t)), Some(&(_, rw))) =
                     (request_line(&other.pending), other.pending_writes.first())
                 {
-                    c.upgrade_req = Some((dir.other(), m.to_vec(), t.to_vec(), rw));
+                    c.upgrade_req = Some(Box::new((dir.other(), m.to_vec(), t.to_vec(), rw)));
                 }
             }
         }
         if c.upgrade_seen && !c.upgraded_call {
-            if let Some((rd, m, t, rw)) = c.upgrade_req.take() {
+            if let Some(req) = c.upgrade_req.take() {
+                let (rd, m, t, rw) = *req;
                 c.upgraded_call = true;
                 self.observer.upgraded_request(id, rd, &rw, &m, &t);
             }

@@ -73,6 +73,24 @@ pub(crate) struct ResumePoint {
     has_isn: bool,
 }
 
+impl ResumePoint {
+    /// Its three words (next sequence number, ISN or 0, next write index), and whether the
+    /// ISN is known: kept packed by the reassembler.
+    pub(crate) fn to_words(self) -> ([u32; 3], bool) {
+        ([self.next_seq, self.isn, self.next_index], self.has_isn)
+    }
+
+    /// The point [`ResumePoint::to_words`] gave.
+    pub(crate) fn from_words(w: [u32; 3], has_isn: bool) -> ResumePoint {
+        ResumePoint {
+            next_seq: w[0],
+            isn: w[1],
+            next_index: w[2],
+            has_isn,
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Half {
     started: bool,

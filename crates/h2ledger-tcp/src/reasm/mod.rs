@@ -192,14 +192,14 @@ pub struct Config {
     pub max_holes_per_dir: usize,
     /// Connections tracked at once (closed ones included, until evicted). At least 1.
     pub max_connections: usize,
-    /// Evicted connections remembered (by a 64-bit fingerprint of their 4-tuple, about 100
+    /// Evicted connections remembered (by a 64-bit fingerprint of their 4-tuple, about 60
     /// bytes each with the map's and the order's share), so that one coming back is the same
     /// connection ([`ConnMeta::resumes`]), continued where each direction stopped; the oldest
     /// is forgotten beyond ([`Stats::evicted_forgotten`]).
     pub max_evicted: usize,
 }
 
-/// Evicted connections remembered by default: 131,072 (about 13 MiB when full), so that 100,000
+/// Evicted connections remembered by default: 131,072 (about 7 MiB when full), so that 100,000
 /// concurrent connections tracked 4,096 at a time are each counted once.
 pub const DEFAULT_MAX_EVICTED: usize = 1 << 17;
 
@@ -290,12 +290,90 @@ struct Conn {
 
 /// What is remembered of a connection evicted while open, to continue it if it comes back:
 /// its id, which of its 4-tuple's addresses sent first (its [`Dir::Fwd`]), and where each
-/// direction stood ([`Dir::Fwd`] first): 40 bytes, 48 with its key.
+/// direction stood ([`Dir::Fwd`] first): 32 bytes, 40 with its key (the flags packed in one
+/// word, each direction's point in three; 40 and 48 before, decision 458).
 struct Evicted {
     id: ConnId,
-    fwd_is_first: bool,
-    syn_sender: Option<Dir>,
-    halves: [Option<half::ResumePoint>; 2],
+    /// Bit 0: the key's first address sent first; bits 1 and 2: the SYN's sender was
+    /// [`Dir::Fwd`], [`Dir::Rev`]; bit 3 + d: direction d can resume; bit 5 + d: its ISN is known.
+    flags: u32,
+    halves: [[u32; 3]; 2],
+}
+
+impl Evicted {
+    fn new(
+        id: ConnId,
+        fwd_is_first: bool,
+        syn_sender: Option<Dir>,
+        halves: [Option<half::ResumePoint>; 2],
+    ) -> Evicted {
+        let mut flags = u32::from(fwd_is_first);
+        flags |= match syn_sender {
+            None => 0,
+            Some(Dir::Fwd) => 2,
+            Some(Dir::Rev) => 4,
+        };
+        let mut words = [[0; 3]; 2];
+        for (d, p) in halves.into_iter().enumerate() {
+            if let Some(p) = p {
+                let (w, has_isn) = p.to_words();
+                words[d] = w;
+                flags |= 8 << d;
+                if has_isn {
+                    flags |= 32 << d;
+                }
+            }
+        }
+        Evicted {
+            id,
+            flags,
+            halves: words,
+        }
+    }
+
+    fn fwd_is_first(&self) -> bool {
+        self.flags & 1 != 0
+    }
+
+    fn syn_sender(&self) -> Option<Dir> {
+        match self.flags & 6 {
+            2 => Some(Dir::Fwd),
+            4 => Some(Dir::Rev),
+            _ => None,
+        }
+    }
+
+    /// Where direction `d` (0: [`Dir::Fwd`]) stood, if it can resume.
+    fn half(&self, d: usize) -> Option<half::ResumePoint> {
+        (self.flags & (8 << d) != 0)
+            .then(|| half::ResumePoint::from_words(self.halves[d], self.flags & (32 << d) != 0))
+    }
+}
+
+/// Whether an order of `len` entries (in a buffer of `cap`) of which `live` are live should drop
+/// its stale ones before one more is pushed: when they outnumber the live ones (plus 1,024), or
+/// when the buffer is full and an eighth or more of it is stale, so that the buffer does not
+/// double for entries that are gone (with 100,000 connections evicted and coming back, the
+/// order of [`Reassembler`] doubled to 4 MiB for 2 MiB of live entries; decision 458). Each
+/// pass frees at least an eighth of the buffer: the pushes pay for it.
+pub fn stale_to_drop(len: usize, cap: usize, live: usize) -> bool {
+    len > 2 * live + 1024 || (len >= cap && len >= live + live / 8 + 1024)
+}
+
+/// An entry of the eviction order: a fingerprint and the id evicted under it, in 12 bytes
+/// rather than 16 (a `(u64, ConnId)` is aligned to 8; decision 458).
+#[derive(Clone, Copy)]
+struct Ordered([u32; 3]);
+
+impl Ordered {
+    fn new(fp: u64, id: ConnId) -> Ordered {
+        Ordered([fp as u32, (fp >> 32) as u32, id.0])
+    }
+
+    fn get(self) -> (u64, ConnId) {
+        let [lo, hi, id] = self.0;
+        (u64::from(lo) | u64::from(hi) << 32, ConnId(id))
+    }
 }
 
 /// A 4-tuple, the same for both directions.
@@ -334,7 +412,7 @@ pub struct Reassembler {
     /// `max_evicted`, oldest first forgotten), so that one coming back is known as the same
     /// connection. The order keeps stale entries of connections that came back since.
     evicted: HashMap<u64, Evicted, RandomState>,
-    evicted_order: VecDeque<(u64, ConnId)>,
+    evicted_order: VecDeque<Ordered>,
     /// Connections in [`State::Reset`], by RST time (slot, id): closed past the grace. At
     /// most one entry per tracked connection.
     resets: VecDeque<(Nanos, usize, ConnId)>,
@@ -485,7 +563,8 @@ impl Reassembler {
                 self.stats.evicted += 1;
                 let fp = fingerprint(&old.key);
                 while self.evicted.len() >= self.cfg.max_evicted.max(1) {
-                    let Some((oldest, id)) = self.evicted_order.pop_front() else {
+                    let Some((oldest, id)) = self.evicted_order.pop_front().map(Ordered::get)
+                    else {
                         break;
                     };
                     // An entry of a connection that came back since (and may have been
@@ -498,24 +577,30 @@ impl Reassembler {
                 let old_id = old.meta.id;
                 self.evicted.insert(
                     fp,
-                    Evicted {
-                        id: old_id,
-                        fwd_is_first: old.meta.first_src == old.key.0,
-                        syn_sender: old.meta.syn_sender,
-                        halves: [old.halves.fwd.resume_point(), old.halves.rev.resume_point()],
-                    },
+                    Evicted::new(
+                        old_id,
+                        old.meta.first_src == old.key.0,
+                        old.meta.syn_sender,
+                        [old.halves.fwd.resume_point(), old.halves.rev.resume_point()],
+                    ),
                 );
-                self.evicted_order.push_back((fp, old_id));
-                if self.evicted_order.len() > 2 * self.evicted.len() + 1024 {
+                if stale_to_drop(
+                    self.evicted_order.len(),
+                    self.evicted_order.capacity(),
+                    self.evicted.len(),
+                ) {
                     // Stale entries of connections that came back: drop them.
                     let kept = &self.evicted;
-                    self.evicted_order
-                        .retain(|(f, id)| kept.get(f).map(|r| r.id) == Some(*id));
+                    self.evicted_order.retain(|o| {
+                        let (f, id) = o.get();
+                        kept.get(&f).map(|r| r.id) == Some(id)
+                    });
                 }
+                self.evicted_order.push_back(Ordered::new(fp, old_id));
             }
         }
         if let Some(r) = resumed {
-            let (first_src, first_dst) = if r.fwd_is_first {
+            let (first_src, first_dst) = if r.fwd_is_first() {
                 (key.0, key.1)
             } else {
                 (key.1, key.0)
@@ -524,12 +609,12 @@ impl Reassembler {
                 id: ConnId(self.next_id),
                 first_src,
                 first_dst,
-                syn_sender: r.syn_sender,
+                syn_sender: r.syn_sender(),
                 start: ts,
                 resumes: Some(r.id),
             };
             let mut halves: Dirs<Half> = Dirs::default();
-            for (d, p) in [(Dir::Fwd, r.halves[0]), (Dir::Rev, r.halves[1])] {
+            for (d, p) in [(Dir::Fwd, r.half(0)), (Dir::Rev, r.half(1))] {
                 if let Some(p) = p {
                     halves[d].resume(p);
                 }

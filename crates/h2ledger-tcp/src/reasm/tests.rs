@@ -904,3 +904,50 @@ fn evicted_memory_is_capped_and_counted() {
     let st = t.r.stats();
     assert_eq!((st.evicted, st.resumed, st.evicted_forgotten), (5, 1, 2));
 }
+
+/// What is kept of each evicted connection (up to `max_evicted` of them) stays 32 bytes, and
+/// gives back what went in.
+#[test]
+fn an_evicted_connection_is_32_bytes_and_comes_back_whole() {
+    assert_eq!(std::mem::size_of::<Evicted>(), 32);
+    let p = |s: u32, isn: Option<u32>, i: u32| {
+        let mut h = Half::default();
+        h.resume(half::ResumePoint::from_words(
+            [s, isn.unwrap_or(0), i],
+            isn.is_some(),
+        ));
+        h.resume_point()
+    };
+    for fwd_is_first in [false, true] {
+        for syn in [None, Some(Dir::Fwd), Some(Dir::Rev)] {
+            for halves in [
+                [None, None],
+                [p(1, None, 2), None],
+                [None, p(u32::MAX, Some(0), u32::MAX)],
+                [p(7, Some(u32::MAX), 0), p(0, Some(5), 9)],
+            ] {
+                let e = Evicted::new(ConnId(3), fwd_is_first, syn, halves);
+                assert_eq!(e.id, ConnId(3));
+                assert_eq!(e.fwd_is_first(), fwd_is_first);
+                assert_eq!(e.syn_sender(), syn);
+                for (d, h) in halves.iter().enumerate() {
+                    let want = h.map(|h| h.to_words());
+                    assert_eq!(e.half(d).map(|h| h.to_words()), want);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_eviction_order_entry_is_12_bytes_and_gives_back_what_went_in() {
+    assert_eq!(std::mem::size_of::<Ordered>(), 12);
+    for (fp, id) in [
+        (0, 0),
+        (u64::MAX, u32::MAX),
+        (0x1234_5678_9abc_def0, 7),
+        (1 << 32, 1),
+    ] {
+        assert_eq!(Ordered::new(fp, ConnId(id)).get(), (fp, ConnId(id)));
+    }
+}

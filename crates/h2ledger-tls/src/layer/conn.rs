@@ -202,20 +202,21 @@ impl Held {
     }
 }
 
-/// Every open connection, by id.
+/// Every open connection, by id. Boxed: a map of 144-byte values reserves that much for
+/// every empty bucket too (4,096 open connections took 1.25 MB, 0.85 MB boxed; decision 458).
 #[derive(Default)]
-pub(crate) struct Conns(HashMap<u32, Conn, BuildHasherDefault<IdHasher>>);
+pub(crate) struct Conns(HashMap<u32, Box<Conn>, BuildHasherDefault<IdHasher>>);
 
 impl Conns {
     #[inline]
     pub(crate) fn get_mut(&mut self, id: u32) -> Option<&mut Conn> {
-        self.0.get_mut(&id)
+        self.0.get_mut(&id).map(|c| &mut **c)
     }
 
     /// The TLS state of connection `id`, if it is open and TLS.
     #[inline]
     pub(crate) fn tls_mut(&mut self, id: u32) -> Option<&mut TlsConn> {
-        self.0.get_mut(&id).and_then(Conn::tls_mut)
+        self.0.get_mut(&id).and_then(|c| c.tls_mut())
     }
 
     pub(crate) fn contains(&self, id: u32) -> bool {
@@ -223,11 +224,11 @@ impl Conns {
     }
 
     pub(crate) fn insert(&mut self, id: u32, c: Conn) {
-        self.0.insert(id, c);
+        self.0.insert(id, Box::new(c));
     }
 
     pub(crate) fn remove(&mut self, id: u32) -> Option<Conn> {
-        self.0.remove(&id)
+        self.0.remove(&id).map(|c| *c)
     }
 
     /// The TLS connections that wait for keys.
