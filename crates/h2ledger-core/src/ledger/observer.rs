@@ -129,6 +129,7 @@ impl FrameEvent<'_> {
 /// [`StreamStep::HalfClosed`] or [`StreamStep::Ended`], or END_STREAM on a DATA or HEADERS of a
 /// stream not followed ([`StreamStep::Untracked`]). The ledger gives a HEADERS' answer to the
 /// frame that ends its block ([`BlockOpen::ends_half`]).
+#[inline]
 pub(super) fn ends_half(stream: StreamStep, head: &Head) -> bool {
     match stream {
         StreamStep::HalfClosed | StreamStep::Ended => true,

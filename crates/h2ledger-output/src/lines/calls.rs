@@ -1,7 +1,7 @@
 //! `h2ledger calls`: every call (stream) of a capture, as a table or JSON lines.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -56,6 +56,9 @@ struct Owned {
 struct Writer {
     tx: SyncSender<Msg>,
     batch: Vec<Owned>,
+    /// Batches the thread has written, emptied, for reuse: a new one of [`BATCH`] calls is
+    /// 268 KiB, which glibc maps and unmaps each time above its mmap threshold (decision 461).
+    spare: Receiver<Vec<Owned>>,
     thread: JoinHandle<Option<Out>>,
     broken: Arc<AtomicBool>,
 }
@@ -66,7 +69,11 @@ impl Writer {
         if self.batch.is_empty() {
             return true;
         }
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let next = self
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let batch = std::mem::replace(&mut self.batch, next);
         self.tx.send(Msg::Calls(batch)).is_ok()
     }
 }
@@ -275,6 +282,8 @@ impl CallPrinter {
             }
             let broken = Arc::new(AtomicBool::new(false));
             let (tx, rx) = sync_channel::<Msg>(IN_FLIGHT);
+            // At most IN_FLIGHT + 2 batches exist: one here, those in flight, one written.
+            let (back, spare) = channel::<Vec<Owned>>();
             let flag = broken.clone();
             let dec = self.messages.clone();
             let spawned = std::thread::Builder::new()
@@ -288,7 +297,7 @@ impl CallPrinter {
                     // The methods' names by id, as the calls brought them.
                     let mut names: Vec<(Arc<str>, Arc<str>)> = Vec::new();
                     for msg in rx {
-                        let batch = match msg {
+                        let mut batch = match msg {
                             Msg::Calls(batch) => batch,
                             Msg::Flush => {
                                 out.flush();
@@ -297,7 +306,7 @@ impl CallPrinter {
                             }
                             Msg::Start(_) => continue,
                         };
-                        for o in batch {
+                        for o in batch.drain(..) {
                             if out.broken {
                                 continue;
                             }
@@ -333,6 +342,8 @@ impl CallPrinter {
                             }
                         }
                         flag.store(out.broken, Ordering::Relaxed);
+                        // Gone when the printer is: then the batch is freed here.
+                        let _ = back.send(batch);
                     }
                     Some(*out)
                 });
@@ -352,6 +363,7 @@ impl CallPrinter {
             self.writer = Some(Writer {
                 tx,
                 batch: Vec::with_capacity(BATCH),
+                spare,
                 thread,
                 broken,
             });
