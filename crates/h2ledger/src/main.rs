@@ -82,9 +82,20 @@ fn quiet_failures() {
 /// when freed, but each such free raises that threshold to the block's size (up to 32 MiB):
 /// from then on the large tables that grow with the connections seen (doubling, the old one
 /// freed) are carved from the heap, which cannot shrink below what was allocated after them.
-/// Held at 128 KiB, 100,000 connections peak 3 MB lower (decision 459).
+/// Held at 128 KiB, 100,000 connections peak 3 MB lower (decision 459). Not for sessions on
+/// threads side by side (`replay -j N`, `sniff --workers N`): each of their 256 KiB read
+/// blocks was then a mapping of its own, whose unmapping stops the other cores (50 files
+/// with -j 2: 1.69x -j 1 without it, 1.48x with it; decision 462). Their bound is N sessions'.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn fixed_mmap_threshold() {
+fn fixed_mmap_threshold(cli: &Cli) {
+    let parts = match &cli.cmd {
+        Some(Cmd::Replay(r)) => r.jobs.jobs,
+        Some(Cmd::Sniff(s)) => s.workers,
+        _ => 1,
+    };
+    if parts > 1 {
+        return;
+    }
     // SAFETY: mallopt sets one of the allocator's tunables, before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
@@ -92,10 +103,9 @@ fn fixed_mmap_threshold() {
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn fixed_mmap_threshold() {}
+fn fixed_mmap_threshold(_: &Cli) {}
 
 fn main() -> ExitCode {
-    fixed_mmap_threshold();
     quiet_failures();
     // `sniff`'s /proc helper (h2ledger_run::procs::serve): started before root is given up,
     // it reads only /proc, never a packet.
@@ -109,6 +119,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::try_parse_from(cli::tcpdump_style(std::env::args_os().collect()))
         .unwrap_or_else(|e| cli::explain(e).exit());
+    fixed_mmap_threshold(&cli);
     let style = Style {
         verbose: cli.verbose,
         ..Style::new(cli.ascii, cli.quiet, |k| std::env::var(k).ok())
