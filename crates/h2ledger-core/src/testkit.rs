@@ -71,6 +71,18 @@ pub fn trailers(stream: u32, fields: &[(&str, &str)]) -> Vec<u8> {
     fr(1, 5, stream, &b)
 }
 
+/// Connection 0 from 127.0.0.1:50000 to 127.0.0.1:50051, its SYN sent by `syn` (if seen).
+pub fn meta(syn: Option<Dir>) -> ConnMeta {
+    ConnMeta {
+        id: ConnId(0),
+        first_src: "127.0.0.1:50000".parse().unwrap(),
+        first_dst: "127.0.0.1:50051".parse().unwrap(),
+        syn_sender: syn,
+        start: 0,
+        resumes: None,
+    }
+}
+
 /// A connection between a client (Fwd) and a server, starting with the SYN (or not).
 pub struct Conn {
     pub ledger: Ledger<Analysis>,
@@ -88,14 +100,7 @@ impl Conn {
     /// A connection observed by `analysis`.
     pub fn with(analysis: Analysis, syn: bool) -> Conn {
         let mut ledger = Ledger::new(analysis);
-        ledger.open(&ConnMeta {
-            id: ConnId(0),
-            first_src: "127.0.0.1:50000".parse().unwrap(),
-            first_dst: "127.0.0.1:50051".parse().unwrap(),
-            syn_sender: syn.then_some(Dir::Fwd),
-            start: 0,
-            resumes: None,
-        });
+        ledger.open(&meta(syn.then_some(Dir::Fwd)));
         Conn {
             ledger,
             idx: [0; 2],

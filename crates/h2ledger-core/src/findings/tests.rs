@@ -21,14 +21,7 @@ struct T {
 impl T {
     fn new(cfg: FindingsConfig) -> T {
         let mut ledger = Ledger::new(Findings::new(cfg).with_own_flow());
-        ledger.open(&ConnMeta {
-            id: ConnId(0),
-            first_src: "127.0.0.1:50000".parse().unwrap(),
-            first_dst: "127.0.0.1:50051".parse().unwrap(),
-            syn_sender: Some(Dir::Fwd),
-            start: 0,
-            resumes: None,
-        });
+        ledger.open(&crate::testkit::meta(Some(Dir::Fwd)));
         T {
             ledger,
             idx: [0; 2],

@@ -444,7 +444,7 @@ mod per_frame {
     use crate::ledger::{Ledger, Observer};
     use crate::testkit::*;
     use crate::StreamId;
-    use h2ledger_tcp::{ConnMeta, Sink, Write};
+    use h2ledger_tcp::{Sink, Write};
 
     /// (stream, response, encoding, [(wire_len, cut, bytes)]) of each frame that completed
     /// messages, in order.
@@ -494,14 +494,7 @@ mod per_frame {
                 p: PerFrame::new(max),
                 seen: Vec::new(),
             });
-            l.open(&ConnMeta {
-                id: ConnId(0),
-                first_src: "127.0.0.1:50000".parse().unwrap(),
-                first_dst: "127.0.0.1:50051".parse().unwrap(),
-                syn_sender: Some(Dir::Fwd),
-                start: 0,
-                resumes: None,
-            });
+            l.open(&crate::testkit::meta(Some(Dir::Fwd)));
             let mut r = Run {
                 l,
                 t: 0,

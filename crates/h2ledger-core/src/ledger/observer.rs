@@ -369,7 +369,7 @@ mod tests {
     use crate::model::{FrameClass, StreamStep};
     use crate::testkit::{fr, lit, settings, settings_ack, PREFACE};
     use h2_frame_parser::Kind;
-    use h2ledger_tcp::{ConnId, ConnMeta, Dir, Sink, Write};
+    use h2ledger_tcp::{ConnId, Dir, Sink, Write};
 
     /// What a frame of a stream told: its kind, row, block opener, `ends_half`, `block_step`,
     /// and whether fields came with it.
@@ -397,14 +397,7 @@ mod tests {
     #[test]
     fn a_block_is_told_where_it_ends() {
         let mut l = Ledger::new(Seen::default());
-        l.open(&ConnMeta {
-            id: ConnId(0),
-            first_src: "127.0.0.1:50000".parse().unwrap(),
-            first_dst: "127.0.0.1:50051".parse().unwrap(),
-            syn_sender: Some(Dir::Fwd),
-            start: 0,
-            resumes: None,
-        });
+        l.open(&crate::testkit::meta(Some(Dir::Fwd)));
         let mut i = [0u64; 2];
         let mut send = |l: &mut Ledger<Seen>, dir: Dir, b: &[u8]| {
             let d = usize::from(dir == Dir::Rev);
