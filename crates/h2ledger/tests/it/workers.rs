@@ -51,6 +51,17 @@ fn sniff_two(port: u16, args: &[&str], write: Option<&Path>) -> std::process::Ch
         .unwrap()
 }
 
+/// h2load with `args` against nghttpd's /file on `port`, which must succeed: its output.
+fn h2load(port: u16, args: &[&str]) -> std::process::Output {
+    let load = Command::new("h2load")
+        .args(args)
+        .arg(format!("http://127.0.0.1:{port}/file"))
+        .output()
+        .unwrap();
+    assert!(load.status.success(), "h2load {args:?}");
+    load
+}
+
 /// Stops `sniff` as a user's `kill` does (SIGTERM), and what it wrote.
 fn stop(sniff: std::process::Child) -> std::process::Output {
     assert!(Command::new("kill")
@@ -117,12 +128,10 @@ fn sniff_workers_keep_connections_whole() {
     );
     // 100 connections, 100 calls each, at 50 calls/s per connection (5,000/s in all: a rate
     // a loaded 2-core machine holds).
-    let load = Command::new("h2load")
-        .args(["-n", "10000", "-c", "100", "-m", "10", "--rps", "50"])
-        .arg(format!("http://127.0.0.1:{port}/file"))
-        .output()
-        .unwrap();
-    assert!(load.status.success());
+    let load = h2load(
+        port,
+        &["-n", "10000", "-c", "100", "-m", "10", "--rps", "50"],
+    );
     let text = String::from_utf8_lossy(&load.stdout);
     assert!(text.contains("10000 succeeded"), "{text}");
     std::thread::sleep(Duration::from_millis(500));
@@ -226,12 +235,7 @@ fn sniff_workers_count_packets_exactly() {
     let mut sniff = sniff_two(port, &["-c", "100", "-T", "json"], Some(&w));
     let line = listening_line(&mut sniff);
     assert!(line.contains("listening on"), "{line}");
-    let load = Command::new("h2load")
-        .args(["-n", "1000", "-c", "10"])
-        .arg(format!("http://127.0.0.1:{port}/file"))
-        .output()
-        .unwrap();
-    assert!(load.status.success());
+    h2load(port, &["-n", "1000", "-c", "10"]);
     // The count stops it; should it not, SIGTERM after 30 s (the counts below then fail).
     let pid = sniff.id().to_string();
     let (done, wait) = std::sync::mpsc::channel::<()>();
@@ -323,12 +327,10 @@ fn sniff_workers_metrics_are_the_one_worker_figures() {
     // A scrape before any traffic: every series there, at 0.
     let before = samples(&scrape(&addr));
     assert_eq!(before["h2ledger_packets_total"], 0.0);
-    let load = Command::new("h2load")
-        .args(["-n", "10000", "-c", "100", "-m", "10", "--rps", "50"])
-        .arg(format!("http://127.0.0.1:{port}/file"))
-        .output()
-        .unwrap();
-    assert!(load.status.success());
+    let load = h2load(
+        port,
+        &["-n", "10000", "-c", "100", "-m", "10", "--rps", "50"],
+    );
     assert!(String::from_utf8_lossy(&load.stdout).contains("10000 succeeded"));
     // The calls are counted as they are folded, a moment after they end: scrape until two
     // pages in a row hold all of them and agree.
@@ -425,12 +427,10 @@ fn sniff_workers_every_rows_add_up() {
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     // 20 connections at 100 calls/s each: 3 s of traffic, six intervals or so.
-    let load = Command::new("h2load")
-        .args(["-n", "6000", "-c", "20", "-m", "10", "--rps", "100"])
-        .arg(format!("http://127.0.0.1:{port}/file"))
-        .output()
-        .unwrap();
-    assert!(load.status.success());
+    let load = h2load(
+        port,
+        &["-n", "6000", "-c", "20", "-m", "10", "--rps", "100"],
+    );
     assert!(String::from_utf8_lossy(&load.stdout).contains("6000 succeeded"));
     std::thread::sleep(Duration::from_millis(2500));
     let out = stop(sniff);
@@ -477,12 +477,10 @@ fn sniff_workers_every_cuts_phases_as_one_worker() {
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
     // 20 connections at 100 calls/s each: 2 s of traffic, four periods or so.
-    let load = Command::new("h2load")
-        .args(["-n", "4000", "-c", "20", "-m", "10", "--rps", "100"])
-        .arg(format!("http://127.0.0.1:{port}/file"))
-        .output()
-        .unwrap();
-    assert!(load.status.success());
+    h2load(
+        port,
+        &["-n", "4000", "-c", "20", "-m", "10", "--rps", "100"],
+    );
     std::thread::sleep(Duration::from_millis(500));
     let out = stop(sniff);
     let _ = server.kill();
@@ -717,12 +715,7 @@ fn sniff_workers_write_one_stream_of_jsonl() {
     let mut sniff = sniff_two(port, &["-T", "jsonl", "-B", "131072"], Some(&w));
     let line = listening_line(&mut sniff);
     assert!(line.contains("2 workers"), "{line}");
-    let load = Command::new("h2load")
-        .args(["-n", "200", "-c", "10", "-w", "10", "-W", "10"])
-        .arg(format!("http://127.0.0.1:{port}/file"))
-        .output()
-        .unwrap();
-    assert!(load.status.success());
+    h2load(port, &["-n", "200", "-c", "10", "-w", "10", "-W", "10"]);
     std::thread::sleep(Duration::from_millis(500));
     let out = stop(sniff);
     let _ = server.kill();
