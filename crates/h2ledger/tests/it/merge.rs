@@ -205,6 +205,18 @@ fn endpoints(v: &Value) -> Vec<(String, String)> {
     out
 }
 
+/// A scratch directory `name` for a test that shifts and merges captures with editcap and
+/// mergecap; `None`, said skipped, when they are not installed.
+fn mergecap_dir(name: &str) -> Option<PathBuf> {
+    if !have("mergecap") || !have("editcap") {
+        skipped("mergecap and editcap (Debian's tshark or wireshark-common) not installed");
+        return None;
+    }
+    let dir = scratch(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    Some(dir)
+}
+
 fn tool(cmd: &str, args: &[&str]) -> bool {
     Command::new(cmd)
         .args(args)
@@ -224,11 +236,9 @@ fn merged_reports_are_the_report_of_mergecap_with_the_analysis_on_every_capture(
 }
 
 fn merged_reports_are_the_report_of_mergecap(extra: &[&str], scratch_name: &str) {
-    if !have("mergecap") || !have("editcap") {
-        return skipped("mergecap and editcap (Debian's tshark or wireshark-common) not installed");
-    }
-    let dir = scratch(scratch_name);
-    std::fs::create_dir_all(&dir).unwrap();
+    let Some(dir) = mergecap_dir(scratch_name) else {
+        return;
+    };
     let all = captures();
     let mut pairs = 0;
     let mut not_disjoint = Vec::new();
@@ -464,12 +474,9 @@ fn two_workers_print_what_one_prints_in_phases_on_every_capture() {
 /// (decisions 414, 416).
 #[test]
 fn several_files_and_merged_reports_cut_into_phases_are_the_whole() {
-    if !have("mergecap") || !have("editcap") {
-        skipped("mergecap and editcap (wireshark-common) are not installed");
+    let Some(dir) = mergecap_dir("merge-phases") else {
         return;
-    }
-    let dir = scratch("merge-phases");
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     let a = crate::util::capture("tonic-fixed.pcap");
     let (b, m) = (dir.join("b.pcap"), dir.join("m.pcap"));
     // grpcgo-article moved to overlap tonic-fixed: phases hold packets of both.
@@ -767,12 +774,9 @@ fn two_workers_plot_what_one_plots_on_every_capture() {
 /// phases and windows too, apart from the title naming the source (decision 429).
 #[test]
 fn several_files_plot_what_their_mergecap_plots() {
-    if !have("mergecap") || !have("editcap") {
-        skipped("mergecap and editcap (wireshark-common) are not installed");
+    let Some(dir) = mergecap_dir("merge-plot-files") else {
         return;
-    }
-    let dir = scratch("merge-plot-files");
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     let a = crate::util::capture("tonic-fixed.pcap");
     let (b, m) = (dir.join("b.pcap"), dir.join("m.pcap"));
     // grpcgo-article moved to overlap tonic-fixed: bins hold frames of both.
@@ -930,11 +934,9 @@ fn workers_print_what_one_prints_in_jsonl_on_every_capture() {
 /// captures/findings/, each with the next.
 #[test]
 fn several_files_print_the_jsonl_of_mergecap() {
-    if !have("mergecap") || !have("editcap") {
-        return skipped("mergecap and editcap (Debian's tshark or wireshark-common) not installed");
-    }
-    let dir = scratch("merge-jsonl");
-    std::fs::create_dir_all(&dir).unwrap();
+    let Some(dir) = mergecap_dir("merge-jsonl") else {
+        return;
+    };
     let all: Vec<PathBuf> = captures()
         .into_iter()
         .filter(|p| p.parent().is_some_and(|d| d.ends_with("findings")))
@@ -999,12 +1001,9 @@ fn several_files_print_the_jsonl_of_mergecap() {
 /// in one session was the other connection's and in its worker its own, so phase 2 differed.
 #[test]
 fn workers_end_where_the_run_ends() {
-    if !have("mergecap") || !have("editcap") {
-        skipped("mergecap and editcap (wireshark-common) are not installed");
+    let Some(dir) = mergecap_dir("merge-run-end") else {
         return;
-    }
-    let dir = scratch("merge-run-end");
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
     let (a, c, m, mf) = (
         path("a.pcap"),
