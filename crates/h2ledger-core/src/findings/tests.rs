@@ -1,6 +1,6 @@
 //! Each rule on frames built byte by byte, at its threshold and one past it.
 
-use h2ledger_tcp::{CloseKind, ConnId, ConnMeta, Dir, Nanos, Sink, Write};
+use h2ledger_tcp::{CloseKind, ConnId, Dir, Nanos, Sink, Write};
 
 use super::conn::Bucket;
 use super::*;
@@ -561,14 +561,7 @@ fn capture_quality_findings() {
     assert_eq!(g.evidence.n("gaps"), 1);
     // No SYN: mid-stream.
     let mut ledger = Ledger::new(Findings::new(FindingsConfig::default()));
-    ledger.open(&ConnMeta {
-        id: ConnId(0),
-        first_src: "127.0.0.1:50000".parse().unwrap(),
-        first_dst: "127.0.0.1:50051".parse().unwrap(),
-        syn_sender: None,
-        start: 0,
-        resumes: None,
-    });
+    ledger.open(&crate::testkit::meta(None));
     let frames = [
         response(1, false, &[]),
         data(1, false, 10),
