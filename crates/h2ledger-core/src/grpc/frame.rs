@@ -276,16 +276,17 @@ impl Grpc {
         };
         let mut end = false;
         let mut partial = [false; 2];
+        let step = ev.block_step();
         if ev.class == FrameClass::RstStream {
             partial = [st.cut[0].end(), st.cut[1].end()];
             end = true;
-        } else if matches!(ev.block_step(), StreamStep::HalfClosed | StreamStep::Ended) {
+        } else if matches!(step, StreamStep::HalfClosed | StreamStep::Ended) {
             // A header block's step where the block ends, with its fields (decision 454).
             if rel == 0 {
                 st.req_end = Some(ev.ts);
             }
             partial[rel] = st.cut[rel].end();
-            end = ev.block_step() == StreamStep::Ended;
+            end = step == StreamStep::Ended;
         }
         if let Some(sb) = st.bytes.as_deref_mut() {
             for r in 0..2 {
