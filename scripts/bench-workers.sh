@@ -8,6 +8,9 @@
 # not get there), two drop none. The load average is printed at the start and the end.
 #
 # usage: scripts/bench-workers.sh [REQUESTS] [RUNS] [BUFFER_KIB]   (defaults 200000, 3, 1024)
+# libpcap (TPACKET_V3, pcap-linux.c create_ring: tp_frame_size = MAXIMUM_SNAPLEN) cuts each
+# handle's BUFFER_KIB into ceil(BUFFER_KIB / 256) blocks of 256 KiB; the line at the start says
+# how many (docs/scale.md: on this machine rings of 2 or 3 blocks drop, 4 or more did not).
 # LOAD_NICE=N runs nghttpd and h2load at nice N (default 0: the same priority as the sniffer),
 # as a host whose traffic comes from other machines leaves the sniffer its cores.
 # Needs root (live capture).
@@ -44,7 +47,7 @@ for _ in $(seq 50); do
     python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
     sleep 0.1
 done
-say "nghttpd on 127.0.0.1:$port; h2load -n $N -c 100 -m 10; -B $BUF KiB per handle; load at nice $LOAD_NICE; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+say "nghttpd on 127.0.0.1:$port; h2load -n $N -c 100 -m 10; -B $BUF KiB per handle ($(( (BUF + 255) / 256 )) libpcap blocks of 256 KiB); load at nice $LOAD_NICE; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 one() {
     local w=$1 rep="$WORK/rep-$1" sp
