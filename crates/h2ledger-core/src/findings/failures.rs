@@ -72,6 +72,15 @@ pub(super) fn grpc_timeout(v: &[u8]) -> Option<i64> {
 /// A header value's decimal number (`200`, ` 5 `), without going through `str` (this runs on
 /// every response's header block).
 fn number(v: &[u8]) -> Option<u32> {
+    // The common value: a `:status` of three digits, as HPACK's static table and every server
+    // write it.
+    if let &[a, b, c] = v {
+        if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() {
+            return Some(
+                u32::from(a - b'0') * 100 + u32::from(b - b'0') * 10 + u32::from(c - b'0'),
+            );
+        }
+    }
     let v = v.trim_ascii();
     if v.is_empty() || v.len() > 9 {
         return None;
@@ -96,6 +105,21 @@ fn live_stream(c: &mut ConnF, sid: u32) -> Option<&mut super::conn::StreamF> {
         .filter(|st| st.bits & SERVER_END == 0)
 }
 
+/// The table slot of the stream whose call is in flight on `sid` (see [`live_stream`]): found
+/// once for the rules of a response's header block, which neither add nor remove a stream.
+fn live_slot(c: &ConnF, sid: u32) -> Option<usize> {
+    c.streams.find(sid).filter(|&i| {
+        c.streams
+            .slot(i)
+            .is_some_and(|st| st.bits & SERVER_END == 0)
+    })
+}
+
+/// The stream in `slot` (from [`live_slot`], the table unchanged since).
+fn at_slot(c: &mut ConnF, slot: Option<usize>) -> Option<&mut super::conn::StreamF> {
+    slot.and_then(|i| c.streams.slot_mut(i))
+}
+
 /// The failure rules of one frame. A request (the client's HEADERS) fills `call`, which the
 /// stream table keeps with the stream it opens.
 pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &mut Vec<Fire>) {
@@ -110,10 +134,11 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
     };
     match class {
         FrameClass::Headers | FrameClass::Trailers if server => {
+            let slot = live_slot(c, sid);
             if ev.class == FrameClass::Headers && ev.opened.is_none() {
                 // A response's first block that CONTINUATION frames end: its first byte is
                 // this HEADERS, its fields are read where the block ends.
-                first_byte(c, sid, ev.ts);
+                first_byte(c, slot, ev.ts);
             }
             let Some(h) = ev.headers else {
                 return;
@@ -158,17 +183,18 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             };
             // The call's outcome is known: its grpc-status, or an HTTP response that is not
             // gRPC (its first block's :status; a gRPC response's status is in its trailers).
-            let grpc_reply = h
-                .known(Known::ContentType)
-                .is_some_and(|v| v.starts_with(b"application/grpc"));
+            let grpc_reply = || {
+                h.known(Known::ContentType)
+                    .is_some_and(|v| v.starts_with(b"application/grpc"))
+            };
             if class == FrameClass::Headers {
-                first_byte(c, sid, ev.ts);
+                first_byte(c, slot, ev.ts);
             }
-            if grpc.is_some() || (http.is_some_and(|s| s >= 200) && !grpc_reply) || ends {
-                method_end(c, sid, failed, grpc, http, out);
+            if grpc.is_some() || ends || (http.is_some_and(|s| s >= 200) && !grpc_reply()) {
+                method_end(c, slot, failed, grpc, http, out);
             }
             if ends {
-                call_end(c, sid, ev.ts, out);
+                call_end(c, sid, slot, ev.ts, out);
             }
             if failed {
                 judge(c, out);
@@ -295,10 +321,10 @@ fn request(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) -> CallF {
 }
 
 /// The response to the call on `sid` began at `ts`, unless it began before.
-fn first_byte(c: &mut ConnF, sid: u32, ts: Nanos) {
-    if let Some(call) = live_call(c, sid) {
-        if call.first_byte == 0 {
-            call.first_byte = ts;
+fn first_byte(c: &mut ConnF, slot: Option<usize>, ts: Nanos) {
+    if let Some(st) = at_slot(c, slot) {
+        if st.call.first_byte == 0 {
+            st.call.first_byte = ts;
         }
     }
 }
@@ -371,18 +397,19 @@ pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) 
             call.req_end = ev.ts;
         }
     } else {
-        call_end(c, sid, ev.ts, out);
+        let slot = live_slot(c, sid);
+        call_end(c, sid, slot, ev.ts, out);
     }
 }
 
 /// The call on `sid` is over at `ts` (the server's END_STREAM): its time split, and
 /// `slow-calls` when it took [`SLOW_CALL`] or more.
-fn call_end(c: &mut ConnF, sid: u32, ts: Nanos, out: &mut Vec<Fire>) {
+fn call_end(c: &mut ConnF, sid: u32, slot: Option<usize>, ts: Nanos, out: &mut Vec<Fire>) {
     let Some(&mut super::conn::StreamF {
         call,
         opened: start,
         ..
-    }) = live_stream(c, sid)
+    }) = at_slot(c, slot)
     else {
         return;
     };
@@ -437,13 +464,13 @@ pub(super) fn stalled(c: &mut ConnF, sid: u32, ns: i64) {
 /// The call on `sid` ended with the server's answer: `failed` (its gRPC status or HTTP status).
 fn method_end(
     c: &mut ConnF,
-    sid: u32,
+    slot: Option<usize>,
     failed: bool,
     grpc: Option<u32>,
     http: Option<u32>,
     out: &mut Vec<Fire>,
 ) {
-    let Some(st) = live_stream(c, sid) else {
+    let Some(st) = at_slot(c, slot) else {
         return;
     };
     if std::mem::replace(&mut st.call.judged, true) {
@@ -517,6 +544,11 @@ fn judge_method(c: &mut ConnF, i: usize, out: &mut Vec<Fire>) {
     let Some(m) = c.fail.methods.get(i) else {
         return;
     };
+    // A method that never failed is under any share above 0 (the ordinary call ends here).
+    const _: () = assert!(METHOD_FAILED_SHARE > 0.0);
+    if m.failed == 0 {
+        return;
+    }
     if m.calls >= METHOD_MIN_CALLS && m.failed as f64 >= METHOD_FAILED_SHARE * m.calls as f64 {
         out.push((FindingId::MethodErrors, Some(Side::Server), None));
     }
