@@ -114,6 +114,10 @@ impl Obs {
             }
             if w.metrics {
                 a = a.keep_finished().keep_rtts();
+            } else if !w.calls_only {
+                // Only the `calls` view and the metrics read a call's own record: the report
+                // counts gRPC calls only (decision 464).
+                a.grpc.no_plain_records();
             }
             if let Some(l) = w.messages {
                 a.grpc.keep_messages(l);

@@ -198,6 +198,8 @@ impl Analysis {
                 flow,
                 grpc,
             });
+        } else {
+            self.calls.recycle(grpc);
         }
         let mut folded = 0;
         self.scoped(c.start, |s, is_phase| {
@@ -407,10 +409,12 @@ impl Analysis {
                     .map(String::as_str)
                     .unwrap_or(""),
                 flow: c.flow,
-                grpc: c.grpc.as_ref(),
+                grpc: c.grpc.as_deref(),
             });
         }
-        self.finished.clear();
+        for c in self.finished.drain(..) {
+            self.calls.recycle(c.grpc);
+        }
     }
 }
 
@@ -419,7 +423,7 @@ impl Analysis {
 pub(super) struct Finished {
     pub(super) rec: CallRec,
     pub(super) flow: crate::flow::CallFlow,
-    pub(super) grpc: Option<crate::grpc::CallGrpc>,
+    pub(super) grpc: Option<Box<crate::grpc::CallGrpc>>,
 }
 
 /// One call, with its method name, its flow-control stalls and its gRPC messages.

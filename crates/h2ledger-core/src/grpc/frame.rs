@@ -92,6 +92,7 @@ impl Grpc {
             stash,
             credit,
             per_frame,
+            no_plain,
             ..
         } = self;
         if per_frame.is_some() && call.is_none() && !conns.contains_key(&conn) {
@@ -137,6 +138,14 @@ impl Grpc {
                 );
                 *open += 1;
                 *open_grpc += usize::from(grpc);
+                if !grpc && *no_plain {
+                    // No record: only the stream's end is looked for (decision 464).
+                    if ev.class == FrameClass::RstStream || ev.block_step() == StreamStep::Ended {
+                        c.streams.discard_at(i);
+                        *open -= 1;
+                    }
+                    return;
+                }
                 let e = ev
                     .headers
                     .and_then(|h| h.known(crate::Known::GrpcEncoding))
@@ -161,6 +170,14 @@ impl Grpc {
         let last_rtt = c.last_rtt;
         let idx = st.call;
         let rel = usize::from(ev.dir != st.req_dir);
+        if !st.grpc && *no_plain {
+            // Nothing reads the call's record: the stream's end is all (decision 464).
+            if ev.class == FrameClass::RstStream || ev.block_step() == StreamStep::Ended {
+                c.streams.discard_at(slot);
+                *open -= 1;
+            }
+            return;
+        }
         if !st.grpc {
             // Not gRPC (decision 233): nothing is cut, so no message is counted, lost or left
             // incomplete (the cutters stay as made); the stream's ends, the server time, the

@@ -204,6 +204,9 @@ pub struct Grpc {
     credit: keep::Credit,
     /// [`PerFrame`]'s: the messages the last frame completed (None in the analysis).
     per_frame: Option<per_frame::Completed>,
+    /// Nothing reads the record of a call that is not gRPC ([`Grpc::no_plain_records`]): its
+    /// stream is followed only to its end (decision 464).
+    no_plain: bool,
 }
 
 impl Drop for Grpc {
@@ -262,6 +265,15 @@ impl Grpc {
         Grpc::default()
     }
 
+    /// Keeps no record for a call that is not gRPC: its server time, response `grpc-encoding`,
+    /// `grpc-message` and round trip are not looked for, since nothing reads them (the
+    /// report's totals count gRPC calls only; the `calls` view and the metrics read every
+    /// call's record and do not ask for this). Its stream is still followed to its end: the
+    /// streams open count against [`MAX_GRPC_STREAMS`] as before (decision 464).
+    pub fn no_plain_records(&mut self) {
+        self.no_plain = true;
+    }
+
     /// Keeps the bytes of every message of each gRPC call within `limits`, in
     /// [`CallGrpc::kept`] (`calls --messages`). Off by default: nothing is copied.
     pub fn keep_messages(&mut self, limits: KeepLimits) {
@@ -284,12 +296,12 @@ impl Grpc {
     /// per-method totals of the whole capture and of `phase`, and hands it back.
     pub(crate) fn fold_call(
         &mut self,
-        g: Option<CallGrpc>,
+        g: Option<Box<CallGrpc>>,
         method: &str,
         status: impl FnOnce() -> String,
         latency: Option<i64>,
         phase: Option<u64>,
-    ) -> Option<CallGrpc> {
+    ) -> Option<Box<CallGrpc>> {
         let g = g?;
         if g.grpc {
             let status = status();

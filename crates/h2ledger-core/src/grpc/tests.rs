@@ -114,6 +114,54 @@ mod ledger {
         assert_eq!(full, run(Analysis::new(None).calls_only()));
     }
 
+    /// With [`Grpc::no_plain_records`] (decision 464) a call that is not gRPC gets no record,
+    /// and the gRPC report is the same: gRPC and plain calls, one plain call reset, one gRPC
+    /// call's request ended after its response, one plain call left open.
+    #[test]
+    fn no_plain_records_keeps_the_report() {
+        use crate::Analysis;
+        let run = |no_plain: bool| {
+            let mut an = Analysis::new(None);
+            if no_plain {
+                an.grpc.no_plain_records();
+            }
+            let mut c = Conn::started_with(an, &[]);
+            for s in [1u32, 3, 5, 7, 9] {
+                let grpc = s % 4 == 1;
+                c.client(&request(s, "/pkg.S/M", grpc));
+                if s == 7 {
+                    c.client(&fr(3, 0, s, &8u32.to_be_bytes()));
+                    continue;
+                }
+                c.client(&fr(0, u8::from(s != 9), s, &grpc_msg(0, 7)));
+                c.server(&response(s, false, &[("grpc-encoding", "gzip")]));
+                c.server(&fr(0, 0, s, &grpc_msg(0, 25)));
+                c.server(&trailers(
+                    s,
+                    &[("grpc-status", "0"), ("grpc-message", "a%20b")],
+                ));
+            }
+            c.client(&fr(0, 1, 9, &grpc_msg(0, 3)));
+            c.client(&request(11, "/pkg.S/Open", false));
+            // Call 1 (stream 3, plain) ended, not folded yet (that is at the end).
+            let plain = c.ledger.observer.grpc_call(1).cloned();
+            (
+                report(&mut c),
+                plain,
+                c.ledger.observer.grpc.untracked_calls,
+            )
+        };
+        let (with, plain, untracked) = run(false);
+        assert_eq!(with.calls, 3, "{with:#?}");
+        assert_eq!(with.sides.server.messages, 3, "{with:#?}");
+        let plain = plain.expect("a plain call's record");
+        assert!(!plain.grpc && plain.server_time_ns >= 0, "{plain:?}");
+        let (without, none, untracked_too) = run(true);
+        assert_eq!(without, with);
+        assert_eq!(none, None);
+        assert_eq!(untracked_too, untracked);
+    }
+
     #[test]
     fn messages_across_frames_writes_and_padding() {
         let mut c = Conn::started(&[]);
