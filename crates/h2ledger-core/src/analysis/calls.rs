@@ -90,6 +90,14 @@ impl Analysis {
         let Some(slot) = self.take_active(key) else {
             return;
         };
+        if ts.is_none() {
+            // Its connection or the input ended (a frame that ends a call is the gRPC
+            // tracker's next, and it lets the stream go then): so did the stream it held.
+            if let Some(l) = self.calls.get_mut(slot).filter(|l| l.plain) {
+                l.plain = false;
+                self.grpc.plain_closed();
+            }
+        }
         self.unlink(key.0, slot);
         let end = ts.unwrap_or(self.now);
         self.recent.push_back((slot, end));
@@ -290,6 +298,7 @@ impl Analysis {
                 Live {
                     seq,
                     grpc: None,
+                    plain: false,
                     links: [NO_SLOT; 2],
                     rec: CallRec {
                         start: ev.ts,

@@ -48,19 +48,91 @@ fn status_details(v: &[u8]) -> Box<[u8]> {
     v[..v.len().min(MAX_STATUS_DETAILS)].into()
 }
 
+/// A response block's `grpc-message` ([`grpc_message`]) and `grpc-status-details-bin`
+/// ([`status_details`]), each the first of its name, found in one pass over the fields.
+fn message_and_details(h: &crate::HeaderList) -> (Option<Box<str>>, Option<Box<[u8]>>) {
+    let (mut msg, mut details) = (None, None);
+    for f in h.iter() {
+        match f.name {
+            b"grpc-message" if msg.is_none() => msg = Some(grpc_message(f.value)),
+            b"grpc-status-details-bin" if details.is_none() => {
+                details = Some(status_details(f.value));
+            }
+            _ => {}
+        }
+    }
+    (msg, details)
+}
+
 fn grpc_message(m: &[u8]) -> Box<str> {
     let mut b = percent_decode(m);
     b.truncate(MAX_GRPC_MESSAGE);
     escape_bytes(&b).into_boxed_str()
 }
 
+/// Whether `ev` ends its stream for the tracker: a RST_STREAM, or the step (a header block's
+/// where it ends) that closes the stream's second half.
+#[inline]
+fn ends_stream(ev: &FrameEvent<'_>) -> bool {
+    ev.class == FrameClass::RstStream || ev.block_step() == StreamStep::Ended
+}
+
+/// A plain call's stream, held by its call until now ([`Recs::plain`]), goes on in the table
+/// of its connection (decision 466): its call ended before its stream. Only its end is
+/// looked for there, so its direction and times are not needed.
+fn detach(conns: &mut crate::FastMap<u32, ConnG>, conn: u32, sid: u32, id: CallId, dir: Dir) {
+    let c = conns.entry(conn).or_insert_with(|| ConnG {
+        last_rtt: -1,
+        ..ConnG::default()
+    });
+    c.streams.insert(
+        sid,
+        Stream {
+            call: id,
+            req_dir: dir,
+            grpc: false,
+            cut: [Cutter::default(); 2],
+            epoch: [c.epoch[dir], c.epoch[dir.other()]],
+            req_end: None,
+            responded: false,
+            bytes: None,
+        },
+    );
+}
+
+/// A plain call's stream opened: held by its call ([`Recs::plain`], decision 466), counted
+/// open, and at once ended or handed to the table when this first frame ends it or its call.
+#[allow(clippy::too_many_arguments)]
+fn hold(
+    held: &mut bool,
+    open: &mut usize,
+    plain_held: &mut usize,
+    conns: &mut crate::FastMap<u32, ConnG>,
+    ev: &FrameEvent<'_>,
+    id: CallId,
+    call_over: bool,
+) {
+    *open += 1;
+    let ends = ends_stream(ev);
+    if ends {
+        *open -= 1;
+    } else if call_over {
+        detach(conns, ev.conn.0, ev.head.stream_id.0, id, ev.dir);
+    } else {
+        *held = true;
+        *plain_held += 1;
+    }
+}
+
 impl Grpc {
-    /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
+    /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream,
+    /// `call_over` whether the analysis ended that call at this frame.
     pub(crate) fn frame(
         &mut self,
         ev: &FrameEvent<'_>,
         phase: Option<u64>,
         call: Option<CallId>,
+        call_over: bool,
         recs: &mut impl super::Recs,
     ) {
         let conn = ev.conn.0;
@@ -93,11 +165,55 @@ impl Grpc {
             credit,
             per_frame,
             no_plain,
+            plain_held,
             ..
         } = self;
         if per_frame.is_some() && call.is_none() && !conns.contains_key(&conn) {
             // `PerFrame` holds a connection only once it follows a gRPC stream there.
             return;
+        }
+        if *no_plain {
+            // A plain call's stream is held by its call while the call is in flight, so its
+            // frames need no look-up here (decision 466): its end, or its call's, is all.
+            if let Some(id) = call {
+                if let Some(held) = recs.plain(id).filter(|h| **h) {
+                    let ends = ends_stream(ev);
+                    if ends || call_over {
+                        *held = false;
+                        *plain_held -= 1;
+                        if ends {
+                            *open -= 1;
+                        } else {
+                            detach(conns, conn, sid, id, ev.dir);
+                        }
+                    }
+                    return;
+                }
+            }
+            if *open == *plain_held {
+                // No stream in any connection's table: this one is not there either, and only
+                // a call's first HEADERS opens one.
+                if ev.class != FrameClass::Headers {
+                    return;
+                }
+                let Some(id) = call else {
+                    return;
+                };
+                if *open >= MAX_GRPC_STREAMS {
+                    *untracked_calls += 1;
+                    return;
+                }
+                let grpc = ev
+                    .headers
+                    .and_then(|h| h.known(crate::Known::ContentType))
+                    .is_some_and(|v| v.starts_with(b"application/grpc"));
+                if !grpc {
+                    if let Some(held) = recs.plain(id) {
+                        return hold(held, open, plain_held, conns, ev, id, call_over);
+                    }
+                }
+                // A gRPC call's stream: in the table, below.
+            }
         }
         let c = conns.entry(conn).or_insert_with(|| ConnG {
             last_rtt: -1,
@@ -121,6 +237,11 @@ impl Grpc {
                     .headers
                     .and_then(|h| h.known(crate::Known::ContentType))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
+                if !grpc && *no_plain {
+                    if let Some(held) = recs.plain(id) {
+                        return hold(held, open, plain_held, conns, ev, id, call_over);
+                    }
+                }
                 let epoch = [c.epoch[ev.dir], c.epoch[ev.dir.other()]];
                 let i = c.streams.insert(
                     sid,
@@ -140,7 +261,7 @@ impl Grpc {
                 *open_grpc += usize::from(grpc);
                 if !grpc && *no_plain {
                     // No record: only the stream's end is looked for (decision 464).
-                    if ev.class == FrameClass::RstStream || ev.block_step() == StreamStep::Ended {
+                    if ends_stream(ev) {
                         c.streams.discard_at(i);
                         *open -= 1;
                     }
@@ -172,7 +293,7 @@ impl Grpc {
         let rel = usize::from(ev.dir != st.req_dir);
         if !st.grpc && *no_plain {
             // Nothing reads the call's record: the stream's end is all (decision 464).
-            if ev.class == FrameClass::RstStream || ev.block_step() == StreamStep::Ended {
+            if ends_stream(ev) {
                 c.streams.discard_at(slot);
                 *open -= 1;
             }
@@ -210,14 +331,13 @@ impl Grpc {
                 c.streams.discard_at(slot);
                 *open -= 1;
             }
-            let (e, msg, details) = match (rel, ev.headers) {
+            let (e, (msg, details)) = match (rel, ev.headers) {
                 (1, Some(h)) if header_kind => (
                     h.known(crate::Known::GrpcEncoding)
                         .map(|v| encoding_id(encodings, v)),
-                    h.get(b"grpc-message").map(grpc_message),
-                    h.get(b"grpc-status-details-bin").map(status_details),
+                    message_and_details(h),
                 ),
-                _ => (None, None, None),
+                _ => (None, (None, None)),
             };
             if e.is_none()
                 && msg.is_none()
@@ -319,13 +439,12 @@ impl Grpc {
             *open_grpc -= 1;
         }
         // Per-call record and totals.
-        let (enc, msg, details) = match (rel, ev.headers) {
+        let (enc, (msg, details)) = match (rel, ev.headers) {
             (1, Some(h)) if header_kind => (
                 h.known(crate::Known::GrpcEncoding).map(<[u8]>::to_vec),
-                h.get(b"grpc-message").map(grpc_message),
-                h.get(b"grpc-status-details-bin").map(status_details),
+                message_and_details(h),
             ),
-            _ => (None, None, None),
+            _ => (None, (None, None)),
         };
         let e = enc.map(|v| self.encoding_id(&v));
         for (n, z) in &done {

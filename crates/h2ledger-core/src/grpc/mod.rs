@@ -55,6 +55,9 @@ pub(crate) trait Recs {
     fn grpc_mut(&mut self, id: CallId) -> Option<&mut CallGrpc>;
     /// The gRPC record of call `id` while the call is not folded, if it has one.
     fn grpc_if_any(&mut self, id: CallId) -> Option<&mut CallGrpc>;
+    /// Whether call `id`, in flight, holds its plain stream for the tracker (with
+    /// [`Grpc::no_plain_records`]: decision 466); `None` where calls hold none.
+    fn plain(&mut self, id: CallId) -> Option<&mut bool>;
 }
 
 /// gRPC status codes by number, as grpc/grpc doc/statuscodes.md names them.
@@ -207,6 +210,9 @@ pub struct Grpc {
     /// Nothing reads the record of a call that is not gRPC ([`Grpc::no_plain_records`]): its
     /// stream is followed only to its end (decision 464).
     no_plain: bool,
+    /// Of the `open` streams, the plain ones their calls hold ([`Recs::plain`]); the others
+    /// are in the connections' tables (decision 466).
+    plain_held: usize,
 }
 
 impl Drop for Grpc {
@@ -370,6 +376,13 @@ impl Grpc {
 }
 
 impl Grpc {
+    /// A call that held its plain stream ([`Recs::plain`]) ended with its connection or the
+    /// input: the stream is no longer open, as [`Grpc::close`] says of those in a table.
+    pub(crate) fn plain_closed(&mut self) {
+        self.open -= 1;
+        self.plain_held -= 1;
+    }
+
     /// Bytes of `dir` lost: when frames may be missing, every open call there lacks bytes.
     pub(crate) fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
         if framing_lost {

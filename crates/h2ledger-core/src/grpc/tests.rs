@@ -142,24 +142,37 @@ mod ledger {
                 ));
             }
             c.client(&fr(0, 1, 9, &grpc_msg(0, 3)));
+            // The streams open to the tracker at each step (decision 466: a plain stream held
+            // by its call, or in the table once its call ended first).
+            let mut open = vec![c.ledger.observer.grpc.open];
+            // Plain stream 13: the server ends it before the client's half.
+            c.client(&fr(1, 4, 13, &[0x83, 0x86, 0x04, 1, b'/']));
+            c.server(&response(13, true, &[]));
+            open.push(c.ledger.observer.grpc.open);
+            c.client(&fr(0, 1, 13, &[]));
+            open.push(c.ledger.observer.grpc.open);
+            // Plain streams 11 and 15 left open, 15 with a response.
             c.client(&request(11, "/pkg.S/Open", false));
+            c.client(&fr(1, 4, 15, &[0x83, 0x86, 0x04, 1, b'/']));
+            c.server(&response(15, false, &[]));
+            open.push(c.ledger.observer.grpc.open);
             // Call 1 (stream 3, plain) ended, not folded yet (that is at the end).
             let plain = c.ledger.observer.grpc_call(1).cloned();
-            (
-                report(&mut c),
-                plain,
-                c.ledger.observer.grpc.untracked_calls,
-            )
+            let r = report(&mut c);
+            open.push(c.ledger.observer.grpc.open);
+            (r, plain, c.ledger.observer.grpc.untracked_calls, open)
         };
-        let (with, plain, untracked) = run(false);
+        let (with, plain, untracked, open) = run(false);
         assert_eq!(with.calls, 3, "{with:#?}");
         assert_eq!(with.sides.server.messages, 3, "{with:#?}");
+        assert_eq!(open, [0, 1, 0, 2, 0]);
         let plain = plain.expect("a plain call's record");
         assert!(!plain.grpc && plain.server_time_ns >= 0, "{plain:?}");
-        let (without, none, untracked_too) = run(true);
+        let (without, none, untracked_too, open_too) = run(true);
         assert_eq!(without, with);
         assert_eq!(none, None);
         assert_eq!(untracked_too, untracked);
+        assert_eq!(open_too, open);
     }
 
     #[test]
