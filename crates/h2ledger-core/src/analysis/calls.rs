@@ -93,8 +93,8 @@ impl Analysis {
         if ts.is_none() {
             // Its connection or the input ended (a frame that ends a call is the gRPC
             // tracker's next, and it lets the stream go then): so did the stream it held.
-            if let Some(l) = self.calls.get_mut(slot).filter(|l| l.plain) {
-                l.plain = false;
+            if let Some(l) = self.calls.get_mut(slot).filter(|l| l.plain.held) {
+                l.plain.held = false;
                 self.grpc.plain_closed();
             }
         }
@@ -298,7 +298,7 @@ impl Analysis {
                 Live {
                     seq,
                     grpc: None,
-                    plain: false,
+                    plain: Default::default(),
                     links: [NO_SLOT; 2],
                     rec: CallRec {
                         start: ev.ts,

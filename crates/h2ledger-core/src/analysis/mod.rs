@@ -250,9 +250,9 @@ pub(crate) struct Live {
     /// Boxed (decision 463): the record is about 150 bytes, and a slot is moved in and out
     /// once per call.
     grpc: Option<Box<crate::grpc::CallGrpc>>,
-    /// The call holds its stream for the gRPC tracker, which keeps no record of a plain call
-    /// (decision 466): set while both are open.
-    plain: bool,
+    /// Its stream as the gRPC tracker follows a plain call's, held here while both are open
+    /// (decision 466).
+    plain: crate::grpc::Plain,
     /// The previous and next call in flight on its connection (slots, [`NO_SLOT`] for none);
     /// both [`NO_SLOT`] once it ended.
     links: [u32; 2],
@@ -368,7 +368,7 @@ impl crate::grpc::Recs for Slab {
     }
 
     #[inline]
-    fn plain(&mut self, id: CallId) -> Option<&mut bool> {
+    fn plain(&mut self, id: CallId) -> Option<&mut crate::grpc::Plain> {
         self.get_id_mut(id).map(|l| &mut l.plain)
     }
 }

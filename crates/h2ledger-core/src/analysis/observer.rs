@@ -58,7 +58,7 @@ impl Observer for Analysis {
             Live {
                 seq,
                 grpc: None,
-                plain: false,
+                plain: Default::default(),
                 links: [NO_SLOT; 2],
                 rec: CallRec {
                     start: w.ts,

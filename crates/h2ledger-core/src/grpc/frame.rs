@@ -78,13 +78,13 @@ fn ends_stream(ev: &FrameEvent<'_>) -> bool {
 }
 
 /// A plain call's stream, held by its call until now ([`Recs::plain`]), goes on in the table
-/// of its connection (decision 466): its call ended before its stream. Only its end is
-/// looked for there, so its direction and times are not needed.
-fn detach(conns: &mut crate::FastMap<u32, ConnG>, conn: u32, sid: u32, id: CallId, dir: Dir) {
+/// of its connection as it is (decision 466): its call ended before its stream.
+fn detach(conns: &mut crate::FastMap<u32, ConnG>, conn: u32, sid: u32, id: CallId, p: Plain) {
     let c = conns.entry(conn).or_insert_with(|| ConnG {
         last_rtt: -1,
         ..ConnG::default()
     });
+    let dir = p.req_dir;
     c.streams.insert(
         sid,
         Stream {
@@ -93,35 +93,11 @@ fn detach(conns: &mut crate::FastMap<u32, ConnG>, conn: u32, sid: u32, id: CallI
             grpc: false,
             cut: [Cutter::default(); 2],
             epoch: [c.epoch[dir], c.epoch[dir.other()]],
-            req_end: None,
-            responded: false,
+            req_end: p.req_end,
+            responded: p.responded,
             bytes: None,
         },
     );
-}
-
-/// A plain call's stream opened: held by its call ([`Recs::plain`], decision 466), counted
-/// open, and at once ended or handed to the table when this first frame ends it or its call.
-#[allow(clippy::too_many_arguments)]
-fn hold(
-    held: &mut bool,
-    open: &mut usize,
-    plain_held: &mut usize,
-    conns: &mut crate::FastMap<u32, ConnG>,
-    ev: &FrameEvent<'_>,
-    id: CallId,
-    call_over: bool,
-) {
-    *open += 1;
-    let ends = ends_stream(ev);
-    if ends {
-        *open -= 1;
-    } else if call_over {
-        detach(conns, ev.conn.0, ev.head.stream_id.0, id, ev.dir);
-    } else {
-        *held = true;
-        *plain_held += 1;
-    }
 }
 
 impl Grpc {
@@ -151,8 +127,14 @@ impl Grpc {
                     ..ConnG::default()
                 });
                 c.last_rtt = ev.ts - sent;
+                self.rtt_seen = true;
             }
             return;
+        }
+        if let (Some(id), None) = (call, &self.per_frame) {
+            if self.plain_frame(ev, id, call_over, recs) {
+                return;
+            }
         }
         let Grpc {
             conns,
@@ -165,55 +147,11 @@ impl Grpc {
             credit,
             per_frame,
             no_plain,
-            plain_held,
             ..
         } = self;
         if per_frame.is_some() && call.is_none() && !conns.contains_key(&conn) {
             // `PerFrame` holds a connection only once it follows a gRPC stream there.
             return;
-        }
-        if *no_plain {
-            // A plain call's stream is held by its call while the call is in flight, so its
-            // frames need no look-up here (decision 466): its end, or its call's, is all.
-            if let Some(id) = call {
-                if let Some(held) = recs.plain(id).filter(|h| **h) {
-                    let ends = ends_stream(ev);
-                    if ends || call_over {
-                        *held = false;
-                        *plain_held -= 1;
-                        if ends {
-                            *open -= 1;
-                        } else {
-                            detach(conns, conn, sid, id, ev.dir);
-                        }
-                    }
-                    return;
-                }
-            }
-            if *open == *plain_held {
-                // No stream in any connection's table: this one is not there either, and only
-                // a call's first HEADERS opens one.
-                if ev.class != FrameClass::Headers {
-                    return;
-                }
-                let Some(id) = call else {
-                    return;
-                };
-                if *open >= MAX_GRPC_STREAMS {
-                    *untracked_calls += 1;
-                    return;
-                }
-                let grpc = ev
-                    .headers
-                    .and_then(|h| h.known(crate::Known::ContentType))
-                    .is_some_and(|v| v.starts_with(b"application/grpc"));
-                if !grpc {
-                    if let Some(held) = recs.plain(id) {
-                        return hold(held, open, plain_held, conns, ev, id, call_over);
-                    }
-                }
-                // A gRPC call's stream: in the table, below.
-            }
         }
         let c = conns.entry(conn).or_insert_with(|| ConnG {
             last_rtt: -1,
@@ -237,10 +175,9 @@ impl Grpc {
                     .headers
                     .and_then(|h| h.known(crate::Known::ContentType))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
-                if !grpc && *no_plain {
-                    if let Some(held) = recs.plain(id) {
-                        return hold(held, open, plain_held, conns, ev, id, call_over);
-                    }
+                if !grpc && per_frame.is_none() && recs.plain(id).is_some() {
+                    // Held by its call, not put here (decision 466).
+                    return self.open_plain(ev, id, call_over, recs);
                 }
                 let epoch = [c.epoch[ev.dir], c.epoch[ev.dir.other()]];
                 let i = c.streams.insert(
@@ -483,5 +420,181 @@ impl Grpc {
             k.compressed = k.compressed.saturating_add(u32::from(z));
         }
         response(cg, e, msg, details, server_time, last_rtt);
+    }
+}
+
+impl Grpc {
+    /// A frame of call `id`'s stream when the call holds it, or when no stream is in any
+    /// table and this frame opens a plain call's (decision 466): done here, and `true`;
+    /// `false` for a frame the connections' tables are for.
+    #[inline]
+    fn plain_frame(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        id: CallId,
+        call_over: bool,
+        recs: &mut impl super::Recs,
+    ) -> bool {
+        match recs.plain(id) {
+            Some(p) if p.held && self.no_plain => {
+                // Nothing reads the record (decision 464): the stream's end, or its call's.
+                let end = ends_stream(ev);
+                if end || call_over {
+                    let gone = *p;
+                    p.held = false;
+                    self.let_go(ev, id, end, gone);
+                }
+                return true;
+            }
+            Some(p) if p.held => {
+                self.held_frame(ev, id, call_over, recs);
+                return true;
+            }
+            _ => {}
+        }
+        if self.open != self.plain_held {
+            // A table may hold this stream: looked up there.
+            return false;
+        }
+        // No stream in any table, so not this one: only a call's first HEADERS opens it.
+        if ev.class != FrameClass::Headers {
+            return true;
+        }
+        if self.open >= MAX_GRPC_STREAMS {
+            self.untracked_calls += 1;
+            return true;
+        }
+        let grpc = ev
+            .headers
+            .and_then(|h| h.known(crate::Known::ContentType))
+            .is_some_and(|v| v.starts_with(b"application/grpc"));
+        if grpc || recs.plain(id).is_none() {
+            // Into a table.
+            return false;
+        }
+        self.open_plain(ev, id, call_over, recs);
+        true
+    }
+
+    /// A plain call's stream opens at its first HEADERS `ev`: held by call `id`, with its
+    /// record's start when records are kept, then this frame as any other of it.
+    fn open_plain(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        id: CallId,
+        call_over: bool,
+        recs: &mut impl super::Recs,
+    ) {
+        let Some(p) = recs.plain(id) else {
+            return;
+        };
+        *p = Plain {
+            held: true,
+            req_dir: ev.dir,
+            ..Plain::default()
+        };
+        self.open += 1;
+        self.plain_held += 1;
+        if self.no_plain {
+            // No record (decision 464): the stream's end, or its call's, is all.
+            let end = ends_stream(ev);
+            if end || call_over {
+                let gone = *p;
+                p.held = false;
+                self.let_go(ev, id, end, gone);
+            }
+            return;
+        }
+        let e = ev
+            .headers
+            .and_then(|h| h.known(crate::Known::GrpcEncoding))
+            .map(|v| encoding_id(&mut self.encodings, v));
+        if let Some(cg) = recs.grpc_mut(id) {
+            cg.grpc = false;
+            cg.encoding[0] = e;
+        }
+        self.held_frame(ev, id, call_over, recs);
+    }
+
+    /// Call `id` no longer holds its plain stream `gone` at `ev`: the stream ended (`end`),
+    /// or goes on in its connection's table.
+    fn let_go(&mut self, ev: &FrameEvent<'_>, id: CallId, end: bool, gone: Plain) {
+        self.plain_held -= 1;
+        if end {
+            self.open -= 1;
+        } else {
+            detach(&mut self.conns, ev.conn.0, ev.head.stream_id.0, id, gone);
+        }
+    }
+
+    /// A frame of a plain stream its call `id` holds: what the table's plain stream does
+    /// below (decision 233) on the call's [`Plain`] instead; the stream goes to the table
+    /// when the call ends first (`call_over`).
+    fn held_frame(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        id: CallId,
+        call_over: bool,
+        recs: &mut impl super::Recs,
+    ) {
+        let Some(p) = recs.plain(id) else {
+            return;
+        };
+        let rel = usize::from(ev.dir != p.req_dir);
+        let first_response = rel == 1 && !p.responded && ev.class == FrameClass::Headers;
+        let server_time = if first_response {
+            p.responded = true;
+            p.req_end.map(|t| ev.ts - t)
+        } else {
+            None
+        };
+        let step = ev.block_step();
+        let end = if ev.class == FrameClass::RstStream {
+            true
+        } else if matches!(step, StreamStep::HalfClosed | StreamStep::Ended) {
+            if rel == 0 {
+                p.req_end = Some(ev.ts);
+            }
+            step == StreamStep::Ended
+        } else {
+            false
+        };
+        if end || call_over {
+            let gone = *p;
+            p.held = false;
+            self.let_go(ev, id, end, gone);
+        }
+        if self.no_plain {
+            return;
+        }
+        let header_kind = matches!(
+            ev.class,
+            FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
+        );
+        let (e, (msg, details)) = match (rel, ev.headers) {
+            (1, Some(h)) if header_kind => (
+                h.known(crate::Known::GrpcEncoding)
+                    .map(|v| encoding_id(&mut self.encodings, v)),
+                message_and_details(h),
+            ),
+            _ => (None, (None, None)),
+        };
+        // A round trip only once some PING was answered (the connection's is -1 before).
+        let last_rtt = if self.rtt_seen {
+            self.conns.get(&ev.conn.0).map_or(-1, |c| c.last_rtt)
+        } else {
+            -1
+        };
+        if e.is_none()
+            && msg.is_none()
+            && details.is_none()
+            && server_time.is_none()
+            && last_rtt < 0
+        {
+            return;
+        }
+        if let Some(cg) = recs.grpc_mut(id) {
+            response(cg, e, msg, details, server_time, last_rtt);
+        }
     }
 }

@@ -55,9 +55,31 @@ pub(crate) trait Recs {
     fn grpc_mut(&mut self, id: CallId) -> Option<&mut CallGrpc>;
     /// The gRPC record of call `id` while the call is not folded, if it has one.
     fn grpc_if_any(&mut self, id: CallId) -> Option<&mut CallGrpc>;
-    /// Whether call `id`, in flight, holds its plain stream for the tracker (with
-    /// [`Grpc::no_plain_records`]: decision 466); `None` where calls hold none.
-    fn plain(&mut self, id: CallId) -> Option<&mut bool>;
+    /// Call `id`'s plain stream, which the call holds for the tracker while both are open
+    /// (decision 466); `None` where calls hold none.
+    fn plain(&mut self, id: CallId) -> Option<&mut Plain>;
+}
+
+/// A plain call's stream (not gRPC) as its call holds it while both are open (decision 466):
+/// what [`Stream`] keeps of one, without a table look-up per frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plain {
+    /// The call holds its stream (counted among the open ones).
+    pub(crate) held: bool,
+    responded: bool,
+    req_dir: Dir,
+    req_end: Option<Nanos>,
+}
+
+impl Default for Plain {
+    fn default() -> Self {
+        Plain {
+            held: false,
+            responded: false,
+            req_dir: Dir::Fwd,
+            req_end: None,
+        }
+    }
 }
 
 /// gRPC status codes by number, as grpc/grpc doc/statuscodes.md names them.
@@ -213,6 +235,9 @@ pub struct Grpc {
     /// Of the `open` streams, the plain ones their calls hold ([`Recs::plain`]); the others
     /// are in the connections' tables (decision 466).
     plain_held: usize,
+    /// Some connection's PING was answered: before, every call's round trip is -1 and is
+    /// not looked up.
+    rtt_seen: bool,
 }
 
 impl Drop for Grpc {

@@ -153,7 +153,7 @@ impl Recs for NoRecs {
     fn grpc_if_any(&mut self, _id: CallId) -> Option<&mut CallGrpc> {
         None
     }
-    fn plain(&mut self, _id: CallId) -> Option<&mut bool> {
+    fn plain(&mut self, _id: CallId) -> Option<&mut super::Plain> {
         None
     }
 }

@@ -175,6 +175,56 @@ mod ledger {
         assert_eq!(open_too, open);
     }
 
+    /// A plain call's record as its call holds its stream (decision 466): server time, the
+    /// response's grpc-encoding and grpc-message, the round trip of a PING answered before;
+    /// and of a call whose server ends first, so that its stream goes on in the table and
+    /// its last frame, the client's END_STREAM, still sets the round trip.
+    #[test]
+    fn plain_calls_keep_their_records() {
+        let mut c = Conn::started(&[]);
+        let ms = 1_000_000;
+        c.server(&fr(6, 0, 0, &[1; 8]));
+        c.client(&fr(6, 1, 0, &[1; 8]));
+        let get = |s: u32| fr(1, 4, s, &[0x83, 0x86, 0x04, 1, b'/']);
+        c.client(&get(1));
+        c.client(&fr(0, 1, 1, &[]));
+        c.server(&response(1, false, &[("grpc-encoding", "gzip")]));
+        c.server(&trailers(
+            1,
+            &[("grpc-status", "0"), ("grpc-message", "a%20b")],
+        ));
+        c.client(&get(3));
+        c.server(&response(3, true, &[("grpc-message", "x")]));
+        c.client(&fr(0, 1, 3, &[]));
+        c.close();
+        let mut got = Vec::new();
+        c.ledger
+            .observer
+            .drain_finished(|v| got.push(v.grpc.cloned()));
+        let [Some(one), Some(three)] = &got[..] else {
+            panic!("{got:#?}");
+        };
+        assert!(!one.grpc && !three.grpc);
+        assert_eq!(
+            (
+                one.server_time_ns,
+                one.ping_rtt_ns,
+                one.grpc_message.as_deref()
+            ),
+            (ms, ms, Some("a b"))
+        );
+        assert_eq!(one.encoding[1].as_deref(), Some("gzip"));
+        assert_eq!(
+            (
+                three.server_time_ns,
+                three.ping_rtt_ns,
+                three.grpc_message.as_deref()
+            ),
+            (-1, ms, Some("x"))
+        );
+        assert_eq!(c.ledger.observer.grpc.open, 0);
+    }
+
     #[test]
     fn messages_across_frames_writes_and_padding() {
         let mut c = Conn::started(&[]);
