@@ -524,9 +524,24 @@ impl Conns {
         self.slots.get_mut(s as usize)?.as_deref_mut()
     }
 
-    /// The state of connection `id`, made when new.
-    #[inline]
+    /// The state of connection `id`, made when new. The connection looked up last, as the
+    /// frames of one write are, without a call (decision 463).
+    #[inline(always)]
     fn entry_or_default(&mut self, id: u32) -> &mut ConnState {
+        match self.last {
+            Some((i, s)) if i == id && matches!(self.slots.get(s as usize), Some(Some(_))) => {
+                match self.slots[s as usize].as_deref_mut() {
+                    Some(st) => st,
+                    None => unreachable!("checked above"),
+                }
+            }
+            _ => self.entry_slow(id),
+        }
+    }
+
+    /// [`Conns::entry_or_default`] of a connection other than the last.
+    #[inline(never)]
+    fn entry_slow(&mut self, id: u32) -> &mut ConnState {
         let s = match self.slot_of(id) {
             Some(s) => s,
             None => self.insert(id),
