@@ -271,6 +271,9 @@ struct Far {
     /// Each open connection's first source and destination (its frames' addresses, as the
     /// ledger gives them: [`FrameEvent::src`]).
     addrs: HashMap<u32, (SocketAddr, SocketAddr), BuildHasherDefault<ConnHasher>>,
+    /// The connection of the last frame and its `addrs` entry: the frames of a write are one
+    /// connection's (decision 463).
+    last: Option<(u32, (SocketAddr, SocketAddr))>,
 }
 
 /// Connection ids are ours (counted from 0), not chosen by a peer: a multiply spreads them.
@@ -336,6 +339,7 @@ impl Relay {
                     analysis: start_rx.recv().ok()?,
                     heads: HashMap::default(),
                     addrs: HashMap::default(),
+                    last: None,
                 };
                 Some(far.run(&full_rx, &empty_tx))
             });
@@ -488,6 +492,9 @@ impl Far {
             Ev::Open(ref meta) => {
                 self.addrs
                     .insert(meta.id.0, (meta.first_src, meta.first_dst));
+                if self.last.is_some_and(|(c, _)| c == meta.id.0) {
+                    self.last = None;
+                }
                 a.open(meta);
             }
             Ev::Write(conn, dir, w) => a.write_in(conn, dir, &w),
@@ -500,6 +507,9 @@ impl Far {
             Ev::Close(ref s) => {
                 a.close(s);
                 self.addrs.remove(&s.id.0);
+                if self.last.is_some_and(|(c, _)| c == s.id.0) {
+                    self.last = None;
+                }
                 for dir in [Dir::Fwd, Dir::Rev] {
                     self.heads.remove(&(s.id.0, dir));
                 }
@@ -531,7 +541,14 @@ impl Far {
                 frame = None;
             }
         }
-        let (first_src, first_dst) = self.addrs.get(&r.conn.0).copied().unwrap_or(NO_ADDRS);
+        let (first_src, first_dst) = match self.last {
+            Some((c, a)) if c == r.conn.0 => a,
+            _ => {
+                let a = self.addrs.get(&r.conn.0).copied().unwrap_or(NO_ADDRS);
+                self.last = Some((r.conn.0, a));
+                a
+            }
+        };
         let (src, dst) = match r.dir {
             Dir::Fwd => (first_src, first_dst),
             Dir::Rev => (first_dst, first_src),
