@@ -503,7 +503,7 @@ struct Conns {
 }
 
 impl Conns {
-    #[inline]
+    #[inline(always)]
     fn slot_of(&self, id: u32) -> Option<u32> {
         match self.last {
             Some((i, s)) if i == id => Some(s),
@@ -511,7 +511,7 @@ impl Conns {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, id: &u32) -> Option<&ConnState> {
         let s = self.slot_of(*id)?;
         self.slots.get(s as usize)?.as_deref()
@@ -833,7 +833,7 @@ impl Analysis {
     }
 
     /// The slot of the call in flight on stream `sid` of connection `conn`.
-    #[inline]
+    #[inline(always)]
     fn active_slot(&self, conn: u32, sid: u32) -> Option<u32> {
         self.conns.get(&conn)?.active.get(sid).copied()
     }
