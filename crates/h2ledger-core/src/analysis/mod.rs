@@ -276,7 +276,9 @@ pub(crate) struct Slab {
     slots: Vec<Option<Live>>,
     free: Vec<u32>,
     /// Emptied gRPC records of folded calls, for the next calls (at most [`SPARE_RECORDS`]):
-    /// a record is boxed, and taken and given back once per call (decision 463).
+    /// a record is boxed, and taken and given back once per call (decision 463). The boxes
+    /// themselves are what is kept: each goes back into a call's slot as it is.
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<crate::grpc::CallGrpc>>,
 }
 
