@@ -254,6 +254,9 @@ impl Batch {
 pub(crate) struct Relay {
     /// `RefCell`: [`Observer::data_head`] takes `&self` and records an event.
     batch: RefCell<Batch>,
+    /// The far analysis' flow tracker is on (no findings here keep the run's one): it reads
+    /// SETTINGS and WINDOW_UPDATE frames, so their bodies are sent ([`Relay::frame`]).
+    flow_far: bool,
     full: Option<SyncSender<Batch>>,
     empty: Receiver<Batch>,
     worker: JoinHandle<Option<Far>>,
@@ -268,6 +271,9 @@ struct Far {
     /// Each open connection's first source and destination (its frames' addresses, as the
     /// ledger gives them: [`FrameEvent::src`]).
     addrs: HashMap<u32, (SocketAddr, SocketAddr), BuildHasherDefault<ConnHasher>>,
+    /// The connection of the last frame and its `addrs` entry: the frames of a write are one
+    /// connection's (decision 463).
+    last: Option<(u32, (SocketAddr, SocketAddr))>,
 }
 
 /// Connection ids are ours (counted from 0), not chosen by a peer: a multiply spreads them.
@@ -312,11 +318,11 @@ impl std::fmt::Debug for Relay {
 }
 
 impl Relay {
-    /// The far thread, running `analysis`.
-    /// The far thread, running `analysis`; `analysis` back if the thread cannot start (then
-    /// it runs here; once per run, so the large error is not worth a box).
+    /// The far thread, running `analysis`, whose flow tracker is on when `flow_far`;
+    /// `analysis` back if the thread cannot start (then it runs here; once per run, so the
+    /// large error is not worth a box).
     #[allow(clippy::result_large_err)]
-    pub(crate) fn start(analysis: Analysis) -> Result<Relay, Analysis> {
+    pub(crate) fn start(analysis: Analysis, flow_far: bool) -> Result<Relay, Analysis> {
         let (full_tx, full_rx) = sync_channel::<Batch>(BATCHES_AHEAD);
         let (empty_tx, empty_rx) = channel::<Batch>();
         // A fixed pool: the batch being filled, those on their way, and one being read. The
@@ -333,6 +339,7 @@ impl Relay {
                     analysis: start_rx.recv().ok()?,
                     heads: HashMap::default(),
                     addrs: HashMap::default(),
+                    last: None,
                 };
                 Some(far.run(&full_rx, &empty_tx))
             });
@@ -345,6 +352,7 @@ impl Relay {
         }
         Ok(Relay {
             batch: RefCell::new(Batch::default()),
+            flow_far,
             full: Some(full_tx),
             empty: empty_rx,
             worker,
@@ -383,10 +391,19 @@ impl Relay {
     }
 
     pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>) {
+        // The analysis reads the body of a DATA (its gRPC messages), PING, RST_STREAM and
+        // GOAWAY frame, and its flow tracker, when on, of a SETTINGS and WINDOW_UPDATE; a
+        // header block's frames are read as their fields ([`FrameEvent::headers`]) and facts,
+        // a PRIORITY not at all: those bodies are not copied (decision 465).
+        let body = match ev.head.kind {
+            Kind::Headers | Kind::Continuation | Kind::PushPromise | Kind::Priority => false,
+            Kind::Settings | Kind::WindowUpdate => self.flow_far,
+            _ => true,
+        };
         let b = self.batch.get_mut();
         let (frame, (start, len)) = match ev.frame {
-            Some(f) => (f.pack(), b.keep(f.bytes())),
-            None => (Packed::NONE, (0, 0)),
+            Some(f) if body => (f.pack(), b.keep(f.bytes())),
+            _ => (Packed::NONE, (0, 0)),
         };
         let list = ev.headers.map_or(NO_LIST, |h| b.keep_list(h));
         let block = ev.block.unwrap_or_default();
@@ -475,6 +492,9 @@ impl Far {
             Ev::Open(ref meta) => {
                 self.addrs
                     .insert(meta.id.0, (meta.first_src, meta.first_dst));
+                if self.last.is_some_and(|(c, _)| c == meta.id.0) {
+                    self.last = None;
+                }
                 a.open(meta);
             }
             Ev::Write(conn, dir, w) => a.write_in(conn, dir, &w),
@@ -487,6 +507,9 @@ impl Far {
             Ev::Close(ref s) => {
                 a.close(s);
                 self.addrs.remove(&s.id.0);
+                if self.last.is_some_and(|(c, _)| c == s.id.0) {
+                    self.last = None;
+                }
                 for dir in [Dir::Fwd, Dir::Rev] {
                     self.heads.remove(&(s.id.0, dir));
                 }
@@ -518,7 +541,14 @@ impl Far {
                 frame = None;
             }
         }
-        let (first_src, first_dst) = self.addrs.get(&r.conn.0).copied().unwrap_or(NO_ADDRS);
+        let (first_src, first_dst) = match self.last {
+            Some((c, a)) if c == r.conn.0 => a,
+            _ => {
+                let a = self.addrs.get(&r.conn.0).copied().unwrap_or(NO_ADDRS);
+                self.last = Some((r.conn.0, a));
+                a
+            }
+        };
         let (src, dst) = match r.dir {
             Dir::Fwd => (first_src, first_dst),
             Dir::Rev => (first_dst, first_src),
@@ -582,12 +612,20 @@ mod tests {
     /// The analysis report and the ledger's warnings of `writes` (direction, bytes) on one
     /// connection, with the analysis here or on its own thread.
     fn run(threads: bool, writes: &[(Dir, Vec<u8>)]) -> String {
-        let obs = Obs::new(&Wanted {
-            analysis: true,
-            threads,
-            ..Wanted::default()
-        });
-        assert_eq!(obs.far.is_some(), threads);
+        run_with(
+            Wanted {
+                analysis: true,
+                threads,
+                ..Wanted::default()
+            },
+            writes,
+        )
+    }
+
+    /// [`run`] of what `w` asks for.
+    fn run_with(w: Wanted, writes: &[(Dir, Vec<u8>)]) -> String {
+        let obs = Obs::new(&w);
+        assert_eq!(obs.far.is_some(), w.threads);
         let mut l = Ledger::new(obs);
         l.open(&ConnMeta {
             id: ConnId(0),
@@ -706,6 +744,17 @@ mod tests {
         let stalls = "\"server\":{\"by_limit\":{\"both\":1";
         assert!(near.contains(stalls), "{near}");
         assert_eq!(run(true, &writes), near);
+        // Without findings the far analysis keeps its own tracker, which reads the SETTINGS
+        // and WINDOW_UPDATE bodies the relay then sends (decision 465).
+        let alone = |threads| Wanted {
+            analysis: true,
+            threads,
+            findings: None,
+            ..Wanted::default()
+        };
+        let near = run_with(alone(false), &writes);
+        assert!(near.contains(stalls), "{near}");
+        assert_eq!(run_with(alone(true), &writes), near);
     }
 
     #[test]

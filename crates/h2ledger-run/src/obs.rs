@@ -114,6 +114,10 @@ impl Obs {
             }
             if w.metrics {
                 a = a.keep_finished().keep_rtts();
+            } else if !w.calls_only {
+                // Only the `calls` view and the metrics read a call's own record: the report
+                // counts gRPC calls only (decision 464).
+                a.grpc.no_plain_records();
             }
             if let Some(l) = w.messages {
                 a.grpc.keep_messages(l);
@@ -141,7 +145,7 @@ impl Obs {
         if alone {
             if let Some(mut a) = analysis.take() {
                 a.flow.elsewhere(w.findings.is_some());
-                match Relay::start(a) {
+                match Relay::start(a, w.findings.is_none()) {
                     Ok(r) => {
                         far = Some(r);
                         shared_flow = w.findings.is_some();
@@ -332,8 +336,11 @@ impl Observer for Obs {
         self.tally.frame(ev);
         self.last_event = Some(self.last_event.map_or(ev.ts, |t| t.max(ev.ts)));
         let phase = self.route(ev.ts);
-        if let Some(t) = self.phase_tally(ev.conn, phase) {
-            t.frame(ev);
+        // Without phases (`route` says none), no call (decision 465).
+        if phase.is_some() {
+            if let Some(t) = self.phase_tally(ev.conn, phase) {
+                t.frame(ev);
+            }
         }
         if let Some(far) = &mut self.far {
             // The gRPC tracker makes a stream gRPC by its request's content-type

@@ -90,6 +90,14 @@ impl Analysis {
         let Some(slot) = self.take_active(key) else {
             return;
         };
+        if ts.is_none() {
+            // Its connection or the input ended (a frame that ends a call is the gRPC
+            // tracker's next, and it lets the stream go then): so did the stream it held.
+            if let Some(l) = self.calls.get_mut(slot).filter(|l| l.plain.held) {
+                l.plain.held = false;
+                self.grpc.plain_closed();
+            }
+        }
         self.unlink(key.0, slot);
         let end = ts.unwrap_or(self.now);
         self.recent.push_back((slot, end));
@@ -198,6 +206,8 @@ impl Analysis {
                 flow,
                 grpc,
             });
+        } else {
+            self.calls.recycle(grpc);
         }
         let mut folded = 0;
         self.scoped(c.start, |s, is_phase| {
@@ -288,6 +298,7 @@ impl Analysis {
                 Live {
                     seq,
                     grpc: None,
+                    plain: Default::default(),
                     links: [NO_SLOT; 2],
                     rec: CallRec {
                         start: ev.ts,
@@ -407,10 +418,12 @@ impl Analysis {
                     .map(String::as_str)
                     .unwrap_or(""),
                 flow: c.flow,
-                grpc: c.grpc.as_ref(),
+                grpc: c.grpc.as_deref(),
             });
         }
-        self.finished.clear();
+        for c in self.finished.drain(..) {
+            self.calls.recycle(c.grpc);
+        }
     }
 }
 
@@ -419,7 +432,7 @@ impl Analysis {
 pub(super) struct Finished {
     pub(super) rec: CallRec,
     pub(super) flow: crate::flow::CallFlow,
-    pub(super) grpc: Option<crate::grpc::CallGrpc>,
+    pub(super) grpc: Option<Box<crate::grpc::CallGrpc>>,
 }
 
 /// One call, with its method name, its flow-control stalls and its gRPC messages.

@@ -247,7 +247,12 @@ pub(crate) struct Live {
     /// The call's sequence number (what the flow tracker knows it by).
     seq: u64,
     /// What the gRPC tracker saw of it: made when its stream opens there (decision 232).
-    grpc: Option<crate::grpc::CallGrpc>,
+    /// Boxed (decision 463): the record is about 150 bytes, and a slot is moved in and out
+    /// once per call.
+    grpc: Option<Box<crate::grpc::CallGrpc>>,
+    /// Its stream as the gRPC tracker follows a plain call's, held here while both are open
+    /// (decision 466).
+    plain: crate::grpc::Plain,
     /// The previous and next call in flight on its connection (slots, [`NO_SLOT`] for none);
     /// both [`NO_SLOT`] once it ended.
     links: [u32; 2],
@@ -270,7 +275,16 @@ pub(crate) use crate::grpc::CallId;
 pub(crate) struct Slab {
     slots: Vec<Option<Live>>,
     free: Vec<u32>,
+    /// Emptied gRPC records of folded calls, for the next calls (at most [`SPARE_RECORDS`]):
+    /// a record is boxed, and taken and given back once per call (decision 463). The boxes
+    /// themselves are what is kept: each goes back into a call's slot as it is.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<crate::grpc::CallGrpc>>,
 }
+
+/// Emptied gRPC records kept for reuse ([`Slab::recycle`]): as many as calls end between two
+/// drains of the `calls` view, about.
+const SPARE_RECORDS: usize = RECENT_CALLS;
 
 impl Slab {
     fn insert(&mut self, l: Live) -> u32 {
@@ -316,6 +330,17 @@ impl Slab {
         self.get_mut(id.slot).filter(|l| l.seq == id.seq)
     }
 
+    /// A folded call's gRPC record, emptied now (what it held is dropped when it was), kept
+    /// for the next call's.
+    pub(super) fn recycle(&mut self, g: Option<Box<crate::grpc::CallGrpc>>) {
+        if let Some(mut g) = g {
+            if self.spare.len() < SPARE_RECORDS {
+                *g = crate::grpc::CallGrpc::default();
+                self.spare.push(g);
+            }
+        }
+    }
+
     /// The record in `slot`, taken out: the slot is free for the next call.
     fn take(&mut self, slot: u32) -> Option<Live> {
         let l = self.slots.get_mut(slot as usize)?.take()?;
@@ -327,13 +352,26 @@ impl Slab {
 impl crate::grpc::Recs for Slab {
     #[inline]
     fn grpc_mut(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
-        self.get_id_mut(id)
-            .map(|l| l.grpc.get_or_insert_with(Default::default))
+        let l = self
+            .slots
+            .get_mut(id.slot as usize)
+            .and_then(Option::as_mut)
+            .filter(|l| l.seq == id.seq)?;
+        let spare = &mut self.spare;
+        Some(
+            l.grpc
+                .get_or_insert_with(|| spare.pop().unwrap_or_default()),
+        )
     }
 
     #[inline]
     fn grpc_if_any(&mut self, id: CallId) -> Option<&mut crate::grpc::CallGrpc> {
-        self.get_id_mut(id).and_then(|l| l.grpc.as_mut())
+        self.get_id_mut(id).and_then(|l| l.grpc.as_deref_mut())
+    }
+
+    #[inline]
+    fn plain(&mut self, id: CallId) -> Option<&mut crate::grpc::Plain> {
+        self.get_id_mut(id).map(|l| &mut l.plain)
     }
 }
 
@@ -467,7 +505,7 @@ struct Conns {
 }
 
 impl Conns {
-    #[inline]
+    #[inline(always)]
     fn slot_of(&self, id: u32) -> Option<u32> {
         match self.last {
             Some((i, s)) if i == id => Some(s),
@@ -475,7 +513,7 @@ impl Conns {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, id: &u32) -> Option<&ConnState> {
         let s = self.slot_of(*id)?;
         self.slots.get(s as usize)?.as_deref()
@@ -488,9 +526,24 @@ impl Conns {
         self.slots.get_mut(s as usize)?.as_deref_mut()
     }
 
-    /// The state of connection `id`, made when new.
-    #[inline]
+    /// The state of connection `id`, made when new. The connection looked up last, as the
+    /// frames of one write are, without a call (decision 463).
+    #[inline(always)]
     fn entry_or_default(&mut self, id: u32) -> &mut ConnState {
+        match self.last {
+            Some((i, s)) if i == id && matches!(self.slots.get(s as usize), Some(Some(_))) => {
+                match self.slots[s as usize].as_deref_mut() {
+                    Some(st) => st,
+                    None => unreachable!("checked above"),
+                }
+            }
+            _ => self.entry_slow(id),
+        }
+    }
+
+    /// [`Conns::entry_or_default`] of a connection other than the last.
+    #[inline(never)]
+    fn entry_slow(&mut self, id: u32) -> &mut ConnState {
         let s = match self.slot_of(id) {
             Some(s) => s,
             None => self.insert(id),
@@ -782,7 +835,7 @@ impl Analysis {
     }
 
     /// The slot of the call in flight on stream `sid` of connection `conn`.
-    #[inline]
+    #[inline(always)]
     fn active_slot(&self, conn: u32, sid: u32) -> Option<u32> {
         self.conns.get(&conn)?.active.get(sid).copied()
     }
@@ -938,7 +991,7 @@ impl Analysis {
             .iter()
             .flatten()
             .find(|l| l.seq == seq)
-            .and_then(|l| l.grpc.as_ref())
+            .and_then(|l| l.grpc.as_deref())
     }
 
     /// The gRPC record of call `seq`, taken out (tests of the calls view's hand-over).
@@ -950,6 +1003,7 @@ impl Analysis {
             .flatten()
             .find(|l| l.seq == seq)
             .and_then(|l| l.grpc.take())
+            .map(|g| *g)
     }
 
     /// Whether DATA payloads of this stream are wanted (a gRPC call being cut into messages).

@@ -58,6 +58,7 @@ impl Observer for Analysis {
             Live {
                 seq,
                 grpc: None,
+                plain: Default::default(),
                 links: [NO_SLOT; 2],
                 rec: CallRec {
                     start: w.ts,
@@ -211,7 +212,8 @@ impl Analysis {
         };
         let call = call_before.or(call_after);
         self.flow.frame(ev, phase, call.map(|c| c.seq));
-        self.grpc.frame(ev, phase, call, &mut self.calls);
+        let call_over = call_before.is_some() && call_after.is_none();
+        self.grpc.frame(ev, phase, call, call_over, &mut self.calls);
         match (ev.class, ev.frame) {
             (FrameClass::Data, _) if sid != 0 => {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.

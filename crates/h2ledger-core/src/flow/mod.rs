@@ -224,6 +224,10 @@ impl Flow {
     /// The per-call record of call `seq` (the analysis' call sequence number), removed: the
     /// call is being folded.
     pub(crate) fn take_call(&mut self, seq: u64) -> CallFlow {
+        if self.calls.is_empty() {
+            // No call stalled, or the tracker is off (decision 463): no hash to compute.
+            return CallFlow::default();
+        }
         self.calls.remove(&seq).unwrap_or_default()
     }
 

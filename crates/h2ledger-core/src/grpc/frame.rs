@@ -48,19 +48,67 @@ fn status_details(v: &[u8]) -> Box<[u8]> {
     v[..v.len().min(MAX_STATUS_DETAILS)].into()
 }
 
+/// A response block's `grpc-message` ([`grpc_message`]) and `grpc-status-details-bin`
+/// ([`status_details`]), each the first of its name, found in one pass over the fields.
+fn message_and_details(h: &crate::HeaderList) -> (Option<Box<str>>, Option<Box<[u8]>>) {
+    let (mut msg, mut details) = (None, None);
+    for f in h.iter() {
+        match f.name {
+            b"grpc-message" if msg.is_none() => msg = Some(grpc_message(f.value)),
+            b"grpc-status-details-bin" if details.is_none() => {
+                details = Some(status_details(f.value));
+            }
+            _ => {}
+        }
+    }
+    (msg, details)
+}
+
 fn grpc_message(m: &[u8]) -> Box<str> {
     let mut b = percent_decode(m);
     b.truncate(MAX_GRPC_MESSAGE);
     escape_bytes(&b).into_boxed_str()
 }
 
+/// Whether `ev` ends its stream for the tracker: a RST_STREAM, or the step (a header block's
+/// where it ends) that closes the stream's second half.
+#[inline]
+fn ends_stream(ev: &FrameEvent<'_>) -> bool {
+    ev.class == FrameClass::RstStream || ev.block_step() == StreamStep::Ended
+}
+
+/// A plain call's stream, held by its call until now ([`Recs::plain`]), goes on in the table
+/// of its connection as it is (decision 466): its call ended before its stream.
+fn detach(conns: &mut crate::FastMap<u32, ConnG>, conn: u32, sid: u32, id: CallId, p: Plain) {
+    let c = conns.entry(conn).or_insert_with(|| ConnG {
+        last_rtt: -1,
+        ..ConnG::default()
+    });
+    let dir = p.req_dir;
+    c.streams.insert(
+        sid,
+        Stream {
+            call: id,
+            req_dir: dir,
+            grpc: false,
+            cut: [Cutter::default(); 2],
+            epoch: [c.epoch[dir], c.epoch[dir.other()]],
+            req_end: p.req_end,
+            responded: p.responded,
+            bytes: None,
+        },
+    );
+}
+
 impl Grpc {
-    /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
+    /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream,
+    /// `call_over` whether the analysis ended that call at this frame.
     pub(crate) fn frame(
         &mut self,
         ev: &FrameEvent<'_>,
         phase: Option<u64>,
         call: Option<CallId>,
+        call_over: bool,
         recs: &mut impl super::Recs,
     ) {
         let conn = ev.conn.0;
@@ -79,8 +127,14 @@ impl Grpc {
                     ..ConnG::default()
                 });
                 c.last_rtt = ev.ts - sent;
+                self.rtt_seen = true;
             }
             return;
+        }
+        if let (Some(id), None) = (call, &self.per_frame) {
+            if self.plain_frame(ev, id, call_over, recs) {
+                return;
+            }
         }
         let Grpc {
             conns,
@@ -92,6 +146,7 @@ impl Grpc {
             stash,
             credit,
             per_frame,
+            no_plain,
             ..
         } = self;
         if per_frame.is_some() && call.is_none() && !conns.contains_key(&conn) {
@@ -120,6 +175,10 @@ impl Grpc {
                     .headers
                     .and_then(|h| h.known(crate::Known::ContentType))
                     .is_some_and(|v| v.starts_with(b"application/grpc"));
+                if !grpc && per_frame.is_none() && recs.plain(id).is_some() {
+                    // Held by its call, not put here (decision 466).
+                    return self.open_plain(ev, id, call_over, recs);
+                }
                 let epoch = [c.epoch[ev.dir], c.epoch[ev.dir.other()]];
                 let i = c.streams.insert(
                     sid,
@@ -137,6 +196,14 @@ impl Grpc {
                 );
                 *open += 1;
                 *open_grpc += usize::from(grpc);
+                if !grpc && *no_plain {
+                    // No record: only the stream's end is looked for (decision 464).
+                    if ends_stream(ev) {
+                        c.streams.discard_at(i);
+                        *open -= 1;
+                    }
+                    return;
+                }
                 let e = ev
                     .headers
                     .and_then(|h| h.known(crate::Known::GrpcEncoding))
@@ -161,6 +228,14 @@ impl Grpc {
         let last_rtt = c.last_rtt;
         let idx = st.call;
         let rel = usize::from(ev.dir != st.req_dir);
+        if !st.grpc && *no_plain {
+            // Nothing reads the call's record: the stream's end is all (decision 464).
+            if ends_stream(ev) {
+                c.streams.discard_at(slot);
+                *open -= 1;
+            }
+            return;
+        }
         if !st.grpc {
             // Not gRPC (decision 233): nothing is cut, so no message is counted, lost or left
             // incomplete (the cutters stay as made); the stream's ends, the server time, the
@@ -193,14 +268,13 @@ impl Grpc {
                 c.streams.discard_at(slot);
                 *open -= 1;
             }
-            let (e, msg, details) = match (rel, ev.headers) {
+            let (e, (msg, details)) = match (rel, ev.headers) {
                 (1, Some(h)) if header_kind => (
                     h.known(crate::Known::GrpcEncoding)
                         .map(|v| encoding_id(encodings, v)),
-                    h.get(b"grpc-message").map(grpc_message),
-                    h.get(b"grpc-status-details-bin").map(status_details),
+                    message_and_details(h),
                 ),
-                _ => (None, None, None),
+                _ => (None, (None, None)),
             };
             if e.is_none()
                 && msg.is_none()
@@ -302,13 +376,12 @@ impl Grpc {
             *open_grpc -= 1;
         }
         // Per-call record and totals.
-        let (enc, msg, details) = match (rel, ev.headers) {
+        let (enc, (msg, details)) = match (rel, ev.headers) {
             (1, Some(h)) if header_kind => (
                 h.known(crate::Known::GrpcEncoding).map(<[u8]>::to_vec),
-                h.get(b"grpc-message").map(grpc_message),
-                h.get(b"grpc-status-details-bin").map(status_details),
+                message_and_details(h),
             ),
-            _ => (None, None, None),
+            _ => (None, (None, None)),
         };
         let e = enc.map(|v| self.encoding_id(&v));
         for (n, z) in &done {
@@ -347,5 +420,181 @@ impl Grpc {
             k.compressed = k.compressed.saturating_add(u32::from(z));
         }
         response(cg, e, msg, details, server_time, last_rtt);
+    }
+}
+
+impl Grpc {
+    /// A frame of call `id`'s stream when the call holds it, or when no stream is in any
+    /// table and this frame opens a plain call's (decision 466): done here, and `true`;
+    /// `false` for a frame the connections' tables are for.
+    #[inline]
+    fn plain_frame(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        id: CallId,
+        call_over: bool,
+        recs: &mut impl super::Recs,
+    ) -> bool {
+        match recs.plain(id) {
+            Some(p) if p.held && self.no_plain => {
+                // Nothing reads the record (decision 464): the stream's end, or its call's.
+                let end = ends_stream(ev);
+                if end || call_over {
+                    let gone = *p;
+                    p.held = false;
+                    self.let_go(ev, id, end, gone);
+                }
+                return true;
+            }
+            Some(p) if p.held => {
+                self.held_frame(ev, id, call_over, recs);
+                return true;
+            }
+            _ => {}
+        }
+        if self.open != self.plain_held {
+            // A table may hold this stream: looked up there.
+            return false;
+        }
+        // No stream in any table, so not this one: only a call's first HEADERS opens it.
+        if ev.class != FrameClass::Headers {
+            return true;
+        }
+        if self.open >= MAX_GRPC_STREAMS {
+            self.untracked_calls += 1;
+            return true;
+        }
+        let grpc = ev
+            .headers
+            .and_then(|h| h.known(crate::Known::ContentType))
+            .is_some_and(|v| v.starts_with(b"application/grpc"));
+        if grpc || recs.plain(id).is_none() {
+            // Into a table.
+            return false;
+        }
+        self.open_plain(ev, id, call_over, recs);
+        true
+    }
+
+    /// A plain call's stream opens at its first HEADERS `ev`: held by call `id`, with its
+    /// record's start when records are kept, then this frame as any other of it.
+    fn open_plain(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        id: CallId,
+        call_over: bool,
+        recs: &mut impl super::Recs,
+    ) {
+        let Some(p) = recs.plain(id) else {
+            return;
+        };
+        *p = Plain {
+            held: true,
+            req_dir: ev.dir,
+            ..Plain::default()
+        };
+        self.open += 1;
+        self.plain_held += 1;
+        if self.no_plain {
+            // No record (decision 464): the stream's end, or its call's, is all.
+            let end = ends_stream(ev);
+            if end || call_over {
+                let gone = *p;
+                p.held = false;
+                self.let_go(ev, id, end, gone);
+            }
+            return;
+        }
+        let e = ev
+            .headers
+            .and_then(|h| h.known(crate::Known::GrpcEncoding))
+            .map(|v| encoding_id(&mut self.encodings, v));
+        if let Some(cg) = recs.grpc_mut(id) {
+            cg.grpc = false;
+            cg.encoding[0] = e;
+        }
+        self.held_frame(ev, id, call_over, recs);
+    }
+
+    /// Call `id` no longer holds its plain stream `gone` at `ev`: the stream ended (`end`),
+    /// or goes on in its connection's table.
+    fn let_go(&mut self, ev: &FrameEvent<'_>, id: CallId, end: bool, gone: Plain) {
+        self.plain_held -= 1;
+        if end {
+            self.open -= 1;
+        } else {
+            detach(&mut self.conns, ev.conn.0, ev.head.stream_id.0, id, gone);
+        }
+    }
+
+    /// A frame of a plain stream its call `id` holds: what the table's plain stream does
+    /// below (decision 233) on the call's [`Plain`] instead; the stream goes to the table
+    /// when the call ends first (`call_over`).
+    fn held_frame(
+        &mut self,
+        ev: &FrameEvent<'_>,
+        id: CallId,
+        call_over: bool,
+        recs: &mut impl super::Recs,
+    ) {
+        let Some(p) = recs.plain(id) else {
+            return;
+        };
+        let rel = usize::from(ev.dir != p.req_dir);
+        let first_response = rel == 1 && !p.responded && ev.class == FrameClass::Headers;
+        let server_time = if first_response {
+            p.responded = true;
+            p.req_end.map(|t| ev.ts - t)
+        } else {
+            None
+        };
+        let step = ev.block_step();
+        let end = if ev.class == FrameClass::RstStream {
+            true
+        } else if matches!(step, StreamStep::HalfClosed | StreamStep::Ended) {
+            if rel == 0 {
+                p.req_end = Some(ev.ts);
+            }
+            step == StreamStep::Ended
+        } else {
+            false
+        };
+        if end || call_over {
+            let gone = *p;
+            p.held = false;
+            self.let_go(ev, id, end, gone);
+        }
+        if self.no_plain {
+            return;
+        }
+        let header_kind = matches!(
+            ev.class,
+            FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
+        );
+        let (e, (msg, details)) = match (rel, ev.headers) {
+            (1, Some(h)) if header_kind => (
+                h.known(crate::Known::GrpcEncoding)
+                    .map(|v| encoding_id(&mut self.encodings, v)),
+                message_and_details(h),
+            ),
+            _ => (None, (None, None)),
+        };
+        // A round trip only once some PING was answered (the connection's is -1 before).
+        let last_rtt = if self.rtt_seen {
+            self.conns.get(&ev.conn.0).map_or(-1, |c| c.last_rtt)
+        } else {
+            -1
+        };
+        if e.is_none()
+            && msg.is_none()
+            && details.is_none()
+            && server_time.is_none()
+            && last_rtt < 0
+        {
+            return;
+        }
+        if let Some(cg) = recs.grpc_mut(id) {
+            response(cg, e, msg, details, server_time, last_rtt);
+        }
     }
 }

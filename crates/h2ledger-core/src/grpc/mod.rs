@@ -55,6 +55,31 @@ pub(crate) trait Recs {
     fn grpc_mut(&mut self, id: CallId) -> Option<&mut CallGrpc>;
     /// The gRPC record of call `id` while the call is not folded, if it has one.
     fn grpc_if_any(&mut self, id: CallId) -> Option<&mut CallGrpc>;
+    /// Call `id`'s plain stream, which the call holds for the tracker while both are open
+    /// (decision 466); `None` where calls hold none.
+    fn plain(&mut self, id: CallId) -> Option<&mut Plain>;
+}
+
+/// A plain call's stream (not gRPC) as its call holds it while both are open (decision 466):
+/// what [`Stream`] keeps of one, without a table look-up per frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plain {
+    /// The call holds its stream (counted among the open ones).
+    pub(crate) held: bool,
+    responded: bool,
+    req_dir: Dir,
+    req_end: Option<Nanos>,
+}
+
+impl Default for Plain {
+    fn default() -> Self {
+        Plain {
+            held: false,
+            responded: false,
+            req_dir: Dir::Fwd,
+            req_end: None,
+        }
+    }
 }
 
 /// gRPC status codes by number, as grpc/grpc doc/statuscodes.md names them.
@@ -204,6 +229,15 @@ pub struct Grpc {
     credit: keep::Credit,
     /// [`PerFrame`]'s: the messages the last frame completed (None in the analysis).
     per_frame: Option<per_frame::Completed>,
+    /// Nothing reads the record of a call that is not gRPC ([`Grpc::no_plain_records`]): its
+    /// stream is followed only to its end (decision 464).
+    no_plain: bool,
+    /// Of the `open` streams, the plain ones their calls hold ([`Recs::plain`]); the others
+    /// are in the connections' tables (decision 466).
+    plain_held: usize,
+    /// Some connection's PING was answered: before, every call's round trip is -1 and is
+    /// not looked up.
+    rtt_seen: bool,
 }
 
 impl Drop for Grpc {
@@ -262,6 +296,15 @@ impl Grpc {
         Grpc::default()
     }
 
+    /// Keeps no record for a call that is not gRPC: its server time, response `grpc-encoding`,
+    /// `grpc-message` and round trip are not looked for, since nothing reads them (the
+    /// report's totals count gRPC calls only; the `calls` view and the metrics read every
+    /// call's record and do not ask for this). Its stream is still followed to its end: the
+    /// streams open count against [`MAX_GRPC_STREAMS`] as before (decision 464).
+    pub fn no_plain_records(&mut self) {
+        self.no_plain = true;
+    }
+
     /// Keeps the bytes of every message of each gRPC call within `limits`, in
     /// [`CallGrpc::kept`] (`calls --messages`). Off by default: nothing is copied.
     pub fn keep_messages(&mut self, limits: KeepLimits) {
@@ -284,12 +327,12 @@ impl Grpc {
     /// per-method totals of the whole capture and of `phase`, and hands it back.
     pub(crate) fn fold_call(
         &mut self,
-        g: Option<CallGrpc>,
+        g: Option<Box<CallGrpc>>,
         method: &str,
         status: impl FnOnce() -> String,
         latency: Option<i64>,
         phase: Option<u64>,
-    ) -> Option<CallGrpc> {
+    ) -> Option<Box<CallGrpc>> {
         let g = g?;
         if g.grpc {
             let status = status();
@@ -358,6 +401,13 @@ impl Grpc {
 }
 
 impl Grpc {
+    /// A call that held its plain stream ([`Recs::plain`]) ended with its connection or the
+    /// input: the stream is no longer open, as [`Grpc::close`] says of those in a table.
+    pub(crate) fn plain_closed(&mut self) {
+        self.open -= 1;
+        self.plain_held -= 1;
+    }
+
     /// Bytes of `dir` lost: when frames may be missing, every open call there lacks bytes.
     pub(crate) fn gap(&mut self, conn: ConnId, dir: Dir, framing_lost: bool) {
         if framing_lost {

@@ -153,6 +153,9 @@ impl Recs for NoRecs {
     fn grpc_if_any(&mut self, _id: CallId) -> Option<&mut CallGrpc> {
         None
     }
+    fn plain(&mut self, _id: CallId) -> Option<&mut super::Plain> {
+        None
+    }
 }
 
 /// One message a frame completed.
@@ -235,7 +238,7 @@ impl PerFrame {
                         .is_some_and(|v| v.starts_with(b"application/grpc"))
             })
             .map(|_| CallId { slot: 0, seq: 0 });
-        self.grpc.frame(ev, None, call, &mut NoRecs);
+        self.grpc.frame(ev, None, call, false, &mut NoRecs);
     }
 
     /// The messages the last frame completed.

@@ -114,6 +114,117 @@ mod ledger {
         assert_eq!(full, run(Analysis::new(None).calls_only()));
     }
 
+    /// With [`Grpc::no_plain_records`] (decision 464) a call that is not gRPC gets no record,
+    /// and the gRPC report is the same: gRPC and plain calls, one plain call reset, one gRPC
+    /// call's request ended after its response, one plain call left open.
+    #[test]
+    fn no_plain_records_keeps_the_report() {
+        use crate::Analysis;
+        let run = |no_plain: bool| {
+            let mut an = Analysis::new(None);
+            if no_plain {
+                an.grpc.no_plain_records();
+            }
+            let mut c = Conn::started_with(an, &[]);
+            for s in [1u32, 3, 5, 7, 9] {
+                let grpc = s % 4 == 1;
+                c.client(&request(s, "/pkg.S/M", grpc));
+                if s == 7 {
+                    c.client(&fr(3, 0, s, &8u32.to_be_bytes()));
+                    continue;
+                }
+                c.client(&fr(0, u8::from(s != 9), s, &grpc_msg(0, 7)));
+                c.server(&response(s, false, &[("grpc-encoding", "gzip")]));
+                c.server(&fr(0, 0, s, &grpc_msg(0, 25)));
+                c.server(&trailers(
+                    s,
+                    &[("grpc-status", "0"), ("grpc-message", "a%20b")],
+                ));
+            }
+            c.client(&fr(0, 1, 9, &grpc_msg(0, 3)));
+            // The streams open to the tracker at each step (decision 466: a plain stream held
+            // by its call, or in the table once its call ended first).
+            let mut open = vec![c.ledger.observer.grpc.open];
+            // Plain stream 13: the server ends it before the client's half.
+            c.client(&fr(1, 4, 13, &[0x83, 0x86, 0x04, 1, b'/']));
+            c.server(&response(13, true, &[]));
+            open.push(c.ledger.observer.grpc.open);
+            c.client(&fr(0, 1, 13, &[]));
+            open.push(c.ledger.observer.grpc.open);
+            // Plain streams 11 and 15 left open, 15 with a response.
+            c.client(&request(11, "/pkg.S/Open", false));
+            c.client(&fr(1, 4, 15, &[0x83, 0x86, 0x04, 1, b'/']));
+            c.server(&response(15, false, &[]));
+            open.push(c.ledger.observer.grpc.open);
+            // Call 1 (stream 3, plain) ended, not folded yet (that is at the end).
+            let plain = c.ledger.observer.grpc_call(1).cloned();
+            let r = report(&mut c);
+            open.push(c.ledger.observer.grpc.open);
+            (r, plain, c.ledger.observer.grpc.untracked_calls, open)
+        };
+        let (with, plain, untracked, open) = run(false);
+        assert_eq!(with.calls, 3, "{with:#?}");
+        assert_eq!(with.sides.server.messages, 3, "{with:#?}");
+        assert_eq!(open, [0, 1, 0, 2, 0]);
+        let plain = plain.expect("a plain call's record");
+        assert!(!plain.grpc && plain.server_time_ns >= 0, "{plain:?}");
+        let (without, none, untracked_too, open_too) = run(true);
+        assert_eq!(without, with);
+        assert_eq!(none, None);
+        assert_eq!(untracked_too, untracked);
+        assert_eq!(open_too, open);
+    }
+
+    /// A plain call's record as its call holds its stream (decision 466): server time, the
+    /// response's grpc-encoding and grpc-message, the round trip of a PING answered before;
+    /// and of a call whose server ends first, so that its stream goes on in the table and
+    /// its last frame, the client's END_STREAM, still sets the round trip.
+    #[test]
+    fn plain_calls_keep_their_records() {
+        let mut c = Conn::started(&[]);
+        let ms = 1_000_000;
+        c.server(&fr(6, 0, 0, &[1; 8]));
+        c.client(&fr(6, 1, 0, &[1; 8]));
+        let get = |s: u32| fr(1, 4, s, &[0x83, 0x86, 0x04, 1, b'/']);
+        c.client(&get(1));
+        c.client(&fr(0, 1, 1, &[]));
+        c.server(&response(1, false, &[("grpc-encoding", "gzip")]));
+        c.server(&trailers(
+            1,
+            &[("grpc-status", "0"), ("grpc-message", "a%20b")],
+        ));
+        c.client(&get(3));
+        c.server(&response(3, true, &[("grpc-message", "x")]));
+        c.client(&fr(0, 1, 3, &[]));
+        c.close();
+        let mut got = Vec::new();
+        c.ledger
+            .observer
+            .drain_finished(|v| got.push(v.grpc.cloned()));
+        let [Some(one), Some(three)] = &got[..] else {
+            panic!("{got:#?}");
+        };
+        assert!(!one.grpc && !three.grpc);
+        assert_eq!(
+            (
+                one.server_time_ns,
+                one.ping_rtt_ns,
+                one.grpc_message.as_deref()
+            ),
+            (ms, ms, Some("a b"))
+        );
+        assert_eq!(one.encoding[1].as_deref(), Some("gzip"));
+        assert_eq!(
+            (
+                three.server_time_ns,
+                three.ping_rtt_ns,
+                three.grpc_message.as_deref()
+            ),
+            (-1, ms, Some("x"))
+        );
+        assert_eq!(c.ledger.observer.grpc.open, 0);
+    }
+
     #[test]
     fn messages_across_frames_writes_and_padding() {
         let mut c = Conn::started(&[]);

@@ -306,7 +306,9 @@ impl CallPrinter {
                             }
                             Msg::Start(_) => continue,
                         };
-                        for o in batch.drain(..) {
+                        // Read in place (a call is a few hundred bytes: not moved out
+                        // first), and dropped with the batch's clear below.
+                        for o in batch.iter_mut() {
                             if out.broken {
                                 continue;
                             }
@@ -336,11 +338,12 @@ impl CallPrinter {
                                 line.write_json_memo(buf, &mut times);
                                 true
                             });
-                            if let Some(k) = o.grpc.and_then(|g| g.kept) {
+                            if let Some(k) = o.grpc.as_mut().and_then(|g| g.kept.take()) {
                                 // Decoded: its record goes back to the tracker for reuse.
                                 h2ledger_core::grpc::Kept::recycle(k);
                             }
                         }
+                        batch.clear();
                         flag.store(out.broken, Ordering::Relaxed);
                         // Gone when the printer is: then the batch is freed here.
                         let _ = back.send(batch);
