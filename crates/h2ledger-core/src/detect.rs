@@ -279,9 +279,14 @@ impl Scanner {
         }
         if at_start && self.next == 0 {
             if let Some(h) = head_at(buf, 0) {
-                if h.plausible(max_frame)
-                    && h.kind == h2_frame_parser::Kind::Settings
+                // Flags a SETTINGS does not define are ignored by its receiver (RFC 9113 §4.1),
+                // here too: tshark counts such a server's frames (decision 469).
+                if h.kind == h2_frame_parser::Kind::Settings
                     && !h.flags.is_ack()
+                    && h.stream_id.0 == 0
+                    && !h.reserved_bit
+                    && h.length.is_multiple_of(6)
+                    && h.length <= max_frame
                 {
                     return Found::Frames(0);
                 }

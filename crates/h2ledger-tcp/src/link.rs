@@ -126,7 +126,7 @@ pub fn decode(linktype: LinkType, frame: &[u8]) -> Result<Option<TcpSegment<'_>>
         LinkType::ETHERNET => {
             let eth = Ethernet2Slice::from_slice_without_fcs(frame)
                 .map_err(|_| DecodeError::TruncatedLink)?;
-            by_ether_type(eth.ether_type(), eth.payload_slice())
+            by_ether_type(eth.ether_type(), eth.payload_slice(), 0)
         }
         LinkType::LINUX_SLL => {
             // packet type (2), ARPHRD type (2), address length (2), address (8), protocol (2)
@@ -134,7 +134,7 @@ pub fn decode(linktype: LinkType, frame: &[u8]) -> Result<Option<TcpSegment<'_>>
                 return Err(DecodeError::TruncatedLink);
             }
             let proto = u16::from_be_bytes([frame[14], frame[15]]);
-            by_ether_type(EtherType(proto), &frame[SLL_HEADER_LEN..])
+            by_ether_type(EtherType(proto), &frame[SLL_HEADER_LEN..], 0)
         }
         LinkType::LINUX_SLL2 => {
             // protocol (2), reserved (2), ifindex (4), ARPHRD type (2), packet type (1),
@@ -143,7 +143,7 @@ pub fn decode(linktype: LinkType, frame: &[u8]) -> Result<Option<TcpSegment<'_>>
                 return Err(DecodeError::TruncatedLink);
             }
             let proto = u16::from_be_bytes([frame[0], frame[1]]);
-            by_ether_type(EtherType(proto), &frame[SLL2_HEADER_LEN..])
+            by_ether_type(EtherType(proto), &frame[SLL2_HEADER_LEN..], 0)
         }
         LinkType::NULL | LinkType::LOOP => {
             if frame.len() < NULL_HEADER_LEN {
@@ -160,14 +160,14 @@ pub fn decode(linktype: LinkType, frame: &[u8]) -> Result<Option<TcpSegment<'_>>
             };
             let rest = &frame[NULL_HEADER_LEN..];
             match family {
-                AF_INET => ip(Some(4), rest),
-                f if AF_INET6.contains(&f) => ip(Some(6), rest),
+                AF_INET => ip(Some(4), rest, 0),
+                f if AF_INET6.contains(&f) => ip(Some(6), rest, 0),
                 _ => Ok(None),
             }
         }
-        LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 => ip(None, frame),
-        LinkType::IPV4 => ip(Some(4), frame),
-        LinkType::IPV6 => ip(Some(6), frame),
+        LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 => ip(None, frame, 0),
+        LinkType::IPV4 => ip(Some(4), frame, 0),
+        LinkType::IPV6 => ip(Some(6), frame, 0),
         other => Err(DecodeError::UnsupportedLinktype(other.0)),
     }
 }
@@ -176,15 +176,17 @@ fn is_known_family(f: u32) -> bool {
     f == AF_INET || AF_INET6.contains(&f)
 }
 
-/// Follows VLAN tags, then hands IPv4/IPv6 to [`ip`]; any other ether type is not TCP.
+/// Follows VLAN tags, an MPLS label stack and a PPPoE session header, then hands IPv4/IPv6
+/// to [`ip`]; any other ether type is not TCP. `depth`: tunnels already opened.
 fn by_ether_type(
     mut ether_type: EtherType,
     mut payload: &[u8],
+    depth: u8,
 ) -> Result<Option<TcpSegment<'_>>, DecodeError> {
     for _ in 0..=MAX_VLAN_TAGS {
         match ether_type {
-            EtherType::IPV4 => return ip(Some(4), payload),
-            EtherType::IPV6 => return ip(Some(6), payload),
+            EtherType::IPV4 => return ip(Some(4), payload, depth),
+            EtherType::IPV6 => return ip(Some(6), payload, depth),
             EtherType::VLAN_TAGGED_FRAME
             | EtherType::PROVIDER_BRIDGING
             | EtherType::VLAN_DOUBLE_TAGGED_FRAME => {
@@ -193,14 +195,161 @@ fn by_ether_type(
                 ether_type = vlan.ether_type();
                 payload = vlan.payload_slice();
             }
+            ETHERTYPE_MPLS | ETHERTYPE_MPLS_MULTICAST => return mpls(payload, depth),
+            ETHERTYPE_PPPOE_SESSION => return pppoe(payload, depth),
             _ => return Ok(None),
         }
     }
     Ok(None)
 }
 
-/// Decodes an IP packet (version `want`, or either when `None`) down to TCP.
-fn ip(want: Option<u8>, packet: &[u8]) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+/// MPLS unicast and multicast (RFC 3032).
+const ETHERTYPE_MPLS: EtherType = EtherType(0x8847);
+const ETHERTYPE_MPLS_MULTICAST: EtherType = EtherType(0x8848);
+/// PPPoE session stage (RFC 2516).
+const ETHERTYPE_PPPOE_SESSION: EtherType = EtherType(0x8864);
+/// Transparent Ethernet bridging: an Ethernet frame inside GRE (NVGRE, ERSPAN-less bridges).
+const ETHERTYPE_TEB: u16 = 0x6558;
+/// Tunnels opened inside one another at most (IP in IP in GRE in ...): a deeper frame is not
+/// TCP to us, so a packet of nested headers costs a bounded amount of work.
+const MAX_TUNNEL_DEPTH: u8 = 4;
+/// UDP ports of the tunnels tshark opens by default: GTP-U (3GPP TS 29.281, the user plane of
+/// 4G and 5G cores) and VXLAN (RFC 7348, IANA port).
+const GTP_U_PORT: u16 = 2152;
+const VXLAN_PORT: u16 = 4789;
+
+/// An MPLS label stack: labels up to the one with the bottom-of-stack bit, then IPv4 or IPv6
+/// by the version nibble (as tshark guesses it); anything else (a pseudowire) is not TCP.
+fn mpls(mut payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+    // A label stack deeper than this is not a real one.
+    for _ in 0..16 {
+        let Some(label) = payload.get(..4) else {
+            return Err(DecodeError::TruncatedLink);
+        };
+        let bottom = label[2] & 1 == 1;
+        payload = &payload[4..];
+        if bottom {
+            return match payload.first().map(|b| b >> 4) {
+                Some(4) => ip(Some(4), payload, depth),
+                Some(6) => ip(Some(6), payload, depth),
+                Some(_) => Ok(None),
+                None => Err(DecodeError::TruncatedLink),
+            };
+        }
+    }
+    Ok(None)
+}
+
+/// A PPPoE session header (6 bytes) and the PPP protocol field: IPv4 0x0021, IPv6 0x0057.
+fn pppoe(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+    let Some(h) = payload.get(..8) else {
+        return Err(DecodeError::TruncatedLink);
+    };
+    let rest = &payload[8..];
+    match u16::from_be_bytes([h[6], h[7]]) {
+        0x0021 => ip(Some(4), rest, depth),
+        0x0057 => ip(Some(6), rest, depth),
+        _ => Ok(None),
+    }
+}
+
+/// GRE (RFC 2784, RFC 2890): version 0, its optional checksum, key and sequence fields, then
+/// the protocol by its ether type (IP, or Ethernet bridged inside).
+fn gre(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+    let Some(h) = payload.get(..4) else {
+        return Err(DecodeError::TruncatedIp);
+    };
+    if h[1] & 0x07 != 0 {
+        return Ok(None); // version 1 (PPTP) and others
+    }
+    let len = 4 + 4 * usize::from(h[0] & 0x80 != 0)
+        + 4 * usize::from(h[0] & 0x20 != 0)
+        + 4 * usize::from(h[0] & 0x10 != 0);
+    let Some(rest) = payload.get(len..) else {
+        return Err(DecodeError::TruncatedIp);
+    };
+    match u16::from_be_bytes([h[2], h[3]]) {
+        ETHERTYPE_TEB => ethernet(rest, depth),
+        proto => by_ether_type(EtherType(proto), rest, depth),
+    }
+}
+
+fn ethernet(frame: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+    let eth = Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| DecodeError::TruncatedLink)?;
+    by_ether_type(eth.ether_type(), eth.payload_slice(), depth)
+}
+
+/// UDP: the tunnels of [`GTP_U_PORT`] and [`VXLAN_PORT`]; any other datagram is not TCP.
+fn udp(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+    let Some(h) = payload.get(..8) else {
+        return Ok(None);
+    };
+    let (sport, dport) = (
+        u16::from_be_bytes([h[0], h[1]]),
+        u16::from_be_bytes([h[2], h[3]]),
+    );
+    let rest = &payload[8..];
+    if sport == GTP_U_PORT || dport == GTP_U_PORT {
+        gtp_u(rest, depth)
+    } else if sport == VXLAN_PORT || dport == VXLAN_PORT {
+        // 8 bytes: flags (the I bit says a VNI follows), reserved, VNI, reserved.
+        match rest.get(..8) {
+            Some(v) if v[0] & 0x08 != 0 => ethernet(&rest[8..], depth),
+            _ => Ok(None),
+        }
+    } else {
+        Ok(None)
+    }
+}
+
+/// A GTP-U G-PDU (version 1, message type 255): its 8-byte header, the 4 optional bytes when
+/// any of the E, S, PN flags is set, its extension headers (5G's PDU Session Container among
+/// them), then the user's IP packet by its version nibble. Other messages (echo, end marker)
+/// carry no packet.
+fn gtp_u(p: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+    let Some(h) = p.get(..8) else {
+        return Ok(None);
+    };
+    if h[0] >> 5 != 1 || h[0] & 0x10 == 0 || h[1] != 0xff {
+        return Ok(None);
+    }
+    let mut at = 8;
+    if h[0] & 0x07 != 0 {
+        let Some(&next) = p.get(11) else {
+            return Ok(None);
+        };
+        at = 12;
+        let mut next = if h[0] & 0x04 != 0 { next } else { 0 };
+        // Each extension: a length in 4-byte units, its content, the next one's type.
+        for _ in 0..16 {
+            if next == 0 {
+                break;
+            }
+            let Some(&units) = p.get(at) else {
+                return Ok(None);
+            };
+            let len = 4 * usize::from(units);
+            let Some(&n) = p.get((at + len).wrapping_sub(1)).filter(|_| len > 0) else {
+                return Ok(None);
+            };
+            next = n;
+            at += len;
+        }
+        if next != 0 {
+            return Ok(None);
+        }
+    }
+    let inner = p.get(at..).unwrap_or_default();
+    match inner.first().map(|b| b >> 4) {
+        Some(4) => ip(Some(4), inner, depth),
+        Some(6) => ip(Some(6), inner, depth),
+        _ => Ok(None),
+    }
+}
+
+/// Decodes an IP packet (version `want`, or either when `None`) down to TCP, opening the
+/// tunnels tshark opens by default (IP in IP, GRE, GTP-U, VXLAN) up to [`MAX_TUNNEL_DEPTH`].
+fn ip(want: Option<u8>, packet: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
     let Some(&first) = packet.first() else {
         return Err(DecodeError::TruncatedIp);
     };
@@ -225,7 +374,17 @@ fn ip(want: Option<u8>, packet: &[u8]) -> Result<Option<TcpSegment<'_>>, DecodeE
         return Err(DecodeError::IpFragment);
     }
     if body.ip_number != IpNumber::TCP {
-        return Ok(None);
+        if depth >= MAX_TUNNEL_DEPTH {
+            return Ok(None);
+        }
+        let depth = depth + 1;
+        return match body.ip_number {
+            IpNumber::IPV4 => self::ip(Some(4), body.payload, depth),
+            IpNumber::IPV6 => self::ip(Some(6), body.payload, depth),
+            IpNumber::GRE => gre(body.payload, depth),
+            IpNumber::UDP => udp(body.payload, depth),
+            _ => Ok(None),
+        };
     }
     // Bytes of IP payload the header says were sent. `incomplete` is set only when the
     // header's length is larger than the frame, i.e. the frame was cut: then the header
