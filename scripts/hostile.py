@@ -582,6 +582,50 @@ def ipv4_fragments():
     return pcap(c.pkts)
 
 
+@case("ip", "IPv4 fragments overlapping with different bytes (a Teardrop-like rewrite of "
+      "the TCP payload's first frame head); the first copy wins, as in tshark")
+def ipv4_fragments_overlap():
+    c = Conn()
+    c.handshake()
+    c.c(payload=PREFACE + SETTINGS0 + req())
+    p = c.pkts.pop()
+    h, body = p[:20], p[20:]
+    a = ipv4(V4C, V4S, 6, body[:48], ident=7, flags_frag=0x2000)
+    bad = bytearray(body[40:56])
+    bad[0:8] = b"\xff" * 8
+    b = ipv4(V4C, V4S, 6, bytes(bad), ident=7, flags_frag=0x2000 | 5)
+    rest = ipv4(V4C, V4S, 6, body[56:], ident=7, flags_frag=7)
+    c.pkts += [a, b, rest]
+    c.s(payload=S0 + resp() + data())
+    c.c(payload=SETTINGS_ACK)
+    c.close()
+    return c.pkts
+
+
+@case("ip", "a fragment flood: 3,000 first fragments never completed (ids 0..2999) and "
+      "1,000 last fragments alone, around a whole connection; bounded, the connection counted")
+def fragment_flood():
+    flood = [ipv4(V4C, V4S, 6, b"f" * 64, ident=i, flags_frag=0x2000) for i in range(3000)]
+    flood += [ipv4(V4C, V4S, 6, b"g" * 64, ident=i + 5000, flags_frag=100)
+              for i in range(1000)]
+    return flood[:2000] + simple() + flood[2000:]
+
+
+@case("ip", "a fragment cut by the snapshot length: the datagram is given up; a whole "
+      "retransmission follows")
+def fragment_cut():
+    c = Conn()
+    c.handshake()
+    c.c(payload=PREFACE + SETTINGS0 + req())
+    p = c.pkts.pop()
+    a, b = fragment_v4(p, 40)
+    c.pkts += [a, b, p]
+    c.s(payload=S0 + resp() + data())
+    c.c(payload=SETTINGS_ACK)
+    c.close()
+    return pcap(c.pkts, cut={4: 40})
+
+
 @case("ip", "IPv6 fragments: the server's response split in two fragments")
 def ipv6_fragments():
     c = Conn(v6=True)
@@ -1017,6 +1061,42 @@ def lost_segment():
     c.s(ACK)
     c.c(payload=frame(PING, 0, 0, b"afterlos"))
     c.s(payload=frame(PING, 1, 0, b"lostlost") + frame(PING, 1, 0, b"afterlos"))
+    c.close()
+    return c.pkts
+
+
+@case("tcp", "a lost segment (ACKed by the server, never captured) that held the middle of "
+      "a 1,000-byte DATA frame; frames follow in later segments. tshark counts only frames it "
+      "holds whole; the DATA frame's head is in the capture and the server's ACK proves all "
+      "its bytes were received: it was sent, and counts", truth={"client DATA": 2})
+def lost_mid_frame():
+    c = Conn()
+    c.handshake()
+    c.c(payload=PREFACE + SETTINGS0 + req(1, 0x4))
+    big = data(1, b"q" * 1000, 0)
+    c.c(payload=big[:300])
+    c.cseq += 400
+    c.c(payload=big[700:])
+    c.c(payload=data(1, b"end") + frame(PING, 0, 0, b"12345678"))
+    c.s(payload=S0 + resp() + data() + frame(PING, 1, 0, b"12345678"))
+    c.close()
+    return c.pkts
+
+
+@case("tcp", "a lost segment (ACKed) that held the tail of PING A and the head of PING B of "
+      "four. tshark counts none of the four (it never resynchronises that direction); the "
+      "capture holds A's head (its bytes proven sent by the ACK), C and D whole: 3, B's head "
+      "is not in it", truth={"client PING": 3})
+def lost_frame_heads():
+    c = Conn()
+    c.handshake()
+    c.exchange()
+    b = frame(PING, 0, 0, b"AAAAAAAA") + frame(PING, 0, 0, b"BBBBBBBB") \
+        + frame(PING, 0, 0, b"CCCCCCCC") + frame(PING, 0, 0, b"DDDDDDDD")
+    c.c(payload=b[:12])
+    c.cseq += 20
+    c.c(payload=b[32:])
+    c.s(payload=b"".join(frame(PING, 1, 0, x * 8) for x in (b"A", b"B", b"C", b"D")))
     c.close()
     return c.pkts
 

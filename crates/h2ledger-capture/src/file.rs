@@ -61,9 +61,20 @@ fn ports_only(filter: &str) -> Option<Vec<u16>> {
 
 /// Whether a packet is a TCP segment from or to one of `ports`, as [`h2ledger_tcp::link`]
 /// decodes it.
+/// An IP fragment passes when it is not the first (it has no ports; its datagram never
+/// completes without the first) or when the first's TCP header names one of `ports`.
 fn on_ports(linktype: i32, data: &[u8], ports: &[u16]) -> bool {
-    match h2ledger_tcp::link::decode(h2ledger_tcp::LinkType(linktype), data) {
-        Ok(Some(seg)) => ports.contains(&seg.src.port()) || ports.contains(&seg.dst.port()),
+    use h2ledger_tcp::link::{decode_any, Decoded};
+    let port = |b: &[u8]| u16::from_be_bytes([b[0], b[1]]);
+    match decode_any(h2ledger_tcp::LinkType(linktype), data) {
+        Ok(Some(Decoded::Tcp(seg))) => {
+            ports.contains(&seg.src.port()) || ports.contains(&seg.dst.port())
+        }
+        Ok(Some(Decoded::Fragment(f))) => match f.payload.get(..4) {
+            _ if f.offset > 0 => true,
+            Some(b) if f.proto == 6 => ports.contains(&port(b)) || ports.contains(&port(&b[2..])),
+            _ => false,
+        },
         _ => false,
     }
 }

@@ -29,7 +29,7 @@
 //! segments by MSS); the bytes of such a segment surface later as a reassembly gap.
 
 use core::fmt;
-use core::net::SocketAddr;
+use core::net::{IpAddr, SocketAddr};
 
 use etherparse::err::ip::LaxHeaderSliceError;
 use etherparse::{
@@ -122,6 +122,47 @@ impl std::error::Error for DecodeError {}
 ///
 /// `Ok(None)`: a valid frame that is not TCP over IPv4/IPv6 (ARP, UDP, ICMP, ...).
 pub fn decode(linktype: LinkType, frame: &[u8]) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+    match decode_any(linktype, frame)? {
+        Some(Decoded::Tcp(seg)) => Ok(Some(seg)),
+        Some(Decoded::Fragment(_)) => Err(DecodeError::IpFragment),
+        None => Ok(None),
+    }
+}
+
+/// What [`decode_any`] finds in a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// A whole TCP segment.
+    Tcp(TcpSegment<'a>),
+    /// A fragment of an IP datagram (of any protocol), for [`crate::defrag::Defrag`].
+    Fragment(Fragment<'a>),
+}
+
+/// A fragment of an IPv4 or IPv6 datagram: what reassembly needs of it (RFC 791, RFC 8200
+/// §4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment<'a> {
+    /// The datagram's source.
+    pub src: IpAddr,
+    /// The datagram's destination.
+    pub dst: IpAddr,
+    /// Identification (16 bits in IPv4, 32 in IPv6).
+    pub id: u32,
+    /// The protocol of the datagram's payload (6: TCP).
+    pub proto: u8,
+    /// Where this fragment's bytes go in the datagram's payload, in bytes.
+    pub offset: u32,
+    /// More fragments follow (false: this one ends the datagram).
+    pub more: bool,
+    /// The fragment's bytes present in the capture.
+    pub payload: &'a [u8],
+    /// The frame was cut by the snapshot length: some of the fragment's bytes are missing.
+    pub cut: bool,
+}
+
+/// [`decode`], but an IP fragment is handed back ([`Decoded::Fragment`]) for reassembly
+/// instead of being an error.
+pub fn decode_any(linktype: LinkType, frame: &[u8]) -> Result<Option<Decoded<'_>>, DecodeError> {
     match linktype {
         LinkType::ETHERNET => {
             let eth = Ethernet2Slice::from_slice_without_fcs(frame)
@@ -182,7 +223,7 @@ fn by_ether_type(
     mut ether_type: EtherType,
     mut payload: &[u8],
     depth: u8,
-) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+) -> Result<Option<Decoded<'_>>, DecodeError> {
     for _ in 0..=MAX_VLAN_TAGS {
         match ether_type {
             EtherType::IPV4 => return ip(Some(4), payload, depth),
@@ -220,7 +261,7 @@ const VXLAN_PORT: u16 = 4789;
 
 /// An MPLS label stack: labels up to the one with the bottom-of-stack bit, then IPv4 or IPv6
 /// by the version nibble (as tshark guesses it); anything else (a pseudowire) is not TCP.
-fn mpls(mut payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+fn mpls(mut payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     // A label stack deeper than this is not a real one.
     for _ in 0..16 {
         let Some(label) = payload.get(..4) else {
@@ -241,7 +282,7 @@ fn mpls(mut payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeE
 }
 
 /// A PPPoE session header (6 bytes) and the PPP protocol field: IPv4 0x0021, IPv6 0x0057.
-fn pppoe(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+fn pppoe(payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     let Some(h) = payload.get(..8) else {
         return Err(DecodeError::TruncatedLink);
     };
@@ -255,7 +296,7 @@ fn pppoe(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeErro
 
 /// GRE (RFC 2784, RFC 2890): version 0, its optional checksum, key and sequence fields, then
 /// the protocol by its ether type (IP, or Ethernet bridged inside).
-fn gre(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+fn gre(payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     let Some(h) = payload.get(..4) else {
         return Err(DecodeError::TruncatedIp);
     };
@@ -274,13 +315,13 @@ fn gre(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError>
     }
 }
 
-fn ethernet(frame: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+fn ethernet(frame: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     let eth = Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| DecodeError::TruncatedLink)?;
     by_ether_type(eth.ether_type(), eth.payload_slice(), depth)
 }
 
 /// UDP: the tunnels of [`GTP_U_PORT`] and [`VXLAN_PORT`]; any other datagram is not TCP.
-fn udp(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+fn udp(payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     let Some(h) = payload.get(..8) else {
         return Ok(None);
     };
@@ -306,7 +347,7 @@ fn udp(payload: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError>
 /// any of the E, S, PN flags is set, its extension headers (5G's PDU Session Container among
 /// them), then the user's IP packet by its version nibble. Other messages (echo, end marker)
 /// carry no packet.
-fn gtp_u(p: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+fn gtp_u(p: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     let Some(h) = p.get(..8) else {
         return Ok(None);
     };
@@ -349,7 +390,7 @@ fn gtp_u(p: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
 
 /// Decodes an IP packet (version `want`, or either when `None`) down to TCP, opening the
 /// tunnels tshark opens by default (IP in IP, GRE, GTP-U, VXLAN) up to [`MAX_TUNNEL_DEPTH`].
-fn ip(want: Option<u8>, packet: &[u8], depth: u8) -> Result<Option<TcpSegment<'_>>, DecodeError> {
+fn ip(want: Option<u8>, packet: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     let Some(&first) = packet.first() else {
         return Err(DecodeError::TruncatedIp);
     };
@@ -371,7 +412,39 @@ fn ip(want: Option<u8>, packet: &[u8], depth: u8) -> Result<Option<TcpSegment<'_
         });
     }
     if body.fragmented {
-        return Err(DecodeError::IpFragment);
+        let (id, offset, more) = match &ip {
+            LaxIpSlice::Ipv4(v4) => {
+                let h = v4.header();
+                (
+                    u32::from(h.identification()),
+                    u32::from(h.fragments_offset().byte_offset()),
+                    h.more_fragments(),
+                )
+            }
+            LaxIpSlice::Ipv6(v6) => {
+                let Some(f) = v6.extensions().clone().into_iter().find_map(|e| match e {
+                    etherparse::Ipv6ExtensionSlice::Fragment(f) => Some(f),
+                    _ => None,
+                }) else {
+                    return Err(DecodeError::IpFragment);
+                };
+                (
+                    f.identification(),
+                    u32::from(f.fragment_offset().byte_offset()),
+                    f.more_fragments(),
+                )
+            }
+        };
+        return Ok(Some(Decoded::Fragment(Fragment {
+            src: ip.source_addr(),
+            dst: ip.destination_addr(),
+            id,
+            proto: body.ip_number.0,
+            offset,
+            more,
+            payload: body.payload,
+            cut: body.incomplete,
+        })));
     }
     if body.ip_number != IpNumber::TCP {
         if depth >= MAX_TUNNEL_DEPTH {
@@ -400,20 +473,41 @@ fn ip(want: Option<u8>, packet: &[u8], depth: u8) -> Result<Option<TcpSegment<'_
     } else {
         body.payload.len()
     };
-    let tcp = TcpHeaderSlice::from_slice(body.payload).map_err(|e| match e {
-        etherparse::err::tcp::HeaderSliceError::Len(_) if body.incomplete => {
-            DecodeError::TruncatedTcp
-        }
+    tcp(
+        ip.source_addr(),
+        ip.destination_addr(),
+        body.payload,
+        wire_ip_payload,
+        body.incomplete,
+    )
+    .map(|seg| Some(Decoded::Tcp(seg)))
+}
+
+/// The TCP segment that is the payload of a reassembled IP datagram from `src` to `dst`.
+pub fn tcp_in(src: IpAddr, dst: IpAddr, ip_payload: &[u8]) -> Result<TcpSegment<'_>, DecodeError> {
+    tcp(src, dst, ip_payload, ip_payload.len(), false)
+}
+
+/// The TCP segment in `ip_payload` (`wire` bytes of it sent; `cut`: the frame was cut).
+fn tcp(
+    src: IpAddr,
+    dst: IpAddr,
+    ip_payload: &[u8],
+    wire: usize,
+    cut: bool,
+) -> Result<TcpSegment<'_>, DecodeError> {
+    let tcp = TcpHeaderSlice::from_slice(ip_payload).map_err(|e| match e {
+        etherparse::err::tcp::HeaderSliceError::Len(_) if cut => DecodeError::TruncatedTcp,
         _ => DecodeError::BadTcpHeader,
     })?;
     let header_len = tcp.slice().len();
-    let wire_payload_len = wire_ip_payload
+    let wire_payload_len = wire
         .checked_sub(header_len)
         .ok_or(DecodeError::BadTcpHeader)?;
-    let payload = &body.payload[header_len..];
-    Ok(Some(TcpSegment {
-        src: SocketAddr::new(ip.source_addr(), tcp.source_port()),
-        dst: SocketAddr::new(ip.destination_addr(), tcp.destination_port()),
+    let payload = &ip_payload[header_len..];
+    Ok(TcpSegment {
+        src: SocketAddr::new(src, tcp.source_port()),
+        dst: SocketAddr::new(dst, tcp.destination_port()),
         seq: tcp.sequence_number(),
         ack: tcp.acknowledgment_number(),
         flags: TcpFlags {
@@ -427,7 +521,7 @@ fn ip(want: Option<u8>, packet: &[u8], depth: u8) -> Result<Option<TcpSegment<'_
         payload,
         // An IP length is at most 16 bits (no jumbograms), so this cannot saturate.
         wire_payload_len: u32::try_from(wire_payload_len).unwrap_or(u32::MAX),
-    }))
+    })
 }
 
 #[cfg(test)]
