@@ -435,7 +435,32 @@ impl Half {
             .last_key_value()
             .map_or(self.next_abs, |(_, p)| p.end);
         if let Some(f) = self.fin {
-            target = target.max(f);
+            // Bytes buffered at or after the FIN (sent out of window before it, never
+            // acknowledged) are not part of the stream: dropped, not delivered after a gap
+            // (as tshark never reaches them; decision 469).
+            let beyond = self.pieces.split_off(&f);
+            let mut dropped = beyond.values().map(Piece::cost).sum::<usize>();
+            if let Some(p) = self.pieces.values_mut().next_back().filter(|p| p.end > f) {
+                let was = p.cost();
+                if let Some(b) = p.bytes.as_mut() {
+                    let keep = b.len() - (p.end - f) as usize;
+                    *b = b[..keep].into();
+                }
+                p.end = f;
+                dropped += was - p.cost();
+            }
+            self.buffered -= dropped;
+            let mut at = self.next_abs;
+            self.holes = 0;
+            for (&s, p) in &self.pieces {
+                self.holes += usize::from(s > at);
+                at = p.end;
+            }
+            target = self
+                .pieces
+                .last_key_value()
+                .map_or(self.next_abs, |(_, p)| p.end)
+                .max(f);
         } else if let Some(a) = self.acked {
             // Without a FIN seen, an ACK exactly one past the data is most likely the
             // ACK of a FIN the capture missed: not a lost byte.
