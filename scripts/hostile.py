@@ -3,14 +3,15 @@
 each replayed by h2ledger (with and without --port) and compared with tshark (issue 36).
 
 usage: scripts/hostile.py [--bin PATH] [--dir DIR] [--only SUBSTR[,SUBSTR...]] [--list]
-                          [--keep] [--limit-mib N] [--quick] [--no-tshark]
+                          [--limit-mib N] [--quick] [--no-tshark] [--write-only]
 
 Every case is built here from bytes (stdlib only), written to DIR (default
 /tmp/h2ledger-hostile), and then:
-  * `h2ledger replay F -T json` and `h2ledger replay F -T json --port P` run under
-    /usr/bin/time (peak RSS); exit status must be 0 or 1 (1: a warning such as a truncated
-    file), stderr must hold no panic, peak RSS at most --limit-mib (64) plus the file's size;
-  * `h2ledger frames F -T jsonl` and `calls F -T jsonl` must not fail or panic either;
+  * `h2ledger replay F -T json` and `h2ledger replay F -T json --port P` run (peak RSS from
+    wait4); exit status must be 0 or 1 (1: a warning such as a truncated file), stderr must
+    hold no panic, peak RSS at most --limit-mib (64) plus the file's size;
+  * `frames F -T jsonl`, `calls F -T jsonl` and `replay F --analyze` must not fail or panic
+    either (exit 0, 1 or 3);
   * scripts/tshark-ledger.py builds the ledger from tshark 4.0 (auto-detected ports, then
     --port P), and the contract keys (connections, calls, per side every frame type, writes,
     bytes, bdp_pings) must be equal, unless the case states the true value itself ("truth":
@@ -18,8 +19,8 @@ Every case is built here from bytes (stdlib only), written to DIR (default
     from the bytes the case wrote, not from h2ledger);
   * cases marked `error` are not captures: a one-line error (exit 2) naming the file.
 One line per case and mode; the last line counts the cases that differ. Exit status 1 when
-one does. --quick: the cases of tests/it/hostile.rs (`just test`); --no-tshark: only the
-process checks. Cases (--list prints them with their notes) by kind: link, file, ip, tcp, h2.
+one does. --quick: the cases of tests/it/hostile.rs (`just test`), each compared with one
+tshark run (the case's port given); --no-tshark: only the process checks. Cases (--list prints them with their notes) by kind: link, file, ip, tcp, h2.
 """
 
 import argparse
@@ -28,6 +29,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -311,7 +313,7 @@ def eth():
     return pcap(simple(), 1, ether)
 
 
-@case("link", "802.1Q VLAN tag")
+@case("link", "802.1Q VLAN tag", quick=True)
 def eth_vlan():
     return pcap(simple(), 1, lambda p: ether(p, [(0x8100, 100)]))
 
@@ -334,7 +336,7 @@ def eth_trailer():
     return pcap(simple(), 1, link)
 
 
-@case("link", "MPLS label stack (two labels) over Ethernet")
+@case("link", "MPLS label stack (two labels) over Ethernet", quick=True)
 def eth_mpls():
     def link(p):
         return ether(struct.pack(">II", (16 << 12) | 64, (17 << 12) | 0x100 | 64) + p,
@@ -400,7 +402,7 @@ def pcap_be_nano():
     return pcap(simple(), 101, endian=">", nano=True)
 
 
-@case("file", "pcap snaplen 40 in the header, packets within it")
+@case("file", "pcap snaplen 40 in the header, packets within it", quick=True)
 def pcap_small_snaplen_header():
     return pcap(simple(), 101, snaplen=40)
 
@@ -566,7 +568,7 @@ def fragment_v4(p, at):
 
 
 @case("ip", "IPv4 fragments: the client's request segment split in two IP fragments (in "
-      "order), then one sent last fragment first")
+      "order), then one sent last fragment first", quick=True)
 def ipv4_fragments():
     c = Conn()
     c.handshake()
@@ -626,7 +628,7 @@ def fragment_cut():
     return pcap(c.pkts, cut={4: 40})
 
 
-@case("ip", "IPv6 fragments: the server's response split in two fragments")
+@case("ip", "IPv6 fragments: the server's response split in two fragments", quick=True)
 def ipv6_fragments():
     c = Conn(v6=True)
     c.handshake()
@@ -642,7 +644,7 @@ def ipv6_fragments():
     return pcap(c.pkts)
 
 
-@case("ip", "IPv4 in IPv6 (protocol 4): a 4in6 tunnel's inner connection")
+@case("ip", "IPv4 in IPv6 (protocol 4): a 4in6 tunnel's inner connection", quick=True)
 def ip4in6():
     return pcap([ipv6(V6C, V6S, 4, p) for p in simple()], 101)
 
@@ -669,7 +671,7 @@ def udp(sport, dport, body):
 
 
 @case("ip", "GTP-U (UDP 2152) G-PDUs with 5G's PDU Session Container extension, carrying "
-      "the connection (an N3 capture of a 5G core)")
+      "the connection (an N3 capture of a 5G core)", quick=True)
 def gtp_u():
     def wrap(p):
         ext = bytes([1, 0x00, 0x01, 0x00])  # PDU Session Container, 4 bytes, next type 0
@@ -775,7 +777,7 @@ def out_of_order():
 
 
 @case("tcp", "a segment 3 MB ahead of the stream (beyond any window), never filled; the "
-      "connection goes on")
+      "connection goes on", quick=True)
 def out_of_window():
     c = Conn()
     c.handshake()
@@ -901,7 +903,7 @@ def tfo_synack_data():
     return c.pkts
 
 
-@case("tcp", "a RST carrying data (a GOAWAY) from the server, after the exchange")
+@case("tcp", "a RST carrying data (a GOAWAY) from the server, after the exchange", quick=True)
 def rst_with_data():
     c = Conn()
     c.handshake()
@@ -914,7 +916,7 @@ def rst_with_data():
       "one new byte (twice), then sends the rest. Writes as tshark's (the second probe is a "
       "keep-alive to it, a write of 1 byte: decision 467); bytes are new bytes, so the last "
       "segment counts its 16 new bytes where tshark's tcp.len is 17",
-      truth={"client bytes": 75})
+      truth={"client bytes": 75}, quick=True)
 def zero_window_probe():
     c = Conn()
     c.handshake()
@@ -1181,7 +1183,7 @@ add_h2("unknown-flags", "defined frame types with undefined flags set (0xf2 on D
        "PING, 0xfe on SETTINGS)",
        [("c", C0 + frame(PING, 0xFE, 0, b"abcdefgh") + req()),
         ("s", frame(SETTINGS, 0xFE, 0) + SETTINGS_ACK + frame(PING, 0xFF, 0, b"abcdefgh")
-         + resp() + frame(DATA, 0xF3, 1, b"x"))])
+         + resp() + frame(DATA, 0xF3, 1, b"x"))], quick=True)
 add_h2("settings-odd", "SETTINGS with unknown ids (0x7, 0xabcd, 0x10), a SETTINGS whose length "
        "is not a multiple of 6, a SETTINGS ACK with a payload, SETTINGS on stream 1",
        [("c", PREFACE + settings((0x7, 1), (0xABCD, 99), (0x10, 0)) + req()
@@ -1328,15 +1330,26 @@ def build_file(c, d):
 
 
 def run(binary, argv, timeout=60):
-    try:
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", binary] + argv,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, b"", "timeout after %d s" % timeout, 0
-    err = p.stderr.decode("utf-8", "replace").rstrip("\n").split("\n")
-    rss = int(err[-1]) if err and err[-1].isdigit() else 0
-    err = [e for e in err if not e.startswith("Command exited with non-zero status")]
-    return p.returncode, p.stdout, "\n".join(err[:-1]), rss
+    """(exit status or None on a timeout, stdout, stderr, peak RSS in KiB) of one run, its
+    peak RSS from wait4 (no /usr/bin/time needed)."""
+    import tempfile
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([binary] + argv, stdout=out, stderr=err)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                os.wait4(p.pid, 0)
+                return None, b"", "timeout after %d s" % timeout, 0
+            time.sleep(0.005)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (p.returncode, out.read(), err.read().decode("utf-8", "replace").rstrip("\n"),
+                usage.ru_maxrss)
 
 
 def tshark(f, port, upgrade):
@@ -1349,6 +1362,9 @@ def tshark(f, port, upgrade):
     if p.returncode != 0:
         return None
     return json.loads(p.stdout)
+
+
+PEAK = [0]  # the largest peak RSS of a replay, KiB
 
 
 def check(a, c, f):
@@ -1371,6 +1387,7 @@ def check(a, c, f):
         if rc not in (0, 1) or "panick" in err:
             bad.append("replay %s: exit %s: %s" % (" ".join(extra), rc, err[-300:]))
             continue
+        PEAK[0] = max(PEAK[0], rss)
         if rss / 1024 > a.limit_mib + size_mib:
             bad.append("replay %s: peak RSS %.1f MiB" % (" ".join(extra), rss / 1024))
         ledgers[mode] = json.loads(out)
@@ -1382,10 +1399,15 @@ def check(a, c, f):
     if a.no_tshark or not c["tshark"]:
         return bad, ledgers
     upgrade = c["name"].startswith("upgrade")
+    refs = {}
     for mode, port in (("auto", None), ("port", c["port"])):
         if mode not in ledgers:
             continue
-        ref = tshark(f, port, upgrade)
+        # --quick: one tshark run (its ports given) is the reference of both modes.
+        key = c["port"] if a.quick else port
+        if key not in refs:
+            refs[key] = tshark(f, key, upgrade)
+        ref = refs[key]
         want = contract(ref) if ref else contract({"connections": 0, "calls": 0})
         truth = c["truth"]
         if callable(truth):
@@ -1433,7 +1455,8 @@ def main():
         for b in bad:
             print("      " + b, flush=True)
     if not a.write_only:
-        print("hostile: %d of %d cases differ" % (nbad, len(cases)))
+        print("hostile: %d of %d cases differ (largest peak RSS of a replay: %.1f MiB)"
+              % (nbad, len(cases), PEAK[0] / 1024))
     return 1 if nbad else 0
 
 

@@ -330,7 +330,10 @@ impl SavedCapture {
                             linktype
                         };
                         let data = &batch.data[start..start + len];
-                        if ports.as_deref().is_some_and(|p| !on_ports(linktype, data, p)) {
+                        if ports
+                            .as_deref()
+                            .is_some_and(|p| !on_ports(linktype, data, p))
+                        {
                             continue;
                         }
                         let more = f(Item::Packet { linktype, ts, data }, &mut shown);

@@ -708,6 +708,17 @@ mod tests {
             Scanner::default().scan(&buf, true, false, 16384),
             Found::Frames(0)
         );
+        // Flags a SETTINGS does not define are ignored (RFC 9113 §4.1): still the server's
+        // first frame (decision 469); an ACK first is not.
+        let buf = frame(4, 0xfe, 0, &[0, 3, 0, 0, 0, 100]);
+        assert_eq!(
+            Scanner::default().scan(&buf, true, false, 16384),
+            Found::Frames(0)
+        );
+        assert_ne!(
+            Scanner::default().scan(&frame(4, 0xff, 0, &[]), true, false, 16384),
+            Found::Frames(0)
+        );
     }
 
     #[test]

@@ -171,7 +171,10 @@ mod tests {
         // Last first, and an overlap whose first copy wins.
         assert_eq!(d.push(2, &frag(2, 8, false, b"IJ")), None);
         assert_eq!(d.push(3, &frag(2, 4, true, b"EFGH")), None);
-        assert_eq!(d.push(4, &frag(2, 0, true, b"abcdxxxx")).unwrap(), b"abcdEFGHIJ");
+        assert_eq!(
+            d.push(4, &frag(2, 0, true, b"abcdxxxx")).unwrap(),
+            b"abcdEFGHIJ"
+        );
         assert_eq!((d.reassembled, d.given_up, d.bytes), (2, 0, 0));
     }
 
@@ -186,13 +189,21 @@ mod tests {
         // The oldest went first: datagram 0 starts again and never completes with id 0's tail.
         let late = TIMEOUT_NS + 2_000;
         assert_eq!(d.push(late, &frag(2000, 1, false, b"y")), None);
-        assert_eq!(d.push(late, &frag(20, 1, false, b"y")), None, "timed out: given up");
+        assert_eq!(
+            d.push(late, &frag(20, 1, false, b"y")),
+            None,
+            "timed out: given up"
+        );
         let a = vec![0u8; 60_000];
         let mut d = Defrag::default();
         for id in 0..200 {
             d.push(0, &frag(id, 0, true, &a));
         }
         assert!(d.bytes <= MAX_BYTES, "{}", d.bytes);
-        assert_eq!(d.push(0, &frag(9, 65_000, false, &a)), None, "past 65,535 bytes");
+        assert_eq!(
+            d.push(0, &frag(9, 65_000, false, &a)),
+            None,
+            "past 65,535 bytes"
+        );
     }
 }

@@ -24,9 +24,13 @@
 //! smaller than the header (0 in captures of TSO/GSO super-packets) or an IPv6 payload
 //! length of 0 falls back to the frame length.
 //!
-//! IP fragments are not reassembled: any fragment (first or not, v4 or v6) is
-//! [`DecodeError::IpFragment`]. TCP over IP fragments is rare (TCP sets DF and sizes
-//! segments by MSS); the bytes of such a segment surface later as a reassembly gap.
+//! Inside these, the tunnels tshark opens by default are opened (at most
+//! `MAX_TUNNEL_DEPTH` deep): MPLS, PPPoE, IP in IP, GRE, GTP-U (UDP 2152) and VXLAN (UDP
+//! 4789); the segment is the innermost one.
+//!
+//! An IP fragment (first or not, v4 or v6) is [`DecodeError::IpFragment`] to [`decode`];
+//! [`decode_any`] hands it back as a [`Fragment`] for [`crate::defrag::Defrag`], and
+//! [`tcp_in`] decodes the TCP segment of the datagram made whole.
 
 use core::fmt;
 use core::net::{IpAddr, SocketAddr};
@@ -303,7 +307,8 @@ fn gre(payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     if h[1] & 0x07 != 0 {
         return Ok(None); // version 1 (PPTP) and others
     }
-    let len = 4 + 4 * usize::from(h[0] & 0x80 != 0)
+    let len = 4
+        + 4 * usize::from(h[0] & 0x80 != 0)
         + 4 * usize::from(h[0] & 0x20 != 0)
         + 4 * usize::from(h[0] & 0x10 != 0);
     let Some(rest) = payload.get(len..) else {
@@ -316,7 +321,8 @@ fn gre(payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
 }
 
 fn ethernet(frame: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
-    let eth = Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| DecodeError::TruncatedLink)?;
+    let eth =
+        Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| DecodeError::TruncatedLink)?;
     by_ether_type(eth.ether_type(), eth.payload_slice(), depth)
 }
 

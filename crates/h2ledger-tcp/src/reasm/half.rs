@@ -323,7 +323,13 @@ impl Half {
     /// The payload of a RST (`wire` bytes from `seq`): diagnostic text, never stream data, but
     /// a write when its bytes are not old ones, as the reference ledgers count it (tshark does
     /// not call it a retransmission; decision 468).
-    pub fn rst_payload<S: Sink>(&mut self, out: &mut Out<'_, S>, ts: Nanos, seq: SeqNumber, wire: u32) {
+    pub fn rst_payload<S: Sink>(
+        &mut self,
+        out: &mut Out<'_, S>,
+        ts: Nanos,
+        seq: SeqNumber,
+        wire: u32,
+    ) {
         if self.started && self.abs(seq) < self.highest() as i64 {
             return;
         }
@@ -437,7 +443,7 @@ impl Half {
         if let Some(f) = self.fin {
             // Bytes buffered at or after the FIN (sent out of window before it, never
             // acknowledged) are not part of the stream: dropped, not delivered after a gap
-            // (as tshark never reaches them; decision 469).
+            // (as tshark never reaches them; decision 468).
             let beyond = self.pieces.split_off(&f);
             let mut dropped = beyond.values().map(Piece::cost).sum::<usize>();
             if let Some(p) = self.pieces.values_mut().next_back().filter(|p| p.end > f) {
