@@ -8,14 +8,14 @@
 //! sent in fragments counts there (decision 470).
 //!
 //! Bounds, one place: [`MAX_DATAGRAMS`] datagrams in progress and [`MAX_BYTES`] of their
-//! fragments' bytes, at most [`MAX_PIECES`] fragments each; at a bound the oldest datagram is
-//! given up ([`Defrag::given_up`]). A datagram whose first fragment is older than
+//! fragments' bytes (64 more per fragment), at most [`MAX_PIECES`] fragments each; at a bound
+//! the oldest datagram is given up ([`Defrag::given_up`]), in O(1). A datagram whose first fragment is older than
 //! [`TIMEOUT_NS`] (Linux's `ipfrag_time`, 30 s) when another one comes is given up too: its
 //! receiver dropped it. A fragment cut by the snapshot length can never complete its datagram,
 //! which is given up at once. Each fragment costs one hash lookup; completing a datagram costs
 //! a sort of its fragments.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 use crate::link::Fragment;
@@ -27,6 +27,9 @@ pub const MAX_DATAGRAMS: usize = 1024;
 pub const MAX_BYTES: usize = 4 << 20;
 /// Fragments of one datagram.
 pub const MAX_PIECES: usize = 256;
+/// What a fragment costs beyond its bytes, in the [`MAX_BYTES`] accounting: a flood of empty
+/// fragments is bounded too.
+const PIECE_OVERHEAD: usize = 64;
 /// A datagram not completed this long after its first fragment is given up.
 pub const TIMEOUT_NS: Nanos = 30_000_000_000;
 /// The largest datagram payload: an IP length is 16 bits (no jumbograms).
@@ -35,6 +38,8 @@ const MAX_LEN: u32 = 65_535;
 type Key = (IpAddr, IpAddr, u32, u8);
 
 struct Datagram {
+    /// Its place in [`Defrag::order`].
+    serial: u64,
     first_ts: Nanos,
     /// The payload's length, once the last fragment came.
     total: Option<u32>,
@@ -46,6 +51,10 @@ struct Datagram {
 #[derive(Default)]
 pub struct Defrag {
     pending: HashMap<Key, Datagram>,
+    /// Datagrams in the order they began (with their serial: an entry whose datagram is gone,
+    /// or began again, is stale and skipped): the oldest is given up first, in O(1).
+    order: VecDeque<(Key, u64)>,
+    serial: u64,
     bytes: usize,
     /// Datagrams completed.
     pub reassembled: u64,
@@ -73,20 +82,34 @@ impl Defrag {
             }
             return None;
         }
+        let cost = f.payload.len() + PIECE_OVERHEAD;
         while !self.pending.contains_key(&key)
-            && (self.pending.len() >= MAX_DATAGRAMS || self.bytes + f.payload.len() > MAX_BYTES)
+            && (self.pending.len() >= MAX_DATAGRAMS || self.bytes + cost > MAX_BYTES)
         {
-            let Some(oldest) = self
-                .pending
-                .iter()
-                .min_by_key(|(_, d)| d.first_ts)
-                .map(|(k, _)| *k)
-            else {
+            let Some((oldest, serial)) = self.order.pop_front() else {
                 break;
             };
-            self.give_up(&oldest);
+            if self
+                .pending
+                .get(&oldest)
+                .is_some_and(|d| d.serial == serial)
+            {
+                self.give_up(&oldest);
+            }
         }
+        if !self.pending.contains_key(&key) {
+            if self.order.len() >= 2 * MAX_DATAGRAMS {
+                // Drop the stale entries (amortised: at most once per MAX_DATAGRAMS new ones).
+                let pending = &self.pending;
+                self.order
+                    .retain(|(k, n)| pending.get(k).is_some_and(|d| d.serial == *n));
+            }
+            self.serial += 1;
+            self.order.push_back((key, self.serial));
+        }
+        let serial = self.serial;
         let d = self.pending.entry(key).or_insert_with(|| Datagram {
+            serial,
             first_ts: ts,
             total: None,
             pieces: Vec::new(),
@@ -96,8 +119,8 @@ impl Defrag {
             d.total = Some(end);
         }
         d.pieces.push((f.offset, f.payload.into()));
-        d.bytes += f.payload.len();
-        self.bytes += f.payload.len();
+        d.bytes += cost;
+        self.bytes += cost;
         if d.pieces.len() > MAX_PIECES || self.bytes > MAX_BYTES {
             self.give_up(&key);
             return None;
@@ -200,6 +223,21 @@ mod tests {
             d.push(0, &frag(id, 0, true, &a));
         }
         assert!(d.bytes <= MAX_BYTES, "{}", d.bytes);
+        // A flood of single fragments, each of a new datagram: the oldest go first, the rest
+        // stay within the bounds (an O(1) eviction each).
+        let mut d = Defrag::default();
+        let n = 100_000u32;
+        for id in 0..n {
+            d.push(i64::from(id), &frag(id, 8, true, b""));
+        }
+        assert_eq!(d.pending.len(), MAX_DATAGRAMS);
+        assert_eq!(d.given_up, u64::from(n) - MAX_DATAGRAMS as u64);
+        assert!(d.order.len() <= 2 * MAX_DATAGRAMS);
+        let f = frag(n - 1, 0, true, b"");
+        assert!(
+            d.pending.contains_key(&(f.src, f.dst, n - 1, 6)),
+            "the newest is kept"
+        );
         assert_eq!(
             d.push(0, &frag(9, 65_000, false, &a)),
             None,
