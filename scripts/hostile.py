@@ -456,6 +456,29 @@ def pcapng_spb():
     return b"".join(body)
 
 
+@case("file", "timestamps going backwards by an hour in the middle of the connection")
+def time_backwards():
+    out = pcap(simple())
+    b = bytearray(out)
+    at = 24
+    for i in range(20):
+        if at >= len(b):
+            break
+        incl = struct.unpack("<I", b[at + 8:at + 12])[0]
+        if i >= 5:
+            sec = struct.unpack("<I", b[at:at + 4])[0]
+            b[at:at + 4] = struct.pack("<I", sec - 3600)
+        at += 16 + incl
+    return bytes(b)
+
+
+@case("file", "Ethernet frames shorter than an Ethernet header, and an 802.1Q tag with VLAN 0 "
+      "(priority only)")
+def eth_short_and_prio():
+    pk = [ether(p, [(0x8100, 0x6000)]) for p in simple()]
+    return pcap([b"\x01\x02\x03"] + pk[:3] + [b"\x00" * 13] + pk[3:], 1, lambda p: p)
+
+
 @case("file", "snaplen-cut packets: the server's response cut to 60 bytes, then the rest of "
       "the connection whole (capture writes orig_len > incl_len)")
 def pcap_snaplen_cut():
@@ -1103,6 +1126,53 @@ def lost_frame_heads():
     return c.pkts
 
 
+@case("tcp", "the FIN captured before the last data segment it follows (reordered on the "
+      "wire): the data's sequence numbers are before the FIN's. tshark 4.0 (no out-of-order "
+      "reassembly) drops the PING; its bytes end exactly at the FIN and the server answers it",
+      truth={"client PING": 1})
+def fin_before_last_data():
+    c = Conn()
+    c.handshake()
+    c.exchange()
+    seq = c.cseq
+    p = frame(PING, 0, 0, b"lastlast")
+    c.raw(True, seq + len(p), c.sseq, FIN | ACK)
+    c.raw(True, seq, c.sseq, PSH | ACK, p)
+    c.cseq = seq + len(p) + 1
+    c.s(payload=frame(PING, 1, 0, b"lastlast"))
+    c.s(FIN | ACK)
+    c.c(ACK)
+    return c.pkts
+
+
+@case("tcp", "bad TCP headers among a valid connection: data offset 15 beyond the packet (a "
+      "pure ACK's), data offset 2 on a copy of the request's segment, a 10-byte TCP header. "
+      "tshark takes the data offset 2 copy as 8 header bytes and 60 of data, then calls the "
+      "real segment a retransmission; a data offset under 5 is no TCP header (RFC 9293 §3.1), "
+      "no receiver takes it: the real segment is the write",
+      truth={"calls": 1, "client HEADERS": 1, "client SETTINGS": 1, "client SETTINGS_ACK": 1,
+             "client writes": 2, "client bytes": 57})
+def tcp_garbage():
+    pk = simple()
+    good = pk[3]
+    a = bytearray(pk[2])
+    a[20 + 12] = 0xF0
+    b = bytearray(good)
+    b[20 + 12] = 0x20
+    cut = ipv4(V4C, V4S, 6, good[20:30])
+    return pk[:3] + [bytes(a), bytes(b), cut] + pk[3:]
+
+
+@case("tcp", "ports 0 on both sides. tshark decodes nothing on port 0 (a decode-as of port 0 "
+      "does not take); the bytes are the whole exchange of `eth`", port=0,
+      truth={"connections": 1, "calls": 1, "client HEADERS": 1, "client SETTINGS": 1,
+             "client SETTINGS_ACK": 1, "client writes": 2, "client bytes": 57,
+             "server HEADERS": 1, "server DATA": 1, "server SETTINGS": 1,
+             "server SETTINGS_ACK": 1, "server writes": 1, "server bytes": 42})
+def port_zero():
+    return simple(cport=0, sport=0)
+
+
 @case("tcp", "client and server on the same port number (8080 <-> 8080), different hosts")
 def same_ports():
     return simple(cport=8080, sport=8080)
@@ -1273,6 +1343,32 @@ add_h2("grpc-bdp", "a gRPC call with grpc-go's BDP PING and its ACK",
          + frame(PING, 0, 0, bytes.fromhex("02041010090e0707"))),
         ("s", S0 + frame(PING, 1, 0, bytes.fromhex("02041010090e0707")) + resp()
          + data(1, b"\0\0\0\0\1y", 0) + frame(HEADERS, 5, 1, b"\x00\x0bgrpc-status\x010"))])
+
+
+add_h2("continuation-orphan", "a CONTINUATION with no HEADERS before it, then a normal call",
+       [("c", C0 + frame(CONT, 0x4, 1, REQ) + req(3)), ("s", S0 + resp(3) + data(3))])
+add_h2("end-stream-twice", "DATA after END_STREAM on the same stream, HEADERS on a closed "
+       "stream, a second END_STREAM",
+       [("c", C0 + req() + data(1, b"late") + req(1)),
+        ("s", S0 + resp() + data() + data(1, b"again"))])
+add_h2("goaway-then-streams", "the server's GOAWAY (last stream 1), then the client opens "
+       "streams 3 and 5, answered by RST_STREAM REFUSED_STREAM",
+       [("c", C0 + req()), ("s", S0 + resp() + data() + frame(GOAWAY, 0, 0, b"\0\0\0\1\0\0\0\0")),
+        ("c", req(3) + req(5)),
+        ("s", frame(RST, 0, 3, b"\0\0\0\x07") + frame(RST, 0, 5, b"\0\0\0\x07"))])
+add_h2("hpack-bad-huffman", "HPACK: a Huffman string with bad padding (EOS bits wrong), an "
+       "index past both tables, an integer of 10 continuation bytes",
+       [("c", C0 + frame(HEADERS, 5, 1, b"\x82\x84\x86\x41\x82\x00\x00")
+         + frame(HEADERS, 5, 3, b"\xff\xff\x7f")
+         + frame(HEADERS, 5, 5, b"\x3f" + b"\xff" * 10 + b"\x01") + req(7)),
+        ("s", S0 + resp(1) + resp(3) + resp(5) + resp(7) + data(7))])
+add_h2("client-push-promise", "a PUSH_PROMISE from the client (a protocol error)",
+       [("c", C0 + req() + frame(PUSH, 0x4, 1, b"\0\0\0\2" + REQ)),
+        ("s", S0 + resp() + data())])
+add_h2("settings-table-size", "SETTINGS_HEADER_TABLE_SIZE 0 from the server, then the client's "
+       "size update to 0 and literal fields without indexing",
+       [("s", settings((1, 0))), ("c", C0 + SETTINGS_ACK + frame(HEADERS, 5, 1, b"\x20" + REQ)),
+        ("s", SETTINGS_ACK + resp() + data())])
 
 
 def upgrade_case(body):
