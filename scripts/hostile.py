@@ -387,6 +387,27 @@ def raw229():
     return pcap(simple(v6=True), 229)
 
 
+@case("link", "802.11 QoS data frames after a radiotap header (LLC/SNAP), a beacon among them")
+def radiotap():
+    def link(p):
+        rt = struct.pack("<BBHI", 0, 0, 8, 0)
+        fc = bytes([0x88, 0x01])  # QoS data, to DS
+        mac = fc + bytes(2) + bytes(18) + bytes(2) + bytes(2)  # addresses, sequence, QoS
+        return rt + mac + bytes([0xAA, 0xAA, 0x03, 0, 0, 0]) + struct.pack(">H", 0x0800) + p
+    beacon = struct.pack("<BBHI", 0, 0, 8, 0) + bytes([0x80, 0]) + bytes(30)
+    frames = [link(p) for p in simple()]
+    return pcap([beacon] + frames, 127, lambda p: p)
+
+
+@case("link", "NFLOG (239): the packets in NFULA_PAYLOAD TLVs after a prefix TLV")
+def nflog_link():
+    def link(p):
+        prefix = struct.pack("<HH", 4 + 6, 10) + b"hello\0" + bytes(2)
+        payload = struct.pack("<HH", 4 + len(p), 9) + p + bytes(-len(p) % 4)
+        return struct.pack(">BBH", 2, 0, 0) + prefix + payload
+    return pcap(simple(), 239, link)
+
+
 @case("file", "nanosecond pcap (magic a1b23c4d)")
 def pcap_nano():
     return pcap(simple(), 101, nano=True)
@@ -717,6 +738,26 @@ def gre_teb():
     return pcap([ipv4(v4([192, 168, 0, 1]), v4([192, 168, 0, 2]), 47,
                       struct.pack(">HHII", 0x3000, 0x6558, 7, 1) + ether(p)) for p in simple()],
                 101)
+
+
+@case("ip", "ERSPAN type II and type III (with its platform subheader) in GRE, mirrored "
+      "Ethernet frames of the connection, alternately")
+def erspan():
+    def wrap(i, p):
+        if i % 2:
+            gre_h = struct.pack(">HHI", 0x1000, 0x88BE, i) + struct.pack(">II", 0x10000001, 0)
+        else:
+            gre_h = struct.pack(">HH", 0, 0x22EB) + b"\x20" + bytes(10) + b"\x01" + bytes(8)
+        return ipv4(v4([192, 168, 0, 1]), v4([192, 168, 0, 2]), 47, gre_h + ether(p))
+    return pcap([wrap(i, p) for i, p in enumerate(simple())], 1, ether)
+
+
+@case("ip", "Geneve (UDP 6081) with an 8-byte option, carrying Ethernet frames")
+def geneve():
+    def wrap(p):
+        g = struct.pack(">BBHI", 2, 0, 0x6558, 7 << 8) + struct.pack(">HBB", 0x0102, 3, 1) + bytes(4)
+        return ipv4(v4([172, 16, 0, 1]), v4([172, 16, 0, 2]), 17, udp(50000, 6081, g + ether(p)))
+    return pcap([wrap(p) for p in simple()], 1, ether)
 
 
 @case("ip", "IPv4 total length 0 (TSO super-packets) on the data packets")

@@ -24,9 +24,10 @@
 //! smaller than the header (0 in captures of TSO/GSO super-packets) or an IPv6 payload
 //! length of 0 falls back to the frame length.
 //!
-//! Inside these, the tunnels tshark opens by default are opened (at most
-//! `MAX_TUNNEL_DEPTH` deep): MPLS, PPPoE, IP in IP, GRE, GTP-U (UDP 2152) and VXLAN (UDP
-//! 4789); the segment is the innermost one.
+//! Also 802.11 data frames (105; 127 after radiotap) and NFLOG (239). Inside these, the
+//! tunnels tshark opens by default are opened (at most `MAX_TUNNEL_DEPTH` deep): MPLS, PPPoE,
+//! IP in IP, GRE (with ERSPAN II and III), GTP-U (UDP 2152), VXLAN (UDP 4789) and Geneve (UDP
+//! 6081); the segment is the innermost one.
 //!
 //! An IP fragment (first or not, v4 or v6) is [`DecodeError::IpFragment`] to [`decode`];
 //! [`decode_any`] hands it back as a [`Fragment`] for [`crate::defrag::Defrag`], and
@@ -67,6 +68,12 @@ impl LinkType {
     pub const IPV6: LinkType = LinkType(229);
     /// `LINKTYPE_LINUX_SLL2`: Linux cooked capture v2.
     pub const LINUX_SLL2: LinkType = LinkType(276);
+    /// `LINKTYPE_IEEE802_11`: 802.11 frames.
+    pub const IEEE802_11: LinkType = LinkType(105);
+    /// `LINKTYPE_IEEE802_11_RADIOTAP`: 802.11 frames after a radiotap header.
+    pub const RADIOTAP: LinkType = LinkType(127);
+    /// `LINKTYPE_NFLOG`: Linux netfilter log messages (`nflog:N` devices).
+    pub const NFLOG: LinkType = LinkType(239);
 }
 
 impl std::fmt::Display for LinkType {
@@ -211,6 +218,16 @@ pub fn decode_any(linktype: LinkType, frame: &[u8]) -> Result<Option<Decoded<'_>
             }
         }
         LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 => ip(None, frame, 0),
+        LinkType::IEEE802_11 => wifi(frame),
+        LinkType::RADIOTAP => {
+            // version, pad, length (little-endian), then the fields it counts.
+            let len = match frame.get(..4) {
+                Some(h) => usize::from(u16::from_le_bytes([h[2], h[3]])),
+                None => return Err(DecodeError::TruncatedLink),
+            };
+            wifi(frame.get(len..).ok_or(DecodeError::TruncatedLink)?)
+        }
+        LinkType::NFLOG => nflog(frame),
         LinkType::IPV4 => ip(Some(4), frame, 0),
         LinkType::IPV6 => ip(Some(6), frame, 0),
         other => Err(DecodeError::UnsupportedLinktype(other.0)),
@@ -248,6 +265,69 @@ fn by_ether_type(
     Ok(None)
 }
 
+/// An 802.11 data frame (not protected): its MAC header (24 bytes, 30 with four addresses, 2
+/// more with QoS, 4 more with HT control), then LLC/SNAP and an ether type. Management and
+/// control frames, and encrypted ones, are not TCP to us.
+fn wifi(frame: &[u8]) -> Result<Option<Decoded<'_>>, DecodeError> {
+    let Some(fc) = frame.get(..2) else {
+        return Err(DecodeError::TruncatedLink);
+    };
+    if (fc[0] >> 2) & 3 != 2 || fc[1] & 0x40 != 0 || (fc[0] >> 4) & 4 != 0 {
+        return Ok(None); // not data, protected, or a data frame without a body (null)
+    }
+    let qos = (fc[0] >> 4) & 8 != 0;
+    let len = 24
+        + 6 * usize::from(fc[1] & 3 == 3)
+        + 2 * usize::from(qos)
+        + 4 * usize::from(qos && fc[1] & 0x80 != 0);
+    match frame.get(len..len + 8) {
+        Some(llc) if llc[..6] == [0xaa, 0xaa, 0x03, 0, 0, 0] => by_ether_type(
+            EtherType(u16::from_be_bytes([llc[6], llc[7]])),
+            &frame[len + 8..],
+            0,
+        ),
+        Some(_) => Ok(None),
+        None => Err(DecodeError::TruncatedLink),
+    }
+}
+
+/// A netfilter log message: a 4-byte header (address family, version, resource id), then
+/// TLVs (length and type in the capturing host's byte order, little-endian read first, as
+/// libpcap hands them over; the length counts the 4-byte TLV head, each padded to 4 bytes);
+/// type 9 (`NFULA_PAYLOAD`) is the IP packet.
+fn nflog(frame: &[u8]) -> Result<Option<Decoded<'_>>, DecodeError> {
+    const NFULA_PAYLOAD: u16 = 9;
+    let Some(&family) = frame.first() else {
+        return Err(DecodeError::TruncatedLink);
+    };
+    let version = match family {
+        2 => 4,
+        10 => 6,
+        _ => return Ok(None),
+    };
+    for le in [true, false] {
+        let rd = |b: &[u8]| {
+            if le {
+                u16::from_le_bytes([b[0], b[1]])
+            } else {
+                u16::from_be_bytes([b[0], b[1]])
+            }
+        };
+        let mut at = 4;
+        while let Some(h) = frame.get(at..at + 4) {
+            let (len, kind) = (usize::from(rd(&h[..2])), rd(&h[2..]));
+            if len < 4 || at + len > frame.len() {
+                break;
+            }
+            if kind == NFULA_PAYLOAD {
+                return ip(Some(version), &frame[at + 4..at + len], 0);
+            }
+            at += len.div_ceil(4) * 4;
+        }
+    }
+    Ok(None)
+}
+
 /// MPLS unicast and multicast (RFC 3032).
 const ETHERTYPE_MPLS: EtherType = EtherType(0x8847);
 const ETHERTYPE_MPLS_MULTICAST: EtherType = EtherType(0x8848);
@@ -255,6 +335,9 @@ const ETHERTYPE_MPLS_MULTICAST: EtherType = EtherType(0x8848);
 const ETHERTYPE_PPPOE_SESSION: EtherType = EtherType(0x8864);
 /// Transparent Ethernet bridging: an Ethernet frame inside GRE (NVGRE, ERSPAN-less bridges).
 const ETHERTYPE_TEB: u16 = 0x6558;
+/// ERSPAN types II and III (Cisco's mirroring over GRE; tshark decodes both).
+const ETHERTYPE_ERSPAN_II: u16 = 0x88be;
+const ETHERTYPE_ERSPAN_III: u16 = 0x22eb;
 /// Tunnels opened inside one another at most (IP in IP in GRE in ...): a deeper frame is not
 /// TCP to us, so a packet of nested headers costs a bounded amount of work.
 const MAX_TUNNEL_DEPTH: u8 = 4;
@@ -262,6 +345,8 @@ const MAX_TUNNEL_DEPTH: u8 = 4;
 /// 4G and 5G cores) and VXLAN (RFC 7348, IANA port).
 const GTP_U_PORT: u16 = 2152;
 const VXLAN_PORT: u16 = 4789;
+/// Geneve (RFC 8926, IANA port).
+const GENEVE_PORT: u16 = 6081;
 
 /// An MPLS label stack: labels up to the one with the bottom-of-stack bit, then IPv4 or IPv6
 /// by the version nibble (as tshark guesses it); anything else (a pseudowire) is not TCP.
@@ -316,6 +401,14 @@ fn gre(payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
     };
     match u16::from_be_bytes([h[2], h[3]]) {
         ETHERTYPE_TEB => ethernet(rest, depth),
+        // ERSPAN type II: an 8-byte header, then the mirrored Ethernet frame.
+        ETHERTYPE_ERSPAN_II => ethernet(rest.get(8..).ok_or(DecodeError::TruncatedLink)?, depth),
+        // ERSPAN type III: 12 bytes, 8 more when its O bit says a platform subheader follows.
+        ETHERTYPE_ERSPAN_III => {
+            let o = rest.get(11).ok_or(DecodeError::TruncatedLink)? & 1;
+            let skip = 12 + 8 * usize::from(o);
+            ethernet(rest.get(skip..).ok_or(DecodeError::TruncatedLink)?, depth)
+        }
         proto => by_ether_type(EtherType(proto), rest, depth),
     }
 }
@@ -343,6 +436,17 @@ fn udp(payload: &[u8], depth: u8) -> Result<Option<Decoded<'_>>, DecodeError> {
         match rest.get(..8) {
             Some(v) if v[0] & 0x08 != 0 => ethernet(&rest[8..], depth),
             _ => Ok(None),
+        }
+    } else if sport == GENEVE_PORT || dport == GENEVE_PORT {
+        // Version and options length (4-byte units), flags, protocol type; then options.
+        let Some(g) = rest.get(..8) else {
+            return Ok(None);
+        };
+        let skip = 8 + 4 * usize::from(g[0] & 0x3f);
+        let inner = rest.get(skip..).unwrap_or_default();
+        match u16::from_be_bytes([g[2], g[3]]) {
+            ETHERTYPE_TEB => ethernet(inner, depth),
+            proto => by_ether_type(EtherType(proto), inner, depth),
         }
     } else {
         Ok(None)

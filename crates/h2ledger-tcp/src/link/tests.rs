@@ -417,3 +417,44 @@ fn fragments_for_reassembly() {
     assert_eq!(seg.dst, "127.0.0.2:50051".parse().unwrap());
     assert_eq!(seg.payload, PAYLOAD);
 }
+
+/// 802.11 data frames (bare and after radiotap), NFLOG's payload TLV, ERSPAN II and III in
+/// GRE, Geneve: as tshark decodes them (Arkime's test captures 80211http, nflog,
+/// gre-erspan-vxlan and tcpdump-geneve hold them).
+#[test]
+fn wifi_nflog_erspan_geneve() {
+    let llc = |ip: &[u8]| cat(&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00], ip);
+    let qos_data = cat(&cat(&[0x88, 0x01], &[0; 24]), &llc(&v4(PAYLOAD)));
+    assert_v4_segment(LinkType::IEEE802_11, &qos_data);
+    assert_v4_segment(
+        LinkType::RADIOTAP,
+        &cat(&[0, 0, 8, 0, 0, 0, 0, 0], &qos_data),
+    );
+    let beacon = cat(&[0x80, 0], &[0; 30]);
+    assert_eq!(decode(LinkType::IEEE802_11, &beacon), Ok(None));
+    let mut protected = qos_data.clone();
+    protected[1] |= 0x40;
+    assert_eq!(decode(LinkType::IEEE802_11, &protected), Ok(None));
+    let p = v4(PAYLOAD);
+    let mut nflog = vec![2, 0, 0, 0, 8, 0, 10, 0, b'h', b'i', 0, 0];
+    nflog.extend(((4 + p.len()) as u16).to_le_bytes());
+    nflog.extend(9u16.to_le_bytes());
+    nflog.extend(&p);
+    assert_v4_segment(LinkType::NFLOG, &nflog);
+    let eth = cat(&cat(&[2; 12], &[0x08, 0x00]), &v4(PAYLOAD));
+    let erspan2 = cat(
+        &[0x10, 0, 0x88, 0xbe, 0, 0, 0, 1, 0x10, 0, 0, 1, 0, 0, 0, 0],
+        &eth,
+    );
+    assert_v4_segment(LinkType::RAW, &outer4(47, &erspan2));
+    let mut e3 = vec![0, 0, 0x22, 0xeb, 0x20];
+    e3.extend([0; 10]);
+    e3.push(1); // O: an 8-byte platform subheader follows
+    e3.extend([0; 8]);
+    assert_v4_segment(LinkType::RAW, &outer4(47, &cat(&e3, &eth)));
+    let geneve = cat(
+        &[2, 0, 0x65, 0x58, 0, 0, 7, 0, 1, 2, 3, 1, 0, 0, 0, 0],
+        &eth,
+    );
+    assert_v4_segment(LinkType::RAW, &outer4(17, &udp(50000, 6081, &geneve)));
+}
