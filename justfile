@@ -128,9 +128,12 @@ soak SECONDS="600" *ARGS: (deps soak_pkgs)
 # closed), 2^17 and 2^20 open streams, 1M unanswered PINGs, 1M RST_STREAM, a real nghttpd's
 # window held until the close; every view, exact counts and peak RSS (scripts/stress.py;
 # --quick for the small cases only). `just test` runs the small ones (tests/it/identity.rs).
+# Then the hostile corpus against tshark (scripts/hostile.py: ~100 small captures; its quick
+# cases run in `just test`, tests/it/hostile.rs).
 stress *ARGS: (deps soak_pkgs)
     cargo build --release --bin h2ledger
     python3 scripts/stress.py {{ARGS}}
+    python3 scripts/hostile.py
 
 # Run each fuzz target (those matching TARGET if given) for SECONDS or until RUNS executions
 # (cargo-fuzz, no sanitizer, stable Rust via RUSTC_BOOTSTRAP; scripts/fuzz.sh says more).

@@ -107,8 +107,8 @@ def detect_ports(tshark, capture):
     preface_hex = "505249202a20485454502f322e30"  # "PRI * HTTP/2.0"
     for line in out.splitlines():
         f = line.split("\t")
-        if len(f) < 5 or not f[0]:
-            continue
+        if len(f) < 5 or not f[0] or not f[1] or not f[3]:
+            continue  # a TCP header tshark could not read (malformed): no ports, no flags
         sp, dp, flags = int(f[1]), int(f[2]), int(f[3], 16)
         if flags & 0x02 and not flags & 0x10:
             syn_ports.add(dp)

@@ -43,6 +43,40 @@ pub struct SavedCapture {
     /// large blocks by the reading thread, its packets handed over where they lie in the block
     /// (libpcap takes over at the first record it might read otherwise; decision 264).
     blocks: Option<progress::Counting<std::fs::File>>,
+    /// A filter that is only `tcp port P or tcp port Q ...` (what `--port` makes): applied here
+    /// to the TCP segment our decoder finds, not by libpcap (decision 470).
+    ports: Option<Vec<u16>>,
+}
+
+/// The ports of a filter made only of `tcp port P` terms joined by `or` (`--port P`), which
+/// libpcap's code cannot see through a VLAN tag, an MPLS label, a tunnel, IPv6 extension
+/// headers, a BSD loopback header in the other byte order, or a raw link type it does not
+/// know (12, 14); `None` for any other filter, which libpcap compiles.
+fn ports_only(filter: &str) -> Option<Vec<u16>> {
+    filter
+        .split(" or ")
+        .map(|t| t.trim().strip_prefix("tcp port ")?.parse::<u16>().ok())
+        .collect()
+}
+
+/// Whether a packet is a TCP segment from or to one of `ports`, as [`h2ledger_tcp::link`]
+/// decodes it.
+/// An IP fragment passes when it is not the first (it has no ports; its datagram never
+/// completes without the first) or when the first's TCP header names one of `ports`.
+fn on_ports(linktype: i32, data: &[u8], ports: &[u16]) -> bool {
+    use h2ledger_tcp::link::{decode_any, Decoded};
+    let port = |b: &[u8]| u16::from_be_bytes([b[0], b[1]]);
+    match decode_any(h2ledger_tcp::LinkType(linktype), data) {
+        Ok(Some(Decoded::Tcp(seg))) => {
+            ports.contains(&seg.src.port()) || ports.contains(&seg.dst.port())
+        }
+        Ok(Some(Decoded::Fragment(f))) => match f.payload.get(..4) {
+            _ if f.offset > 0 => true,
+            Some(b) if f.proto == 6 => ports.contains(&port(b)) || ports.contains(&port(&b[2..])),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// A pipe that libpcap reads as a file (`/dev/fd/N`), fed by a thread from `r`.
@@ -75,6 +109,14 @@ fn piped(
 
 impl SavedCapture {
     pub fn open(path: &str, filter: Option<&str>) -> Result<SavedCapture> {
+        let ports = filter.and_then(ports_only);
+        let filter = if ports.is_some() { None } else { filter };
+        let mut saved = Self::open_filtered(path, filter)?;
+        saved.ports = ports;
+        Ok(saved)
+    }
+
+    fn open_filtered(path: &str, filter: Option<&str>) -> Result<SavedCapture> {
         let name = if path == "-" {
             "standard input".to_string()
         } else {
@@ -225,6 +267,7 @@ impl SavedCapture {
             size,
             read,
             blocks,
+            ports: None,
         })
     }
 
@@ -269,6 +312,7 @@ impl SavedCapture {
             .map_err(|e| anyhow!("cannot start the reading thread: {e}"))?;
         let mut stopped = false;
         let linktype = self.linktype;
+        let ports = self.ports.take();
         'batches: for batch in full_rx.iter() {
             for &found in &batch.found {
                 let more = match found {
@@ -286,6 +330,12 @@ impl SavedCapture {
                             linktype
                         };
                         let data = &batch.data[start..start + len];
+                        if ports
+                            .as_deref()
+                            .is_some_and(|p| !on_ports(linktype, data, p))
+                        {
+                            continue;
+                        }
                         let more = f(Item::Packet { linktype, ts, data }, &mut shown);
                         shown.packet();
                         more

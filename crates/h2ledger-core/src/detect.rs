@@ -279,9 +279,14 @@ impl Scanner {
         }
         if at_start && self.next == 0 {
             if let Some(h) = head_at(buf, 0) {
-                if h.plausible(max_frame)
-                    && h.kind == h2_frame_parser::Kind::Settings
+                // Flags a SETTINGS does not define are ignored by its receiver (RFC 9113 §4.1),
+                // here too: tshark counts such a server's frames (decision 469).
+                if h.kind == h2_frame_parser::Kind::Settings
                     && !h.flags.is_ack()
+                    && h.stream_id.0 == 0
+                    && !h.reserved_bit
+                    && h.length.is_multiple_of(6)
+                    && h.length <= max_frame
                 {
                     return Found::Frames(0);
                 }
@@ -701,6 +706,17 @@ mod tests {
         let buf = frame(4, 0, 0, &[0, 3, 0, 0, 0, 100]);
         assert_eq!(
             Scanner::default().scan(&buf, true, false, 16384),
+            Found::Frames(0)
+        );
+        // Flags a SETTINGS does not define are ignored (RFC 9113 §4.1): still the server's
+        // first frame (decision 469); an ACK first is not.
+        let buf = frame(4, 0xfe, 0, &[0, 3, 0, 0, 0, 100]);
+        assert_eq!(
+            Scanner::default().scan(&buf, true, false, 16384),
+            Found::Frames(0)
+        );
+        assert_ne!(
+            Scanner::default().scan(&frame(4, 0xff, 0, &[]), true, false, 16384),
             Found::Frames(0)
         );
     }

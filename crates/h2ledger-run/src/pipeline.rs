@@ -4,6 +4,8 @@
 //! over; [`Pipeline::finish`] ends the input (every connection is closed and folded).
 
 use h2ledger_core::{Ledger, LedgerReport, Observer, Tally, Unlisted};
+use h2ledger_tcp::defrag::Defrag;
+use h2ledger_tcp::link::Decoded;
 use h2ledger_tcp::{link, Config, LinkType, Nanos, Reassembler};
 use h2ledger_tls::Tls;
 
@@ -16,6 +18,8 @@ pub(crate) struct Pipeline<O> {
     pub(crate) reasm: Reassembler,
     pub(crate) ledger: Ledger<O>,
     pub(crate) stats: CaptureStats,
+    /// IP datagrams sent in fragments, until whole.
+    defrag: Defrag,
     /// Between reassembly and the ledger: TLS connections decrypted, the rest passed through.
     pub(crate) tls: Tls,
     key_poll: Option<KeyPoll>,
@@ -45,6 +49,7 @@ impl<O: Observer> Pipeline<O> {
             }),
             ledger: Ledger::new(observer),
             stats: CaptureStats::default(),
+            defrag: Defrag::default(),
             tls: Tls::new(Default::default(), Default::default()),
             key_poll: None,
             first: None,
@@ -112,19 +117,61 @@ impl<O: Observer> Pipeline<O> {
         }
         self.prev = ts;
         self.last = self.last.max(ts);
-        match link::decode(linktype, data) {
-            Ok(Some(seg)) => {
+        match link::decode_any(linktype, data) {
+            Ok(Some(Decoded::Tcp(seg))) => {
                 self.stats.tcp_segments += 1;
                 self.reasm
                     .push(ts, &seg, &mut self.tls.layer(&mut self.ledger));
                 self.tls_housekeeping();
             }
+            Ok(Some(Decoded::Fragment(f))) => self.fragment(ts, &f),
             Ok(None) => self.stats.not_tcp += 1,
             Err(e) => {
                 self.stats.undecodable += 1;
                 let n = self.stats.packets;
                 self.ledger.warnings.add("undecodable-packet", || {
                     format!("packet {n}: cannot decode (link type {linktype}): {e}")
+                });
+            }
+        }
+    }
+
+    /// An IP fragment: not TCP by itself; the one that completes a TCP segment's datagram is
+    /// that segment (decision 470).
+    fn fragment(&mut self, ts: Nanos, f: &link::Fragment<'_>) {
+        let given_up = self.defrag.given_up;
+        let whole = self.defrag.push(ts, f);
+        if self.defrag.given_up > given_up {
+            let n = self.stats.packets;
+            self.ledger.warnings.add("ip-fragments", || {
+                format!(
+                    "packet {n}: an IP datagram in fragments given up (a fragment cut by the \
+                     snapshot length, past 65,535 bytes, older than 30 s, or over the bound of \
+                     {} datagrams, {} MiB in progress)",
+                    h2ledger_tcp::defrag::MAX_DATAGRAMS,
+                    h2ledger_tcp::defrag::MAX_BYTES >> 20
+                )
+            });
+        }
+        let seg = match whole.as_deref() {
+            Some(b) if f.proto == 6 => link::tcp_in(f.src, f.dst, b),
+            _ => {
+                self.stats.not_tcp += 1;
+                return;
+            }
+        };
+        match seg {
+            Ok(seg) => {
+                self.stats.tcp_segments += 1;
+                self.reasm
+                    .push(ts, &seg, &mut self.tls.layer(&mut self.ledger));
+                self.tls_housekeeping();
+            }
+            Err(e) => {
+                self.stats.undecodable += 1;
+                let n = self.stats.packets;
+                self.ledger.warnings.add("undecodable-packet", || {
+                    format!("packet {n}: cannot decode the datagram its fragments make: {e}")
                 });
             }
         }

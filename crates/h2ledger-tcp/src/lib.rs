@@ -58,6 +58,7 @@
 
 use core::net::SocketAddr;
 
+pub mod defrag;
 pub mod link;
 mod reasm;
 pub mod seq;

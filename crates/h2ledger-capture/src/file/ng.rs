@@ -123,6 +123,7 @@ impl Ng {
             size: o.size,
             read,
             blocks: None,
+            ports: None,
         })
     }
 

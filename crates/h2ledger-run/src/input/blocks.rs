@@ -435,13 +435,11 @@ impl Blocks {
             if caplen > MAX_BLOCK {
                 return Record::Damaged(Damage::Record(caplen));
             }
-        } else if sec > i32::MAX as u32
-            || frac >= unit
-            || caplen > self.snaplen
-            || caplen > MAX_RECORD
-        {
+        } else if sec > i32::MAX as u32 || frac >= unit || caplen > MAX_RECORD {
             // libpcap keeps the seconds and the fraction as signed 32-bit numbers: only
-            // values that read the same both ways are taken here.
+            // values that read the same both ways are taken here. A record longer than the
+            // header's snapshot length is taken whole, as tshark takes it (libpcap would cut
+            // it to that length: a header's snapshot length can be wrong; decision 470).
             return Record::Odd;
         }
         let len = caplen as usize;

@@ -329,3 +329,132 @@ fn syn_fin_rst_flags() {
     );
     assert_eq!((seg.seq, seg.window), (u32::MAX, 100));
 }
+
+/// An outer IPv4 header (10.9.9.1 -> 10.9.9.2) of protocol `proto` around `inner`.
+fn outer4(proto: u8, inner: &[u8]) -> Vec<u8> {
+    let total = (20 + inner.len()) as u16;
+    let mut h = vec![
+        0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, proto, 0, 0, 10, 9, 9, 1, 10, 9, 9, 2,
+    ];
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    cat(&h, inner)
+}
+
+fn udp(sport: u16, dport: u16, body: &[u8]) -> Vec<u8> {
+    let mut h = Vec::new();
+    h.extend(sport.to_be_bytes());
+    h.extend(dport.to_be_bytes());
+    h.extend(((8 + body.len()) as u16).to_be_bytes());
+    h.extend([0, 0]);
+    cat(&h, body)
+}
+
+/// The tunnels tshark opens by default carry the inner connection: IP in IP (4 and 41), GRE
+/// (with key and sequence, IP or bridged Ethernet inside), GTP-U with 5G's PDU Session
+/// Container, VXLAN; and MPLS and PPPoE under Ethernet (decision 470).
+#[test]
+fn tunnels_carry_the_inner_segment() {
+    let eth = |etype: u16, body: &[u8]| cat(&cat(&[2; 12], &etype.to_be_bytes()), body);
+    assert_v4_segment(LinkType::RAW, &outer4(4, &v4(PAYLOAD)));
+    assert_v6_segment(LinkType::RAW, &outer4(41, &v6(PAYLOAD)));
+    let gre = cat(&[0x30, 0, 0x08, 0x00, 0, 0, 0, 7, 0, 0, 0, 1], &v4(PAYLOAD));
+    assert_v4_segment(LinkType::RAW, &outer4(47, &gre));
+    let teb = cat(&[0, 0, 0x65, 0x58], &eth(0x0800, &v4(PAYLOAD)));
+    assert_v4_segment(LinkType::RAW, &outer4(47, &teb));
+    let gtp = cat(
+        &[
+            0x34, 0xff, 0, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 0x85, 1, 0, 1, 0,
+        ],
+        &v4(PAYLOAD),
+    );
+    assert_v4_segment(LinkType::RAW, &outer4(17, &udp(2152, 2152, &gtp)));
+    let vxlan = cat(&[0x08, 0, 0, 0, 0, 0, 42, 0], &eth(0x0800, &v4(PAYLOAD)));
+    assert_v4_segment(LinkType::RAW, &outer4(17, &udp(50000, 4789, &vxlan)));
+    let mpls = cat(&[0, 1, 0, 64, 0, 1, 1, 64], &v4(PAYLOAD));
+    assert_v4_segment(LinkType::ETHERNET, &eth(0x8847, &mpls));
+    let pppoe = cat(&[0x11, 0, 0, 1, 0, 0, 0x00, 0x57], &v6(PAYLOAD));
+    assert_v6_segment(LinkType::ETHERNET, &eth(0x8864, &pppoe));
+    // Other UDP, a GTP-U echo, GRE version 1: not TCP.
+    assert_eq!(
+        decode(LinkType::RAW, &outer4(17, &udp(53, 53, &v4(PAYLOAD)))),
+        Ok(None)
+    );
+    let echo = cat(&[0x32, 0x01, 0, 4, 0, 0, 0, 0], &[0; 4]);
+    assert_eq!(
+        decode(LinkType::RAW, &outer4(17, &udp(2152, 2152, &echo))),
+        Ok(None)
+    );
+    assert_eq!(
+        decode(
+            LinkType::RAW,
+            &outer4(47, &cat(&[0, 1, 0x08, 0], &v4(PAYLOAD)))
+        ),
+        Ok(None)
+    );
+    // Nested deeper than MAX_TUNNEL_DEPTH: not TCP, after a bounded walk.
+    let mut p = v4(PAYLOAD);
+    for _ in 0..MAX_TUNNEL_DEPTH {
+        p = outer4(4, &p);
+    }
+    assert_v4_segment(LinkType::RAW, &p);
+    assert_eq!(decode(LinkType::RAW, &outer4(4, &p)), Ok(None));
+}
+
+/// `decode_any` hands a fragment's identity and place back for reassembly.
+#[test]
+fn fragments_for_reassembly() {
+    let mut first = v4(PAYLOAD);
+    first[4..8].copy_from_slice(&[0x12, 0x34, 0x20, 0x00]); // id 0x1234, MF, offset 0
+    let Ok(Some(Decoded::Fragment(f))) = decode_any(LinkType::RAW, &first) else {
+        panic!("a fragment");
+    };
+    assert_eq!(
+        (f.id, f.proto, f.offset, f.more, f.cut),
+        (0x1234, 6, 0, true, false)
+    );
+    assert_eq!(f.payload.len(), 20 + PAYLOAD.len());
+    let seg = tcp_in(f.src, f.dst, f.payload).unwrap();
+    assert_eq!(seg.dst, "127.0.0.2:50051".parse().unwrap());
+    assert_eq!(seg.payload, PAYLOAD);
+}
+
+/// 802.11 data frames (bare and after radiotap), NFLOG's payload TLV, ERSPAN II and III in
+/// GRE, Geneve: as tshark decodes them (Arkime's test captures 80211http, nflog,
+/// gre-erspan-vxlan and tcpdump-geneve hold them).
+#[test]
+fn wifi_nflog_erspan_geneve() {
+    let llc = |ip: &[u8]| cat(&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00], ip);
+    let qos_data = cat(&cat(&[0x88, 0x01], &[0; 24]), &llc(&v4(PAYLOAD)));
+    assert_v4_segment(LinkType::IEEE802_11, &qos_data);
+    assert_v4_segment(
+        LinkType::RADIOTAP,
+        &cat(&[0, 0, 8, 0, 0, 0, 0, 0], &qos_data),
+    );
+    let beacon = cat(&[0x80, 0], &[0; 30]);
+    assert_eq!(decode(LinkType::IEEE802_11, &beacon), Ok(None));
+    let mut protected = qos_data.clone();
+    protected[1] |= 0x40;
+    assert_eq!(decode(LinkType::IEEE802_11, &protected), Ok(None));
+    let p = v4(PAYLOAD);
+    let mut nflog = vec![2, 0, 0, 0, 8, 0, 10, 0, b'h', b'i', 0, 0];
+    nflog.extend(((4 + p.len()) as u16).to_le_bytes());
+    nflog.extend(9u16.to_le_bytes());
+    nflog.extend(&p);
+    assert_v4_segment(LinkType::NFLOG, &nflog);
+    let eth = cat(&cat(&[2; 12], &[0x08, 0x00]), &v4(PAYLOAD));
+    let erspan2 = cat(
+        &[0x10, 0, 0x88, 0xbe, 0, 0, 0, 1, 0x10, 0, 0, 1, 0, 0, 0, 0],
+        &eth,
+    );
+    assert_v4_segment(LinkType::RAW, &outer4(47, &erspan2));
+    let mut e3 = vec![0, 0, 0x22, 0xeb, 0x20];
+    e3.extend([0; 10]);
+    e3.push(1); // O: an 8-byte platform subheader follows
+    e3.extend([0; 8]);
+    assert_v4_segment(LinkType::RAW, &outer4(47, &cat(&e3, &eth)));
+    let geneve = cat(
+        &[2, 0, 0x65, 0x58, 0, 0, 7, 0, 1, 2, 3, 1, 0, 0, 0, 0],
+        &eth,
+    );
+    assert_v4_segment(LinkType::RAW, &outer4(17, &udp(50000, 6081, &geneve)));
+}

@@ -216,6 +216,20 @@ impl Half {
             // Bytes at or after the FIN are not part of the stream.
             end = end.min(f as i64);
         }
+        if wire_len == 1 && self.fin.is_none() && start >= 0 && start + 1 == self.highest() as i64 {
+            // A keep-alive: one old byte, the one before the highest sequence number seen (a
+            // Windows stack's keep-alive, a zero-window probe sent again). Not a retransmission
+            // to tshark (`tcp.analysis.keep_alive`), so a write of that byte as the reference
+            // ledgers count it; its byte is not delivered again (decision 467).
+            let write = Write {
+                index: self.next_index,
+                ts,
+                len: 1,
+            };
+            self.next_index += 1;
+            out.sink.write(out.conn, out.dir, &write);
+            return;
+        }
         if end <= self.next_abs as i64 {
             out.stats.retransmissions += 1;
             return;
@@ -304,6 +318,35 @@ impl Half {
             let first = *self.pieces.keys().next().expect("non-empty");
             self.release_until(out, ts, first);
         }
+    }
+
+    /// The payload of a RST (`wire` bytes from `seq`): diagnostic text, never stream data, but
+    /// a write when its bytes are not old ones, as the reference ledgers count it (tshark does
+    /// not call it a retransmission; decision 468).
+    pub fn rst_payload<S: Sink>(
+        &mut self,
+        out: &mut Out<'_, S>,
+        ts: Nanos,
+        seq: SeqNumber,
+        wire: u32,
+    ) {
+        if self.started && self.abs(seq) < self.highest() as i64 {
+            return;
+        }
+        let write = Write {
+            index: self.next_index,
+            ts,
+            len: wire,
+        };
+        self.next_index += 1;
+        out.sink.write(out.conn, out.dir, &write);
+    }
+
+    /// The stream offset after the highest byte seen: delivered or buffered.
+    fn highest(&self) -> u64 {
+        self.pieces
+            .last_key_value()
+            .map_or(self.next_abs, |(_, p)| p.end.max(self.next_abs))
     }
 
     /// Uncovered runs of `[from, to)`: not yet delivered and not buffered, ascending.
@@ -398,7 +441,32 @@ impl Half {
             .last_key_value()
             .map_or(self.next_abs, |(_, p)| p.end);
         if let Some(f) = self.fin {
-            target = target.max(f);
+            // Bytes buffered at or after the FIN (sent out of window before it, never
+            // acknowledged) are not part of the stream: dropped, not delivered after a gap
+            // (as tshark never reaches them; decision 468).
+            let beyond = self.pieces.split_off(&f);
+            let mut dropped = beyond.values().map(Piece::cost).sum::<usize>();
+            if let Some(p) = self.pieces.values_mut().next_back().filter(|p| p.end > f) {
+                let was = p.cost();
+                if let Some(b) = p.bytes.as_mut() {
+                    let keep = b.len() - (p.end - f) as usize;
+                    *b = b[..keep].into();
+                }
+                p.end = f;
+                dropped += was - p.cost();
+            }
+            self.buffered -= dropped;
+            let mut at = self.next_abs;
+            self.holes = 0;
+            for (&s, p) in &self.pieces {
+                self.holes += usize::from(s > at);
+                at = p.end;
+            }
+            target = self
+                .pieces
+                .last_key_value()
+                .map_or(self.next_abs, |(_, p)| p.end)
+                .max(f);
         } else if let Some(a) = self.acked {
             // Without a FIN seen, an ACK exactly one past the data is most likely the
             // ACK of a FIN the capture missed: not a lost byte.

@@ -799,6 +799,9 @@ impl Conn {
                 dir,
             };
             self.halves[dir].flush(&mut out, ts);
+            if wire > 0 {
+                self.halves[dir].rst_payload(&mut out, ts, SeqNumber(seg.seq), wire);
+            }
             self.state = State::Reset { by: dir, at: ts };
             return;
         }

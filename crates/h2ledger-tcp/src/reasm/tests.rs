@@ -951,3 +951,61 @@ fn an_eviction_order_entry_is_12_bytes_and_gives_back_what_went_in() {
         assert_eq!(Ordered::new(fp, ConnId(id)).get(), (fp, ConnId(id)));
     }
 }
+
+/// A keep-alive (one old byte, the one before the highest seen: tshark's
+/// `tcp.analysis.keep_alive`) is a write of 1 byte whose byte is not delivered again; a
+/// 0-byte one is nothing; the same byte anywhere else is a retransmission (decision 467).
+#[test]
+fn one_byte_keepalive_is_a_write_not_data() {
+    let mut t = T::new();
+    t.handshake();
+    t.c(101, b"hello");
+    t.c(105, b"X"); // keep-alive: seq one below the next, 1 byte
+    t.c(105, b""); // Linux keep-alive: 0 bytes
+    t.c(103, b"Y"); // an old byte elsewhere: a retransmission
+    t.c(106, b"world");
+    t.finish();
+    assert_eq!(t.sink.writes(0, Dir::Fwd), [(0, 5), (1, 1), (2, 5)]);
+    assert_eq!(
+        t.sink.stream(0, Dir::Fwd),
+        [D(0, "hello".into()), D(2, "world".into())]
+    );
+    assert_eq!(t.r.stats().retransmissions, 1);
+}
+
+/// The payload of a RST is not stream data, but it is a write (tshark counts it: it is not a
+/// retransmission to it) unless its bytes are old (decision 468).
+#[test]
+fn payload_on_a_rst_is_a_write_without_data() {
+    let mut t = T::new();
+    t.handshake();
+    t.push(seg(S, C, 501, Some(101), "", b"resp"));
+    t.push(seg(S, C, 505, Some(101), "R", b"diagnostic"));
+    t.finish();
+    assert_eq!(t.sink.writes(0, Dir::Rev), [(0, 4), (1, 10)]);
+    assert_eq!(t.sink.stream(0, Dir::Rev), [D(0, "resp".into())]);
+    let mut t = T::new();
+    t.handshake();
+    t.push(seg(S, C, 501, Some(101), "", b"resp"));
+    t.push(seg(S, C, 501, Some(101), "R", b"old!"));
+    t.finish();
+    assert_eq!(t.sink.writes(0, Dir::Rev), [(0, 4)], "old bytes on the RST");
+}
+
+/// Bytes buffered at or after the FIN are not part of the stream: at the close they are
+/// dropped, not delivered after a gap; bytes before the FIN still are (decision 468).
+#[test]
+fn bytes_beyond_the_fin_are_dropped_at_the_close() {
+    let mut t = T::new();
+    t.handshake();
+    t.c(101, b"hello");
+    t.c(3_000_101, b"far away"); // out of any window, never filled
+    t.c(110, b"late"); // a hole of 3 bytes before it
+    t.push(seg(C, S, 114, Some(501), "F", b""));
+    t.push(seg(S, C, 501, Some(115), "F", b""));
+    assert_eq!(
+        t.sink.stream(0, Dir::Fwd),
+        [D(0, "hello".into()), Gap(4), D(2, "late".into())]
+    );
+    assert_eq!(t.sink.closes(), [(0, CloseKind::Fin(Dir::Fwd))]);
+}

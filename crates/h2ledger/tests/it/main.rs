@@ -8,6 +8,8 @@
 //!   and every cap that is hit is said.
 //! * `cli`: option values checked when parsed, options after the filter, `-f`, `-t` names.
 //! * `bad_input`: broken, empty, foreign and truncated inputs: one clear line, never a panic.
+//! * `hostile`: scripts/hostile.py's corpus of hostile captures (link types, fragments,
+//!   tunnels, TCP edge cases, odd HTTP/2): survived, bounded, and equal to tshark.
 //! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
 //!   against the workloads' own counts and tshark's per-frame timestamps.
 //! * `tls`: HTTP/2 over TLS decrypted with key logs (curl/nghttpd captures, the shared ones).
@@ -85,6 +87,7 @@ mod findings;
 mod flow;
 mod formats;
 mod golden;
+mod hostile;
 mod identity;
 mod install;
 mod internal_api;
