@@ -33,6 +33,14 @@ pub const PACKET_FANOUT_HASH: u32 = libc::PACKET_FANOUT_HASH;
 /// from) another program's group. Not in the libc crate.
 pub const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
 
+/// include/uapi/linux/if_packet.h `#define PACKET_FANOUT_FLAG_DEFRAG 0x8000`: the kernel
+/// reassembles IPv4 fragments before it hashes them (af_packet.c `packet_rcv_fanout`,
+/// `ip_check_defrag`), so a fragmented segment reaches its connection's worker whole and not
+/// in pieces spread by a hash without ports (Suricata's AF_PACKET `defrag: yes` sets the same
+/// flag). Every socket of a group passes the same flags (the kernel stores them at the first
+/// join, without `UNIQUEID`).
+pub const PACKET_FANOUT_FLAG_DEFRAG: u32 = libc::PACKET_FANOUT_FLAG_DEFRAG;
+
 /// The `-w FILE` of worker `k`: `out.pcap` gives `out.0.pcap`, `out.1.pcap`, ... (decision 373).
 pub fn worker_path(p: &Path, k: usize) -> PathBuf {
     let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
@@ -48,8 +56,10 @@ pub fn worker_path(p: &Path, k: usize) -> PathBuf {
 /// group and returns its id.
 fn join(fd: std::os::fd::RawFd, id: Option<u16>) -> std::io::Result<u16> {
     let arg: u32 = match id {
-        Some(id) => (PACKET_FANOUT_HASH << 16) | u32::from(id),
-        None => (PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_UNIQUEID) << 16,
+        Some(id) => ((PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG) << 16) | u32::from(id),
+        None => {
+            (PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG | PACKET_FANOUT_FLAG_UNIQUEID) << 16
+        }
     };
     let len = std::mem::size_of::<u32>() as libc::socklen_t;
     // SAFETY: setsockopt on a socket this process owns, reading a u32 we pass by pointer.

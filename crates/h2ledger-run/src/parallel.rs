@@ -51,6 +51,8 @@ pub struct Dealer {
     /// would grow (and fault their pages in) from nothing every time.
     spare: Receiver<Batch>,
     packets: u64,
+    /// Each packet's worker, IP fragments of TCP with their connection's (`split::Router`).
+    router: split::Router,
 }
 
 impl Dealer {
@@ -66,7 +68,7 @@ impl Dealer {
         let k = if n == 1 {
             0
         } else {
-            split::shard_of(linktype, data, n).unwrap_or(0)
+            self.router.shard(linktype, data, n).unwrap_or(0)
         };
         let b = &mut self.batches[k];
         b.bytes.extend_from_slice(data);
@@ -105,7 +107,13 @@ impl Dealer {
             if !b.packets.is_empty() {
                 let _ = tx.send(Msg::Packets(b));
             }
-            let _ = tx.send(Msg::End(end.clone()));
+            // Where the input is damaged is said once, by worker 0, as one session says it
+            // once (decision 471); the others' input ended there too.
+            let e = match end {
+                End::Damaged(_) if k > 0 => End::Complete,
+                e => e.clone(),
+            };
+            let _ = tx.send(Msg::End(e));
         }
         self.txs.clear();
     }
@@ -224,6 +232,7 @@ fn work(
                 let mut from = 0;
                 for &(lt, ts, to, n) in &b.packets {
                     // Only --max-frames stops a session, and -j does not take it.
+                    s.number_next(n);
                     let _ = s.feed(lt, ts, &b.bytes[from..to]);
                     // The dealer's packet number orders the workers' finding lines.
                     s.fire_at(FireAt::packet(i64::try_from(n).unwrap_or(i64::MAX), n));
@@ -292,6 +301,7 @@ pub fn deal_tended<T>(
             batches: (0..workers).map(|_| Batch::default()).collect(),
             spare,
             packets: 0,
+            router: split::Router::default(),
         };
         let (t, end) = read(&mut d);
         d.finish(&end);

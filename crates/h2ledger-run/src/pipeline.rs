@@ -29,6 +29,10 @@ pub(crate) struct Pipeline<O> {
     /// When the input ends, if later than `last`: the last packet of a run of several
     /// sessions this one is a part of ([`Pipeline::end_at`]; decision 451).
     end_at: Nanos,
+    /// The number of the packet being read in the whole input, when this pipeline reads a
+    /// part of it (`replay -j N`: the dealer's count, [`Pipeline::number_next`]); its
+    /// warnings name that packet as one session over the input would.
+    number: Option<u64>,
 }
 
 /// A packet whose time is more than an hour from the previous packet's is reported.
@@ -56,6 +60,7 @@ impl<O: Observer> Pipeline<O> {
             last: 0,
             prev: 0,
             end_at: 0,
+            number: None,
         }
     }
 
@@ -92,6 +97,13 @@ impl<O: Observer> Pipeline<O> {
         n
     }
 
+    /// The next packet is packet `n` of the whole input (1 for the first), not this
+    /// pipeline's own count: a part of a run of several sessions names packets as the run
+    /// does (decision 471).
+    pub fn number_next(&mut self, n: u64) {
+        self.number = Some(n);
+    }
+
     pub fn packet(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) {
         self.stats.packets += 1;
         match self.first {
@@ -101,7 +113,7 @@ impl<O: Observer> Pipeline<O> {
                 // plot buckets exist only where packets are).
                 let jump = ts.saturating_sub(self.prev);
                 if jump.unsigned_abs() > TIMESTAMP_JUMP_NS {
-                    let n = self.stats.packets;
+                    let n = self.number.unwrap_or(self.stats.packets);
                     let prev = self.prev;
                     self.ledger.warnings.add("timestamp-jump", || {
                         format!(
@@ -128,7 +140,7 @@ impl<O: Observer> Pipeline<O> {
             Ok(None) => self.stats.not_tcp += 1,
             Err(e) => {
                 self.stats.undecodable += 1;
-                let n = self.stats.packets;
+                let n = self.number.unwrap_or(self.stats.packets);
                 self.ledger.warnings.add("undecodable-packet", || {
                     format!("packet {n}: cannot decode (link type {linktype}): {e}")
                 });
@@ -142,7 +154,7 @@ impl<O: Observer> Pipeline<O> {
         let given_up = self.defrag.given_up;
         let whole = self.defrag.push(ts, f);
         if self.defrag.given_up > given_up {
-            let n = self.stats.packets;
+            let n = self.number.unwrap_or(self.stats.packets);
             self.ledger.warnings.add("ip-fragments", || {
                 format!(
                     "packet {n}: an IP datagram in fragments given up (a fragment cut by the \
@@ -169,7 +181,7 @@ impl<O: Observer> Pipeline<O> {
             }
             Err(e) => {
                 self.stats.undecodable += 1;
-                let n = self.stats.packets;
+                let n = self.number.unwrap_or(self.stats.packets);
                 self.ledger.warnings.add("undecodable-packet", || {
                     format!("packet {n}: cannot decode the datagram its fragments make: {e}")
                 });

@@ -252,6 +252,12 @@ impl<O: View> Session<O> {
         }
     }
 
+    /// The next packet fed is packet `n` of the whole input (a part of `replay -j N`): its
+    /// warnings name it by that number.
+    pub fn number_next(&mut self, n: u64) {
+        self.pipe.number_next(n);
+    }
+
     /// One captured packet (`linktype`, time, bytes as captured). `Break` when the run must
     /// stop: `--max-frames` was reached, or the observer cannot go on.
     pub fn feed(&mut self, linktype: LinkType, ts: Nanos, data: &[u8]) -> ControlFlow<Stop> {

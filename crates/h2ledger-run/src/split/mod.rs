@@ -8,8 +8,11 @@
 //! it stood, so that each shard's packets keep their interfaces and any key can serve any
 //! connection. A Section Header Block's section length is set to -1 (unknown) in the copies:
 //! the length of the whole section no longer holds for a part of it. A packet that is not TCP
-//! over IP, or that cannot be decoded (a fragment, a truncated header, an unknown link type),
-//! goes to shard 0 and is counted.
+//! over IP, or that cannot be decoded (a truncated header, an unknown link type), goes to
+//! shard 0 and is counted. An IP fragment of a TCP segment goes to its connection's shard
+//! ([`Router`]): the first fragment carries the ports, and the datagram's later fragments follow
+//! it (by source, destination and identification), so that each shard's reassembly makes the
+//! segment whole; a fragment captured before its datagram's first goes to shard 0, counted.
 //!
 //! The records are read by the one reader of saved captures ([`crate::input`]'s
 //! [`BlockReader::copying`], decision 421), which hands each one out whole with what it is:
@@ -27,7 +30,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 
 use crate::input::{BlockReader, Damage, Filled, Found, Kind};
-use h2ledger_tcp::link::decode;
+use h2ledger_tcp::link::{decode_any, Decoded};
 use h2ledger_tcp::LinkType;
 
 /// Bytes read at a time (the reader holds at most this plus one record of at most
@@ -87,12 +90,83 @@ pub fn shard_of(linktype: LinkType, frame: &[u8], shards: usize) -> Option<usize
             let (lo, hi) = if s <= d { (s, d) } else { (d, s) };
             fold(lo, hi)
         }
-        None => {
-            let seg = decode(linktype, frame).ok()??;
-            conn_hash(seg.src, seg.dst)
-        }
+        None => match decode_any(linktype, frame).ok()?? {
+            Decoded::Tcp(seg) => conn_hash(seg.src, seg.dst),
+            Decoded::Fragment(_) => return None,
+        },
     };
     Some((h % shards.max(1) as u64) as usize)
+}
+
+/// A datagram a fragment belongs to: source, destination, identification.
+type DatagramKey = (IpAddr, IpAddr, u32);
+
+/// [`shard_of`] for a stream of frames, with IP fragments of TCP sent where their segment's
+/// connection goes (decision 471): a datagram's first fragment (offset 0) carries the TCP
+/// ports, so it goes to [`conn_hash`]'s shard and the route is kept, and its later fragments
+/// (same source, destination and identification) take the same route. The routes are at most
+/// [`h2ledger_tcp::defrag::MAX_DATAGRAMS`], the bound of the reassembly they feed, the oldest
+/// given up first; a fragment with no route (captured before its first, or after its route
+/// was given up) goes to shard 0 and is counted in [`Router::unrouted`].
+#[derive(Debug, Default)]
+pub struct Router {
+    routes: std::collections::HashMap<DatagramKey, (usize, u64)>,
+    order: std::collections::VecDeque<(DatagramKey, u64)>,
+    serial: u64,
+    /// Fragments sent to shard 0 for want of a route.
+    pub unrouted: u64,
+}
+
+impl Router {
+    /// The shard of `frame` out of `shards` (at least 1); `None` as [`shard_of`] says (the
+    /// caller puts it in shard 0).
+    pub fn shard(&mut self, linktype: LinkType, frame: &[u8], shards: usize) -> Option<usize> {
+        if let Some(k) = shard_of(linktype, frame, shards) {
+            return Some(k);
+        }
+        let Ok(Some(Decoded::Fragment(f))) = decode_any(linktype, frame) else {
+            return None;
+        };
+        if f.proto != 6 {
+            return None;
+        }
+        let key = (f.src, f.dst, f.id);
+        if f.offset == 0 {
+            let p = f.payload;
+            if p.len() < 4 {
+                self.unrouted += 1;
+                return None;
+            }
+            let sport = u16::from_be_bytes([p[0], p[1]]);
+            let dport = u16::from_be_bytes([p[2], p[3]]);
+            let h = conn_hash(SocketAddr::new(f.src, sport), SocketAddr::new(f.dst, dport));
+            let k = (h % shards.max(1) as u64) as usize;
+            self.route(key, k);
+            return Some(k);
+        }
+        match self.routes.get(&key) {
+            Some(&(k, _)) => Some(k),
+            None => {
+                self.unrouted += 1;
+                None
+            }
+        }
+    }
+
+    fn route(&mut self, key: DatagramKey, k: usize) {
+        self.serial += 1;
+        self.routes.insert(key, (k, self.serial));
+        self.order.push_back((key, self.serial));
+        while self.order.len() > h2ledger_tcp::defrag::MAX_DATAGRAMS {
+            let Some((old, serial)) = self.order.pop_front() else {
+                break;
+            };
+            // A key routed again since keeps its newer route.
+            if self.routes.get(&old).is_some_and(|&(_, s)| s == serial) {
+                self.routes.remove(&old);
+            }
+        }
+    }
 }
 
 /// The endpoints of a plain IPv4 TCP segment whose IP and TCP headers are whole and
@@ -192,6 +266,7 @@ pub fn split<R: Read, W: Write>(r: R, outs: &mut [W]) -> Result<Counts, SplitErr
         ..Counts::default()
     };
     let (mut data, mut raws) = (Vec::with_capacity(READ * 2), Vec::new());
+    let mut router = Router::default();
     loop {
         let end = reader.fill_raw(&mut data, &mut raws);
         for raw in &raws {
@@ -204,10 +279,12 @@ pub fn split<R: Read, W: Write>(r: R, outs: &mut [W]) -> Result<Counts, SplitErr
             }) = raw.kind
             {
                 let frame = &data[start..start + len];
-                let k = shard_of(LinkType(i32::from(linktype)), frame, n).unwrap_or_else(|| {
-                    c.not_tcp += 1;
-                    0
-                });
+                let k = router
+                    .shard(LinkType(i32::from(linktype)), frame, n)
+                    .unwrap_or_else(|| {
+                        c.not_tcp += 1;
+                        0
+                    });
                 outs[k].write_all(b).map_err(|e| SplitError::Write(k, e))?;
                 c.packets[k] += 1;
                 c.bytes[k] += b.len() as u64;
@@ -281,6 +358,66 @@ pub fn split<R: Read, W: Write>(r: R, outs: &mut [W]) -> Result<Counts, SplitErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use h2ledger_tcp::link::decode;
+
+    /// The two IPv4 fragments (24 bytes, then 16 at offset 3) of a TCP segment of 40 bytes
+    /// (header and 20 bytes of data) from `src`:`sport` to `dst`:`dport`, datagram `id`.
+    fn fragments(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, id: u16) -> [Vec<u8>; 2] {
+        let mut tcp = sport.to_be_bytes().to_vec();
+        tcp.extend_from_slice(&dport.to_be_bytes());
+        tcp.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        tcp.extend_from_slice(&[0x61; 20]);
+        let ip = |part: &[u8], frag: u16| {
+            let mut p = vec![0x45, 0];
+            p.extend_from_slice(&(20 + part.len() as u16).to_be_bytes());
+            p.extend_from_slice(&id.to_be_bytes());
+            p.extend_from_slice(&frag.to_be_bytes());
+            p.extend_from_slice(&[64, 6, 0, 0]);
+            p.extend_from_slice(&src);
+            p.extend_from_slice(&dst);
+            p.extend_from_slice(part);
+            p
+        };
+        [ip(&tcp[..24], 0x2000), ip(&tcp[24..], 3)]
+    }
+
+    /// A segment sent in IP fragments goes to its connection's shard, both fragments, as the
+    /// connection's whole segments do either way (decision 471); a later fragment whose first
+    /// was not seen has no route.
+    #[test]
+    fn fragments_follow_their_connection() {
+        for n in 2..8 {
+            for port in 40000..40040 {
+                let whole = tcp4([10, 0, 0, 2], 443, [10, 0, 0, 1], port);
+                let want = shard_of(LinkType::RAW, &whole, n);
+                assert!(want.is_some());
+                let mut r = Router::default();
+                let [first, second] = fragments([10, 0, 0, 1], port, [10, 0, 0, 2], 443, 7);
+                assert_eq!(shard_of(LinkType::RAW, &first, n), None, "no ports alone");
+                assert_eq!(r.shard(LinkType::RAW, &first, n), want);
+                assert_eq!(r.shard(LinkType::RAW, &second, n), want);
+                let [_, other] = fragments([10, 0, 0, 1], port, [10, 0, 0, 2], 443, 8);
+                assert_eq!(r.shard(LinkType::RAW, &other, n), None);
+                assert_eq!(r.unrouted, 1);
+            }
+        }
+    }
+
+    /// The routes are bounded: past `defrag::MAX_DATAGRAMS` the oldest is given up.
+    #[test]
+    fn routes_are_bounded() {
+        let mut r = Router::default();
+        let max = h2ledger_tcp::defrag::MAX_DATAGRAMS as u16;
+        for id in 0..=max {
+            let [first, _] = fragments([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443, id);
+            assert!(r.shard(LinkType::RAW, &first, 4).is_some());
+        }
+        assert_eq!(r.routes.len(), usize::from(max));
+        let [_, oldest] = fragments([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443, 0);
+        assert_eq!(r.shard(LinkType::RAW, &oldest, 4), None);
+        let [_, newest] = fragments([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443, max);
+        assert!(r.shard(LinkType::RAW, &newest, 4).is_some());
+    }
 
     fn tcp4(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Vec<u8> {
         let mut p = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0];
