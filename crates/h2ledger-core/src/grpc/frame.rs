@@ -43,6 +43,38 @@ fn response(
     }
 }
 
+/// What a frame of a plain (not gRPC) call tells, in the table or held by its call (decision
+/// 466): the server time when it is the first response block (`rel` 1: the responder's side;
+/// `responded` and `req_end` its stream's), and whether the stream is over (a RST_STREAM, or
+/// the ledger's step: a header block's where the block ends, `FrameEvent::block_step`,
+/// decision 454); the request's end is noted when the requester's half closes.
+#[inline]
+fn plain_step(
+    ev: &FrameEvent<'_>,
+    rel: usize,
+    responded: &mut bool,
+    req_end: &mut Option<Nanos>,
+) -> (Option<i64>, bool) {
+    let server_time = if rel == 1 && !*responded && ev.class == FrameClass::Headers {
+        *responded = true;
+        req_end.map(|t| ev.ts - t)
+    } else {
+        None
+    };
+    let step = ev.block_step();
+    let end = if ev.class == FrameClass::RstStream {
+        true
+    } else if matches!(step, StreamStep::HalfClosed | StreamStep::Ended) {
+        if rel == 0 {
+            *req_end = Some(ev.ts);
+        }
+        step == StreamStep::Ended
+    } else {
+        false
+    };
+    (server_time, end)
+}
+
 /// A `grpc-status-details-bin` value as sent (base64), at most [`MAX_STATUS_DETAILS`] bytes.
 fn status_details(v: &[u8]) -> Box<[u8]> {
     v[..v.len().min(MAX_STATUS_DETAILS)].into()
@@ -244,26 +276,7 @@ impl Grpc {
                 ev.class,
                 FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
             );
-            let first_response = rel == 1 && !st.responded && ev.class == FrameClass::Headers;
-            let server_time = if first_response {
-                st.responded = true;
-                st.req_end.map(|t| ev.ts - t)
-            } else {
-                None
-            };
-            // When a half or the stream ends is the ledger's word, a header block's where the
-            // block ends, with its fields (`FrameEvent::block_step`, decision 454).
-            let step = ev.block_step();
-            let end = if ev.class == FrameClass::RstStream {
-                true
-            } else if matches!(step, StreamStep::HalfClosed | StreamStep::Ended) {
-                if rel == 0 {
-                    st.req_end = Some(ev.ts);
-                }
-                step == StreamStep::Ended
-            } else {
-                false
-            };
+            let (server_time, end) = plain_step(ev, rel, &mut st.responded, &mut st.req_end);
             if end {
                 c.streams.discard_at(slot);
                 *open -= 1;
@@ -541,24 +554,7 @@ impl Grpc {
             return;
         };
         let rel = usize::from(ev.dir != p.req_dir);
-        let first_response = rel == 1 && !p.responded && ev.class == FrameClass::Headers;
-        let server_time = if first_response {
-            p.responded = true;
-            p.req_end.map(|t| ev.ts - t)
-        } else {
-            None
-        };
-        let step = ev.block_step();
-        let end = if ev.class == FrameClass::RstStream {
-            true
-        } else if matches!(step, StreamStep::HalfClosed | StreamStep::Ended) {
-            if rel == 0 {
-                p.req_end = Some(ev.ts);
-            }
-            step == StreamStep::Ended
-        } else {
-            false
-        };
+        let (server_time, end) = plain_step(ev, rel, &mut p.responded, &mut p.req_end);
         if end || call_over {
             let gone = *p;
             p.held = false;
