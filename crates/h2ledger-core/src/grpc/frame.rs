@@ -75,6 +75,38 @@ fn plain_step(
     (server_time, end)
 }
 
+/// What a frame of a plain call adds to its record (`rec`, asked for only then), for a stream
+/// in the table and one held by its call alike (decision 466): a responder's (`rel` 1) header
+/// block's grpc-encoding, grpc-message and grpc-status-details-bin, the server time, and the
+/// connection's last round trip (`last_rtt`, -1 when none); nothing when none is known.
+fn plain_reply<'r>(
+    encodings: &mut Vec<Arc<str>>,
+    ev: &FrameEvent<'_>,
+    rel: usize,
+    server_time: Option<i64>,
+    last_rtt: i64,
+    rec: impl FnOnce() -> Option<&'r mut CallGrpc>,
+) {
+    let header_kind = matches!(
+        ev.class,
+        FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
+    );
+    let (e, (msg, details)) = match (rel, ev.headers) {
+        (1, Some(h)) if header_kind => (
+            h.known(crate::Known::GrpcEncoding)
+                .map(|v| encoding_id(encodings, v)),
+            message_and_details(h),
+        ),
+        _ => (None, (None, None)),
+    };
+    if e.is_none() && msg.is_none() && details.is_none() && server_time.is_none() && last_rtt < 0 {
+        return;
+    }
+    if let Some(cg) = rec() {
+        response(cg, e, msg, details, server_time, last_rtt);
+    }
+}
+
 /// A `grpc-status-details-bin` value as sent (base64), at most [`MAX_STATUS_DETAILS`] bytes.
 fn status_details(v: &[u8]) -> Box<[u8]> {
     v[..v.len().min(MAX_STATUS_DETAILS)].into()
@@ -272,34 +304,14 @@ impl Grpc {
             // Not gRPC (decision 233): nothing is cut, so no message is counted, lost or left
             // incomplete (the cutters stay as made); the stream's ends, the server time, the
             // response's grpc-encoding and grpc-message and the round trip are what is left.
-            let header_kind = matches!(
-                ev.class,
-                FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
-            );
             let (server_time, end) = plain_step(ev, rel, &mut st.responded, &mut st.req_end);
             if end {
                 c.streams.discard_at(slot);
                 *open -= 1;
             }
-            let (e, (msg, details)) = match (rel, ev.headers) {
-                (1, Some(h)) if header_kind => (
-                    h.known(crate::Known::GrpcEncoding)
-                        .map(|v| encoding_id(encodings, v)),
-                    message_and_details(h),
-                ),
-                _ => (None, (None, None)),
-            };
-            if e.is_none()
-                && msg.is_none()
-                && details.is_none()
-                && server_time.is_none()
-                && last_rtt < 0
-            {
-                return;
-            }
-            if let Some(cg) = recs.grpc_mut(idx) {
-                response(cg, e, msg, details, server_time, last_rtt);
-            }
+            plain_reply(encodings, ev, rel, server_time, last_rtt, || {
+                recs.grpc_mut(idx)
+            });
             return;
         }
         // Framing lost in a gap since this stream last looked: those directions lack bytes.
@@ -563,34 +575,14 @@ impl Grpc {
         if self.no_plain {
             return;
         }
-        let header_kind = matches!(
-            ev.class,
-            FrameClass::Headers | FrameClass::Trailers | FrameClass::Continuation
-        );
-        let (e, (msg, details)) = match (rel, ev.headers) {
-            (1, Some(h)) if header_kind => (
-                h.known(crate::Known::GrpcEncoding)
-                    .map(|v| encoding_id(&mut self.encodings, v)),
-                message_and_details(h),
-            ),
-            _ => (None, (None, None)),
-        };
         // A round trip only once some PING was answered (the connection's is -1 before).
         let last_rtt = if self.rtt_seen {
             self.conns.get(&ev.conn.0).map_or(-1, |c| c.last_rtt)
         } else {
             -1
         };
-        if e.is_none()
-            && msg.is_none()
-            && details.is_none()
-            && server_time.is_none()
-            && last_rtt < 0
-        {
-            return;
-        }
-        if let Some(cg) = recs.grpc_mut(id) {
-            response(cg, e, msg, details, server_time, last_rtt);
-        }
+        plain_reply(&mut self.encodings, ev, rel, server_time, last_rtt, || {
+            recs.grpc_mut(id)
+        });
     }
 }
