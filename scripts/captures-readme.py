@@ -233,6 +233,10 @@ def main():
     extra = os.path.join(cap, "README.wellknown.md")
     if os.path.exists(extra):
         w(open(extra).read())
+    # And grpc-js's (scripts/make-grpcjs-capture.sh).
+    extra = os.path.join(cap, "README.grpcjs.md")
+    if os.path.exists(extra):
+        w(open(extra).read())
 
 
 def tls_section(cap):

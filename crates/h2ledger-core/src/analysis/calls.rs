@@ -119,18 +119,85 @@ impl Analysis {
             let Some(l) = self.calls.get(slot) else {
                 continue;
             };
-            let id = CallId { slot, seq: l.seq };
-            // A call still a BDP candidate stays in its slot (it is pinned there).
-            if !all && self.is_candidate_rec(id, l.rec.conn) {
-                self.pinned.push(slot);
-            } else if let Some(l) = self.calls.take(slot) {
-                self.fold_call(l);
+            let (id, conn) = (CallId { slot, seq: l.seq }, l.rec.conn);
+            // A call still a BDP candidate stays in its slot (it is pinned there) until its
+            // candidacy runs out (decision 472).
+            match self.candidacy(id, conn) {
+                Some(ts) if !all && now.saturating_sub(ts) <= RECENT_NS => {
+                    self.pinned.push(slot);
+                    let due = ts.saturating_add(RECENT_NS);
+                    self.pin_sweep = Some(self.pin_sweep.map_or(due, |t| t.min(due)));
+                }
+                _ => {
+                    self.drop_candidacy(id, conn);
+                    if let Some(l) = self.calls.take(slot) {
+                        self.fold_call(l);
+                    }
+                }
             }
         }
+        if !all && self.pin_sweep.is_some_and(|t| t < now) {
+            self.sweep_pinned(now);
+        }
         if all {
+            self.pin_sweep = None;
             for slot in std::mem::take(&mut self.pinned) {
                 if let Some(l) = self.calls.take(slot) {
                     self.fold_call(l);
+                }
+            }
+        }
+    }
+
+    /// The pinned calls whose candidacy ran out by `now` are folded (in the order they were
+    /// pinned); the others stay, and the next sweep is due when the first of them runs out.
+    fn sweep_pinned(&mut self, now: Nanos) {
+        self.pin_sweep = None;
+        for slot in std::mem::take(&mut self.pinned) {
+            let Some(l) = self.calls.get(slot) else {
+                continue;
+            };
+            let (id, conn) = (CallId { slot, seq: l.seq }, l.rec.conn);
+            match self.candidacy(id, conn) {
+                Some(ts) if now.saturating_sub(ts) <= RECENT_NS => {
+                    self.pinned.push(slot);
+                    let due = ts.saturating_add(RECENT_NS);
+                    self.pin_sweep = Some(self.pin_sweep.map_or(due, |t| t.min(due)));
+                }
+                _ => {
+                    self.drop_candidacy(id, conn);
+                    if let Some(l) = self.calls.take(slot) {
+                        self.fold_call(l);
+                    }
+                }
+            }
+        }
+    }
+
+    /// When the DATA that made call `id` (of connection `conn`) a BDP candidate came: the
+    /// later of its two directions' if both; `None` if it is neither's.
+    fn candidacy(&self, id: CallId, conn: u32) -> Option<Nanos> {
+        let st = self.conns.get(&conn)?;
+        st.dirs
+            .iter()
+            .flat_map(|(_, d)| [d.candidate, d.latest])
+            .flatten()
+            .filter(|c| c.call == Some(id))
+            .map(|c| c.ts)
+            .max()
+    }
+
+    /// Call `id` is no longer a BDP candidate of connection `conn` (its time ran out): a PING
+    /// after it opens a round of the streams whose DATA comes after the PING.
+    fn drop_candidacy(&mut self, id: CallId, conn: u32) {
+        if let Some(st) = self.conns.get_mut(&conn) {
+            for d in st.dirs.iter_mut() {
+                if d.candidate.is_some_and(|c| c.call == Some(id)) {
+                    d.candidate = None;
+                    d.waiting.clear();
+                }
+                if d.latest.is_some_and(|c| c.call == Some(id)) {
+                    d.latest = None;
                 }
             }
         }
@@ -149,7 +216,8 @@ impl Analysis {
         self.conns.get(&conn).is_some_and(|st| {
             st.dirs
                 .iter()
-                .any(|(_, d)| d.candidate.is_some_and(|(_, s)| s == Some(id)))
+                .flat_map(|(_, d)| [d.candidate, d.latest])
+                .any(|c| c.is_some_and(|c| c.call == Some(id)))
         })
     }
 

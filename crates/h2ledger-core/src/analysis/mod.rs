@@ -393,13 +393,37 @@ struct Round {
     streams: crate::FastSet<u32>,
 }
 
+/// A direction's BDP candidate: the first DATA it received while no round was open, which the
+/// BDP PING it sends next names (grpc-go's bdpEstimator.add sends it on that DATA: http2_client.go
+/// and http2_server.go handleData). A PING that comes more than [`RECENT_NS`] after that DATA
+/// is not its answer: a peer without BDP PINGs would otherwise hold its connection's first
+/// call pinned until the connection closes (decision 472).
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    stream: u32,
+    call: Option<CallId>,
+    /// When the DATA came.
+    ts: Nanos,
+}
+
+impl Candidate {
+    /// Past its time at `now`: no PING names it any more.
+    fn stale(&self, now: Nanos) -> bool {
+        now.saturating_sub(self.ts) > RECENT_NS
+    }
+}
+
 #[derive(Debug, Default)]
 struct DirState {
     open_writes: VecDeque<OpenWrite>,
     /// The BDP round this direction has open.
     round: Option<Round>,
-    /// The first DATA (stream, call) received by this direction while no round was open.
-    candidate: Option<(u32, Option<CallId>)>,
+    /// The first DATA received by this direction while no round was open, for at most
+    /// [`RECENT_NS`] (decision 472).
+    candidate: Option<Candidate>,
+    /// The latest DATA received by this direction while no round was open (hyper's BDP PING
+    /// names it), for at most [`RECENT_NS`].
+    latest: Option<Candidate>,
     /// Other streams whose DATA arrived after the candidate's, before the PING (at most
     /// `MAX_ROUND_CALLS`): they are in the round the PING opens.
     waiting: crate::FastSet<u32>,
@@ -650,9 +674,12 @@ pub struct Analysis {
     /// in the call while it is not folded.
     ended: VecDeque<((u32, u32), CallId)>,
     /// Ended calls that are still a direction's BDP candidate (its next BDP PING will name
-    /// them, however late): folded when the PING comes or the connection closes. At most two
-    /// per open connection. Their slots.
+    /// them, if it comes within [`RECENT_NS`] of their DATA): folded when the PING comes, when
+    /// that time is past (`pin_sweep`), or when the connection closes. At most two per open
+    /// connection. Their slots.
     pinned: Vec<u32>,
+    /// When the first pinned call's candidacy runs out: [`Analysis::advance`] folds it then.
+    pin_sweep: Option<Nanos>,
     whole: Scope,
     phases: Phased<Scope>,
     /// Folded calls kept for [`Analysis::drain_finished`] (only when asked for).
@@ -945,6 +972,7 @@ impl Analysis {
             .recent
             .front()
             .is_some_and(|(_, end)| end.saturating_add(RECENT_NS) < now)
+            || self.pin_sweep.is_some_and(|t| t < now)
         {
             self.fold_recent(now, false);
         }
@@ -1023,6 +1051,82 @@ fn parse_u16(v: &[u8]) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One unary gRPC call on `sid`: the request and its DATA, the response, its DATA and
+    /// trailers, each write 1 ms after the last.
+    fn call(c: &mut crate::testkit::Conn, sid: u32) {
+        use crate::testkit::{data, request, response, trailers};
+        c.client(&[request(sid, "/s.S/M", true), data(sid, true, 5)].concat());
+        c.server(
+            &[
+                response(sid, false, &[("content-type", "application/grpc")]),
+                data(sid, false, 7),
+            ]
+            .concat(),
+        );
+        c.server(&trailers(sid, &[("grpc-status", "0")]));
+    }
+
+    /// The streams of the calls `calls` hands out now, in order.
+    fn drained(c: &mut crate::testkit::Conn) -> Vec<u32> {
+        let mut v = Vec::new();
+        c.ledger.observer.drain_finished(|r| v.push(r.rec.stream));
+        v
+    }
+
+    /// A peer without BDP PINGs: the connection's first call, the first DATA either side
+    /// received, is folded a second after it ended like every other call, not held as the
+    /// next round's opener until the connection closes (decision 472).
+    #[test]
+    fn pinned_call_is_folded_within_a_second() {
+        let mut c = crate::testkit::Conn::started(&[]);
+        for sid in [1, 3, 5] {
+            call(&mut c, sid);
+        }
+        c.t += 2 * RECENT_NS;
+        call(&mut c, 7);
+        assert_eq!(drained(&mut c), vec![1, 3, 5]);
+        c.t += 2 * RECENT_NS;
+        c.ledger.observer.advance(c.t);
+        assert_eq!(drained(&mut c), vec![7]);
+    }
+
+    /// A BDP PING names the DATA that made its sender send it: grpc-go's the first DATA
+    /// received while none was outstanding, hyper's (`h2-user`) the latest, after its ping
+    /// delay; a PING more than a second after the DATA names none (decision 472).
+    #[test]
+    fn bdp_ping_names_the_data_its_sender_acts_on() {
+        use crate::testkit::{data, fr, request};
+        let opened = |payload: [u8; 8], gap: Nanos| {
+            let mut c = crate::testkit::Conn::started(&[]);
+            c.client(&request(1, "/s.S/M", true));
+            c.client(&request(3, "/s.S/M", true));
+            c.client(&data(1, false, 5));
+            c.t += gap;
+            c.client(&data(3, false, 5));
+            // The server's BDP PING, and the client's ACK.
+            c.server(&fr(6, 0, 0, &payload));
+            c.client(&fr(6, 1, 0, &payload));
+            for sid in [1, 3] {
+                c.client(&data(sid, true, 0));
+                c.server(&[crate::testkit::response(sid, true, &[])].concat());
+            }
+            c.close();
+            let mut v = Vec::new();
+            c.ledger
+                .observer
+                .drain_finished(|r| v.push((r.rec.stream, r.rec.opened_round(Side::Server))));
+            v.sort_unstable();
+            v
+        };
+        let grpc_go = h2_frame_parser::ping::GRPC_GO_BDP;
+        let hyper = [0x3b, 0x7c, 0xdb, 0x7a, 0x0b, 0x87, 0x16, 0xb4];
+        assert_eq!(opened(grpc_go, 0), vec![(1, true), (3, false)]);
+        assert_eq!(opened(hyper, 0), vec![(1, false), (3, true)]);
+        assert_eq!(opened(grpc_go, 2 * RECENT_NS), vec![(1, false), (3, true)]);
+        let late = RECENT_NS + 1;
+        assert_eq!(opened(hyper, late), vec![(1, false), (3, true)]);
+    }
 
     #[test]
     fn call_record_is_compact() {

@@ -113,10 +113,9 @@ impl Observer for Analysis {
         // count over all connections stays exact whatever is left.
         debug_assert_eq!(st.active.len(), 0);
         self.active_len = self.active_len.saturating_sub(st.active.len());
-        for (_, seq) in st.dirs.iter().filter_map(|(_, d)| d.candidate) {
-            if let Some(q) = seq {
-                self.unpin(q);
-            }
+        let was = st.dirs.iter().flat_map(|(_, d)| [d.candidate, d.latest]);
+        for q in was.flatten().filter_map(|c| c.call) {
+            self.unpin(q);
         }
         if !summary.http2 {
             return;
@@ -219,20 +218,36 @@ impl Analysis {
                 // DATA received by the other direction: BDP round bookkeeping of the receiver.
                 let seq = call_after;
                 let ds = &mut self.conn(ev.conn).dirs[d.other()];
+                let new = super::Candidate {
+                    stream: sid,
+                    call: seq,
+                    ts: ev.ts,
+                };
+                // A call that stops being a candidate here while pinned is folded by the next
+                // sweep of the pinned calls, within RECENT_NS of its DATA (decision 472).
                 match ds.round.as_mut() {
                     Some(r) => {
                         if r.streams.len() < MAX_ROUND_CALLS {
                             r.streams.insert(sid);
                         }
                     }
-                    None => match ds.candidate {
-                        None => ds.candidate = Some((sid, seq)),
-                        Some((c, _)) => {
-                            if c != sid && ds.waiting.len() + 1 < MAX_ROUND_CALLS {
-                                ds.waiting.insert(sid);
+                    None => {
+                        ds.latest = Some(new);
+                        match ds.candidate {
+                            None => ds.candidate = Some(new),
+                            // No BDP PING came for the candidate's DATA in time: this DATA is
+                            // the next one a PING may name.
+                            Some(c) if c.stale(ev.ts) => {
+                                ds.candidate = Some(new);
+                                ds.waiting.clear();
+                            }
+                            Some(c) => {
+                                if c.stream != sid && ds.waiting.len() + 1 < MAX_ROUND_CALLS {
+                                    ds.waiting.insert(sid);
+                                }
                             }
                         }
-                    },
+                    }
                 }
             }
             (FrameClass::Ping | FrameClass::PingAck, Some(Frame::Ping(p))) => {

@@ -4,6 +4,10 @@
 use super::*;
 use crate::PingFact;
 
+/// The BDP PINGs that the latest DATA received before them names, not the first since the last
+/// round (`KnownPing::label`s): hyper's, through h2's user ping (decision 472).
+const LATEST_DATA_PINGS: &[&str] = &["h2-user"];
+
 impl Analysis {
     pub(super) fn close_round(&mut self, conn: u32, dir: Dir, r: Round, acked: bool) {
         let n = r.streams.len();
@@ -30,7 +34,25 @@ impl Analysis {
             if known.is_some_and(|k| k.bdp) {
                 let ds = &mut self.conn(ev.conn).dirs[d];
                 let prev = ds.round.take();
-                let cand = ds.candidate.take();
+                let (first, latest) = (ds.candidate.take(), ds.latest.take());
+                // hyper's BDP PING goes out on the first DATA after its ping delay (hyper
+                // src/proto/h2/ping.rs, `Recorder::record_data`, `next_bdp_at`): the latest
+                // DATA names it, and the DATA before it is not in the round. grpc-go's (and
+                // grpc-java's) goes out on the first DATA while none is outstanding (grpc-go
+                // internal/transport/bdp_estimator.go `add`): the first DATA names it, and the
+                // streams whose DATA came since are in the round. Either only within
+                // RECENT_NS of that DATA (decision 472).
+                let on_latest = known.is_some_and(|k| LATEST_DATA_PINGS.contains(&k.label));
+                let named = if on_latest { latest } else { first }.filter(|c| !c.stale(ev.ts));
+                if on_latest || named.is_none() {
+                    ds.waiting.clear();
+                }
+                for c in [first, latest].into_iter().flatten() {
+                    if let Some(q) = c.call.filter(|&q| named.is_none_or(|n| n.call != Some(q))) {
+                        self.unpin(q);
+                    }
+                }
+                let cand = named.map(|c| (c.stream, c.call));
                 let mut streams = self.round_pool.pop().unwrap_or_default();
                 if let Some((s, seq)) = cand {
                     streams.insert(s);

@@ -360,6 +360,46 @@ pub(super) struct Failures {
     /// then, and how many methods it held for.
     pub(super) rising: Option<(u16, Halves)>,
     pub(super) methods_rising: u64,
+    /// The streams of the last [`CANCELLED_KEPT`] calls the client cancelled (counted in
+    /// `client_cancels`), for a response that crosses the RST_STREAM on the wire: its status
+    /// is the same call's failure, counted once (decision 472).
+    pub(super) cancelled: Cancelled,
+}
+
+/// The client's cancels a response may still cross: as many as the ledger keeps reset streams
+/// for the frames that cross a RST_STREAM (`ledger::MAX_RECENT_RESETS`).
+pub(super) const CANCELLED_KEPT: usize = 16;
+
+/// A ring of the last [`CANCELLED_KEPT`] cancelled streams (0: an empty place).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Cancelled {
+    ids: [u32; CANCELLED_KEPT],
+    next: u8,
+    len: u8,
+}
+
+impl Cancelled {
+    /// The client cancelled the call on `sid`.
+    pub(super) fn add(&mut self, sid: u32) {
+        self.ids[usize::from(self.next)] = sid;
+        self.next = (self.next + 1) % CANCELLED_KEPT as u8;
+        self.len = (self.len + 1).min(CANCELLED_KEPT as u8);
+    }
+
+    /// Whether the client cancelled the call on `sid` lately; `end`: the server's half ends
+    /// with this block, and the stream is forgotten.
+    pub(super) fn crossed(&mut self, sid: u32, end: bool) -> bool {
+        if self.len == 0 || sid == 0 {
+            return false;
+        }
+        let Some(i) = self.ids.iter().position(|&s| s == sid) else {
+            return false;
+        };
+        if end {
+            self.ids[i] = 0;
+        }
+        true
+    }
 }
 
 /// A client stream in flight: its method and the times that split its duration (slow-calls);

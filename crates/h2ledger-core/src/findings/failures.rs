@@ -143,11 +143,17 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
             let Some(h) = ev.headers else {
                 return;
             };
+            let ends = class == FrameClass::Trailers || ev.ends_half();
+            // A response that crossed the client's RST_STREAM CANCEL on the wire (both sides'
+            // deadline timers, say): the call's failure was counted at the cancel, once
+            // (decision 472).
+            if c.fail.cancelled.crossed(sid, ends) {
+                return;
+            }
             // grpc-status ends a call: in its trailers, or in a Trailers-Only response, which
             // ends the stream too (gRPC's PROTOCOL-HTTP2.md); `:status` is in the first block.
             // Whether the block ends the server's half is the ledger's word (decisions 448,
             // 454: on the frame that ends the block).
-            let ends = class == FrameClass::Trailers || ev.ends_half();
             let grpc = if ends {
                 h.known(Known::GrpcStatus).and_then(number)
             } else {
@@ -230,6 +236,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
                 let cancel = r.code == ErrorCode::CANCEL && open;
                 if cancel {
                     c.fail.client_cancels += 1;
+                    c.fail.cancelled.add(sid);
                     let deadline = live_call(c, sid).map_or(0, |call| call.deadline);
                     // Within a millisecond: the client's timer and its write.
                     let at_deadline = deadline > 0 && ev.ts >= deadline - 1_000_000;

@@ -833,13 +833,17 @@ fn deadlines_and_cancel_storms() {
 /// the ledger holds closed: step `Untracked`, among the recent resets or forgotten after 16
 /// later ones) still ends the server's half, so its grpc-status counts, as a full response's
 /// trailers crossing the reset do. Fails if only `HalfClosed`/`Ended` steps end a half.
+/// Decision 472: unless the reset was the client's CANCEL, already counted as that call's
+/// failure: then the status does not count the call again (grpc-js's deadline: the client's
+/// RST_STREAM CANCEL and the server's DEADLINE_EXCEEDED cross on the wire).
 #[test]
-fn a_trailers_only_status_crossing_a_reset_counts() {
+fn a_trailers_only_status_crossing_a_reset_counts_once() {
     let mut c = T::started(&[], &[]);
     for s in (1..=39).step_by(2) {
         c.client(&request(s, "/svc/M", true));
         c.client(&data(s, true, 5));
-        c.client(&rst(s, 8));
+        // INTERNAL_ERROR (2) but on the last stream, which the client cancels (CANCEL, 8).
+        c.client(&rst(s, if s == 39 { 8 } else { 2 }));
     }
     // Stream 1 was reset 19 resets ago (forgotten); 37 and 39 are among the recent resets.
     for s in [1, 37, 39] {
@@ -850,8 +854,9 @@ fn a_trailers_only_status_crossing_a_reset_counts() {
     let e = &find(&r, FindingId::CallErrors)
         .expect("call-errors")
         .evidence;
-    assert_eq!(e.n("client_cancels"), 20);
-    assert_eq!(e.n("grpc_unavailable"), 3);
+    assert_eq!(e.n("client_cancels"), 1);
+    assert_eq!(e.n("grpc_unavailable"), 2);
+    assert_eq!(e.n("failed"), 3);
 }
 
 /// Decision 448: an END_STREAM repeated on a half the ledger holds closed (step `None`; its

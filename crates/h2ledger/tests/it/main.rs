@@ -12,6 +12,8 @@
 //!   tunnels, TCP edge cases, odd HTTP/2): survived, bounded, and equal to tshark.
 //! * `analysis`: calls, writes per call, PING rounds, latency percentiles, phases, `frames`,
 //!   against the workloads' own counts and tshark's per-frame timestamps.
+//! * `grpcjs`: grpc-js from npm (captures/grpcjs): the ledger equals Wireshark's, each call's
+//!   outcome the client's, the failures its own, the calls in the order they ended.
 //! * `tls`: HTTP/2 over TLS decrypted with key logs (curl/nghttpd captures, the shared ones).
 //! * `flow`: flow-control stalls and windows, gRPC messages (issue 11), against
 //!   scripts/tshark-flow.py and the workloads' known answers.
@@ -87,6 +89,7 @@ mod findings;
 mod flow;
 mod formats;
 mod golden;
+mod grpcjs;
 mod hostile;
 mod identity;
 mod install;
