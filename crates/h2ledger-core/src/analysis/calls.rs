@@ -124,9 +124,8 @@ impl Analysis {
             // candidacy runs out (decision 472).
             match self.candidacy(id, conn) {
                 Some(ts) if !all && now.saturating_sub(ts) <= RECENT_NS => {
-                    self.pinned.push(slot);
-                    let due = ts.saturating_add(RECENT_NS);
-                    self.pin_sweep = Some(self.pin_sweep.map_or(due, |t| t.min(due)));
+                    self.pin(slot);
+                    self.sweep_at(ts);
                 }
                 _ => {
                     self.drop_candidacy(id, conn);
@@ -153,6 +152,7 @@ impl Analysis {
     /// pinned); the others stay, and the next sweep is due when the first of them runs out.
     fn sweep_pinned(&mut self, now: Nanos) {
         self.pin_sweep = None;
+        self.swept = now;
         for slot in std::mem::take(&mut self.pinned) {
             let Some(l) = self.calls.get(slot) else {
                 continue;
@@ -160,9 +160,8 @@ impl Analysis {
             let (id, conn) = (CallId { slot, seq: l.seq }, l.rec.conn);
             match self.candidacy(id, conn) {
                 Some(ts) if now.saturating_sub(ts) <= RECENT_NS => {
-                    self.pinned.push(slot);
-                    let due = ts.saturating_add(RECENT_NS);
-                    self.pin_sweep = Some(self.pin_sweep.map_or(due, |t| t.min(due)));
+                    self.pin(slot);
+                    self.sweep_at(ts);
                 }
                 _ => {
                     self.drop_candidacy(id, conn);
@@ -172,6 +171,25 @@ impl Analysis {
                 }
             }
         }
+    }
+
+    /// The ended call in `slot` waits among the pinned ones (marked in its links, which an
+    /// ended call no longer uses, so that [`Analysis::unpin`] looks among them only for it).
+    fn pin(&mut self, slot: u32) {
+        if let Some(l) = self.calls.get_mut(slot) {
+            l.links[0] = PINNED;
+        }
+        self.pinned.push(slot);
+    }
+
+    /// A call whose candidacy began at `ts` is pinned: the next sweep comes when it runs out,
+    /// but not sooner than [`PIN_SWEEP_NS`] after the last sweep, so that the sweeps' work (each
+    /// looks at every pinned call) stays at most 16 a second of capture time.
+    fn sweep_at(&mut self, ts: Nanos) {
+        let due = ts
+            .saturating_add(RECENT_NS)
+            .max(self.swept.saturating_add(PIN_SWEEP_NS));
+        self.pin_sweep = Some(self.pin_sweep.map_or(due, |t| t.min(due)));
     }
 
     /// When the DATA that made call `id` (of connection `conn`) a BDP candidate came: the
@@ -226,8 +244,13 @@ impl Analysis {
         if self.is_candidate(id) {
             return;
         }
-        // A pinned slot holds its call: nothing else folds it.
-        if self.calls.get(id.slot).is_none_or(|l| l.seq != id.seq) {
+        // A pinned slot holds its call: nothing else folds it. A call not pinned (in flight,
+        // or ended and not yet folded) is not looked for among the pinned.
+        if self
+            .calls
+            .get(id.slot)
+            .is_none_or(|l| l.seq != id.seq || l.links[0] != PINNED)
+        {
             return;
         }
         if let Some(i) = self.pinned.iter().position(|&s| s == id.slot) {

@@ -69,6 +69,9 @@ const RECENT_CALLS: usize = 1024;
 /// How long after its end a call is folded (and handed to `calls`): a tick of `calls --every`
 /// waits this long after its period to count every call that ended in it.
 pub const RECENT_NS: Nanos = 1_000_000_000;
+/// The least time between two sweeps of the pinned calls (decision 472): a pinned call is
+/// folded at most this long after its candidacy ran out.
+const PIN_SWEEP_NS: Nanos = RECENT_NS / 16;
 /// The method of a phase's calls beyond [`MAX_PHASE_METHODS`], reported as `(other)`.
 const OTHER_METHOD: u32 = u32::MAX;
 /// Label index of a PING payload not in [`ping::KNOWN_PINGS`].
@@ -262,6 +265,8 @@ pub(crate) struct Live {
 
 /// No slot: the end of a connection's list of calls in flight.
 const NO_SLOT: u32 = u32::MAX;
+/// [`Live::links`]`[0]` of an ended call that waits among the pinned ones.
+const PINNED: u32 = u32::MAX - 1;
 
 pub(crate) use crate::grpc::CallId;
 
@@ -680,6 +685,8 @@ pub struct Analysis {
     pinned: Vec<u32>,
     /// When the first pinned call's candidacy runs out: [`Analysis::advance`] folds it then.
     pin_sweep: Option<Nanos>,
+    /// When the pinned calls were last swept.
+    swept: Nanos,
     whole: Scope,
     phases: Phased<Scope>,
     /// Folded calls kept for [`Analysis::drain_finished`] (only when asked for).
