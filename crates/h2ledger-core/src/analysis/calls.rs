@@ -116,24 +116,7 @@ impl Analysis {
                 break;
             }
             self.recent.pop_front();
-            let Some(l) = self.calls.get(slot) else {
-                continue;
-            };
-            let (id, conn) = (CallId { slot, seq: l.seq }, l.rec.conn);
-            // A call still a BDP candidate stays in its slot (it is pinned there) until its
-            // candidacy runs out (decision 472).
-            match self.candidacy(id, conn) {
-                Some(ts) if !all && now.saturating_sub(ts) <= RECENT_NS => {
-                    self.pin(slot);
-                    self.sweep_at(ts);
-                }
-                _ => {
-                    self.drop_candidacy(id, conn);
-                    if let Some(l) = self.calls.take(slot) {
-                        self.fold_call(l);
-                    }
-                }
-            }
+            self.pin_or_fold(slot, now, all);
         }
         if !all && self.pin_sweep.is_some_and(|t| t < now) {
             self.sweep_pinned(now);
@@ -154,20 +137,27 @@ impl Analysis {
         self.pin_sweep = None;
         self.swept = now;
         for slot in std::mem::take(&mut self.pinned) {
-            let Some(l) = self.calls.get(slot) else {
-                continue;
-            };
-            let (id, conn) = (CallId { slot, seq: l.seq }, l.rec.conn);
-            match self.candidacy(id, conn) {
-                Some(ts) if now.saturating_sub(ts) <= RECENT_NS => {
-                    self.pin(slot);
-                    self.sweep_at(ts);
-                }
-                _ => {
-                    self.drop_candidacy(id, conn);
-                    if let Some(l) = self.calls.take(slot) {
-                        self.fold_call(l);
-                    }
+            self.pin_or_fold(slot, now, false);
+        }
+    }
+
+    /// The ended call in `slot` is due at `now`: folded, unless it is still a BDP candidate
+    /// whose time has not run out (then it stays in its slot, pinned there; decision 472);
+    /// `all`: folded whatever it is.
+    fn pin_or_fold(&mut self, slot: u32, now: Nanos, all: bool) {
+        let Some(l) = self.calls.get(slot) else {
+            return;
+        };
+        let (id, conn) = (CallId { slot, seq: l.seq }, l.rec.conn);
+        match self.candidacy(id, conn) {
+            Some(ts) if !all && now.saturating_sub(ts) <= RECENT_NS => {
+                self.pin(slot);
+                self.sweep_at(ts);
+            }
+            _ => {
+                self.drop_candidacy(id, conn);
+                if let Some(l) = self.calls.take(slot) {
+                    self.fold_call(l);
                 }
             }
         }
