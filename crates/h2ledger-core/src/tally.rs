@@ -288,6 +288,7 @@ impl Observer for Tally {
         self.slot(conn, dir).tls_records += 1;
     }
 
+    #[inline]
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         self.frames += 1;
         let t = self.slot(ev.conn, ev.dir);

@@ -122,6 +122,7 @@ fn at_slot(c: &mut ConnF, slot: Option<usize>) -> Option<&mut super::conn::Strea
 
 /// The failure rules of one frame. A request (the client's HEADERS) fills `call`, which the
 /// stream table keeps with the stream it opens.
+#[inline]
 pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &mut Vec<Fire>) {
     let server = ev.side == Side::Server;
     let sid = ev.head.stream_id.0;

@@ -695,6 +695,7 @@ impl Observer for Findings {
         }
     }
 
+    #[inline]
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         let mut own = self.own_flow.take();
         if let Some(f) = own.as_deref_mut() {
