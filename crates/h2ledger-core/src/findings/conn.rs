@@ -349,6 +349,12 @@ pub(super) struct Failures {
     /// calls are counted in `methods_untracked`.
     pub(super) methods: Vec<MethodF>,
     pub(super) methods_untracked: u64,
+    /// The last request block read ([`super::failures::request`]): its list's stamp
+    /// ([`crate::HeaderList::stamp`]), its method's index in `methods` (`u16::MAX`: untracked),
+    /// whether it was gRPC and its `grpc-timeout`. A block the ledger did not decode again (the
+    /// same bytes as the direction's last, decision 220) keeps the stamp, and is read from here
+    /// (decision 475).
+    pub(super) last_request: (u64, u16, bool, Option<i64>),
     /// slow-calls: calls at or above [`super::rules::SLOW_CALL`], and the slowest one.
     pub(super) slow: u64,
     pub(super) slowest: Option<SlowF>,

@@ -107,13 +107,22 @@ fn live_stream(c: &mut ConnF, sid: u32) -> Option<&mut super::conn::StreamF> {
 
 /// The table slot of the stream whose call is in flight on `sid` (see [`live_stream`]): found
 /// once for the rules of a response's header block, which neither add nor remove a stream.
-fn live_slot(c: &ConnF, sid: u32) -> Option<usize> {
-    c.streams.find(sid).filter(|&i| {
+/// The lookup goes to `found` too, for the stream table's own rules of the same frame
+/// ([`super::streams::stream_frame`]; decision 476).
+fn live_slot(c: &ConnF, sid: u32, found: &mut Found) -> Option<usize> {
+    let slot = c.streams.find(sid);
+    *found = Some(slot);
+    slot.filter(|&i| {
         c.streams
             .slot(i)
             .is_some_and(|st| st.bits & SERVER_END == 0)
     })
 }
+
+/// The slot of a frame's stream in the connection's stream table, when the failure rules
+/// looked it up (`None`: they did not; `Some(None)`: not in the table). The rules add and
+/// remove no stream, so it holds until the stream table's rules of the same frame.
+pub(super) type Found = Option<Option<usize>>;
 
 /// The stream in `slot` (from [`live_slot`], the table unchanged since).
 fn at_slot(c: &mut ConnF, slot: Option<usize>) -> Option<&mut super::conn::StreamF> {
@@ -122,7 +131,14 @@ fn at_slot(c: &mut ConnF, slot: Option<usize>) -> Option<&mut super::conn::Strea
 
 /// The failure rules of one frame. A request (the client's HEADERS) fills `call`, which the
 /// stream table keeps with the stream it opens.
-pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &mut Vec<Fire>) {
+#[inline]
+pub(super) fn frame(
+    c: &mut ConnF,
+    ev: &FrameEvent<'_>,
+    call: &mut CallF,
+    out: &mut Vec<Fire>,
+    found: &mut Found,
+) {
     let server = ev.side == Side::Server;
     let sid = ev.head.stream_id.0;
     // A server's header block is read where it ends, as the frame that opened it was
@@ -134,7 +150,7 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
     };
     match class {
         FrameClass::Headers | FrameClass::Trailers if server => {
-            let slot = live_slot(c, sid);
+            let slot = live_slot(c, sid, found);
             if ev.class == FrameClass::Headers && ev.opened.is_none() {
                 // A response's first block that CONTINUATION frames end: its first byte is
                 // this HEADERS, its fields are read where the block ends.
@@ -298,15 +314,12 @@ pub(super) fn frame(c: &mut ConnF, ev: &FrameEvent<'_>, call: &mut CallF, out: &
 /// stream above a GOAWAY's last_stream_id.
 fn request(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) -> CallF {
     let sid = ev.head.stream_id.0;
-    let mut call = method_start(c, ev);
+    let (method, grpc, timeout) = request_fields(c, ev);
+    let mut call = method_start(c, ev, method, grpc);
     if ev.ends_half() {
         call.req_end = ev.ts;
     }
-    if let Some(t) = ev
-        .headers
-        .and_then(|h| h.known(Known::GrpcTimeout))
-        .and_then(grpc_timeout)
-    {
+    if let Some(t) = timeout {
         let f = &mut c.fail;
         f.timeout_min = if f.timeouts == 0 {
             t
@@ -327,6 +340,51 @@ fn request(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) -> CallF {
     call
 }
 
+/// What a request's block tells the failure rules: its method's index in `methods` (found,
+/// or added while there is room; `u16::MAX` and counted untracked beyond), whether it is gRPC,
+/// and its `grpc-timeout`. Read once a filling of the ledger's list: a block with the stamp of
+/// the last one read holds the same fields, and its answers are the last one's (decision 475).
+fn request_fields(c: &mut ConnF, ev: &FrameEvent<'_>) -> (u16, bool, Option<i64>) {
+    let stamp = ev.headers.map_or(0, crate::HeaderList::stamp);
+    let f = &mut c.fail;
+    let (last, i, grpc, timeout) = f.last_request;
+    if stamp != 0 && stamp == last {
+        if i == u16::MAX {
+            f.methods_untracked += 1;
+        }
+        return (i, grpc, timeout);
+    }
+    let path = ev.headers.and_then(|h| h.known(Known::Path)).unwrap_or(b"");
+    let path = &path[..path.len().min(METHOD_PATH_MAX)];
+    let i = match f.methods.iter().position(|m| &*m.path == path) {
+        Some(i) => i as u16,
+        None if f.methods.len() < MAX_METHODS => {
+            // One method at a time (most connections call one or two): a MethodF is 192 bytes,
+            // and a Vec's first growth would make room for four.
+            f.methods.reserve_exact(1);
+            f.methods.push(MethodF {
+                path: path.into(),
+                ..MethodF::default()
+            });
+            (f.methods.len() - 1) as u16
+        }
+        None => {
+            f.methods_untracked += 1;
+            u16::MAX
+        }
+    };
+    let grpc = ev
+        .headers
+        .and_then(|h| h.known(Known::ContentType))
+        .is_some_and(|v| v.starts_with(b"application/grpc"));
+    let timeout = ev
+        .headers
+        .and_then(|h| h.known(Known::GrpcTimeout))
+        .and_then(grpc_timeout);
+    f.last_request = (stamp, i, grpc, timeout);
+    (i, grpc, timeout)
+}
+
 /// The response to the call on `sid` began at `ts`, unless it began before.
 fn first_byte(c: &mut ConnF, slot: Option<usize>, ts: Nanos) {
     if let Some(st) = at_slot(c, slot) {
@@ -337,9 +395,7 @@ fn first_byte(c: &mut ConnF, slot: Option<usize>, ts: Nanos) {
 }
 
 /// A request: its method (`:path`), followed until the call ends, and its times.
-fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) -> CallF {
-    let path = ev.headers.and_then(|h| h.known(Known::Path)).unwrap_or(b"");
-    let path = &path[..path.len().min(METHOD_PATH_MAX)];
+fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>, i: u16, grpc: bool) -> CallF {
     // The most this call can have waited for a stream slot: it opened within REFILL_NS of a
     // slot freeing after a stretch when all were taken (stream-slots-full's refill).
     let slot_ns = match c.slots.freed_at {
@@ -348,36 +404,15 @@ fn method_start(c: &mut ConnF, ev: &FrameEvent<'_>) -> CallF {
         }
         _ => 0,
     };
-    let f = &mut c.fail;
-    let i = match f.methods.iter().position(|m| &*m.path == path) {
-        Some(i) => i,
-        None if f.methods.len() < MAX_METHODS => {
-            // One method at a time (most connections call one or two): a MethodF is 192 bytes,
-            // and a Vec's first growth would make room for four.
-            f.methods.reserve_exact(1);
-            f.methods.push(MethodF {
-                path: path.into(),
-                ..MethodF::default()
-            });
-            f.methods.len() - 1
-        }
-        None => {
-            f.methods_untracked += 1;
-            usize::from(u16::MAX)
-        }
-    };
-    if let Some(m) = f.methods.get_mut(i) {
+    if let Some(m) = c.fail.methods.get_mut(usize::from(i)) {
         if m.calls == 0 {
             m.trend.t0 = ev.ts;
         }
         m.calls += 1;
     }
     CallF {
-        method: i as u16,
-        grpc: ev
-            .headers
-            .and_then(|h| h.known(Known::ContentType))
-            .is_some_and(|v| v.starts_with(b"application/grpc")),
+        method: i,
+        grpc,
         slot_ns,
         ..CallF::default()
     }
@@ -397,14 +432,14 @@ fn note_cut(c: &mut ConnF, method: u16) {
 
 /// A DATA frame that ends its sender's half ([`FrameEvent::ends_half`]): the request's end
 /// (client) or the call's (server).
-pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) {
+pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>, found: &mut Found) {
     let sid = ev.head.stream_id.0;
     if ev.side == Side::Client {
         if let Some(call) = live_call(c, sid) {
             call.req_end = ev.ts;
         }
     } else {
-        let slot = live_slot(c, sid);
+        let slot = live_slot(c, sid, found);
         call_end(c, sid, slot, ev.ts, out);
     }
 }
@@ -412,18 +447,30 @@ pub(super) fn data_end(c: &mut ConnF, ev: &FrameEvent<'_>, out: &mut Vec<Fire>) 
 /// The call on `sid` is over at `ts` (the server's END_STREAM): its time split, and
 /// `slow-calls` when it took [`SLOW_CALL`] or more.
 fn call_end(c: &mut ConnF, sid: u32, slot: Option<usize>, ts: Nanos, out: &mut Vec<Fire>) {
-    let Some(&mut super::conn::StreamF {
-        call,
-        opened: start,
-        ..
-    }) = at_slot(c, slot)
-    else {
+    // Its start first: most calls are not slow, and their record is not copied (decision 475).
+    let Some(start) = at_slot(c, slot).map(|st| st.opened) else {
         return;
     };
     let duration = ts - start;
     if duration < SLOW_CALL {
         return;
     }
+    slow_call(c, sid, slot, start, duration, out);
+}
+
+/// [`call_end`] of a call that took [`SLOW_CALL`] or more.
+#[cold]
+fn slow_call(
+    c: &mut ConnF,
+    sid: u32,
+    slot: Option<usize>,
+    start: Nanos,
+    duration: Nanos,
+    out: &mut Vec<Fire>,
+) {
+    let Some(call) = at_slot(c, slot).map(|st| st.call) else {
+        return;
+    };
     let at = |t: Nanos| {
         if t > 0 {
             (t - start).max(0)

@@ -171,6 +171,8 @@ impl Findings {
         rules::frame_rules(c, ev, cfg, pending);
         // A request's call (method, deadline, times), kept with the stream it opens.
         let mut call = super::conn::CallF::default();
+        // The stream's slot, when the failure rules looked it up (decision 476).
+        let mut found = None;
         // DATA, WINDOW_UPDATE, PING and SETTINGS, most frames, tell nothing of a failure.
         // A header block ended by a CONTINUATION is read there (decision 454).
         if matches!(
@@ -178,7 +180,7 @@ impl Findings {
             FrameClass::Headers | FrameClass::Trailers | FrameClass::RstStream | FrameClass::GoAway
         ) || ev.opened.is_some()
         {
-            super::failures::frame(c, ev, &mut call, pending);
+            super::failures::frame(c, ev, &mut call, pending, &mut found);
             if !c.fail.new_cut.is_empty() {
                 let paths = std::mem::take(&mut c.fail.new_cut);
                 let server = c.addrs.map(|a| a[c.dir_of(Side::Server).index()]);
@@ -195,10 +197,10 @@ impl Findings {
                 }
             }
         } else if ev.class == FrameClass::Data && ev.ends_half() {
-            super::failures::data_end(c, ev, pending);
+            super::failures::data_end(c, ev, pending, &mut found);
         }
         if ev.head.stream_id.0 != 0 {
-            streams::stream_frame(c, ev, call, streams, streams_untracked, pending);
+            streams::stream_frame(c, ev, call, found, streams, streams_untracked, pending);
         }
         // The common frame: no stall event, no window held or opened at zero.
         if flow.as_deref().is_some_and(Flow::has_events) || flowrules::window_rules_apply(c, ev) {
@@ -695,6 +697,7 @@ impl Observer for Findings {
         }
     }
 
+    #[inline]
     fn frame(&mut self, ev: &FrameEvent<'_>) {
         let mut own = self.own_flow.take();
         if let Some(f) = own.as_deref_mut() {

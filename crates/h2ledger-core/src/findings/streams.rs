@@ -23,6 +23,7 @@ pub(super) fn stream_frame(
     c: &mut ConnF,
     ev: &FrameEvent<'_>,
     call: CallF,
+    found: super::failures::Found,
     streams: &mut usize,
     untracked: &mut u64,
     out: &mut Vec<Fire>,
@@ -76,8 +77,9 @@ pub(super) fn stream_frame(
             }
         }
         _ => {
-            // One lookup, whose slot also serves the removal when the stream is over.
-            let Some(slot) = c.streams.find(sid) else {
+            // One lookup, whose slot also serves the removal when the stream is over: the
+            // failure rules' when they made it (decision 476).
+            let Some(slot) = found.unwrap_or_else(|| c.streams.find(sid)) else {
                 return;
             };
             let Some(st) = c.streams.slot_mut(slot) else {

@@ -793,6 +793,42 @@ fn method_errors_name_the_failing_method() {
     assert!(find(&r, FindingId::CancelStorm).is_none());
 }
 
+/// A request block that repeats the direction's last one byte for byte is not decoded again
+/// (decision 220) and keeps its list's stamp: its method, gRPC-ness and timeout are the last
+/// one's, read from `Failures::last_request` (decision 475), and its calls count as if read
+/// anew: a followed method's calls and failures, an untracked method's in `methods_untracked`.
+#[test]
+fn a_repeated_request_block_counts_as_the_first() {
+    let mut c = T::started(&[], &[]);
+    let mut s = 1;
+    for k in 0..MAX_METHODS {
+        grpc_call(&mut c, s, &format!("/many/M{k}"), "0");
+        s += 2;
+    }
+    let last = |c: &T| c.ledger.observer.conns.get(0).map(|x| x.fail.last_request);
+    let mut stamps = Vec::new();
+    for _ in 0..3 {
+        grpc_call(&mut c, s, "/past/Cap", "0");
+        s += 2;
+        stamps.push(last(&c).expect("the connection").0);
+    }
+    // Read once: the three blocks had one stamp (the memo was used), untracked each time.
+    assert_ne!(stamps[0], 0);
+    assert_eq!(stamps, [stamps[0]; 3]);
+    assert_eq!(last(&c).map(|l| l.1), Some(u16::MAX));
+    for _ in 0..3 {
+        grpc_call(&mut c, s, "/many/M0", "14");
+        s += 2;
+    }
+    let conn = c.ledger.observer.conns.get(0).expect("the connection");
+    assert_eq!(conn.fail.last_request.1, 0);
+    assert!(conn.fail.last_request.2, "gRPC");
+    assert_eq!(conn.fail.methods_untracked, 3);
+    assert_eq!(conn.fail.methods[0].calls, 4);
+    assert_eq!(conn.fail.methods[0].failed, 3);
+    assert_eq!(conn.fail.grpc[14], 3);
+}
+
 /// A server's DEADLINE_EXCEEDED counts as a deadline; the client's cancels without a
 /// grpc-timeout make a storm from CANCEL_STORM_MIN on, not before.
 #[test]

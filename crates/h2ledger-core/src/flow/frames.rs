@@ -6,6 +6,7 @@ use super::*;
 impl Flow {
     /// One frame; `phase` is the phase of `ev.ts`, `call` the call index of the frame's stream.
     /// One lookup of the connection, and for a frame on a stream one of the stream.
+    #[inline]
     pub(crate) fn frame(&mut self, ev: &FrameEvent<'_>, phase: Option<u64>, call: Option<u64>) {
         if self.off {
             return;
