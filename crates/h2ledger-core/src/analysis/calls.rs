@@ -144,23 +144,63 @@ impl Analysis {
     /// The ended call in `slot` is due at `now`: folded, unless it is still a BDP candidate
     /// whose time has not run out (then it stays in its slot, pinned there; decision 472);
     /// `all`: folded whatever it is.
+    #[inline]
     fn pin_or_fold(&mut self, slot: u32, now: Nanos, all: bool) {
         let Some(l) = self.calls.get(slot) else {
             return;
         };
         let (id, conn) = (CallId { slot, seq: l.seq }, l.rec.conn);
-        match self.candidacy(id, conn) {
-            Some(ts) if !all && now.saturating_sub(ts) <= RECENT_NS => {
+        match self.still_candidate(id, conn, now, all) {
+            Some(ts) => {
                 self.pin(slot);
                 self.sweep_at(ts);
             }
-            _ => {
-                self.drop_candidacy(id, conn);
+            None => {
                 if let Some(l) = self.calls.take(slot) {
                     self.fold_call(l);
                 }
             }
         }
+    }
+
+    /// When the DATA that made call `id` (of connection `conn`) a BDP candidate came, if its
+    /// time has not run out at `now` (and not `all`); otherwise `None`, and it is no longer a
+    /// candidate of either direction (a PING after it opens a round of the streams whose DATA
+    /// comes after the PING). One look-up of the
+    /// connection: every call passes here once.
+    #[inline]
+    fn still_candidate(&mut self, id: CallId, conn: u32, now: Nanos, all: bool) -> Option<Nanos> {
+        // Most calls are no direction's candidate: read first, change only a candidate.
+        let mut ts = Nanos::MIN;
+        for (_, d) in self.conns.get(&conn)?.dirs.iter() {
+            if let Some(c) = &d.candidate {
+                if c.call == Some(id) {
+                    ts = ts.max(c.ts);
+                }
+            }
+            if let Some(c) = &d.latest {
+                if c.call == Some(id) {
+                    ts = ts.max(c.ts);
+                }
+            }
+        }
+        if ts == Nanos::MIN {
+            return None;
+        }
+        if !all && now.saturating_sub(ts) <= RECENT_NS {
+            return Some(ts);
+        }
+        let st = self.conns.get_mut(&conn)?;
+        for d in st.dirs.iter_mut() {
+            if d.candidate.is_some_and(|c| c.call == Some(id)) {
+                d.candidate = None;
+                d.waiting.clear();
+            }
+            if d.latest.is_some_and(|c| c.call == Some(id)) {
+                d.latest = None;
+            }
+        }
+        None
     }
 
     /// The ended call in `slot` waits among the pinned ones (marked in its links, which an
@@ -180,35 +220,6 @@ impl Analysis {
             .saturating_add(RECENT_NS)
             .max(self.swept.saturating_add(PIN_SWEEP_NS));
         self.pin_sweep = Some(self.pin_sweep.map_or(due, |t| t.min(due)));
-    }
-
-    /// When the DATA that made call `id` (of connection `conn`) a BDP candidate came: the
-    /// later of its two directions' if both; `None` if it is neither's.
-    fn candidacy(&self, id: CallId, conn: u32) -> Option<Nanos> {
-        let st = self.conns.get(&conn)?;
-        st.dirs
-            .iter()
-            .flat_map(|(_, d)| [d.candidate, d.latest])
-            .flatten()
-            .filter(|c| c.call == Some(id))
-            .map(|c| c.ts)
-            .max()
-    }
-
-    /// Call `id` is no longer a BDP candidate of connection `conn` (its time ran out): a PING
-    /// after it opens a round of the streams whose DATA comes after the PING.
-    fn drop_candidacy(&mut self, id: CallId, conn: u32) {
-        if let Some(st) = self.conns.get_mut(&conn) {
-            for d in st.dirs.iter_mut() {
-                if d.candidate.is_some_and(|c| c.call == Some(id)) {
-                    d.candidate = None;
-                    d.waiting.clear();
-                }
-                if d.latest.is_some_and(|c| c.call == Some(id)) {
-                    d.latest = None;
-                }
-            }
-        }
     }
 
     /// Whether call `id` is a BDP candidate of either direction of its connection.

@@ -427,8 +427,10 @@ struct DirState {
     /// [`RECENT_NS`] (decision 472).
     candidate: Option<Candidate>,
     /// The latest DATA received by this direction while no round was open (hyper's BDP PING
-    /// names it), for at most [`RECENT_NS`].
+    /// names it), for at most [`RECENT_NS`]; followed once this direction sent such a PING
+    /// (`on_latest`: its first PING follows its first DATA, which `candidate` names).
     latest: Option<Candidate>,
+    on_latest: bool,
     /// Other streams whose DATA arrived after the candidate's, before the PING (at most
     /// `MAX_ROUND_CALLS`): they are in the round the PING opens.
     waiting: crate::FastSet<u32>,
@@ -1100,21 +1102,26 @@ mod tests {
 
     /// A BDP PING names the DATA that made its sender send it: grpc-go's the first DATA
     /// received while none was outstanding, hyper's (`h2-user`) the latest, after its ping
-    /// delay; a PING more than a second after the DATA names none (decision 472).
+    /// delay (from its second PING on: its first follows its first DATA); a PING more than a
+    /// second after the DATA names none (decision 472).
     #[test]
     fn bdp_ping_names_the_data_its_sender_acts_on() {
         use crate::testkit::{data, fr, request};
         let opened = |payload: [u8; 8], gap: Nanos| {
             let mut c = crate::testkit::Conn::started(&[]);
-            c.client(&request(1, "/s.S/M", true));
-            c.client(&request(3, "/s.S/M", true));
+            for sid in [1, 3, 5] {
+                c.client(&request(sid, "/s.S/M", true));
+            }
+            // A first round: the server's PING on stream 1's DATA, and the client's ACK.
             c.client(&data(1, false, 5));
-            c.t += gap;
-            c.client(&data(3, false, 5));
-            // The server's BDP PING, and the client's ACK.
             c.server(&fr(6, 0, 0, &payload));
             c.client(&fr(6, 1, 0, &payload));
-            for sid in [1, 3] {
+            c.client(&data(3, false, 5));
+            c.t += gap;
+            c.client(&data(5, false, 5));
+            c.server(&fr(6, 0, 0, &payload));
+            c.client(&fr(6, 1, 0, &payload));
+            for sid in [1, 3, 5] {
                 c.client(&data(sid, true, 0));
                 c.server(&[crate::testkit::response(sid, true, &[])].concat());
             }
@@ -1128,11 +1135,16 @@ mod tests {
         };
         let grpc_go = h2_frame_parser::ping::GRPC_GO_BDP;
         let hyper = [0x3b, 0x7c, 0xdb, 0x7a, 0x0b, 0x87, 0x16, 0xb4];
-        assert_eq!(opened(grpc_go, 0), vec![(1, true), (3, false)]);
-        assert_eq!(opened(hyper, 0), vec![(1, false), (3, true)]);
-        assert_eq!(opened(grpc_go, 2 * RECENT_NS), vec![(1, false), (3, true)]);
-        let late = RECENT_NS + 1;
-        assert_eq!(opened(hyper, late), vec![(1, false), (3, true)]);
+        assert_eq!(opened(grpc_go, 0), vec![(1, true), (3, true), (5, false)]);
+        assert_eq!(opened(hyper, 0), vec![(1, true), (3, false), (5, true)]);
+        assert_eq!(
+            opened(grpc_go, 2 * RECENT_NS),
+            vec![(1, true), (3, false), (5, true)]
+        );
+        assert_eq!(
+            opened(hyper, 2 * RECENT_NS),
+            vec![(1, true), (3, false), (5, true)]
+        );
     }
 
     #[test]

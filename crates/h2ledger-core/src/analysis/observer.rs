@@ -232,7 +232,9 @@ impl Analysis {
                         }
                     }
                     None => {
-                        ds.latest = Some(new);
+                        if ds.on_latest {
+                            ds.latest = Some(new);
+                        }
                         match ds.candidate {
                             None => ds.candidate = Some(new),
                             // No BDP PING came for the candidate's DATA in time: this DATA is

@@ -43,7 +43,11 @@ impl Analysis {
                 // streams whose DATA came since are in the round. Either only within
                 // RECENT_NS of that DATA (decision 472).
                 let on_latest = known.is_some_and(|k| LATEST_DATA_PINGS.contains(&k.label));
-                let named = if on_latest { latest } else { first }.filter(|c| !c.stale(ev.ts));
+                // The latest DATA is followed from this direction's first such PING on, which
+                // followed its first DATA (hyper's delay starts at the connection's start).
+                ds.on_latest |= on_latest;
+                let named =
+                    if on_latest { latest.or(first) } else { first }.filter(|c| !c.stale(ev.ts));
                 if on_latest || named.is_none() {
                     ds.waiting.clear();
                 }
