@@ -187,7 +187,7 @@ impl Analysis {
         if ts == Nanos::MIN {
             return None;
         }
-        if !all && now.saturating_sub(ts) <= RECENT_NS {
+        if !all && !lapsed(ts, now) {
             return Some(ts);
         }
         let st = self.conns.get_mut(&conn)?;

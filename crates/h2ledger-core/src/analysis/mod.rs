@@ -414,8 +414,13 @@ struct Candidate {
 impl Candidate {
     /// Past its time at `now`: no PING names it any more.
     fn stale(&self, now: Nanos) -> bool {
-        now.saturating_sub(self.ts) > RECENT_NS
+        lapsed(self.ts, now)
     }
+}
+
+/// A candidacy that began at `ts` has run out at `now` ([`RECENT_NS`] later).
+fn lapsed(ts: Nanos, now: Nanos) -> bool {
+    now.saturating_sub(ts) > RECENT_NS
 }
 
 #[derive(Debug, Default)]

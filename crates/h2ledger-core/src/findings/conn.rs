@@ -373,15 +373,16 @@ pub(super) struct Failures {
 }
 
 /// The client's cancels a response may still cross: as many as the ledger keeps reset streams
-/// for the frames that cross a RST_STREAM (`ledger::MAX_RECENT_RESETS`).
-pub(super) const CANCELLED_KEPT: usize = 16;
+/// for the frames that cross a RST_STREAM (the same bound, one constant).
+pub(super) const CANCELLED_KEPT: usize = crate::ledger::MAX_RECENT_RESETS;
 
 /// A ring of the last [`CANCELLED_KEPT`] cancelled streams (0: an empty place).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Cancelled {
     ids: [u32; CANCELLED_KEPT],
     next: u8,
-    len: u8,
+    /// Some stream was ever added (the common connection, with no cancel, looks no further).
+    any: bool,
 }
 
 impl Cancelled {
@@ -389,13 +390,13 @@ impl Cancelled {
     pub(super) fn add(&mut self, sid: u32) {
         self.ids[usize::from(self.next)] = sid;
         self.next = (self.next + 1) % CANCELLED_KEPT as u8;
-        self.len = (self.len + 1).min(CANCELLED_KEPT as u8);
+        self.any = true;
     }
 
     /// Whether the client cancelled the call on `sid` lately; `end`: the server's half ends
     /// with this block, and the stream is forgotten.
     pub(super) fn crossed(&mut self, sid: u32, end: bool) -> bool {
-        if self.len == 0 || sid == 0 {
+        if !self.any || sid == 0 {
             return false;
         }
         let Some(i) = self.ids.iter().position(|&s| s == sid) else {

@@ -470,7 +470,7 @@ struct Conn {
 type UpgradeReq = (Dir, Vec<u8>, Vec<u8>, Write);
 
 /// Reset streams remembered per connection (see [`Conn`]'s `recent_resets`).
-const MAX_RECENT_RESETS: usize = 16;
+pub(crate) const MAX_RECENT_RESETS: usize = 16;
 
 /// The open streams' lives ([`StreamLife`]: which halves are closed, which directions sent a
 /// header block), by stream id: the table of the flow tracker and the findings, whose lookup
